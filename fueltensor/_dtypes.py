@@ -1,0 +1,162 @@
+"""fueltensor's data types, their FKC codes, and the type-promotion rules.
+
+A `DType` pairs the array-API name (`float32`) with the code the contracts use (`F32`) and the
+NumPy dtype that stores it. Promotion follows the array API standard's lattice, extended with
+`bfloat16`/`float16` (half + f32 -> f32, bf16 + f16 -> f32) and, outside the standard, PyTorch's
+category rule for mixed kinds (an integer or bool with a float takes the float).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Final
+
+import ml_dtypes
+import numpy as np
+
+KINDS: Final = ("bool", "signed integer", "unsigned integer", "real floating", "complex floating")
+
+
+class DType:
+    """One element type: array-API name, FKC code, NumPy storage dtype and kind."""
+
+    __slots__ = ("fkc", "itemsize", "kind", "name", "np")
+
+    def __init__(self, name: str, fkc: str, np_dtype: np.dtype, kind: str) -> None:
+        self.name = name
+        self.fkc = fkc
+        self.np: np.dtype = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"fueltensor.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        """True for the real floating types (the ones the contracts admit)."""
+        return self.kind == "real floating"
+
+
+bool_ = DType("bool", "BOOL", np.dtype(np.bool_), "bool")
+int8 = DType("int8", "I8", np.dtype(np.int8), "signed integer")
+int16 = DType("int16", "I16", np.dtype(np.int16), "signed integer")
+int32 = DType("int32", "I32", np.dtype(np.int32), "signed integer")
+int64 = DType("int64", "I64", np.dtype(np.int64), "signed integer")
+uint8 = DType("uint8", "U8", np.dtype(np.uint8), "unsigned integer")
+uint16 = DType("uint16", "U16", np.dtype(np.uint16), "unsigned integer")
+uint32 = DType("uint32", "U32", np.dtype(np.uint32), "unsigned integer")
+uint64 = DType("uint64", "U64", np.dtype(np.uint64), "unsigned integer")
+float16 = DType("float16", "F16", np.dtype(np.float16), "real floating")
+bfloat16 = DType("bfloat16", "BF16", np.dtype(ml_dtypes.bfloat16), "real floating")
+float32 = DType("float32", "F32", np.dtype(np.float32), "real floating")
+float64 = DType("float64", "F64", np.dtype(np.float64), "real floating")
+complex64 = DType("complex64", "C64", np.dtype(np.complex64), "complex floating")
+complex128 = DType("complex128", "C128", np.dtype(np.complex128), "complex floating")
+
+ALL: Final[tuple[DType, ...]] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, bfloat16, float32, float64, complex64, complex128,
+)
+BY_FKC: Final[dict[str, DType]] = {d.fkc: d for d in ALL}
+"""The FKC dtype vocabulary: every code a contract's `dtypes` list may name."""
+_BY_NAME: Final[dict[str, DType]] = {d.name: d for d in ALL}
+_BY_NP: Final[dict[np.dtype, DType]] = {d.np: d for d in ALL}
+
+default_float: Final = float64
+default_int: Final = int64
+
+
+def from_numpy(dt: np.dtype) -> DType:
+    """The fueltensor dtype stored as NumPy dtype `dt`; TypeError for one we do not support."""
+    try:
+        return _BY_NP[dt]
+    except KeyError:
+        supported = ", ".join(d.name for d in ALL)
+        raise TypeError(f"unsupported NumPy dtype {dt}; fueltensor supports {supported}") from None
+
+
+def as_dtype(obj: object) -> DType:
+    """Accept a DType, a dtype name, a NumPy dtype or scalar type; TypeError otherwise."""
+    if isinstance(obj, DType):
+        return obj
+    if isinstance(obj, str) and obj in _BY_NAME:
+        return _BY_NAME[obj]
+    if obj is bool:
+        return bool_
+    try:
+        return from_numpy(np.dtype(obj))  # type: ignore[call-overload]
+    except TypeError:
+        pass
+    supported = ", ".join(d.name for d in ALL)
+    raise TypeError(f"{obj!r} is not a fueltensor dtype; use one of {supported}")
+
+
+_INT_ORDER: Final = {int8: 0, int16: 1, int32: 2, int64: 3}
+_UINT_ORDER: Final = {uint8: 0, uint16: 1, uint32: 2, uint64: 3}
+_SIGNED_BY_BITS: Final = {8: int8, 16: int16, 32: int32, 64: int64}
+
+
+def _float_rank(d: DType) -> int:
+    return {float16: 0, bfloat16: 0, float32: 1, float64: 2}[d]
+
+
+def _promote_ints(a: DType, b: DType) -> DType:
+    if a.kind == b.kind:
+        order = _INT_ORDER if a.kind == "signed integer" else _UINT_ORDER
+        return a if order[a] >= order[b] else b
+    signed, unsigned = (a, b) if a.kind == "signed integer" else (b, a)
+    need = unsigned.itemsize * 8 * 2
+    if signed.itemsize * 8 >= need:
+        return signed
+    if need > 64:
+        raise TypeError(f"no integer type holds both {a.name} and {b.name}; cast one explicitly")
+    return _SIGNED_BY_BITS[need]
+
+
+def _promote_floats(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    ra, rb = _float_rank(a), _float_rank(b)
+    if ra == rb == 0:
+        return float32
+    return a if ra > rb else b
+
+
+@cache
+def result_type(a: DType, b: DType) -> DType:
+    """The promoted dtype of a binary operation on tensors of dtypes `a` and `b`."""
+    if a is b:
+        return a
+    order = {k: i for i, k in enumerate(KINDS)}
+    if order[a.kind] < order[b.kind]:
+        a, b = b, a
+    if a.kind == "complex floating":
+        if b.kind == "complex floating":
+            return a if a.itemsize >= b.itemsize else b
+        if b.kind == "real floating":
+            return complex128 if b is float64 or a is complex128 else complex64
+        return a
+    if a.kind == "real floating":
+        return _promote_floats(a, b) if b.kind == "real floating" else a
+    if a.kind in ("signed integer", "unsigned integer"):
+        return _promote_ints(a, b) if b.kind != "bool" else a
+    return a
+
+
+def scalar_dtype(value: bool | int | float | complex, other: DType) -> DType:
+    """The dtype a Python scalar takes next to a tensor of dtype `other` (scalars are weak)."""
+    if isinstance(value, bool):
+        return other
+    if isinstance(value, int):
+        return other if other.kind != "bool" else default_int
+    if isinstance(value, float):
+        return other if other.kind in ("real floating", "complex floating") else default_float
+    if isinstance(value, complex):
+        if other.kind == "complex floating":
+            return other
+        return complex128 if other is float64 else complex64 if other.is_float else complex128
+    raise TypeError(f"expected a Python bool, int, float or complex, got {type(value).__name__}")

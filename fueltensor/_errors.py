@@ -1,0 +1,26 @@
+"""The exceptions fueltensor raises; each message says what was wrong and what is accepted."""
+
+from __future__ import annotations
+
+
+class ContractError(ValueError):
+    """A contract document is malformed; the message names the file, the line and the field."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        what = f"{field}: " if field else ""
+        super().__init__(f"{where}{what}{message}")
+
+
+class NoKernelError(TypeError):
+    """No kernel contract admits an operation under the active backend restriction."""
+
+
+class ContractViolation(RuntimeError):
+    """A kernel produced an output that breaks its contract's `return` clause."""
