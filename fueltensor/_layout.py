@@ -1,0 +1,298 @@
+"""Strided layouts: shape, strides and offset in elements, the five FKC layout flags, and views.
+
+A `Layout` maps a multi-index `i` to the storage element `offset + sum(i[k] * strides[k])`. Every
+layout is checked against the size of the storage it indexes before it is used, so no view can
+reach outside its buffer; all arithmetic is in Python integers, so nothing overflows silently.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, SupportsIndex
+
+MAX_DIMS = 64
+"""NumPy's limit on dimensions; a layout is turned into a NumPy view, so we share it."""
+MAX_INDEX = 2**63 - 1
+"""Element counts, strides and offsets must fit a signed 64-bit integer (NumPy's `intp`)."""
+
+Shape = tuple[int, ...]
+
+
+class LayoutFlags(NamedTuple):
+    """The five layout facts an FKC `accept` clause constrains, named as the documents name them."""
+
+    contiguous: bool
+    """Row-major dense: element `k` of the row-major walk is at `offset + k`."""
+    strided: bool
+    """Not dense even after ignoring stride-0 axes and the sign of the strides (gaps, permutes)."""
+    broadcast_stride0: bool
+    """Some axis of extent > 1 has stride 0 (one element stands for many)."""
+    start_offset: bool
+    """The first element is not at storage index 0."""
+    reverse_strides: bool
+    """Some axis of extent > 1 walks storage backwards (a negative stride)."""
+
+
+def row_major_strides(shape: Shape) -> Shape:
+    """Dense C-order strides, in elements, for `shape`."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _index(value: object, what: str) -> int:
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}") from None
+
+
+def as_shape(shape: object) -> Shape:
+    """Normalize an int or a sequence of ints into a shape tuple, refusing negative extents."""
+    if isinstance(shape, SupportsIndex):
+        shape = (shape,)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"a shape is an int or a sequence of ints, got {type(shape).__name__}")
+    out = tuple(_index(n, "a shape entry") for n in shape)
+    if any(n < 0 for n in out):
+        raise ValueError(f"negative dimension in shape {out}; extents must be >= 0")
+    if len(out) > MAX_DIMS:
+        raise ValueError(f"{len(out)} dimensions requested; at most {MAX_DIMS} are supported")
+    return out
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """The NumPy broadcast of `shapes` (right-aligned; an extent of 1 stretches)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for k, n in enumerate(s, start=ndim - len(s)):
+            if n != 1:
+                if out[k] not in (1, n):
+                    listed = " ".join(str(x) for x in shapes)
+                    raise ValueError(f"shapes {listed} cannot be broadcast together "
+                                     f"(axis {k - ndim}: {out[k]} vs {n})")
+                out[k] = n
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Shape, strides and offset, in elements, of a view on a 1-D storage buffer."""
+
+    shape: Shape
+    strides: Shape
+    offset: int
+
+    @classmethod
+    def dense(cls, shape: Shape) -> Layout:
+        """The row-major, zero-offset layout of a fresh buffer."""
+        return cls(shape, row_major_strides(shape), 0)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def flags(self) -> LayoutFlags:
+        """The five FKC layout flags of this view."""
+        live = [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n > 1]
+        reverse = any(s < 0 for _, s in live)
+        stride0 = any(s == 0 for _, s in live)
+        contiguous = self.size == 0 or _is_dense(live)
+        strided = not contiguous and not _is_dense([(n, abs(s)) for n, s in live if s != 0])
+        return LayoutFlags(contiguous, strided, stride0, self.offset != 0, reverse)
+
+    @property
+    def is_dense(self) -> bool:
+        """Row-major dense and zero-offset: the layout a kernel buffer must have."""
+        return self.offset == 0 and (self.size == 0 or _is_dense(
+            [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n > 1]))
+
+    def span(self) -> tuple[int, int]:
+        """The lowest and highest storage index the view touches (empty views touch none)."""
+        lo = hi = self.offset
+        for n, s in zip(self.shape, self.strides, strict=True):
+            reach = (n - 1) * s
+            if reach < 0:
+                lo += reach
+            else:
+                hi += reach
+        return lo, hi
+
+    def check(self, storage_size: int) -> Layout:
+        """Return self if every element lies in a storage of `storage_size`; ValueError if not."""
+        if len(self.shape) != len(self.strides):
+            raise ValueError(f"shape {self.shape} has {len(self.shape)} dimensions but strides "
+                             f"{self.strides} has {len(self.strides)}; give one stride per axis")
+        if len(self.shape) > MAX_DIMS:
+            raise ValueError(f"{len(self.shape)} dimensions; at most {MAX_DIMS} are supported")
+        if any(n < 0 for n in self.shape):
+            raise ValueError(f"negative extent in shape {self.shape}")
+        if self.offset < 0:
+            raise ValueError(f"offset {self.offset} is negative; offsets index the storage from 0")
+        if any(abs(s) > MAX_INDEX for s in self.strides) or self.offset > MAX_INDEX:
+            raise ValueError(f"strides {self.strides} / offset {self.offset} exceed the 64-bit "
+                             "index range")
+        size = self.size
+        if size > MAX_INDEX:
+            raise ValueError(f"shape {self.shape} has {size} elements, more than 2**63 - 1")
+        if size == 0:
+            if self.offset > storage_size:
+                raise ValueError(f"offset {self.offset} lies past the end of a storage of "
+                                 f"{storage_size} elements")
+            return self
+        lo, hi = self.span()
+        if lo < 0 or hi >= storage_size:
+            raise ValueError(
+                f"view shape={self.shape} strides={self.strides} offset={self.offset} touches "
+                f"storage elements {lo}..{hi}, outside the storage's 0..{storage_size - 1}")
+        return self
+
+    def permute(self, axes: Sequence[int]) -> Layout:
+        """Reorder the axes: axis k of the result is axis `axes[k]` of this layout."""
+        nd = self.ndim
+        norm = tuple(_normalize_axis(a, nd) for a in axes)
+        if sorted(norm) != list(range(nd)):
+            raise ValueError(f"axes {tuple(axes)} are not a permutation of the {nd} axes")
+        return Layout(tuple(self.shape[a] for a in norm), tuple(self.strides[a] for a in norm),
+                      self.offset)
+
+    def flip(self, axes: Sequence[int] | None = None) -> Layout:
+        """Reverse the given axes (all when None): negative strides, offset at the old end."""
+        nd = self.ndim
+        flip = set(range(nd)) if axes is None else {_normalize_axis(a, nd) for a in axes}
+        offset = self.offset
+        strides = list(self.strides)
+        for k in flip:
+            if self.shape[k] > 0:
+                offset += (self.shape[k] - 1) * strides[k]
+            strides[k] = -strides[k]
+        return Layout(self.shape, tuple(strides), offset)
+
+    def broadcast_to(self, shape: Shape) -> Layout:
+        """A stride-0 view of this layout stretched to `shape` (NumPy rules; no copy)."""
+        if len(shape) < self.ndim:
+            raise ValueError(f"cannot broadcast shape {self.shape} to fewer dimensions {shape}")
+        lead = len(shape) - self.ndim
+        strides = [0] * lead
+        for k, (n, s) in enumerate(zip(self.shape, self.strides, strict=True)):
+            target = shape[lead + k]
+            if n == target:
+                strides.append(s)
+            elif n == 1:
+                strides.append(0)
+            else:
+                raise ValueError(f"cannot broadcast shape {self.shape} to {shape} "
+                                 f"(axis {lead + k}: {n} vs {target})")
+        return Layout(shape, tuple(strides), self.offset)
+
+    def reshape(self, shape: Shape) -> Layout | None:
+        """The same elements in row-major order under `shape`, or None when a copy is needed."""
+        if math.prod(shape) != self.size:
+            raise ValueError(f"cannot reshape {self.size} elements of shape {self.shape} "
+                             f"into shape {shape}")
+        if self.size == 0 or self.flags.contiguous:
+            return Layout(shape, row_major_strides(shape), self.offset)
+        strides = _nocopy_strides(
+            [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1], shape)
+        return None if strides is None else Layout(shape, strides, self.offset)
+
+    def index(self, key: object) -> Layout:
+        """The view selected by a basic index: ints, slices, `...` and `None`."""
+        items = key if isinstance(key, tuple) else (key,)
+        if sum(1 for k in items if k is Ellipsis) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        consumed = sum(1 for k in items if k is not None and k is not Ellipsis)
+        if consumed > self.ndim:
+            raise IndexError(f"too many indices: {consumed} given for {self.ndim} dimensions")
+        if Ellipsis not in items:
+            items = (*items, Ellipsis)
+        shape: list[int] = []
+        strides: list[int] = []
+        offset = self.offset
+        axis = 0
+        for k in items:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+            elif k is Ellipsis:
+                for _ in range(self.ndim - consumed):
+                    shape.append(self.shape[axis])
+                    strides.append(self.strides[axis])
+                    axis += 1
+            elif isinstance(k, slice):
+                start, stop, step = k.indices(self.shape[axis])
+                n = len(range(start, stop, step))
+                shape.append(n)
+                strides.append(self.strides[axis] * step)
+                if n:
+                    offset += start * self.strides[axis]
+                axis += 1
+            elif isinstance(k, SupportsIndex) and not isinstance(k, bool):
+                i = operator.index(k)
+                n = self.shape[axis]
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                offset += (i % n) * self.strides[axis]
+                axis += 1
+            else:
+                raise IndexError(
+                    f"only integers, slices, '...' and None are valid basic indices, got "
+                    f"{type(k).__name__}")
+        return Layout(tuple(shape), tuple(strides), offset)
+
+
+def _is_dense(live: list[tuple[int, int]]) -> bool:
+    """True if (extent, stride) pairs of the axes with extent > 1 walk storage in row-major order."""
+    step = 1
+    for n, s in reversed(live):
+        if s != step:
+            return False
+        step *= n
+    return True
+
+
+def _nocopy_strides(old: list[tuple[int, int]], shape: Shape) -> Shape | None:
+    """Strides that give `shape` over the (extent, stride) axes `old` without a copy, or None.
+
+    NumPy's `_attempt_nocopy_reshape`: match groups of old and new axes with equal products; the
+    old axes of a group must be row-major among themselves, and the new ones inherit that walk.
+    """
+    new = list(shape)
+    strides = [1] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(old):
+        np_, op = new[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        strides[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            strides[k - 1] = strides[k] * new[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(strides)
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    a = _index(axis, "an axis")
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for a tensor of {ndim} dimensions")
+    return a % ndim

@@ -1,0 +1,336 @@
+"""`FuelTensor`: a 1-D storage buffer plus a checked `Layout`; its operators go through dispatch.
+
+The tensor holds no values of its own: `shape`, `strides` and `offset` (in elements) say which
+storage elements it means. Views share the storage; every view is bounds-checked when made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._dtypes import DType
+from fueltensor._layout import Layout, LayoutFlags, Shape, as_shape
+
+if TYPE_CHECKING:
+    from types import EllipsisType
+
+
+class FuelTensor:
+    """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
+
+    __slots__ = ("__weakref__", "_dtype", "_layout", "_np", "_storage")
+
+    _storage: np.ndarray
+    _layout: Layout
+    _dtype: DType
+    _np: np.ndarray | None
+
+    def __init__(self, *_: object, **__: object) -> None:
+        raise TypeError("create tensors with fueltensor.asarray(...) or another creation function")
+
+    @classmethod
+    def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:
+        """Wrap `storage` (1-D, dtype's NumPy dtype) in a view; the layout is bounds-checked."""
+        layout.check(storage.shape[0])
+        t = object.__new__(cls)
+        t._storage = storage
+        t._layout = layout
+        t._dtype = dtype
+        t._np = None
+        return t
+
+    @classmethod
+    def _from_dense(cls, array: np.ndarray, dtype: DType | None = None) -> FuelTensor:
+        """Adopt a C-contiguous NumPy array (no copy) as a dense, zero-offset tensor."""
+        t = object.__new__(cls)
+        t._storage = array.reshape(-1)
+        t._layout = Layout.dense(array.shape)
+        t._dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
+        t._np = array
+        return t
+
+    def _view(self, layout: Layout) -> FuelTensor:
+        return FuelTensor._make(self._storage, layout, self._dtype)
+
+    @property
+    def _array(self) -> np.ndarray:
+        """The NumPy view of exactly these elements (cached; shares the storage)."""
+        a = self._np
+        if a is None:
+            lay = self._layout
+            size = self._storage.itemsize
+            a = np.ndarray(lay.shape, self._storage.dtype, buffer=self._storage,
+                           offset=lay.offset * size, strides=[s * size for s in lay.strides])
+            self._np = a
+        return a
+
+    # -- attributes ---------------------------------------------------------------------------
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def shape(self) -> Shape:
+        return self._layout.shape
+
+    @property
+    def strides(self) -> Shape:
+        """Strides in elements (not bytes)."""
+        return self._layout.strides
+
+    @property
+    def offset(self) -> int:
+        """Index of the first element in the storage buffer, in elements."""
+        return self._layout.offset
+
+    @property
+    def ndim(self) -> int:
+        return self._layout.ndim
+
+    @property
+    def size(self) -> int:
+        return self._layout.size
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def layout(self) -> LayoutFlags:
+        """The five FKC layout flags: contiguous, strided, broadcast_stride0, start_offset,
+        reverse_strides."""
+        return self._layout.flags
+
+    @property
+    def T(self) -> FuelTensor:  # noqa: N802 - the array API's name
+        """The transpose of a tensor of at most two dimensions (a view)."""
+        if self.ndim > 2:
+            raise ValueError(f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
+                             "use .mT or permute_dims")
+        return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
+
+    @property
+    def mT(self) -> FuelTensor:  # noqa: N802 - the array API's name
+        """Transpose of the last two axes (a view)."""
+        if self.ndim < 2:
+            raise ValueError(f".mT needs at least 2 dimensions, this tensor has {self.ndim}")
+        axes = (*range(self.ndim - 2), self.ndim - 1, self.ndim - 2)
+        return self._view(self._layout.permute(axes))
+
+    # -- conversion ---------------------------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        a = self._array
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __repr__(self) -> str:
+        lay = self._layout
+        prefix = "FuelTensor("
+        body = np.array2string(self._array, separator=", ", prefix=prefix)
+        return (f"{prefix}{body}, dtype={self._dtype.name}, shape={lay.shape}, "
+                f"strides={lay.strides}, offset={lay.offset})")
+
+    __str__ = __repr__
+
+    def __len__(self) -> int:
+        if not self.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self) -> Any:
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, key: int | slice | EllipsisType | None | tuple[Any, ...]) -> FuelTensor:
+        return self._view(self._layout.index(key))
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        import fueltensor
+
+        if api_version not in (None, *fueltensor._SUPPORTED_API_VERSIONS):
+            raise ValueError(f"api_version {api_version!r} is not supported; use one of "
+                             f"{fueltensor._SUPPORTED_API_VERSIONS}")
+        return fueltensor
+
+    # -- the eight contract operations --------------------------------------------------------
+
+    def __add__(self, other: Any) -> FuelTensor:
+        return _binary("add", self, other)
+
+    def __radd__(self, other: Any) -> FuelTensor:
+        return _binary("add", other, self)
+
+    def __iadd__(self, other: Any) -> FuelTensor:
+        return _inplace("add", self, other)
+
+    def __sub__(self, other: Any) -> FuelTensor:
+        return _binary("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> FuelTensor:
+        return _binary("subtract", other, self)
+
+    def __isub__(self, other: Any) -> FuelTensor:
+        return _inplace("subtract", self, other)
+
+    def __mul__(self, other: Any) -> FuelTensor:
+        return _binary("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> FuelTensor:
+        return _binary("multiply", other, self)
+
+    def __imul__(self, other: Any) -> FuelTensor:
+        return _inplace("multiply", self, other)
+
+    def __truediv__(self, other: Any) -> FuelTensor:
+        return _binary("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> FuelTensor:
+        return _binary("divide", other, self)
+
+    def __itruediv__(self, other: Any) -> FuelTensor:
+        return _inplace("divide", self, other)
+
+    def __mod__(self, other: Any) -> FuelTensor:
+        return _binary("remainder", self, other)
+
+    def __rmod__(self, other: Any) -> FuelTensor:
+        return _binary("remainder", other, self)
+
+    def __imod__(self, other: Any) -> FuelTensor:
+        return _inplace("remainder", self, other)
+
+    def __pow__(self, other: Any) -> FuelTensor:
+        return _binary("pow", self, other)
+
+    def __rpow__(self, other: Any) -> FuelTensor:
+        return _binary("pow", other, self)
+
+    def __ipow__(self, other: Any) -> FuelTensor:
+        return _inplace("pow", self, other)
+
+
+def _binary(op: str, a: Any, b: Any) -> FuelTensor:
+    from fueltensor.dispatch import binary
+
+    return binary(op, a, b)
+
+
+def _inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
+    from fueltensor.dispatch import binary_inplace
+
+    return binary_inplace(op, target, other)
+
+
+# -- creation ---------------------------------------------------------------------------------
+
+
+def _adopt_numpy(array: np.ndarray, dtype: DType) -> FuelTensor:
+    """Share a NumPy array's memory as a FuelTensor (any strides that are whole elements)."""
+    size = array.itemsize
+    if array.size == 0 or array.ndim == 0 or array.flags.c_contiguous:
+        dense = np.ascontiguousarray(array)
+        return FuelTensor._from_dense(dense, dtype)
+    if any(s % size for s in array.strides):
+        return FuelTensor._from_dense(np.ascontiguousarray(array), dtype)
+    strides = tuple(s // size for s in array.strides)
+    low = tuple(n - 1 if s < 0 else 0 for n, s in zip(array.shape, strides, strict=True))
+    lay = Layout(array.shape, strides, 0)
+    lo, hi = lay.span()
+    first = array[tuple(slice(i, i + 1) for i in low)]
+    storage = np.lib.stride_tricks.as_strided(first, shape=(hi - lo + 1,), strides=(size,))
+    return FuelTensor._make(storage, Layout(array.shape, strides, -lo), dtype)
+
+
+def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
+            copy: bool | None = None) -> FuelTensor:
+    """Convert Python data, a NumPy array or a FuelTensor into a FuelTensor.
+
+    NumPy arrays keep their dtype and share memory unless a copy or cast is needed; Python
+    floats default to float64 and ints to int64, as in NumPy.
+    """
+    _check_device(device)
+    want = None if dtype is None else _dtypes.as_dtype(dtype)
+    if isinstance(obj, FuelTensor):
+        if want is None or want is obj.dtype:
+            return copy_tensor(obj) if copy else obj
+        if copy is False:
+            raise ValueError(f"casting {obj.dtype.name} to {want.name} needs a copy, "
+                             "but copy=False was given")
+        return FuelTensor._from_dense(obj._array.astype(want.np), want)
+    if isinstance(obj, np.ndarray | np.generic):
+        array = np.asarray(obj)
+        have = _dtypes.from_numpy(array.dtype)
+        if want is not None and want is not have:
+            if copy is False:
+                raise ValueError(f"casting {have.name} to {want.name} needs a copy, "
+                                 "but copy=False was given")
+            return FuelTensor._from_dense(array.astype(want.np), want)
+        t = _adopt_numpy(array, have)
+        return copy_tensor(t) if copy else t
+    if copy is False:
+        raise ValueError(f"converting a {type(obj).__name__} to a tensor needs a copy, "
+                         "but copy=False was given")
+    array = _from_python(obj, want)
+    return FuelTensor._from_dense(array, want or _dtypes.from_numpy(array.dtype))
+
+
+def _from_python(obj: Any, want: DType | None) -> np.ndarray:
+    """Nested Python sequences and scalars (or anything NumPy reads) as a fresh dense array."""
+    if hasattr(obj, "__dlpack__"):
+        array = np.from_dlpack(obj)
+        return np.array(array, dtype=None if want is None else want.np, copy=True)
+    if want is not None:
+        return np.array(obj, dtype=want.np, copy=True)
+    array = np.array(obj, copy=True)
+    if array.dtype == np.float32 and not _holds_numpy_values(obj):
+        array = array.astype(np.float64)
+    if array.dtype.kind == "i" and array.dtype != np.int64:
+        array = array.astype(np.int64)
+    if array.dtype.kind in "OUS":
+        raise TypeError(f"cannot make a tensor from {type(obj).__name__} data "
+                        f"(NumPy reads it as {array.dtype}); pass numbers or tensors")
+    _dtypes.from_numpy(array.dtype)
+    return array
+
+
+def _holds_numpy_values(obj: Any) -> bool:
+    return isinstance(obj, np.generic | np.ndarray) or (
+        isinstance(obj, list | tuple) and bool(obj) and _holds_numpy_values(obj[0]))
+
+
+def _check_device(device: Any) -> None:
+    if device not in (None, "cpu"):
+        raise ValueError(f"device {device!r} is not available; fueltensor has one device, 'cpu'")
+
+
+def copy_tensor(x: FuelTensor) -> FuelTensor:
+    """A fresh dense copy of `x` (row-major, zero offset)."""
+    return FuelTensor._from_dense(np.array(x._array, order="C", copy=True), x.dtype)
+
+
+def as_strided(x: FuelTensor, shape: Any, strides: Any, offset: int | None = None) -> FuelTensor:
+    """A view on `x`'s storage with the given shape, strides and offset (elements), checked to
+    lie inside the storage; offset defaults to `x.offset`."""
+    shape_t = as_shape(shape)
+    strides_t = tuple(int(s) for s in as_shape_like(strides, "strides"))
+    off = x.offset if offset is None else int(offset)
+    return x._view(Layout(shape_t, strides_t, off))
+
+
+def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
+    """A tuple of ints (negative allowed) from an int or a sequence; TypeError names `what`."""
+    import operator
+
+    if isinstance(values, int):
+        return (values,)
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
