@@ -1,0 +1,276 @@
+"""Shared kernel machinery: silent NumPy, half-float widen/narrow, cache-sized blocking.
+
+Both providers build on this module so that the numerics live in one place: the op bodies
+(`OPS`) work on blocks of the working precision (f32 or f64), and the chassis feeds them either
+the caller's native arrays or half-float blocks widened to f32 and narrowed back once on store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+import ml_dtypes
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[Any]
+BlockOp = Callable[[Array, Array, Array, "Scratch"], None]
+
+BLOCK: Final = 8192
+"""Elements per block: three f64 blocks plus the half-float tiles stay inside a 512 KiB L2."""
+
+F32: Final = np.dtype(np.float32)
+F64: Final = np.dtype(np.float64)
+BF16: Final = np.dtype(ml_dtypes.bfloat16)
+F16: Final = np.dtype(np.float16)
+_U16: Final = np.dtype(np.uint16)
+
+# Silencing NumPy's floating-point warnings is on every kernel call, so its price is dispatch
+# overhead. `np.errstate` costs ~2 µs per enter/exit; NumPy 2 keeps the error state in a
+# contextvar holding an opaque "extobj", and setting that contextvar directly costs ~0.1 µs.
+# It is private API, hence the guarded import with `np.errstate` as the fallback.
+try:
+    from numpy._core._multiarray_umath import (  # type: ignore[import-not-found]
+        _extobj_contextvar,
+        _make_extobj,
+    )
+
+    _IGNORE: Any = _make_extobj(all="ignore")
+
+    def silence() -> Any:
+        """Enter the all-ignore floating-point error state; returns the token for `restore`."""
+        return _extobj_contextvar.set(_IGNORE)
+
+    def restore(token: Any) -> None:
+        """Leave the error state entered by `silence`."""
+        _extobj_contextvar.reset(token)
+
+except ImportError:  # pragma: no cover - exercised only on NumPy builds without the contextvar
+
+    def silence() -> Any:
+        """Enter the all-ignore floating-point error state; returns the token for `restore`."""
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def restore(token: Any) -> None:
+        """Leave the error state entered by `silence`."""
+        token.__exit__(None, None, None)
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """Context-manager form of `silence`/`restore` for code paths that are not per-call hot."""
+    token = silence()
+    try:
+        yield
+    finally:
+        restore(token)
+
+
+class Scratch:
+    """Preallocated block-sized buffers, so a blocked kernel allocates nothing per call."""
+
+    __slots__ = ("a32", "a64", "b32", "b64", "c32", "c64", "mask", "mask2", "t32", "t64")
+
+    def __init__(self) -> None:
+        self.a32 = np.empty(BLOCK, F32)
+        self.b32 = np.empty(BLOCK, F32)
+        self.c32 = np.empty(BLOCK, F32)
+        self.a64 = np.empty(BLOCK, F64)
+        self.b64 = np.empty(BLOCK, F64)
+        self.c64 = np.empty(BLOCK, F64)
+        self.t32 = np.empty(BLOCK, F32)
+        self.t64 = np.empty(BLOCK, F64)
+        self.mask = np.empty(BLOCK, np.bool_)
+        self.mask2 = np.empty(BLOCK, np.bool_)
+
+    def work(self, dtype: np.dtype[Any], n: int) -> tuple[Array, Array, Array]:
+        """Three scratch blocks of `n` elements in the working precision `dtype`."""
+        if dtype is F64:
+            return self.a64[:n], self.b64[:n], self.c64[:n]
+        return self.a32[:n], self.b32[:n], self.c32[:n]
+
+    def temp(self, dtype: np.dtype[Any], n: int) -> Array:
+        """A fourth block for op bodies' own intermediates (never one of `work`'s three)."""
+        return self.t64[:n] if dtype is F64 else self.t32[:n]
+
+
+# A pool rather than one module-level Scratch: kernels run with the GIL released inside NumPy,
+# so two threads may be inside a blocked kernel at once. list.pop/append are atomic.
+_POOL: list[Scratch] = [Scratch()]
+
+
+def take_scratch() -> Scratch:
+    """Borrow a Scratch set from the pool (a new one only when every set is in use)."""
+    try:
+        return _POOL.pop()
+    except IndexError:
+        return Scratch()
+
+
+def give_scratch(scratch: Scratch) -> None:
+    """Return a borrowed Scratch set to the pool."""
+    _POOL.append(scratch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Half floats: widening is exact (every bf16/f16 value is an f32); narrowing is one
+# round-to-nearest-even. NumPy (f16) and ml_dtypes (bf16) casts round correctly for every
+# non-NaN f32, including subnormal results and overflow to inf, but they do not keep NaN
+# payloads the way the Rust `half` crate the contracts name does, so NaN lanes are redone here.
+
+
+def widen(src: Array, dst: Array) -> None:
+    """Exact half -> f32 widening of one block into `dst`."""
+    np.copyto(dst, src, casting="unsafe")
+
+
+def _nan_bits_bf16(bits: Array) -> Array:
+    """half::bf16::from_f32 for NaN f32 bit patterns: top payload bits kept, quiet bit set."""
+    return (bits >> 16) | 0x0040
+
+
+def _nan_bits_f16(bits: Array) -> Array:
+    """half::f16::from_f32 for NaN f32 bit patterns: sign, top 10 payload bits, quiet bit set."""
+    return ((bits >> 16) & 0x8000) | 0x7E00 | ((bits & 0x007FFFFF) >> 13)
+
+
+_NAN_BITS: Final[dict[np.dtype[Any], Callable[[Array], Array]]] = {
+    BF16: _nan_bits_bf16,
+    F16: _nan_bits_f16,
+}
+
+
+def narrow(src: Array, dst: Array, scratch: Scratch) -> None:
+    """f32 -> half narrowing of one block with RNE, keeping NaN payloads as `half` does."""
+    np.copyto(dst, src, casting="unsafe")
+    if np.isnan(np.maximum.reduce(src)):
+        n = src.size
+        mask = np.isnan(src, out=scratch.mask[:n]) if n <= BLOCK else np.isnan(src)
+        bits = src.view(np.uint32)[mask]
+        dst.view(_U16)[mask] = _NAN_BITS[dst.dtype](bits)
+
+
+# ---------------------------------------------------------------------------------------------
+# The eight op bodies over blocks of the working precision. `whole` is the NumPy ufunc that is
+# already exactly the contract for native F32/F64 arrays (so it runs unblocked on the caller's
+# arrays); the others are composed here and run block by block.
+
+
+def _max_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
+    """Contract maximum: NumPy's maximum (NaN operand unchanged, lhs first), then lhs on ties."""
+    np.maximum(lhs, rhs, out=out)
+    tie = np.equal(lhs, rhs, out=s.mask[: lhs.size])
+    np.copyto(out, lhs, where=tie)
+
+
+def _min_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
+    """Contract minimum: NumPy's minimum (NaN operand unchanged, lhs first), then lhs on ties."""
+    np.minimum(lhs, rhs, out=out)
+    tie = np.equal(lhs, rhs, out=s.mask[: lhs.size])
+    np.copyto(out, lhs, where=tie)
+
+
+def _rem_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
+    """Contract remainder `a - floor(a / b) * b`, each step rounded in the working precision."""
+    t = s.temp(lhs.dtype, lhs.size)
+    np.divide(lhs, rhs, out=t)
+    np.floor(t, out=t)
+    np.multiply(t, rhs, out=t)
+    np.subtract(lhs, t, out=out)
+
+
+def _ufunc_block(ufunc: np.ufunc) -> BlockOp:
+    """A block body that is one ufunc call."""
+
+    def block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
+        ufunc(lhs, rhs, out=out)
+
+    block.__doc__ = f"Block body: np.{ufunc.__name__}."
+    return block
+
+
+def _max_pick(lhs: Array, rhs: Array, mask: Array, s: Scratch) -> None:
+    """Where maximum returns lhs: lhs is NaN, or lhs >= rhs (so lhs on a ±0 tie)."""
+    np.greater_equal(lhs, rhs, out=mask)
+    nan = np.isnan(lhs, out=s.mask2[: lhs.size])
+    np.logical_or(mask, nan, out=mask)
+
+
+def _min_pick(lhs: Array, rhs: Array, mask: Array, s: Scratch) -> None:
+    """Where minimum returns lhs: lhs is NaN, or lhs <= rhs (so lhs on a ±0 tie)."""
+    np.less_equal(lhs, rhs, out=mask)
+    nan = np.isnan(lhs, out=s.mask2[: lhs.size])
+    np.logical_or(mask, nan, out=mask)
+
+
+PickOp = Callable[[Array, Array, Array, Scratch], None]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One binary op of the CPU family: how to compute it natively, blocked, and as a pick."""
+
+    name: str
+    block: BlockOp
+    whole: np.ufunc | None = None
+    pick: PickOp | None = None
+    """For the selecting ops (maximum/minimum): a mask of lanes returning lhs, so half-float
+    results are the operands' original bits (a NaN operand comes back unchanged)."""
+
+
+OPS: Final[tuple[Op, ...]] = (
+    Op("add", _ufunc_block(np.add), whole=np.add),
+    Op("sub", _ufunc_block(np.subtract), whole=np.subtract),
+    Op("mul", _ufunc_block(np.multiply), whole=np.multiply),
+    Op("div", _ufunc_block(np.divide), whole=np.divide),
+    Op("maximum", _max_block, pick=_max_pick),
+    Op("minimum", _min_block, pick=_min_pick),
+    Op("pow", _ufunc_block(np.power), whole=np.power),
+    Op("rem", _rem_block),
+)
+"""The op table the CPU thunks are generated from (names as in the thunk names)."""
+
+
+def run_native(op: Op, lhs: Array, rhs: Array, out: Array) -> None:
+    """F32/F64: the whole-array ufunc when it is the contract, else the body block by block."""
+    if op.whole is not None:
+        op.whole(lhs, rhs, out=out.reshape(lhs.shape))
+        return
+    lf, rf, of = lhs.reshape(-1), rhs.reshape(-1), out.reshape(-1)
+    n = of.size
+    s = take_scratch()
+    try:
+        for i in range(0, n, BLOCK):
+            j = min(i + BLOCK, n)
+            op.block(lf[i:j], rf[i:j], of[i:j], s)
+    finally:
+        give_scratch(s)
+
+
+def run_half(op: Op, lhs: Array, rhs: Array, out: Array) -> None:
+    """BF16/F16: per block widen both operands to f32, compute, and narrow once on store."""
+    lf, rf, of = lhs.reshape(-1), rhs.reshape(-1), out.reshape(-1)
+    n = of.size
+    s = take_scratch()
+    try:
+        for i in range(0, n, BLOCK):
+            j = min(i + BLOCK, n)
+            a, b, c = s.work(F32, j - i)
+            widen(lf[i:j], a)
+            widen(rf[i:j], b)
+            if op.pick is not None:
+                mask = s.mask[: j - i]
+                op.pick(a, b, mask, s)
+                dst = of[i:j].view(_U16)
+                np.copyto(dst, rf[i:j].view(_U16))
+                np.copyto(dst, lf[i:j].view(_U16), where=mask)
+            else:
+                op.block(a, b, c, s)
+                narrow(c, of[i:j], s)
+    finally:
+        give_scratch(s)
