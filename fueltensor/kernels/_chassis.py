@@ -129,6 +129,13 @@ def widen(src: Array, dst: Array) -> None:
     np.copyto(dst, src, casting="unsafe")
 
 
+def quiet_nans(block: Array, scratch: Scratch) -> None:
+    """Set the quiet bit of every NaN in an f32 block (one reduction pass when there are none)."""
+    if np.isnan(np.maximum.reduce(block)):
+        mask = np.isnan(block, out=scratch.mask2[: block.size])
+        np.bitwise_or(block.view(np.uint32), 0x00400000, out=block.view(np.uint32), where=mask)
+
+
 def _nan_bits_bf16(bits: Array) -> Array:
     """half::bf16::from_f32 for NaN f32 bit patterns: top payload bits kept, quiet bit set."""
     return (bits >> 16) | 0x0040
@@ -221,6 +228,9 @@ class Op:
     pick: PickOp | None = None
     """For the selecting ops (maximum/minimum): a mask of lanes returning lhs, so half-float
     results are the operands' original bits (a NaN operand comes back unchanged)."""
+    quiet_inputs: bool = False
+    """Half path only: set the quiet bit of widened NaNs as `half`'s to_f32 does. Only pow can
+    tell (glibc powf(1, sNaN) is NaN, powf(1, qNaN) is 1); arithmetic quiets NaNs anyway."""
 
 
 OPS: Final[tuple[Op, ...]] = (
@@ -230,7 +240,7 @@ OPS: Final[tuple[Op, ...]] = (
     Op("div", _ufunc_block(np.divide), whole=np.divide),
     Op("maximum", _max_block, pick=_max_pick),
     Op("minimum", _min_block, pick=_min_pick),
-    Op("pow", _ufunc_block(np.power), whole=np.power),
+    Op("pow", _ufunc_block(np.power), whole=np.power, quiet_inputs=True),
     Op("rem", _rem_block),
 )
 """The op table the CPU thunks are generated from (names as in the thunk names)."""
@@ -263,6 +273,9 @@ def run_half(op: Op, lhs: Array, rhs: Array, out: Array) -> None:
             a, b, c = s.work(F32, j - i)
             widen(lf[i:j], a)
             widen(rf[i:j], b)
+            if op.quiet_inputs:
+                quiet_nans(a, s)
+                quiet_nans(b, s)
             if op.pick is not None:
                 mask = s.mask[: j - i]
                 op.pick(a, b, mask, s)

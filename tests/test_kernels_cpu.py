@@ -1,0 +1,216 @@
+"""fuel-cpu-backend thunks, bit for bit against the scalar contract reference in `_oracle`."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from _oracle import BF16, F16, F32, F64, FORMATS, Fmt, cpu_expected, encode, f64_bits
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fueltensor.kernels import cpu
+from fueltensor.kernels._chassis import BLOCK
+
+OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
+KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
+
+
+def kernel(op: str, fmt: str) -> Any:
+    """The linked thunk `<op>_<fmt>`."""
+    return cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
+
+
+def special_bits(fmt: Fmt) -> list[int]:
+    """±0, ±inf, NaNs (payloads, both signs, signalling), subnormals, extremes, ordinary values."""
+    m = fmt.man_bits
+    top = fmt.exp_mask
+    base = [
+        0,
+        1,  # smallest subnormal
+        (1 << m) - 1,  # largest subnormal
+        1 << m,  # smallest normal
+        top - 1,  # largest finite
+        top - 2,
+        top,  # inf
+        top | fmt.quiet,  # canonical quiet NaN
+        top | fmt.quiet | 0b101,  # quiet NaN with payload
+        top | 1,  # signalling NaN
+        top | (fmt.quiet >> 1) | 1,  # another signalling NaN
+        encode(1.0, fmt),
+        encode(0.5, fmt),
+        encode(2.0, fmt),
+        encode(3.0, fmt),
+        encode(0.1, fmt),
+        encode(0.01, fmt),
+        encode(5.0, fmt),
+        encode(1.5, fmt),
+        encode(7.25, fmt),
+    ]
+    return sorted(set(base + [b | fmt.sign for b in base]))
+
+
+def as_array(bits: list[int], fmt: Fmt, shape: tuple[int, ...] | None = None) -> Any:
+    """An array of `fmt` holding the given bit patterns."""
+    arr = np.array(bits, dtype=fmt.uint).view(fmt.np_dtype)
+    return arr.reshape(shape) if shape is not None else arr
+
+
+def run(op: str, fmt: Fmt, lhs: Any, rhs: Any) -> Any:
+    """Run a thunk into a garbage-filled output; check inputs untouched; return the bits."""
+    lhs_before, rhs_before = lhs.copy(), rhs.copy()
+    out = np.full(lhs.shape, 0x5A5A, dtype=fmt.uint).view(fmt.np_dtype)
+    kernel(op, fmt.name)(lhs, rhs, out=out)
+    assert lhs.view(fmt.uint).tobytes() == lhs_before.view(fmt.uint).tobytes()
+    assert rhs.view(fmt.uint).tobytes() == rhs_before.view(fmt.uint).tobytes()
+    return out.view(fmt.uint)
+
+
+def assert_bits(op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
+    """The kernel's bits equal the reference's, with a readable first mismatch."""
+    got = run(op, fmt, lhs, rhs)
+    want = cpu_expected(op, lhs, rhs, fmt)
+    bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+    if bad.size:
+        i = int(bad[0])
+        a = int(lhs.reshape(-1).view(fmt.uint)[i])
+        b = int(rhs.reshape(-1).view(fmt.uint)[i])
+        pytest.fail(
+            f"{op}_{fmt.name}: {bad.size} mismatches; first {a:#x} op {b:#x}: "
+            f"got {int(got.reshape(-1)[i]):#x}, want {int(want.reshape(-1)[i]):#x}"
+        )
+
+
+def test_entry_points_are_the_32_documented_thunks() -> None:
+    assert cpu.PROVIDER == "fuel-cpu-backend"
+    assert len(cpu.ENTRY_POINTS) == 32
+    for op, fmt in KERNELS:
+        assert kernel(op, fmt).__name__ == f"{op}_{fmt}"
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+def test_special_value_pairs(op: str, fmt: str) -> None:
+    f = FORMATS[fmt]
+    pairs = list(itertools.product(special_bits(f), repeat=2))
+    lhs = as_array([a for a, _ in pairs], f)
+    rhs = as_array([b for _, b in pairs], f)
+    assert_bits(op, f, lhs, rhs)
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+def test_random_bits_across_blocks(op: str, fmt: str) -> None:
+    f = FORMATS[fmt]
+    rng = np.random.default_rng(hash((op, fmt)) & 0xFFFF)
+    n = BLOCK + 37
+    info = np.iinfo(f.uint)
+    lhs = rng.integers(0, int(info.max), n, dtype=f.uint, endpoint=True).view(f.np_dtype)
+    rhs = rng.integers(0, int(info.max), n, dtype=f.uint, endpoint=True).view(f.np_dtype)
+    assert_bits(op, f, lhs.reshape(1, n), rhs.reshape(1, n))
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_random_bit_patterns(op: str, fmt: str, data: st.DataObject) -> None:
+    f = FORMATS[fmt]
+    n = data.draw(st.integers(0, 40))
+    word = st.integers(0, (1 << f.width) - 1)
+    lhs = as_array(data.draw(st.lists(word, min_size=n, max_size=n)), f)
+    rhs = as_array(data.draw(st.lists(word, min_size=n, max_size=n)), f)
+    assert_bits(op, f, lhs, rhs)
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (2, 3)])
+def test_zero_d_and_empty(op: str, fmt: str, shape: tuple[int, ...]) -> None:
+    f = FORMATS[fmt]
+    n = int(np.prod(shape))
+    lhs = as_array([encode(7.25, f)] * n, f, shape)
+    rhs = as_array([encode(-2.0, f)] * n, f, shape)
+    assert_bits(op, f, lhs, rhs)
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+def test_mismatched_lengths_raise_naming_thunk_and_bytes(op: str, fmt: str) -> None:
+    f = FORMATS[fmt]
+    size = f.width // 8
+    lhs = np.zeros(3, f.np_dtype)
+    rhs = np.zeros(4, f.np_dtype)
+    out = np.zeros(3, f.np_dtype)
+    with pytest.raises(ValueError, match=rf"{op}_{fmt}.*{3 * size}.*{4 * size}.*{3 * size}"):
+        kernel(op, fmt)(lhs, rhs, out=out)
+
+
+def test_wrong_dtype_is_refused() -> None:
+    with pytest.raises(TypeError, match="add_f32"):
+        kernel("add", "f32")(np.zeros(2), np.zeros(2), out=np.zeros(2))
+
+
+@pytest.mark.parametrize("fmt", ["f32", "f64", "bf16", "f16"])
+def test_no_warning_even_under_raise_errstate(fmt: str) -> None:
+    f = FORMATS[fmt]
+    lhs = np.array([0.0, 1.0, -1.0, np.inf], f.np_dtype)
+    rhs = np.array([0.0, 0.0, 0.5, np.inf], f.np_dtype)
+    out = np.empty_like(lhs)
+    with np.errstate(all="raise"):
+        for op in OPS:
+            kernel(op, fmt)(lhs, rhs, out=out)
+
+
+@pytest.mark.parametrize(("fmt", "ftype"), [("f32", np.float32), ("f64", np.float64)])
+def test_contract_traps_that_numpy_gets_differently(fmt: str, ftype: Any) -> None:
+    f = FORMATS[fmt]
+
+    def one(op: str, a: float, b: float) -> int:
+        out = np.empty(1, ftype)
+        kernel(op, fmt)(np.array([a], ftype), np.array([b], ftype), out=out)
+        return int(out.view(f.uint)[0])
+
+    assert np.isnan(as_array([one("rem", 5.0, np.inf)], f)[0])  # np.remainder gives 5
+    assert one("rem", 0.0, -2.0) == 0  # +0, where np.remainder gives -0
+    assert one("maximum", 0.0, -0.0) == 0 and one("maximum", -0.0, 0.0) == f.sign
+    assert one("minimum", 0.0, -0.0) == 0 and one("minimum", -0.0, 0.0) == f.sign
+    assert np.isinf(as_array([one("div", 1.0, 0.0)], f)[0])
+    assert np.isnan(as_array([one("pow", -2.0, 0.5)], f)[0])
+
+
+def test_f32_remainder_differs_from_numpy_where_the_contract_says() -> None:
+    out = np.empty(1, np.float32)
+    a, b = np.array([0.1], np.float32), np.array([0.01], np.float32)
+    kernel("rem", "f32")(a, b, out=out)
+    assert out.view(np.uint32)[0] == cpu_expected("rem", a, b, F32)[0]
+    assert out.view(np.uint32)[0] != np.remainder(a, b).view(np.uint32)[0]
+
+
+@pytest.mark.parametrize("fmt", [BF16, F16])
+def test_nan_payload_survives_the_narrow(fmt: Fmt) -> None:
+    nan = fmt.sign | fmt.exp_mask | fmt.quiet | 0b11
+    lhs = as_array([nan, nan], fmt)
+    rhs = as_array([encode(1.0, fmt), encode(1.0, fmt)], fmt)
+    assert list(run("add", fmt, lhs, rhs)) == [nan, nan]
+    assert list(run("maximum", fmt, lhs, rhs)) == [nan, nan]
+
+
+@pytest.mark.parametrize("fmt", [BF16, F16])
+def test_half_maximum_returns_a_signalling_nan_unchanged(fmt: Fmt) -> None:
+    snan = fmt.exp_mask | 1
+    lhs = as_array([encode(1.0, fmt), snan], fmt)
+    rhs = as_array([snan, encode(1.0, fmt)], fmt)
+    assert list(run("maximum", fmt, lhs, rhs)) == [snan, snan]
+    assert list(run("minimum", fmt, lhs, rhs)) == [snan, snan]
+
+
+def test_oracle_rounding_agrees_with_numpy_casts_on_non_nan_values() -> None:
+    rng = np.random.default_rng(7)
+    words = rng.integers(0, 2**32, 4000, dtype=np.uint64).astype(np.uint32)
+    values = words.view(np.float32)
+    values = values[~np.isnan(values)]
+    with np.errstate(all="ignore"):
+        f16 = values.astype(np.float16).view(np.uint16)
+    for v, h in zip(values.tolist(), f16.tolist(), strict=True):
+        assert encode(v, F16) == h
+    assert encode(1e300, F32) == F32.exp_mask
+    assert encode(-1e-300, F64) == f64_bits(-1e-300)
+    assert encode(2.0**-1074, F64) == 1 and encode(2.0**-1075, F64) == 0
