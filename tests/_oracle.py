@@ -272,5 +272,7 @@ def bits_of(arr: np.ndarray[Any, Any], fmt: Fmt) -> list[int]:
 
 def cpu_expected(op: str, lhs: np.ndarray[Any, Any], rhs: np.ndarray[Any, Any], fmt: Fmt) -> Any:
     """Expected result bits (as a uint array of lhs's shape) of the CPU kernel `<op>_<fmt>`."""
-    out = [cpu_scalar(op, a, b, fmt) for a, b in zip(bits_of(lhs, fmt), bits_of(rhs, fmt))]
+    out = [
+        cpu_scalar(op, a, b, fmt) for a, b in zip(bits_of(lhs, fmt), bits_of(rhs, fmt), strict=True)
+    ]
     return np.array(out, dtype=fmt.uint).reshape(lhs.shape)
