@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import ml_dtypes
@@ -39,14 +40,9 @@ try:
     )
 
     _IGNORE: Any = _make_extobj(all="ignore")
-
-    def silence() -> Any:
-        """Enter the all-ignore floating-point error state; returns the token for `restore`."""
-        return _extobj_contextvar.set(_IGNORE)
-
-    def restore(token: Any) -> None:
-        """Leave the error state entered by `silence`."""
-        _extobj_contextvar.reset(token)
+    # Bound C-level callables (no Python frame): the pair costs ~0.25 µs on this machine.
+    silence: Callable[[], Any] = partial(_extobj_contextvar.set, _IGNORE)
+    restore: Callable[[Any], None] = _extobj_contextvar.reset
 
 except ImportError:  # pragma: no cover - exercised only on NumPy builds without the contextvar
 
