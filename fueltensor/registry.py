@@ -1,0 +1,257 @@
+"""The contract registry: FKC documents, validated and linked to Python kernels, indexed by op.
+
+A contract's `entry_point` string resolves only through its provider's `ENTRY_POINTS` map,
+registered in code with `register_provider` or found through the `fueltensor.providers`
+entry-point group (how a separate package ships an FKC document plus its kernels). Nothing a
+document names is ever imported. `registry()` is the bundled documents plus every installed
+provider's documents, built once per process.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from importlib.metadata import EntryPoint, distributions
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final
+
+from ._errors import ContractError
+from .fkc import KernelContract, Provider, load_document
+from .fkc.schema import check_unique
+
+KernelFn = Callable[..., None]
+"""`kernel(*inputs, out=out) -> None`; see docs/interfaces.md for the calling convention."""
+
+PROVIDER_GROUP: Final = "fueltensor.providers"
+"""Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS."""
+BUILTIN_PROVIDERS: Final = ("fueltensor.kernels.cpu", "fueltensor.kernels.reference")
+
+_lock = threading.RLock()
+_links: dict[str, Mapping[str, KernelFn]] = {}
+_discovered: tuple[Path, ...] | None = None
+_bundled: Registry | None = None
+
+
+def register_provider(name: str, entry_points: Mapping[str, KernelFn]) -> None:
+    """Make `entry_points` (entry_point string -> kernel) the link map of provider `name`.
+
+    Registering a name again replaces its map; registries already built keep the kernels they
+    linked.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"provider name must be a non-empty string, got {name!r}")
+    if not isinstance(entry_points, Mapping):
+        raise TypeError(f"entry_points must be a mapping, got {type(entry_points).__name__}")
+    for key, fn in entry_points.items():
+        if not isinstance(key, str) or not callable(fn):
+            raise TypeError(
+                f"entry point {key!r} of provider {name} must map a string to a callable"
+            )
+    with _lock:
+        _links[name] = MappingProxyType(dict(entry_points))
+
+
+def _adopt(obj: object, origin: str) -> tuple[Path, ...]:
+    """Register a provider module/object's ENTRY_POINTS; return the DOCUMENTS it ships."""
+    name = getattr(obj, "PROVIDER", None)
+    table = getattr(obj, "ENTRY_POINTS", None)
+    if not isinstance(name, str) or not isinstance(table, Mapping):
+        raise ContractError(
+            f"provider {origin} must define PROVIDER: str and ENTRY_POINTS: Mapping[str, Callable]"
+        )
+    register_provider(name, table)
+    return tuple(Path(d) for d in getattr(obj, "DOCUMENTS", ()))
+
+
+def _discover() -> tuple[Path, ...]:
+    """Load the built-in and installed providers once; the documents the installed ones ship."""
+    global _discovered
+    with _lock:
+        if _discovered is None:
+            for module in BUILTIN_PROVIDERS:
+                _adopt(importlib.import_module(module), module)
+            documents: list[Path] = []
+            for ep in _plugin_entry_points():
+                try:
+                    obj = ep.load()
+                except Exception as e:
+                    raise ContractError(
+                        f"provider entry point {ep.name} = {ep.value} failed to load: {e}"
+                    ) from e
+                documents.extend(_adopt(obj, f"{ep.name} = {ep.value}"))
+            _discovered = tuple(documents)
+        return _discovered
+
+
+def _plugin_entry_points() -> list[EntryPoint]:
+    """The `fueltensor.providers` entry points of the installed distributions.
+
+    Same result as `entry_points(group=...)`, but only distributions whose entry_points.txt
+    mentions the group are parsed, which keeps the first operation fast.
+    """
+    found: dict[str, EntryPoint] = {}
+    seen: set[str] = set()
+    for dist in distributions():
+        text = dist.read_text("entry_points.txt")
+        if not text or PROVIDER_GROUP not in text or dist.name in seen:
+            continue
+        seen.add(dist.name)
+        for ep in dist.entry_points.select(group=PROVIDER_GROUP):
+            found.setdefault(ep.name, ep)
+    return list(found.values())
+
+
+def _link_map(provider: Provider) -> Mapping[str, KernelFn] | None:
+    with _lock:
+        if provider.name not in _links:
+            _discover()
+        return _links.get(provider.name)
+
+
+def bundled_contracts_dir() -> Path:
+    """Where the bundled FKC documents live: inside the installed package, else the checkout."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "contracts", package.parent / "contracts"):
+        if candidate.is_dir():
+            return candidate
+    raise ContractError(f"bundled contracts not found in {package / 'contracts'} or the checkout")
+
+
+def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files as given; a directory stands for its `*.md` files in name order."""
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(path.glob("*.md"))
+        if not found:
+            raise ContractError("the directory holds no *.md FKC documents", path=str(path))
+        out.extend(found)
+    return out
+
+
+class Registry:
+    """Validated, linked kernel contracts: iterable in document order, indexed by name and op."""
+
+    __slots__ = ("_by_name", "_by_op", "_contracts", "_kernels", "_providers")
+
+    def __init__(
+        self, contracts: Iterable[KernelContract], kernels: Mapping[str, KernelFn]
+    ) -> None:
+        self._contracts = tuple(contracts)
+        self._by_name = {c.name: c for c in self._contracts}
+        self._kernels = dict(kernels)
+        by_op: dict[str, list[KernelContract]] = {}
+        for c in self._contracts:
+            if c.registrable:
+                by_op.setdefault(c.op_kind, []).append(c)
+        self._by_op = {op: tuple(cs) for op, cs in by_op.items()}
+        providers: dict[str, Provider] = {}
+        for c in self._contracts:
+            providers.setdefault(c.provider.name, c.provider)
+        self._providers = tuple(providers.values())
+
+    @classmethod
+    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> Registry:
+        """Load, validate and link FKC documents (files, or directories of `*.md`).
+
+        All or nothing: any fault raises ContractError and no registry is made.
+        """
+        contracts: list[KernelContract] = []
+        providers: dict[str, Provider] = {}
+        for path in _expand(paths):
+            provider, declared = load_document(path)
+            first = providers.setdefault(provider.name, provider)
+            if first.to_dict() != provider.to_dict():
+                raise ContractError(
+                    f"provider {provider.name} is declared differently in {first.path}; "
+                    "accepted: identical front matter for one provider",
+                    path=provider.path,
+                    line=1,
+                    field="provider",
+                )
+            contracts.extend(declared)
+        check_unique(contracts)
+        return cls(contracts, _link(contracts))
+
+    def __getitem__(self, name: str) -> KernelContract:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            close = difflib.get_close_matches(str(name), self._by_name, n=5, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise KeyError(
+                f"no contract named {name!r} among {len(self)} contracts{hint}"
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[KernelContract]:
+        return iter(self._contracts)
+
+    def __len__(self) -> int:
+        return len(self._contracts)
+
+    def __repr__(self) -> str:
+        names = ", ".join(p.name for p in self._providers)
+        return f"<Registry: {len(self)} contracts from {names or 'no providers'}>"
+
+    @property
+    def providers(self) -> tuple[Provider, ...]:
+        """The providers whose documents were loaded, in document order."""
+        return self._providers
+
+    def for_op(self, op_kind: str) -> tuple[KernelContract, ...]:
+        """The registrable contracts at `op_kind`, in document order (empty if none)."""
+        return self._by_op.get(op_kind, ())
+
+    def kernel(self, name: str) -> KernelFn:
+        """The Python kernel linked to contract `name`."""
+        contract = self[name]
+        if not contract.registrable:
+            raise KeyError(f"{name} is describe-only (registrable: false) and has no kernel")
+        return self._kernels[name]
+
+
+def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:
+    """Each registrable contract's kernel, from its provider's map; ContractError if missing."""
+    kernels: dict[str, KernelFn] = {}
+    for c in contracts:
+        if not c.registrable:
+            continue
+        table = _link_map(c.provider)
+        fn = table.get(c.entry_point) if table is not None else None
+        if fn is None:
+            why = (
+                f"provider {c.provider.name} has no entry {c.entry_point!r} in its ENTRY_POINTS"
+                if table is not None
+                else f"no ENTRY_POINTS are registered for provider {c.provider.name}"
+            )
+            raise ContractError(
+                f"{why}; accepted: an entry point the provider registers (register_provider or "
+                f"the {PROVIDER_GROUP} entry-point group), or registrable: false",
+                path=c.source.path,
+                line=c.source.lines.get("entry_point", c.source.line),
+                field="entry_point",
+            )
+        kernels[c.name] = fn
+    return kernels
+
+
+def registry() -> Registry:
+    """The bundled contracts plus every installed provider's, linked; built once, thread-safe."""
+    global _bundled
+    reg = _bundled
+    if reg is None:
+        with _lock:
+            if _bundled is None:
+                _bundled = Registry.from_paths([bundled_contracts_dir(), *_discover()])
+            reg = _bundled
+    return reg
