@@ -53,6 +53,9 @@ class FuelTensor:
         return t
 
     def _view(self, layout: Layout) -> FuelTensor:
+        """A view on this tensor's storage; an empty view keeps this tensor's (valid) offset."""
+        if layout.size == 0 and layout.offset != self.offset:
+            layout = Layout(layout.shape, layout.strides, self.offset)
         return FuelTensor._make(self._storage, layout, self._dtype)
 
     @property
@@ -234,11 +237,10 @@ def _inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
 def _adopt_numpy(array: np.ndarray, dtype: DType) -> FuelTensor:
     """Share a NumPy array's memory as a FuelTensor (any strides that are whole elements)."""
     size = array.itemsize
-    if array.size == 0 or array.ndim == 0 or array.flags.c_contiguous:
-        dense = np.ascontiguousarray(array)
-        return FuelTensor._from_dense(dense, dtype)
-    if any(s % size for s in array.strides):
-        return FuelTensor._from_dense(np.ascontiguousarray(array), dtype)
+    if array.flags.c_contiguous:
+        return FuelTensor._from_dense(array, dtype)
+    if array.size == 0 or any(s % size for s in array.strides):
+        return FuelTensor._from_dense(np.array(array, order="C"), dtype)
     strides = tuple(s // size for s in array.strides)
     low = tuple(n - 1 if s < 0 else 0 for n, s in zip(array.shape, strides, strict=True))
     lay = Layout(array.shape, strides, 0)
@@ -321,7 +323,7 @@ def as_strided(x: FuelTensor, shape: Any, strides: Any, offset: int | None = Non
     shape_t = as_shape(shape)
     strides_t = tuple(int(s) for s in as_shape_like(strides, "strides"))
     off = x.offset if offset is None else int(offset)
-    return x._view(Layout(shape_t, strides_t, off))
+    return FuelTensor._make(x._storage, Layout(shape_t, strides_t, off), x.dtype)
 
 
 def as_shape_like(values: Any, what: str) -> tuple[int, ...]:

@@ -1,0 +1,148 @@
+"""Which providers an operation may use, and what it records: context managers over contextvars.
+
+`use_backend` restricts dispatch to one provider (or to every contract provider with no host
+fallback); `use_registry` swaps the contract registry; `trace` collects the plans that ran. All
+three live in contextvars, so threads and asyncio tasks never see each other's choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fueltensor.registry import Registry, registry
+
+if TYPE_CHECKING:
+    from fueltensor._tensor import FuelTensor
+    from fueltensor.planner import Plan, Planning
+
+    Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
+
+_PLAN_CACHE_LIMIT = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class Policy:
+    """A registry plus the providers dispatch may use; it owns the plan cache for that choice."""
+
+    registry: Registry
+    providers: frozenset[str] | None
+    allow_host: bool
+    label: str
+    plans: dict[tuple[object, ...], object] = field(default_factory=dict, repr=False)
+
+    def remember(self, key: tuple[object, ...], value: object) -> None:
+        """Cache a planning result; the cache is cleared whole when it grows past its limit."""
+        if len(self.plans) >= _PLAN_CACHE_LIMIT:
+            self.plans.clear()
+        self.plans[key] = value
+
+
+_POLICY: ContextVar[Policy | None] = ContextVar("fueltensor_policy", default=None)
+_TRACE: ContextVar[tuple[list[Plan], ...]] = ContextVar("fueltensor_trace", default=())
+_OBSERVERS: ContextVar[tuple[Observer, ...]] = ContextVar("fueltensor_observers", default=())
+_POLICIES: dict[tuple[int, frozenset[str] | None, bool], Policy] = {}
+
+
+def _policy(reg: Registry, providers: frozenset[str] | None, allow_host: bool,
+            label: str) -> Policy:
+    """One Policy object per (registry, restriction), so plan caches survive re-entering."""
+    key = (id(reg), providers, allow_host)
+    found = _POLICIES.get(key)
+    if found is None or found.registry is not reg:
+        found = Policy(reg, providers, allow_host, label)
+        _POLICIES[key] = found
+    return found
+
+
+def current_policy() -> Policy:
+    """The active policy: the innermost `use_backend`/`use_registry`, else the bundled registry
+    with every provider and host fallback."""
+    p = _POLICY.get()
+    return p if p is not None else _policy(registry(), None, True, "default")
+
+
+def _resolve(reg: Registry, name: str) -> frozenset[str]:
+    """Provider names matching `name`: a provider name, its kernel_source, or its short name
+    ("cpu" for fuel-cpu-backend)."""
+    found = frozenset(p.name for p in reg.providers
+                      if name in (p.name, p.kernel_source, _short_name(p.name)))
+    if not found:
+        known = sorted({n for p in reg.providers
+                        for n in (p.name, p.kernel_source, _short_name(p.name))})
+        raise ValueError(f"no provider is called {name!r}; use one of {known} or 'contracts'")
+    return found
+
+
+def _short_name(provider: str) -> str:
+    return provider.removeprefix("fuel-").removesuffix("-backend")
+
+
+@contextmanager
+def use_backend(name: str) -> Iterator[Policy]:
+    """Restrict dispatch to provider `name` ("cpu", "reference", a provider name or a
+    kernel_source), or to every contract provider with no host fallback ("contracts").
+
+    Inside, an operation no allowed contract admits raises `NoKernelError`.
+    """
+    reg = current_policy().registry
+    providers = None if name == "contracts" else _resolve(reg, name)
+    token = _POLICY.set(_policy(reg, providers, False, name))
+    try:
+        yield _POLICY.get() or current_policy()
+    finally:
+        _POLICY.reset(token)
+
+
+@contextmanager
+def use_registry(reg: Registry) -> Iterator[Registry]:
+    """Dispatch through `reg` (e.g. `Registry.from_paths([...])`) instead of the bundled one."""
+    token = _POLICY.set(_policy(reg, None, True, "default"))
+    try:
+        yield reg
+    finally:
+        _POLICY.reset(token)
+
+
+@contextmanager
+def trace() -> Iterator[list[Plan]]:
+    """Collect, in order, the Plan of every operation that runs inside the block (nested traces
+    each see every operation)."""
+    plans: list[Plan] = []
+    token = _TRACE.set((*_TRACE.get(), plans))
+    try:
+        yield plans
+    finally:
+        _TRACE.reset(token)
+
+
+def tracing() -> bool:
+    """True inside a `trace` block (so host operations build a Plan only when one is wanted)."""
+    return bool(_TRACE.get())
+
+
+def record(plan: Plan) -> None:
+    """Append `plan` to every active trace."""
+    for plans in _TRACE.get():
+        plans.append(plan)
+
+
+@contextmanager
+def observe(observer: Observer) -> Iterator[None]:
+    """Call `observer(planning, plan, operands, result)` after every contract operation inside
+    the block (how `compare_backends` sees what ran)."""
+    token = _OBSERVERS.set((*_OBSERVERS.get(), observer))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
+
+
+def notify(planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...],
+           result: FuelTensor) -> None:
+    """Tell every active observer about an operation that just ran."""
+    for observer in _OBSERVERS.get():
+        observer(planning, plan, tensors, result)

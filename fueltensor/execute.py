@@ -1,0 +1,80 @@
+"""Running a Plan: prepare each operand as its steps say, call the kernel, check what it returned.
+
+A kernel receives C-contiguous, zero-offset buffers of the shapes its plan promised and writes a
+fresh output buffer allocated here, aligned to its contract's `alignment_bytes`. A kernel that
+hands back an array of its own instead is held to its contract's `return` clause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from fueltensor._errors import ContractViolation
+from fueltensor._storage import aligned_empty
+from fueltensor._tensor import FuelTensor
+from fueltensor.kernels._chassis import silenced
+from fueltensor.planner import Plan, Step
+
+HostFn = Callable[..., np.ndarray]
+
+
+def contiguize(array: np.ndarray) -> np.ndarray:
+    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own)."""
+    return np.array(array, order="C", copy=True)
+
+
+def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
+    """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order."""
+    for step in steps:
+        if step.kind == "Cast":
+            assert step.dtype is not None
+            array = array.astype(step.dtype.np, order="C")
+        elif step.kind == "BroadcastTo":
+            assert step.shape is not None
+            array = np.broadcast_to(array, step.shape)
+        else:
+            array = contiguize(array)
+    return array
+
+
+def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Hold an array a kernel returned to its contract's `return` clause."""
+    assert plan.kernel is not None
+    name = plan.kernel.name
+    if not isinstance(got, np.ndarray):
+        raise ContractViolation(f"kernel {name} returned a {type(got).__name__}; kernels write "
+                                "`out` and return None, or return an ndarray")
+    out = plan.kernel.outputs[0]
+    problems = []
+    if got.dtype != plan.out_dtype.np:
+        problems.append(f"dtype {got.dtype}, its dtype_rule gives {plan.out_dtype.name}")
+    if got.shape != plan.out_shape:
+        problems.append(f"shape {got.shape}, its shape_rule gives {plan.out_shape}")
+    if out.layout_guarantee == "contiguous" and not got.flags.c_contiguous:
+        problems.append("a non-contiguous buffer, its layout_guarantee is contiguous")
+    if out.aliasing == "none" and any(np.may_share_memory(got, x) for x in inputs):
+        problems.append("a buffer that aliases an input, its aliasing is none")
+    if problems:
+        raise ContractViolation(f"kernel {name} ({plan.kernel.source.path}:"
+                                f"{plan.kernel.source.line}) returned " + "; ".join(problems))
+    return got
+
+
+def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None) -> FuelTensor:
+    """Execute `plan` on `tensors` and wrap the fresh output as a dense FuelTensor."""
+    arrays = tuple(prepare(t._array, steps) if steps else t._array
+                   for t, steps in zip(tensors, plan.prep, strict=True))
+    if plan.kernel is None:
+        assert host is not None
+        with silenced():
+            result = np.ascontiguousarray(host(*arrays))
+        return FuelTensor._from_dense(result, plan.out_dtype)
+    assert plan.fn is not None
+    out = aligned_empty(plan.size, plan.out_dtype.np,
+                        plan.kernel.caps.alignment_bytes).reshape(plan.out_shape)
+    got = plan.fn(*arrays, out=out)
+    if got is not None:
+        out = _check_returned(plan, got, arrays)
+    return FuelTensor._from_dense(out, plan.out_dtype)

@@ -1,0 +1,273 @@
+"""Planning: which kernel contract runs an operation, and what must happen to the operands first.
+
+For an op_kind and its operands the planner asks every registrable contract at that op_kind for
+a verdict: one reason per failed `accept` predicate. What a contract's caps allow is repaired
+(`BroadcastTo` + `Contiguize` so a `same_as` constraint holds, `Contiguize` for a layout flag);
+the rest rejects it. Viable plans are priced from the contract's `bytes_moved` formula plus the
+bytes the inserted steps move; the cheapest wins, a tie going to a production provider over an
+oracle. Nothing in here knows which kernel takes which dtype: that is read from the contracts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Final
+
+from fueltensor._dtypes import DType, result_type
+from fueltensor._layout import Layout, LayoutFlags, Shape, broadcast_shapes
+from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
+from fueltensor.registry import KernelFn, Registry
+
+ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
+"""kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
+
+_STRATEGY_REPAIRS: Final = {"requires_contiguous": True}
+"""Whether an `awkward_layout_strategy` lets the planner densify operands in front of the kernel."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """What the planner knows of a tensor: its dtype and layout (never its values)."""
+
+    dtype: DType
+    layout: Layout
+
+    @property
+    def count(self) -> int:
+        return self.layout.size
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing a plan does: Cast, BroadcastTo or Contiguize an operand, then a Kernel or Host."""
+
+    kind: str
+    operand: int | None
+    label: str
+    bytes: int
+    dtype: DType | None = None
+    shape: Shape | None = None
+    why: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        why = f"  [{'; '.join(self.why)}]" if self.why else ""
+        if self.kind == "Cast":
+            assert self.dtype is not None
+            return f"Cast({self.label} -> {self.dtype.name}){why}"
+        if self.kind == "BroadcastTo":
+            return f"BroadcastTo({self.label} -> {self.shape}){why}"
+        if self.kind == "Contiguize":
+            return f"Contiguize({self.label}){why}"
+        return f"{self.label}{why}"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How one operation runs: the chosen kernel (None for a host operation), the steps in order,
+    the bytes they move, and why every other candidate was rejected."""
+
+    op: str
+    op_kind: str | None
+    kernel: KernelContract | None
+    steps: tuple[Step, ...]
+    cost: int
+    rejected: Mapping[str, tuple[str, ...]]
+    out_shape: Shape
+    out_dtype: DType
+    operands: tuple[Operand, ...]
+    prep: tuple[tuple[Step, ...], ...] = field(repr=False)
+    fn: KernelFn | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        """Element count of the output."""
+        return _count(self.out_shape)
+
+    @property
+    def backend(self) -> str:
+        """The kernel_source of the chosen contract, or "host" for a NumPy host operation."""
+        return "host" if self.kernel is None else self.kernel.kernel_source
+
+    @property
+    def provider(self) -> str:
+        return "host" if self.kernel is None else self.kernel.provider.name
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in self.operands)
+        head = (f"{self.op}({args}) -> {self.out_dtype.name}{list(self.out_shape)}"
+                f"  via {self.backend}" + (f" [{self.op_kind}]" if self.op_kind else ""))
+        lines = [head]
+        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        lines.append(f"  cost: {self.cost:,} bytes moved")
+        for name, reasons in self.rejected.items():
+            lines.append(f"  rejected {name}: {'; '.join(reasons)}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Planning:
+    """Everything planning learned: viable plans best first, and the rejected contracts."""
+
+    viable: tuple[Plan, ...]
+    rejected: Mapping[str, tuple[str, ...]]
+
+
+def _flag_reasons(label: str, spec: InputSpec, flags: LayoutFlags) -> list[str]:
+    reasons = []
+    for flag, want in spec.layout:
+        have = getattr(flags, flag)
+        if (want == "required" and not have) or (want == "rejected" and have):
+            reasons.append(f"{label}: {flag} is {want} but the operand "
+                           f"{'is not' if want == 'required' else 'is'} {flag}")
+    return reasons
+
+
+def _dense_flags() -> LayoutFlags:
+    return LayoutFlags(True, False, False, False, False)
+
+
+def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -> Operand | Shape:
+    if rule.kind == "passthrough":
+        return operands[names[rule.args[0]]]
+    if rule.kind == "same_as":
+        return operands[names[rule.args[0]]].layout.shape
+    if rule.kind == "broadcast":
+        return broadcast_shapes(*(operands[names[a]].layout.shape for a in rule.args))
+    raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
+
+
+def admit(contract: KernelContract, op: str, operands: tuple[Operand, ...],
+          out_shape: Shape) -> Plan | tuple[str, ...]:
+    """A plan for running `contract` on `operands`, or the reasons it cannot run them."""
+    specs = contract.inputs
+    if len(specs) != len(operands):
+        return (f"takes {len(specs)} inputs, the operation has {len(operands)}",)
+    names = {s.name: i for i, s in enumerate(specs)}
+    fatal: list[str] = []
+    for spec, o in zip(specs, operands, strict=True):
+        if o.dtype.fkc not in spec.dtypes:
+            fatal.append(f"{spec.name}: dtype {o.dtype.fkc} not in [{', '.join(spec.dtypes)}]")
+        if spec.rank is not None and o.layout.ndim != spec.rank:
+            fatal.append(f"{spec.name}: rank {o.layout.ndim}, the contract needs {spec.rank}")
+    if fatal:
+        return tuple(fatal)
+
+    repairs = _STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
+    work = list(operands)
+    prep: list[list[Step]] = [[] for _ in operands]
+    for i, spec in enumerate(specs):
+        sc = spec.shape_constraint
+        if sc is None:
+            continue
+        other = operands[names[sc.other]].layout.shape
+        mine = work[i].layout.shape
+        try:
+            target = broadcast_shapes(mine, other)
+        except ValueError:
+            return (f"{spec.name}: shape {mine} does not broadcast with {sc.other} {other}",)
+        if sc.kind == "same_as" and mine != other:
+            why = f"{spec.name}: shape {mine} is not same_as {sc.other} {other}"
+            if not repairs:
+                return (why,)
+            if target != mine:
+                work[i] = Operand(work[i].dtype, work[i].layout.broadcast_to(target))
+                prep[i].append(Step("BroadcastTo", i, spec.name, 0, shape=target, why=(why,)))
+    for i, spec in enumerate(specs):
+        reasons = _flag_reasons(spec.name, spec, work[i].layout.flags)
+        if not reasons:
+            continue
+        if not repairs or _flag_reasons(spec.name, spec, _dense_flags()):
+            return tuple(reasons)
+        o = work[i]
+        work[i] = Operand(o.dtype, Layout.dense(o.layout.shape))
+        prep[i].append(Step("Contiguize", i, spec.name, 2 * o.count * o.dtype.itemsize,
+                            why=tuple(reasons)))
+
+    if len(contract.outputs) != 1:
+        return (f"returns {len(contract.outputs)} outputs; a binary operation returns one",)
+    out = contract.outputs[0]
+    dtype_src = _apply_rule(out.dtype_rule, names, work)
+    shape = _apply_rule(out.shape_rule, names, work)
+    assert isinstance(dtype_src, Operand) and isinstance(shape, tuple)
+    if shape != out_shape:
+        return (f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
+                f"{shape}, the operation's result has shape {out_shape}",)
+    env: dict[str, float] = {"n": _count(shape), "dtype_bytes": dtype_src.dtype.itemsize}
+    env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
+    step_bytes = sum(s.bytes for p in prep for s in p)
+    cost = int(contract.cost.bytes_moved.evaluate(env)) + step_bytes
+    kernel_step = Step("Kernel", None,
+                       f"{contract.name}({', '.join(s.name for s in specs)}) -> "
+                       f"{dtype_src.dtype.name}{list(shape)}",
+                       int(contract.cost.bytes_moved.evaluate(env)))
+    steps = (*(s for p in prep for s in p), kernel_step)
+    return Plan(op, contract.op_kind, contract, steps, cost, {}, shape, dtype_src.dtype,
+                operands, tuple(tuple(p) for p in prep))
+
+
+def _count(shape: Shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def promote(operands: tuple[Operand, ...]) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...],
+                                                                                ...]]:
+    """Cast every operand to the promoted dtype; a Cast yields a dense buffer of its own shape."""
+    target = operands[0].dtype
+    for o in operands[1:]:
+        target = result_type(target, o.dtype)
+    cast: list[Operand] = []
+    steps: list[tuple[Step, ...]] = []
+    labels = ("lhs", "rhs") if len(operands) == 2 else tuple(f"x{i}" for i in range(len(operands)))
+    for i, o in enumerate(operands):
+        if o.dtype is target:
+            cast.append(o)
+            steps.append(())
+        else:
+            moved = o.count * (o.dtype.itemsize + target.itemsize)
+            cast.append(Operand(target, Layout.dense(o.layout.shape)))
+            steps.append((Step("Cast", i, f"{labels[i]}: {o.dtype.name}", moved, dtype=target,
+                               why=(f"promotion {o.dtype.name} -> {target.name}",)),))
+    return tuple(cast), tuple(steps)
+
+
+def plan_contracts(op: str, op_kind: str, operands: tuple[Operand, ...], registry: Registry,
+                   providers: frozenset[str] | None) -> Planning:
+    """Every viable contract plan for the operation (best first) and why the others lost."""
+    out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
+    cast, casts = promote(operands)
+    cast_steps = tuple(s for c in casts for s in c)
+    cast_bytes = sum(s.bytes for s in cast_steps)
+    ranked: list[tuple[tuple[int, bool, int], Plan]] = []
+    rejected: dict[str, tuple[str, ...]] = {}
+    for order, contract in enumerate(registry.for_op(op_kind)):
+        if providers is not None and contract.provider.name not in providers:
+            rejected[contract.name] = (f"provider {contract.provider.name} is excluded by "
+                                       "use_backend",)
+            continue
+        verdict = admit(contract, op, cast, out_shape)
+        if isinstance(verdict, tuple):
+            rejected[contract.name] = verdict
+            continue
+        cost = verdict.cost + cast_bytes
+        ranked.append(((cost, contract.kernel_source in ORACLE_SOURCES, order), verdict))
+    ranked.sort(key=lambda kv: kv[0])
+    if ranked:
+        (best_cost, _, _), best = ranked[0]
+        assert best.kernel is not None
+        for (cost, oracle, _), plan in ranked[1:]:
+            assert plan.kernel is not None
+            tie = " (a tie: the production provider is preferred)" if cost == best_cost else ""
+            rejected[plan.kernel.name] = (f"admissible but outranked: {cost:,} bytes moved vs "
+                                          f"{best_cost:,} for {best.kernel.name}{tie}",)
+    frozen = MappingProxyType(rejected)
+    viable = tuple(
+        replace(p, steps=cast_steps + p.steps, cost=key[0], rejected=frozen,
+                prep=tuple(c + q for c, q in zip(casts, p.prep, strict=True)), operands=operands,
+                fn=registry.kernel(p.kernel.name) if p.kernel else None)
+        for key, p in ranked)
+    return Planning(viable, frozen)
