@@ -58,8 +58,21 @@ complex64 = DType("complex64", "C64", np.dtype(np.complex64), "complex floating"
 complex128 = DType("complex128", "C128", np.dtype(np.complex128), "complex floating")
 
 ALL: Final[tuple[DType, ...]] = (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float16, bfloat16, float32, float64, complex64, complex128,
+    bool_,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+    complex64,
+    complex128,
 )
 BY_FKC: Final[dict[str, DType]] = {d.fkc: d for d in ALL}
 """The FKC dtype vocabulary: every code a contract's `dtypes` list may name."""

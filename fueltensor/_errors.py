@@ -6,8 +6,14 @@ from __future__ import annotations
 class ContractError(ValueError):
     """A contract document is malformed; the message names the file, the line and the field."""
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
         self.path = path
         self.line = line
         self.field = field

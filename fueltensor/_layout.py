@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple, SupportsIndex
 
 MAX_DIMS = 64
@@ -76,24 +76,28 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
             if n != 1:
                 if out[k] not in (1, n):
                     listed = " ".join(str(x) for x in shapes)
-                    raise ValueError(f"shapes {listed} cannot be broadcast together "
-                                     f"(axis {k - ndim}: {out[k]} vs {n})")
+                    raise ValueError(
+                        f"shapes {listed} cannot be broadcast together "
+                        f"(axis {k - ndim}: {out[k]} vs {n})"
+                    )
                 out[k] = n
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Shape, strides and offset, in elements, of a view on a 1-D storage buffer."""
+class Layout(NamedTuple):
+    """Shape, strides and offset, in elements, of a view on a 1-D storage buffer.
+
+    A NamedTuple so that hashing and comparing it (the plan-cache key) runs at C speed.
+    """
 
     shape: Shape
     strides: Shape
     offset: int
 
-    @classmethod
-    def dense(cls, shape: Shape) -> Layout:
-        """The row-major, zero-offset layout of a fresh buffer."""
-        return cls(shape, row_major_strides(shape), 0)
+    @staticmethod
+    def dense(shape: Shape) -> Layout:
+        """The row-major, zero-offset layout of a fresh buffer (memoized: outputs reuse it)."""
+        return _dense(shape)
 
     @property
     def ndim(self) -> int:
@@ -116,8 +120,10 @@ class Layout:
     @property
     def is_dense(self) -> bool:
         """Row-major dense and zero-offset: the layout a kernel buffer must have."""
-        return self.offset == 0 and (self.size == 0 or _is_dense(
-            [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n > 1]))
+        return self.offset == 0 and (
+            self.size == 0
+            or _is_dense([(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n > 1])
+        )
 
     def span(self) -> tuple[int, int]:
         """The lowest and highest storage index the view touches (empty views touch none)."""
@@ -133,8 +139,10 @@ class Layout:
     def check(self, storage_size: int) -> Layout:
         """Return self if every element lies in a storage of `storage_size`; ValueError if not."""
         if len(self.shape) != len(self.strides):
-            raise ValueError(f"shape {self.shape} has {len(self.shape)} dimensions but strides "
-                             f"{self.strides} has {len(self.strides)}; give one stride per axis")
+            raise ValueError(
+                f"shape {self.shape} has {len(self.shape)} dimensions but strides "
+                f"{self.strides} has {len(self.strides)}; give one stride per axis"
+            )
         if len(self.shape) > MAX_DIMS:
             raise ValueError(f"{len(self.shape)} dimensions; at most {MAX_DIMS} are supported")
         if any(n < 0 for n in self.shape):
@@ -142,21 +150,25 @@ class Layout:
         if self.offset < 0:
             raise ValueError(f"offset {self.offset} is negative; offsets index the storage from 0")
         if any(abs(s) > MAX_INDEX for s in self.strides) or self.offset > MAX_INDEX:
-            raise ValueError(f"strides {self.strides} / offset {self.offset} exceed the 64-bit "
-                             "index range")
+            raise ValueError(
+                f"strides {self.strides} / offset {self.offset} exceed the 64-bit index range"
+            )
         size = self.size
         if size > MAX_INDEX:
             raise ValueError(f"shape {self.shape} has {size} elements, more than 2**63 - 1")
         if size == 0:
             if self.offset > storage_size:
-                raise ValueError(f"offset {self.offset} lies past the end of a storage of "
-                                 f"{storage_size} elements")
+                raise ValueError(
+                    f"offset {self.offset} lies past the end of a storage of "
+                    f"{storage_size} elements"
+                )
             return self
         lo, hi = self.span()
         if lo < 0 or hi >= storage_size:
             raise ValueError(
                 f"view shape={self.shape} strides={self.strides} offset={self.offset} touches "
-                f"storage elements {lo}..{hi}, outside the storage's 0..{storage_size - 1}")
+                f"storage elements {lo}..{hi}, outside the storage's 0..{storage_size - 1}"
+            )
         return self
 
     def permute(self, axes: Sequence[int]) -> Layout:
@@ -165,8 +177,9 @@ class Layout:
         norm = tuple(_normalize_axis(a, nd) for a in axes)
         if sorted(norm) != list(range(nd)):
             raise ValueError(f"axes {tuple(axes)} are not a permutation of the {nd} axes")
-        return Layout(tuple(self.shape[a] for a in norm), tuple(self.strides[a] for a in norm),
-                      self.offset)
+        return Layout(
+            tuple(self.shape[a] for a in norm), tuple(self.strides[a] for a in norm), self.offset
+        )
 
     def flip(self, axes: Sequence[int] | None = None) -> Layout:
         """Reverse the given axes (all when None): negative strides, offset at the old end."""
@@ -193,19 +206,23 @@ class Layout:
             elif n == 1:
                 strides.append(0)
             else:
-                raise ValueError(f"cannot broadcast shape {self.shape} to {shape} "
-                                 f"(axis {lead + k}: {n} vs {target})")
+                raise ValueError(
+                    f"cannot broadcast shape {self.shape} to {shape} "
+                    f"(axis {lead + k}: {n} vs {target})"
+                )
         return Layout(shape, tuple(strides), self.offset)
 
     def reshape(self, shape: Shape) -> Layout | None:
         """The same elements in row-major order under `shape`, or None when a copy is needed."""
         if math.prod(shape) != self.size:
-            raise ValueError(f"cannot reshape {self.size} elements of shape {self.shape} "
-                             f"into shape {shape}")
+            raise ValueError(
+                f"cannot reshape {self.size} elements of shape {self.shape} into shape {shape}"
+            )
         if self.size == 0 or self.flags.contiguous:
             return Layout(shape, row_major_strides(shape), self.offset)
         strides = _nocopy_strides(
-            [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1], shape)
+            [(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1], shape
+        )
         return None if strides is None else Layout(shape, strides, self.offset)
 
     def index(self, key: object) -> Layout:
@@ -249,12 +266,18 @@ class Layout:
             else:
                 raise IndexError(
                     f"only integers, slices, '...' and None are valid basic indices, got "
-                    f"{type(k).__name__}")
+                    f"{type(k).__name__}"
+                )
         return Layout(tuple(shape), tuple(strides), offset)
 
 
+@lru_cache(maxsize=4096)
+def _dense(shape: Shape) -> Layout:
+    return Layout(shape, row_major_strides(shape), 0)
+
+
 def _is_dense(live: list[tuple[int, int]]) -> bool:
-    """True if (extent, stride) pairs of the axes with extent > 1 walk storage in row-major order."""
+    """True if the (extent, stride) pairs of the axes with extent > 1 walk storage row-major."""
     step = 1
     for n, s in reversed(live):
         if s != step:

@@ -34,8 +34,10 @@ def reshape(x: FuelTensor, /, shape: Any, *, copy: bool | None = None) -> FuelTe
     if layout is not None:
         return x._view(layout)
     if copy is False:
-        raise ValueError(f"reshaping a tensor with strides {x.strides} to {target} needs a copy, "
-                         "but copy=False was given")
+        raise ValueError(
+            f"reshaping a tensor with strides {x.strides} to {target} needs a copy, "
+            "but copy=False was given"
+        )
     return copy_tensor(x)._view(Layout.dense(target))
 
 

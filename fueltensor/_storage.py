@@ -26,7 +26,7 @@ class _Arena(threading.local):
     def refill(self) -> None:
         raw = np.empty(_ARENA_BYTES + DEFAULT_ALIGNMENT, np.uint8)
         start = -raw.ctypes.data % DEFAULT_ALIGNMENT
-        self.block = raw[start:start + _ARENA_BYTES]
+        self.block = raw[start : start + _ARENA_BYTES]
         self.pos = 0
 
 
@@ -46,4 +46,4 @@ def aligned_empty(count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMEN
         return np.frombuffer(arena.block, dtype, count, pos)
     raw = np.empty(nbytes + alignment, np.uint8)
     start = -raw.ctypes.data % alignment
-    return raw[start:start + nbytes].view(dtype)
+    return raw[start : start + nbytes].view(dtype)

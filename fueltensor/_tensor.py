@@ -46,7 +46,7 @@ class FuelTensor:
     def _from_dense(cls, array: np.ndarray, dtype: DType | None = None) -> FuelTensor:
         """Adopt a C-contiguous NumPy array (no copy) as a dense, zero-offset tensor."""
         t = object.__new__(cls)
-        t._storage = array.reshape(-1)
+        t._storage = array if array.ndim == 1 else array.reshape(-1)
         t._layout = Layout.dense(array.shape)
         t._dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
         t._np = array
@@ -165,70 +165,58 @@ class FuelTensor:
     # -- the eight contract operations --------------------------------------------------------
 
     def __add__(self, other: Any) -> FuelTensor:
-        return _binary("add", self, other)
+        return _dispatch.binary("add", self, other)
 
     def __radd__(self, other: Any) -> FuelTensor:
-        return _binary("add", other, self)
+        return _dispatch.binary("add", other, self)
 
     def __iadd__(self, other: Any) -> FuelTensor:
-        return _inplace("add", self, other)
+        return _dispatch.binary_inplace("add", self, other)
 
     def __sub__(self, other: Any) -> FuelTensor:
-        return _binary("subtract", self, other)
+        return _dispatch.binary("subtract", self, other)
 
     def __rsub__(self, other: Any) -> FuelTensor:
-        return _binary("subtract", other, self)
+        return _dispatch.binary("subtract", other, self)
 
     def __isub__(self, other: Any) -> FuelTensor:
-        return _inplace("subtract", self, other)
+        return _dispatch.binary_inplace("subtract", self, other)
 
     def __mul__(self, other: Any) -> FuelTensor:
-        return _binary("multiply", self, other)
+        return _dispatch.binary("multiply", self, other)
 
     def __rmul__(self, other: Any) -> FuelTensor:
-        return _binary("multiply", other, self)
+        return _dispatch.binary("multiply", other, self)
 
     def __imul__(self, other: Any) -> FuelTensor:
-        return _inplace("multiply", self, other)
+        return _dispatch.binary_inplace("multiply", self, other)
 
     def __truediv__(self, other: Any) -> FuelTensor:
-        return _binary("divide", self, other)
+        return _dispatch.binary("divide", self, other)
 
     def __rtruediv__(self, other: Any) -> FuelTensor:
-        return _binary("divide", other, self)
+        return _dispatch.binary("divide", other, self)
 
     def __itruediv__(self, other: Any) -> FuelTensor:
-        return _inplace("divide", self, other)
+        return _dispatch.binary_inplace("divide", self, other)
 
     def __mod__(self, other: Any) -> FuelTensor:
-        return _binary("remainder", self, other)
+        return _dispatch.binary("remainder", self, other)
 
     def __rmod__(self, other: Any) -> FuelTensor:
-        return _binary("remainder", other, self)
+        return _dispatch.binary("remainder", other, self)
 
     def __imod__(self, other: Any) -> FuelTensor:
-        return _inplace("remainder", self, other)
+        return _dispatch.binary_inplace("remainder", self, other)
 
     def __pow__(self, other: Any) -> FuelTensor:
-        return _binary("pow", self, other)
+        return _dispatch.binary("pow", self, other)
 
     def __rpow__(self, other: Any) -> FuelTensor:
-        return _binary("pow", other, self)
+        return _dispatch.binary("pow", other, self)
 
     def __ipow__(self, other: Any) -> FuelTensor:
-        return _inplace("pow", self, other)
-
-
-def _binary(op: str, a: Any, b: Any) -> FuelTensor:
-    from fueltensor.dispatch import binary
-
-    return binary(op, a, b)
-
-
-def _inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
-    from fueltensor.dispatch import binary_inplace
-
-    return binary_inplace(op, target, other)
+        return _dispatch.binary_inplace("pow", self, other)
 
 
 # -- creation ---------------------------------------------------------------------------------
@@ -336,3 +324,7 @@ def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
         return tuple(operator.index(v) for v in values)
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
+
+
+# Imported last: dispatch builds on FuelTensor, and the operators above call into it.
+from fueltensor import dispatch as _dispatch  # noqa: E402

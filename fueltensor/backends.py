@@ -44,11 +44,13 @@ class Policy:
 _POLICY: ContextVar[Policy | None] = ContextVar("fueltensor_policy", default=None)
 _TRACE: ContextVar[tuple[list[Plan], ...]] = ContextVar("fueltensor_trace", default=())
 _OBSERVERS: ContextVar[tuple[Observer, ...]] = ContextVar("fueltensor_observers", default=())
+_DEFAULT: Policy | None = None
 _POLICIES: dict[tuple[int, frozenset[str] | None, bool], Policy] = {}
 
 
-def _policy(reg: Registry, providers: frozenset[str] | None, allow_host: bool,
-            label: str) -> Policy:
+def _policy(
+    reg: Registry, providers: frozenset[str] | None, allow_host: bool, label: str
+) -> Policy:
     """One Policy object per (registry, restriction), so plan caches survive re-entering."""
     key = (id(reg), providers, allow_host)
     found = _POLICIES.get(key)
@@ -62,17 +64,24 @@ def current_policy() -> Policy:
     """The active policy: the innermost `use_backend`/`use_registry`, else the bundled registry
     with every provider and host fallback."""
     p = _POLICY.get()
-    return p if p is not None else _policy(registry(), None, True, "default")
+    if p is not None:
+        return p
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = _policy(registry(), None, True, "default")
+    return _DEFAULT
 
 
 def _resolve(reg: Registry, name: str) -> frozenset[str]:
     """Provider names matching `name`: a provider name, its kernel_source, or its short name
     ("cpu" for fuel-cpu-backend)."""
-    found = frozenset(p.name for p in reg.providers
-                      if name in (p.name, p.kernel_source, _short_name(p.name)))
+    found = frozenset(
+        p.name for p in reg.providers if name in (p.name, p.kernel_source, _short_name(p.name))
+    )
     if not found:
-        known = sorted({n for p in reg.providers
-                        for n in (p.name, p.kernel_source, _short_name(p.name))})
+        known = sorted(
+            {n for p in reg.providers for n in (p.name, p.kernel_source, _short_name(p.name))}
+        )
         raise ValueError(f"no provider is called {name!r}; use one of {known} or 'contracts'")
     return found
 
@@ -141,8 +150,9 @@ def observe(observer: Observer) -> Iterator[None]:
         _OBSERVERS.reset(token)
 
 
-def notify(planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...],
-           result: FuelTensor) -> None:
+def notify(
+    planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...], result: FuelTensor
+) -> None:
     """Tell every active observer about an operation that just ran."""
     for observer in _OBSERVERS.get():
         observer(planning, plan, tensors, result)

@@ -42,8 +42,9 @@ def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
     if dt.kind in ("signed integer", "unsigned integer") and not isinstance(value, bool):
         info = np.iinfo(dt.np)
         if not info.min <= value <= info.max:  # type: ignore[operator]
-            raise OverflowError(f"Python int {value} does not fit {dt.name} "
-                                f"({info.min}..{info.max})")
+            raise OverflowError(
+                f"Python int {value} does not fit {dt.name} ({info.min}..{info.max})"
+            )
     with np.errstate(over="ignore"):
         return FuelTensor._from_dense(np.array(value, dtype=dt.np), dt)
 
@@ -62,8 +63,10 @@ def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
         return a, _operand(b, a)
     if isinstance(b, FuelTensor):
         return _operand(a, b), b
-    raise TypeError(f"unsupported operand types {type(a).__name__} and {type(b).__name__}; "
-                    "an operation needs at least one FuelTensor or NumPy array")
+    raise TypeError(
+        f"unsupported operand types {type(a).__name__} and {type(b).__name__}; "
+        "an operation needs at least one FuelTensor or NumPy array"
+    )
 
 
 def _operand(value: Any, like: FuelTensor) -> FuelTensor:
@@ -71,12 +74,19 @@ def _operand(value: Any, like: FuelTensor) -> FuelTensor:
         return _scalar(value, like)
     if isinstance(value, np.ndarray | np.generic):
         return asarray(value)
-    raise TypeError(f"unsupported operand type {type(value).__name__}; use a FuelTensor, a "
-                    "NumPy array or a Python bool, int, float or complex")
+    raise TypeError(
+        f"unsupported operand type {type(value).__name__}; use a FuelTensor, a "
+        "NumPy array or a Python bool, int, float or complex"
+    )
 
 
-def _host_plan(op: str, op_kind: str | None, operands: tuple[Operand, ...],
-               fn: Callable[..., np.ndarray], rejected: Planning | None) -> Plan:
+def _host_plan(
+    op: str,
+    op_kind: str | None,
+    operands: tuple[Operand, ...],
+    fn: Callable[..., np.ndarray],
+    rejected: Planning | None,
+) -> Plan:
     """A NumPy host operation on the promoted operands, with the contracts it could not use."""
     cast, casts = promote(operands)
     probe = fn(*(np.empty((0,), o.dtype.np) for o in cast))
@@ -87,17 +97,32 @@ def _host_plan(op: str, op_kind: str | None, operands: tuple[Operand, ...],
         n *= d
     moved = sum(o.count * o.dtype.itemsize for o in cast) + n * out_dtype.itemsize
     name = getattr(fn, "__name__", op)
-    host = Step("Host", None, f"numpy.{name}({', '.join(('lhs', 'rhs')[:len(operands)])}) -> "
-                f"{out_dtype.name}{list(shape)}", moved)
+    host = Step(
+        "Host",
+        None,
+        f"numpy.{name}({', '.join(('lhs', 'rhs')[: len(operands)])}) -> "
+        f"{out_dtype.name}{list(shape)}",
+        moved,
+    )
     steps = (*(s for c in casts for s in c), host)
-    return Plan(op, op_kind, None, steps, sum(s.bytes for s in steps),
-                rejected.rejected if rejected else {}, shape, out_dtype, operands, casts)
+    return Plan(
+        op,
+        op_kind,
+        None,
+        steps,
+        sum(s.bytes for s in steps),
+        rejected.rejected if rejected else {},
+        shape,
+        out_dtype,
+        operands,
+        casts,
+    )
 
 
 def choose(op: str, tensors: tuple[FuelTensor, ...], policy: Policy) -> tuple[Plan, Planning]:
     """The plan an operation runs under `policy` (cached by operand signature), and the
     planning it came from."""
-    key = (op, *((t._dtype, t._layout) for t in tensors))
+    key = (op, *[part for t in tensors for part in (t._dtype, t._layout)])
     cached = policy.plans.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
@@ -113,7 +138,8 @@ def choose(op: str, tensors: tuple[FuelTensor, ...], policy: Policy) -> tuple[Pl
         lines = [f"{k}: {'; '.join(v)}" for k, v in planning.rejected.items()]
         raise NoKernelError(
             f"no kernel contract admits {op}({args}) under use_backend({policy.label!r}) "
-            f"[{op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered"))
+            f"[{op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered")
+        )
     policy.remember(key, chosen)
     return chosen
 
@@ -134,14 +160,20 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
     if plan.out_dtype is not target.dtype:
-        raise TypeError(f"in-place {op} would store a {plan.out_dtype.name} result in a "
-                        f"{target.dtype.name} tensor; use the out-of-place form")
+        raise TypeError(
+            f"in-place {op} would store a {plan.out_dtype.name} result in a "
+            f"{target.dtype.name} tensor; use the out-of-place form"
+        )
     if plan.out_shape != target.shape:
-        raise ValueError(f"in-place {op}: the result has shape {plan.out_shape}, the target "
-                         f"{target.shape}; the operands must broadcast to the target's shape")
+        raise ValueError(
+            f"in-place {op}: the result has shape {plan.out_shape}, the target "
+            f"{target.shape}; the operands must broadcast to the target's shape"
+        )
     if target.layout.broadcast_stride0:
-        raise ValueError(f"in-place {op} into a stride-0 (broadcast) view would write one "
-                         "element many times; copy the target first")
+        raise ValueError(
+            f"in-place {op} into a stride-0 (broadcast) view would write one "
+            "element many times; copy the target first"
+        )
     result = run(plan, tensors, OPS[op][1])
     record(plan)
     notify(planning, plan, tensors, result)
@@ -155,10 +187,23 @@ def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> 
         return
     moved = sum(t.size * t.dtype.itemsize for t in (*inputs, output))
     args = ", ".join(f"{t.dtype.name}{list(t.shape)}" for t in inputs)
-    step = Step("Host", None, f"numpy {name}({args}) -> {output.dtype.name}{list(output.shape)}",
-                moved)
-    record(Plan(name, None, None, (step,), moved, {}, output.shape, output.dtype,
-                tuple(Operand(t.dtype, t._layout) for t in inputs), ()))
+    step = Step(
+        "Host", None, f"numpy {name}({args}) -> {output.dtype.name}{list(output.shape)}", moved
+    )
+    record(
+        Plan(
+            name,
+            None,
+            None,
+            (step,),
+            moved,
+            {},
+            output.shape,
+            output.dtype,
+            tuple(Operand(t.dtype, t._layout) for t in inputs),
+            (),
+        )
+    )
 
 
 def host_operation(fn: Callable[..., FuelTensor]) -> Callable[..., FuelTensor]:
@@ -178,8 +223,9 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
                 fn(*args, **kwargs)
             if plans:
                 return plans[-1]
-        raise TypeError(f"explain() takes one of fueltensor's operations, got "
-                        f"{getattr(fn, '__name__', fn)!r}")
+        raise TypeError(
+            f"explain() takes one of fueltensor's operations, got {getattr(fn, '__name__', fn)!r}"
+        )
     if len(args) != 2:
         raise TypeError(f"{op} takes 2 operands, explain() got {len(args)}")
     return choose(op, coerce(*args), current_policy())[0]
@@ -199,10 +245,19 @@ add = _operation("add", "x1 + x2, element-wise (AddElementwise contracts).")
 subtract = _operation("subtract", "x1 - x2, element-wise (SubElementwise contracts).")
 multiply = _operation("multiply", "x1 * x2, element-wise (MulElementwise contracts).")
 divide = _operation("divide", "x1 / x2, element-wise, IEEE (DivElementwise contracts).")
-remainder = _operation("remainder", "x1 - floor(x1 / x2) * x2 in the working precision, "
-                       "element-wise (RemElementwise contracts; sign follows the divisor).")
-pow = _operation("pow", "x1 ** x2, element-wise via powf (PowElementwise contracts).")  # noqa: A001
-maximum = _operation("maximum", "Element-wise maximum: NaN-propagating (lhs NaN first), lhs on a "
-                     "±0 tie (MaximumElementwise contracts).")
-minimum = _operation("minimum", "Element-wise minimum: NaN-propagating (lhs NaN first), lhs on a "
-                     "±0 tie (MinimumElementwise contracts).")
+remainder = _operation(
+    "remainder",
+    "x1 - floor(x1 / x2) * x2 in the working precision, "
+    "element-wise (RemElementwise contracts; sign follows the divisor).",
+)
+pow = _operation("pow", "x1 ** x2, element-wise via powf (PowElementwise contracts).")
+maximum = _operation(
+    "maximum",
+    "Element-wise maximum: NaN-propagating (lhs NaN first), lhs on a "
+    "±0 tie (MaximumElementwise contracts).",
+)
+minimum = _operation(
+    "minimum",
+    "Element-wise minimum: NaN-propagating (lhs NaN first), lhs on a "
+    "±0 tie (MinimumElementwise contracts).",
+)

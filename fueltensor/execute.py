@@ -44,8 +44,10 @@ def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> 
     assert plan.kernel is not None
     name = plan.kernel.name
     if not isinstance(got, np.ndarray):
-        raise ContractViolation(f"kernel {name} returned a {type(got).__name__}; kernels write "
-                                "`out` and return None, or return an ndarray")
+        raise ContractViolation(
+            f"kernel {name} returned a {type(got).__name__}; kernels write "
+            "`out` and return None, or return an ndarray"
+        )
     out = plan.kernel.outputs[0]
     problems = []
     if got.dtype != plan.out_dtype.np:
@@ -57,23 +59,30 @@ def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> 
     if out.aliasing == "none" and any(np.may_share_memory(got, x) for x in inputs):
         problems.append("a buffer that aliases an input, its aliasing is none")
     if problems:
-        raise ContractViolation(f"kernel {name} ({plan.kernel.source.path}:"
-                                f"{plan.kernel.source.line}) returned " + "; ".join(problems))
+        raise ContractViolation(
+            f"kernel {name} ({plan.kernel.source.path}:"
+            f"{plan.kernel.source.line}) returned " + "; ".join(problems)
+        )
     return got
 
 
 def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None) -> FuelTensor:
     """Execute `plan` on `tensors` and wrap the fresh output as a dense FuelTensor."""
-    arrays = tuple(prepare(t._array, steps) if steps else t._array
-                   for t, steps in zip(tensors, plan.prep, strict=True))
+    arrays = tuple(
+        [
+            prepare(t._array, steps) if steps else t._array
+            for t, steps in zip(tensors, plan.prep, strict=True)
+        ]
+    )
     if plan.kernel is None:
         assert host is not None
         with silenced():
             result = np.ascontiguousarray(host(*arrays))
         return FuelTensor._from_dense(result, plan.out_dtype)
     assert plan.fn is not None
-    out = aligned_empty(plan.size, plan.out_dtype.np,
-                        plan.kernel.caps.alignment_bytes).reshape(plan.out_shape)
+    out = aligned_empty(plan.size, plan.out_dtype.np, plan.kernel.caps.alignment_bytes).reshape(
+        plan.out_shape
+    )
     got = plan.fn(*arrays, out=out)
     if got is not None:
         out = _check_returned(plan, got, arrays)

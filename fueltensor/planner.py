@@ -10,6 +10,7 @@ oracle. Nothing in here knows which kernel takes which dtype: that is read from 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -83,7 +84,7 @@ class Plan:
     @property
     def size(self) -> int:
         """Element count of the output."""
-        return _count(self.out_shape)
+        return math.prod(self.out_shape)
 
     @property
     def backend(self) -> str:
@@ -96,8 +97,10 @@ class Plan:
 
     def __str__(self) -> str:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in self.operands)
-        head = (f"{self.op}({args}) -> {self.out_dtype.name}{list(self.out_shape)}"
-                f"  via {self.backend}" + (f" [{self.op_kind}]" if self.op_kind else ""))
+        head = (
+            f"{self.op}({args}) -> {self.out_dtype.name}{list(self.out_shape)}"
+            f"  via {self.backend}" + (f" [{self.op_kind}]" if self.op_kind else "")
+        )
         lines = [head]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
         lines.append(f"  cost: {self.cost:,} bytes moved")
@@ -119,8 +122,10 @@ def _flag_reasons(label: str, spec: InputSpec, flags: LayoutFlags) -> list[str]:
     for flag, want in spec.layout:
         have = getattr(flags, flag)
         if (want == "required" and not have) or (want == "rejected" and have):
-            reasons.append(f"{label}: {flag} is {want} but the operand "
-                           f"{'is not' if want == 'required' else 'is'} {flag}")
+            reasons.append(
+                f"{label}: {flag} is {want} but the operand "
+                f"{'is not' if want == 'required' else 'is'} {flag}"
+            )
     return reasons
 
 
@@ -138,8 +143,9 @@ def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -
     raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
 
 
-def admit(contract: KernelContract, op: str, operands: tuple[Operand, ...],
-          out_shape: Shape) -> Plan | tuple[str, ...]:
+def admit(
+    contract: KernelContract, op: str, operands: tuple[Operand, ...], out_shape: Shape
+) -> Plan | tuple[str, ...]:
     """A plan for running `contract` on `operands`, or the reasons it cannot run them."""
     specs = contract.inputs
     if len(specs) != len(operands):
@@ -182,8 +188,9 @@ def admit(contract: KernelContract, op: str, operands: tuple[Operand, ...],
             return tuple(reasons)
         o = work[i]
         work[i] = Operand(o.dtype, Layout.dense(o.layout.shape))
-        prep[i].append(Step("Contiguize", i, spec.name, 2 * o.count * o.dtype.itemsize,
-                            why=tuple(reasons)))
+        prep[i].append(
+            Step("Contiguize", i, spec.name, 2 * o.count * o.dtype.itemsize, why=tuple(reasons))
+        )
 
     if len(contract.outputs) != 1:
         return (f"returns {len(contract.outputs)} outputs; a binary operation returns one",)
@@ -192,19 +199,34 @@ def admit(contract: KernelContract, op: str, operands: tuple[Operand, ...],
     shape = _apply_rule(out.shape_rule, names, work)
     assert isinstance(dtype_src, Operand) and isinstance(shape, tuple)
     if shape != out_shape:
-        return (f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
-                f"{shape}, the operation's result has shape {out_shape}",)
+        return (
+            f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
+            f"{shape}, the operation's result has shape {out_shape}",
+        )
     env: dict[str, float] = {"n": _count(shape), "dtype_bytes": dtype_src.dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
     step_bytes = sum(s.bytes for p in prep for s in p)
     cost = int(contract.cost.bytes_moved.evaluate(env)) + step_bytes
-    kernel_step = Step("Kernel", None,
-                       f"{contract.name}({', '.join(s.name for s in specs)}) -> "
-                       f"{dtype_src.dtype.name}{list(shape)}",
-                       int(contract.cost.bytes_moved.evaluate(env)))
+    kernel_step = Step(
+        "Kernel",
+        None,
+        f"{contract.name}({', '.join(s.name for s in specs)}) -> "
+        f"{dtype_src.dtype.name}{list(shape)}",
+        int(contract.cost.bytes_moved.evaluate(env)),
+    )
     steps = (*(s for p in prep for s in p), kernel_step)
-    return Plan(op, contract.op_kind, contract, steps, cost, {}, shape, dtype_src.dtype,
-                operands, tuple(tuple(p) for p in prep))
+    return Plan(
+        op,
+        contract.op_kind,
+        contract,
+        steps,
+        cost,
+        {},
+        shape,
+        dtype_src.dtype,
+        operands,
+        tuple(tuple(p) for p in prep),
+    )
 
 
 def _count(shape: Shape) -> int:
@@ -214,8 +236,9 @@ def _count(shape: Shape) -> int:
     return n
 
 
-def promote(operands: tuple[Operand, ...]) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...],
-                                                                                ...]]:
+def promote(
+    operands: tuple[Operand, ...],
+) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:
     """Cast every operand to the promoted dtype; a Cast yields a dense buffer of its own shape."""
     target = operands[0].dtype
     for o in operands[1:]:
@@ -230,13 +253,28 @@ def promote(operands: tuple[Operand, ...]) -> tuple[tuple[Operand, ...], tuple[t
         else:
             moved = o.count * (o.dtype.itemsize + target.itemsize)
             cast.append(Operand(target, Layout.dense(o.layout.shape)))
-            steps.append((Step("Cast", i, f"{labels[i]}: {o.dtype.name}", moved, dtype=target,
-                               why=(f"promotion {o.dtype.name} -> {target.name}",)),))
+            steps.append(
+                (
+                    Step(
+                        "Cast",
+                        i,
+                        f"{labels[i]}: {o.dtype.name}",
+                        moved,
+                        dtype=target,
+                        why=(f"promotion {o.dtype.name} -> {target.name}",),
+                    ),
+                )
+            )
     return tuple(cast), tuple(steps)
 
 
-def plan_contracts(op: str, op_kind: str, operands: tuple[Operand, ...], registry: Registry,
-                   providers: frozenset[str] | None) -> Planning:
+def plan_contracts(
+    op: str,
+    op_kind: str,
+    operands: tuple[Operand, ...],
+    registry: Registry,
+    providers: frozenset[str] | None,
+) -> Planning:
     """Every viable contract plan for the operation (best first) and why the others lost."""
     out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
     cast, casts = promote(operands)
@@ -246,8 +284,9 @@ def plan_contracts(op: str, op_kind: str, operands: tuple[Operand, ...], registr
     rejected: dict[str, tuple[str, ...]] = {}
     for order, contract in enumerate(registry.for_op(op_kind)):
         if providers is not None and contract.provider.name not in providers:
-            rejected[contract.name] = (f"provider {contract.provider.name} is excluded by "
-                                       "use_backend",)
+            rejected[contract.name] = (
+                f"provider {contract.provider.name} is excluded by use_backend",
+            )
             continue
         verdict = admit(contract, op, cast, out_shape)
         if isinstance(verdict, tuple):
@@ -259,15 +298,24 @@ def plan_contracts(op: str, op_kind: str, operands: tuple[Operand, ...], registr
     if ranked:
         (best_cost, _, _), best = ranked[0]
         assert best.kernel is not None
-        for (cost, oracle, _), plan in ranked[1:]:
+        for (cost, _, _), plan in ranked[1:]:
             assert plan.kernel is not None
             tie = " (a tie: the production provider is preferred)" if cost == best_cost else ""
-            rejected[plan.kernel.name] = (f"admissible but outranked: {cost:,} bytes moved vs "
-                                          f"{best_cost:,} for {best.kernel.name}{tie}",)
+            rejected[plan.kernel.name] = (
+                f"admissible but outranked: {cost:,} bytes moved vs "
+                f"{best_cost:,} for {best.kernel.name}{tie}",
+            )
     frozen = MappingProxyType(rejected)
     viable = tuple(
-        replace(p, steps=cast_steps + p.steps, cost=key[0], rejected=frozen,
-                prep=tuple(c + q for c, q in zip(casts, p.prep, strict=True)), operands=operands,
-                fn=registry.kernel(p.kernel.name) if p.kernel else None)
-        for key, p in ranked)
+        replace(
+            p,
+            steps=cast_steps + p.steps,
+            cost=key[0],
+            rejected=frozen,
+            prep=tuple(c + q for c, q in zip(casts, p.prep, strict=True)),
+            operands=operands,
+            fn=registry.kernel(p.kernel.name) if p.kernel else None,
+        )
+        for key, p in ranked
+    )
     return Planning(viable, frozen)

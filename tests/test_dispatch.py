@@ -22,10 +22,19 @@ def kinds(plan: ft.Plan) -> list[str]:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
-@pytest.mark.parametrize("op, prefix", [
-    (ft.add, "add"), (ft.subtract, "sub"), (ft.multiply, "mul"), (ft.divide, "div"),
-    (ft.remainder, "rem"), (ft.pow, "pow"), (ft.maximum, "maximum"), (ft.minimum, "minimum"),
-])
+@pytest.mark.parametrize(
+    "op, prefix",
+    [
+        (ft.add, "add"),
+        (ft.subtract, "sub"),
+        (ft.multiply, "mul"),
+        (ft.divide, "div"),
+        (ft.remainder, "rem"),
+        (ft.pow, "pow"),
+        (ft.maximum, "maximum"),
+        (ft.minimum, "minimum"),
+    ],
+)
 def test_same_shape_runs_the_cpu_kernel_of_its_dtype(op: object, prefix: str, dtype: str) -> None:
     x = ft.asarray(np.ones((3, 4)), dtype=dtype)
     plan = ft.explain(op, x, x)  # type: ignore[arg-type]
@@ -77,11 +86,17 @@ def test_mixed_f32_f64_casts_then_runs_add_f64() -> None:
     np.testing.assert_array_equal(np.asarray(out), np.asarray(a).astype(np.float64) + 1.0)
 
 
-@pytest.mark.parametrize("a, b, want", [
-    ("float16", "float32", "float32"), ("bfloat16", "float32", "float32"),
-    ("bfloat16", "float16", "float32"), ("float16", "float64", "float64"),
-    ("bfloat16", "float64", "float64"), ("float32", "float64", "float64"),
-])
+@pytest.mark.parametrize(
+    "a, b, want",
+    [
+        ("float16", "float32", "float32"),
+        ("bfloat16", "float32", "float32"),
+        ("bfloat16", "float16", "float32"),
+        ("float16", "float64", "float64"),
+        ("bfloat16", "float64", "float64"),
+        ("float32", "float64", "float64"),
+    ],
+)
 def test_promotion(a: str, b: str, want: str) -> None:
     x = ft.asarray(np.ones(3), dtype=a)
     y = ft.asarray(np.ones(3), dtype=b)
@@ -91,7 +106,7 @@ def test_promotion(a: str, b: str, want: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 def test_python_scalars_are_weak(dtype: str) -> None:
     x = ft.asarray(np.ones(3), dtype=dtype)
-    for r in (x + 1, 2.5 * x, x ** 2, 1 - x, x % 3.0, x / 2):
+    for r in (x + 1, 2.5 * x, x**2, 1 - x, x % 3.0, x / 2):
         assert r.dtype.name == dtype
 
 
@@ -117,9 +132,8 @@ def test_use_backend_reference_restricts_and_raises_for_what_it_lacks() -> None:
         plan = ft.explain(ft.add, t32((3, 4)), t32((4,)))
         assert plan.kernel.name == "add_f32"  # type: ignore[union-attr]
         assert "BroadcastTo" in kinds(plan)
-    with pytest.raises(ValueError, match="no provider"):
-        with ft.use_backend("gpu"):
-            pass
+    with pytest.raises(ValueError, match="no provider"), ft.use_backend("gpu"):
+        pass
 
 
 def test_use_backend_is_per_thread() -> None:
@@ -180,10 +194,13 @@ def test_inplace_with_overlapping_operand_matches_numpy() -> None:
     np.testing.assert_array_equal(np.asarray(t), ref)
 
 
-@pytest.mark.parametrize("other, error", [
-    (lambda: ft.asarray(np.ones(4), dtype=ft.float64), TypeError),
-    (lambda: ft.asarray(np.ones((2, 4)), dtype=ft.float32), ValueError),
-])
+@pytest.mark.parametrize(
+    "other, error",
+    [
+        (lambda: ft.asarray(np.ones(4), dtype=ft.float64), TypeError),
+        (lambda: ft.asarray(np.ones((2, 4)), dtype=ft.float32), ValueError),
+    ],
+)
 def test_failing_inplace_leaves_the_target_untouched(other: object, error: type) -> None:
     t = ft.asarray(np.arange(4, dtype=np.float32))
     before = np.asarray(t).tobytes()
@@ -200,8 +217,16 @@ def test_incompatible_shapes_raise_value_error() -> None:
 def test_inputs_are_never_modified() -> None:
     a, b = t32((3, 4)), t32((4,))
     before = (np.asarray(a).tobytes(), np.asarray(b).tobytes())
-    for op in (ft.add, ft.subtract, ft.multiply, ft.divide, ft.remainder, ft.pow, ft.maximum,
-               ft.minimum):
+    for op in (
+        ft.add,
+        ft.subtract,
+        ft.multiply,
+        ft.divide,
+        ft.remainder,
+        ft.pow,
+        ft.maximum,
+        ft.minimum,
+    ):
         op(a, b)
         op(a.T.T, b)
     assert (np.asarray(a).tobytes(), np.asarray(b).tobytes()) == before

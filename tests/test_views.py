@@ -17,21 +17,28 @@ shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
 
 def storage_indices(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> list[int]:
     """Every storage index a view touches, enumerated one element at a time."""
-    return [offset + sum(i * s for i, s in zip(idx, strides, strict=True))
-            for idx in itertools.product(*(range(n) for n in shape))]
+    return [
+        offset + sum(i * s for i, s in zip(idx, strides, strict=True))
+        for idx in itertools.product(*(range(n) for n in shape))
+    ]
 
 
 @settings(max_examples=300, deadline=None)
-@given(shape=st.lists(st.integers(0, 5), max_size=4).map(tuple),
-       strides=st.lists(st.integers(-7, 7), min_size=4, max_size=4),
-       offset=st.integers(-3, 40), storage=st.integers(0, 40))
+@given(
+    shape=st.lists(st.integers(0, 5), max_size=4).map(tuple),
+    strides=st.lists(st.integers(-7, 7), min_size=4, max_size=4),
+    offset=st.integers(-3, 40),
+    storage=st.integers(0, 40),
+)
 def test_as_strided_stays_inside_storage_or_raises(
-        shape: tuple[int, ...], strides: list[int], offset: int, storage: int) -> None:
+    shape: tuple[int, ...], strides: list[int], offset: int, storage: int
+) -> None:
     base = ft.asarray(np.arange(storage, dtype=np.float64))
     st_ = tuple(strides[: len(shape)])
     touched = storage_indices(shape, st_, offset)
-    inside = offset >= 0 and all(0 <= k < storage for k in touched) and (
-        touched or offset <= storage)
+    inside = (
+        offset >= 0 and all(0 <= k < storage for k in touched) and (touched or offset <= storage)
+    )
     if not inside:
         with pytest.raises(ValueError):
             ft.as_strided(base, shape, st_, offset)
@@ -41,14 +48,18 @@ def test_as_strided_stays_inside_storage_or_raises(
     np.testing.assert_array_equal(np.asarray(v), expected)
 
 
-@pytest.mark.parametrize("shape, strides", [
-    ((2**32, 2**32), (1, 1)),
-    ((2**62, 4), (1, 2**62)),
-    ((3,), (2**63,)),
-    ((2**40,) * 2, (0, 0)),
-])
+@pytest.mark.parametrize(
+    "shape, strides",
+    [
+        ((2**32, 2**32), (1, 1)),
+        ((2**62, 4), (1, 2**62)),
+        ((3,), (2**63,)),
+        ((2**40,) * 2, (0, 0)),
+    ],
+)
 def test_overflowing_shapes_and_strides_are_refused_without_allocating(
-        shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    shape: tuple[int, ...], strides: tuple[int, ...]
+) -> None:
     base = ft.asarray(np.zeros(8, np.float32))
     with pytest.raises(ValueError):
         ft.as_strided(base, shape, strides, 0)
@@ -119,15 +130,18 @@ def test_reshape_is_a_view_when_strides_allow_and_a_copy_otherwise() -> None:
         ft.reshape(t.mT, (24,), copy=False)
 
 
-@pytest.mark.parametrize("make, flags", [
-    (lambda t: t, dict(contiguous=True)),
-    (lambda t: t[1:], dict(contiguous=True, start_offset=True)),
-    (lambda t: t.T, dict(strided=True)),
-    (lambda t: t[:, ::2], dict(strided=True)),
-    (lambda t: ft.flip(t, axis=0), dict(reverse_strides=True, start_offset=True)),
-    (lambda t: ft.broadcast_to(t[0], (3, 4)), dict(broadcast_stride0=True)),
-    (lambda t: t[None, 1:2, :], dict(contiguous=True, start_offset=True)),
-])
+@pytest.mark.parametrize(
+    "make, flags",
+    [
+        (lambda t: t, dict(contiguous=True)),
+        (lambda t: t[1:], dict(contiguous=True, start_offset=True)),
+        (lambda t: t.T, dict(strided=True)),
+        (lambda t: t[:, ::2], dict(strided=True)),
+        (lambda t: ft.flip(t, axis=0), dict(reverse_strides=True, start_offset=True)),
+        (lambda t: ft.broadcast_to(t[0], (3, 4)), dict(broadcast_stride0=True)),
+        (lambda t: t[None, 1:2, :], dict(contiguous=True, start_offset=True)),
+    ],
+)
 def test_layout_flags(make: object, flags: dict[str, bool]) -> None:
     t = ft.asarray(np.zeros((3, 4), np.float32))
     view = make(t)  # type: ignore[operator]
