@@ -225,7 +225,7 @@ class Layout(NamedTuple):
         )
         return None if strides is None else Layout(shape, strides, self.offset)
 
-    def index(self, key: object) -> Layout:
+    def select(self, key: object) -> Layout:
         """The view selected by a basic index: ints, slices, `...` and `None`."""
         items = key if isinstance(key, tuple) else (key,)
         if sum(1 for k in items if k is Ellipsis) > 1:

@@ -152,7 +152,7 @@ class FuelTensor:
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, key: int | slice | EllipsisType | None | tuple[Any, ...]) -> FuelTensor:
-        return self._view(self._layout.index(key))
+        return self._view(self._layout.select(key))
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         import fueltensor
