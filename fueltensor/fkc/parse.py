@@ -129,7 +129,7 @@ def parse_document(data: bytes, path: str) -> Document:
         i += 1
     descriptions += [_prose(section)] * pending
     if not descriptions:
-        raise ContractError("the document declares no ```fkc block", path=path, line=end + 1)
+        raise ContractError("the document declares no ```fkc block", path=path, line=end + 2)
     text = "\n".join(stream)
     for ch in _YAML_LINE_BREAKS:
         if ch in text:
