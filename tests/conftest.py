@@ -1,0 +1,133 @@
+"""Shared fixtures: the seed documents, and a small valid FKC document to vary in tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+SEED_CPU = "003_f61b2f697a8bb6f9.txt"
+SEED_REFERENCE = "000_112bdb4065c468ca.txt"
+
+# One indented, valid contract document; {provider}, {kernel} and {op_kind} are filled in.
+DOC_TEMPLATE = """\
+---
+fkc_version: 1
+provider:
+  name: {provider}
+  backend: Cpu
+  kernel_source: "test-source"
+  link_registry: tests::ENTRY_POINTS
+  revision_base: "test:1"
+---
+# A provider that only exists in the tests
+
+## {kernel}
+
+Doubles nothing in particular; it is here to be loaded, linked and broken on purpose.
+
+```fkc
+kernel: {kernel}
+op_kind: {op_kind}
+blurb: "test kernel"
+backend: Cpu
+kernel_source: "test-source"
+entry_point: "tests::{kernel}"
+kernel_revision_hash: auto
+accept:
+  inputs:
+    - name: a
+      dtypes: [F32]
+      layout:
+        contiguous: required
+        strided: rejected
+        broadcast_stride0: rejected
+        start_offset: rejected
+        reverse_strides: rejected
+      rank: any
+      shape_constraint: same_as=b
+    - name: b
+      dtypes: [F32]
+      layout:
+        contiguous: required
+        strided: rejected
+        broadcast_stride0: rejected
+        start_offset: rejected
+        reverse_strides: rejected
+      rank: 2
+      shape_constraint: same_as=a
+  op_params: {{variant: None}}
+return:
+  outputs:
+    - name: out
+      dtype_rule: passthrough(a)
+      shape_rule: same_as(a)
+      layout_guarantee: contiguous
+      aliasing: none
+caps:
+  awkward_layout_strategy: requires_contiguous
+  fast_paths:
+    - {{when: "all_inputs_contiguous", class: cheap_elementwise}}
+  in_place: false
+  alignment_bytes: 64
+  access_granularity_bits: 32
+cost:
+  provenance: judge_measured
+  class: cheap_elementwise
+  flops: "n"
+  bytes_moved: "a_count * dtype_bytes + b_count * dtype_bytes + n * dtype_bytes"
+  overhead_ns: 250
+  memory: {{device_bytes: 0, host_bytes: "n * dtype_bytes", disk_bytes: 0}}
+precision:
+  bit_stable_on_same_hardware: true
+  max_ulp: 0
+  max_relative: ~
+  audited: false
+  notes: "test notes"
+determinism: same_hardware_bitwise
+```
+"""
+
+
+def seeds_location() -> Path:
+    """FUELTENSOR_SEEDS, else the `shared/seeds` folder beside the checkout."""
+    env = os.environ.get("FUELTENSOR_SEEDS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+
+@pytest.fixture
+def seeds() -> Path:
+    """The folder of the two seed FKC documents; skips the test when they are not available."""
+    where = seeds_location()
+    if not (where / SEED_CPU).is_file() or not (where / SEED_REFERENCE).is_file():
+        pytest.skip(f"seed documents not found in {where} (set FUELTENSOR_SEEDS to their folder)")
+    return where
+
+
+@pytest.fixture
+def contract_text() -> Callable[..., str]:
+    """The test document's text for a provider, kernel and op kind."""
+
+    def make(
+        provider: str = "test-provider", kernel: str = "twice_f32", op_kind: str = "AddElementwise"
+    ) -> str:
+        return DOC_TEMPLATE.format(provider=provider, kernel=kernel, op_kind=op_kind)
+
+    return make
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[..., Path]:
+    """Write text (or bytes) to a file in the test's temporary folder."""
+
+    def write_file(text: str | bytes, name: str = "doc.md") -> Path:
+        path = tmp_path / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8", newline="\n")
+        return path
+
+    return write_file

@@ -1,0 +1,96 @@
+"""`fueltensor contracts`: the table, its filters and the JSON form, read from the registry."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fueltensor as ft
+from fueltensor.cli import main
+
+
+def table_rows(out: str) -> list[list[str]]:
+    return [line.split() for line in out.strip().split("\n")]
+
+
+def test_table_lists_every_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contracts"]) == 0
+    header, *rows = table_rows(capsys.readouterr().out)
+    assert header[:3] == ["kernel", "op_kind", "provider"]
+    assert [r[0] for r in rows] == [c.name for c in ft.registry()]
+    by_name = {r[0]: r for r in rows}
+    assert by_name["add_f32"][:4] == ["add_f32", "AddElementwise", "fuel-cpu-backend", "F32"]
+    assert by_name["broadcast_mul"][3] == "F32,F64,BF16,F16"
+    assert by_name["binary"][-1] == "describe-only"
+
+
+def test_op_filter(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contracts", "--op", "PowElementwise"]) == 0
+    _, *rows = table_rows(capsys.readouterr().out)
+    assert [r[0] for r in rows] == ["pow_f32", "pow_f64", "pow_bf16", "pow_f16"]
+    assert {r[1] for r in rows} == {"PowElementwise"}
+    assert {r[-3] for r in rows} == {"~"}  # max_ulp undeclared: the judge measures it
+
+
+@pytest.mark.parametrize("selector", ["fuel-reference-backend", "reference-oracle"])
+def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> None:
+    assert main(["contracts", "--provider", selector]) == 0
+    _, *rows = table_rows(capsys.readouterr().out)
+    assert [r[0] for r in rows] == [f"broadcast_{op}" for op in ("add", "sub", "mul", "div")]
+
+
+def test_json_carries_the_facts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contracts", "--json", "--op", "DivElementwise"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    reg = ft.registry()
+    assert [p["kernel"] for p in payload] == [
+        "div_f32",
+        "div_f64",
+        "div_bf16",
+        "div_f16",
+        "broadcast_div",
+    ]
+    for entry in payload:
+        contract = reg[entry["kernel"]]
+        assert entry["provider"] == contract.provider.name
+        assert entry["blurb"] == contract.blurb
+        assert {
+            k: v for k, v in entry.items() if k not in ("provider", "blurb")
+        } == contract.to_dict()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--op", "Foo"), ("--provider", "nobody")])
+def test_unknown_filter_value_lists_the_known_ones(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str
+) -> None:
+    assert main(["contracts", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert repr(value) in err
+    assert ("AddElementwise" if flag == "--op" else "fuel-cpu-backend") in err
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    package_root = Path(ft.__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(package_root), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "fueltensor", "contracts", "--op", "RemElementwise"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [r[0] for r in table_rows(done.stdout)[1:]] == [
+        "rem_f32",
+        "rem_f64",
+        "rem_bf16",
+        "rem_f16",
+    ]

@@ -1,0 +1,251 @@
+"""Linking and querying: entry points resolve only through registered maps; loading is atomic."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import SEED_CPU, SEED_REFERENCE
+
+import fueltensor as ft
+from fueltensor import ContractError
+
+registry_module = importlib.import_module("fueltensor.registry")
+
+OPS = ("Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "Pow", "Rem")
+
+
+def twice(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """A test kernel: out = a + b."""
+    np.add(a, b, out=out)
+
+
+def provider_doc(
+    contract_text: Callable[..., str], write: Callable[..., Path], name: str, kernel: str
+) -> Path:
+    return write(contract_text(provider=name, kernel=kernel), f"{name}.md")
+
+
+def test_bundled_registry() -> None:
+    reg = ft.registry()
+    assert reg is ft.registry()
+    assert len(reg) == 37
+    assert [p.name for p in reg.providers] == ["fuel-cpu-backend", "fuel-reference-backend"]
+    for op in OPS:
+        names = [c.name for c in reg.for_op(f"{op}Elementwise")]
+        expected = [f"{op.lower()}_{d}" for d in ("f32", "f64", "bf16", "f16")]
+        if op in ("Add", "Sub", "Mul", "Div"):
+            expected.append(f"broadcast_{op.lower()}")
+        assert names == expected
+
+
+def test_seeds_link_to_the_same_contracts_as_the_bundled_documents(seeds: Path) -> None:
+    seeded = ft.Registry.from_paths([seeds / SEED_CPU, seeds / SEED_REFERENCE])
+    bundled = ft.registry()
+    assert {c.name: c.to_dict() for c in seeded} == {c.name: c.to_dict() for c in bundled}
+    assert all(seeded.kernel(c.name) is bundled.kernel(c.name) for c in bundled if c.registrable)
+
+
+def test_bundled_contracts_are_linked_to_the_kernel_modules() -> None:
+    reg = ft.registry()
+    cpu = importlib.import_module("fueltensor.kernels.cpu")
+    reference = importlib.import_module("fueltensor.kernels.reference")
+    assert reg.kernel("add_f32") is cpu.ENTRY_POINTS["fuel_cpu_backend::byte_kernels::add_f32"]
+    assert (
+        reg.kernel("broadcast_div")
+        is reference.ENTRY_POINTS["fuel_reference_backend::ops::broadcast_div"]
+    )
+
+
+def test_describe_only_contract_is_listed_but_never_dispatched() -> None:
+    reg = ft.registry()
+    umbrella = reg["binary"]
+    assert umbrella.registrable is False
+    assert umbrella in list(reg)
+    assert umbrella not in reg.for_op(umbrella.op_kind)
+    with pytest.raises(KeyError, match="describe-only"):
+        reg.kernel("binary")
+
+
+def test_lookup_errors_suggest_close_names() -> None:
+    reg = ft.registry()
+    with pytest.raises(KeyError, match="add_f32"):
+        reg["add_f3"]
+    assert reg.for_op("NoSuchElementwise") == ()
+    assert "add_f32" in reg and "add_f3" not in reg
+
+
+def test_third_provider_from_a_document_and_test_kernels(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider("third-party-test", {"tests::twice_third": twice})
+    path = provider_doc(contract_text, write, "third-party-test", "twice_third")
+    reg = ft.Registry.from_paths([registry_module.bundled_contracts_dir(), path])
+    assert len(reg) == 38
+    names = [c.name for c in reg.for_op("AddElementwise")]
+    assert names[-1] == "twice_third"
+    assert "add_f32" in names and "broadcast_add" in names
+    assert reg.kernel("twice_third") is twice
+    assert reg.providers[-1].name == "third-party-test"
+    out = np.empty(3, np.float32)
+    reg.kernel("twice_third")(np.ones(3, np.float32), np.ones(3, np.float32), out=out)
+    assert out.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_unlinked_entry_point_names_file_line_and_entry_point(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider("half-linked-test", {"tests::something_else": twice})
+    path = provider_doc(contract_text, write, "half-linked-test", "lonely")
+    text = path.read_text()
+    with pytest.raises(ContractError) as info:
+        ft.Registry.from_paths([path])
+    error = info.value
+    assert (error.path, error.field) == (str(path), "entry_point")
+    assert error.line == text[: text.index("entry_point:")].count("\n") + 1
+    assert "'tests::lonely'" in str(error)
+
+
+def test_provider_without_any_map_is_refused(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    path = provider_doc(contract_text, write, "never-registered-test", "orphan")
+    with pytest.raises(ContractError, match="no ENTRY_POINTS are registered"):
+        ft.Registry.from_paths([path])
+
+
+def test_a_document_name_is_never_imported(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    text = contract_text(provider="import-test", kernel="dumps").replace(
+        '"tests::dumps"', '"json:dumps"'
+    )
+    with pytest.raises(ContractError, match="no ENTRY_POINTS are registered"):
+        ft.Registry.from_paths([write(text)])
+
+
+def test_describe_only_needs_no_link(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    text = contract_text(provider="describe-only-test", kernel="doc_only").replace(
+        'blurb: "test kernel"', 'registrable: false\nblurb: "test kernel"'
+    )
+    reg = ft.Registry.from_paths([write(text)])
+    assert [c.name for c in reg] == ["doc_only"]
+    assert reg.for_op("AddElementwise") == ()
+
+
+def test_duplicate_kernel_across_files(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider("dup-test", {"tests::add_f32": twice})
+    path = provider_doc(contract_text, write, "dup-test", "add_f32")
+    bundled = registry_module.bundled_contracts_dir()
+    with pytest.raises(ContractError) as info:
+        ft.Registry.from_paths([bundled, path])
+    assert (info.value.path, info.value.field) == (str(path), "kernel")
+    assert "fuel-cpu-backend.md" in str(info.value)
+
+
+def test_failed_load_leaves_the_bundled_registry_alone(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    before = ft.registry()
+    good = provider_doc(contract_text, write, "atomic-test", "atomic_ok")
+    ft.register_provider("atomic-test", {"tests::atomic_ok": twice})
+    bad = write(contract_text(provider="atomic-test", kernel="atomic_bad").replace("F32]", "F8]"))
+    with pytest.raises(ContractError):
+        ft.Registry.from_paths([good, bad])
+    assert ft.registry() is before
+    assert "atomic_ok" not in before
+
+
+def test_same_provider_declared_two_ways_is_refused(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider("twice-declared", {"tests::one": twice, "tests::two": twice})
+    first = write(contract_text(provider="twice-declared", kernel="one"), "one.md")
+    second_text = contract_text(provider="twice-declared", kernel="two")
+    second = write(second_text.replace('"test:1"', '"test:2"'), "two.md")
+    with pytest.raises(ContractError, match="declared differently"):
+        ft.Registry.from_paths([first, second])
+    same = write(second_text, "same.md")
+    assert [c.name for c in ft.Registry.from_paths([first, same])] == ["one", "two"]
+
+
+def test_empty_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match=r"no \*\.md"):
+        ft.Registry.from_paths([tmp_path])
+
+
+def test_register_provider_checks_its_arguments() -> None:
+    with pytest.raises(TypeError):
+        ft.register_provider("", {})
+    with pytest.raises(TypeError):
+        ft.register_provider("bad-map", {"x": 3})  # type: ignore[dict-item]
+    with pytest.raises(TypeError):
+        ft.register_provider("not-a-map", [twice])  # type: ignore[arg-type]
+
+
+def test_installed_provider_plugin_ships_document_and_kernels(
+    contract_text: Callable[..., str],
+    write: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doc = provider_doc(contract_text, write, "plugin-test", "plugin_add")
+    (tmp_path / "fueltensor_plugin_test.py").write_text(
+        "import numpy as np\n"
+        "PROVIDER = 'plugin-test'\n"
+        "def plugin_add(a, b, *, out):\n"
+        "    np.add(a, b, out=out)\n"
+        "ENTRY_POINTS = {'tests::plugin_add': plugin_add}\n"
+        f"DOCUMENTS = [{str(doc)!r}]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = EntryPoint("plugin-test", "fueltensor_plugin_test", registry_module.PROVIDER_GROUP)
+    monkeypatch.setattr(registry_module, "_plugin_entry_points", lambda: [plugin])
+    monkeypatch.setattr(registry_module, "_discovered", None)
+    monkeypatch.setattr(registry_module, "_bundled", None)
+    try:
+        reg = ft.registry()
+        assert reg["plugin_add"].provider.name == "plugin-test"
+        assert reg.for_op("AddElementwise")[-1].name == "plugin_add"
+        assert reg.kernel("plugin_add") is sys.modules["fueltensor_plugin_test"].plugin_add
+    finally:
+        sys.modules.pop("fueltensor_plugin_test", None)
+
+
+def test_broken_plugin_is_a_contract_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = EntryPoint("broken", "fueltensor_no_such_module_xyz", registry_module.PROVIDER_GROUP)
+    monkeypatch.setattr(registry_module, "_plugin_entry_points", lambda: [plugin])
+    monkeypatch.setattr(registry_module, "_discovered", None)
+    with pytest.raises(ContractError, match="failed to load"):
+        registry_module._discover()
+
+
+def test_registry_is_built_once_under_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry_module, "_bundled", None)
+    built: list[Any] = []
+    original = ft.Registry.from_paths.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[ft.Registry], paths: Any) -> ft.Registry:
+        built.append(paths)
+        return original(cls, paths)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ft.Registry, "from_paths", classmethod(counting))
+    results: list[ft.Registry] = []
+    threads = [threading.Thread(target=lambda: results.append(ft.registry())) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1
+    assert len({id(r) for r in results}) == 1
