@@ -20,9 +20,33 @@ from fueltensor.planner import Plan, Step
 HostFn = Callable[..., np.ndarray]
 
 
+TILE = 256
+"""Edge of the square tiles a transposing copy moves at a time: a tile's source and destination
+rows both stay in cache, where NumPy's own copy walks the source a column at a time."""
+
+
 def contiguize(array: np.ndarray) -> np.ndarray:
-    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own)."""
-    return np.array(array, order="C", copy=True)
+    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own).
+
+    When the source's fastest-moving axis is not the last one (a transpose or permute), the
+    copy goes tile by tile over those two axes so reads and writes both stay in cache.
+    """
+    if array.ndim < 2 or array.size < TILE * TILE:
+        return np.array(array, order="C", copy=True)
+    pairs = zip(array.shape, array.strides, strict=True)
+    strides = [abs(s) if n > 1 else np.inf for n, s in pairs]
+    fast = int(np.argmin(strides))
+    last = array.ndim - 1
+    if fast == last or strides[fast] == 0:
+        return np.array(array, order="C", copy=True)
+    out = np.empty(array.shape, array.dtype)
+    src = np.moveaxis(array, (fast, last), (-2, -1))
+    dst = np.moveaxis(out, (fast, last), (-2, -1))
+    rows, cols = src.shape[-2:]
+    for i in range(0, rows, TILE):
+        for j in range(0, cols, TILE):
+            dst[..., i : i + TILE, j : j + TILE] = src[..., i : i + TILE, j : j + TILE]
+    return out
 
 
 def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
