@@ -108,6 +108,11 @@ class Plan:
             lines.append(f"  rejected {name}: {'; '.join(reasons)}")
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from fueltensor._display import plan_html
+
+        return plan_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Planning:

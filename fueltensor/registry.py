@@ -203,6 +203,11 @@ class Registry:
         names = ", ".join(p.name for p in self._providers)
         return f"<Registry: {len(self)} contracts from {names or 'no providers'}>"
 
+    def _repr_html_(self) -> str:
+        from fueltensor._display import registry_html
+
+        return registry_html(self)
+
     @property
     def providers(self) -> tuple[Provider, ...]:
         """The providers whose documents were loaded, in document order."""

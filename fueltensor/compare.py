@@ -1,0 +1,349 @@
+"""`compare_backends`: run every operation on every admissible provider and diff the results.
+
+Inside the block the code gets the default plan's result as usual; after each contract
+operation the best viable plan of every other allowed provider runs on the same operands, and
+the two outputs are compared bit for bit (ULP distance on the ordered integer bit patterns, so
+-0 and +0 are 0 apart and NaNs are compared by pattern, not by value).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fueltensor import execute
+from fueltensor._tensor import FuelTensor
+from fueltensor.backends import _resolve, current_policy, observe
+from fueltensor.planner import Plan, Planning
+
+Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
+_UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def bits(array: np.ndarray) -> np.ndarray:
+    """The raw bit patterns of a float array as unsigned integers of the same width."""
+    return np.ascontiguousarray(array).view(_UNSIGNED[array.dtype.itemsize])
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|ord(a) - ord(b)| as uint64, where ord maps bit patterns to integers in value order
+    (so -0 and +0 are 0 apart, and adjacent floats are 1 apart across zero)."""
+    width = a.dtype.itemsize
+    sign = np.uint64(1) << np.uint64(8 * width - 1)
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        u = bits(x).astype(np.uint64)
+        negative = (u & sign) != 0
+        magnitude = u & (sign - np.uint64(1))
+        wrapped: np.ndarray = np.where(negative, np.uint64(0) - magnitude, magnitude)
+        return wrapped  # negative patterns wrap to -magnitude
+
+    oa, ob = ordered(a), ordered(b)
+    # The true difference fits in 64 bits; compare as signed to pick the non-wrapping order.
+    sa, sb = oa.view(np.int64), ob.view(np.int64)
+    distance: np.ndarray = np.where(sa >= sb, oa - ob, ob - oa)
+    return distance
+
+
+def format_value(value: Any) -> str:
+    """A scalar as its shortest repr plus its bit pattern, e.g. `1.0 (0x3f800000)`."""
+    array = np.asarray(value)
+    if array.dtype.kind in "biuc" or array.dtype.itemsize not in _UNSIGNED:
+        return str(array.item())
+    pattern = int(bits(array.reshape(1))[0])
+    return f"{float(array):.9g} (0x{pattern:0{2 * array.dtype.itemsize}x})"
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The element where two kernels differ most: its index, the operands and both outputs."""
+
+    index: tuple[int, ...]
+    inputs: tuple[str, ...]
+    baseline: str
+    other: str
+    ulp: float
+
+    def __str__(self) -> str:
+        args = ", ".join(self.inputs)
+        return f"at {self.index}: inputs ({args}) -> {self.baseline} vs {self.other}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One operation run by the default kernel and one other kernel, compared element by element.
+
+    `compared` is False when no other allowed provider admits the operation (`note` says why);
+    then the figures cover the default kernel alone.
+    """
+
+    op: str
+    op_kind: str | None
+    dtypes: tuple[str, ...]
+    shape: tuple[int, ...]
+    kernels: tuple[str, ...]
+    compared: bool
+    count: int = 0
+    equal: int = 0
+    max_ulp: float = 0.0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    nan_patterns_agree: bool = True
+    times: dict[str, float] = field(default_factory=dict)
+    worst: Worst | None = None
+    note: str = ""
+
+    @property
+    def mismatches(self) -> int:
+        """Elements whose bit patterns differ (NaNs with different payloads included)."""
+        return self.count - self.equal
+
+    def within(self, max_ulp: float) -> bool:
+        """True if every element is bit-equal, or (for max_ulp > 0) within `max_ulp` ULPs with
+        the same NaN positions."""
+        if not self.compared or self.mismatches == 0:
+            return True
+        return max_ulp > 0 and self.nan_patterns_agree and self.max_ulp <= max_ulp
+
+
+COLUMNS = (
+    "op",
+    "dtypes",
+    "shape",
+    "kernels",
+    "elements",
+    "bit-equal",
+    "mismatches",
+    "max ULP",
+    "max abs",
+    "max rel",
+    "NaN patterns",
+    "time per kernel",
+)
+
+
+def _seconds(t: float) -> str:
+    return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+
+
+def comparison_row(c: Comparison) -> tuple[str, ...]:
+    """One table row of a comparison (shared by the text table and the HTML table)."""
+    times = ", ".join(f"{k} {_seconds(v)}" for k, v in c.times.items())
+    head = (c.op, ", ".join(c.dtypes), "x".join(map(str, c.shape)) or "()")
+    if not c.compared:
+        return (*head, c.kernels[0], str(c.count), "not compared", "", "", "", "", "", c.note)
+    return (
+        *head,
+        " vs ".join(c.kernels),
+        str(c.count),
+        str(c.equal),
+        str(c.mismatches),
+        f"{c.max_ulp:g}",
+        f"{c.max_abs:.3g}",
+        f"{c.max_rel:.3g}",
+        "agree" if c.nan_patterns_agree else "DIFFER",
+        times,
+    )
+
+
+def text_table(rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces, the first row being the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+class ComparisonReport:
+    """What `compare_backends` saw: one `Comparison` per (operation, other kernel), in order."""
+
+    def __init__(self, providers: frozenset[str] | None) -> None:
+        self.providers = providers
+        self.comparisons: list[Comparison] = []
+        self._lock = threading.Lock()
+
+    def add(self, comparison: Comparison) -> None:
+        with self._lock:
+            self.comparisons.append(comparison)
+
+    def __iter__(self) -> Iterator[Comparison]:
+        return iter(list(self.comparisons))
+
+    def __len__(self) -> int:
+        return len(self.comparisons)
+
+    @property
+    def mismatches(self) -> int:
+        """Mismatched elements over every compared operation."""
+        return sum(c.mismatches for c in self.comparisons if c.compared)
+
+    def __str__(self) -> str:
+        if not self.comparisons:
+            return "compare_backends: no contract operation ran inside the block"
+        rows = [COLUMNS, *(comparison_row(c) for c in self.comparisons)]
+        compared = [c for c in self.comparisons if c.compared]
+        total = sum(c.count for c in compared)
+        summary = (
+            f"{len(compared)} of {len(self.comparisons)} operations compared; "
+            f"{self.mismatches} of {total} elements differ"
+        )
+        return f"{text_table(rows)}\n{summary}"
+
+    def __repr__(self) -> str:
+        return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
+
+    def _repr_html_(self) -> str:
+        from fueltensor._display import comparison_html
+
+        return comparison_html(self)
+
+    def assert_equal(self, max_ulp: float = 0) -> None:
+        """Raise AssertionError naming the worst element of every comparison beyond `max_ulp`
+        ULPs (max_ulp=0: bit-equal, NaN payloads included)."""
+        bad = [c for c in self.comparisons if not c.within(max_ulp)]
+        if not bad:
+            return
+        lines = []
+        for c in bad:
+            nan = "" if c.nan_patterns_agree else ", NaN patterns differ"
+            lines.append(
+                f"{c.op}({', '.join(c.dtypes)}) {' vs '.join(c.kernels)}: "
+                f"{c.mismatches} of {c.count} elements differ, max {c.max_ulp:g} ULP"
+                f"{nan}; worst {c.worst}"
+            )
+        raise AssertionError(f"kernels disagree beyond {max_ulp:g} ULP:\n  " + "\n  ".join(lines))
+
+
+def _timed(
+    plan: Plan, tensors: tuple[FuelTensor, ...], repeats: int = 3
+) -> tuple[FuelTensor, float]:
+    """The first run's output and the best of `repeats` run times (the first run pays for
+    cold caches)."""
+    best = float("inf")
+    out = None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        got = execute.run(plan, tensors)
+        best = min(best, time.perf_counter() - start)
+        out = got if out is None else out
+    assert out is not None
+    return out, best
+
+
+def diff(
+    op: str,
+    tensors: tuple[FuelTensor, ...],
+    baseline: Plan,
+    base: np.ndarray,
+    other: Plan,
+    out: np.ndarray,
+    times: dict[str, float],
+) -> Comparison:
+    """Compare two kernels' outputs of one operation element by element."""
+    assert baseline.kernel is not None and other.kernel is not None
+    a, b = base.reshape(-1), out.reshape(-1)
+    equal = bits(a) == bits(b)
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    ulp = ulp_distance(a, b).astype(np.float64)
+    ulp[nan_a | nan_b] = 0.0
+    ulp[nan_a != nan_b] = np.inf
+    ulp[equal] = 0.0
+    with np.errstate(all="ignore"):
+        wa, wb = a.astype(np.float64), b.astype(np.float64)
+        err = np.abs(wa - wb)
+        err[equal | (nan_a & nan_b)] = 0.0
+        rel = np.nan_to_num(np.where(err == 0, 0.0, err / np.abs(wa)), nan=np.inf)
+    worst = None
+    if not equal.all():
+        # Rank by ULP, then let a payload-only NaN difference count once nothing else differs.
+        score = np.where(equal, -1.0, ulp)
+        flat = int(np.argmax(score))
+        index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
+        inputs = tuple(format_value(np.broadcast_to(t._array, base.shape)[index]) for t in tensors)
+        worst = Worst(
+            index, inputs, format_value(base[index]), format_value(out[index]), float(ulp[flat])
+        )
+    finite = ~(nan_a | nan_b)
+    return Comparison(
+        op,
+        baseline.op_kind,
+        tuple(t.dtype.name for t in tensors),
+        baseline.out_shape,
+        (baseline.kernel.name, other.kernel.name),
+        True,
+        int(a.size),
+        int(equal.sum()),
+        float(ulp.max(initial=0.0)),
+        float(err[finite].max(initial=0.0)),
+        float(rel[finite].max(initial=0.0)),
+        bool((nan_a == nan_b).all()),
+        times,
+        worst,
+    )
+
+
+def _alternatives(planning: Planning, plan: Plan, allowed: frozenset[str] | None) -> list[Plan]:
+    """The best viable plan of every allowed provider other than the one that ran."""
+    best: dict[str, Plan] = {}
+    for p in planning.viable:
+        name = p.provider
+        if name != plan.provider and (allowed is None or name in allowed):
+            best.setdefault(name, p)
+    return list(best.values())
+
+
+def _observer(report: ComparisonReport) -> Observer:
+    def seen(
+        planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...], result: FuelTensor
+    ) -> None:
+        dtypes = tuple(t.dtype.name for t in tensors)
+        label = plan.kernel.name if plan.kernel else "host"
+        others = _alternatives(planning, plan, report.providers) if plan.kernel else []
+        if not others:
+            allowed = (
+                "no contract admits it"
+                if plan.kernel is None
+                else (f"no other allowed provider admits it (only {plan.provider})")
+            )
+            report.add(
+                Comparison(
+                    plan.op,
+                    plan.op_kind,
+                    dtypes,
+                    plan.out_shape,
+                    (label,),
+                    False,
+                    count=plan.size,
+                    note=allowed,
+                )
+            )
+            return
+        _, base_time = _timed(plan, tensors)
+        for other in others:
+            assert other.kernel is not None
+            out, t = _timed(other, tensors)
+            times = {label: base_time, other.kernel.name: t}
+            report.add(diff(plan.op, tensors, plan, result._array, other, out._array, times))
+
+    return seen
+
+
+@contextmanager
+def compare_backends(*names: str) -> Iterator[ComparisonReport]:
+    """Run every contract operation in the block on each admissible provider among `names`
+    (default: all contract providers) and record how their results differ.
+
+    The block's code gets the default plan's result. Inside `use_backend`, only the providers
+    that policy allows are candidates.
+    """
+    reg = current_policy().registry
+    allowed = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
+    report = ComparisonReport(allowed)
+    with observe(_observer(report)):
+        yield report
