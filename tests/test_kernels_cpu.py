@@ -214,3 +214,13 @@ def test_oracle_rounding_agrees_with_numpy_casts_on_non_nan_values() -> None:
     assert encode(1e300, F32) == F32.exp_mask
     assert encode(-1e-300, F64) == f64_bits(-1e-300)
     assert encode(2.0**-1074, F64) == 1 and encode(2.0**-1075, F64) == 0
+
+
+@pytest.mark.parametrize(("op", "fmt"), KERNELS)
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 33, 40, 100, 1003, BLOCK + 37])
+def test_two_nans_give_the_lhs_nan_in_every_lane(op: str, fmt: str, n: int) -> None:
+    f = FORMATS[fmt]
+    lhs = as_array([f.exp_mask | 1] * n, f)
+    rhs = as_array([f.sign | f.exp_mask | f.quiet | 2] * n, f)
+    want = cpu_expected(op, lhs[:1], rhs[:1], f)[0]
+    assert set(run(op, f, lhs, rhs).tolist()) == {int(want)}

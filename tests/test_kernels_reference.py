@@ -144,3 +144,20 @@ def test_division_is_silent_even_under_raise_errstate() -> None:
     with np.errstate(all="raise"):
         oracle("div")(a, b, out=out)
     assert np.isnan(out[0]).all() and list(out[1]) == [np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"), [((40,), (40,)), ((3, 37), (37,)), ((5, 1), (1, 35))]
+)
+def test_two_nans_give_the_lhs_nan_in_every_lane(
+    op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    f = FORMATS[fmt]
+    a = np.full(a_shape, f.exp_mask | 1, f.uint).view(f.np_dtype)
+    b = np.full(b_shape, f.sign | f.exp_mask | f.quiet | 2, f.uint).view(f.np_dtype)
+    out = np.empty(broadcast_shape(a_shape, b_shape), f.np_dtype)
+    oracle(op)(a, b, out=out)
+    want = cpu_scalar(op, f.exp_mask | 1, f.sign | f.exp_mask | f.quiet | 2, f)
+    assert set(bits_of(out, f)) == {want}

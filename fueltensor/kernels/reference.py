@@ -11,7 +11,7 @@ operation, one round-to-nearest-even narrow (which is why it agrees with fuel-cp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -76,6 +76,29 @@ def broadcast_src_flat(out_index: int, src_shape: Sequence[int], out_shape: Sequ
     return flat
 
 
+_QUIET: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int]]] = {
+    np.dtype(np.float32): (np.dtype(np.uint32), 0x00400000),
+    np.dtype(np.float64): (np.dtype(np.uint64), 0x0008000000000000),
+}
+
+
+def _has_nan(x: Array) -> bool:
+    """True when a non-empty array holds a NaN (one reduction pass)."""
+    return bool(x.size) and bool(np.isnan(np.maximum.reduce(x, axis=None)))
+
+
+def _keep_lhs_nan(a: Array, b: Array, res: Array) -> None:
+    """Where both operands are NaN, make the result a's NaN quieted (x86's first-operand rule).
+
+    NumPy's commutative add/multiply loops return the rhs NaN in some lanes (measured on 2.4).
+    """
+    both = np.isnan(a) & np.isnan(b)
+    if both.any():
+        uint, quiet = _QUIET[res.dtype]
+        lhs = np.broadcast_to(a, res.shape).view(uint)
+        res.view(uint)[both] = lhs[both] | quiet
+
+
 def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
     """Half arithmetic as the `half` crate does it, chunked along the output's first axis."""
     wa = np.empty(a.shape, np.float32)
@@ -85,6 +108,7 @@ def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
     shape = out.shape
     va = np.broadcast_to(wa, shape)
     vb = np.broadcast_to(wb, shape)
+    fix = ufunc in _COMMUTATIVE and _has_nan(wa) and _has_nan(wb)
     row = int(np.prod(shape[1:], dtype=np.int64))
     step = max(1, BLOCK // max(1, row))
     s = take_scratch()
@@ -92,6 +116,8 @@ def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
         for i in range(0, shape[0], step):
             j = min(i + step, shape[0])
             res = ufunc(va[i:j], vb[i:j])
+            if fix:
+                _keep_lhs_nan(va[i:j], vb[i:j], res)
             narrow(res.reshape(-1), out[i:j].reshape(-1), s)
     finally:
         give_scratch(s)
@@ -116,6 +142,8 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
                     _half(ufunc, a, b, out)
             else:
                 ufunc(a, b, out=out)
+                if ufunc in _COMMUTATIVE and _has_nan(a) and _has_nan(b):
+                    _keep_lhs_nan(a, b, out)
         finally:
             restore(token)
 
@@ -123,6 +151,8 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
     kernel.__doc__ = f"fuel-reference-backend {name}: out = a {op} b with NumPy broadcasting."
     return kernel
 
+
+_COMMUTATIVE: Final = (np.add, np.multiply)
 
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
     ("add", np.add),
