@@ -316,6 +316,11 @@ def _plan(contract: KernelContract, dtype: DType, shapes: Sequence[tuple[int, ..
     return verdict
 
 
+def _flat_shapes(contract: KernelContract, n: int) -> list[tuple[int, ...]]:
+    """Shapes holding `n` elements in the last axis, at each input's declared rank (default 1)."""
+    return [(*(1,) * ((s.rank or 1) - 1), n) for s in contract.inputs]
+
+
 def _conformance_shapes(contract: KernelContract) -> list[tuple[int, ...]]:
     """Operand shapes exercising the accept clause: equal shapes for `same_as`, a stretched
     leading axis for `broadcast_to`."""
@@ -333,9 +338,9 @@ def _conformance_shapes(contract: KernelContract) -> list[tuple[int, ...]]:
 
 def _conformance(
     contract: KernelContract, fn: KernelFn, dtype: DType, rng: np.random.Generator
-) -> tuple[list[str], Array, Array, tuple[Array, ...]]:
-    """Problems with the kernel's output per the `return` clause; also its output on the probe
-    (again, with other garbage in `out`) and the inputs, for the precision check."""
+) -> tuple[list[str], Array, tuple[Array, ...]]:
+    """Problems with the kernel's output per the `return` clause; also its output and the
+    inputs, which the precision check reuses."""
     plan = _plan(contract, dtype, _conformance_shapes(contract))
     inputs = tuple(
         round_to(rng.uniform(-4, 4, s), dtype.np) for s in (o.layout.shape for o in plan.operands)
@@ -368,7 +373,7 @@ def _conformance(
             "the output depends on what `out` held before the call (an element "
             "was read or left unwritten)"
         )
-    return problems, first, second, inputs
+    return problems, first, inputs
 
 
 def _time(call: Callable[[], object], calls: int, repeats: int = 3) -> float:
@@ -428,22 +433,34 @@ def audit(
         ref.describe if ref else "none",
         contract.precision.max_ulp,
     )
-    rng = np.random.default_rng(seed)
     try:
-        problems, out, _, inputs = _conformance(contract, fn, dtype, rng)
-    except Exception as e:
-        a.failures.append(
-            f"conformance: the kernel raised on its own accept clause's probe: "
-            f"{type(e).__name__}: {e}"
-        )
-        return a
+        _checks(a, contract, fn, dtype, settings, copy_bps, np.random.default_rng(seed))
+    except Exception as e:  # a kernel may raise anything: the judge reports it as a failure
+        a.failures.append(f"the kernel raised during the audit: {type(e).__name__}: {e}")
+    return a
+
+
+def _checks(
+    a: Audit,
+    contract: KernelContract,
+    fn: KernelFn,
+    dtype: DType,
+    settings: Settings,
+    copy_bps: float,
+    rng: np.random.Generator,
+) -> None:
+    """Conformance, determinism, precision and cost, in that order, recorded into `a`."""
+    problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
 
     lhs, rhs = probes(dtype.np, settings.random, rng)
-    plan = _plan(contract, dtype, [lhs.shape] * len(contract.inputs))
-    operands = (lhs, rhs)[: len(contract.inputs)]
-    outputs = [_call(fn, plan, operands, fill) for fill in range(RUNS)]
+    plan = _plan(contract, dtype, _flat_shapes(contract, lhs.size))
+    operands = tuple(
+        x.reshape(o.layout.shape)
+        for x, o in zip((lhs, rhs)[: len(plan.operands)], plan.operands, strict=True)
+    )
+    outputs = [_call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
     a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
     bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
     if a.identical_runs != RUNS and bitwise:
@@ -452,19 +469,18 @@ def audit(
             f"declared {contract.determinism}"
         )
 
+    ref = REFERENCES.get(contract.op_kind)
     if ref is not None and len(contract.inputs) == 2:
-        _precision(a, ref, contract, outputs[0], (lhs, rhs), settings, rng)
+        _precision(a, ref, outputs[0], (lhs, rhs), settings, rng)
         wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
         _check_bounds(a, contract)
     _cost(a, contract, fn, dtype, settings, copy_bps)
-    return a
 
 
 def _precision(
     a: Audit,
     ref: Reference,
-    contract: KernelContract,
     got: Array,
     operands: tuple[Array, Array],
     settings: Settings,
@@ -505,15 +521,14 @@ def _cost(
     settings: Settings,
     copy_bps: float,
 ) -> None:
-    k = len(contract.inputs)
-    tiny = _plan(contract, dtype, [(1,)] * k)
-    ones = tuple(round_to(np.ones(1), dtype.np) for _ in range(k))
+    tiny = _plan(contract, dtype, _flat_shapes(contract, 1))
+    ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
     out = _fresh_out(tiny, 0)
     a.overhead_ns = 1e9 * _time(lambda: fn(*ones, out=out), settings.tiny_calls)
     n = settings.large
-    big = _plan(contract, dtype, [(n,)] * k)
+    big = _plan(contract, dtype, _flat_shapes(contract, n))
     rng = np.random.default_rng(1)
-    xs = tuple(round_to(rng.uniform(0.5, 2.0, n), dtype.np) for _ in range(k))
+    xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
     out = _fresh_out(big, 0)
     seconds = _time(lambda: fn(*xs, out=out), 1)
     predicted = float(big.steps[-1].bytes)

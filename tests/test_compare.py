@@ -1,0 +1,209 @@
+"""compare_backends: figures against hand-computed cases, a planted 1-ULP difference found and
+located, NaN payloads, policies, threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+from fueltensor.compare import compare_backends, ulp_distance
+from fueltensor.registry import bundled_contracts_dir
+
+F32 = np.float32
+PLANTED_AT = 7
+
+
+def _planted_ulp(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """Correct addition, except one element one ULP up."""
+    np.add(a, b, out=out)
+    flat = out.reshape(-1)
+    flat[PLANTED_AT] = np.nextafter(flat[PLANTED_AT], F32(np.inf))
+
+
+def _planted_nan(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """Correct addition, except every NaN result carries payload 0x7fc00123."""
+    with np.errstate(invalid="ignore"):
+        np.add(a, b, out=out)
+    bits = out.reshape(-1).view(np.uint32)
+    bits[np.isnan(out.reshape(-1))] = 0x7FC00123
+
+
+@pytest.fixture
+def planted(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> Iterator[Callable[[Callable[..., None]], ft.Registry]]:
+    """A registry of the bundled contracts plus `planted_f32` (AddElementwise, F32) linked to
+    the given kernel; dispatch uses it inside the test."""
+
+    def make(kernel: Callable[..., None]) -> ft.Registry:
+        ft.register_provider("test-provider", {"tests::planted_f32": kernel})
+        doc = write(contract_text(kernel="planted_f32"))
+        return ft.Registry.from_paths([bundled_contracts_dir(), doc])
+
+    yield make
+
+
+def operands() -> tuple[ft.FuelTensor, ft.FuelTensor, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-10, 10, (3, 5)).astype(F32)
+    b = rng.uniform(-10, 10, (3, 5)).astype(F32)
+    return ft.asarray(a), ft.asarray(b), a, b
+
+
+def test_ulp_distance_hand_computed() -> None:
+    f = np.array
+    tiny = np.finfo(F32).smallest_subnormal
+    assert ulp_distance(f([0.0], F32), f([-0.0], F32))[0] == 0
+    assert ulp_distance(f([1.0], F32), f([np.nextafter(F32(1), F32(2))], F32))[0] == 1
+    assert ulp_distance(f([-tiny], F32), f([tiny], F32))[0] == 2
+    assert ulp_distance(f([np.inf], F32), f([np.finfo(F32).max], F32))[0] == 1
+    assert ulp_distance(f([-1.0], F32), f([1.0], F32))[0] == 2 * 0x3F800000
+    # f64 -inf vs +inf: 2 * 0x7ff0000000000000 does not fit int64 but fits uint64
+    assert int(ulp_distance(f([-np.inf]), f([np.inf]))[0]) == 2 * 0x7FF0000000000000
+    h = np.array([1.0, 1.0009765625], np.float16).view(np.uint16)
+    assert int(h[1]) - int(h[0]) == 1
+    assert ulp_distance(np.array([1.0], np.float16), np.array([1.0009765625], np.float16))[0] == 1
+
+
+def test_a_planted_one_ulp_difference_is_found_and_located(
+    planted: Callable[[Callable[..., None]], ft.Registry],
+) -> None:
+    reg = planted(_planted_ulp)
+    x, y, a, b = operands()
+    with ft.use_registry(reg), compare_backends() as report:
+        z = x + y
+    exact = a + b
+    assert np.array_equal(np.asarray(z), exact)  # the code gets the default plan's result
+    by_kernel = {c.kernels[1]: c for c in report}
+    assert set(by_kernel) == {"broadcast_add", "planted_f32"}
+    good, bad = by_kernel["broadcast_add"], by_kernel["planted_f32"]
+    assert (good.count, good.equal, good.mismatches, good.max_ulp) == (15, 15, 0, 0)
+    assert bad.kernels == ("add_f32", "planted_f32")
+    assert (bad.count, bad.equal, bad.mismatches, bad.max_ulp) == (15, 14, 1, 1)
+    index = np.unravel_index(PLANTED_AT, (3, 5))
+    step = float(np.spacing(np.abs(exact[index])))
+    assert bad.max_abs == step
+    assert bad.max_rel == pytest.approx(step / abs(float(exact[index])))
+    assert bad.nan_patterns_agree
+    assert bad.worst is not None and bad.worst.index == tuple(int(i) for i in index)
+    assert bad.worst.inputs == (
+        f"{a[index]:.9g} (0x{a.view(np.uint32)[index]:08x})",
+        f"{b[index]:.9g} (0x{b.view(np.uint32)[index]:08x})",
+    )
+    with pytest.raises(AssertionError, match=r"planted_f32.*1 of 15.*at \(1, 2\)"):
+        report.assert_equal()
+    report.assert_equal(max_ulp=1)
+    assert "planted_f32" in str(report) and "1 of 30 elements differ" in str(report)
+
+
+def test_nan_payload_differences_are_mismatches_with_agreeing_patterns(
+    planted: Callable[[Callable[..., None]], ft.Registry],
+) -> None:
+    reg = planted(_planted_nan)
+    a = np.array([[np.inf, 1.0, np.nan], [0.0, -np.inf, 2.0]], F32)
+    b = np.array([[-np.inf, 1.0, 1.0], [0.0, np.inf, np.nan]], F32)
+    with ft.use_registry(reg), compare_backends("test-provider") as report:
+        ft.asarray(a) + ft.asarray(b)
+    (c,) = list(report)
+    # inf + -inf gives the default NaN; the two NaN operands pass their own payloads through
+    assert (c.count, c.mismatches, c.max_ulp, c.nan_patterns_agree) == (6, 4, 0, True)
+    with pytest.raises(AssertionError, match="4 of 6"):
+        report.assert_equal(max_ulp=0)
+    report.assert_equal(max_ulp=1)
+
+
+def test_single_provider_operations_are_listed_as_not_compared() -> None:
+    x, y, _, _ = operands()
+    with compare_backends() as report:
+        ft.maximum(x, y)
+        ft.asarray([1, 2]) + ft.asarray([3, 4])  # host: no contract admits int64
+    first, second = list(report)
+    assert not first.compared and first.kernels == ("maximum_f32",)
+    assert not second.compared and second.kernels == ("host",)
+    assert str(report).count("not compared") == 2
+    report.assert_equal()
+
+
+def test_nested_in_use_backend_only_the_allowed_providers_count() -> None:
+    x, y, _, _ = operands()
+    with ft.use_backend("cpu"), compare_backends() as report:
+        x + y
+    (c,) = list(report)
+    assert not c.compared and "only fuel-cpu-backend" in c.note
+    with compare_backends("cpu") as only_cpu:
+        x + y
+    assert not next(iter(only_cpu)).compared
+    with pytest.raises(ValueError, match="no provider is called"), compare_backends("nonesuch"):
+        pass
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple),
+    dtype=st.sampled_from(["float32", "float64", "float16", "bfloat16"]),
+    seed=st.integers(0, 2**16),
+    transpose=st.booleans(),
+)
+def test_cpu_and_reference_agree_bit_for_bit_on_random_patterns(
+    shape: tuple[int, ...], dtype: str, seed: int, transpose: bool
+) -> None:
+    dt = ft.asarray([0.0], dtype=dtype).dtype
+    rng = np.random.default_rng(seed)
+    u = np.dtype(f"u{dt.itemsize}")
+    raw = rng.integers(0, np.iinfo(u).max, (2, *shape), dtype=u, endpoint=True).view(dt.np)
+    x, y = ft.asarray(raw[0]), ft.asarray(raw[1])
+    if transpose:
+        x, y = (
+            ft.permute_dims(x, tuple(reversed(range(len(shape))))),
+            ft.asarray(np.ascontiguousarray(raw[1].T)),
+        )
+    with compare_backends() as report:
+        for op in (ft.add, ft.subtract, ft.multiply, ft.divide):
+            op(x, y)
+    assert [c.compared for c in report] == [True] * 4
+    report.assert_equal(max_ulp=0)
+
+
+def test_reports_stay_apart_across_threads() -> None:
+    x, y, _, _ = operands()
+    barrier = threading.Barrier(2)
+    seen: dict[str, list[str]] = {}
+
+    def work(name: str, op: Callable[..., ft.FuelTensor]) -> None:
+        with compare_backends() as report:
+            barrier.wait()
+            for _ in range(20):
+                op(x, y)
+        seen[name] = [c.op for c in report]
+
+    threads = [
+        threading.Thread(target=work, args=("a", ft.add)),
+        threading.Thread(target=work, args=("b", ft.divide)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"a": ["add"] * 20, "b": ["divide"] * 20}
+
+
+def test_html_report_is_an_escaped_table() -> None:
+    x, y, _, _ = operands()
+    with compare_backends() as report:
+        x + y
+        ft.maximum(x, y)
+    html = report._repr_html_()
+    assert html.startswith("<div><table") and "add_f32 vs broadcast_add" in html
+    assert "not compared" in html and "<script" not in html
+    plan_html = ft.explain(ft.add, x, y)._repr_html_()
+    assert "-&gt;" in plan_html and "broadcast_add" in plan_html
+    tensor_html = x.T._repr_html_()
+    assert "strided" in tensor_html and "(1, 5)" in tensor_html
+    assert "broadcast_div" in ft.registry()._repr_html_()

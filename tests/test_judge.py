@@ -1,0 +1,160 @@
+"""The judge: its references model the contracts (not NumPy), it passes the bundled kernels,
+and it fails deliberately wrong kernels registered from a temporary document."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fueltensor as ft
+from fueltensor.cli import main
+from fueltensor.judge import REFERENCES, judge, round_to
+
+F32 = np.float32
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def u32(x: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(x, F32).view(np.uint32)]
+
+
+def test_maximum_and_minimum_references_keep_lhs_on_ties_and_nan_operands() -> None:
+    nan_a = np.array([0x7FC00001], np.uint32).view(F32)[0]
+    nan_b = np.array([0x7FC00002], np.uint32).view(F32)[0]
+    a = np.array([0.0, -0.0, nan_a, 1.0, nan_a], F32)
+    b = np.array([-0.0, 0.0, 1.0, nan_b, nan_b], F32)
+    for kind in ("MaximumElementwise", "MinimumElementwise"):
+        got = REFERENCES[kind].fn(a, b)
+        assert u32(got) == [0x00000000, 0x80000000, 0x7FC00001, 0x7FC00002, 0x7FC00001]
+    assert u32(np.maximum(a[:2], b[:2])) != u32(a[:2])  # NumPy's is not the contract
+
+
+def test_remainder_reference_is_the_formula_in_working_precision() -> None:
+    rem = REFERENCES["RemElementwise"].fn
+    got = rem(np.array([5.0, 0.0, -7.0], np.float64), np.array([np.inf, -2.0, 2.0]))
+    assert math.isnan(got[0])  # 5 - floor(5/inf)*inf = 5 - 0*inf = NaN (np.remainder: 5)
+    assert got[1] == 0.0 and math.copysign(1.0, got[1]) == 1.0
+    assert got[2] == 1.0
+    a, b = F32(0.1), F32(0.01)
+    q = np.floor(np.float64(a) / np.float64(b))  # f32 division rounds 10.000000149 to 10
+    by_hand = F32(np.float64(a) - np.float64(F32(F32(q) * b)))
+    assert u32(rem(np.array([a]), np.array([b]))) == u32(np.array([by_hand]))
+
+
+def test_round_to_bfloat16_rounds_once() -> None:
+    x = np.array([1.0 + 2.0**-8 + 2.0**-30, 1.0 + 2.0**-8, -(1.0 + 3 * 2.0**-8)])
+    got = round_to(x, BF16).view(np.uint16)
+    # above the halfway point rounds up; an exact tie goes to even (1.0); -1.01171875 -> even
+    assert [hex(v) for v in got] == ["0x3f81", "0x3f80", "0xbf82"]
+
+
+def test_f64_arithmetic_reference_is_exact_rational() -> None:
+    add = REFERENCES["AddElementwise"].fn
+    div = REFERENCES["DivElementwise"].fn
+    assert add(np.array([0.1]), np.array([0.2]))[0] == 0.30000000000000004
+    assert add(np.array([-0.0]), np.array([-0.0]))[0] == 0.0
+    assert math.copysign(1.0, add(np.array([-0.0]), np.array([-0.0]))[0]) == -1.0
+    big = np.finfo(np.float64).max
+    assert div(np.array([big]), np.array([0.5]))[0] == math.inf
+    assert div(np.array([1.0]), np.array([-0.0]))[0] == -math.inf
+    assert div(np.array([1.0]), np.array([3.0]))[0] == 1 / 3
+
+
+def test_bundled_kernels_pass_with_their_measured_figures() -> None:
+    report = judge(
+        kernels=["add_f32", "maximum_bf16", "rem_f64", "pow_f32", "broadcast_div"],
+        quick=True,
+        progress=False,
+    )
+    assert report.ok, report.failures
+    labels = [a.label for a in report.rows]
+    assert labels[:4] == ["add_f32", "maximum_bf16", "rem_f64", "pow_f32"]
+    assert labels[4:] == [f"broadcast_div[{d}]" for d in ("F32", "F64", "BF16", "F16")]
+    for a in report.rows:
+        assert a.identical_runs == a.runs == 16
+        assert a.conformance == []
+        assert a.probes > 900 and a.overhead_ns > 0 and a.gb_per_s > 0
+    add = report.rows[0]
+    assert add.declared_ulp == 0 and add.measured_ulp == 0
+    assert add.formula_bytes_per_element == 12  # "3 * n * 4" per element
+    assert "add_f32" in str(report) and "<table" in report._repr_html_()
+
+
+def _off_by_one_ulp(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        np.add(a, b, out=out)
+        np.nextafter(out, F32(np.inf), out=out)
+
+
+def _aliasing(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        np.add(a, b, out=a)
+    return a
+
+
+def _noisy(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        np.add(a, b, out=out)
+    out.reshape(-1)[0] = np.random.default_rng().uniform()
+
+
+@pytest.fixture
+def wrong_doc(contract_text: Callable[..., str], write: Callable[..., Path]) -> Callable[..., Path]:
+    """A temporary document declaring `max_ulp: 0` for kernel `wrong_f32`, linked to `fn`."""
+
+    def make(fn: Callable[..., object]) -> Path:
+        ft.register_provider("test-provider", {"tests::wrong_f32": fn})
+        return write(contract_text(kernel="wrong_f32"))
+
+    return make
+
+
+def test_a_kernel_off_by_one_ulp_fails_its_declared_bound(
+    wrong_doc: Callable[..., Path], tmp_path: Path
+) -> None:
+    doc = wrong_doc(_off_by_one_ulp)
+    report = judge(ft.Registry.from_paths([doc]), quick=True, progress=False)
+    (row,) = report.rows
+    assert not report.ok and row.measured_ulp >= 1
+    assert any("declared max_ulp 0" in f for f in row.failures)
+    out_json, out_md = tmp_path / "j.json", tmp_path / "j.md"
+    status = main(
+        [
+            "judge",
+            "--quick",
+            "--contracts",
+            str(doc),
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        ]
+    )
+    assert status == 1
+    data = json.loads(out_json.read_text())
+    assert data["ok"] is False and data["audits"][0]["kernel"] == "wrong_f32"
+    assert "| wrong_f32 |" in out_md.read_text() and "**FAIL**" in out_md.read_text()
+
+
+def test_conformance_and_determinism_failures(wrong_doc: Callable[..., Path]) -> None:
+    aliasing = judge(ft.Registry.from_paths([wrong_doc(_aliasing)]), quick=True, progress=False)
+    problems = aliasing.rows[0].conformance
+    assert any("aliasing" in p for p in problems) and any(
+        "input was written" in p for p in problems
+    )
+    noisy = judge(ft.Registry.from_paths([wrong_doc(_noisy)]), quick=True, progress=False)
+    assert any(f.startswith("determinism") for f in noisy.rows[0].failures)
+
+
+def test_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judge", "--quick", "--kernel", "add_f64"]) == 0
+    assert "add_f64" in capsys.readouterr().out
+    assert main(["judge", "--quick", "--kernel", "no_such_kernel"]) == 2
+    assert "no contract named" in capsys.readouterr().err
+    assert main(["judge", "--kernel", "binary"]) == 2
