@@ -17,11 +17,11 @@ _SMALL_BYTES = 1024
 
 
 class _Arena(threading.local):
-    """A per-thread bump allocator over one 64-byte-aligned block."""
+    """A per-thread bump allocator over one 64-byte-aligned block (refilled on first use)."""
 
     def __init__(self) -> None:
         self.block = np.empty(0, np.uint8)
-        self.pos = 0
+        self.pos = _ARENA_BYTES
 
     def refill(self) -> None:
         raw = np.empty(_ARENA_BYTES + DEFAULT_ALIGNMENT, np.uint8)
@@ -39,10 +39,11 @@ def aligned_empty(count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMEN
     if nbytes <= _SMALL_BYTES and DEFAULT_ALIGNMENT % alignment == 0:
         arena = _arena
         pos = arena.pos
-        if pos + nbytes > _ARENA_BYTES or not arena.block.size:
+        if pos + nbytes >= _ARENA_BYTES:
             arena.refill()
             pos = 0
-        arena.pos = pos + -(-max(nbytes, 1) // DEFAULT_ALIGNMENT) * DEFAULT_ALIGNMENT
+        # The next buffer starts at the next 64-byte boundary strictly past this one's start.
+        arena.pos = pos + (nbytes // DEFAULT_ALIGNMENT + 1) * DEFAULT_ALIGNMENT
         return np.frombuffer(arena.block, dtype, count, pos)
     raw = np.empty(nbytes + alignment, np.uint8)
     start = -raw.ctypes.data % alignment

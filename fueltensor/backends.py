@@ -153,6 +153,9 @@ def observe(observer: Observer) -> Iterator[None]:
 def notify(
     planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...], result: FuelTensor
 ) -> None:
-    """Tell every active observer about an operation that just ran."""
+    """Record `plan` in every active trace and tell every active observer about the operation
+    that just ran (one call, as it follows every contract operation)."""
+    for plans in _TRACE.get():
+        plans.append(plan)
     for observer in _OBSERVERS.get():
         observer(planning, plan, tensors, result)

@@ -119,10 +119,13 @@ def _host_plan(
     )
 
 
-def choose(op: str, tensors: tuple[FuelTensor, ...], policy: Policy) -> tuple[Plan, Planning]:
+def choose(
+    op: str, tensors: tuple[FuelTensor, FuelTensor], policy: Policy
+) -> tuple[Plan, Planning]:
     """The plan an operation runs under `policy` (cached by operand signature), and the
     planning it came from."""
-    key = (op, *[part for t in tensors for part in (t._dtype, t._layout)])
+    a, b = tensors
+    key = (op, a._dtype, a._layout, b._dtype, b._layout)  # spelled out: the hit path is hot
     cached = policy.plans.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
@@ -149,7 +152,6 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
     tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
     result = run(plan, tensors, OPS[op][1])
-    record(plan)
     notify(planning, plan, tensors, result)
     return result
 
@@ -175,7 +177,6 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
             "element many times; copy the target first"
         )
     result = run(plan, tensors, OPS[op][1])
-    record(plan)
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
     return target

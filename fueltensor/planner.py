@@ -18,6 +18,7 @@ from typing import Final
 
 from fueltensor._dtypes import DType, result_type
 from fueltensor._layout import Layout, LayoutFlags, Shape, broadcast_shapes
+from fueltensor._storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.registry import KernelFn, Registry
 
@@ -80,11 +81,19 @@ class Plan:
     operands: tuple[Operand, ...]
     prep: tuple[tuple[Step, ...], ...] = field(repr=False)
     fn: KernelFn | None = field(default=None, repr=False, compare=False)
+    size: int = field(init=False, repr=False, compare=False)
+    """Element count of the output."""
+    alignment: int = field(init=False, repr=False, compare=False)
+    """Byte alignment of the output buffer: the chosen contract's `caps.alignment_bytes`."""
+    prepared: bool = field(init=False, repr=False, compare=False)
+    """True when some operand has a Cast / BroadcastTo / Contiguize step before the kernel."""
 
-    @property
-    def size(self) -> int:
-        """Element count of the output."""
-        return math.prod(self.out_shape)
+    def __post_init__(self) -> None:
+        # Derived once per plan (plans are cached), so running a plan reads plain slots.
+        object.__setattr__(self, "size", math.prod(self.out_shape))
+        caps = self.kernel.caps if self.kernel is not None else None
+        object.__setattr__(self, "alignment", caps.alignment_bytes if caps else DEFAULT_ALIGNMENT)
+        object.__setattr__(self, "prepared", any(self.prep))
 
     @property
     def backend(self) -> str:
