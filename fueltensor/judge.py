@@ -606,6 +606,9 @@ class JudgeReport:
         lines += [f"FAIL {label}: {why}" for label, why in self.failures]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
+
     def _repr_html_(self) -> str:
         from fueltensor._display import judge_html
 

@@ -1,0 +1,276 @@
+"""(Re)generate the notebooks in this folder from the cell sources below, without outputs.
+
+Run `python notebooks/build.py`; `python notebooks/build.py --check` exits 1 if a stored
+notebook differs from what this script writes (the test suite runs that check).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+
+Cells = list[tuple[str, str]]
+"""(kind, source) pairs: kind is "md" or "py"."""
+
+TOUR: Cells = [
+    (
+        "md",
+        "# fueltensor: a first tour\n\nA `FuelTensor` is storage plus shape, strides and "
+        "offset. Its arithmetic is planned from kernel contracts, and every plan can be "
+        "inspected.",
+    ),
+    (
+        "py",
+        "import numpy as np\n\nimport fueltensor as ft\n\n"
+        "x = ft.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=ft.float32)\n"
+        "y = ft.asarray([10.0, 20.0, 30.0], dtype=ft.float32)\nx",
+    ),
+    ("md", "## Operators\n\nThe eight contract operations: `+ - * / % **`, `maximum`, `minimum`."),
+    ("py", "x + y, x * 2, x / y, x % 4, x ** 2, ft.maximum(x, y), ft.minimum(x, -x)"),
+    (
+        "md",
+        "## Views share storage\n\nTransposes, slices, flips and broadcasts are views: "
+        "look at the strides, the offset and the layout flags.",
+    ),
+    ("py", "x.T"),
+    ("py", "x[:, ::2]"),
+    ("py", "ft.flip(x, axis=1)"),
+    ("py", "ft.broadcast_to(y, (4, 3))"),
+    (
+        "md",
+        "## Which kernel runs, and why\n\n`ft.explain` plans an operation without running "
+        "it: the kernel, the steps before it (Cast, BroadcastTo, Contiguize), the cost and "
+        "every rejected candidate.",
+    ),
+    ("py", "ft.explain(ft.add, x, x)"),
+    ("py", "ft.explain(ft.add, x, y)  # broadcast: the reference oracle, no BroadcastTo"),
+    ("py", "ft.explain(ft.maximum, x.T, x.T)  # strided operands are made dense first"),
+    (
+        "py",
+        "h = ft.asarray(np.ones((2, 3), np.float16))\n"
+        "ft.explain(ft.add, h, x)  # mixed dtypes: a Cast step, then the f32 kernel",
+    ),
+    ("md", "## What ran\n\n`ft.trace()` collects the plans of everything inside the block."),
+    (
+        "py",
+        "with ft.trace() as plans:\n    z = (x * 2 + y) / 3\n"
+        "[(p.op, p.kernel.name if p.kernel else 'host') for p in plans]",
+    ),
+]
+
+CONTRACTS: Cells = [
+    (
+        "md",
+        "# The contract registry\n\nContracts are data: FKC documents read into a "
+        "registry. Browse it, query it, and see why a kernel is rejected.",
+    ),
+    (
+        "py",
+        "import numpy as np\nfrom IPython.display import HTML\n\nimport fueltensor as ft\n"
+        "from fueltensor._display import html_table\n\nreg = ft.registry()\nreg",
+    ),
+    ("md", "## Query: the kernels of one op kind"),
+    (
+        "py",
+        "HTML(html_table(\n    ('kernel', 'provider', 'shapes', 'bytes_moved', 'max_ulp'),\n"
+        "    [(c.name, c.provider.name, ', '.join(str(s.shape_constraint) for s in c.inputs),\n"
+        "      str(c.cost.bytes_moved), c.precision.max_ulp)\n"
+        "     for c in reg.for_op('AddElementwise')],\n"
+        "    caption='AddElementwise'))",
+    ),
+    ("md", "## Query: which precision bounds are declared, and which the judge must measure"),
+    (
+        "py",
+        "declared = [c for c in reg if c.registrable and c.precision.max_ulp is not None]\n"
+        "measured = [c for c in reg if c.registrable and c.precision.max_ulp is None]\n"
+        "HTML(html_table(('declared max_ulp', 'to be measured'),\n"
+        "    [(', '.join(c.name for c in declared), ', '.join(c.name for c in measured))]))",
+    ),
+    ("md", "## One contract in full"),
+    ("py", "reg['maximum_f32'].to_dict()"),
+    (
+        "md",
+        "## Why a kernel is rejected\n\nEvery plan lists the other candidates with the "
+        "reason each lost: a dtype it does not take, a shape constraint, or a higher cost.",
+    ),
+    (
+        "py",
+        "x = ft.asarray(np.ones((3, 4), np.float32))\nrow = ft.asarray(np.ones(4, np.float32))\n"
+        "plan = ft.explain(ft.add, x, row)\n"
+        "HTML(html_table(('kernel', 'why not'),\n"
+        "    [(k, '; '.join(v)) for k, v in plan.rejected.items()],\n"
+        "    caption=f'chosen: {plan.kernel.name}'))",
+    ),
+    (
+        "md",
+        "Restricted to one provider, an operation nothing admits raises `NoKernelError` "
+        "with every candidate's reason:",
+    ),
+    (
+        "py",
+        "try:\n    with ft.use_backend('reference'):\n        ft.maximum(x, row)\n"
+        "except ft.NoKernelError as e:\n    print(e)",
+    ),
+]
+
+BACKENDS: Cells = [
+    (
+        "md",
+        "# Providers side by side\n\n`compare_backends` runs every operation on each "
+        "admissible provider and diffs the results bit for bit.",
+    ),
+    (
+        "py",
+        "import matplotlib.pyplot as plt\nimport numpy as np\n\nimport fueltensor as ft\n"
+        "from fueltensor.compare import compare_backends, ulp_distance\n"
+        "from fueltensor.judge import REFERENCES\nfrom fueltensor.tour import random_bits\n\n"
+        "rng = np.random.default_rng(0)",
+    ),
+    (
+        "md",
+        "## Half types on random bit patterns: CPU vs the oracle\n\nThe CPU kernels widen "
+        "to f32 and round once; the oracle computes in the half type. For + - * / the two "
+        "agree bit for bit, NaNs and infinities included.",
+    ),
+    (
+        "py",
+        "with compare_backends() as report:\n"
+        "    for dtype in ('bfloat16', 'float16'):\n"
+        "        a, b = random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)\n"
+        "        for op in (ft.add, ft.subtract, ft.multiply, ft.divide, ft.maximum):\n"
+        "            op(a, b)\nreport.assert_equal(max_ulp=0)\nreport",
+    ),
+    (
+        "md",
+        "## Against a float64 reference\n\nCPU and oracle agree exactly, so the interesting "
+        "distances are to a higher-precision reference: `pow` and `%` across dtypes "
+        "(the judge's references: pow in f64, the remainder formula step by step).",
+    ),
+    (
+        "py",
+        "kinds = {'pow': (ft.pow, 'PowElementwise'), 'remainder': (ft.remainder, "
+        "'RemElementwise')}\n"
+        "dtypes = ['float32', 'bfloat16', 'float16']\nworst = {}\nhists = {}\n"
+        "for name, (op, kind) in kinds.items():\n"
+        "    for dtype in dtypes:\n"
+        "        a = ft.asarray(rng.uniform(0.1, 4, 20000), dtype=dtype)\n"
+        "        b = ft.asarray(rng.uniform(-3, 3, 20000), dtype=dtype)\n"
+        "        got = np.asarray(op(a, b))\n"
+        "        want = REFERENCES[kind].fn(np.asarray(a), np.asarray(b))\n"
+        "        d = ulp_distance(got, want)\n"
+        "        worst[name, dtype] = int(d.max())\n"
+        "        hists[name, dtype] = np.bincount(d.astype(np.int64), minlength=2)\nworst",
+    ),
+    (
+        "py",
+        "fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))\n"
+        "for ax, name in zip(axes, kinds):\n"
+        "    share = [hists[name, d][1:].sum() / hists[name, d].sum() * 100 for d in dtypes]\n"
+        "    ax.bar(dtypes, share)\n"
+        "    ax.set_title(f'{name}: elements off the reference')\n"
+        "    ax.set_ylabel('% of elements with ULP distance > 0')\n"
+        "    for i, d in enumerate(dtypes):\n"
+        "        ax.annotate(f'max {worst[name, d]} ULP', (i, share[i]), ha='center')\n"
+        "fig.tight_layout()",
+    ),
+]
+
+JUDGE: Cells = [
+    (
+        "md",
+        "# The judge\n\nEvery registrable contract audited against its kernel: "
+        "determinism (16 runs), precision (ULP vs a higher-precision reference), "
+        "conformance (the `return` clause), and cost. Here with `quick=True`.",
+    ),
+    (
+        "py",
+        "import matplotlib.pyplot as plt\n\nfrom fueltensor.judge import judge\n\n"
+        "report = judge(quick=True, progress=False)\nreport",
+    ),
+    (
+        "md",
+        "## Measured cost against the `bytes_moved` formula\n\nEach point is one kernel: "
+        "the bytes per element its formula declares, and the time per element measured. "
+        "The line is what the formula predicts at this machine's copy bandwidth.",
+    ),
+    (
+        "py",
+        "fig, ax = plt.subplots(figsize=(7, 4))\n"
+        "for provider in sorted({r.provider for r in report.rows}):\n"
+        "    rows = [r for r in report.rows if r.provider == provider]\n"
+        "    ax.scatter([r.formula_bytes_per_element for r in rows],\n"
+        "               [r.ns_per_element for r in rows], label=provider)\n"
+        "xs = sorted({r.formula_bytes_per_element for r in report.rows})\n"
+        "ax.plot(xs, [x / report.copy_gb_per_s for x in xs], 'k--', label='copy bandwidth')\n"
+        "ax.set_xlabel('bytes_moved formula, bytes per element')\n"
+        "ax.set_ylabel('measured ns per element')\nax.set_yscale('log')\nax.legend();",
+    ),
+    ("md", "## Call overhead on one-element inputs"),
+    (
+        "py",
+        "fig, ax = plt.subplots(figsize=(10, 3.5))\n"
+        "ax.bar([r.label for r in report.rows], [r.overhead_ns for r in report.rows])\n"
+        "ax.set_ylabel('ns per call')\nax.tick_params(axis='x', labelrotation=90, "
+        "labelsize=7)\nfig.tight_layout()",
+    ),
+    (
+        "md",
+        "## Failures\n\nA declared bound that is exceeded is a failure; undeclared ones "
+        "are reported as measured.",
+    ),
+    ("py", "report.failures or 'no failures: every declared bound holds'"),
+]
+
+NOTEBOOKS: dict[str, Cells] = {
+    "01_tour.ipynb": TOUR,
+    "02_contracts.ipynb": CONTRACTS,
+    "03_backends.ipynb": BACKENDS,
+    "04_judge.ipynb": JUDGE,
+}
+
+
+def build(cells: Cells) -> nbformat.NotebookNode:
+    """A notebook of the given cells, no outputs, with a Python 3 kernelspec."""
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in cells
+        ]
+    )
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    return nb
+
+
+def text(cells: Cells) -> str:
+    """The notebook file's exact text."""
+    return nbformat.writes(build(cells)) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for name, cells in NOTEBOOKS.items():
+        path = HERE / name
+        want = text(cells)
+        if "--check" in argv:
+            if not path.is_file() or path.read_text(encoding="utf-8") != want:
+                stale.append(name)
+        else:
+            path.write_text(want, encoding="utf-8")
+    if stale:
+        print(f"stale notebooks (run python notebooks/build.py): {', '.join(stale)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
