@@ -1,0 +1,64 @@
+"""`fueltensor tour` and `fueltensor explain` as a new user runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import fueltensor as ft
+from fueltensor.cli import main
+
+
+def test_tour_runs_in_seconds_and_shows_registry_dispatch_and_comparison() -> None:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "fueltensor", "tour"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    took = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert took < 30
+    for provider in (p.name for p in ft.registry().providers):
+        assert provider in out
+    for step in ("Contiguize", "BroadcastTo", "Cast(lhs: float16 -> float32)"):
+        assert step in out
+    assert "broadcast_add(a, b)" in out and "rejected add_f64" in out
+    assert "add_bf16 vs broadcast_add" in out and "div_f16 vs broadcast_div" in out
+    assert ": 0 mismatches." in out
+    assert done.stderr == ""
+
+
+def test_explain_prints_the_plan_explain_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "add", "--shapes", "3,4", "4", "--dtypes", "float32", "float16"]) == 0
+    x = ft.asarray(np.ones((3, 4)), dtype="float32")
+    y = ft.asarray(np.ones(4), dtype="float16")
+    assert capsys.readouterr().out == str(ft.explain(ft.add, x, y)) + "\n"
+
+
+def test_explain_transposed_lhs_is_contiguized(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "maximum", "--shapes", "2,3", "--transpose-lhs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("maximum(float32[2, 3], float32[2, 3])")
+    assert "1. Contiguize(lhs)" in out and "maximum_f32" in out
+
+
+def test_explain_under_a_backend_and_its_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "add", "--shapes", "3,4", "4", "--backend", "cpu"]) == 0
+    assert "excluded by use_backend" in capsys.readouterr().out
+    assert main(["explain", "maximum", "--shapes", "3,4", "4", "--backend", "reference"]) == 2
+    assert "no kernel contract admits" in capsys.readouterr().err
+    assert main(["explain", "add", "--shapes", "3,4", "5"]) == 2
+    assert "broadcast" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "add", "--shapes", "three"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["explain", "sqrt"])
