@@ -141,6 +141,11 @@ class FuelTensor:
 
     __str__ = __repr__
 
+    def _repr_html_(self) -> str:
+        from fueltensor._display import tensor_html
+
+        return tensor_html(self)
+
     def __len__(self) -> int:
         if not self.ndim:
             raise TypeError("len() of a 0-d tensor")
