@@ -1,10 +1,19 @@
-"""Views that rearrange a tensor without copying: permute, flip, broadcast, reshape."""
+"""The array API's manipulation functions.
+
+Rearrangements are views that copy nothing (permute_dims, flip, broadcast_to, broadcast_arrays,
+expand_dims, squeeze, moveaxis, unstack, and reshape when the strides allow it); the functions
+that must build new data (concat, stack, repeat, roll, tile) are host operations.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from fueltensor._layout import Layout, as_shape
+import numpy as np
+
+from fueltensor._host import axes, fresh, host, promoted, tensor
+from fueltensor._layout import Layout, as_shape, broadcast_shapes
 from fueltensor._tensor import FuelTensor, copy_tensor
 
 
@@ -63,3 +72,99 @@ def _resolve_shape(dims: tuple[int, ...], size: int) -> tuple[int, ...]:
     if known == 0 or size % known:
         raise ValueError(f"cannot infer the -1 in shape {dims} for {size} elements")
     return tuple(size // known if n == -1 else n for n in dims)
+
+
+def broadcast_arrays(*arrays: FuelTensor) -> list[FuelTensor]:
+    """The tensors stretched to their common broadcast shape (stride-0 views)."""
+    shape = broadcast_shapes(*(tensor(a).shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def expand_dims(x: FuelTensor, /, axis: int = 0) -> FuelTensor:
+    """x with a new axis of extent 1 at position `axis` (in [-x.ndim - 1, x.ndim]); a view."""
+    nd = tensor(x).ndim
+    if not -nd - 1 <= axis <= nd:
+        raise IndexError(
+            f"axis {axis} is out of range for inserting into {nd} dimensions (use -{nd + 1}..{nd})"
+        )
+    at = axis % (nd + 1)
+    return x[(slice(None),) * at + (None, ...)]
+
+
+def squeeze(x: FuelTensor, /, axis: int | tuple[int, ...]) -> FuelTensor:
+    """x without the given axes, which must have extent 1; a view."""
+    drop = axes(axis, tensor(x).ndim)
+    if any(x.shape[a] != 1 for a in drop):
+        raise ValueError(f"squeeze: axes {axis} of shape {x.shape} do not all have extent 1")
+    return x[tuple(0 if a in drop else slice(None) for a in range(x.ndim))]
+
+
+def moveaxis(
+    x: FuelTensor, source: int | tuple[int, ...], destination: int | tuple[int, ...], /
+) -> FuelTensor:
+    """x with the `source` axes moved to `destination` positions, the rest in order; a view."""
+    src, dst = axes(source, tensor(x).ndim), axes(destination, x.ndim)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"moveaxis needs as many destinations as sources, got {source} and {destination}"
+        )
+    rest = iter(a for a in range(x.ndim) if a not in src)
+    placed = dict(zip(dst, src, strict=True))
+    return permute_dims(x, tuple(placed[i] if i in placed else next(rest) for i in range(x.ndim)))
+
+
+def unstack(x: FuelTensor, /, *, axis: int = 0) -> tuple[FuelTensor, ...]:
+    """The slices of x along `axis`, as views."""
+    (a,) = axes(axis, tensor(x).ndim)
+    return tuple(x[_at(a, i)] for i in range(x.shape[a]))
+
+
+@host
+def concat(
+    arrays: tuple[FuelTensor, ...] | list[FuelTensor], /, *, axis: int | None = 0
+) -> FuelTensor:
+    """The tensors joined along an existing axis (flattened first when axis is None), in their
+    promoted dtype."""
+    parts, dt = promoted(*_sequence(arrays))
+    if axis is None:
+        return fresh(np.concatenate([p.reshape(-1) for p in parts]), dt)
+    return fresh(np.concatenate(parts, axis=axes(axis, parts[0].ndim)[0]), dt)
+
+
+@host
+def stack(arrays: tuple[FuelTensor, ...] | list[FuelTensor], /, *, axis: int = 0) -> FuelTensor:
+    """The same-shape tensors joined along a new axis, in their promoted dtype."""
+    parts, dt = promoted(*_sequence(arrays))
+    return fresh(np.stack(parts, axis=axes(axis, parts[0].ndim + 1)[0]), dt)
+
+
+@host
+def repeat(x: FuelTensor, repeats: int | FuelTensor, /, *, axis: int | None = None) -> FuelTensor:
+    """Each element of x repeated (along `axis`, or over x flattened when None)."""
+    counts = repeats._array if isinstance(repeats, FuelTensor) else repeats
+    return fresh(np.repeat(tensor(x)._array, counts, axis=axis))
+
+
+@host
+def roll(
+    x: FuelTensor, /, shift: int | tuple[int, ...], *, axis: int | tuple[int, ...] | None = None
+) -> FuelTensor:
+    """x with its elements shifted cyclically along `axis` (over x flattened when None)."""
+    return fresh(np.roll(tensor(x)._array, shift, axis=axis))
+
+
+@host
+def tile(x: FuelTensor, repetitions: tuple[int, ...], /) -> FuelTensor:
+    """x repeated `repetitions[i]` times along axis i."""
+    return fresh(np.tile(tensor(x)._array, repetitions))
+
+
+def _at(axis: int, i: int) -> tuple[slice | int, ...]:
+    """The basic index that selects position i along `axis`."""
+    return (*(slice(None),) * axis, i)
+
+
+def _sequence(arrays: Sequence[FuelTensor]) -> tuple[FuelTensor, ...]:
+    if not isinstance(arrays, tuple | list) or not arrays:
+        raise TypeError("expected a non-empty tuple or list of tensors")
+    return tuple(tensor(a, "each element") for a in arrays)

@@ -6,7 +6,8 @@ storage elements it means. Views share the storage; every view is bounds-checked
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -14,8 +15,89 @@ from fueltensor import _dtypes
 from fueltensor._dtypes import DType
 from fueltensor._layout import Layout, LayoutFlags, Shape, as_shape
 
-if TYPE_CHECKING:
-    from types import EllipsisType
+Index = Any
+"""An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
+
+_OPERANDS = (bool, int, float, complex, np.ndarray, np.generic)
+
+
+def _namespace_function(name: str) -> Callable[..., Any]:
+    import fueltensor
+
+    fn: Callable[..., Any] = getattr(fueltensor, name)
+    return fn
+
+
+def _operator(
+    name: str, *, reflected: bool = False, inplace: bool = False
+) -> Callable[[FuelTensor, Any], FuelTensor]:
+    """The operator method that calls the namespace's `name(self, other)` (`name(other, self)`
+    when reflected); in place, the result is written through `self`'s strides."""
+
+    def method(self: FuelTensor, other: Any, /) -> FuelTensor:
+        if not isinstance(other, (FuelTensor, *_OPERANDS)):
+            refused: FuelTensor = NotImplemented
+            return refused
+        fn = _namespace_function(name)
+        if reflected:
+            result: FuelTensor = fn(other, self)
+            return result
+        result = fn(self, other)
+        return _store(self, result, name) if inplace else result
+
+    method.__name__ = f"__{'i' if inplace else 'r' if reflected else ''}{name}__"
+    method.__doc__ = f"The array API's {name} as an operator."
+    return method
+
+
+def _unary_operator(name: str) -> Callable[[FuelTensor], FuelTensor]:
+    def method(self: FuelTensor, /) -> FuelTensor:
+        result: FuelTensor = _namespace_function(name)(self)
+        return result
+
+    method.__name__ = f"__{name}__"
+    method.__doc__ = f"The array API's {name} as an operator."
+    return method
+
+
+def _store(target: FuelTensor, result: FuelTensor, what: str) -> FuelTensor:
+    """Write an in-place operation's `result` through `target`'s strides; refused (target
+    untouched) when the result's dtype or shape is not the target's."""
+    if result.dtype is not target.dtype:
+        raise TypeError(
+            f"in-place {what} would store a {result.dtype.name} result in a "
+            f"{target.dtype.name} tensor; use the out-of-place form"
+        )
+    if result.shape != target.shape:
+        raise ValueError(
+            f"in-place {what}: the result has shape {result.shape}, the target "
+            f"{target.shape}; the operands must broadcast to the target's shape"
+        )
+    check_writable(target, f"in-place {what}")
+    target._array[...] = result._array
+    return target
+
+
+def check_writable(target: FuelTensor, what: str) -> None:
+    """Refuse to write through a stride-0 (broadcast) view: one element would be written many
+    times."""
+    if target.layout.broadcast_stride0:
+        raise ValueError(
+            f"{what} into a stride-0 (broadcast) view would write one element "
+            "many times; copy the target first"
+        )
+
+
+def _is_basic(key: Any) -> bool:
+    """True for a basic index: ints, slices, `...` and None (alone or in a tuple)."""
+    items = key if type(key) is tuple else (key,)
+    return all(
+        k is None
+        or k is Ellipsis
+        or type(k) is slice
+        or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
+        for k in items
+    )
 
 
 class FuelTensor:
@@ -65,8 +147,13 @@ class FuelTensor:
         if a is None:
             lay = self._layout
             size = self._storage.itemsize
-            a = np.ndarray(lay.shape, self._storage.dtype, buffer=self._storage,
-                           offset=lay.offset * size, strides=[s * size for s in lay.strides])
+            a = np.ndarray(
+                lay.shape,
+                self._storage.dtype,
+                buffer=self._storage,
+                offset=lay.offset * size,
+                strides=[s * size for s in lay.strides],
+            )
             self._np = a
         return a
 
@@ -109,15 +196,17 @@ class FuelTensor:
         return self._layout.flags
 
     @property
-    def T(self) -> FuelTensor:  # noqa: N802 - the array API's name
+    def T(self) -> FuelTensor:
         """The transpose of a tensor of at most two dimensions (a view)."""
         if self.ndim > 2:
-            raise ValueError(f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
-                             "use .mT or permute_dims")
+            raise ValueError(
+                f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
+                "use .mT or permute_dims"
+            )
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
 
     @property
-    def mT(self) -> FuelTensor:  # noqa: N802 - the array API's name
+    def mT(self) -> FuelTensor:
         """Transpose of the last two axes (a view)."""
         if self.ndim < 2:
             raise ValueError(f".mT needs at least 2 dimensions, this tensor has {self.ndim}")
@@ -136,8 +225,10 @@ class FuelTensor:
         lay = self._layout
         prefix = "FuelTensor("
         body = np.array2string(self._array, separator=", ", prefix=prefix)
-        return (f"{prefix}{body}, dtype={self._dtype.name}, shape={lay.shape}, "
-                f"strides={lay.strides}, offset={lay.offset})")
+        return (
+            f"{prefix}{body}, dtype={self._dtype.name}, shape={lay.shape}, "
+            f"strides={lay.strides}, offset={lay.offset})"
+        )
 
     __str__ = __repr__
 
@@ -156,15 +247,96 @@ class FuelTensor:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self.shape[0]))
 
-    def __getitem__(self, key: int | slice | EllipsisType | None | tuple[Any, ...]) -> FuelTensor:
-        return self._view(self._layout.select(key))
+    def __getitem__(self, key: Index, /) -> FuelTensor:
+        """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
+        indexing are host operations that copy."""
+        if _is_basic(key):
+            return self._view(self._layout.select(key))
+        from fueltensor._indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Index, value: Any, /) -> None:
+        """Write `value` (broadcast, cast to this dtype) through this tensor's strides."""
+        from fueltensor._indexing import setitem
+
+        setitem(self, key, value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- Python scalars and interchange -------------------------------------------------------
+
+    def _item(self, kind: str) -> Any:
+        if self.ndim:
+            raise TypeError(
+                f"{kind}() needs a 0-d tensor, this one has shape {self.shape}; "
+                "index or reduce it first"
+            )
+        return self._array[()].item()
+
+    def __bool__(self, /) -> bool:
+        return bool(self._item("bool"))
+
+    def __int__(self, /) -> int:
+        self._refuse_complex("int")
+        return int(self._item("int"))
+
+    def __float__(self, /) -> float:
+        self._refuse_complex("float")
+        return float(self._item("float"))
+
+    def __complex__(self, /) -> complex:
+        return complex(self._item("complex"))
+
+    def __index__(self, /) -> int:
+        if self._dtype.kind not in ("signed integer", "unsigned integer"):
+            raise TypeError(
+                f"only integer tensors can be used as an index, this one is {self._dtype.name}"
+            )
+        return int(self._item("index"))
+
+    def _refuse_complex(self, kind: str) -> None:
+        if self._dtype.kind == "complex floating":
+            raise TypeError(f"{kind}() of a {self._dtype.name} tensor; take real() or abs() first")
+
+    def __dlpack__(
+        self,
+        /,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of these elements (NumPy exports it; bfloat16 has no NumPy export)."""
+        if self._dtype is _dtypes.bfloat16:
+            raise BufferError(
+                "NumPy cannot export bfloat16 through DLPack; export "
+                "astype(x, float32), or the bits as uint16"
+            )
+        return self._array.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
+
+    def __dlpack_device__(self, /) -> tuple[int, int]:
+        device: tuple[int, int] = self._array.__dlpack_device__()
+        return device
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> FuelTensor:
+        """This tensor on `device`; fueltensor has one device, 'cpu', so it is this tensor."""
+        _check_device(device)
+        if stream is not None:
+            raise ValueError("fueltensor's 'cpu' device has no streams; pass stream=None")
+        return self
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         import fueltensor
 
         if api_version not in (None, *fueltensor._SUPPORTED_API_VERSIONS):
-            raise ValueError(f"api_version {api_version!r} is not supported; use one of "
-                             f"{fueltensor._SUPPORTED_API_VERSIONS}")
+            raise ValueError(
+                f"api_version {api_version!r} is not supported; use one of "
+                f"{fueltensor._SUPPORTED_API_VERSIONS}"
+            )
         return fueltensor
 
     # -- the eight contract operations --------------------------------------------------------
@@ -223,6 +395,40 @@ class FuelTensor:
     def __ipow__(self, other: Any) -> FuelTensor:
         return _dispatch.binary_inplace("pow", self, other)
 
+    # -- every other operator: a host operation of the array-API namespace -------------------
+
+    __eq__ = _operator("equal")  # type: ignore[assignment]
+    __ne__ = _operator("not_equal")  # type: ignore[assignment]
+    __lt__ = _operator("less")
+    __le__ = _operator("less_equal")
+    __gt__ = _operator("greater")
+    __ge__ = _operator("greater_equal")
+    __floordiv__ = _operator("floor_divide")
+    __rfloordiv__ = _operator("floor_divide", reflected=True)
+    __ifloordiv__ = _operator("floor_divide", inplace=True)
+    __matmul__ = _operator("matmul")
+    __rmatmul__ = _operator("matmul", reflected=True)
+    __imatmul__ = _operator("matmul", inplace=True)
+    __and__ = _operator("bitwise_and")
+    __rand__ = _operator("bitwise_and", reflected=True)
+    __iand__ = _operator("bitwise_and", inplace=True)
+    __or__ = _operator("bitwise_or")
+    __ror__ = _operator("bitwise_or", reflected=True)
+    __ior__ = _operator("bitwise_or", inplace=True)
+    __xor__ = _operator("bitwise_xor")
+    __rxor__ = _operator("bitwise_xor", reflected=True)
+    __ixor__ = _operator("bitwise_xor", inplace=True)
+    __lshift__ = _operator("bitwise_left_shift")
+    __rlshift__ = _operator("bitwise_left_shift", reflected=True)
+    __ilshift__ = _operator("bitwise_left_shift", inplace=True)
+    __rshift__ = _operator("bitwise_right_shift")
+    __rrshift__ = _operator("bitwise_right_shift", reflected=True)
+    __irshift__ = _operator("bitwise_right_shift", inplace=True)
+    __neg__ = _unary_operator("negative")
+    __pos__ = _unary_operator("positive")
+    __abs__ = _unary_operator("abs")
+    __invert__ = _unary_operator("bitwise_invert")
+
 
 # -- creation ---------------------------------------------------------------------------------
 
@@ -243,8 +449,9 @@ def _adopt_numpy(array: np.ndarray, dtype: DType) -> FuelTensor:
     return FuelTensor._make(storage, Layout(array.shape, strides, -lo), dtype)
 
 
-def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
-            copy: bool | None = None) -> FuelTensor:
+def asarray(
+    obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None
+) -> FuelTensor:
     """Convert Python data, a NumPy array or a FuelTensor into a FuelTensor.
 
     NumPy arrays keep their dtype and share memory unless a copy or cast is needed; Python
@@ -256,22 +463,25 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         if want is None or want is obj.dtype:
             return copy_tensor(obj) if copy else obj
         if copy is False:
-            raise ValueError(f"casting {obj.dtype.name} to {want.name} needs a copy, "
-                             "but copy=False was given")
+            raise ValueError(
+                f"casting {obj.dtype.name} to {want.name} needs a copy, but copy=False was given"
+            )
         return FuelTensor._from_dense(obj._array.astype(want.np), want)
     if isinstance(obj, np.ndarray | np.generic):
         array = np.asarray(obj)
         have = _dtypes.from_numpy(array.dtype)
         if want is not None and want is not have:
             if copy is False:
-                raise ValueError(f"casting {have.name} to {want.name} needs a copy, "
-                                 "but copy=False was given")
+                raise ValueError(
+                    f"casting {have.name} to {want.name} needs a copy, but copy=False was given"
+                )
             return FuelTensor._from_dense(array.astype(want.np), want)
         t = _adopt_numpy(array, have)
         return copy_tensor(t) if copy else t
     if copy is False:
-        raise ValueError(f"converting a {type(obj).__name__} to a tensor needs a copy, "
-                         "but copy=False was given")
+        raise ValueError(
+            f"converting a {type(obj).__name__} to a tensor needs a copy, but copy=False was given"
+        )
     array = _from_python(obj, want)
     return FuelTensor._from_dense(array, want or _dtypes.from_numpy(array.dtype))
 
@@ -289,15 +499,18 @@ def _from_python(obj: Any, want: DType | None) -> np.ndarray:
     if array.dtype.kind == "i" and array.dtype != np.int64:
         array = array.astype(np.int64)
     if array.dtype.kind in "OUS":
-        raise TypeError(f"cannot make a tensor from {type(obj).__name__} data "
-                        f"(NumPy reads it as {array.dtype}); pass numbers or tensors")
+        raise TypeError(
+            f"cannot make a tensor from {type(obj).__name__} data "
+            f"(NumPy reads it as {array.dtype}); pass numbers or tensors"
+        )
     _dtypes.from_numpy(array.dtype)
     return array
 
 
 def _holds_numpy_values(obj: Any) -> bool:
     return isinstance(obj, np.generic | np.ndarray) or (
-        isinstance(obj, list | tuple) and bool(obj) and _holds_numpy_values(obj[0]))
+        isinstance(obj, list | tuple) and bool(obj) and _holds_numpy_values(obj[0])
+    )
 
 
 def _check_device(device: Any) -> None:

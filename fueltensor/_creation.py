@@ -1,0 +1,210 @@
+"""The array API's creation functions (asarray lives with the tensor in `_tensor`).
+
+Each builds a fresh dense tensor with NumPy. Without a dtype, Python ints give int64, floats
+float64 and complex numbers complex128, as the standard's default dtypes say.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._dtypes import DType
+from fueltensor._host import fresh, host, tensor
+from fueltensor._layout import as_shape
+from fueltensor._tensor import FuelTensor, _check_device, asarray
+
+Scalar = bool | int | float | complex
+
+
+def _default(dtype: Any, *values: Any) -> DType:
+    """`dtype`, else the default dtype of the widest kind among the Python `values`."""
+    _check_scalars(values)
+    if dtype is not None:
+        return _dtypes.as_dtype(dtype)
+    if any(isinstance(v, complex) for v in values):
+        return _dtypes.complex128
+    if any(isinstance(v, float) for v in values):
+        return _dtypes.default_float
+    if all(isinstance(v, bool) for v in values):
+        return _dtypes.bool_
+    return _dtypes.default_int
+
+
+def _check_scalars(values: tuple[Any, ...]) -> None:
+    for v in values:
+        if not isinstance(v, bool | int | float | complex):
+            raise TypeError(
+                f"expected a Python bool, int, float or complex, got {type(v).__name__}"
+            )
+
+
+@host
+def arange(
+    start: int | float,
+    /,
+    stop: int | float | None = None,
+    step: int | float = 1,
+    *,
+    dtype: DType | None = None,
+    device: Any = None,
+) -> FuelTensor:
+    """Evenly spaced values in [start, stop) (start defaults to 0 when stop is omitted)."""
+    _check_device(device)
+    if stop is None:
+        start, stop = 0, start
+    dt = _default(dtype, start, stop, step)
+    if dt is _dtypes.bool_:
+        dt = _dtypes.default_int
+    if step == 0:
+        raise ValueError("arange step must not be 0")
+    return fresh(np.arange(start, stop, step, dtype=dt.np), dt)
+
+
+@host
+def empty(
+    shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
+) -> FuelTensor:
+    """An uninitialized tensor of `shape` (float64 by default)."""
+    _check_device(device)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
+    return fresh(np.empty(as_shape(shape), dt.np), dt)
+
+
+@host
+def empty_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
+    """An uninitialized tensor of x's shape (and dtype, unless given)."""
+    _check_device(device)
+    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
+    return fresh(np.empty(x.shape, dt.np), dt)
+
+
+@host
+def eye(
+    n_rows: int,
+    n_cols: int | None = None,
+    /,
+    *,
+    k: int = 0,
+    dtype: DType | None = None,
+    device: Any = None,
+) -> FuelTensor:
+    """A 2-D tensor with ones on the k-th diagonal and zeros elsewhere."""
+    _check_device(device)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
+    return fresh(np.eye(n_rows, n_cols, k=k, dtype=dt.np), dt)
+
+
+@host
+def full(
+    shape: int | tuple[int, ...],
+    fill_value: Scalar,
+    *,
+    dtype: DType | None = None,
+    device: Any = None,
+) -> FuelTensor:
+    """A tensor of `shape` filled with `fill_value` (its dtype inferred from the value)."""
+    _check_device(device)
+    dt = _default(dtype, fill_value)
+    return fresh(np.full(as_shape(shape), fill_value, dtype=dt.np), dt)
+
+
+@host
+def full_like(
+    x: FuelTensor, /, fill_value: Scalar, *, dtype: DType | None = None, device: Any = None
+) -> FuelTensor:
+    """A tensor of x's shape (and dtype, unless given) filled with `fill_value`."""
+    _check_device(device)
+    _check_scalars((fill_value,))
+    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
+    return fresh(np.full(x.shape, fill_value, dtype=dt.np), dt)
+
+
+@host
+def linspace(
+    start: int | float | complex,
+    stop: int | float | complex,
+    /,
+    num: int,
+    *,
+    dtype: DType | None = None,
+    device: Any = None,
+    endpoint: bool = True,
+) -> FuelTensor:
+    """`num` evenly spaced values from start to stop (stop included when endpoint)."""
+    _check_device(device)
+    dt = _default(dtype, 0.0, start, stop)
+    return fresh(np.linspace(start, stop, num, endpoint=endpoint, dtype=dt.np), dt)
+
+
+@host
+def meshgrid(*arrays: FuelTensor, indexing: Literal["xy", "ij"] = "xy") -> list[FuelTensor]:
+    """Coordinate grids from 1-D tensors ('xy': Cartesian, 'ij': matrix indexing)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    if len({tensor(a).dtype for a in arrays}) > 1:
+        raise TypeError("meshgrid needs tensors of one dtype; cast them with astype")
+    grids = np.meshgrid(*[a._array for a in arrays], indexing=indexing)
+    return [fresh(g) for g in grids]
+
+
+@host
+def ones(
+    shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
+) -> FuelTensor:
+    """A tensor of `shape` filled with ones (float64 by default)."""
+    _check_device(device)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
+    return fresh(np.ones(as_shape(shape), dt.np), dt)
+
+
+@host
+def ones_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
+    """A tensor of x's shape (and dtype, unless given) filled with ones."""
+    _check_device(device)
+    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
+    return fresh(np.ones(x.shape, dt.np), dt)
+
+
+@host
+def zeros(
+    shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
+) -> FuelTensor:
+    """A tensor of `shape` filled with zeros (float64 by default)."""
+    _check_device(device)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
+    return fresh(np.zeros(as_shape(shape), dt.np), dt)
+
+
+@host
+def zeros_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
+    """A tensor of x's shape (and dtype, unless given) filled with zeros."""
+    _check_device(device)
+    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
+    return fresh(np.zeros(x.shape, dt.np), dt)
+
+
+@host
+def tril(x: FuelTensor, /, *, k: int = 0) -> FuelTensor:
+    """x with the elements above the k-th diagonal of its last two axes zeroed."""
+    if tensor(x).ndim < 2:
+        raise ValueError(f"tril needs at least 2 dimensions, x has {x.ndim}")
+    return fresh(np.tril(x._array, k))
+
+
+@host
+def triu(x: FuelTensor, /, *, k: int = 0) -> FuelTensor:
+    """x with the elements below the k-th diagonal of its last two axes zeroed."""
+    if tensor(x).ndim < 2:
+        raise ValueError(f"triu needs at least 2 dimensions, x has {x.ndim}")
+    return fresh(np.triu(x._array, k))
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> FuelTensor:
+    """A tensor sharing the memory of a DLPack producer (a copy when copy=True)."""
+    _check_device(device)
+    if isinstance(x, FuelTensor):
+        return asarray(x, copy=copy)
+    return asarray(np.from_dlpack(x, copy=copy))

@@ -1,0 +1,153 @@
+"""The array API's data type functions: astype, can_cast, finfo, iinfo, isdtype, result_type.
+
+Promotion is `_dtypes.result_type`: the standard's lattice, plus bfloat16/float16 and a mixed
+integer/float rule (the float wins) as documented extensions. `can_cast` keeps to the standard's
+lattice: it never casts across kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._dtypes import DType
+from fueltensor._host import fresh, host, tensor
+from fueltensor._tensor import FuelTensor
+
+KIND_GROUPS = {
+    "bool": ("bool",),
+    "signed integer": ("signed integer",),
+    "unsigned integer": ("unsigned integer",),
+    "integral": ("signed integer", "unsigned integer"),
+    "real floating": ("real floating",),
+    "complex floating": ("complex floating",),
+    "numeric": ("signed integer", "unsigned integer", "real floating", "complex floating"),
+}
+"""The standard's dtype kinds, each as the `DType.kind` values it covers."""
+
+_CASTS_TO = {
+    "bool": ("bool",),
+    "signed integer": ("signed integer",),
+    "unsigned integer": ("unsigned integer", "signed integer"),
+    "real floating": ("real floating", "complex floating"),
+    "complex floating": ("complex floating",),
+}
+"""Which kinds a kind may be cast to under the standard's lattice."""
+
+
+@dataclass(frozen=True, eq=False)
+class finfo_object:
+    """Machine limits of a floating-point dtype (a complex dtype reports its real component)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: DType
+
+
+@dataclass(frozen=True, eq=False)
+class iinfo_object:
+    """Machine limits of an integer dtype."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: DType
+
+
+def _dtype_of(value: Any) -> DType:
+    return value.dtype if isinstance(value, FuelTensor) else _dtypes.as_dtype(value)
+
+
+def finfo(type: DType | FuelTensor, /) -> finfo_object:
+    """The limits of a floating-point dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if dt.kind not in ("real floating", "complex floating"):
+        raise TypeError(f"finfo needs a floating-point dtype, got {dt.name}; use iinfo")
+    info = ml_dtypes.finfo(dt.np)  # type: ignore[no-untyped-call]
+    real = _dtypes.from_numpy(np.dtype(info.dtype))
+    return finfo_object(
+        int(info.bits),
+        float(info.eps),
+        float(info.max),
+        float(info.min),
+        float(info.smallest_normal),
+        real,
+    )
+
+
+def iinfo(type: DType | FuelTensor, /) -> iinfo_object:
+    """The limits of an integer dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if dt.kind not in ("signed integer", "unsigned integer"):
+        raise TypeError(f"iinfo needs an integer dtype, got {dt.name}; use finfo")
+    info = np.iinfo(dt.np)
+    return iinfo_object(int(info.bits), int(info.max), int(info.min), dt)
+
+
+def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
+    """True if `dtype` is `kind`: a dtype, one of the standard's kind names, or a tuple of
+    those (any match)."""
+    if not isinstance(dtype, DType):
+        raise TypeError(f"isdtype takes a fueltensor dtype, got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, DType):
+        return dtype is kind
+    if isinstance(kind, str) and kind in KIND_GROUPS:
+        return dtype.kind in KIND_GROUPS[kind]
+    raise ValueError(
+        f"unknown dtype kind {kind!r}; use a dtype or one of {', '.join(sorted(KIND_GROUPS))}"
+    )
+
+
+def result_type(*arrays_and_dtypes: FuelTensor | DType | bool | int | float | complex) -> DType:
+    """The dtype the standard's promotion gives the arguments (Python scalars are weak: they
+    take the kind of the rest)."""
+    strong = [a for a in arrays_and_dtypes if isinstance(a, FuelTensor | DType)]
+    if not strong:
+        raise ValueError(
+            "result_type needs at least one tensor or dtype (Python scalars alone have no dtype)"
+        )
+    dt = _dtype_of(strong[0])
+    for a in strong[1:]:
+        dt = _dtypes.result_type(dt, _dtype_of(a))
+    for s in arrays_and_dtypes:
+        if isinstance(s, bool | int | float | complex):
+            dt = _dtypes.result_type(dt, _dtypes.scalar_dtype(s, dt))
+    return dt
+
+
+def can_cast(from_: DType | FuelTensor, to: DType, /) -> bool:
+    """True if the standard's promotion lattice casts `from_` to `to` (never across kinds,
+    except real to complex floating)."""
+    src, dst = _dtype_of(from_), _dtypes.as_dtype(to)
+    if dst.kind not in _CASTS_TO[src.kind]:
+        return False
+    try:
+        return _dtypes.result_type(src, dst) is dst
+    except TypeError:
+        return False
+
+
+@host
+def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = None) -> FuelTensor:
+    """x cast to `dtype` (x itself when no cast is needed and copy=False). A complex to real
+    cast is refused: take real() or abs() first."""
+    x, dt = tensor(x), _dtypes.as_dtype(dtype)
+    if device not in (None, "cpu"):
+        raise ValueError(f"device {device!r} is not available; fueltensor has one device, 'cpu'")
+    if dt is x.dtype and not copy:
+        return x
+    if x.dtype.kind == "complex floating" and dt.kind != "complex floating":
+        raise TypeError(
+            f"casting {x.dtype.name} to {dt.name} would drop the imaginary part; "
+            "take real() or abs() first"
+        )
+    return fresh(x._array.astype(dt.np), dt)

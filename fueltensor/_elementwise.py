@@ -1,0 +1,167 @@
+"""The array API's element-wise functions other than the eight contract operations.
+
+All of them are host operations on NumPy ufuncs. Binary ones promote their operands by the
+standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
+the dtype the standard names. The eight (add, subtract, multiply, divide, remainder, pow,
+maximum, minimum) live in `dispatch`, planned from the kernel contracts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fueltensor._host import fresh, host, promoted, tensor
+from fueltensor._tensor import FuelTensor
+
+Unary = Callable[[FuelTensor], FuelTensor]
+Binary = Callable[[Any, Any], FuelTensor]
+
+
+def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
+    def function(x: FuelTensor, /) -> FuelTensor:
+        return fresh(ufunc(tensor(x)._array))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return host(function)
+
+
+def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
+    def function(x1: Any, x2: Any, /) -> FuelTensor:
+        arrays, _ = promoted(x1, x2)
+        return fresh(ufunc(*arrays))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return host(function)
+
+
+abs = _unary("abs", np.absolute, "|x|, element-wise (a complex x gives its real magnitude).")
+acos = _unary("acos", np.arccos, "Inverse cosine, element-wise.")
+acosh = _unary("acosh", np.arccosh, "Inverse hyperbolic cosine, element-wise.")
+asin = _unary("asin", np.arcsin, "Inverse sine, element-wise.")
+asinh = _unary("asinh", np.arcsinh, "Inverse hyperbolic sine, element-wise.")
+atan = _unary("atan", np.arctan, "Inverse tangent, element-wise.")
+atanh = _unary("atanh", np.arctanh, "Inverse hyperbolic tangent, element-wise.")
+bitwise_invert = _unary("bitwise_invert", np.invert, "~x for integer or bool x, element-wise.")
+ceil = _unary("ceil", np.ceil, "Smallest integer-valued number >= x, element-wise.")
+cos = _unary("cos", np.cos, "Cosine, element-wise.")
+cosh = _unary("cosh", np.cosh, "Hyperbolic cosine, element-wise.")
+exp = _unary("exp", np.exp, "e**x, element-wise.")
+expm1 = _unary("expm1", np.expm1, "e**x - 1, accurate near 0, element-wise.")
+floor = _unary("floor", np.floor, "Largest integer-valued number <= x, element-wise.")
+isfinite = _unary("isfinite", np.isfinite, "True where x is finite (not NaN, not infinite).")
+isinf = _unary("isinf", np.isinf, "True where x is +inf or -inf.")
+isnan = _unary("isnan", np.isnan, "True where x is NaN.")
+log = _unary("log", np.log, "Natural logarithm, element-wise.")
+log1p = _unary("log1p", np.log1p, "log(1 + x), accurate near 0, element-wise.")
+log2 = _unary("log2", np.log2, "Base-2 logarithm, element-wise.")
+log10 = _unary("log10", np.log10, "Base-10 logarithm, element-wise.")
+logical_not = _unary("logical_not", np.logical_not, "not x, element-wise (a bool result).")
+negative = _unary("negative", np.negative, "-x, element-wise.")
+positive = _unary("positive", np.positive, "+x, element-wise (a fresh copy).")
+reciprocal = _unary("reciprocal", np.reciprocal, "1 / x, element-wise.")
+sign = _unary("sign", np.sign, "-1, 0 or 1 by the sign of x (x / |x| for complex x).")
+signbit = _unary("signbit", np.signbit, "True where x's sign bit is set (also -0 and -NaN).")
+sin = _unary("sin", np.sin, "Sine, element-wise.")
+sinh = _unary("sinh", np.sinh, "Hyperbolic sine, element-wise.")
+sqrt = _unary("sqrt", np.sqrt, "Square root, element-wise.")
+square = _unary("square", np.square, "x * x, element-wise.")
+tan = _unary("tan", np.tan, "Tangent, element-wise.")
+tanh = _unary("tanh", np.tanh, "Hyperbolic tangent, element-wise.")
+trunc = _unary("trunc", np.trunc, "x rounded toward zero, element-wise.")
+
+atan2 = _binary("atan2", np.arctan2, "The angle of the point (x2, x1), quadrant-aware.")
+bitwise_and = _binary("bitwise_and", np.bitwise_and, "x1 & x2, element-wise.")
+bitwise_left_shift = _binary("bitwise_left_shift", np.left_shift, "x1 << x2, element-wise.")
+bitwise_or = _binary("bitwise_or", np.bitwise_or, "x1 | x2, element-wise.")
+bitwise_right_shift = _binary("bitwise_right_shift", np.right_shift, "x1 >> x2, element-wise.")
+bitwise_xor = _binary("bitwise_xor", np.bitwise_xor, "x1 ^ x2, element-wise.")
+copysign = _binary("copysign", np.copysign, "|x1| with the sign of x2, element-wise.")
+equal = _binary("equal", np.equal, "x1 == x2, element-wise (a bool result).")
+greater = _binary("greater", np.greater, "x1 > x2, element-wise (a bool result).")
+greater_equal = _binary("greater_equal", np.greater_equal, "x1 >= x2, element-wise.")
+hypot = _binary("hypot", np.hypot, "sqrt(x1**2 + x2**2) without undue overflow, element-wise.")
+less = _binary("less", np.less, "x1 < x2, element-wise (a bool result).")
+less_equal = _binary("less_equal", np.less_equal, "x1 <= x2, element-wise (a bool result).")
+logaddexp = _binary("logaddexp", np.logaddexp, "log(exp(x1) + exp(x2)), without overflow.")
+logical_and = _binary("logical_and", np.logical_and, "x1 and x2, element-wise (bool result).")
+logical_or = _binary("logical_or", np.logical_or, "x1 or x2, element-wise (bool result).")
+logical_xor = _binary("logical_xor", np.logical_xor, "x1 xor x2, element-wise (bool result).")
+nextafter = _binary("nextafter", np.nextafter, "The next representable x1 toward x2.")
+not_equal = _binary("not_equal", np.not_equal, "x1 != x2, element-wise (a bool result).")
+
+
+@host
+def floor_divide(x1: Any, x2: Any, /) -> FuelTensor:
+    """floor(x1 / x2), element-wise; an infinite operand follows the standard's special cases
+    (NumPy's divmod-based result is NaN or -1 there)."""
+    (a, b), dt = promoted(x1, x2)
+    out = np.floor_divide(a, b)
+    if dt.is_float:
+        inf = np.isinf(a) | np.isinf(b)
+        if inf.any():
+            out = np.where(inf, np.floor(np.divide(a, b)), out)
+    return fresh(out, dt)
+
+
+@host
+def round(x: FuelTensor, /) -> FuelTensor:
+    """x rounded to the nearest integer-valued number, ties to even (integers unchanged)."""
+    return fresh(np.round(tensor(x)._array))
+
+
+@host
+def real(x: FuelTensor, /) -> FuelTensor:
+    """The real part of x (a copy of x when x is real)."""
+    return fresh(np.array(np.real(tensor(x)._array), copy=True))
+
+
+@host
+def imag(x: FuelTensor, /) -> FuelTensor:
+    """The imaginary part of x (zeros of x's dtype when x is real)."""
+    return fresh(np.array(np.imag(tensor(x)._array), copy=True))
+
+
+@host
+def conj(x: FuelTensor, /) -> FuelTensor:
+    """The complex conjugate of x (a copy of x when x is real)."""
+    return fresh(np.array(np.conj(tensor(x)._array), copy=True))
+
+
+@host
+def clip(x: FuelTensor, /, min: Any = None, max: Any = None) -> FuelTensor:
+    """x limited to [min, max] element-wise (either bound may be None); the result keeps x's
+    dtype and broadcast shape, a NaN bound gives NaN."""
+    x = tensor(x)
+    out = np.array(x._array, copy=True)
+    for bound, outside in ((min, np.less), (max, np.greater)):
+        if bound is None:
+            continue
+        b = _bound(bound, x)
+        out = np.array(np.broadcast_to(out, np.broadcast_shapes(out.shape, b.shape)), copy=True)
+        b = np.broadcast_to(b, out.shape)
+        hit = outside(out, b) | (np.isnan(b) if x.dtype.is_float else False)
+        out[hit] = b[hit]
+    return fresh(out, x.dtype)
+
+
+def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
+    """A clip bound as an array of x's dtype; a Python int outside x's range is clamped to it."""
+    if isinstance(bound, FuelTensor):
+        return bound._array.astype(x.dtype.np)
+    if isinstance(bound, bool | int) and x.dtype.kind in ("signed integer", "unsigned integer"):
+        info = np.iinfo(x.dtype.np)
+        bound = int(bound)
+        if bound < info.min or bound > info.max:
+            return np.asarray(min(max(bound, info.min), info.max), x.dtype.np)
+    if not isinstance(bound, bool | int | float):
+        raise TypeError(
+            f"clip bounds are None, Python numbers or tensors, got {type(bound).__name__}"
+        )
+    if isinstance(bound, float) and not x.dtype.is_float:
+        raise TypeError(f"a float bound {bound!r} cannot clip a {x.dtype.name} tensor")
+    return np.asarray(bound, x.dtype.np)

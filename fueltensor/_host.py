@@ -1,0 +1,103 @@
+"""Host operations: the array-API functions outside the eight contract operations, on NumPy.
+
+`host` is the one decorator every such function goes through: it silences NumPy's IEEE
+warnings (results are IEEE values, as the kernels' are), records the call as a `host` Plan in
+every active `trace`, and marks the function so `explain` can show it. `fresh` turns a NumPy
+result into a new tensor that never aliases an input.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._dtypes import DType
+from fueltensor._tensor import FuelTensor
+from fueltensor.backends import tracing
+from fueltensor.dispatch import coerce, host_operation, record_host
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def host(fn: F) -> F:
+    """Make `fn` (NumPy inside, fresh FuelTensors out) a labelled host operation."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def operation(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(all="ignore"):
+            out = fn(*args, **kwargs)
+        if tracing():
+            outputs = _tensors((out,))
+            if outputs:
+                record_host(name, _tensors((*args, *kwargs.values())), outputs[0])
+        return out
+
+    return cast(F, host_operation(operation))
+
+
+def _tensors(values: Iterable[Any]) -> list[FuelTensor]:
+    """The tensors among `values`, looking one level into tuples and lists."""
+    found: list[FuelTensor] = []
+    for v in values:
+        if isinstance(v, FuelTensor):
+            found.append(v)
+        elif isinstance(v, tuple | list):
+            found.extend(t for t in v if isinstance(t, FuelTensor))
+    return found
+
+
+def fresh(result: Any, dtype: DType | None = None) -> FuelTensor:
+    """A NumPy result (array or scalar) as a new dense tensor of `dtype` (default: its own).
+
+    A result that does not own its memory (a view, possibly of an input) is copied.
+    """
+    a = np.asarray(result)
+    if dtype is not None and a.dtype != dtype.np:
+        a = a.astype(dtype.np)
+    elif not (a.flags.owndata and a.flags.c_contiguous and a.flags.writeable):
+        a = np.array(a, order="C", copy=True)
+    return FuelTensor._from_dense(a, dtype or _dtypes.from_numpy(a.dtype))
+
+
+def tensor(x: Any, name: str = "x") -> FuelTensor:
+    """`x` if it is a tensor; TypeError naming the argument otherwise."""
+    if not isinstance(x, FuelTensor):
+        raise TypeError(
+            f"{name} must be a FuelTensor, got {type(x).__name__}; "
+            "convert it with fueltensor.asarray"
+        )
+    return x
+
+
+def promoted(*operands: Any) -> tuple[list[np.ndarray], DType]:
+    """The operands' NumPy arrays cast to their promoted dtype (Python scalars are weak), and
+    that dtype."""
+    if len(operands) == 2:
+        tensors: tuple[FuelTensor, ...] = coerce(*operands)
+    else:
+        tensors = tuple(tensor(t, f"operand {i}") for i, t in enumerate(operands))
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = _dtypes.result_type(dt, t.dtype)
+    arrays = [t._array if t.dtype is dt else t._array.astype(dt.np) for t in tensors]
+    return arrays, dt
+
+
+def axes(axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """`axis` (None: all) normalized to non-negative axes; IndexError names a bad one."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in items:
+        if not -ndim <= a < ndim:
+            raise IndexError(f"axis {a} is out of range for a tensor of {ndim} dimensions")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"axis {axis} repeats an axis")
+    return tuple(out)

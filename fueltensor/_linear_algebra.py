@@ -1,0 +1,59 @@
+"""The array API's linear algebra functions of the main namespace: matmul, matrix_transpose,
+tensordot, vecdot (the `linalg` extension is not provided). Operands are promoted first; half
+types are multiplied in float32 and rounded once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._host import fresh, host, promoted, tensor
+from fueltensor._tensor import FuelTensor
+
+_HALF = (_dtypes.float16, _dtypes.bfloat16)
+
+
+def _operands(x1: FuelTensor, x2: FuelTensor) -> tuple[np.ndarray, np.ndarray, _dtypes.DType]:
+    (a, b), dt = promoted(tensor(x1, "x1"), tensor(x2, "x2"))
+    if dt in _HALF:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    return a, b, dt
+
+
+@host
+def matmul(x1: FuelTensor, x2: FuelTensor, /) -> FuelTensor:
+    """The matrix product (stacks broadcast; a 1-D operand is a vector)."""
+    if tensor(x1, "x1").ndim == 0 or tensor(x2, "x2").ndim == 0:
+        raise ValueError("matmul needs operands of at least 1 dimension; use multiply for scalars")
+    a, b, dt = _operands(x1, x2)
+    return fresh(np.matmul(a, b), dt)
+
+
+def matrix_transpose(x: FuelTensor, /) -> FuelTensor:
+    """The transpose of the last two axes (a view)."""
+    return tensor(x).mT
+
+
+@host
+def tensordot(
+    x1: FuelTensor, x2: FuelTensor, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2
+) -> FuelTensor:
+    """Sum of products over the last `axes` axes of x1 and the first of x2 (or the listed
+    axes pairs)."""
+    a, b, dt = _operands(x1, x2)
+    return fresh(np.tensordot(a, b, axes=axes), dt)
+
+
+@host
+def vecdot(x1: FuelTensor, x2: FuelTensor, /, *, axis: int = -1) -> FuelTensor:
+    """The dot product of vectors along `axis` (x1 conjugated), broadcast over the rest."""
+    a, b, dt = _operands(x1, x2)
+    nd = np.broadcast_shapes(a.shape, b.shape)
+    if not -len(nd) <= axis < len(nd) or a.shape[axis] != b.shape[axis]:
+        raise ValueError(
+            f"vecdot: axis {axis} must exist in both operands with one size, "
+            f"got shapes {a.shape} and {b.shape}"
+        )
+    return fresh(np.sum(np.conj(a) * b, axis=axis), dt)

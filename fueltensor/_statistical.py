@@ -1,0 +1,150 @@
+"""The array API's statistical functions: reductions and cumulative sums/products.
+
+Sums and products of integers accumulate in the 64-bit integer of their signedness, bool in
+int64, floats in their own dtype, as the standard says. bfloat16 and float16 accumulate in
+float32 and round once at the end (NumPy would accumulate in the half type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._dtypes import DType
+from fueltensor._host import axes, fresh, host, tensor
+from fueltensor._tensor import FuelTensor
+
+Axis = int | tuple[int, ...] | None
+_HALF = (_dtypes.float16, _dtypes.bfloat16)
+
+
+def _accumulated(x: FuelTensor, dtype: Any) -> DType:
+    """The dtype a sum or product of x returns: `dtype`, else the standard's default."""
+    if dtype is not None:
+        return _dtypes.as_dtype(dtype)
+    if x.dtype.kind in ("bool", "signed integer"):
+        return _dtypes.int64
+    if x.dtype.kind == "unsigned integer":
+        return _dtypes.uint64
+    return x.dtype
+
+
+def _reduce(
+    fn: Callable[..., Any],
+    x: FuelTensor,
+    axis: Axis,
+    keepdims: bool,
+    out: DType | None = None,
+    **kwargs: Any,
+) -> FuelTensor:
+    """`fn` over the given axes of x, returning dtype `out` (default: NumPy's; a half type's
+    own), half types computed in float32."""
+    over = axes(axis, tensor(x).ndim)
+    a = x._array
+    if x.dtype in _HALF:
+        a = a.astype(np.float32)
+        out = out or x.dtype
+    return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+
+
+def _work(dtype: DType) -> np.dtype:
+    """The NumPy dtype to accumulate a `dtype` result in (float32 for the half types)."""
+    return np.dtype(np.float32) if dtype in _HALF else dtype.np
+
+
+@host
+def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
+    """The largest element of x (along `axis`); NaN if any element is NaN."""
+    return _reduce(np.max, x, axis, keepdims, tensor(x).dtype)
+
+
+@host
+def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
+    """The smallest element of x (along `axis`); NaN if any element is NaN."""
+    return _reduce(np.min, x, axis, keepdims, tensor(x).dtype)
+
+
+@host
+def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
+    """The arithmetic mean of x (along `axis`); NaN for an empty reduction."""
+    return _reduce(np.mean, x, axis, keepdims)
+
+
+@host
+def prod(
+    x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
+) -> FuelTensor:
+    """The product of x's elements (along `axis`); 1 for an empty reduction."""
+    out = _accumulated(tensor(x), dtype)
+    return _reduce(np.prod, x, axis, keepdims, out, dtype=_work(out))
+
+
+@host
+def sum(
+    x: FuelTensor,
+    /,
+    *,
+    axis: Axis = None,
+    dtype: DType | None = None,
+    keepdims: bool = False,
+) -> FuelTensor:
+    """The sum of x's elements (along `axis`); 0 for an empty reduction."""
+    out = _accumulated(tensor(x), dtype)
+    return _reduce(np.sum, x, axis, keepdims, out, dtype=_work(out))
+
+
+@host
+def std(
+    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
+) -> FuelTensor:
+    """The standard deviation of x (along `axis`), dividing by N - correction."""
+    return _reduce(np.std, x, axis, keepdims, ddof=correction)
+
+
+@host
+def var(
+    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
+) -> FuelTensor:
+    """The variance of x (along `axis`), dividing by N - correction."""
+    return _reduce(np.var, x, axis, keepdims, ddof=correction)
+
+
+def _cumulative(
+    fn: Callable[..., Any], x: FuelTensor, axis: int | None, dtype: Any, include_initial: bool
+) -> FuelTensor:
+    if axis is None:
+        if tensor(x).ndim > 1:
+            raise ValueError(f"a cumulative reduction of a {x.ndim}-D tensor needs an axis")
+        axis = 0
+    (a,) = axes(axis, tensor(x).ndim)
+    out = _accumulated(x, dtype)
+    return fresh(fn(x._array, axis=a, dtype=_work(out), include_initial=include_initial), out)
+
+
+@host
+def cumulative_sum(
+    x: FuelTensor,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: DType | None = None,
+    include_initial: bool = False,
+) -> FuelTensor:
+    """Running sums of x along `axis` (starting with 0 when include_initial)."""
+    return _cumulative(np.cumulative_sum, x, axis, dtype, include_initial)
+
+
+@host
+def cumulative_prod(
+    x: FuelTensor,
+    /,
+    *,
+    axis: int | None = None,
+    dtype: DType | None = None,
+    include_initial: bool = False,
+) -> FuelTensor:
+    """Running products of x along `axis` (starting with 1 when include_initial)."""
+    return _cumulative(np.cumulative_prod, x, axis, dtype, include_initial)

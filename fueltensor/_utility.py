@@ -1,0 +1,45 @@
+"""The array API's utility functions: all, any, diff."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fueltensor import _dtypes
+from fueltensor._host import axes, fresh, host, promoted, tensor
+from fueltensor._tensor import FuelTensor
+
+Axis = int | tuple[int, ...] | None
+
+
+@host
+def all(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
+    """True where every element of x (along `axis`) is nonzero; True for an empty reduction."""
+    over = axes(axis, tensor(x).ndim)
+    return fresh(np.all(x._array, axis=over, keepdims=keepdims), _dtypes.bool_)
+
+
+@host
+def any(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
+    """True where some element of x (along `axis`) is nonzero; False for an empty reduction."""
+    over = axes(axis, tensor(x).ndim)
+    return fresh(np.any(x._array, axis=over, keepdims=keepdims), _dtypes.bool_)
+
+
+@host
+def diff(
+    x: FuelTensor,
+    /,
+    *,
+    axis: int = -1,
+    n: int = 1,
+    prepend: FuelTensor | None = None,
+    append: FuelTensor | None = None,
+) -> FuelTensor:
+    """The n-th forward difference of x along `axis`, after joining prepend and append."""
+    (a,) = axes(axis, tensor(x).ndim)
+    if n < 0:
+        raise ValueError(f"diff order n must be >= 0, got {n}")
+    parts = [p for p in (prepend, x, append) if p is not None]
+    arrays, dt = promoted(*parts) if len(parts) > 1 else ([x._array], x.dtype)
+    joined = np.concatenate(arrays, axis=a) if len(arrays) > 1 else arrays[0]
+    return fresh(np.diff(joined, n=n, axis=a), dt)
