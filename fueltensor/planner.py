@@ -65,7 +65,7 @@ class Step:
         return f"{self.label}{why}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Plan:
     """How one operation runs: the chosen kernel (None for a host operation), the steps in order,
     the bytes they move, and why every other candidate was rejected."""
@@ -103,6 +103,13 @@ class Plan:
     @property
     def provider(self) -> str:
         return "host" if self.kernel is None else self.kernel.provider.name
+
+    def __repr__(self) -> str:
+        chosen = "host" if self.kernel is None else self.kernel.name
+        return (
+            f"<Plan {self.op}: {chosen} via {self.backend}, "
+            f"{' -> '.join(s.kind for s in self.steps)}, {self.cost:,} bytes moved>"
+        )
 
     def __str__(self) -> str:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in self.operands)
