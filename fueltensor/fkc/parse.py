@@ -34,6 +34,9 @@ _SKIPPED: Final = (
 )
 MAX_DEPTH: Final = 32
 """Deepest YAML nesting accepted (a contract needs five levels)."""
+MAX_EVENTS: Final = 50_000
+"""Most YAML values (scalars, collection starts and ends) one document may hold, so a huge
+document is refused in bounded time; the bundled 33-contract document holds about 4,000."""
 _SCALAR_TAGS: Final = {
     _TAG + "null": _CONSTRUCTOR.construct_yaml_null,
     _TAG + "bool": _CONSTRUCTOR.construct_yaml_bool,
@@ -43,6 +46,7 @@ _SCALAR_TAGS: Final = {
 _KEY: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:(?:[ \t]+(.*))?$")
 _YAML_LINE_BREAKS: Final = ("\x85", "\u2028", "\u2029")
 FENCE: Final = "```"
+_CONTRACT_KEY: Final = re.compile(r"kernel[ \t]*:")
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,9 @@ def parse_document(data: bytes, path: str) -> Document:
             close = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == FENCE), None)
             if close is None:
                 raise ContractError("code block is not closed by a ``` line", path=path, line=i + 1)
-            if line.rstrip() == FENCE + "fkc":
+            is_fkc = line[len(FENCE) :].strip() == "fkc"
+            _check_code_block(lines, i, close, is_fkc, path)
+            if is_fkc:
                 _place(stream, lines, i, close, CONTRACT_SHAPE, path)
                 pending += 1
             else:
@@ -141,6 +147,27 @@ def parse_document(data: bytes, path: str) -> Document:
             )
     front, *roots = _Composer(path).documents(text)
     return Document(path, front, tuple(map(Block, roots, descriptions)))
+
+
+def _check_code_block(lines: list[str], start: int, stop: int, is_fkc: bool, path: str) -> None:
+    """Refuse a code block that would silently swallow or drop a contract: a fence line inside
+    it (a mistyped closing fence), or a `kernel:` key in a block not fenced as ```fkc."""
+    for k in range(start + 1, stop):
+        line = lines[k]
+        if line.startswith(FENCE):
+            raise ContractError(
+                f"{line.strip()!r} inside the code block opened at line {start + 1}; accepted: "
+                "close a code block with a bare ``` line before opening another",
+                path=path,
+                line=k + 1,
+            )
+        if not is_fkc and _CONTRACT_KEY.match(line):
+            raise ContractError(
+                f"a code block fenced as {lines[start].strip()!r} declares a contract "
+                f"(`kernel:` at line {k + 1}); accepted: ```fkc to open a contract block",
+                path=path,
+                line=start + 1,
+            )
 
 
 def _place(
@@ -227,7 +254,18 @@ class _Composer:
             mark = e.problem_mark or e.context_mark
             line = mark.line + 1 if mark is not None else None
             raise ContractError(
-                f"invalid YAML: {e.problem or e.context}", path=self.path, line=line
+                f"invalid YAML: {e.problem or e.context}; accepted: YAML mappings, lists and "
+                "scalars, block-indented or in flow style {a: 1, b: [x, y]}",
+                path=self.path,
+                line=line,
+            ) from None
+        except yaml.reader.ReaderError as e:
+            at = text.find(chr(e.character))  # the reader stops at the first one
+            raise ContractError(
+                f"character #x{e.character:04x} is not accepted in YAML; accepted: printable "
+                "Unicode text (no control characters other than tab and line ends)",
+                path=self.path,
+                line=text.count("\n", 0, at) + 1 if at >= 0 else None,
             ) from None
         except yaml.YAMLError as e:
             raise ContractError(f"invalid YAML: {e}", path=self.path) from None
@@ -241,7 +279,13 @@ class _Composer:
         key_line = 0
         loader = _LOADER(text)
         try:
-            for ev in iter(loader.get_event, None):
+            for count, ev in enumerate(iter(loader.get_event, None)):
+                if count > MAX_EVENTS:
+                    self.fail(
+                        f"the document holds more than {MAX_EVENTS} YAML values; accepted: at "
+                        f"most {MAX_EVENTS} (a contract needs about a hundred)",
+                        ev.start_mark.line + 1,
+                    )
                 cls = ev.__class__
                 if cls is yaml.ScalarEvent:
                     if ev.anchor is not None:

@@ -1,0 +1,329 @@
+"""Malformed documents: seeded mutations of the bundled contracts, and 10 MB files.
+
+Every mutant either loads to the same facts (`to_dict()` of every contract and the provider),
+changes only the contract whose block it touched, or raises `ContractError` naming the file and
+a line of it; never another exception, never a change to the bundled registry or the provider
+link maps, and always in bounded time and memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _mutations import MUST_FAIL, RANDOM, Mutant, Mutation, block_lines
+
+import fueltensor as ft
+from fueltensor.fkc.parse import MAX_EVENTS
+
+registry_module = importlib.import_module("fueltensor.registry")
+
+SEED = 20240607
+MUTANTS_PER_DOCUMENT = {"fuel-cpu-backend.md": 300, "fuel-reference-backend.md": 200}
+LOAD_SECONDS = 2.0
+"""Longest any single load may take on this (slow) machine."""
+MB = 2**20
+
+Facts = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+def bundled_documents() -> list[Path]:
+    return sorted(registry_module.bundled_contracts_dir().glob("*.md"))
+
+
+def facts(reg: ft.Registry) -> Facts:
+    """Everything a registry states, prose aside: each contract's and provider's facts."""
+    return [c.to_dict() for c in reg], [p.to_dict() for p in reg.providers]
+
+
+def load(path: Path) -> tuple[Facts | ft.ContractError, float]:
+    """Load `path` on its own; the facts or the ContractError, and the seconds it took."""
+    start = time.perf_counter()
+    try:
+        outcome: Facts | ft.ContractError = facts(ft.Registry.from_paths([path]))
+    except ft.ContractError as e:
+        outcome = e
+    return outcome, time.perf_counter() - start
+
+
+def assert_names_file_and_line(error: ft.ContractError, path: Path, data: bytes) -> None:
+    """The error points at a line of the file that was loaded, and its message says so."""
+    assert error.path == str(path), error
+    assert error.line is not None and 1 <= error.line <= data.count(b"\n") + 1, error
+    assert str(error).startswith(f"{path}:{error.line}: "), error
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bundled_state_is_untouched() -> Iterator[None]:
+    """No load, failed or not, changes the bundled registry or any provider's link map."""
+    before = ft.registry()
+    snapshot = facts(before)
+    links = {name: dict(table) for name, table in registry_module._links.items()}
+    yield
+    assert ft.registry() is before and facts(before) == snapshot
+    assert {name: dict(table) for name, table in registry_module._links.items()} == links
+
+
+def check_mutant(mutant: Mutant, must_fail: bool, original: bytes, base: Facts, path: Path) -> str:
+    """Load one mutant and hold it to the rules; its outcome as a word for the tally."""
+    path.write_bytes(mutant.data)
+    try:
+        outcome, seconds = load(path)
+    except Exception as e:  # anything but ContractError is a loader bug: say which mutant
+        raise AssertionError(f"{mutant.label}: {type(e).__name__}: {e}") from e
+    assert seconds < LOAD_SECONDS, f"{mutant.label}: took {seconds:.2f} s"
+    if isinstance(outcome, ft.ContractError):
+        assert_names_file_and_line(outcome, path, mutant.data)
+        return "refused"
+    assert not must_fail, f"{mutant.label}: loaded, but this mutation always breaks a document"
+    if outcome == base:
+        return "same"
+    contracts, providers = outcome
+    assert mutant.line != 0, f"{mutant.label}: same text, different facts"
+    assert len(contracts) == len(base[0]), f"{mutant.label}: contracts appeared or vanished"
+    front_matter_end = original.split(b"\n").index(b"---", 1) + 1
+    if mutant.line <= front_matter_end:
+        return "changed"  # provider facts feed every contract (its revision hash, its links)
+    assert providers == base[1], f"{mutant.label}: provider changed from line {mutant.line}"
+    touched = [k for k, (a, b) in enumerate(block_lines(original)) if a <= mutant.line <= b]
+    for k, (got, want) in enumerate(zip(contracts, base[0], strict=True)):
+        if k not in touched:
+            assert got == want, f"{mutant.label}: contract {k} changed from line {mutant.line}"
+    return "changed"
+
+
+@pytest.mark.parametrize("document", bundled_documents(), ids=lambda p: p.name)
+def test_seeded_mutations_load_the_same_facts_or_fail_with_file_and_line(
+    document: Path, tmp_path: Path
+) -> None:
+    original = document.read_bytes()
+    base = facts(ft.Registry.from_paths([document]))
+    rng = random.Random(f"{SEED}:{document.name}")
+    path = tmp_path / document.name
+    tally: dict[str, int] = {}
+    kinds: list[tuple[Mutation, bool]] = [(m, False) for m in RANDOM] + [
+        (m, True) for m in MUST_FAIL
+    ]
+    for _ in range(MUTANTS_PER_DOCUMENT[document.name]):
+        mutation, must_fail = rng.choice(kinds)
+        word = check_mutant(mutation(original, rng), must_fail, original, base, path)
+        tally[word] = tally.get(word, 0) + 1
+    # The mix must exercise every outcome, or the mutations are too gentle or too rough.
+    assert tally.keys() == {"same", "changed", "refused"}, tally
+
+
+def _appendix(data: bytes) -> bytes:
+    return (
+        data
+        + b"\n## Appendix\n\n"
+        + (b"lorem ipsum dolor sit amet " * 38 + b"\n") * (10 * MB // 1027)
+    )
+
+
+def _one_line(data: bytes) -> bytes:
+    return data + b"\n" + b"x" * (10 * MB)
+
+
+def _huge_string(data: bytes) -> bytes:
+    return data.replace(b'notes: "', b'notes: "' + b"y" * (10 * MB), 1)
+
+
+def _deep_nesting(data: bytes) -> bytes:
+    return data.replace(b"op_params: {variant: None}", b"op_params: {v: " + b"[" * (10 * MB), 1)
+
+
+def _many_keys(data: bytes) -> bytes:
+    keys = b", ".join(b"k%d: 1" % i for i in range(10 * MB // 9))
+    return data.replace(b"op_params: {variant: None}", b"op_params: {" + keys + b"}", 1)
+
+
+def _repeated_key(data: bytes) -> bytes:
+    return data.replace(b"op_params: {variant: None}", b"op_params: {" + b"a: 1, " * (MB * 2), 1)
+
+
+def _binary_noise(data: bytes) -> bytes:
+    return data + bytes(range(256)) * (10 * MB // 256)
+
+
+@pytest.mark.parametrize(
+    ("build", "loads"),
+    [
+        (_appendix, True),
+        (_one_line, True),
+        (_huge_string, None),
+        (_deep_nesting, False),
+        (_many_keys, False),
+        (_repeated_key, False),
+        (_binary_noise, False),
+    ],
+    ids=lambda v: getattr(v, "__name__", str(v)),
+)
+def test_ten_megabyte_documents_load_or_fail_in_bounded_time_and_memory(
+    build: Callable[[bytes], bytes], loads: bool | None, tmp_path: Path
+) -> None:
+    """`loads`: True = same facts as the original, False = refused, None = either."""
+    document = registry_module.bundled_contracts_dir() / "fuel-reference-backend.md"
+    data = build(document.read_bytes())
+    assert len(data) >= 10 * MB
+    path = tmp_path / "big.md"
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        outcome, seconds = load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seconds < LOAD_SECONDS * 3  # tracemalloc itself slows the load down about twofold
+    assert peak < 12 * len(data), f"peak {peak / MB:.0f} MB for a {len(data) / MB:.0f} MB file"
+    if isinstance(outcome, ft.ContractError):
+        assert loads is not True, outcome
+        assert_names_file_and_line(outcome, path, data)
+    else:
+        assert loads is not False
+        if loads:
+            assert outcome == facts(ft.Registry.from_paths([document]))
+
+
+# -- what each refusal says -------------------------------------------------------------------
+
+
+def _reference() -> str:
+    return (registry_module.bundled_contracts_dir() / "fuel-reference-backend.md").read_text()
+
+
+def _first_line(text: str, needle: str) -> int:
+    return text[: text.index(needle)].count("\n") + 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle", "says"),
+    [
+        (
+            lambda t: t.replace("dtypes: [F32", "dtypes: [F33", 1),
+            "dtypes: [F33",
+            ["'F33' is not accepted", "accepted:", "F32", "BF16"],
+        ),
+        (
+            lambda t: t.replace("alignment_bytes: 64", "alignment_bytes: [64]", 1),
+            "alignment_bytes",
+            ["caps.alignment_bytes", "expected an integer >= 1", "a list"],
+        ),
+        (
+            lambda t: t.replace("in_place: false", "in_place: 0", 1),
+            "in_place",
+            ["caps.in_place", "expected true or false", "int 0"],
+        ),
+        (
+            lambda t: t.replace("rank: any", "rank: -2", 1),
+            "rank: -2",
+            ["rank", "accepted: any or an integer >= 0"],
+        ),
+        (
+            lambda t: t.replace(
+                "layout: {contiguous: required,", "layout: {contiguous: required", 1
+            ),
+            "layout: {contiguous: required",
+            ["invalid YAML", "accepted: YAML mappings"],
+        ),
+        (
+            lambda t: t.replace("contiguous: required", "contiguous: needed", 1),
+            "contiguous: needed",
+            ["'needed' is not accepted", "accepted: required, rejected, allowed"],
+        ),
+        (
+            lambda t: t.replace("\n  in_place: false", "", 1),
+            "\ncaps:",
+            ["caps.in_place", "missing required key"],
+        ),
+        (
+            lambda t: t.replace("determinism:", "determinsm:", 1),
+            "determinsm",
+            ["determinsm", "unknown key; accepted here:", "determinism"],
+        ),
+        (
+            lambda t: t.replace("```fkc", "```kc", 1),
+            "```kc",
+            ["fenced as '```kc'", "declares a contract", "accepted: ```fkc"],
+        ),
+        (
+            lambda t: t.replace("\n```\n", "\n``\n", 1),
+            "```fkc\nkernel: broadcast_sub",
+            ["inside the code block opened at line", "accepted: close a code block"],
+        ),
+        (
+            lambda t: t.replace("kernel: broadcast_sub", "kernel: broadcast_add", 1),
+            "kernel: broadcast_add\nop_kind: SubElementwise",
+            ["duplicate kernel name 'broadcast_add'", "first declared at", "accepted: a name"],
+        ),
+        (
+            lambda t: t.replace("kernel: broadcast_sub", "kernel: broadcast_sub\u0007", 1),
+            "broadcast_sub\u0007",
+            ["#x0007 is not accepted", "accepted: printable"],
+        ),
+        (
+            lambda t: t[: t.index("precision:", t.index("broadcast_mul"))],
+            "```fkc\nkernel: broadcast_mul",
+            ["not closed by a ``` line"],
+        ),
+    ],
+    ids=[
+        "unknown-dtype",
+        "list-for-int",
+        "int-for-bool",
+        "negative-rank",
+        "broken-flow",
+        "bad-flag-value",
+        "removed-key",
+        "misspelt-key",
+        "mistyped-open-fence",
+        "mistyped-close-fence",
+        "duplicate-kernel",
+        "control-character",
+        "truncated-block",
+    ],
+)
+def test_each_refusal_says_what_was_wrong_and_what_is_accepted_at_its_line(
+    edit: Callable[[str], str], needle: str, says: list[str], tmp_path: Path
+) -> None:
+    text = edit(_reference())
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8", newline="\n")
+    with pytest.raises(ft.ContractError) as info:
+        ft.Registry.from_paths([path])
+    message = str(info.value)
+    assert all(s in message for s in says), message
+    assert info.value.line == _first_line(text, needle.lstrip("\n")), message
+    assert_names_file_and_line(info.value, path, text.encode())
+
+
+@pytest.mark.parametrize(
+    ("bad", "line_of"),
+    [(b"\xff", b"kernel: broadcast_mul"), (b"\xe2\x82", b"precision:")],
+)
+def test_non_utf8_bytes_are_refused_at_their_line(
+    bad: bytes, line_of: bytes, tmp_path: Path
+) -> None:
+    data = (registry_module.bundled_contracts_dir() / "fuel-reference-backend.md").read_bytes()
+    pos = data.index(line_of)
+    path = tmp_path / "doc.md"
+    path.write_bytes(data[:pos] + bad + data[pos:])
+    with pytest.raises(ft.ContractError, match="is not UTF-8; accepted: UTF-8 text") as info:
+        ft.Registry.from_paths([path])
+    assert info.value.line == data.count(b"\n", 0, pos) + 1
+
+
+def test_a_document_over_the_yaml_value_limit_is_refused_quickly(tmp_path: Path) -> None:
+    keys = ", ".join(f"k{i}: 1" for i in range(MAX_EVENTS))
+    text = _reference().replace("op_params: {variant: None}", "op_params: {" + keys + "}", 1)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    start = time.perf_counter()
+    with pytest.raises(ft.ContractError, match=f"more than {MAX_EVENTS} YAML values; accepted"):
+        ft.Registry.from_paths([path])
+    assert time.perf_counter() - start < LOAD_SECONDS
