@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import random
+import re
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -327,3 +329,133 @@ def test_a_document_over_the_yaml_value_limit_is_refused_quickly(tmp_path: Path)
     with pytest.raises(ft.ContractError, match=f"more than {MAX_EVENTS} YAML values; accepted"):
         ft.Registry.from_paths([path])
     assert time.perf_counter() - start < LOAD_SECONDS
+
+
+# -- no code from documents -------------------------------------------------------------------
+
+FORMULA_VARIABLES = "a_count, b_count, dtype_bytes, n"
+
+
+@pytest.mark.parametrize(
+    ("formula", "says"),
+    [
+        ("__import__('os').system('true')", "unexpected character"),
+        ("os", "unknown variable os"),
+        ("n.real", "attribute access"),
+        ("abs(n)", "calls are not allowed"),
+        ("n[0]", "subscripts"),
+        ("lambda: 1", "unexpected character ':'"),
+        ("9 ** 9 ** 9", "'**' (power) is not allowed"),
+        ("9e999", "too large"),
+        ("1e18 * 1e18", "too large"),
+        ("(" * 60 + "n" + ")" * 60, "nested deeper than"),
+    ],
+)
+def test_formulas_that_are_code_or_huge_are_refused_at_load(
+    formula: str, says: str, contract_text: Callable[..., str], tmp_path: Path
+) -> None:
+    text = contract_text().replace('flops: "n"', "flops: '" + formula.replace("'", "''") + "'", 1)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ft.ContractError) as info:
+        ft.Registry.from_paths([path])
+    message = str(info.value)
+    assert info.value.field == "cost.flops" and says in message, message
+    assert "; accepted: " in message and message.endswith(FORMULA_VARIABLES), message
+    assert info.value.line == _first_line(text, "  flops:")
+
+
+def _tagged_documents(marker: Path) -> list[str]:
+    command = f"touch {marker}"
+    return [
+        f'blurb: !!python/object/apply:os.system ["{command}"]',
+        f"blurb: !!python/object/apply:os.system\n  args: ['{command}']",
+        f'blurb: !!python/object/new:subprocess.Popen [["touch", "{marker}"]]',
+        "blurb: !!python/name:os.system",
+        "blurb: !!python/module:os",
+        "blurb: !!python/tuple [1, 2]",
+        "blurb: !!binary aGVsbG8=",
+        "blurb: !!timestamp 2024-01-01",
+        "blurb: 2024-01-01",
+        "blurb: !!set {a, b}",
+        "blurb: !!omap [a: 1]",
+        "blurb: !custom text",
+    ]
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_yaml_tags_are_refused_and_never_run(
+    case: int, contract_text: Callable[..., str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "executed"
+    line = _tagged_documents(marker)[case]
+    text = contract_text().replace('blurb: "test kernel"', line, 1)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ft.ContractError) as info:
+        ft.Registry.from_paths([path])
+    assert "is not accepted; accepted: plain strings, numbers" in str(info.value), info.value
+    assert info.value.line == _first_line(text, "blurb:")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [("&a x", "anchor &a is not accepted"), ("*a", "alias *a is not accepted")],
+)
+def test_anchors_and_aliases_are_refused(
+    value: str, says: str, contract_text: Callable[..., str], tmp_path: Path
+) -> None:
+    text = contract_text().replace('blurb: "test kernel"', f"blurb: {value}", 1)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ft.ContractError, match=re.escape(says)):
+        ft.Registry.from_paths([path])
+
+
+def test_entry_points_resolve_only_through_link_registries(
+    contract_text: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document naming a real importable function, or a module whose import would leave a
+    mark, links to nothing and imports nothing."""
+    marker = tmp_path / "imported"
+    module = "fueltensor_reliability_trap"
+    (tmp_path / f"{module}.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).touch()\ndef kernel(*a, out): pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for provider, entry in [
+        ("os", "os.system"),
+        ("os", "os:system"),
+        (module, f"{module}.kernel"),
+        (module, f"{module}:kernel"),
+        ("fuel-cpu-backend-not", "builtins.print"),
+    ]:
+        text = contract_text(provider=provider).replace('"tests::twice_f32"', f'"{entry}"', 1)
+        text = text.replace("tests::ENTRY_POINTS", f"{module}.ENTRY_POINTS")
+        path = tmp_path / "doc.md"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ft.ContractError) as info:
+            ft.Registry.from_paths([path])
+        message = str(info.value)
+        assert info.value.field == "entry_point", message
+        assert f"no ENTRY_POINTS are registered for provider {provider}" in message
+        assert "accepted: an entry point the provider registers" in message
+        assert info.value.line == _first_line(text, "entry_point:")
+    assert not marker.exists()
+    assert module not in sys.modules
+
+
+def test_a_registered_provider_links_only_the_names_in_its_map(
+    contract_text: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even for a registered provider, an entry point outside its map (a real function's dotted
+    path) is refused."""
+    monkeypatch.setattr(registry_module, "_links", dict(registry_module._links))
+    provider = "reliability-link-test"
+    ft.register_provider(provider, {"tests::twice_f32": lambda a, b, *, out: None})
+    text = contract_text(provider=provider).replace('"tests::twice_f32"', '"os.system"', 1)
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ft.ContractError, match=f"provider {provider} has no entry 'os.system'"):
+        ft.Registry.from_paths([path])
