@@ -9,19 +9,22 @@ provider's documents, built once per process.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from importlib.metadata import EntryPoint, distributions
+from importlib.machinery import PathFinder
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ._errors import ContractError
 from .fkc import KernelContract, Provider, load_document
 from .fkc.schema import check_unique
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 KernelFn = Callable[..., None]
 """`kernel(*inputs, out=out) -> None`; see docs/interfaces.md for the calling convention."""
@@ -91,8 +94,13 @@ def _plugin_entry_points() -> list[EntryPoint]:
     """The `fueltensor.providers` entry points of the installed distributions.
 
     Same result as `entry_points(group=...)`, but only distributions whose entry_points.txt
-    mentions the group are parsed, which keeps the first operation fast.
+    mentions the group are parsed, and importlib.metadata (~20 ms to import) is loaded only
+    when some distribution on sys.path mentions the group at all.
     """
+    if not _group_mentioned():
+        return []
+    from importlib.metadata import distributions
+
     found: dict[str, EntryPoint] = {}
     seen: set[str] = set()
     for dist in distributions():
@@ -103,6 +111,34 @@ def _plugin_entry_points() -> list[EntryPoint]:
         for ep in dist.entry_points.select(group=PROVIDER_GROUP):
             found.setdefault(ep.name, ep)
     return list(found.values())
+
+
+def _group_mentioned() -> bool:
+    """Whether a `*.dist-info`/`*.egg-info` entry_points.txt in a sys.path directory names the
+    provider group. Conservatively True wherever importlib.metadata could see more than that:
+    a sys.path entry that is a file (zip, egg), an `*.egg` directory, or another finder that
+    lists distributions."""
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return True
+    for entry in sys.path:
+        base = entry or "."
+        try:
+            names = os.listdir(base)
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".egg"):
+                return True
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(base, name, "entry_points.txt"), "rb") as f:
+                        if PROVIDER_GROUP.encode() in f.read():
+                            return True
+                except OSError:
+                    continue
+    return False
 
 
 def _link_map(provider: Provider) -> Mapping[str, KernelFn] | None:
@@ -158,15 +194,18 @@ class Registry:
         self._providers = tuple(providers.values())
 
     @classmethod
-    def from_paths(cls, paths: Iterable[str | os.PathLike[str]]) -> Registry:
+    def from_paths(
+        cls, paths: Iterable[str | os.PathLike[str]], *, cached: bool = False
+    ) -> Registry:
         """Load, validate and link FKC documents (files, or directories of `*.md`).
 
-        All or nothing: any fault raises ContractError and no registry is made.
+        All or nothing: any fault raises ContractError and no registry is made. With `cached`,
+        documents validated by an earlier process come from the per-user JSON cache.
         """
         contracts: list[KernelContract] = []
         providers: dict[str, Provider] = {}
         for path in _expand(paths):
-            provider, declared = load_document(path)
+            provider, declared = load_document(path, cached=cached)
             first = providers.setdefault(provider.name, provider)
             if first.to_dict() != provider.to_dict():
                 raise ContractError(
@@ -184,6 +223,8 @@ class Registry:
         try:
             return self._by_name[name]
         except KeyError:
+            import difflib  # only for the error message; kept out of `import fueltensor`
+
             close = difflib.get_close_matches(str(name), self._by_name, n=5, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise KeyError(
@@ -257,6 +298,6 @@ def registry() -> Registry:
     if reg is None:
         with _lock:
             if _bundled is None:
-                _bundled = Registry.from_paths([bundled_contracts_dir(), *_discover()])
+                _bundled = Registry.from_paths([bundled_contracts_dir(), *_discover()], cached=True)
             reg = _bundled
     return reg

@@ -236,9 +236,9 @@ def test_registry_is_built_once_under_concurrency(monkeypatch: pytest.MonkeyPatc
     built: list[Any] = []
     original = ft.Registry.from_paths.__func__  # type: ignore[attr-defined]
 
-    def counting(cls: type[ft.Registry], paths: Any) -> ft.Registry:
+    def counting(cls: type[ft.Registry], paths: Any, **options: Any) -> ft.Registry:
         built.append(paths)
-        return original(cls, paths)  # type: ignore[no-any-return]
+        return original(cls, paths, **options)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(ft.Registry, "from_paths", classmethod(counting))
     results: list[ft.Registry] = []

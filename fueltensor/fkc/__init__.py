@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
+from . import cache
 from .formula import Formula
-from .parse import read_document
 from .schema import (
     LAYOUT_FLAGS,
     LAYOUT_VALUES,
@@ -48,10 +48,31 @@ __all__ = [
 ]
 
 
-def load_document(path: str | os.PathLike[str]) -> tuple[Provider, tuple[KernelContract, ...]]:
-    """The provider and contracts one FKC document declares; ContractError on any fault."""
-    doc = read_document(path)
+def load_document(
+    path: str | os.PathLike[str], *, cached: bool = False
+) -> tuple[Provider, tuple[KernelContract, ...]]:
+    """The provider and contracts one FKC document declares; ContractError on any fault.
+
+    With `cached`, a document validated before (same bytes, same reader code) is taken from the
+    per-user JSON cache (`fkc.cache`) instead of being parsed and validated again.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError:
+        data = None  # read_document below raises the ContractError that says why
+    if cached and data is not None:
+        hit = cache.load(name, data)
+        if hit is not None:
+            return hit
+    # Imported here: the YAML reader is needed only when a document is actually parsed.
+    from .parse import parse_document, read_document
+
+    doc = read_document(name) if data is None else parse_document(data, name)
     provider = build_provider(doc.front_matter, doc.path)
     contracts = tuple(build_contract(b.node, provider, b.description) for b in doc.blocks)
     check_unique(contracts)
+    if cached and data is not None:
+        cache.store(data, provider, contracts)
     return provider, contracts
