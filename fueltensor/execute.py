@@ -69,10 +69,11 @@ def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
     """Hold an array a kernel returned to its contract's `return` clause."""
     assert plan.kernel is not None
-    name = plan.kernel.name
+    source = plan.kernel.source
+    kernel = f"kernel {plan.kernel.name} ({source.path}:{source.line})"
     if not isinstance(got, np.ndarray):
         raise ContractViolation(
-            f"kernel {name} returned a {type(got).__name__}; kernels write "
+            f"{kernel} returned a {type(got).__name__}; kernels write "
             "`out` and return None, or return an ndarray"
         )
     out = plan.kernel.outputs[0]
@@ -86,10 +87,7 @@ def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> 
     if out.aliasing == "none" and any(np.may_share_memory(got, x) for x in inputs):
         problems.append("a buffer that aliases an input, its aliasing is none")
     if problems:
-        raise ContractViolation(
-            f"kernel {name} ({plan.kernel.source.path}:"
-            f"{plan.kernel.source.line}) returned " + "; ".join(problems)
-        )
+        raise ContractViolation(f"{kernel} returned " + "; ".join(problems))
     return got
 
 

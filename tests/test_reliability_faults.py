@@ -1,0 +1,323 @@
+"""Nothing lost: operations never write their inputs, a failing in-place operation leaves its
+target byte for byte as it was, and a kernel that breaks its contract is caught before its
+result reaches the user (`ContractViolation`)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext, suppress
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+
+registry_module = importlib.import_module("fueltensor.registry")
+
+OPS: dict[str, Callable[[Any, Any], ft.FuelTensor]] = {
+    "add": ft.add,
+    "subtract": ft.subtract,
+    "multiply": ft.multiply,
+    "divide": ft.divide,
+    "remainder": ft.remainder,
+    "pow": ft.pow,
+    "maximum": ft.maximum,
+    "minimum": ft.minimum,
+}
+INPLACE: dict[str, Callable[[ft.FuelTensor, Any], Any]] = {
+    "add": lambda t, o: t.__iadd__(o),
+    "subtract": lambda t, o: t.__isub__(o),
+    "multiply": lambda t, o: t.__imul__(o),
+    "divide": lambda t, o: t.__itruediv__(o),
+    "remainder": lambda t, o: t.__imod__(o),
+    "pow": lambda t, o: t.__ipow__(o),
+}
+DTYPES = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16, np.int32, np.uint8)
+BACKENDS = (None, "cpu", "reference", "contracts")
+
+
+def checksum(buffer: np.ndarray) -> str:
+    return hashlib.sha256(buffer.tobytes()).hexdigest()
+
+
+def backend(name: str | None) -> AbstractContextManager[object]:
+    return nullcontext() if name is None else ft.use_backend(name)
+
+
+@st.composite
+def views(draw: st.DrawFn, buffer: np.ndarray) -> ft.FuelTensor:
+    """A random strided view (negative and zero strides, offsets) on `buffer`'s storage."""
+    base = ft.asarray(buffer)
+    ndim = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    strides = tuple(draw(st.lists(st.integers(-4, 4), min_size=ndim, max_size=ndim)))
+    lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
+    offset = draw(st.integers(-lo, buffer.size - 1 - hi))
+    return ft.as_strided(base, shape, strides, offset)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    op=st.sampled_from(sorted(OPS)),
+    dtype=st.sampled_from(DTYPES),
+    other_dtype=st.sampled_from(DTYPES),
+    where=st.sampled_from(BACKENDS),
+    scalar=st.booleans(),
+)
+def test_operations_never_modify_their_inputs(
+    data: st.DataObject, op: str, dtype: Any, other_dtype: Any, where: str | None, scalar: bool
+) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    first = (rng.standard_normal(64) * 8).astype(dtype)
+    second = (rng.standard_normal(64) * 8).astype(other_dtype)
+    before = checksum(first), checksum(second)
+    x = data.draw(views(first))
+    y: Any = 2.5 if scalar else data.draw(views(second))
+    assert np.shares_memory(np.asarray(x), first)
+    # NoKernelError: not admitted under `where`; ValueError: the shapes do not broadcast.
+    with backend(where), suppress(ft.NoKernelError, ValueError):
+        OPS[op](x, y)
+    assert (checksum(first), checksum(second)) == before
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), op=st.sampled_from(sorted(INPLACE)), where=st.sampled_from(BACKENDS))
+def test_inplace_operations_write_only_their_target(
+    data: st.DataObject, op: str, where: str | None
+) -> None:
+    """`x op= y` changes exactly the elements of x's view, and never y's storage."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    target_buffer = rng.standard_normal(64).astype(np.float32) + 4
+    other_buffer = rng.standard_normal(64).astype(np.float32) + 4
+    other_sum = checksum(other_buffer)
+    x = data.draw(views(target_buffer))
+    y = data.draw(views(other_buffer))
+    marked = np.zeros(64, bool)
+    index_view = ft.as_strided(ft.asarray(np.arange(64)), x.shape, x.strides, x.offset)
+    marked[np.asarray(index_view).ravel()] = True
+    outside = target_buffer[~marked].copy()
+    with backend(where), suppress(ft.NoKernelError, ValueError):
+        INPLACE[op](x, y)
+    assert checksum(other_buffer) == other_sum
+    np.testing.assert_array_equal(target_buffer[~marked], outside)
+
+
+# -- failing in-place operations --------------------------------------------------------------
+
+
+def _target() -> tuple[np.ndarray, ft.FuelTensor]:
+    buffer = np.arange(1.0, 13.0, dtype=np.float32)
+    return buffer, ft.reshape(ft.asarray(buffer), (3, 4))
+
+
+@pytest.mark.parametrize(
+    ("make", "where", "error", "says"),
+    [
+        (
+            lambda t: (t, ft.asarray(np.ones(4, np.float64))),
+            None,
+            TypeError,
+            ["would store a float64 result in a float32 tensor", "use the out-of-place form"],
+        ),
+        (
+            lambda t: (t, ft.asarray(np.ones((2, 3, 4), np.float32))),
+            None,
+            ValueError,
+            [
+                "the result has shape (2, 3, 4), the target (3, 4)",
+                "must broadcast to the target's shape",
+            ],
+        ),
+        (
+            lambda t: (ft.broadcast_to(t[0], (3, 4)), t),
+            None,
+            ValueError,
+            ["stride-0 (broadcast) view", "copy the target first"],
+        ),
+        (
+            lambda t: (t[:, :2], ft.asarray(np.ones(3, np.float32))),
+            None,
+            ValueError,
+            ["cannot be broadcast"],
+        ),
+        (
+            lambda t: (t, t),
+            "reference-pow",
+            ft.NoKernelError,
+            [
+                "no kernel contract admits pow(float32[3, 4], float32[3, 4])",
+                "use_backend('reference')",
+                "candidates:",
+            ],
+        ),
+    ],
+    ids=["dtype", "shape", "stride0", "no-broadcast", "nokernel"],
+)
+def test_a_failing_inplace_operation_leaves_the_target_as_it_was(
+    make: Callable[[ft.FuelTensor], tuple[ft.FuelTensor, Any]],
+    where: str | None,
+    error: type[Exception],
+    says: list[str],
+) -> None:
+    buffer, t = _target()
+    target, other = make(t)
+    before = checksum(buffer)
+    op = "pow" if where == "reference-pow" else "add"
+    name = where.split("-")[0] if where else None
+    with backend(name), pytest.raises(error) as info:
+        INPLACE[op](target, other)
+    assert checksum(buffer) == before
+    assert all(s in str(info.value) for s in says), str(info.value)
+
+
+def test_nokernel_for_host_dtypes_under_contracts_leaves_the_target() -> None:
+    buffer = np.arange(12, dtype=np.int32)
+    t = ft.asarray(buffer)
+    before = checksum(buffer)
+    with ft.use_backend("contracts"), pytest.raises(ft.NoKernelError) as info:
+        t += t
+    assert checksum(buffer) == before
+    message = str(info.value)
+    assert "no kernel contract admits add(int32[12], int32[12])" in message
+    assert re.search(r"add_f32: lhs: dtype I32 not in \[F32\]", message), message
+
+
+# -- kernels that break their contracts -------------------------------------------------------
+
+PROVIDER = "reliability-broken-backend"
+
+
+def _wrong_dtype(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    return np.zeros(out.shape, np.float64)
+
+
+def _wrong_shape(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    return np.zeros((*out.shape, 2), out.dtype)
+
+
+def _strided(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    return np.zeros((out.shape[0], out.shape[1] * 2), out.dtype)[:, ::2]
+
+
+def _aliasing(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    return a
+
+
+def _aliasing_view(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    return b.reshape(out.shape)
+
+
+def _not_an_array(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> object:
+    return a.tolist()
+
+
+def _raises(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    out[...] = 7
+    raise RuntimeError("kernel failed half way")
+
+
+BROKEN: dict[str, tuple[Callable[..., object], type[Exception], list[str]]] = {
+    "wrong_dtype_f32": (
+        _wrong_dtype,
+        ft.ContractViolation,
+        ["dtype float64, its dtype_rule gives float32"],
+    ),
+    "wrong_shape_f32": (
+        _wrong_shape,
+        ft.ContractViolation,
+        ["shape (3, 4, 2), its shape_rule gives (3, 4)"],
+    ),
+    "strided_f32": (
+        _strided,
+        ft.ContractViolation,
+        ["a non-contiguous buffer, its layout_guarantee is contiguous"],
+    ),
+    "aliasing_f32": (
+        _aliasing,
+        ft.ContractViolation,
+        ["a buffer that aliases an input, its aliasing is none"],
+    ),
+    "aliasing_view_f32": (
+        _aliasing_view,
+        ft.ContractViolation,
+        ["a buffer that aliases an input, its aliasing is none"],
+    ),
+    "not_an_array_f32": (
+        _not_an_array,
+        ft.ContractViolation,
+        ["returned a list", "return None, or return an ndarray"],
+    ),
+    "raises_f32": (_raises, RuntimeError, ["kernel failed half way"]),
+}
+
+
+@pytest.fixture
+def broken_registry(
+    contract_text: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str], AbstractContextManager[ft.Registry]]:
+    """`use(kernel)`: dispatch through a registry holding only that broken kernel, loaded from
+    a test document and linked through `register_provider` (undone after the test)."""
+    monkeypatch.setattr(registry_module, "_links", dict(registry_module._links))
+    ft.register_provider(PROVIDER, {f"tests::{k}": fn for k, (fn, _, _) in BROKEN.items()})
+
+    def use(kernel: str) -> AbstractContextManager[ft.Registry]:
+        path = tmp_path / f"{kernel}.md"
+        path.write_text(contract_text(provider=PROVIDER, kernel=kernel), encoding="utf-8")
+        return ft.use_registry(ft.Registry.from_paths([path]))
+
+    return use
+
+
+@pytest.mark.parametrize("kernel", sorted(BROKEN))
+@pytest.mark.parametrize("inplace", [False, True], ids=["fresh", "inplace"])
+def test_a_kernel_breaking_its_contract_is_caught_and_the_target_kept(
+    kernel: str,
+    inplace: bool,
+    broken_registry: Callable[[str], AbstractContextManager[ft.Registry]],
+) -> None:
+    _fn, error, says = BROKEN[kernel]
+    buffer, x = _target()
+    other = np.full(12, 0.5, np.float32)
+    y = ft.reshape(ft.asarray(other), (3, 4))
+    before = checksum(buffer), checksum(other)
+    with broken_registry(kernel) as reg, ft.trace() as plans, pytest.raises(error) as info:
+        if inplace:
+            x += y
+        else:
+            x + y
+    assert [p.kernel.name for p in plans if p.kernel] == []  # nothing that failed is recorded
+    assert (checksum(buffer), checksum(other)) == before
+    message = str(info.value)
+    assert all(s in message for s in says), message
+    if error is ft.ContractViolation:
+        source = reg[kernel].source
+        assert f"kernel {kernel} ({source.path}:{source.line})" in message
+
+
+def test_the_broken_kernels_really_run_under_the_test_registry(
+    broken_registry: Callable[[str], AbstractContextManager[ft.Registry]],
+) -> None:
+    """The plan that fails is the broken kernel's (not a host fallback that would hide it)."""
+    _, x = _target()
+    with broken_registry("wrong_dtype_f32"):
+        plan = ft.explain(ft.add, x, x)
+    assert plan.kernel is not None and plan.kernel.name == "wrong_dtype_f32"
+    assert plan.kernel.provider.name == PROVIDER
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_policy() -> Iterator[None]:
+    """Every test leaves dispatch on the bundled registry."""
+    yield
+    kernel = ft.explain(ft.add, ft.asarray([1.0]), ft.asarray([1.0])).kernel
+    assert kernel is not None and ft.registry()[kernel.name] is kernel
