@@ -7,6 +7,7 @@ float32 and round once at the end (NumPy would accumulate in the half type).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,9 @@ def _reduce(
     if x.dtype in _HALF:
         a = a.astype(np.float32)
         out = out or x.dtype
-    return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+    with warnings.catch_warnings():  # an empty mean or var is NaN, said by value, not warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
 
 
 def _work(dtype: DType) -> np.dtype:

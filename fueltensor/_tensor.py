@@ -341,58 +341,58 @@ class FuelTensor:
 
     # -- the eight contract operations --------------------------------------------------------
 
-    def __add__(self, other: Any) -> FuelTensor:
+    def __add__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("add", self, other)
 
-    def __radd__(self, other: Any) -> FuelTensor:
+    def __radd__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("add", other, self)
 
-    def __iadd__(self, other: Any) -> FuelTensor:
+    def __iadd__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("add", self, other)
 
-    def __sub__(self, other: Any) -> FuelTensor:
+    def __sub__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("subtract", self, other)
 
-    def __rsub__(self, other: Any) -> FuelTensor:
+    def __rsub__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("subtract", other, self)
 
-    def __isub__(self, other: Any) -> FuelTensor:
+    def __isub__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("subtract", self, other)
 
-    def __mul__(self, other: Any) -> FuelTensor:
+    def __mul__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("multiply", self, other)
 
-    def __rmul__(self, other: Any) -> FuelTensor:
+    def __rmul__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("multiply", other, self)
 
-    def __imul__(self, other: Any) -> FuelTensor:
+    def __imul__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("multiply", self, other)
 
-    def __truediv__(self, other: Any) -> FuelTensor:
+    def __truediv__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("divide", self, other)
 
-    def __rtruediv__(self, other: Any) -> FuelTensor:
+    def __rtruediv__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("divide", other, self)
 
-    def __itruediv__(self, other: Any) -> FuelTensor:
+    def __itruediv__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("divide", self, other)
 
-    def __mod__(self, other: Any) -> FuelTensor:
+    def __mod__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("remainder", self, other)
 
-    def __rmod__(self, other: Any) -> FuelTensor:
+    def __rmod__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("remainder", other, self)
 
-    def __imod__(self, other: Any) -> FuelTensor:
+    def __imod__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("remainder", self, other)
 
-    def __pow__(self, other: Any) -> FuelTensor:
+    def __pow__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("pow", self, other)
 
-    def __rpow__(self, other: Any) -> FuelTensor:
+    def __rpow__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary("pow", other, self)
 
-    def __ipow__(self, other: Any) -> FuelTensor:
+    def __ipow__(self, other: Any, /) -> FuelTensor:
         return _dispatch.binary_inplace("pow", self, other)
 
     # -- every other operator: a host operation of the array-API namespace -------------------
