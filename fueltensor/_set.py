@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,7 +35,8 @@ _INDEX = _dtypes.int64
 def _unique(x: FuelTensor, *, index: bool, inverse: bool, counts: bool) -> list[FuelTensor]:
     """np.unique with NaNs kept apart: values, then the requested index arrays (int64)."""
     a = tensor(x)._array
-    parts = np.unique(
+    unique: Callable[..., Any] = np.unique  # the flags are runtime booleans, not literals
+    parts = unique(
         a, return_index=index, return_inverse=inverse, return_counts=counts, equal_nan=False
     )
     if not (index or inverse or counts):

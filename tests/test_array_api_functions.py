@@ -39,8 +39,21 @@ STANDARD = {
     "utility": "all any diff",
 }
 FUNCTIONS = sorted(n for names in STANDARD.values() for n in names.split())
-DTYPES = ("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64 "
-          "complex128").split()
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
 def test_every_standard_name_and_constant_is_exported() -> None:
@@ -76,11 +89,42 @@ def test_expand_dims_signature() -> None:
         ft.expand_dims(x, axis=3 + 1)
 
 
-ARRAY_METHODS = ("__abs__ __add__ __and__ __array_namespace__ __bool__ __complex__ __dlpack__ "
-                 "__dlpack_device__ __eq__ __float__ __floordiv__ __ge__ __getitem__ __gt__ "
-                 "__index__ __int__ __invert__ __le__ __lshift__ __lt__ __matmul__ __mod__ "
-                 "__mul__ __ne__ __neg__ __or__ __pos__ __pow__ __rshift__ __setitem__ __sub__ "
-                 "__truediv__ __xor__ to_device").split()
+ARRAY_METHODS = [
+    "__abs__",
+    "__add__",
+    "__and__",
+    "__array_namespace__",
+    "__bool__",
+    "__complex__",
+    "__dlpack__",
+    "__dlpack_device__",
+    "__eq__",
+    "__float__",
+    "__floordiv__",
+    "__ge__",
+    "__getitem__",
+    "__gt__",
+    "__index__",
+    "__int__",
+    "__invert__",
+    "__le__",
+    "__lshift__",
+    "__lt__",
+    "__matmul__",
+    "__mod__",
+    "__mul__",
+    "__ne__",
+    "__neg__",
+    "__or__",
+    "__pos__",
+    "__pow__",
+    "__rshift__",
+    "__setitem__",
+    "__sub__",
+    "__truediv__",
+    "__xor__",
+    "to_device",
+]
 
 
 KEYWORD_ONLY = {"api_version", "stream", "max_version", "dl_device", "copy"}
@@ -103,8 +147,9 @@ def test_array_method_positional_markers(name: str) -> None:
 @pytest.mark.parametrize("a, b", list(itertools.product(DTYPES, repeat=2)))
 def test_promotion_follows_the_standard_lattice(a: str, b: str) -> None:
     try:
-        want = array_api_strict.result_type(getattr(array_api_strict, a),
-                                            getattr(array_api_strict, b))
+        want = array_api_strict.result_type(
+            getattr(array_api_strict, a), getattr(array_api_strict, b)
+        )
     except TypeError:
         pytest.skip(f"{a} with {b} is not promoted by the standard")
     got = ft.result_type(getattr(ft, a), getattr(ft, b))
@@ -144,9 +189,17 @@ def test_python_scalars_are_weak() -> None:
 # -- result dtypes and shapes -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype, want", [("bool", "int64"), ("int8", "int64"),
-                                         ("uint8", "uint64"), ("int64", "int64"),
-                                         ("float32", "float32"), ("complex64", "complex64")])
+@pytest.mark.parametrize(
+    "dtype, want",
+    [
+        ("bool", "int64"),
+        ("int8", "int64"),
+        ("uint8", "uint64"),
+        ("int64", "int64"),
+        ("float32", "float32"),
+        ("complex64", "complex64"),
+    ],
+)
 def test_sum_and_prod_accumulate_as_the_standard_says(dtype: str, want: str) -> None:
     x = ft.ones((3, 2), dtype=getattr(ft, dtype))
     for fn in (ft.sum, ft.prod, ft.cumulative_sum):
@@ -183,8 +236,9 @@ def test_half_types_reduce_in_float32() -> None:
     total = ft.sum(x)
     assert total.dtype is ft.bfloat16
     assert float(total) == 1024.0
-    assert float(ft.mean(ft.asarray([1.0, 2.0, 4.0], dtype=ft.float16))) == pytest.approx(7 / 3,
-                                                                                        rel=1e-3)
+    assert float(ft.mean(ft.asarray([1.0, 2.0, 4.0], dtype=ft.float16))) == pytest.approx(
+        7 / 3, rel=1e-3
+    )
 
 
 def test_creation_defaults() -> None:
@@ -207,12 +261,19 @@ def test_info() -> None:
     info = ft.__array_namespace_info__()
     assert info.capabilities()["boolean indexing"] is True
     assert info.default_device() == "cpu" and info.devices() == ["cpu"]
-    assert info.default_dtypes() == {"real floating": ft.float64, "complex floating":
-                                     ft.complex128, "integral": ft.int64, "indexing": ft.int64}
+    assert info.default_dtypes() == {
+        "real floating": ft.float64,
+        "complex floating": ft.complex128,
+        "integral": ft.int64,
+        "indexing": ft.int64,
+    }
     assert set(info.dtypes()) == set(DTYPES)
     assert set(info.dtypes(kind="integral")) == {d for d in DTYPES if "int" in d}
-    assert set(info.dtypes(kind=("bool", "complex floating"))) == {"bool", "complex64",
-                                                                   "complex128"}
+    assert set(info.dtypes(kind=("bool", "complex floating"))) == {
+        "bool",
+        "complex64",
+        "complex128",
+    }
     assert ft.isdtype(ft.bfloat16, "real floating") and ft.isdtype(ft.int8, ("bool", "integral"))
     assert ft.isdtype(ft.int8, "numeric") and not ft.isdtype(ft.bool, "numeric")
 
@@ -237,8 +298,9 @@ def _values(t: ft.FuelTensor) -> list[float]:
 
 def test_floor_divide_infinities() -> None:
     """The standard: +inf // positive finite = +inf; finite // +inf = +0 or -0 by sign."""
-    got = ft.floor_divide(ft.asarray([math.inf, -math.inf, 1.0, -1.0]),
-                          ft.asarray([2.0, 2.0, math.inf, math.inf]))
+    got = ft.floor_divide(
+        ft.asarray([math.inf, -math.inf, 1.0, -1.0]), ft.asarray([2.0, 2.0, math.inf, math.inf])
+    )
     v = _values(got)
     assert v[:2] == [math.inf, -math.inf]
     assert v[2] == 0.0 and math.copysign(1, v[2]) == 1
@@ -305,8 +367,10 @@ def test_linear_algebra() -> None:
     np.testing.assert_array_equal(np.asarray(a @ a.mT), np.asarray(a) @ np.asarray(a).T)
     assert ft.tensordot(a, a, axes=([1], [1])).shape == (2, 2)
     assert _values(ft.vecdot(a, a)) == [5.0, 50.0]
-    assert ft.matmul(ft.ones((3, 3), dtype=ft.bfloat16), ft.ones(3, dtype=ft.bfloat16)).dtype \
+    assert (
+        ft.matmul(ft.ones((3, 3), dtype=ft.bfloat16), ft.ones(3, dtype=ft.bfloat16)).dtype
         is ft.bfloat16
+    )
     with pytest.raises(ValueError):
         ft.matmul(ft.asarray(1.0), a)
 

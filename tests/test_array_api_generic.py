@@ -84,8 +84,9 @@ def polynomial_horner(x: Any) -> Any:
 
 
 finite = st.floats(-50, 50, allow_nan=False, allow_subnormal=False)
-matrices = hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=6),
-                      elements=finite)
+matrices = hnp.arrays(
+    np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=6), elements=finite
+)
 
 
 def run_everywhere(fn: Callable[..., Any], *arrays: np.ndarray) -> dict[str, list[np.ndarray]]:
@@ -108,8 +109,9 @@ def assert_same(results: dict[str, list[np.ndarray]]) -> None:
             np.testing.assert_array_equal(g, r, err_msg=name)
 
 
-@pytest.mark.parametrize("fn", [standardize_columns, softmax, piecewise_polynomial,
-                                relu_in_place, polynomial_horner])
+@pytest.mark.parametrize(
+    "fn", [standardize_columns, softmax, piecewise_polynomial, relu_in_place, polynomial_horner]
+)
 @settings(max_examples=25, deadline=None)
 @given(x=matrices)
 def test_float_functions_agree(fn: Callable[..., Any], x: np.ndarray) -> None:

@@ -22,9 +22,20 @@ def host_ops(plans: list[ft.Plan]) -> list[str]:
 
 # -- operators --------------------------------------------------------------------------------
 
-BINARY = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-          operator.floordiv, operator.and_, operator.or_, operator.xor, operator.lshift,
-          operator.rshift]
+BINARY = [
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+    operator.eq,
+    operator.ne,
+    operator.floordiv,
+    operator.and_,
+    operator.or_,
+    operator.xor,
+    operator.lshift,
+    operator.rshift,
+]
 
 
 @pytest.mark.parametrize("op", BINARY, ids=lambda f: f.__name__)
@@ -114,10 +125,10 @@ index_items = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
-@given(key=st.tuples(index_items, index_items), value=st.integers(-50, 50),
-       transpose=st.booleans())
-def test_basic_assignment_writes_through_strides(key: tuple[Any, ...], value: int,
-                                                 transpose: bool) -> None:
+@given(key=st.tuples(index_items, index_items), value=st.integers(-50, 50), transpose=st.booleans())
+def test_basic_assignment_writes_through_strides(
+    key: tuple[Any, ...], value: int, transpose: bool
+) -> None:
     base = np.arange(9, dtype=np.int64).reshape(3, 3)
     t = ft.asarray(base.copy())
     target_t, target_np = (t.T, base.T) if transpose else (t, base)
@@ -132,8 +143,10 @@ def test_basic_assignment_writes_through_strides(key: tuple[Any, ...], value: in
 
 
 @settings(max_examples=100, deadline=None)
-@given(a=hnp.arrays(np.float64, (4, 3), elements=st.floats(-9, 9)),
-       rows=hnp.arrays(np.int64, st.integers(0, 5), elements=st.integers(-4, 3)))
+@given(
+    a=hnp.arrays(np.float64, (4, 3), elements=st.floats(-9, 9)),
+    rows=hnp.arrays(np.int64, st.integers(0, 5), elements=st.integers(-4, 3)),
+)
 def test_advanced_indexing_matches_numpy(a: np.ndarray, rows: np.ndarray) -> None:
     x = ft.asarray(a)
     np.testing.assert_array_equal(np.asarray(x[ft.asarray(rows)]), a[rows])
