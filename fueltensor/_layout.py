@@ -136,8 +136,9 @@ class Layout(NamedTuple):
                 hi += reach
         return lo, hi
 
-    def check(self, storage_size: int) -> Layout:
-        """Return self if every element lies in a storage of `storage_size`; ValueError if not."""
+    def check(self, storage_size: int, itemsize: int = 1) -> Layout:
+        """Return self if every element lies in a storage of `storage_size` elements of
+        `itemsize` bytes and NumPy can describe the view; ValueError if not."""
         if len(self.shape) != len(self.strides):
             raise ValueError(
                 f"shape {self.shape} has {len(self.shape)} dimensions but strides "
@@ -156,6 +157,13 @@ class Layout(NamedTuple):
         size = self.size
         if size > MAX_INDEX:
             raise ValueError(f"shape {self.shape} has {size} elements, more than 2**63 - 1")
+        extent = math.prod(n for n in self.shape if n)  # NumPy bounds this even when size is 0
+        if extent * itemsize > MAX_INDEX:
+            raise ValueError(
+                f"shape {self.shape} spans {extent} elements of {itemsize} bytes (zero extents "
+                "aside), more than 2**63 - 1 bytes; accepted: shapes whose nonzero extents "
+                "multiply to at most that"
+            )
         if size == 0:
             if self.offset > storage_size:
                 raise ValueError(

@@ -88,6 +88,14 @@ def check_writable(target: FuelTensor, what: str) -> None:
         )
 
 
+def _byte_strides(layout: Layout, itemsize: int) -> list[int]:
+    """Strides in bytes for NumPy; 0 where a stride never moves (extent <= 1, or no elements),
+    so an arbitrary stride there cannot overflow NumPy's byte arithmetic."""
+    empty = layout.size == 0
+    pairs = zip(layout.shape, layout.strides, strict=True)
+    return [0 if n <= 1 or empty else s * itemsize for n, s in pairs]
+
+
 def _is_basic(key: Any) -> bool:
     """True for a basic index: ints, slices, `...` and None (alone or in a tuple)."""
     items = key if type(key) is tuple else (key,)
@@ -116,7 +124,7 @@ class FuelTensor:
     @classmethod
     def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:
         """Wrap `storage` (1-D, dtype's NumPy dtype) in a view; the layout is bounds-checked."""
-        layout.check(storage.shape[0])
+        layout.check(storage.shape[0], storage.itemsize)
         t = object.__new__(cls)
         t._storage = storage
         t._layout = layout
@@ -152,7 +160,7 @@ class FuelTensor:
                 self._storage.dtype,
                 buffer=self._storage,
                 offset=lay.offset * size,
-                strides=[s * size for s in lay.strides],
+                strides=_byte_strides(lay, size),
             )
             self._np = a
         return a
