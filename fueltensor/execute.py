@@ -106,7 +106,7 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     if fn is None:
         assert host is not None
         with silenced():
-            result = np.ascontiguousarray(host(*arrays))
+            result = np.asarray(host(*arrays), order="C")  # a 0-d result stays 0-d
         return FuelTensor._from_dense(result, plan.out_dtype)
     out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
     if len(plan.out_shape) != 1:

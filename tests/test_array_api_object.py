@@ -261,3 +261,10 @@ def test_host_operations_are_explained_and_traced() -> None:
         ft.nonzero(x)
         _ = x.T  # a view: nothing runs
     assert host_ops(plans) == ["sort", "unique_all", "nonzero"]
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "bool", "complex64", "float32"])
+def test_zero_d_operands_give_zero_d_results(dtype: str) -> None:
+    x = ft.ones((), dtype=getattr(ft, dtype))
+    for result in (x + x, x * x, x == x, -x if dtype != "bool" else ~x, ft.sum(x)):
+        assert result.shape == ()
