@@ -178,6 +178,7 @@ from fueltensor._utility import (
     diff,
 )
 from fueltensor.backends import trace, use_backend, use_registry
+from fueltensor.compare import ComparisonReport, compare_backends
 from fueltensor.dispatch import (
     add,
     divide,
@@ -189,6 +190,7 @@ from fueltensor.dispatch import (
     remainder,
     subtract,
 )
+from fueltensor.judge import JudgeReport, judge
 from fueltensor.planner import Plan, Step
 from fueltensor.registry import Registry, register_provider, registry
 
@@ -202,9 +204,11 @@ __array_api_version__ = "2024.12"
 _SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 __all__ = [
+    "ComparisonReport",
     "ContractError",
     "ContractViolation",
     "FuelTensor",
+    "JudgeReport",
     "LayoutFlags",
     "NoKernelError",
     "Plan",
@@ -242,6 +246,7 @@ __all__ = [
     "can_cast",
     "ceil",
     "clip",
+    "compare_backends",
     "complex64",
     "complex128",
     "concat",
@@ -287,6 +292,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "judge",
     "less",
     "less_equal",
     "linspace",
