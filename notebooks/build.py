@@ -169,7 +169,7 @@ BACKENDS: Cells = [
     (
         "py",
         "fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))\n"
-        "for ax, name in zip(axes, kinds):\n"
+        "for ax, name in zip(axes, kinds, strict=True):\n"
         "    share = [hists[name, d][1:].sum() / hists[name, d].sum() * 100 for d in dtypes]\n"
         "    ax.bar(dtypes, share)\n"
         "    ax.set_title(f'{name}: elements off the reference')\n"
