@@ -150,9 +150,11 @@ class Layout(NamedTuple):
             raise ValueError(f"negative extent in shape {self.shape}")
         if self.offset < 0:
             raise ValueError(f"offset {self.offset} is negative; offsets index the storage from 0")
-        if any(abs(s) > MAX_INDEX for s in self.strides) or self.offset > MAX_INDEX:
+        pairs = zip(self.shape, self.strides, strict=True)
+        if any(abs(s) > MAX_INDEX for n, s in pairs if n > 1) or self.offset > MAX_INDEX:
             raise ValueError(
-                f"strides {self.strides} / offset {self.offset} exceed the 64-bit index range"
+                f"strides {self.strides} / offset {self.offset} exceed the 64-bit index range; "
+                "accepted: offsets and strides (of axes longer than 1) up to 2**63 - 1"
             )
         size = self.size
         if size > MAX_INDEX:
