@@ -112,6 +112,49 @@ def test_inplace_operations_write_only_their_target(
     np.testing.assert_array_equal(target_buffer[~marked], outside)
 
 
+HOST_UNARY = (
+    "abs",
+    "sqrt",
+    "exp",
+    "negative",
+    "sum",
+    "mean",
+    "max",
+    "sort",
+    "argsort",
+    "cumulative_sum",
+    "unique_values",
+    "sin",
+    "round",
+    "isnan",
+    "sign",
+    "prod",
+    "std",
+)
+HOST_BINARY = ("logaddexp", "atan2", "hypot", "equal", "less")
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    data=st.data(),
+    dtype=st.sampled_from((np.float32, np.float64, np.int32)),
+    name=st.sampled_from(HOST_UNARY + HOST_BINARY),
+)
+def test_host_operations_never_modify_their_inputs(
+    data: st.DataObject, dtype: Any, name: str
+) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    first = (rng.standard_normal(64) * 8).astype(dtype)
+    second = (rng.standard_normal(64) * 8).astype(dtype)
+    before = checksum(first), checksum(second)
+    x = data.draw(views(first))
+    args = (x,) if name in HOST_UNARY else (x, data.draw(views(second)))
+    # A dtype, rank or axis the function refuses, or shapes that do not broadcast.
+    with suppress(TypeError, ValueError, IndexError):
+        getattr(ft, name)(*args)
+    assert (checksum(first), checksum(second)) == before
+
+
 # -- failing in-place operations --------------------------------------------------------------
 
 
