@@ -1,4 +1,8 @@
-"""fuel-cpu-backend thunks, bit for bit against the scalar contract reference in `_oracle`."""
+"""fuel-cpu-backend thunks, bit for bit against the scalar contract reference in `_oracle`.
+
+Every check runs on each implementation (`_impls.IMPLS`): the pure-NumPy chassis and the compiled
+kernels, the latter once per instruction set the extension has a body for on this machine.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _impls import IMPLS, thunk, using
 from _oracle import BF16, F16, F32, F64, FORMATS, Fmt, cpu_expected, encode, f64_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,10 +22,7 @@ from fueltensor.kernels._chassis import BLOCK
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
 
-
-def kernel(op: str, fmt: str) -> Any:
-    """The linked thunk `<op>_<fmt>`."""
-    return cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
+impls = pytest.mark.parametrize("impl", IMPLS)
 
 
 def special_bits(fmt: Fmt) -> list[int]:
@@ -58,19 +60,20 @@ def as_array(bits: list[int], fmt: Fmt, shape: tuple[int, ...] | None = None) ->
     return arr.reshape(shape) if shape is not None else arr
 
 
-def run(op: str, fmt: Fmt, lhs: Any, rhs: Any) -> Any:
+def run(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> Any:
     """Run a thunk into a garbage-filled output; check inputs untouched; return the bits."""
     lhs_before, rhs_before = lhs.copy(), rhs.copy()
     out = np.full(lhs.shape, 0x5A5A, dtype=fmt.uint).view(fmt.np_dtype)
-    kernel(op, fmt.name)(lhs, rhs, out=out)
+    with using(impl):
+        thunk(impl, op, fmt.name)(lhs, rhs, out=out)
     assert lhs.view(fmt.uint).tobytes() == lhs_before.view(fmt.uint).tobytes()
     assert rhs.view(fmt.uint).tobytes() == rhs_before.view(fmt.uint).tobytes()
     return out.view(fmt.uint)
 
 
-def assert_bits(op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
+def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
     """The kernel's bits equal the reference's, with a readable first mismatch."""
-    got = run(op, fmt, lhs, rhs)
+    got = run(impl, op, fmt, lhs, rhs)
     want = cpu_expected(op, lhs, rhs, fmt)
     bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
     if bad.size:
@@ -78,7 +81,7 @@ def assert_bits(op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
         a = int(lhs.reshape(-1).view(fmt.uint)[i])
         b = int(rhs.reshape(-1).view(fmt.uint)[i])
         pytest.fail(
-            f"{op}_{fmt.name}: {bad.size} mismatches; first {a:#x} op {b:#x}: "
+            f"{impl} {op}_{fmt.name}: {bad.size} mismatches; first {a:#x} op {b:#x}: "
             f"got {int(got.reshape(-1)[i]):#x}, want {int(want.reshape(-1)[i]):#x}"
         )
 
@@ -87,86 +90,93 @@ def test_entry_points_are_the_32_documented_thunks() -> None:
     assert cpu.PROVIDER == "fuel-cpu-backend"
     assert len(cpu.ENTRY_POINTS) == 32
     for op, fmt in KERNELS:
-        assert kernel(op, fmt).__name__ == f"{op}_{fmt}"
+        fn = cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
+        assert fn.__name__ == f"{op}_{fmt}"
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
-def test_special_value_pairs(op: str, fmt: str) -> None:
+def test_special_value_pairs(impl: str, op: str, fmt: str) -> None:
     f = FORMATS[fmt]
     pairs = list(itertools.product(special_bits(f), repeat=2))
     lhs = as_array([a for a, _ in pairs], f)
     rhs = as_array([b for _, b in pairs], f)
-    assert_bits(op, f, lhs, rhs)
+    assert_bits(impl, op, f, lhs, rhs)
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
-def test_random_bits_across_blocks(op: str, fmt: str) -> None:
+def test_random_bits_across_blocks(impl: str, op: str, fmt: str) -> None:
     f = FORMATS[fmt]
     rng = np.random.default_rng(hash((op, fmt)) & 0xFFFF)
     n = BLOCK + 37
     info = np.iinfo(f.uint)
     lhs = rng.integers(0, int(info.max), n, dtype=f.uint, endpoint=True).view(f.np_dtype)
     rhs = rng.integers(0, int(info.max), n, dtype=f.uint, endpoint=True).view(f.np_dtype)
-    assert_bits(op, f, lhs.reshape(1, n), rhs.reshape(1, n))
+    assert_bits(impl, op, f, lhs.reshape(1, n), rhs.reshape(1, n))
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
-def test_random_bit_patterns(op: str, fmt: str, data: st.DataObject) -> None:
+def test_random_bit_patterns(impl: str, op: str, fmt: str, data: st.DataObject) -> None:
     f = FORMATS[fmt]
     n = data.draw(st.integers(0, 40))
     word = st.integers(0, (1 << f.width) - 1)
     lhs = as_array(data.draw(st.lists(word, min_size=n, max_size=n)), f)
     rhs = as_array(data.draw(st.lists(word, min_size=n, max_size=n)), f)
-    assert_bits(op, f, lhs, rhs)
+    assert_bits(impl, op, f, lhs, rhs)
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (2, 3)])
-def test_zero_d_and_empty(op: str, fmt: str, shape: tuple[int, ...]) -> None:
+def test_zero_d_and_empty(impl: str, op: str, fmt: str, shape: tuple[int, ...]) -> None:
     f = FORMATS[fmt]
     n = int(np.prod(shape))
     lhs = as_array([encode(7.25, f)] * n, f, shape)
     rhs = as_array([encode(-2.0, f)] * n, f, shape)
-    assert_bits(op, f, lhs, rhs)
+    assert_bits(impl, op, f, lhs, rhs)
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
-def test_mismatched_lengths_raise_naming_thunk_and_bytes(op: str, fmt: str) -> None:
+def test_mismatched_lengths_raise_naming_thunk_and_bytes(impl: str, op: str, fmt: str) -> None:
     f = FORMATS[fmt]
     size = f.width // 8
     lhs = np.zeros(3, f.np_dtype)
     rhs = np.zeros(4, f.np_dtype)
     out = np.zeros(3, f.np_dtype)
     with pytest.raises(ValueError, match=rf"{op}_{fmt}.*{3 * size}.*{4 * size}.*{3 * size}"):
-        kernel(op, fmt)(lhs, rhs, out=out)
+        thunk(impl, op, fmt)(lhs, rhs, out=out)
 
 
-def test_wrong_dtype_is_refused() -> None:
+@impls
+def test_wrong_dtype_is_refused(impl: str) -> None:
     with pytest.raises(TypeError, match="add_f32"):
-        kernel("add", "f32")(np.zeros(2), np.zeros(2), out=np.zeros(2))
+        thunk(impl, "add", "f32")(np.zeros(2), np.zeros(2), out=np.zeros(2))
 
 
+@impls
 @pytest.mark.parametrize("fmt", ["f32", "f64", "bf16", "f16"])
-def test_no_warning_even_under_raise_errstate(fmt: str) -> None:
+def test_no_warning_even_under_raise_errstate(impl: str, fmt: str) -> None:
     f = FORMATS[fmt]
     lhs = np.array([0.0, 1.0, -1.0, np.inf], f.np_dtype)
     rhs = np.array([0.0, 0.0, 0.5, np.inf], f.np_dtype)
     out = np.empty_like(lhs)
-    with np.errstate(all="raise"):
+    with np.errstate(all="raise"), using(impl):
         for op in OPS:
-            kernel(op, fmt)(lhs, rhs, out=out)
+            thunk(impl, op, fmt)(lhs, rhs, out=out)
 
 
+@impls
 @pytest.mark.parametrize(("fmt", "ftype"), [("f32", np.float32), ("f64", np.float64)])
-def test_contract_traps_that_numpy_gets_differently(fmt: str, ftype: Any) -> None:
+def test_contract_traps_that_numpy_gets_differently(impl: str, fmt: str, ftype: Any) -> None:
     f = FORMATS[fmt]
 
     def one(op: str, a: float, b: float) -> int:
-        out = np.empty(1, ftype)
-        kernel(op, fmt)(np.array([a], ftype), np.array([b], ftype), out=out)
-        return int(out.view(f.uint)[0])
+        return int(run(impl, op, f, np.array([a], ftype), np.array([b], ftype))[0])
 
     assert np.isnan(as_array([one("rem", 5.0, np.inf)], f)[0])  # np.remainder gives 5
     assert one("rem", 0.0, -2.0) == 0  # +0, where np.remainder gives -0
@@ -176,30 +186,32 @@ def test_contract_traps_that_numpy_gets_differently(fmt: str, ftype: Any) -> Non
     assert np.isnan(as_array([one("pow", -2.0, 0.5)], f)[0])
 
 
-def test_f32_remainder_differs_from_numpy_where_the_contract_says() -> None:
-    out = np.empty(1, np.float32)
+@impls
+def test_f32_remainder_differs_from_numpy_where_the_contract_says(impl: str) -> None:
     a, b = np.array([0.1], np.float32), np.array([0.01], np.float32)
-    kernel("rem", "f32")(a, b, out=out)
-    assert out.view(np.uint32)[0] == cpu_expected("rem", a, b, F32)[0]
-    assert out.view(np.uint32)[0] != np.remainder(a, b).view(np.uint32)[0]
+    got = run(impl, "rem", F32, a, b)[0]
+    assert got == cpu_expected("rem", a, b, F32)[0]
+    assert got != np.remainder(a, b).view(np.uint32)[0]
 
 
+@impls
 @pytest.mark.parametrize("fmt", [BF16, F16])
-def test_nan_payload_survives_the_narrow(fmt: Fmt) -> None:
+def test_nan_payload_survives_the_narrow(impl: str, fmt: Fmt) -> None:
     nan = fmt.sign | fmt.exp_mask | fmt.quiet | 0b11
     lhs = as_array([nan, nan], fmt)
     rhs = as_array([encode(1.0, fmt), encode(1.0, fmt)], fmt)
-    assert list(run("add", fmt, lhs, rhs)) == [nan, nan]
-    assert list(run("maximum", fmt, lhs, rhs)) == [nan, nan]
+    assert list(run(impl, "add", fmt, lhs, rhs)) == [nan, nan]
+    assert list(run(impl, "maximum", fmt, lhs, rhs)) == [nan, nan]
 
 
+@impls
 @pytest.mark.parametrize("fmt", [BF16, F16])
-def test_half_maximum_returns_a_signalling_nan_unchanged(fmt: Fmt) -> None:
+def test_half_maximum_returns_a_signalling_nan_unchanged(impl: str, fmt: Fmt) -> None:
     snan = fmt.exp_mask | 1
     lhs = as_array([encode(1.0, fmt), snan], fmt)
     rhs = as_array([snan, encode(1.0, fmt)], fmt)
-    assert list(run("maximum", fmt, lhs, rhs)) == [snan, snan]
-    assert list(run("minimum", fmt, lhs, rhs)) == [snan, snan]
+    assert list(run(impl, "maximum", fmt, lhs, rhs)) == [snan, snan]
+    assert list(run(impl, "minimum", fmt, lhs, rhs)) == [snan, snan]
 
 
 def test_oracle_rounding_agrees_with_numpy_casts_on_non_nan_values() -> None:
@@ -216,11 +228,12 @@ def test_oracle_rounding_agrees_with_numpy_casts_on_non_nan_values() -> None:
     assert encode(2.0**-1074, F64) == 1 and encode(2.0**-1075, F64) == 0
 
 
+@impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
 @pytest.mark.parametrize("n", [1, 5, 16, 17, 33, 40, 100, 1003, BLOCK + 37])
-def test_two_nans_give_the_lhs_nan_in_every_lane(op: str, fmt: str, n: int) -> None:
+def test_two_nans_give_the_lhs_nan_in_every_lane(impl: str, op: str, fmt: str, n: int) -> None:
     f = FORMATS[fmt]
     lhs = as_array([f.exp_mask | 1] * n, f)
     rhs = as_array([f.sign | f.exp_mask | f.quiet | 2] * n, f)
     want = cpu_expected(op, lhs[:1], rhs[:1], f)[0]
-    assert set(run(op, f, lhs, rhs).tolist()) == {int(want)}
+    assert set(run(impl, op, f, lhs, rhs).tolist()) == {int(want)}

@@ -3,14 +3,18 @@
 Both providers build on this module so that the numerics live in one place: the op bodies
 (`OPS`) work on blocks of the working precision (f32 or f64), and the chassis feeds them either
 the caller's native arrays or half-float blocks widened to f32 and narrowed back once on store.
+The same op table also runs compiled (`_native.c`, built at install when a C compiler is
+there), giving the same bits; `IMPLEMENTATION` is the one switch between the two.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from types import ModuleType
 from typing import Any, Final
 
 import ml_dtypes
@@ -318,3 +322,76 @@ def run_half(op: Op, lhs: Array, rhs: Array, out: Array) -> None:
                 narrow(c, of[i:j], s)
     finally:
         give_scratch(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Implementations: each turns an (op, dtype) pair into a body `body(lhs, rhs, out)` over
+# validated C-contiguous operands of equal size. The pure one is the NumPy chassis above; the
+# native one is the compiled extension, which keeps its own copy of the numerics in C and is
+# tested bit for bit against the same scalar reference.
+
+Body = Callable[[Array, Array, Array], None]
+Implementation = Callable[[Op, np.dtype[Any]], Body]
+
+
+def pure(op: Op, dtype: np.dtype[Any]) -> Body:
+    """The pure-NumPy body of `op` on `dtype`, run with NumPy's warnings silenced."""
+    if dtype is F32 or dtype is F64:
+        whole = op.whole
+
+        def body(lhs: Array, rhs: Array, out: Array) -> None:
+            token = silence()
+            try:
+                if whole is not None and lhs.shape == rhs.shape == out.shape:
+                    whole(lhs, rhs, out=out)
+                else:
+                    run_native(op, lhs, rhs.reshape(lhs.shape), out)
+            finally:
+                restore(token)
+
+    else:
+
+        def body(lhs: Array, rhs: Array, out: Array) -> None:
+            token = silence()
+            try:
+                run_half(op, lhs, rhs.reshape(lhs.shape), out)
+            finally:
+                restore(token)
+
+    body.__doc__ = f"Pure-NumPy {op.name} on {dtype}."
+    return body
+
+
+def _load_native() -> ModuleType | None:
+    """The compiled kernels, or None when the optional extension was not built."""
+    try:
+        from fueltensor.kernels import _native
+    except ImportError:
+        return None
+    return _native
+
+
+NATIVE: Final = _load_native()
+"""The compiled kernels module (`_native.binary`, `OPS`, `DTYPES`, `ISAS`), or None."""
+
+
+def native(op: Op, dtype: np.dtype[Any]) -> Body:
+    """The compiled body of `op` on `dtype`: one C call, no Python frame of its own."""
+    if NATIVE is None:
+        raise RuntimeError(
+            "the compiled kernels (fueltensor.kernels._native) are not built; reinstall "
+            "fueltensor where a C compiler is available, or use the pure implementation"
+        )
+    body: Body = partial(NATIVE.binary, NATIVE.OPS.index(op.name), NATIVE.DTYPES.index(dtype.name))
+    return body
+
+
+IMPLEMENTATIONS: Final[dict[str, Implementation]] = (
+    {"native": native, "pure": pure} if NATIVE is not None else {"pure": pure}
+)
+"""The implementations available here, fastest first."""
+
+IMPLEMENTATION: Final = (
+    "pure" if os.environ.get("FUELTENSOR_PURE_NUMPY") == "1" else next(iter(IMPLEMENTATIONS))
+)
+"""The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY=1."""

@@ -3,7 +3,8 @@
 Every thunk is `kernel(lhs, rhs, *, out) -> None` over C-contiguous arrays of equal element
 count (the contract's `same_as` shapes): it checks the three byte lengths as the Rust chassis
 does, then writes `out[i] = op(lhs[i], rhs[i])` in place. F32/F64 compute natively; BF16/F16
-widen to f32, compute, and round once to nearest-even on store (see `_chassis`).
+widen to f32, compute, and round once to nearest-even on store (see `_chassis`). The bodies come
+from the chassis' current implementation (compiled or pure NumPy, the same bits either way).
 """
 
 from __future__ import annotations
@@ -13,30 +14,36 @@ from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.kernels._chassis import BF16, F16, F32, F64, OPS, Array, Op, restore, silence
-from fueltensor.kernels._chassis import run_half as _run_half
-from fueltensor.kernels._chassis import run_native as _run_native
+from fueltensor.kernels._chassis import (
+    BF16,
+    F16,
+    F32,
+    F64,
+    IMPLEMENTATION,
+    IMPLEMENTATIONS,
+    OPS,
+    Array,
+    Body,
+    Op,
+)
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
 
 KernelFn = Callable[..., None]
-Runner = Callable[[Op, Array, Array, Array], None]
 
-DTYPES: Final[tuple[tuple[str, np.dtype[Any], Runner], ...]] = (
-    ("f32", F32, _run_native),
-    ("f64", F64, _run_native),
-    ("bf16", BF16, _run_half),
-    ("f16", F16, _run_half),
+DTYPES: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
+    ("f32", F32),
+    ("f64", F64),
+    ("bf16", BF16),
+    ("f16", F16),
 )
-"""The dtype table: thunk suffix, storage dtype, and the chassis path that computes it."""
+"""The dtype table: thunk suffix and storage dtype."""
 
 
-def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], run: Runner) -> KernelFn:
-    """Build the thunk `<op>_<suffix>`: validate like the Rust chassis, then run silently."""
+def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
+    """Build the thunk `<op>_<suffix>`: validate like the Rust chassis, then run `body`."""
     name = f"{op.name}_{suffix}"
-    # Native dtypes whose op NumPy already computes exactly per the contract skip the chassis.
-    direct = op.whole if run is _run_native else None
 
     def kernel(lhs: Array, rhs: Array, *, out: Array) -> None:
         if not (lhs.nbytes == rhs.nbytes == out.nbytes):
@@ -48,23 +55,22 @@ def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], run: Runner) -> KernelFn:
                 f"{name}: expected {dtype} operands and output, got "
                 f"lhs {lhs.dtype}, rhs {rhs.dtype}, out {out.dtype}"
             )
-        token = silence()
-        try:
-            if direct is not None and lhs.shape == rhs.shape == out.shape:
-                direct(lhs, rhs, out=out)
-            else:
-                run(op, lhs, rhs.reshape(lhs.shape), out)
-        finally:
-            restore(token)
+        body(lhs, rhs, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {op.name}(lhs[i], rhs[i]) in {dtype}."
     return kernel
 
 
-ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, run)
-    for op in OPS
-    for suffix, dtype, run in DTYPES
-}
+def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
+    """The 32 thunks by full `entry_point` string, their bodies from one chassis implementation."""
+    make = IMPLEMENTATIONS[implementation]
+    return {
+        f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
+        for op in OPS
+        for suffix, dtype in DTYPES
+    }
+
+
+ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()
 """The provider's link registry: full `entry_point` string -> thunk (the 32 registrable ones)."""
