@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -136,7 +137,9 @@ def test_threads_run_the_kernels_concurrently_with_the_same_bits() -> None:
 
 
 @pytest.mark.parametrize(("env", "expected"), [("1", "pure"), ("0", "native"), ("", "native")])
-def test_fueltensor_pure_numpy_selects_the_implementation(env: str, expected: str) -> None:
+def test_fueltensor_pure_numpy_selects_the_implementation(
+    env: str, expected: str, tmp_path: Path
+) -> None:
     code = (
         "import functools\n"
         "from fueltensor.kernels import _chassis, cpu\n"
@@ -148,6 +151,7 @@ def test_fueltensor_pure_numpy_selects_the_implementation(env: str, expected: st
     run = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "FUELTENSOR_PURE_NUMPY": env},
+        cwd=tmp_path,  # not the checkout, whose unbuilt sources would shadow the installed package
         capture_output=True,
         text=True,
         check=True,
