@@ -92,9 +92,10 @@ determinism: same_hardware_bitwise
 
 
 def seeds_location() -> Path:
-    """FUELTENSOR_SEEDS, else the `shared/seeds` folder beside the checkout."""
+    """FUELTENSOR_SEEDS, else the byte-identical copy in tests/seeds (so the seed checks always
+    run; test_seed_copies_match_shared guards the copy against drift)."""
     env = os.environ.get("FUELTENSOR_SEEDS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    return Path(env) if env else Path(__file__).resolve().parent / "seeds"
 
 
 @pytest.fixture

@@ -199,3 +199,15 @@ def test_optional_keys_take_their_defaults(
     assert c.caps.fast_paths == ()
     assert c.precision.notes == ""
     assert len(c.kernel_revision_hash) == 16
+
+
+def test_seed_copies_match_shared() -> None:
+    """tests/seeds holds the seeds as received; where shared/ sits beside the checkout, compare."""
+    shared = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    if not shared.is_dir():
+        pytest.skip(f"no shared seeds at {shared} to compare the copies with")
+    copies = Path(__file__).resolve().parent / "seeds"
+    names = sorted(p.name for p in shared.glob("*.txt"))
+    assert names == sorted(p.name for p in copies.glob("*.txt"))
+    for name in names:
+        assert (copies / name).read_bytes() == (shared / name).read_bytes(), name
