@@ -63,19 +63,25 @@ def _unary_operator(name: str) -> Callable[[FuelTensor], FuelTensor]:
 def _store(target: FuelTensor, result: FuelTensor, what: str) -> FuelTensor:
     """Write an in-place operation's `result` through `target`'s strides; refused (target
     untouched) when the result's dtype or shape is not the target's."""
-    if result.dtype is not target.dtype:
+    check_inplace(target, result.dtype, result.shape, what)
+    target._array[...] = result._array
+    return target
+
+
+def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
+    """Refuse an in-place operation whose result (`dtype`, `shape`) cannot be stored in
+    `target` as it is, before anything is written."""
+    if dtype is not target.dtype:
         raise TypeError(
-            f"in-place {what} would store a {result.dtype.name} result in a "
+            f"in-place {what} would store a {dtype.name} result in a "
             f"{target.dtype.name} tensor; use the out-of-place form"
         )
-    if result.shape != target.shape:
+    if shape != target.shape:
         raise ValueError(
-            f"in-place {what}: the result has shape {result.shape}, the target "
+            f"in-place {what}: the result has shape {shape}, the target "
             f"{target.shape}; the operands must broadcast to the target's shape"
         )
     check_writable(target, f"in-place {what}")
-    target._array[...] = result._array
-    return target
 
 
 def check_writable(target: FuelTensor, what: str) -> None:

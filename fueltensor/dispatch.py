@@ -15,7 +15,7 @@ import numpy as np
 from fueltensor import _dtypes
 from fueltensor._errors import NoKernelError
 from fueltensor._layout import broadcast_shapes
-from fueltensor._tensor import FuelTensor, asarray
+from fueltensor._tensor import FuelTensor, asarray, check_inplace
 from fueltensor.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.execute import run
 from fueltensor.planner import Operand, Plan, Planning, Step, plan_contracts, promote
@@ -161,21 +161,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     (target untouched) when the result's dtype or shape is not the target's."""
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
-    if plan.out_dtype is not target.dtype:
-        raise TypeError(
-            f"in-place {op} would store a {plan.out_dtype.name} result in a "
-            f"{target.dtype.name} tensor; use the out-of-place form"
-        )
-    if plan.out_shape != target.shape:
-        raise ValueError(
-            f"in-place {op}: the result has shape {plan.out_shape}, the target "
-            f"{target.shape}; the operands must broadcast to the target's shape"
-        )
-    if target.layout.broadcast_stride0:
-        raise ValueError(
-            f"in-place {op} into a stride-0 (broadcast) view would write one "
-            "element many times; copy the target first"
-        )
+    check_inplace(target, plan.out_dtype, plan.out_shape, op)
     result = run(plan, tensors, OPS[op][1])
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
