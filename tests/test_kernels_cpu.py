@@ -230,7 +230,7 @@ def test_oracle_rounding_agrees_with_numpy_casts_on_non_nan_values() -> None:
 
 @impls
 @pytest.mark.parametrize(("op", "fmt"), KERNELS)
-@pytest.mark.parametrize("n", [1, 5, 16, 17, 33, 40, 100, 1003, BLOCK + 37])
+@pytest.mark.parametrize("n", [1, 5, 9, 12, 16, 17, 33, 40, 100, 1003, BLOCK + 37])
 def test_two_nans_give_the_lhs_nan_in_every_lane(impl: str, op: str, fmt: str, n: int) -> None:
     f = FORMATS[fmt]
     lhs = as_array([f.exp_mask | 1] * n, f)

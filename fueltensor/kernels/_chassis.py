@@ -195,28 +195,30 @@ Whole = Callable[..., None]
 """A whole-array body: `fn(lhs, rhs, out=out)`."""
 
 _TAIL: Final = 64
-_NAN_FIX: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int]]] = {
-    F32: (np.dtype(np.uint32), 0x00400000),
-    F64: (np.dtype(np.uint64), 0x0008000000000000),
+_NAN_FIX: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int, int]]] = {
+    F32: (np.dtype(np.uint32), 0x00400000, 16),
+    F64: (np.dtype(np.uint64), 0x0008000000000000, 8),
 }
+"""Per dtype: its bits dtype, quiet bit, and the length beyond which NumPy's tail lanes swap."""
 
 
 def _lhs_nan_first(ufunc: np.ufunc) -> Whole:
     """`ufunc` with the contract's NaN rule restored in the lanes where NumPy loses it.
 
     Measured on NumPy 2.4 (AVX2): for the commutative add and multiply, the remainder lanes
-    after the unrolled vector body (the last < 32 elements of an array longer than 16) return
-    the rhs NaN when both operands are NaN; the body and short arrays return lhs, as x86 does.
+    after the unrolled vector body (the last < 32 elements of an array longer than 16 f32 or
+    8 f64) return the rhs NaN when both operands are NaN; the body and short arrays return
+    lhs, as x86 does.
     """
 
     def call(lhs: Array, rhs: Array, *, out: Array) -> None:
         ufunc(lhs, rhs, out=out)
-        if out.size > 16:
+        uint, quiet, short = _NAN_FIX[out.dtype]
+        if out.size > short:
             k = min(out.size, _TAIL)
             tl, tr, to = lhs.reshape(-1)[-k:], rhs.reshape(-1)[-k:], out.reshape(-1)[-k:]
             both = np.isnan(tl) & np.isnan(tr)
             if both.any():
-                uint, quiet = _NAN_FIX[to.dtype]
                 to.view(uint)[both] = tl.view(uint)[both] | quiet
 
     call.__doc__ = f"np.{ufunc.__name__} with the first NaN operand (lhs) kept in every lane."

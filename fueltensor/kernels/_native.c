@@ -54,12 +54,11 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
         return x;                                                                                  \
     }                                                                                              \
     INLINE int T##_isnan(U u) { return (u & ABS) > INF; }                                          \
-    /* r, unless an operand is NaN: then the first NaN operand (lhs first), quieted. */            \
-    INLINE F T##_nan_first(F r, F a, F b) {                                                        \
-        U ua = T##_bits(a), ub = T##_bits(b), ur = T##_bits(r);                                    \
-        ur = T##_isnan(ub) ? (ub | QUIET) : ur;                                                    \
-        ur = T##_isnan(ua) ? (ua | QUIET) : ur;                                                    \
-        return T##_value(ur);                                                                      \
+    /* r, or a NaN lhs quieted: with one NaN operand the hardware already returns it quieted,      \
+     * so only a NaN pair depends on the operand order the compiler chose; lhs is the rule. */     \
+    INLINE F T##_nan_first(F r, F a) {                                                             \
+        U ua = T##_bits(a);                                                                        \
+        return T##_value(T##_isnan(ua) ? (ua | QUIET) : T##_bits(r));                              \
     }                                                                                              \
     /* lhs where maximum (or minimum, when `less`) returns it: lhs NaN, or lhs wins or ties. */    \
     INLINE F T##_select(F a, F b, int less) {                                                      \
@@ -67,21 +66,21 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
         int lhs = T##_isnan(ua) | (less ? (a <= b) : (a >= b));                                    \
         return T##_value(lhs ? ua : ub);                                                           \
     }                                                                                              \
-    INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,     \
-                         Py_ssize_t n) {                     \
+    INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,          \
+                         Py_ssize_t n) {                                                           \
         Py_ssize_t i;                                                                              \
         switch (op) {                                                                              \
         case ADD:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] + b[i], a[i], b[i]);                 \
+            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] + b[i], a[i]);                       \
             break;                                                                                 \
         case SUB:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] - b[i], a[i], b[i]);                 \
+            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] - b[i], a[i]);                       \
             break;                                                                                 \
         case MUL:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] * b[i], a[i], b[i]);                 \
+            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] * b[i], a[i]);                       \
             break;                                                                                 \
         case DIV:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] / b[i], a[i], b[i]);                 \
+            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] / b[i], a[i]);                       \
             break;                                                                                 \
         case MAXIMUM:                                                                              \
             for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 0);                              \
@@ -94,7 +93,7 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
             break;                                                                                 \
         default:                                                                                   \
             for (i = 0; i < n; i++)                                                                \
-                c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i], b[i]);             \
+                c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                   \
         }                                                                                          \
     }
 
