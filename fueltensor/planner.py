@@ -224,16 +224,16 @@ def admit(
             f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
             f"{shape}, the operation's result has shape {out_shape}",
         )
-    env: dict[str, float] = {"n": _count(shape), "dtype_bytes": dtype_src.dtype.itemsize}
+    env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype_src.dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
-    step_bytes = sum(s.bytes for p in prep for s in p)
-    cost = int(contract.cost.bytes_moved.evaluate(env)) + step_bytes
+    kernel_bytes = int(contract.cost.bytes_moved.evaluate(env))
+    cost = kernel_bytes + sum(s.bytes for p in prep for s in p)
     kernel_step = Step(
         "Kernel",
         None,
         f"{contract.name}({', '.join(s.name for s in specs)}) -> "
         f"{dtype_src.dtype.name}{list(shape)}",
-        int(contract.cost.bytes_moved.evaluate(env)),
+        kernel_bytes,
     )
     steps = (*(s for p in prep for s in p), kernel_step)
     return Plan(
@@ -248,13 +248,6 @@ def admit(
         operands,
         tuple(tuple(p) for p in prep),
     )
-
-
-def _count(shape: Shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def promote(
