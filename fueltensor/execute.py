@@ -15,7 +15,7 @@ import numpy as np
 from fueltensor._errors import ContractViolation
 from fueltensor._storage import aligned_empty
 from fueltensor._tensor import FuelTensor
-from fueltensor.kernels._chassis import silenced
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
 from fueltensor.planner import Plan, Step
 
 HostFn = Callable[..., np.ndarray]
@@ -27,9 +27,12 @@ TILE = 256
 """Edge of the square tiles a transposing copy moves at a time: a tile's source and destination
 rows both stay in cache, where NumPy's own copy walks the source a column at a time."""
 
+_COPY_STRIDED = NATIVE.copy_strided if NATIVE is not None and IMPLEMENTATION == "native" else None
+"""The compiled strided copy (a cache-blocked N-D gather), or None for the NumPy fallback."""
 
-def contiguize(array: np.ndarray) -> np.ndarray:
-    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own).
+
+def tiled_copy(array: np.ndarray) -> np.ndarray:
+    """A fresh row-major copy of `array` by NumPy, the fallback of the compiled copy.
 
     When the source's fastest-moving axis is not the last one (a transpose or permute), the
     copy goes tile by tile over those two axes so reads and writes both stay in cache.
@@ -49,6 +52,19 @@ def contiguize(array: np.ndarray) -> np.ndarray:
     for i in range(0, rows, TILE):
         for j in range(0, cols, TILE):
             dst[..., i : i + TILE, j : j + TILE] = src[..., i : i + TILE, j : j + TILE]
+    return out
+
+
+def contiguize(array: np.ndarray) -> np.ndarray:
+    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own).
+
+    Compiled where the kernels are built (about 3x NumPy's copy on a transposed operand), else
+    `tiled_copy`; the bytes are the same either way. Object arrays always take NumPy's copy.
+    """
+    if _COPY_STRIDED is None or array.dtype.hasobject:
+        return tiled_copy(array)
+    out = np.empty(array.shape, array.dtype)
+    _COPY_STRIDED(array, out)
     return out
 
 

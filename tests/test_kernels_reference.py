@@ -1,16 +1,23 @@
-"""fuel-reference-backend oracle: broadcast index math and bit-exact arithmetic."""
+"""fuel-reference-backend oracle: broadcast index math and bit-exact arithmetic.
+
+Both implementations (the pure-NumPy oracle and the compiled walk, where built) are held to the
+scalar reference, and to each other bit for bit on random layouts and bit patterns.
+"""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
 import pytest
+from _impls import IMPLS, using
 from _oracle import FORMATS, Fmt, bits_of, cpu_scalar
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fueltensor.kernels import cpu, reference
+from fueltensor.kernels._chassis import IMPLEMENTATIONS
 from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat
 
 OPS = ("add", "sub", "mul", "div")
@@ -31,9 +38,22 @@ SHAPE_PAIRS = [
 ]
 
 
-def oracle(op: str) -> Any:
-    """The linked kernel `broadcast_<op>`."""
-    return reference.ENTRY_POINTS[f"fuel_reference_backend::ops::broadcast_{op}"]
+NATIVE_IMPLS = [impl for impl in IMPLS if impl != "pure"]
+
+
+@cache
+def kernels(impl: str) -> dict[str, Any]:
+    """The four oracle kernels of an implementation id (skips where it is not built)."""
+    name = impl.partition("-")[0]
+    if name not in IMPLEMENTATIONS:
+        pytest.skip("the compiled kernels (fueltensor.kernels._native) are not built here")
+    return reference.kernels(name)
+
+
+def oracle(op: str, impl: str | None = None) -> Any:
+    """The kernel `broadcast_<op>`: the linked one, or that of an implementation id."""
+    table = reference.ENTRY_POINTS if impl is None else kernels(impl)
+    return table[f"fuel_reference_backend::ops::broadcast_{op}"]
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], fmt: Fmt) -> Any:
@@ -70,11 +90,12 @@ def test_broadcast_src_flat_matches_numpy_indexing(a: tuple[int, ...], b: tuple[
             assert broadcast_src_flat(k, src, out) == index[k]
 
 
+@pytest.mark.parametrize("impl", ["pure", "native"])
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize(("a_shape", "b_shape"), SHAPE_PAIRS)
 def test_elementwise_against_scalar_reference(
-    op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+    op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], impl: str
 ) -> None:
     f = FORMATS[fmt]
     rng = np.random.default_rng(len(a_shape) * 31 + len(b_shape))
@@ -82,7 +103,7 @@ def test_elementwise_against_scalar_reference(
     a_before, b_before = a.copy(), b.copy()
     shape = broadcast_shape(a_shape, b_shape)
     out = np.full(shape, 0x5A5A, f.uint).view(f.np_dtype)
-    oracle(op)(a, b, out=out)
+    oracle(op, impl)(a, b, out=out)
     assert a.tobytes() == a_before.tobytes() and b.tobytes() == b_before.tobytes()
     a_bits, b_bits, got = bits_of(a, f), bits_of(b, f), bits_of(out, f)
     for k, g in enumerate(got):
@@ -104,6 +125,18 @@ def test_half_oracle_agrees_bit_for_bit_with_cpu_kernels(op: str, fmt: str) -> N
     assert got.view(f.uint).tobytes() == want.view(f.uint).tobytes()
 
 
+def broadcast_pair(
+    data: st.DataObject, shape: list[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two shapes that broadcast to `shape`, in either order: one of any lower rank, each dim
+    either the full size or 1 (so size-1 dims stretch, rank differences and 0-size dims occur)."""
+    rank = data.draw(st.integers(0, len(shape)))
+    short = tuple(d if data.draw(st.booleans()) else 1 for d in shape[len(shape) - rank :])
+    full = tuple(d if data.draw(st.booleans()) else 1 for d in shape)
+    return (short, full) if data.draw(st.booleans()) else (full, short)
+
+
+@pytest.mark.parametrize("impl", ["pure", "native"])
 @settings(max_examples=60, deadline=None)
 @given(
     data=st.data(),
@@ -111,16 +144,16 @@ def test_half_oracle_agrees_bit_for_bit_with_cpu_kernels(op: str, fmt: str) -> N
     fmt=st.sampled_from(FMTS),
     shape=st.lists(st.integers(0, 4), max_size=4),
 )
-def test_random_broadcast_pairs(op: str, fmt: str, shape: list[int], data: st.DataObject) -> None:
+def test_random_broadcast_pairs(
+    op: str, fmt: str, shape: list[int], data: st.DataObject, impl: str
+) -> None:
     f = FORMATS[fmt]
-    rank_a = data.draw(st.integers(0, len(shape)))
-    a_shape = tuple(d if data.draw(st.booleans()) else 1 for d in shape[len(shape) - rank_a :])
-    b_shape = tuple(d if data.draw(st.booleans()) else 1 for d in shape)
+    a_shape, b_shape = broadcast_pair(data, shape)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     a, b = random_array(rng, a_shape, f), random_array(rng, b_shape, f)
     out_shape = broadcast_shape(a_shape, b_shape)
     out = np.empty(out_shape, f.np_dtype)
-    oracle(op)(a, b, out=out)
+    oracle(op, impl)(a, b, out=out)
     a_bits, b_bits, got = bits_of(a, f), bits_of(b, f), bits_of(out, f)
     for k, g in enumerate(got):
         want = cpu_scalar(
@@ -146,18 +179,96 @@ def test_division_is_silent_even_under_raise_errstate() -> None:
     assert np.isnan(out[0]).all() and list(out[1]) == [np.inf, -np.inf]
 
 
+@pytest.mark.parametrize("impl", ["pure", "native"])
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize(
     ("a_shape", "b_shape"), [((40,), (40,)), ((3, 37), (37,)), ((5, 1), (1, 35))]
 )
 def test_two_nans_give_the_lhs_nan_in_every_lane(
-    op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+    op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], impl: str
 ) -> None:
     f = FORMATS[fmt]
     a = np.full(a_shape, f.exp_mask | 1, f.uint).view(f.np_dtype)
     b = np.full(b_shape, f.sign | f.exp_mask | f.quiet | 2, f.uint).view(f.np_dtype)
     out = np.empty(broadcast_shape(a_shape, b_shape), f.np_dtype)
-    oracle(op)(a, b, out=out)
+    oracle(op, impl)(a, b, out=out)
     want = cpu_scalar(op, f.exp_mask | 1, f.sign | f.exp_mask | f.quiet | 2, f)
     assert set(bits_of(out, f)) == {want}
+
+
+def mixed_bits(rng: np.random.Generator, shape: tuple[int, ...], fmt: Fmt) -> Any:
+    """Random bit patterns with about a third replaced by NaNs (signalling and quiet, with
+    payloads and signs), infinities, ±0 and ±1, so NaN pairs turn up in every few dozen lanes."""
+    words = random_array(rng, shape, fmt).view(fmt.uint)
+    nan, quiet, sign = fmt.exp_mask, fmt.quiet, fmt.sign
+    pool = [nan | 1, nan | quiet | 5, sign | nan | 3, sign | nan | quiet, nan, sign | nan, 0, sign]
+    one = fmt.bias << fmt.man_bits
+    pick = rng.random(shape) < 1 / 3
+    words[pick] = rng.choice(np.array([*pool, one, sign | one], fmt.uint), int(pick.sum()))
+    return words.view(fmt.np_dtype)
+
+
+def assert_native_matches_pure(
+    impl: str, op: str, fmt: Fmt, a_shape: tuple[int, ...], b_shape: tuple[int, ...], seed: int
+) -> None:
+    """One compiled instruction set's oracle writes the pure oracle's bits, inputs untouched."""
+    rng = np.random.default_rng(seed)
+    a, b = mixed_bits(rng, a_shape, fmt), mixed_bits(rng, b_shape, fmt)
+    a_before, b_before = a.tobytes(), b.tobytes()
+    shape = broadcast_shape(a_shape, b_shape)
+    want = np.full(shape, 0x5A5A, fmt.uint).view(fmt.np_dtype)
+    got = np.full(shape, 0xA5A5, fmt.uint).view(fmt.np_dtype)
+    oracle(op, "pure")(a, b, out=want)
+    with using(impl):
+        oracle(op, impl)(a, b, out=got)
+    assert a.tobytes() == a_before and b.tobytes() == b_before
+    bad = np.flatnonzero(got.view(fmt.uint) != want.view(fmt.uint))
+    assert not bad.size, (
+        f"{impl} broadcast_{op} {fmt.name} {a_shape} with {b_shape}: {bad.size} lanes differ, "
+        f"first flat index {bad[0]}"
+    )
+
+
+@pytest.mark.parametrize("impl", NATIVE_IMPLS)
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    op=st.sampled_from(OPS),
+    fmt=st.sampled_from(FMTS),
+    shape=st.lists(st.integers(0, 9), max_size=5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_native_oracle_agrees_with_pure_bit_for_bit(
+    impl: str, op: str, fmt: str, shape: list[int], seed: int, data: st.DataObject
+) -> None:
+    a_shape, b_shape = broadcast_pair(data, shape)
+    assert_native_matches_pure(impl, op, FORMATS[fmt], a_shape, b_shape, seed)
+
+
+@pytest.mark.parametrize("impl", NATIVE_IMPLS)
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [  # rows longer than the compiled walk's 512-element tile, repeated along the row or not
+        ((3, 1), (1, 1500)),
+        ((1500,), ()),
+        ((), (2, 1100)),
+        ((2, 1, 1300), (1, 3, 1)),
+        ((40, 1200), (1200,)),
+        ((7, 1, 1), (1, 1, 1)),
+    ],
+)
+def test_native_oracle_long_rows(
+    impl: str, op: str, fmt: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    assert_native_matches_pure(impl, op, FORMATS[fmt], a_shape, b_shape, len(a_shape))
+
+
+def test_native_oracle_refuses_what_it_cannot_walk() -> None:
+    add = oracle("add", "native")
+    with pytest.raises(TypeError, match="broadcast_add: a, b and out must share one of"):
+        add(np.ones(3, np.int32), np.ones(3, np.int32), out=np.empty(3, np.int32))
+    with pytest.raises(ValueError, match="lhs must be a C-contiguous array"):
+        add(np.ones(6, np.float32)[::2], np.ones(3, np.float32), out=np.empty(3, np.float32))

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_AVX2_F16C 1
@@ -260,6 +263,270 @@ static int isa_count = 1;
 static int isa = 0;
 
 /* ---------------------------------------------------------------------------------------------
+ * Walking N-D layouts: an odometer over byte steps, shared by the oracle's broadcast (three
+ * buffers: lhs, rhs, out) and the strided copy (two: source, destination). */
+
+#define MAX_DIMS 64 /* NumPy's NPY_MAXDIMS */
+
+typedef struct {
+    int ndim;
+    Py_ssize_t shape[MAX_DIMS];
+    Py_ssize_t step[3][MAX_DIMS]; /* bytes per index step, per buffer */
+} Walk;
+
+/* Drop size-1 dims and merge each dim into the one before it where every buffer continues
+ * across the boundary, so the innermost loop is as long as the layouts allow. */
+static void walk_collapse(Walk *w, int nbuf) {
+    int d = 0;
+    for (int k = 0; k < w->ndim; k++) {
+        if (w->shape[k] == 1) continue;
+        int merge = d > 0;
+        for (int b = 0; merge && b < nbuf; b++)
+            merge = w->step[b][d - 1] == w->step[b][k] * w->shape[k];
+        if (merge) {
+            w->shape[d - 1] *= w->shape[k];
+            for (int b = 0; b < nbuf; b++) w->step[b][d - 1] = w->step[b][k];
+            continue;
+        }
+        w->shape[d] = w->shape[k];
+        for (int b = 0; b < nbuf; b++) w->step[b][d] = w->step[b][k];
+        d++;
+    }
+    w->ndim = d;
+}
+
+/* Advance the odometer over dims [0, nd) except `skip`, moving each buffer's byte offset;
+ * 0 once every index has wrapped (the walk is over). */
+static int walk_next(const Walk *w, int nd, int skip, int nbuf, Py_ssize_t *index,
+                     Py_ssize_t *offset) {
+    for (int k = nd - 1; k >= 0; k--) {
+        if (k == skip) continue;
+        if (++index[k] < w->shape[k]) {
+            for (int b = 0; b < nbuf; b++) offset[b] += w->step[b][k];
+            return 1;
+        }
+        index[k] = 0;
+        for (int b = 0; b < nbuf; b++) offset[b] -= w->step[b][k] * (w->shape[k] - 1);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * fuel-reference-backend's broadcast: the output in row-major order, each source read at the
+ * flat index `reference.broadcast_src_flat` gives (right-aligned, size-1 dims stretched: step 0).
+ * After collapsing, each output row is one call of the kernel body above, so the numerics are
+ * the CPU kernels' own; a source repeated along the row (step 0) is fed from a tile of copies. */
+
+/* `n` copies of one element of `size` bytes. */
+static void fill(void *dst, const char *value, Py_ssize_t size, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) memcpy((char *)dst + i * size, value, (size_t)size);
+}
+
+static void broadcast_row(Body run, int op, int dtype, const char *a, Py_ssize_t sa,
+                          const char *b, Py_ssize_t sb, char *c, Py_ssize_t n) {
+    if (sa && sb) {
+        run(op, dtype, a, b, c, n);
+        return;
+    }
+    uint64_t ta[TILE], tb[TILE]; /* uint64_t: aligned for every dtype */
+    Py_ssize_t size = ITEMSIZE[dtype], first = n < TILE ? n : TILE;
+    if (!sa) fill(ta, a, size, first);
+    if (!sb) fill(tb, b, size, first);
+    for (Py_ssize_t i = 0; i < n; i += TILE) {
+        Py_ssize_t k = n - i < TILE ? n - i : TILE;
+        run(op, dtype, sa ? a + i * size : (const char *)ta, sb ? b + i * size : (const char *)tb,
+            c + i * size, k);
+    }
+}
+
+static void broadcast_walk(Body run, int op, int dtype, const char *a, const char *b, char *c,
+                           const Walk *w) {
+    int last = w->ndim - 1;
+    if (last < 0) { /* every dim has size 1: one element */
+        run(op, dtype, a, b, c, 1);
+        return;
+    }
+    Py_ssize_t index[MAX_DIMS] = {0}, offset[3] = {0, 0, 0};
+    do {
+        broadcast_row(run, op, dtype, a + offset[0], w->step[0][last], b + offset[1],
+                      w->step[1][last], c + offset[2], w->shape[last]);
+    } while (walk_next(w, last, -1, 3, index, offset));
+}
+
+/* The size of source dim `k - (rank - src->ndim)` as the output's dim `k` sees it (1 if absent). */
+static Py_ssize_t aligned_dim(const Py_buffer *src, int rank, int k) {
+    int j = k - (rank - src->ndim);
+    return j >= 0 ? src->shape[j] : 1;
+}
+
+/* Fill `w` for the broadcast of lhs and rhs into out; -1 with ValueError if the shapes disagree. */
+static int broadcast_layout(const Py_buffer *in[2], const Py_buffer *out, Walk *w) {
+    int rank = out->ndim;
+    Py_ssize_t size = out->itemsize;
+    for (int s = 0; s < 2; s++) {
+        if (in[s]->ndim > rank) goto mismatch;
+        Py_ssize_t step = size;
+        for (int j = in[s]->ndim - 1; j >= 0; j--) { /* row-major steps; 0 where stretched */
+            int k = j + rank - in[s]->ndim;
+            w->step[s][k] = in[s]->shape[j] == 1 ? 0 : step;
+            step *= in[s]->shape[j];
+        }
+        for (int k = 0; k < rank - in[s]->ndim; k++) w->step[s][k] = 0;
+    }
+    Py_ssize_t step = size;
+    for (int k = rank - 1; k >= 0; k--) {
+        Py_ssize_t x = aligned_dim(in[0], rank, k), y = aligned_dim(in[1], rank, k);
+        Py_ssize_t want = (x == y || y == 1) ? x : (x == 1 ? y : -1);
+        if (want < 0 || out->shape[k] != want) goto mismatch;
+        w->shape[k] = want;
+        w->step[2][k] = step;
+        step *= want;
+    }
+    w->ndim = rank;
+    return 0;
+mismatch:
+    PyErr_SetString(PyExc_ValueError,
+                    "broadcast: out must have the broadcast shape of lhs and rhs, and lhs and rhs "
+                    "must broadcast (right-aligned, each dim equal or 1)");
+    return -1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Strided copy (the planner's Contiguize): any source layout into a dense row-major buffer.
+ * Where the source's fastest axis is not the destination's (a transpose or permute), the copy
+ * goes tile by tile over those two axes, so a tile's source and destination lines both stay in
+ * L1 and each touched page is used for a whole tile edge, not one element. */
+
+/* Tile edge in elements: a 64 x 64 source tile plus its destination tile (32 KiB of 4-byte
+ * elements) stay in L1/L2 while every line of both is used whole. */
+#define COPY_TILE 64
+
+/* One element of `size` bytes; with `size` a constant the memcpy is a single move. */
+INLINE void move(char *d, const char *s, Py_ssize_t size) { memcpy(d, s, (size_t)size); }
+
+INLINE void copy_row_as(char *d, const char *s, Py_ssize_t ss, Py_ssize_t n, Py_ssize_t size) {
+    for (Py_ssize_t i = 0; i < n; i++) move(d + i * size, s + i * ss, size);
+}
+
+/* Edge of the square block `block` transposes in registers: 4 x 4 of 4-byte elements or 2 x 2
+ * of 8-byte ones with SSE2 (every x86-64 has it), else 1. Moves and shuffles only: bits kept. */
+INLINE Py_ssize_t block_edge(Py_ssize_t size) {
+#ifdef __SSE2__
+    if (size == 4) return 4;
+    if (size == 8) return 2;
+#endif
+    (void)size;
+    return 1;
+}
+
+/* dst rows r.. of one `edge`-square block from source lines c.. (each dense along r, `sc`
+ * bytes apart); an edge of 1 is one element. */
+INLINE void block(char *d, Py_ssize_t dr, const char *s, Py_ssize_t sc, Py_ssize_t size,
+                  Py_ssize_t edge) {
+#ifdef __SSE2__
+    if (edge == 4) {
+        __m128 a = _mm_loadu_ps((const float *)s), b = _mm_loadu_ps((const float *)(s + sc));
+        __m128 c = _mm_loadu_ps((const float *)(s + 2 * sc));
+        __m128 e = _mm_loadu_ps((const float *)(s + 3 * sc));
+        _MM_TRANSPOSE4_PS(a, b, c, e);
+        _mm_storeu_ps((float *)d, a);
+        _mm_storeu_ps((float *)(d + dr), b);
+        _mm_storeu_ps((float *)(d + 2 * dr), c);
+        _mm_storeu_ps((float *)(d + 3 * dr), e);
+        return;
+    }
+    if (edge == 2) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + sc));
+        _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi64(a, b));
+        _mm_storeu_si128((__m128i *)(d + dr), _mm_unpackhi_epi64(a, b));
+        return;
+    }
+#endif
+    (void)dr;
+    (void)sc;
+    (void)edge;
+    move(d, s, size);
+}
+
+/* dst[r, c] = src[r, c] over rows x cols, tile by tile: destination rows `dr` bytes apart and
+ * dense along c; the source `sr` bytes per r (its fast axis) and `sc` per c. `edge` > 1 (register
+ * blocks) needs sr == size. */
+INLINE void copy_tiles_as(char *d, Py_ssize_t dr, const char *s, Py_ssize_t sr, Py_ssize_t sc,
+                          Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t size, Py_ssize_t edge) {
+    for (Py_ssize_t r0 = 0; r0 < rows; r0 += COPY_TILE) {
+        Py_ssize_t r1 = rows - r0 < COPY_TILE ? rows : r0 + COPY_TILE;
+        for (Py_ssize_t c0 = 0; c0 < cols; c0 += COPY_TILE) {
+            Py_ssize_t c1 = cols - c0 < COPY_TILE ? cols : c0 + COPY_TILE, c = c0;
+            for (; c + edge <= c1; c += edge) {
+                Py_ssize_t r = r0;
+                for (; r + edge <= r1; r += edge)
+                    block(d + r * dr + c * size, dr, s + r * sr + c * sc, sc, size, edge);
+                for (; r < r1; r++)
+                    for (Py_ssize_t k = c; k < c + edge; k++)
+                        move(d + r * dr + k * size, s + r * sr + k * sc, size);
+            }
+            for (; c < c1; c++)
+                for (Py_ssize_t r = r0; r < r1; r++)
+                    move(d + r * dr + c * size, s + r * sr + c * sc, size);
+        }
+    }
+}
+
+static void copy_row(char *d, const char *s, Py_ssize_t ss, Py_ssize_t n, Py_ssize_t size) {
+    if (ss == size) {
+        memcpy(d, s, (size_t)(n * size));
+        return;
+    }
+    switch (size) {
+    case 1: copy_row_as(d, s, ss, n, 1); break;
+    case 2: copy_row_as(d, s, ss, n, 2); break;
+    case 4: copy_row_as(d, s, ss, n, 4); break;
+    case 8: copy_row_as(d, s, ss, n, 8); break;
+    default: copy_row_as(d, s, ss, n, size);
+    }
+}
+
+static void copy_tiles(char *d, Py_ssize_t dr, const char *s, Py_ssize_t sr, Py_ssize_t sc,
+                       Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t size) {
+    int dense = sr == size;
+    switch (size) {
+    case 1: copy_tiles_as(d, dr, s, sr, sc, rows, cols, 1, 1); break;
+    case 2: copy_tiles_as(d, dr, s, sr, sc, rows, cols, 2, 1); break;
+    case 4: copy_tiles_as(d, dr, s, sr, sc, rows, cols, 4, dense ? block_edge(4) : 1); break;
+    case 8: copy_tiles_as(d, dr, s, sr, sc, rows, cols, 8, dense ? block_edge(8) : 1); break;
+    default: copy_tiles_as(d, dr, s, sr, sc, rows, cols, size, 1);
+    }
+}
+
+/* Copy the collapsed walk (buffer 0 the source, 1 the dense destination). */
+static void copy_walk(char *dst, const char *src, const Walk *w, Py_ssize_t size) {
+    int last = w->ndim - 1;
+    if (last < 0) { /* a single element */
+        memcpy(dst, src, (size_t)size);
+        return;
+    }
+    Py_ssize_t inner = w->step[0][last], abs_inner = inner < 0 ? -inner : inner;
+    int fast = -1; /* the source's fastest non-repeating axis, if it is not the last one */
+    Py_ssize_t best = abs_inner;
+    for (int k = 0; k < last; k++) {
+        Py_ssize_t a = w->step[0][k] < 0 ? -w->step[0][k] : w->step[0][k];
+        if (a != 0 && a < best) {
+            best = a;
+            fast = k;
+        }
+    }
+    Py_ssize_t index[MAX_DIMS] = {0}, offset[2] = {0, 0};
+    do {
+        if (fast < 0)
+            copy_row(dst + offset[1], src + offset[0], inner, w->shape[last], size);
+        else
+            copy_tiles(dst + offset[1], w->step[1][fast], src + offset[0], w->step[0][fast], inner,
+                       w->shape[fast], w->shape[last], size);
+    } while (walk_next(w, last, fast, 2, index, offset));
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The Python interface. */
 
 /* Whether two byte ranges share any byte. */
@@ -345,6 +612,137 @@ done:
     return result;
 }
 
+/* The byte range a strided buffer's elements span. */
+static void extent(const Py_buffer *v, const char **lo, const char **hi) {
+    *lo = *hi = v->buf;
+    for (int k = 0; k < v->ndim; k++) {
+        Py_ssize_t reach = (v->shape[k] - 1) * v->strides[k];
+        if (reach < 0) *lo += reach;
+        else *hi += reach;
+    }
+    *hi += v->itemsize;
+}
+
+static PyObject *broadcast(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError,
+                     "broadcast(op, dtype, lhs, rhs, out) takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    long op = PyLong_AsLong(args[0]), dtype = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (op < 0 || op >= N_OPS || dtype < 0 || dtype >= N_DTYPES) {
+        PyErr_Format(PyExc_ValueError, "op must be in [0, %d) and dtype in [0, %d), got %ld, %ld",
+                     N_OPS, N_DTYPES, op, dtype);
+        return NULL;
+    }
+    Py_buffer lhs, rhs, out;
+    if (get_buffer(args[2], &lhs, PyBUF_ND, "lhs") < 0) return NULL;
+    if (get_buffer(args[3], &rhs, PyBUF_ND, "rhs") < 0) {
+        PyBuffer_Release(&lhs);
+        return NULL;
+    }
+    if (get_buffer(args[4], &out, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
+        PyBuffer_Release(&lhs);
+        PyBuffer_Release(&rhs);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    void *lcopy = NULL, *rcopy = NULL;
+    Py_ssize_t size = ITEMSIZE[dtype];
+    if (lhs.itemsize != size || rhs.itemsize != size || out.itemsize != size) {
+        PyErr_Format(PyExc_ValueError,
+                     "broadcast %s on %s: elements must be %zd bytes: lhs %zd, rhs %zd, out %zd",
+                     OP_NAMES[op], DTYPE_NAMES[dtype], size, lhs.itemsize, rhs.itemsize,
+                     out.itemsize);
+        goto done;
+    }
+    Walk w;
+    const Py_buffer *in[2] = {&lhs, &rhs};
+    if (broadcast_layout(in, &out, &w) < 0) goto done;
+    const void *a = own_input(&lhs, &out, &lcopy), *b = own_input(&rhs, &out, &rcopy);
+    if (a == NULL || b == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out.len) {
+        walk_collapse(&w, 3);
+        Body run = ISA_BODIES[isa];
+        fexcept_t flags; /* leave the caller's floating-point status flags as they were */
+        fegetexceptflag(&flags, FE_ALL_EXCEPT);
+        if (out.len / size >= GIL_FREE_FROM) {
+            Py_BEGIN_ALLOW_THREADS broadcast_walk(run, (int)op, (int)dtype, a, b, out.buf, &w);
+            Py_END_ALLOW_THREADS
+        } else {
+            broadcast_walk(run, (int)op, (int)dtype, a, b, out.buf, &w);
+        }
+        fesetexceptflag(&flags, FE_ALL_EXCEPT);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_RawFree(lcopy);
+    PyMem_RawFree(rcopy);
+    PyBuffer_Release(&lhs);
+    PyBuffer_Release(&rhs);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "copy_strided(src, dst) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_buffer src, dst;
+    if (PyObject_GetBuffer(args[0], &src, PyBUF_STRIDES) < 0) return NULL;
+    if (get_buffer(args[1], &dst, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "dst") < 0) {
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t size = src.itemsize;
+    if (dst.itemsize != size || dst.len != src.len) {
+        PyErr_Format(PyExc_ValueError,
+                     "copy_strided: dst must hold as many elements of the same size as src: "
+                     "src %zd bytes of %zd-byte elements, dst %zd bytes of %zd",
+                     src.len, size, dst.len, dst.itemsize);
+        goto done;
+    }
+    if (src.len == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    const char *lo, *hi, *d = dst.buf;
+    extent(&src, &lo, &hi);
+    if (lo < d + dst.len && d < hi) {
+        PyErr_SetString(PyExc_ValueError, "copy_strided: dst overlaps src");
+        goto done;
+    }
+    Walk w;
+    w.ndim = src.ndim;
+    Py_ssize_t step = size;
+    for (int k = src.ndim - 1; k >= 0; k--) {
+        w.shape[k] = src.shape[k];
+        w.step[0][k] = src.strides[k];
+        w.step[1][k] = step;
+        step *= src.shape[k];
+    }
+    walk_collapse(&w, 2);
+    if (src.len >= GIL_FREE_FROM) {
+        Py_BEGIN_ALLOW_THREADS copy_walk(dst.buf, src.buf, &w, size);
+        Py_END_ALLOW_THREADS
+    } else {
+        copy_walk(dst.buf, src.buf, &w, size);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    return result;
+}
+
 static PyObject *select_isa(PyObject *module, PyObject *name) {
     (void)module;
     const char *want = PyUnicode_AsUTF8(name);
@@ -364,6 +762,12 @@ static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, dtype, lhs, rhs, out): out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous "
      "buffers of DTYPES[dtype]."},
+    {"broadcast", (PyCFunction)(void (*)(void))broadcast, METH_FASTCALL,
+     "broadcast(op, dtype, lhs, rhs, out): out = OPS[op](lhs, rhs) with NumPy broadcasting over "
+     "C-contiguous buffers of DTYPES[dtype], out of the broadcast shape."},
+    {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
+     "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
+     "row-major order."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},

@@ -6,6 +6,8 @@ Rust `ops.rs` functions transcribed); the bulk loop lets NumPy broadcasting walk
 indices over the contiguous buffers instead of one Python step per element. Arithmetic is in
 the operand type; for BF16/F16 that is the `half` crate's arithmetic: widen to f32, one f32
 operation, one round-to-nearest-even narrow (which is why it agrees with fuel-cpu-backend).
+Where the compiled kernels are built, the same walk runs in C (`_native.broadcast`: one pass,
+no NaN repair pass), bit for bit this pure path, which stays the fallback.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from fueltensor.kernels._chassis import (
     BF16,
     BLOCK,
     F16,
+    F32,
+    F64,
+    IMPLEMENTATION,
+    IMPLEMENTATIONS,
+    NATIVE,
     Array,
     give_scratch,
     narrow,
@@ -123,16 +130,16 @@ def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
         give_scratch(s)
 
 
-def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
-    """Build `broadcast_<op>`: check the output is the broadcast shape, then fill it."""
-    name = f"broadcast_{op}"
+_DTYPES: Final = (F32, F64, BF16, F16)
 
-    def kernel(a: Array, b: Array, *, out: Array) -> None:
-        shape = broadcast_shape(a.shape, b.shape)
-        if out.shape != shape:
-            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
-        if not (a.dtype == b.dtype == out.dtype):
-            raise TypeError(f"{name}: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
+Fill = Callable[[Array, Array, Array], None]
+"""Fills `out` (the broadcast shape) with `a op b`, after the kernel has checked its arguments."""
+
+
+def _pure_fill(ufunc: np.ufunc) -> Fill:
+    """The pure-NumPy oracle: NumPy broadcasting, then the NaN-pair repair where it is needed."""
+
+    def fill(a: Array, b: Array, out: Array) -> None:
         token = silence()
         try:
             if out.dtype == BF16 or out.dtype == F16:
@@ -146,6 +153,36 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
                     _keep_lhs_nan(a, b, out)
         finally:
             restore(token)
+
+    return fill
+
+
+def _native_fill(op: str) -> Fill:
+    """The compiled oracle: one C walk over the output, the CPU kernels' loops on each row."""
+    assert NATIVE is not None
+    broadcast, code = NATIVE.broadcast, NATIVE.OPS.index(op)
+    dtypes = {dtype: NATIVE.DTYPES.index(dtype.name) for dtype in _DTYPES}
+
+    def fill(a: Array, b: Array, out: Array) -> None:
+        broadcast(code, dtypes[out.dtype], a, b, out)
+
+    return fill
+
+
+def _kernel(op: str, fill: Fill) -> KernelFn:
+    """Build `broadcast_<op>`: check the output shape and the dtypes, then `fill`."""
+    name = f"broadcast_{op}"
+
+    def kernel(a: Array, b: Array, *, out: Array) -> None:
+        shape = broadcast_shape(a.shape, b.shape)
+        if out.shape != shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
+        if not (a.dtype == b.dtype == out.dtype) or out.dtype not in _DTYPES:
+            raise TypeError(
+                f"{name}: a, b and out must share one of float32, float64, bfloat16, float16; "
+                f"got a {a.dtype}, b {b.dtype}, out {out.dtype}"
+            )
+        fill(a, b, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"fuel-reference-backend {name}: out = a {op} b with NumPy broadcasting."
@@ -161,9 +198,21 @@ _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
     ("div", np.divide),
 )
 
-ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS
-}
+
+def kernels(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
+    """The four oracle kernels by full `entry_point` string, run by one chassis implementation."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(
+            f"no kernel implementation {implementation!r} here: {list(IMPLEMENTATIONS)}"
+        )
+    native = implementation == "native"
+    return {
+        f"{_PREFIX}broadcast_{op}": _kernel(op, _native_fill(op) if native else _pure_fill(ufunc))
+        for op, ufunc in _OPS
+    }
+
+
+ENTRY_POINTS: Final[dict[str, KernelFn]] = kernels()
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
 __all__ = [
@@ -171,5 +220,6 @@ __all__ = [
     "PROVIDER",
     "broadcast_shape",
     "broadcast_src_flat",
+    "kernels",
     "row_major_strides",
 ]
