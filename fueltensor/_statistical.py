@@ -118,13 +118,20 @@ def var(
 def _cumulative(
     fn: Callable[..., Any], x: FuelTensor, axis: int | None, dtype: Any, include_initial: bool
 ) -> FuelTensor:
+    """Running `fn` along `axis`; with include_initial the identity comes first and every later
+    element is computed from it (0 + -0 is +0, where NumPy would copy x[0] unchanged)."""
     if axis is None:
         if tensor(x).ndim > 1:
             raise ValueError(f"a cumulative reduction of a {x.ndim}-D tensor needs an axis")
         axis = 0
     (a,) = axes(axis, tensor(x).ndim)
     out = _accumulated(x, dtype)
-    return fresh(fn(x._array, axis=a, dtype=_work(out), include_initial=include_initial), out)
+    values = x._array.astype(_work(out))
+    if include_initial:
+        shape = tuple(1 if i == a else n for i, n in enumerate(values.shape))
+        identity = np.full(shape, 1 if fn is np.cumulative_prod else 0, values.dtype)
+        values = np.concatenate([identity, values], axis=a)
+    return fresh(fn(values, axis=a), out)
 
 
 @host
