@@ -302,7 +302,8 @@ def test_binary_with_python_scalars(name: str, draw: st.DataObject) -> None:
     if method is not None and method not in COMPARISONS:
         target = ft.asarray(a, copy=True)
         getattr(target, "__i" + method[2:])(scalar)
-        assert_same(target, expected(name, a, s, lambda: getattr(xs, name)(sa, scalar)), "")
+        want = expected(name, a, s, lambda: getattr(xs, name)(sa, scalar))
+        assert_same(target, want, f"x {method[2:-2]}= {scalar!r}")
 
 
 @FAST
