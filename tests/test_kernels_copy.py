@@ -7,6 +7,7 @@ would show a copy that went through arithmetic): flipped, offset, stepped, permu
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import ml_dtypes
@@ -28,7 +29,9 @@ DTYPES = [
     np.dtype(np.int32),
     np.dtype(np.int64),
     np.dtype(np.uint8),
+    np.dtype(np.uint32),
     np.dtype(np.bool_),
+    np.dtype(np.complex64),
     np.dtype(np.complex128),
 ]
 
@@ -130,6 +133,15 @@ def test_native_copy_refuses_a_wrong_destination() -> None:
     storage = np.arange(24, dtype=np.float32)
     with pytest.raises(ValueError, match="dst overlaps src"):
         NATIVE.copy_strided(storage[::2], storage[6:18])
+
+
+@native
+def test_threads_copy_concurrently_with_the_same_bytes() -> None:
+    base = random_base(np.random.default_rng(7), (300, 301), np.dtype(np.float32))
+    want = np.ascontiguousarray(base.T).tobytes()  # large enough that the copy releases the GIL
+    with ThreadPoolExecutor(2) as pool:
+        copies = list(pool.map(lambda _: native_copy(base.T).tobytes(), range(6)))
+    assert copies == [want] * 6
 
 
 def test_contiguize_uses_the_compiled_copy_when_it_is_built() -> None:

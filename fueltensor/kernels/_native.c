@@ -730,7 +730,7 @@ static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_
         step *= src.shape[k];
     }
     walk_collapse(&w, 2);
-    if (src.len >= GIL_FREE_FROM) {
+    if (src.len / size >= GIL_FREE_FROM) {
         Py_BEGIN_ALLOW_THREADS copy_walk(dst.buf, src.buf, &w, size);
         Py_END_ALLOW_THREADS
     } else {
