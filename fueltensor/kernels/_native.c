@@ -1,4 +1,6 @@
-/* Compiled fast path for fuel-cpu-backend's 32 kernels, bit for bit the pure-NumPy chassis.
+/* Compiled fast path for fuel-cpu-backend's 32 kernels, bit for bit the pure-NumPy chassis; the
+ * same loops also run fuel-reference-backend's broadcast (`broadcast`), and `copy_strided` is
+ * the planner's Contiguize (a cache-blocked copy of any strided layout into a dense buffer).
  *
  * One pass per element instead of NumPy's several: maximum/minimum pick lhs on a ±0 tie in the
  * same compare, and the half types widen, compute and narrow tile by tile in L1 (F16C on x86).
@@ -776,7 +778,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "fueltensor.kernels._native",
-    "Compiled fuel-cpu-backend kernels, bit for bit the pure-NumPy chassis.",
+    "Compiled fuel-cpu-backend kernels, the oracle's broadcast and Contiguize's strided copy, "
+    "bit for bit the pure-NumPy paths.",
     -1,
     methods,
 };
