@@ -9,7 +9,6 @@ provider's documents, built once per process.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import threading
@@ -31,7 +30,6 @@ KernelFn = Callable[..., None]
 
 PROVIDER_GROUP: Final = "fueltensor.providers"
 """Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS."""
-BUILTIN_PROVIDERS: Final = ("fueltensor.kernels.cpu", "fueltensor.kernels.reference")
 
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
@@ -75,8 +73,10 @@ def _discover() -> tuple[Path, ...]:
     global _discovered
     with _lock:
         if _discovered is None:
-            for module in BUILTIN_PROVIDERS:
-                _adopt(importlib.import_module(module), module)
+            from fueltensor.kernels import cpu, reference  # on first use: keeps import light
+
+            for module in (cpu, reference):
+                _adopt(module, module.__name__)
             documents: list[Path] = []
             for ep in _plugin_entry_points():
                 try:
