@@ -554,31 +554,51 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *wha
     return -1;
 }
 
+/* Parse the arithmetic entry points' `name(op, dtype, lhs, rhs, out)` arguments and acquire the
+ * three buffers (none is held on failure), so `binary` and `broadcast` reject a bad call alike. */
+static int operands(const char *name, PyObject *const *args, Py_ssize_t nargs, long *op,
+                    long *dtype, Py_buffer *lhs, Py_buffer *rhs, Py_buffer *out) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "%s(op, dtype, lhs, rhs, out) takes 5 arguments, got %zd",
+                     name, nargs);
+        return -1;
+    }
+    *op = PyLong_AsLong(args[0]);
+    *dtype = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return -1;
+    if (*op < 0 || *op >= N_OPS || *dtype < 0 || *dtype >= N_DTYPES) {
+        PyErr_Format(PyExc_ValueError, "op must be in [0, %d) and dtype in [0, %d), got %ld, %ld",
+                     N_OPS, N_DTYPES, *op, *dtype);
+        return -1;
+    }
+    if (get_buffer(args[2], lhs, PyBUF_ND, "lhs") < 0) return -1;
+    if (get_buffer(args[3], rhs, PyBUF_ND, "rhs") < 0) {
+        PyBuffer_Release(lhs);
+        return -1;
+    }
+    if (get_buffer(args[4], out, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
+        PyBuffer_Release(lhs);
+        PyBuffer_Release(rhs);
+        return -1;
+    }
+    return 0;
+}
+
+/* Undo `operands` and `own_input`: free the private input copies, release the three buffers. */
+static void release_operands(void *lcopy, void *rcopy, Py_buffer *lhs, Py_buffer *rhs,
+                             Py_buffer *out) {
+    PyMem_RawFree(lcopy);
+    PyMem_RawFree(rcopy);
+    PyBuffer_Release(lhs);
+    PyBuffer_Release(rhs);
+    PyBuffer_Release(out);
+}
+
 static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError, "binary(op, dtype, lhs, rhs, out) takes 5 arguments, got %zd",
-                     nargs);
-        return NULL;
-    }
-    long op = PyLong_AsLong(args[0]), dtype = PyLong_AsLong(args[1]);
-    if (PyErr_Occurred()) return NULL;
-    if (op < 0 || op >= N_OPS || dtype < 0 || dtype >= N_DTYPES) {
-        PyErr_Format(PyExc_ValueError, "op must be in [0, %d) and dtype in [0, %d), got %ld, %ld",
-                     N_OPS, N_DTYPES, op, dtype);
-        return NULL;
-    }
+    long op, dtype;
     Py_buffer lhs, rhs, out;
-    if (get_buffer(args[2], &lhs, PyBUF_ND, "lhs") < 0) return NULL;
-    if (get_buffer(args[3], &rhs, PyBUF_ND, "rhs") < 0) {
-        PyBuffer_Release(&lhs);
-        return NULL;
-    }
-    if (get_buffer(args[4], &out, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
-        PyBuffer_Release(&lhs);
-        PyBuffer_Release(&rhs);
-        return NULL;
-    }
+    if (operands("binary", args, nargs, &op, &dtype, &lhs, &rhs, &out) < 0) return NULL;
     PyObject *result = NULL;
     void *lcopy = NULL, *rcopy = NULL;
     Py_ssize_t size = ITEMSIZE[dtype], n = out.len / size;
@@ -606,11 +626,7 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     fesetexceptflag(&flags, FE_ALL_EXCEPT);
     result = Py_NewRef(Py_None);
 done:
-    PyMem_RawFree(lcopy);
-    PyMem_RawFree(rcopy);
-    PyBuffer_Release(&lhs);
-    PyBuffer_Release(&rhs);
-    PyBuffer_Release(&out);
+    release_operands(lcopy, rcopy, &lhs, &rhs, &out);
     return result;
 }
 
@@ -627,29 +643,9 @@ static void extent(const Py_buffer *v, const char **lo, const char **hi) {
 
 static PyObject *broadcast(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError,
-                     "broadcast(op, dtype, lhs, rhs, out) takes 5 arguments, got %zd", nargs);
-        return NULL;
-    }
-    long op = PyLong_AsLong(args[0]), dtype = PyLong_AsLong(args[1]);
-    if (PyErr_Occurred()) return NULL;
-    if (op < 0 || op >= N_OPS || dtype < 0 || dtype >= N_DTYPES) {
-        PyErr_Format(PyExc_ValueError, "op must be in [0, %d) and dtype in [0, %d), got %ld, %ld",
-                     N_OPS, N_DTYPES, op, dtype);
-        return NULL;
-    }
+    long op, dtype;
     Py_buffer lhs, rhs, out;
-    if (get_buffer(args[2], &lhs, PyBUF_ND, "lhs") < 0) return NULL;
-    if (get_buffer(args[3], &rhs, PyBUF_ND, "rhs") < 0) {
-        PyBuffer_Release(&lhs);
-        return NULL;
-    }
-    if (get_buffer(args[4], &out, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
-        PyBuffer_Release(&lhs);
-        PyBuffer_Release(&rhs);
-        return NULL;
-    }
+    if (operands("broadcast", args, nargs, &op, &dtype, &lhs, &rhs, &out) < 0) return NULL;
     PyObject *result = NULL;
     void *lcopy = NULL, *rcopy = NULL;
     Py_ssize_t size = ITEMSIZE[dtype];
@@ -683,11 +679,7 @@ static PyObject *broadcast(PyObject *module, PyObject *const *args, Py_ssize_t n
     }
     result = Py_NewRef(Py_None);
 done:
-    PyMem_RawFree(lcopy);
-    PyMem_RawFree(rcopy);
-    PyBuffer_Release(&lhs);
-    PyBuffer_Release(&rhs);
-    PyBuffer_Release(&out);
+    release_operands(lcopy, rcopy, &lhs, &rhs, &out);
     return result;
 }
 
