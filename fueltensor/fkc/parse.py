@@ -26,12 +26,6 @@ _TAG: Final = "tag:yaml.org,2002:"
 _STR: Final = _TAG + "str"
 _MAP: Final = _TAG + "map"
 _SEQ: Final = _TAG + "seq"
-_SKIPPED: Final = (
-    yaml.StreamStartEvent,
-    yaml.StreamEndEvent,
-    yaml.DocumentStartEvent,
-    yaml.DocumentEndEvent,
-)
 MAX_DEPTH: Final = 32
 """Deepest YAML nesting accepted (a contract needs five levels)."""
 MAX_EVENTS: Final = 50_000
