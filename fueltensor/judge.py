@@ -74,6 +74,7 @@ class Settings:
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
+        """The quick probe sizes (`--quick`) or the full ones."""
         return cls(2048, 256, 1 << 16, 200) if quick else cls(32768, 2048, 1 << 20, 1000)
 
 
@@ -133,19 +134,18 @@ _UFUNC: Final = {
 
 
 def _rounded_op(op: Callable[[Any, Any], Any], a: Array, b: Array, working: np.dtype) -> Array:
-    """One arithmetic step exactly rounded into `working` (f32 via f64, f64 via Fraction)."""
+    """One arithmetic step exactly rounded once into `working` (via f64, F64 via Fraction)."""
     if working == F64:
         return _rational(op, a, b)
     with np.errstate(all="ignore"):
-        return _UFUNC[op](a.astype(F64), b.astype(F64)).astype(working)
+        return round_to(_UFUNC[op](a.astype(F64), b.astype(F64)), working)
 
 
 def _arith(op: Callable[[Any, Any], Any]) -> Reference:
+    """The reference of add/sub/mul/div: `op` exactly rounded once into the operands' dtype."""
+
     def ref(a: Array, b: Array) -> Array:
-        if a.dtype == F64:
-            return _rational(op, a, b)
-        with np.errstate(all="ignore"):
-            return round_to(_UFUNC[op](a.astype(F64), b.astype(F64)), a.dtype)
+        return _rounded_op(op, a, b, a.dtype)
 
     return Reference("exact: f64 (F64: rational), rounded once", ref, exact_f64=True)
 
@@ -287,6 +287,7 @@ class Audit:
 
     @property
     def ok(self) -> bool:
+        """True when no check failed."""
         return not self.failures
 
 
@@ -587,13 +588,16 @@ class JudgeReport:
 
     @property
     def failures(self) -> list[tuple[str, str]]:
+        """Every failure as (audit label, why), in audit order."""
         return [(a.label, f) for a in self.rows for f in a.failures]
 
     @property
     def ok(self) -> bool:
+        """True when every audit passed."""
         return not self.failures
 
     def summary(self) -> str:
+        """One line: audits, failing audits, the copy bandwidth and the time taken."""
         bad = sum(not a.ok for a in self.rows)
         return (
             f"judge: {len(self.rows)} audits, {bad} failing, copy bandwidth "
