@@ -6,6 +6,7 @@ float64 and complex numbers complex128, as the standard's default dtypes say.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +42,22 @@ def _check_scalars(values: tuple[Any, ...]) -> None:
             )
 
 
+def _filled(make: Callable[..., np.ndarray], shape: Any, dtype: Any, device: Any) -> FuelTensor:
+    """`make(shape, dtype)` as a tensor (float64 unless `dtype` says): empty, ones, zeros."""
+    _check_device(device)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
+    return fresh(make(as_shape(shape), dt.np), dt)
+
+
+def _filled_like(
+    make: Callable[..., np.ndarray], x: FuelTensor, dtype: Any, device: Any
+) -> FuelTensor:
+    """`make(x.shape, dtype)` as a tensor (x's dtype unless `dtype` says): the *_like functions."""
+    _check_device(device)
+    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
+    return fresh(make(x.shape, dt.np), dt)
+
+
 @host
 def arange(
     start: int | float,
@@ -68,17 +85,13 @@ def empty(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """An uninitialized tensor of `shape` (float64 by default)."""
-    _check_device(device)
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
-    return fresh(np.empty(as_shape(shape), dt.np), dt)
+    return _filled(np.empty, shape, dtype, device)
 
 
 @host
 def empty_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
     """An uninitialized tensor of x's shape (and dtype, unless given)."""
-    _check_device(device)
-    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
-    return fresh(np.empty(x.shape, dt.np), dt)
+    return _filled_like(np.empty, x, dtype, device)
 
 
 @host
@@ -155,17 +168,13 @@ def ones(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """A tensor of `shape` filled with ones (float64 by default)."""
-    _check_device(device)
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
-    return fresh(np.ones(as_shape(shape), dt.np), dt)
+    return _filled(np.ones, shape, dtype, device)
 
 
 @host
 def ones_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
     """A tensor of x's shape (and dtype, unless given) filled with ones."""
-    _check_device(device)
-    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
-    return fresh(np.ones(x.shape, dt.np), dt)
+    return _filled_like(np.ones, x, dtype, device)
 
 
 @host
@@ -173,17 +182,13 @@ def zeros(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """A tensor of `shape` filled with zeros (float64 by default)."""
-    _check_device(device)
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
-    return fresh(np.zeros(as_shape(shape), dt.np), dt)
+    return _filled(np.zeros, shape, dtype, device)
 
 
 @host
 def zeros_like(x: FuelTensor, /, *, dtype: DType | None = None, device: Any = None) -> FuelTensor:
     """A tensor of x's shape (and dtype, unless given) filled with zeros."""
-    _check_device(device)
-    dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
-    return fresh(np.zeros(x.shape, dt.np), dt)
+    return _filled_like(np.zeros, x, dtype, device)
 
 
 @host
