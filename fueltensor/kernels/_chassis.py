@@ -33,6 +33,14 @@ BF16: Final = np.dtype(ml_dtypes.bfloat16)
 F16: Final = np.dtype(np.float16)
 _U16: Final = np.dtype(np.uint16)
 
+DTYPES: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
+    ("f32", F32),
+    ("f64", F64),
+    ("bf16", BF16),
+    ("f16", F16),
+)
+"""The four dtypes both providers' kernels take: thunk-name suffix and storage dtype."""
+
 # Silencing NumPy's floating-point warnings is on every kernel call, so its price is dispatch
 # overhead. `np.errstate` costs ~2 µs per enter/exit; NumPy 2 keeps the error state in a
 # contextvar holding an opaque "extobj", and setting that contextvar directly costs ~0.1 µs.
@@ -202,6 +210,15 @@ _NAN_FIX: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int, int]]] = {
 """Per dtype: its bits dtype, quiet bit, and the length beyond which NumPy's tail lanes swap."""
 
 
+def keep_lhs_nan(lhs: Array, rhs: Array, out: Array) -> None:
+    """Where both operands are NaN, make `out` lhs's NaN quieted (x86's first-operand rule);
+    `lhs` and `rhs` broadcast to `out`'s shape, an F32 or F64 array."""
+    both = np.isnan(lhs) & np.isnan(rhs)
+    if both.any():
+        uint, quiet, _ = _NAN_FIX[out.dtype]
+        out.view(uint)[both] = np.broadcast_to(lhs, out.shape).view(uint)[both] | quiet
+
+
 def _lhs_nan_first(ufunc: np.ufunc) -> Whole:
     """`ufunc` with the contract's NaN rule restored in the lanes where NumPy loses it.
 
@@ -213,13 +230,9 @@ def _lhs_nan_first(ufunc: np.ufunc) -> Whole:
 
     def call(lhs: Array, rhs: Array, *, out: Array) -> None:
         ufunc(lhs, rhs, out=out)
-        uint, quiet, short = _NAN_FIX[out.dtype]
-        if out.size > short:
+        if out.size > _NAN_FIX[out.dtype][2]:
             k = min(out.size, _TAIL)
-            tl, tr, to = lhs.reshape(-1)[-k:], rhs.reshape(-1)[-k:], out.reshape(-1)[-k:]
-            both = np.isnan(tl) & np.isnan(tr)
-            if both.any():
-                to.view(uint)[both] = tl.view(uint)[both] | quiet
+            keep_lhs_nan(lhs.reshape(-1)[-k:], rhs.reshape(-1)[-k:], out.reshape(-1)[-k:])
 
     call.__doc__ = f"np.{ufunc.__name__} with the first NaN operand (lhs) kept in every lane."
     return call

@@ -15,10 +15,7 @@ from typing import Any, Final
 import numpy as np
 
 from fueltensor.kernels._chassis import (
-    BF16,
-    F16,
-    F32,
-    F64,
+    DTYPES,
     IMPLEMENTATION,
     IMPLEMENTATIONS,
     OPS,
@@ -31,14 +28,6 @@ PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
 
 KernelFn = Callable[..., None]
-
-DTYPES: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
-    ("f32", F32),
-    ("f64", F64),
-    ("bf16", BF16),
-    ("f16", F16),
-)
-"""The dtype table: thunk suffix and storage dtype."""
 
 
 def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:

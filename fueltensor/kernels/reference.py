@@ -13,21 +13,21 @@ no NaN repair pass), bit for bit this pure path, which stays the fallback.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from fueltensor.kernels._chassis import (
     BF16,
     BLOCK,
+    DTYPES,
     F16,
-    F32,
-    F64,
     IMPLEMENTATION,
     IMPLEMENTATIONS,
     NATIVE,
     Array,
     give_scratch,
+    keep_lhs_nan,
     narrow,
     restore,
     silence,
@@ -83,27 +83,9 @@ def broadcast_src_flat(out_index: int, src_shape: Sequence[int], out_shape: Sequ
     return flat
 
 
-_QUIET: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int]]] = {
-    np.dtype(np.float32): (np.dtype(np.uint32), 0x00400000),
-    np.dtype(np.float64): (np.dtype(np.uint64), 0x0008000000000000),
-}
-
-
 def _has_nan(x: Array) -> bool:
     """True when a non-empty array holds a NaN (one reduction pass)."""
     return bool(x.size) and bool(np.isnan(np.maximum.reduce(x, axis=None)))
-
-
-def _keep_lhs_nan(a: Array, b: Array, res: Array) -> None:
-    """Where both operands are NaN, make the result a's NaN quieted (x86's first-operand rule).
-
-    NumPy's commutative add/multiply loops return the rhs NaN in some lanes (measured on 2.4).
-    """
-    both = np.isnan(a) & np.isnan(b)
-    if both.any():
-        uint, quiet = _QUIET[res.dtype]
-        lhs = np.broadcast_to(a, res.shape).view(uint)
-        res.view(uint)[both] = lhs[both] | quiet
 
 
 def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
@@ -124,13 +106,13 @@ def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
             j = min(i + step, shape[0])
             res = ufunc(va[i:j], vb[i:j])
             if fix:
-                _keep_lhs_nan(va[i:j], vb[i:j], res)
+                keep_lhs_nan(va[i:j], vb[i:j], res)
             narrow(res.reshape(-1), out[i:j].reshape(-1), s)
     finally:
         give_scratch(s)
 
 
-_DTYPES: Final = (F32, F64, BF16, F16)
+_DTYPES: Final = tuple(dtype for _, dtype in DTYPES)
 
 Fill = Callable[[Array, Array, Array], None]
 """Fills `out` (the broadcast shape) with `a op b`, after the kernel has checked its arguments."""
@@ -150,7 +132,7 @@ def _pure_fill(ufunc: np.ufunc) -> Fill:
             else:
                 ufunc(a, b, out=out)
                 if ufunc in _COMMUTATIVE and _has_nan(a) and _has_nan(b):
-                    _keep_lhs_nan(a, b, out)
+                    keep_lhs_nan(a, b, out)
         finally:
             restore(token)
 
@@ -190,6 +172,7 @@ def _kernel(op: str, fill: Fill) -> KernelFn:
 
 
 _COMMUTATIVE: Final = (np.add, np.multiply)
+"""The ufuncs whose NumPy loops return the rhs NaN in some lanes where both operands are NaN."""
 
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
     ("add", np.add),
