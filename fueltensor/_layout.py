@@ -101,10 +101,12 @@ class Layout(NamedTuple):
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements the view means (the product of the shape)."""
         return math.prod(self.shape)
 
     @property

@@ -13,6 +13,8 @@ from fueltensor._tensor import FuelTensor
 
 
 class UniqueAllResult(NamedTuple):
+    """What `unique_all` returns: the values, first indices, inverse indices and counts."""
+
     values: FuelTensor
     indices: FuelTensor
     inverse_indices: FuelTensor
@@ -20,11 +22,15 @@ class UniqueAllResult(NamedTuple):
 
 
 class UniqueCountsResult(NamedTuple):
+    """What `unique_counts` returns: the values and how often each occurs."""
+
     values: FuelTensor
     counts: FuelTensor
 
 
 class UniqueInverseResult(NamedTuple):
+    """What `unique_inverse` returns: the values and each element's index among them."""
+
     values: FuelTensor
     inverse_indices: FuelTensor
 

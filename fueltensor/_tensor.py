@@ -175,10 +175,12 @@ class FuelTensor:
 
     @property
     def dtype(self) -> DType:
+        """The element type."""
         return self._dtype
 
     @property
     def shape(self) -> Shape:
+        """The extent of each axis."""
         return self._layout.shape
 
     @property
@@ -193,14 +195,17 @@ class FuelTensor:
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return self._layout.ndim
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return self._layout.size
 
     @property
     def device(self) -> str:
+        """Always "cpu": fueltensor has one device."""
         return "cpu"
 
     @property

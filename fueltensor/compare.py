@@ -169,6 +169,7 @@ class ComparisonReport:
         self._lock = threading.Lock()
 
     def add(self, comparison: Comparison) -> None:
+        """Append one comparison (observers on several threads may report at once)."""
         with self._lock:
             self.comparisons.append(comparison)
 

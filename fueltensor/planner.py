@@ -38,6 +38,7 @@ class Operand:
 
     @property
     def count(self) -> int:
+        """The number of elements the operand holds."""
         return self.layout.size
 
 
@@ -102,6 +103,7 @@ class Plan:
 
     @property
     def provider(self) -> str:
+        """The provider of the chosen contract, or "host" for a NumPy host operation."""
         return "host" if self.kernel is None else self.kernel.provider.name
 
     def __repr__(self) -> str:
