@@ -52,6 +52,13 @@ def backend(name: str | None) -> AbstractContextManager[object]:
     return nullcontext() if name is None else ft.use_backend(name)
 
 
+def buffers(data: st.DataObject, dtype: Any, other_dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Two 64-element buffers of random values of either sign (seeded from `data`)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    first = (rng.standard_normal(64) * 8).astype(dtype)
+    return first, (rng.standard_normal(64) * 8).astype(other_dtype)
+
+
 @st.composite
 def views(draw: st.DrawFn, buffer: np.ndarray) -> ft.FuelTensor:
     """A random strided view (negative and zero strides, offsets) on `buffer`'s storage."""
@@ -77,9 +84,7 @@ def views(draw: st.DrawFn, buffer: np.ndarray) -> ft.FuelTensor:
 def test_operations_never_modify_their_inputs(
     data: st.DataObject, op: str, dtype: Any, other_dtype: Any, where: str | None, scalar: bool
 ) -> None:
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    first = (rng.standard_normal(64) * 8).astype(dtype)
-    second = (rng.standard_normal(64) * 8).astype(other_dtype)
+    first, second = buffers(data, dtype, other_dtype)
     before = checksum(first), checksum(second)
     x = data.draw(views(first))
     y: Any = 2.5 if scalar else data.draw(views(second))
@@ -143,9 +148,7 @@ HOST_BINARY = ("logaddexp", "atan2", "hypot", "equal", "less")
 def test_host_operations_never_modify_their_inputs(
     data: st.DataObject, dtype: Any, name: str
 ) -> None:
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    first = (rng.standard_normal(64) * 8).astype(dtype)
-    second = (rng.standard_normal(64) * 8).astype(dtype)
+    first, second = buffers(data, dtype, dtype)
     before = checksum(first), checksum(second)
     x = data.draw(views(first))
     args = (x,) if name in HOST_UNARY else (x, data.draw(views(second)))
