@@ -7,6 +7,7 @@ forbids it, in which case `NoKernelError` lists every candidate and why it was r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -70,6 +71,7 @@ def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
 
 
 def _operand(value: Any, like: FuelTensor) -> FuelTensor:
+    """The non-tensor operand next to tensor `like`: a weak scalar, or a NumPy array adopted."""
     if isinstance(value, bool | int | float | complex):
         return _scalar(value, like)
     if isinstance(value, np.ndarray | np.generic):
@@ -92,10 +94,7 @@ def _host_plan(
     probe = fn(*(np.empty((0,), o.dtype.np) for o in cast))
     out_dtype = _dtypes.from_numpy(probe.dtype)
     shape = broadcast_shapes(*(o.layout.shape for o in operands))
-    n = 1
-    for d in shape:
-        n *= d
-    moved = sum(o.count * o.dtype.itemsize for o in cast) + n * out_dtype.itemsize
+    moved = sum(o.count * o.dtype.itemsize for o in cast) + math.prod(shape) * out_dtype.itemsize
     name = getattr(fn, "__name__", op)
     host = Step(
         "Host",
