@@ -87,6 +87,7 @@ def _resolve(reg: Registry, name: str) -> frozenset[str]:
 
 
 def _short_name(provider: str) -> str:
+    """The name `use_backend` also accepts: "fuel-cpu-backend" -> "cpu"."""
     return provider.removeprefix("fuel-").removesuffix("-backend")
 
 
@@ -99,9 +100,10 @@ def use_backend(name: str) -> Iterator[Policy]:
     """
     reg = current_policy().registry
     providers = None if name == "contracts" else _resolve(reg, name)
-    token = _POLICY.set(_policy(reg, providers, False, name))
+    policy = _policy(reg, providers, False, name)
+    token = _POLICY.set(policy)
     try:
-        yield _POLICY.get() or current_policy()
+        yield policy
     finally:
         _POLICY.reset(token)
 
