@@ -7,7 +7,10 @@ hands back an array of its own instead is held to its contract's `return` clause
 
 from __future__ import annotations
 
+import math
 import operator
+import sys
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -31,41 +34,70 @@ _COPY_STRIDED = NATIVE.copy_strided if NATIVE is not None and IMPLEMENTATION == 
 """The compiled strided copy (a cache-blocked N-D gather), or None for the NumPy fallback."""
 
 
-def tiled_copy(array: np.ndarray) -> np.ndarray:
-    """A fresh row-major copy of `array` by NumPy, the fallback of the compiled copy.
+def tiled_copy(array: np.ndarray, out: np.ndarray) -> None:
+    """Copy `array` into the row-major `out` with NumPy, the fallback of the compiled copy.
 
     When the source's fastest-moving axis is not the last one (a transpose or permute), the
     copy goes tile by tile over those two axes so reads and writes both stay in cache.
     """
-    if array.ndim < 2 or array.size < TILE * TILE:
-        return np.array(array, order="C", copy=True)
     pairs = zip(array.shape, array.strides, strict=True)
     strides = [abs(s) if n > 1 else np.inf for n, s in pairs]
-    fast = int(np.argmin(strides))
+    fast = int(np.argmin(strides)) if strides else 0
     last = array.ndim - 1
-    if fast == last or strides[fast] == 0:
-        return np.array(array, order="C", copy=True)
-    out = np.empty(array.shape, array.dtype)
+    if array.size < TILE * TILE or fast == last or strides[fast] == 0:
+        np.copyto(out, array)
+        return
     src = np.moveaxis(array, (fast, last), (-2, -1))
     dst = np.moveaxis(out, (fast, last), (-2, -1))
     rows, cols = src.shape[-2:]
     for i in range(0, rows, TILE):
         for j in range(0, cols, TILE):
             dst[..., i : i + TILE, j : j + TILE] = src[..., i : i + TILE, j : j + TILE]
-    return out
 
 
 def contiguize(array: np.ndarray) -> np.ndarray:
-    """A fresh row-major copy of `array` (always a copy: the kernel gets a buffer of its own).
+    """A row-major copy of `array` in a buffer of its own (always a copy: no view is ever
+    handed to a kernel that requires a dense, zero-offset operand).
 
     Compiled where the kernels are built (about 3x NumPy's copy on a transposed operand), else
     `tiled_copy`; the bytes are the same either way. Object arrays always take NumPy's copy.
     """
-    if _COPY_STRIDED is None or array.dtype.hasobject:
-        return tiled_copy(array)
-    out = np.empty(array.shape, array.dtype)
-    _COPY_STRIDED(array, out)
+    if array.dtype.hasobject:
+        return np.array(array, order="C", copy=True)
+    out = _temporary(array.shape, array.dtype)
+    if _COPY_STRIDED is None:
+        tiled_copy(array, out)
+    else:
+        _COPY_STRIDED(array, out)
     return out
+
+
+class _Scratch(threading.local):
+    """The last large Contiguize temporary of this thread, kept for the next one."""
+
+    buffer: np.ndarray | None = None
+
+
+_scratch = _Scratch()
+SCRATCH_MIN_BYTES = 1 << 20
+SCRATCH_MAX_BYTES = 1 << 26
+"""Contiguize temporaries of 1–64 MiB reuse one per-thread buffer: the fresh pages of a new
+40 MB buffer cost the kernel a third of a transposed add, which PyTorch's caching allocator
+avoids the same way. At most 64 MiB per thread stays held between operations."""
+
+
+def _temporary(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialized C-order array for a kernel input that dies with the operation."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if not SCRATCH_MIN_BYTES <= nbytes <= SCRATCH_MAX_BYTES:
+        return np.empty(shape, dtype)
+    buffer = _scratch.buffer
+    # Free when only the thread-local slot, this frame and getrefcount's argument refer to it:
+    # every array made from it (a live temporary) holds one more reference through `.base`.
+    if buffer is None or buffer.nbytes < nbytes or sys.getrefcount(buffer) > 3:
+        buffer = np.empty(nbytes, np.uint8)
+        _scratch.buffer = buffer
+    return buffer[:nbytes].view(dtype).reshape(shape)
 
 
 def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
