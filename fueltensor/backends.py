@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 
 _PLAN_CACHE_LIMIT = 4096
+_POLICY_LIMIT = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +56,8 @@ def _policy(
     key = (id(reg), providers, allow_host)
     found = _POLICIES.get(key)
     if found is None or found.registry is not reg:
+        if len(_POLICIES) >= _POLICY_LIMIT:
+            _POLICIES.clear()  # a policy keeps its registry alive: never hoard them
         found = Policy(reg, providers, allow_host, label)
         _POLICIES[key] = found
     return found

@@ -175,7 +175,7 @@ def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 class Registry:
     """Validated, linked kernel contracts: iterable in document order, indexed by name and op."""
 
-    __slots__ = ("_by_name", "_by_op", "_contracts", "_kernels", "_providers")
+    __slots__ = ("__weakref__", "_by_name", "_by_op", "_contracts", "_kernels", "_providers")
 
     def __init__(
         self, contracts: Iterable[KernelContract], kernels: Mapping[str, KernelFn]

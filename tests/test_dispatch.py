@@ -230,3 +230,21 @@ def test_inputs_are_never_modified() -> None:
         op(a, b)
         op(a.T.T, b)
     assert (np.asarray(a).tobytes(), np.asarray(b).tobytes()) == before
+
+
+def test_policies_for_throwaway_registries_are_not_hoarded() -> None:
+    import gc
+    import weakref
+
+    from fueltensor import backends
+
+    x = t32((2, 2))
+    refs = []
+    for _ in range(backends._POLICY_LIMIT + 8):
+        reg = ft.Registry.from_paths([ft.registry().providers[0].path])
+        refs.append(weakref.ref(reg))
+        with ft.use_registry(reg):
+            x + x
+        del reg
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= backends._POLICY_LIMIT
