@@ -312,11 +312,17 @@ def plan_contracts(
         ranked.append(((cost, contract.kernel_source in ORACLE_SOURCES, order), verdict))
     ranked.sort(key=lambda kv: kv[0])
     if ranked:
-        (best_cost, _, _), best = ranked[0]
+        (best_cost, best_oracle, _), best = ranked[0]
         assert best.kernel is not None
-        for (cost, _, _), plan in ranked[1:]:
+        for (cost, oracle, _), plan in ranked[1:]:
             assert plan.kernel is not None
-            tie = " (a tie: the production provider is preferred)" if cost == best_cost else ""
+            tie = ""
+            if cost == best_cost:
+                tie = (
+                    " (a tie: the production provider is preferred over the oracle)"
+                    if oracle and not best_oracle
+                    else " (a tie: registry order decides)"
+                )
             rejected[plan.kernel.name] = (
                 f"admissible but outranked: {cost:,} bytes moved vs "
                 f"{best_cost:,} for {best.kernel.name}{tie}",
