@@ -52,8 +52,9 @@ from fueltensor._layout import Layout, broadcast_shapes
 from fueltensor._storage import aligned_empty
 from fueltensor.compare import bits, text_table, ulp_distance
 from fueltensor.fkc.schema import KernelContract
+from fueltensor.kernels import KernelFn
 from fueltensor.planner import Operand, Plan, admit
-from fueltensor.registry import KernelFn, Registry, registry
+from fueltensor.registry import Registry, registry
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)

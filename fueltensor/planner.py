@@ -20,7 +20,8 @@ from fueltensor._dtypes import DType, result_type
 from fueltensor._layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor._storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
-from fueltensor.registry import KernelFn, Registry
+from fueltensor.kernels import KernelFn
+from fueltensor.registry import Registry
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from importlib.machinery import PathFinder
 from pathlib import Path
 from types import MappingProxyType
@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Final
 from ._errors import ContractError
 from .fkc import KernelContract, Provider, load_document
 from .fkc.schema import check_unique
+from .kernels import KernelFn
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-KernelFn = Callable[..., None]
-"""`kernel(*inputs, out=out) -> None`; see docs/interfaces.md for the calling convention."""
 
 PROVIDER_GROUP: Final = "fueltensor.providers"
 """Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS."""

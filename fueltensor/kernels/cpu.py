@@ -9,11 +9,11 @@ from the chassis' current implementation (compiled or pure NumPy, the same bits 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -26,8 +26,6 @@ from fueltensor.kernels._chassis import (
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
-
-KernelFn = Callable[..., None]
 
 
 def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:

@@ -17,6 +17,7 @@ from typing import Final
 
 import numpy as np
 
+from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import (
     BF16,
     BLOCK,
@@ -37,8 +38,6 @@ from fueltensor.kernels._chassis import (
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
-
-KernelFn = Callable[..., None]
 
 
 def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, ...]:
