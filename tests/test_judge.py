@@ -14,7 +14,7 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.cli import main
-from fueltensor.judge import REFERENCES, judge, round_to
+from fueltensor.tools.judge import REFERENCES, judge, round_to
 
 F32 = np.float32
 BF16 = np.dtype(ml_dtypes.bfloat16)

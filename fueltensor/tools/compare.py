@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import execute
-from fueltensor._tensor import FuelTensor
-from fueltensor.backends import _resolve, current_policy, observe
-from fueltensor.planner import Plan, Planning
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import execute
+from fueltensor.engine.backends import _resolve, current_policy, observe
+from fueltensor.engine.planner import Plan, Planning
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -200,7 +200,7 @@ class ComparisonReport:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import comparison_html
+        from fueltensor.tools.display import comparison_html
 
         return comparison_html(self)
 
