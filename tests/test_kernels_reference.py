@@ -249,4 +249,5 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         text=True,
         check=True,
     )
-    assert run.stdout.split() == ["fueltensor", "fueltensor.kernels", "fueltensor.kernels.reference"]
+    loaded = run.stdout.split()
+    assert loaded == ["fueltensor", "fueltensor.kernels", "fueltensor.kernels.reference"]
