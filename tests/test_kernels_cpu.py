@@ -7,6 +7,7 @@ kernels, the latter once per instruction set the extension has a body for on thi
 from __future__ import annotations
 
 import itertools
+import os
 import platform
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fueltensor.kernels import cpu
-from fueltensor.kernels._chassis import BLOCK
+from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATIONS, NATIVE
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -263,3 +264,14 @@ def test_pow_gives_the_c_librarys_bits_where_numpy_avx512_does_not(
     if platform.libc_ver()[0] != "glibc":
         pytest.skip(f"the documented results are glibc's; this C library is {platform.libc_ver()}")
     assert want == documented != avx512
+
+
+def test_ci_tests_the_compiled_kernels_too() -> None:
+    """Every test here runs on each implementation in IMPLS; on CI (CI set) the compiled one must
+    have been built, or only the pure fallback would be tested while the suite stays green."""
+    built = "native" in IMPLEMENTATIONS
+    if not built and not os.environ.get("CI"):
+        pytest.skip("the compiled kernels are not built here: only the pure implementation ran")
+    assert built, "CI is set but fueltensor.kernels._native was not built (is a C compiler there?)"
+    assert NATIVE is not None
+    assert ["pure", *(f"native-{isa}" for isa in NATIVE.ISAS)] == IMPLS
