@@ -19,7 +19,6 @@ from typing import Any, Final
 
 import ml_dtypes
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
@@ -101,10 +100,10 @@ def src_strides(src_shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int
 def broadcast_src_view(src: Array, out_shape: Sequence[int]) -> Array:
     """A read-only view of the contiguous `src` with `out_shape`, whose flat element k is
     `src.flat[broadcast_src_flat(k, src.shape, out_shape)]`: the index math as strides."""
-    steps = src_strides(src.shape, out_shape)
-    return as_strided(
-        src.reshape(-1), tuple(out_shape), tuple(s * src.itemsize for s in steps), writeable=False
-    )
+    steps = tuple(s * src.itemsize for s in src_strides(src.shape, out_shape))
+    view: Array = np.ndarray(tuple(out_shape), src.dtype, src.reshape(-1), 0, steps)
+    view.flags.writeable = False
+    return view
 
 
 def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
