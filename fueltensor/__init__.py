@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from fueltensor._creation import (
+from fueltensor.array_api.creation import (
     arange,
     empty,
     empty_like,
@@ -27,7 +27,7 @@ from fueltensor._creation import (
     zeros,
     zeros_like,
 )
-from fueltensor._data_type_functions import (
+from fueltensor.array_api.data_type_functions import (
     astype,
     can_cast,
     finfo,
@@ -35,24 +35,7 @@ from fueltensor._data_type_functions import (
     isdtype,
     result_type,
 )
-from fueltensor._dtypes import (
-    bfloat16,
-    complex64,
-    complex128,
-    float16,
-    float32,
-    float64,
-    int8,
-    int16,
-    int32,
-    int64,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
-from fueltensor._dtypes import bool_ as bool
-from fueltensor._elementwise import (
+from fueltensor.array_api.elementwise import (
     abs,
     acos,
     acosh,
@@ -113,20 +96,18 @@ from fueltensor._elementwise import (
     tanh,
     trunc,
 )
-from fueltensor._errors import ContractError, ContractViolation, NoKernelError
-from fueltensor._indexing import (
+from fueltensor.array_api.indexing import (
     take,
     take_along_axis,
 )
-from fueltensor._info import __array_namespace_info__
-from fueltensor._layout import LayoutFlags
-from fueltensor._linear_algebra import (
+from fueltensor.array_api.info import __array_namespace_info__
+from fueltensor.array_api.linear_algebra import (
     matmul,
     matrix_transpose,
     tensordot,
     vecdot,
 )
-from fueltensor._manipulation import (
+from fueltensor.array_api.manipulation import (
     broadcast_arrays,
     broadcast_to,
     concat,
@@ -142,7 +123,7 @@ from fueltensor._manipulation import (
     tile,
     unstack,
 )
-from fueltensor._searching import (
+from fueltensor.array_api.searching import (
     argmax,
     argmin,
     count_nonzero,
@@ -150,17 +131,17 @@ from fueltensor._searching import (
     searchsorted,
     where,
 )
-from fueltensor._set import (
+from fueltensor.array_api.set import (
     unique_all,
     unique_counts,
     unique_inverse,
     unique_values,
 )
-from fueltensor._sorting import (
+from fueltensor.array_api.sorting import (
     argsort,
     sort,
 )
-from fueltensor._statistical import (
+from fueltensor.array_api.statistical import (
     cumulative_prod,
     cumulative_sum,
     max,
@@ -171,15 +152,33 @@ from fueltensor._statistical import (
     sum,
     var,
 )
-from fueltensor._tensor import FuelTensor, as_strided, asarray
-from fueltensor._utility import (
+from fueltensor.array_api.utility import (
     all,
     any,
     diff,
 )
-from fueltensor.backends import trace, use_backend, use_registry
-from fueltensor.compare import ComparisonReport, compare_backends
-from fueltensor.dispatch import (
+from fueltensor.core.dtypes import (
+    bfloat16,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from fueltensor.core.dtypes import bool_ as bool
+from fueltensor.core.errors import ContractError, ContractViolation, NoKernelError
+from fueltensor.core.layout import LayoutFlags
+from fueltensor.core.tensor import FuelTensor, as_strided, asarray
+from fueltensor.engine.backends import trace, use_backend, use_registry
+from fueltensor.engine.dispatch import (
     add,
     divide,
     explain,
@@ -190,9 +189,10 @@ from fueltensor.dispatch import (
     remainder,
     subtract,
 )
-from fueltensor.judge import JudgeReport, judge
-from fueltensor.planner import Plan, Step
+from fueltensor.engine.planner import Plan, Step
 from fueltensor.registry import Registry, register_provider, registry
+from fueltensor.tools.compare import ComparisonReport, compare_backends
+from fueltensor.tools.judge import JudgeReport, judge
 
 e = math.e
 inf = math.inf

@@ -15,12 +15,12 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from . import dispatch
-from ._errors import ContractError
-from ._manipulation import permute_dims
-from ._tensor import FuelTensor, asarray
-from .backends import use_backend
-from .dispatch import explain
+from .array_api.manipulation import permute_dims
+from .core.errors import ContractError
+from .core.tensor import FuelTensor, asarray
+from .engine import dispatch
+from .engine.backends import use_backend
+from .engine.dispatch import explain
 from .fkc import KernelContract
 from .registry import Registry, registry
 
@@ -189,7 +189,7 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _run_tour(args: argparse.Namespace) -> int:
-    from .tour import tour
+    from .tools.tour import tour
 
     print(tour())
     return 0
@@ -202,7 +202,7 @@ def add_tour(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run_judge(args: argparse.Namespace) -> int:
-    from .judge import judge, write_outputs
+    from .tools.judge import judge, write_outputs
 
     try:
         reg = Registry.from_paths(args.contracts) if args.contracts else registry()

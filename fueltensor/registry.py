@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from ._errors import ContractError
+from .core.errors import ContractError
 from .fkc import KernelContract, Provider, load_document
 from .fkc.schema import check_unique
 from .kernels import KernelFn
@@ -244,7 +244,7 @@ class Registry:
         return f"<Registry: {len(self)} contracts from {names or 'no providers'}>"
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import registry_html
+        from fueltensor.tools.display import registry_html
 
         return registry_html(self)
 

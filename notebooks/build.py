@@ -72,7 +72,7 @@ CONTRACTS: Cells = [
     (
         "py",
         "import numpy as np\nfrom IPython.display import HTML\n\nimport fueltensor as ft\n"
-        "from fueltensor._display import html_table\n\nreg = ft.registry()\nreg",
+        "from fueltensor.tools.display import html_table\n\nreg = ft.registry()\nreg",
     ),
     ("md", "## Query: the kernels of one op kind"),
     (
@@ -127,8 +127,9 @@ BACKENDS: Cells = [
     (
         "py",
         "import matplotlib.pyplot as plt\nimport numpy as np\n\nimport fueltensor as ft\n"
-        "from fueltensor.compare import compare_backends, ulp_distance\n"
-        "from fueltensor.judge import REFERENCES\nfrom fueltensor.tour import random_bits\n\n"
+        "from fueltensor.tools.compare import compare_backends, ulp_distance\n"
+        "from fueltensor.tools.judge import REFERENCES\n"
+        "from fueltensor.tools.tour import random_bits\n\n"
         "rng = np.random.default_rng(0)",
     ),
     (
@@ -193,7 +194,7 @@ JUDGE: Cells = [
     ),
     (
         "py",
-        "import matplotlib.pyplot as plt\n\nfrom fueltensor.judge import judge\n\n"
+        "import matplotlib.pyplot as plt\n\nfrom fueltensor.tools.judge import judge\n\n"
         "report = judge(quick=True, progress=False)\nreport",
     ),
     (

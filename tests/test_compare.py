@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
-from fueltensor.compare import compare_backends, ulp_distance
 from fueltensor.fingerprint import machine
 from fueltensor.registry import bundled_contracts_dir
+from fueltensor.tools.compare import compare_backends, ulp_distance
 
 F32 = np.float32
 PLANTED_AT = 7

@@ -236,7 +236,7 @@ def test_policies_for_throwaway_registries_are_not_hoarded() -> None:
     import gc
     import weakref
 
-    from fueltensor import backends
+    from fueltensor.engine import backends
 
     x = t32((2, 2))
     refs = []

@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 import fueltensor as ft
-from fueltensor import execute
+from fueltensor.engine import execute
 
 
 def transposed(n: int) -> np.ndarray:

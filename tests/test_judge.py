@@ -17,8 +17,8 @@ import pytest
 import fueltensor as ft
 from fueltensor.cli import main
 from fueltensor.fingerprint import machine
-from fueltensor.judge import REFERENCES, judge, round_to
 from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
+from fueltensor.tools.judge import REFERENCES, judge, round_to
 
 F32 = np.float32
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -164,7 +164,7 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "--kernel", "binary"]) == 2
 
 
-JUDGE = importlib.import_module("fueltensor.judge")  # the module (ft.judge is the function)
+JUDGE = importlib.import_module("fueltensor.tools.judge")  # the module (ft.judge is the function)
 
 
 def test_reports_name_the_machine_in_every_form(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fueltensor import execute
+from fueltensor.engine import execute
 from fueltensor.kernels._chassis import NATIVE
 
 DTYPES = [

@@ -43,8 +43,8 @@ _READER_SOURCES: Final = (
     "fkc/formula.py",
     "fkc/parse.py",
     "fkc/schema.py",
-    "_dtypes.py",
-    "_errors.py",
+    "core/dtypes.py",
+    "core/errors.py",
 )
 """The modules whose code decides what a document means (relative to the package)."""
 

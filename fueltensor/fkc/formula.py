@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
 
-from .._errors import ContractError
+from ..core.errors import ContractError
 
 MAX_LENGTH: Final = 500
 """Longest formula text accepted, in characters."""

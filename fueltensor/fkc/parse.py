@@ -16,7 +16,7 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
-from .._errors import ContractError
+from ..core.errors import ContractError
 from .schema import CONTRACT_SHAPE, FRONT_MATTER_SHAPE, Node, Scalar, Shape
 
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

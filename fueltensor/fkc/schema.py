@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, NoReturn, TypeAlias
 
-from .._dtypes import BY_FKC
-from .._errors import ContractError
+from ..core.dtypes import BY_FKC
+from ..core.errors import ContractError
 from .formula import Formula, FormulaError
 
 LAYOUT_FLAGS: Final = (

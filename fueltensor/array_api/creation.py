@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._host import fresh, host, tensor
-from fueltensor._layout import as_shape
-from fueltensor._tensor import FuelTensor, _check_device, asarray
+from fueltensor.array_api._host import fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.layout import as_shape
+from fueltensor.core.tensor import FuelTensor, _check_device, asarray
 
 Scalar = bool | int | float | complex
 

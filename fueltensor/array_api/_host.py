@@ -14,11 +14,11 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._tensor import FuelTensor
-from fueltensor.backends import tracing
-from fueltensor.dispatch import coerce, host_operation, record_host
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine.backends import tracing
+from fueltensor.engine.dispatch import coerce, host_operation, record_host
 
 F = TypeVar("F", bound=Callable[..., Any])
 

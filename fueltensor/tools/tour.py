@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._tensor import FuelTensor, asarray
-from fueltensor.compare import Comparison, ComparisonReport, compare_backends, text_table
-from fueltensor.dispatch import add, divide, explain, maximum, multiply, subtract
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor, asarray
+from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
+from fueltensor.tools.compare import Comparison, ComparisonReport, compare_backends, text_table
 
 
 def _heading(title: str) -> str:

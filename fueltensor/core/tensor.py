@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._layout import Layout, LayoutFlags, Shape, as_shape
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
@@ -252,7 +252,7 @@ class FuelTensor:
     __str__ = __repr__
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import tensor_html
+        from fueltensor.tools.display import tensor_html
 
         return tensor_html(self)
 
@@ -271,13 +271,13 @@ class FuelTensor:
         indexing are host operations that copy."""
         if _is_basic(key):
             return self._view(self._layout.select(key))
-        from fueltensor._indexing import getitem
+        from fueltensor.array_api.indexing import getitem
 
         return getitem(self, key)
 
     def __setitem__(self, key: Index, value: Any, /) -> None:
         """Write `value` (broadcast, cast to this dtype) through this tensor's strides."""
-        from fueltensor._indexing import setitem
+        from fueltensor.array_api.indexing import setitem
 
         setitem(self, key, value)
 
@@ -564,4 +564,4 @@ def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
 
 
 # Imported last: dispatch builds on FuelTensor, and the operators above call into it.
-from fueltensor import dispatch as _dispatch  # noqa: E402
+from fueltensor.engine import dispatch as _dispatch  # noqa: E402

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import fresh, host, promoted, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import fresh, host, promoted, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor
 
 _HALF = (_dtypes.float16, _dtypes.bfloat16)
 

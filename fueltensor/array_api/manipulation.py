@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor._host import axes, fresh, host, promoted, tensor
-from fueltensor._layout import Layout, as_shape, broadcast_shapes
-from fueltensor._tensor import FuelTensor, copy_tensor
+from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
+from fueltensor.core.layout import Layout, as_shape, broadcast_shapes
+from fueltensor.core.tensor import FuelTensor, copy_tensor
 
 
 def permute_dims(x: FuelTensor, /, axes: tuple[int, ...]) -> FuelTensor:

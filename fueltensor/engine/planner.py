@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from fueltensor._dtypes import DType, result_type
-from fueltensor._layout import Layout, LayoutFlags, Shape, broadcast_shapes
-from fueltensor._storage import DEFAULT_ALIGNMENT
+from fueltensor.core.dtypes import DType, result_type
+from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
+from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
 from fueltensor.registry import Registry
@@ -128,7 +128,7 @@ class Plan:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import plan_html
+        from fueltensor.tools.display import plan_html
 
         return plan_html(self)
 

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from fueltensor._tensor import FuelTensor
-    from fueltensor.compare import ComparisonReport
+    from fueltensor.core.tensor import FuelTensor
+    from fueltensor.engine.planner import Plan
     from fueltensor.fingerprint import Fingerprint
-    from fueltensor.judge import JudgeReport
-    from fueltensor.planner import Plan
     from fueltensor.registry import Registry
+    from fueltensor.tools.compare import ComparisonReport
+    from fueltensor.tools.judge import JudgeReport
 
 _STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;text-align:left"
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top"
@@ -143,7 +143,7 @@ def _machine(fingerprint: Fingerprint) -> str:
 
 def comparison_html(report: ComparisonReport) -> str:
     """The comparison table, mismatching operations shaded, worst elements listed below."""
-    from fueltensor.compare import COLUMNS, comparison_row
+    from fueltensor.tools.compare import COLUMNS, comparison_row
 
     rows = list(report)
     table = html_table(
@@ -159,7 +159,7 @@ def comparison_html(report: ComparisonReport) -> str:
 
 def judge_html(report: JudgeReport) -> str:
     """The judge's table, failing rows shaded, then every failure spelled out."""
-    from fueltensor.judge import COLUMNS, judge_row
+    from fueltensor.tools.judge import COLUMNS, judge_row
 
     table = html_table(
         COLUMNS,

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import execute
-from fueltensor._tensor import FuelTensor
-from fueltensor.backends import _resolve, current_policy, observe
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import execute
+from fueltensor.engine.backends import _resolve, current_policy, observe
+from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
-from fueltensor.planner import Plan, Planning
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -221,7 +221,7 @@ class ComparisonReport:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import comparison_html
+        from fueltensor.tools.display import comparison_html
 
         return comparison_html(self)
 

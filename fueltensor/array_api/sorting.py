@@ -6,9 +6,9 @@ from typing import Literal
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import axes, fresh, host, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import axes, fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor
 
 
 def _order(x: FuelTensor, axis: int, descending: bool, stable: bool) -> np.ndarray:

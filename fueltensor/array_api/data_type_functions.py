@@ -13,10 +13,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._host import fresh, host, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.tensor import FuelTensor
 
 KIND_GROUPS = {
     "bool": ("bool",),

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from fueltensor.registry import Registry, registry
 
 if TYPE_CHECKING:
-    from fueltensor._tensor import FuelTensor
-    from fueltensor.planner import Plan, Planning
+    from fueltensor.core.tensor import FuelTensor
+    from fueltensor.engine.planner import Plan, Planning
 
     Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 

@@ -47,16 +47,16 @@ from typing import Any, Final, cast
 import ml_dtypes
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._layout import Layout, broadcast_shapes
-from fueltensor._storage import aligned_empty
-from fueltensor.compare import bits, text_table, ulp_distance
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.layout import Layout, broadcast_shapes
+from fueltensor.core.storage import aligned_empty
+from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.planner import Operand, Plan, admit
 from fueltensor.registry import Registry, registry
+from fueltensor.tools.compare import bits, text_table, ulp_distance
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -653,7 +653,7 @@ class JudgeReport:
         return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
 
     def _repr_html_(self) -> str:
-        from fueltensor._display import judge_html
+        from fueltensor.tools.display import judge_html
 
         return judge_html(self)
 

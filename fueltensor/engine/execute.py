@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fueltensor._errors import ContractViolation
-from fueltensor._storage import aligned_empty
-from fueltensor._tensor import FuelTensor
+from fueltensor.core.errors import ContractViolation
+from fueltensor.core.storage import aligned_empty
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine.planner import Plan, Step
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
-from fueltensor.planner import Plan, Step
 
 HostFn = Callable[..., np.ndarray]
 _ARRAY = operator.attrgetter("_array")

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import axes, fresh, host, promoted, tensor
-from fueltensor._tensor import FuelTensor
-from fueltensor.dispatch import coerce
+from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine.dispatch import coerce
 
 _INDEX = _dtypes.int64
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import axes, fresh, host, tensor
-from fueltensor._tensor import FuelTensor, _is_basic, check_writable
-from fueltensor.dispatch import coerce
+from fueltensor.array_api._host import axes, fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor, _is_basic, check_writable
+from fueltensor.engine.dispatch import coerce
 
 
 @host

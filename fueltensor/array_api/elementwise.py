@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor._host import fresh, host, promoted, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import fresh, host, promoted, tensor
+from fueltensor.core.tensor import FuelTensor
 
 Unary = Callable[[FuelTensor], FuelTensor]
 Binary = Callable[[Any, Any], FuelTensor]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import axes, fresh, host, promoted, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor
 
 Axis = int | tuple[int, ...] | None
 

@@ -13,13 +13,13 @@ from typing import Any, Final
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._errors import NoKernelError
-from fueltensor._layout import broadcast_shapes
-from fueltensor._tensor import FuelTensor, asarray, check_inplace
-from fueltensor.backends import Policy, current_policy, notify, record, trace, tracing
-from fueltensor.execute import run
-from fueltensor.planner import Operand, Plan, Planning, Step, plan_contracts, promote
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.errors import NoKernelError
+from fueltensor.core.layout import broadcast_shapes
+from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
+from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
+from fueltensor.engine.execute import run
+from fueltensor.engine.planner import Operand, Plan, Planning, Step, plan_contracts, promote
 
 OPS: Final[dict[str, tuple[str, np.ufunc]]] = {
     "add": ("AddElementwise", np.add),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fueltensor import _dtypes
-from fueltensor._data_type_functions import KIND_GROUPS
-from fueltensor._dtypes import DType
-from fueltensor._tensor import _check_device
+from fueltensor.array_api.data_type_functions import KIND_GROUPS
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.tensor import _check_device
 
 _STANDARD = (
     "bool",

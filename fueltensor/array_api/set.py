@@ -7,9 +7,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._host import fresh, host, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.tensor import FuelTensor
 
 
 class UniqueAllResult(NamedTuple):

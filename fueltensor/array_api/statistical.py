@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor import _dtypes
-from fueltensor._dtypes import DType
-from fueltensor._host import axes, fresh, host, tensor
-from fueltensor._tensor import FuelTensor
+from fueltensor.array_api._host import axes, fresh, host, tensor
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.core.tensor import FuelTensor
 
 Axis = int | tuple[int, ...] | None
 _HALF = (_dtypes.float16, _dtypes.bfloat16)

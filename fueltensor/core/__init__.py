@@ -1,0 +1,1 @@
+"""The tensor itself: storage, strided layouts, dtypes, and the errors every layer raises."""

@@ -1,0 +1,1 @@
+"""What people look at: backend comparison, the judge's audit, the tour, the text/HTML displays."""
