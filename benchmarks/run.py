@@ -14,7 +14,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ import ml_dtypes
 import numpy as np
 
 import fueltensor as ft
+from fueltensor.fingerprint import machine as fingerprint
 from fueltensor.registry import bundled_contracts_dir
 
 try:
@@ -436,20 +436,12 @@ def startup_rows(runs: int) -> None:
 
 
 def machine() -> str:
-    """CPU model, cores, library versions, load and date, for the results file."""
-    model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            found = re.search(r"^model name\s*:\s*(.+)$", f.read(), re.M)
-        model = found.group(1) if found else model
-    except OSError:
-        pass
+    """The machine's fingerprint (CPU, NumPy SIMD, libm, kernels, versions), cores, load and
+    date, for the results file."""
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    versions = f"NumPy {np.__version__}, ml_dtypes {ml_dtypes.__version__}"
-    if torch is not None:
-        versions += f", torch {torch.__version__} (1 thread)"
+    versions = f"torch {torch.__version__} (1 thread)" if torch is not None else "no torch"
     return (
-        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()}, {versions}; "
+        f"{fingerprint()}; {os.cpu_count()} cores; {versions}; "
         f"load average {load}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}"
     )
 

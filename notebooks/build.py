@@ -135,8 +135,10 @@ BACKENDS: Cells = [
     (
         "md",
         "## Half types on random bit patterns: CPU vs the oracle\n\nThe CPU kernels widen "
-        "to f32 and round once; the oracle computes in the half type. For + - * / the two "
-        "agree bit for bit, NaNs and infinities included.",
+        "to f32 and round once; the oracle, which shares no code with them, computes in the "
+        "half type (ml_dtypes' bfloat16, NumPy's float16). For + - * / the two agree bit for "
+        "bit on every non-NaN element, infinities included; a NaN's payload or sign can differ "
+        "(the CPU kernels keep it as Rust's `half` crate does), and the report counts those.",
     ),
     (
         "py",
@@ -144,11 +146,13 @@ BACKENDS: Cells = [
         "    for dtype in ('bfloat16', 'float16'):\n"
         "        a, b = random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)\n"
         "        for op in (ft.add, ft.subtract, ft.multiply, ft.divide, ft.maximum):\n"
-        "            op(a, b)\nreport.assert_equal(max_ulp=0)\nreport",
+        "            op(a, b)\n"
+        "assert all(c.mismatches == c.nan_payloads for c in report if c.compared)  # NaNs only\n"
+        "report",
     ),
     (
         "md",
-        "## Against a float64 reference\n\nCPU and oracle agree exactly, so the interesting "
+        "## Against a float64 reference\n\nCPU and oracle agree on every value, so the interesting "
         "distances are to a higher-precision reference: `pow` and `%` across dtypes "
         "(the judge's references: pow in f64, the remainder formula step by step).",
     ),

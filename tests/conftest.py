@@ -98,6 +98,20 @@ determinism: same_hardware_bitwise
 """
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say at the end of every run which kernel implementations the kernel tests held to the
+    scalar reference, and on which machine (bits can depend on its SIMD and its libm)."""
+    from fueltensor.fingerprint import machine
+    from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
+
+    tested = ["pure", *(f"native-{isa}" for isa in NATIVE.ISAS)] if NATIVE else ["pure"]
+    missing = "" if NATIVE else " (compiled kernels NOT BUILT: their tests were skipped)"
+    terminalreporter.write_sep(
+        "-", f"fueltensor kernels tested: {', '.join(tested)}{missing}; default {IMPLEMENTATION}"
+    )
+    terminalreporter.write_line(f"machine: {machine()}")
+
+
 def seeds_location() -> Path:
     """FUELTENSOR_SEEDS, else the byte-identical copy in tests/seeds (so the seed checks always
     run; test_seed_copies_match_shared guards the copy against drift)."""

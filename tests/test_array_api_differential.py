@@ -5,7 +5,8 @@ bit (every NaN equal to every NaN, +0 apart from -0). Where array-api-strict ref
 (a dtype the standard does not define a function for) the case is skipped. The documented
 deviations are compared to their contract formula instead: float `remainder` is
 `a - floor(a / b) * b`, float `maximum`/`minimum` return a NaN operand (left first) and the
-left operand on a tie.
+left operand on a tie, float `pow` is the C library's powf/pow (array-api-strict's np.power runs
+NumPy's own SIMD loops on AVX-512 machines, with other last bits).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import array_api_strict as xs
 import numpy as np
 import pytest
+from _oracle import FORMATS, bits_of, pow_
 from array_api_strict._array_object import Array as StrictArray
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -175,12 +177,22 @@ BINARY = names(
     "logical_and logical_or logical_xor maximum minimum multiply nextafter not_equal pow "
     "remainder subtract"
 )
-CONTRACT_FORMULAS = {"floor_divide", "remainder", "maximum", "minimum"}
+CONTRACT_FORMULAS = {"floor_divide", "remainder", "maximum", "minimum", "pow"}
+
+
+def c_library_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The contract's pow, element by element: the C library's powf/pow through ctypes (the
+    scalar reference's). Not np.power, which array-api-strict calls: its AVX-512 loops differ."""
+    fmt = FORMATS[{"float32": "f32", "float64": "f64"}[a.dtype.name]]
+    out = [pow_(x, y, fmt) for x, y in zip(bits_of(a, fmt), bits_of(b, fmt), strict=True)]
+    return np.array(out, fmt.uint).view(a.dtype).reshape(a.shape)
 
 
 def contract(name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The documented deviation's contract formula, in the operands' (float) precision; for
     floor_divide, the standard's preferred `floor(x1 / x2)` (NumPy differs at infinities)."""
+    if name == "pow":
+        return c_library_pow(a, b)
     if name == "floor_divide":
         return np.asarray(np.where(np.isinf(a) | np.isinf(b), np.floor(a / b), a // b))
     if name == "remainder":

@@ -3,9 +3,11 @@ and it fails deliberately wrong kernels registered from a temporary document."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
 import ml_dtypes
@@ -14,6 +16,8 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.cli import main
+from fueltensor.fingerprint import machine
+from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
 from fueltensor.tools.judge import REFERENCES, judge, round_to
 
 F32 = np.float32
@@ -158,3 +162,31 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "--quick", "--kernel", "no_such_kernel"]) == 2
     assert "no contract named" in capsys.readouterr().err
     assert main(["judge", "--kernel", "binary"]) == 2
+
+
+JUDGE = importlib.import_module("fueltensor.tools.judge")  # the module (ft.judge is the function)
+
+
+def test_reports_name_the_machine_in_every_form(tmp_path: Path) -> None:
+    report = judge(kernels=["add_f32"], quick=True, progress=False)
+    where = str(machine())
+    assert report.machine == machine()
+    assert f"measured on: {where}" in str(report)
+    assert f"Measured on: {where}" in report.to_markdown()
+    assert escape(where) in report._repr_html_()
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["machine"] == machine().to_dict()
+
+
+def test_cpu_kernels_are_measured_against_their_other_implementation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if "native" not in IMPLEMENTATIONS:
+        pytest.skip("one implementation here: the compiled kernels are not built")
+    (row,) = judge(kernels=["pow_f32"], quick=True, progress=False).rows
+    assert row.implementations == {"pure" if IMPLEMENTATION == "native" else "native": 0}
+    entry = "fuel_cpu_backend::byte_kernels::add_f32"
+    monkeypatch.setattr(JUDGE, "_cpu_thunks", lambda: {"planted": {entry: _off_by_one_ulp}})
+    (row,) = judge(kernels=["add_f32"], quick=True, progress=False).rows
+    assert row.implementations["planted"] > 0
+    assert any(f.startswith("implementations: planted differs") for f in row.failures)

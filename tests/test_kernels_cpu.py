@@ -7,6 +7,8 @@ kernels, the latter once per instruction set the extension has a body for on thi
 from __future__ import annotations
 
 import itertools
+import os
+import platform
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fueltensor.kernels import cpu
-from fueltensor.kernels._chassis import BLOCK
+from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATIONS, NATIVE
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -237,3 +239,39 @@ def test_two_nans_give_the_lhs_nan_in_every_lane(impl: str, op: str, fmt: str, n
     rhs = as_array([f.sign | f.exp_mask | f.quiet | 2] * n, f)
     want = cpu_expected(op, lhs[:1], rhs[:1], f)[0]
     assert set(run(impl, op, f, lhs, rhs).tolist()) == {int(want)}
+
+
+# Issue 10: lanes where NumPy's AVX-512 power loops differ from the C library; the kernels must
+# give the C library's bits on every machine. (fmt, lhs bits, rhs bits, the C library's result as
+# documented in the issue, NumPy's AVX-512 result).
+POW_REGRESSIONS = [
+    (F32, encode(0.79006815, F32), encode(7.0, F32), 0x3E44C44D, 0x3E44C44E),
+    (F32, 0x00000001, 0xBDCCCCCD, 0x46EEDB42, 0x46EEDB43),
+    (F64, 0x3F847AE147AE147B, 0x4008000000000000, 0x3EB0C6F7A0B5ED8E, None),
+    (BF16, 0xFF81, 0x3F80, 0x7FC1, 0xFFC1),
+    (F16, 0xFC01, 0x3C00, 0x7E01, 0xFE01),
+]
+
+
+@impls
+@pytest.mark.parametrize(("fmt", "a", "b", "documented", "avx512"), POW_REGRESSIONS)
+def test_pow_gives_the_c_librarys_bits_where_numpy_avx512_does_not(
+    impl: str, fmt: Fmt, a: int, b: int, documented: int, avx512: int | None
+) -> None:
+    want = int(cpu_expected("pow", as_array([a], fmt), as_array([b], fmt), fmt)[0])
+    got = int(run(impl, "pow", fmt, as_array([a] * 3, fmt), as_array([b] * 3, fmt))[1])
+    assert got == want
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip(f"the documented results are glibc's; this C library is {platform.libc_ver()}")
+    assert want == documented != avx512
+
+
+def test_ci_tests_the_compiled_kernels_too() -> None:
+    """Every test here runs on each implementation in IMPLS; on CI (CI set) the compiled one must
+    have been built, or only the pure fallback would be tested while the suite stays green."""
+    built = "native" in IMPLEMENTATIONS
+    if not built and not os.environ.get("CI"):
+        pytest.skip("the compiled kernels are not built here: only the pure implementation ran")
+    assert built, "CI is set but fueltensor.kernels._native was not built (is a C compiler there?)"
+    assert NATIVE is not None
+    assert ["pure", *(f"native-{isa}" for isa in NATIVE.ISAS)] == IMPLS

@@ -4,11 +4,15 @@ Both providers build on this module so that the numerics live in one place: the 
 (`OPS`) work on blocks of the working precision (f32 or f64), and the chassis feeds them either
 the caller's native arrays or half-float blocks widened to f32 and narrowed back once on store.
 The same op table also runs compiled (`_native.c`, built at install when a C compiler is
-there), giving the same bits; `IMPLEMENTATION` is the one switch between the two.
+there); `IMPLEMENTATION` is the one switch between the two. Both call the platform C library's
+`powf`/`pow` for pow (never `np.power`, whose SIMD loops give other bits on AVX-512 machines);
+the tests hold each implementation to the same independent scalar reference.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -264,6 +268,53 @@ def _min_pick(lhs: Array, rhs: Array, mask: Array, s: Scratch) -> None:
     np.logical_or(mask, nan, out=mask)
 
 
+def _load_libm() -> ctypes.CDLL:
+    """The platform C library's maths (libm on Unix, the UCRT on Windows): its powf/pow."""
+    for name in ("m", "ucrtbase", "c"):
+        path = ctypes.util.find_library(name)
+        if path is not None:
+            return ctypes.CDLL(path)
+    raise ImportError(  # pragma: no cover - every supported platform has one of the three
+        "fueltensor.kernels: no C maths library found (looked for libm, ucrtbase and libc); "
+        "pow needs the platform's powf/pow, which the compiled kernels call too"
+    )
+
+
+_LIBM: Final = _load_libm()
+_LIBM.powf.restype, _LIBM.powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+_LIBM.pow.restype, _LIBM.pow.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+_LIBM_POW: Final[dict[np.dtype[Any], Callable[[float, float], float]]] = {
+    F32: _LIBM.powf,
+    F64: _LIBM.pow,
+}
+
+
+def libm_pow(lhs: Array, rhs: Array, *, out: Array) -> None:
+    """Contract pow: the C library's `powf` (F32) / `pow` (F64), one call per element.
+
+    This is what the compiled kernels call and what Rust's `f32::powf` calls; `np.power` is not
+    (on AVX-512 machines NumPy runs its own vector loops, with other last bits and NaN signs).
+    Operands and `out` are C-contiguous arrays of one shape; Python floats carry the values.
+    """
+    fn = _LIBM_POW[out.dtype]
+    lf, rf, of = lhs.reshape(-1), rhs.reshape(-1), out.reshape(-1)
+    of[...] = np.fromiter(map(fn, lf.tolist(), rf.tolist()), out.dtype, of.size)
+    if out.dtype is F32:
+        _redo_signalling_f32(lf, rf, of)
+
+
+def _redo_signalling_f32(lhs: Array, rhs: Array, out: Array) -> None:
+    """Redo the lanes with a signalling-NaN f32 operand from its exact bits: `tolist` widens
+    to a Python float, which quiets it, and powf can tell (powf(1, sNaN) is NaN, of qNaN 1)."""
+    lb, rb = lhs.view(np.uint32), rhs.view(np.uint32)
+    quiet = np.uint32(0x00400000)
+    signalling = (np.isnan(lhs) & ((lb & quiet) == 0)) | (np.isnan(rhs) & ((rb & quiet) == 0))
+    for i in np.flatnonzero(signalling).tolist():
+        x = ctypes.c_float.from_buffer_copy(lhs[i : i + 1].tobytes())
+        y = ctypes.c_float.from_buffer_copy(rhs[i : i + 1].tobytes())
+        out[i] = _LIBM.powf(x, y)
+
+
 PickOp = Callable[[Array, Array, Array, Scratch], None]
 
 
@@ -292,7 +343,7 @@ OPS: Final[tuple[Op, ...]] = (
     Op("div", _ufunc_block(np.divide), whole=np.divide),
     Op("maximum", _max_block, pick=_max_pick),
     Op("minimum", _min_block, pick=_min_pick),
-    Op("pow", _ufunc_block(np.power), whole=np.power, quiet_inputs=True),
+    Op("pow", _ufunc_block(libm_pow), whole=libm_pow, quiet_inputs=True),
     Op("rem", _rem_block),
 )
 """The op table the CPU thunks are generated from (names as in the thunk names)."""

@@ -1,6 +1,7 @@
-/* Compiled fast path for fuel-cpu-backend's 32 kernels, bit for bit the pure-NumPy chassis; the
- * same loops also run fuel-reference-backend's broadcast (`broadcast`), and `copy_strided` is
- * the planner's Contiguize (a cache-blocked copy of any strided layout into a dense buffer).
+/* Compiled fast path for fuel-cpu-backend's 32 kernels (the pure-NumPy chassis is the fallback;
+ * both are tested against one scalar reference, and pow calls the C library's powf/pow in both),
+ * and `copy_strided`, the planner's Contiguize (a cache-blocked copy of any strided layout into
+ * a dense buffer). fuel-reference-backend shares none of this: it is the independent oracle.
  *
  * One pass per element instead of NumPy's several: maximum/minimum pick lhs on a ±0 tie in the
  * same compare, and the half types widen, compute and narrow tile by tile in L1 (F16C on x86).
@@ -265,15 +266,15 @@ static int isa_count = 1;
 static int isa = 0;
 
 /* ---------------------------------------------------------------------------------------------
- * Walking N-D layouts: an odometer over byte steps, shared by the oracle's broadcast (three
- * buffers: lhs, rhs, out) and the strided copy (two: source, destination). */
+ * Walking N-D layouts: an odometer over byte steps, for the strided copy's two buffers (source,
+ * destination). */
 
 #define MAX_DIMS 64 /* NumPy's NPY_MAXDIMS */
 
 typedef struct {
     int ndim;
     Py_ssize_t shape[MAX_DIMS];
-    Py_ssize_t step[3][MAX_DIMS]; /* bytes per index step, per buffer */
+    Py_ssize_t step[2][MAX_DIMS]; /* bytes per index step, per buffer */
 } Walk;
 
 /* Drop size-1 dims and merge each dim into the one before it where every buffer continues
@@ -311,86 +312,6 @@ static int walk_next(const Walk *w, int nd, int skip, int nbuf, Py_ssize_t *inde
         for (int b = 0; b < nbuf; b++) offset[b] -= w->step[b][k] * (w->shape[k] - 1);
     }
     return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * fuel-reference-backend's broadcast: the output in row-major order, each source read at the
- * flat index `reference.broadcast_src_flat` gives (right-aligned, size-1 dims stretched: step 0).
- * After collapsing, each output row is one call of the kernel body above, so the numerics are
- * the CPU kernels' own; a source repeated along the row (step 0) is fed from a tile of copies. */
-
-/* `n` copies of one element of `size` bytes. */
-static void fill(void *dst, const char *value, Py_ssize_t size, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) memcpy((char *)dst + i * size, value, (size_t)size);
-}
-
-static void broadcast_row(Body run, int op, int dtype, const char *a, Py_ssize_t sa,
-                          const char *b, Py_ssize_t sb, char *c, Py_ssize_t n) {
-    if (sa && sb) {
-        run(op, dtype, a, b, c, n);
-        return;
-    }
-    uint64_t ta[TILE], tb[TILE]; /* uint64_t: aligned for every dtype */
-    Py_ssize_t size = ITEMSIZE[dtype], first = n < TILE ? n : TILE;
-    if (!sa) fill(ta, a, size, first);
-    if (!sb) fill(tb, b, size, first);
-    for (Py_ssize_t i = 0; i < n; i += TILE) {
-        Py_ssize_t k = n - i < TILE ? n - i : TILE;
-        run(op, dtype, sa ? a + i * size : (const char *)ta, sb ? b + i * size : (const char *)tb,
-            c + i * size, k);
-    }
-}
-
-static void broadcast_walk(Body run, int op, int dtype, const char *a, const char *b, char *c,
-                           const Walk *w) {
-    int last = w->ndim - 1;
-    if (last < 0) { /* every dim has size 1: one element */
-        run(op, dtype, a, b, c, 1);
-        return;
-    }
-    Py_ssize_t index[MAX_DIMS] = {0}, offset[3] = {0, 0, 0};
-    do {
-        broadcast_row(run, op, dtype, a + offset[0], w->step[0][last], b + offset[1],
-                      w->step[1][last], c + offset[2], w->shape[last]);
-    } while (walk_next(w, last, -1, 3, index, offset));
-}
-
-/* The size of source dim `k - (rank - src->ndim)` as the output's dim `k` sees it (1 if absent). */
-static Py_ssize_t aligned_dim(const Py_buffer *src, int rank, int k) {
-    int j = k - (rank - src->ndim);
-    return j >= 0 ? src->shape[j] : 1;
-}
-
-/* Fill `w` for the broadcast of lhs and rhs into out; -1 with ValueError if the shapes disagree. */
-static int broadcast_layout(const Py_buffer *in[2], const Py_buffer *out, Walk *w) {
-    int rank = out->ndim;
-    Py_ssize_t size = out->itemsize;
-    for (int s = 0; s < 2; s++) {
-        if (in[s]->ndim > rank) goto mismatch;
-        Py_ssize_t step = size;
-        for (int j = in[s]->ndim - 1; j >= 0; j--) { /* row-major steps; 0 where stretched */
-            int k = j + rank - in[s]->ndim;
-            w->step[s][k] = in[s]->shape[j] == 1 ? 0 : step;
-            step *= in[s]->shape[j];
-        }
-        for (int k = 0; k < rank - in[s]->ndim; k++) w->step[s][k] = 0;
-    }
-    Py_ssize_t step = size;
-    for (int k = rank - 1; k >= 0; k--) {
-        Py_ssize_t x = aligned_dim(in[0], rank, k), y = aligned_dim(in[1], rank, k);
-        Py_ssize_t want = (x == y || y == 1) ? x : (x == 1 ? y : -1);
-        if (want < 0 || out->shape[k] != want) goto mismatch;
-        w->shape[k] = want;
-        w->step[2][k] = step;
-        step *= want;
-    }
-    w->ndim = rank;
-    return 0;
-mismatch:
-    PyErr_SetString(PyExc_ValueError,
-                    "broadcast: out must have the broadcast shape of lhs and rhs, and lhs and rhs "
-                    "must broadcast (right-aligned, each dim equal or 1)");
-    return -1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -555,7 +476,7 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *wha
 }
 
 /* Parse the arithmetic entry points' `name(op, dtype, lhs, rhs, out)` arguments and acquire the
- * three buffers (none is held on failure), so `binary` and `broadcast` reject a bad call alike. */
+ * three buffers (none is held on failure). */
 static int operands(const char *name, PyObject *const *args, Py_ssize_t nargs, long *op,
                     long *dtype, Py_buffer *lhs, Py_buffer *rhs, Py_buffer *out) {
     if (nargs != 5) {
@@ -641,48 +562,6 @@ static void extent(const Py_buffer *v, const char **lo, const char **hi) {
     *hi += v->itemsize;
 }
 
-static PyObject *broadcast(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    long op, dtype;
-    Py_buffer lhs, rhs, out;
-    if (operands("broadcast", args, nargs, &op, &dtype, &lhs, &rhs, &out) < 0) return NULL;
-    PyObject *result = NULL;
-    void *lcopy = NULL, *rcopy = NULL;
-    Py_ssize_t size = ITEMSIZE[dtype];
-    if (lhs.itemsize != size || rhs.itemsize != size || out.itemsize != size) {
-        PyErr_Format(PyExc_ValueError,
-                     "broadcast %s on %s: elements must be %zd bytes: lhs %zd, rhs %zd, out %zd",
-                     OP_NAMES[op], DTYPE_NAMES[dtype], size, lhs.itemsize, rhs.itemsize,
-                     out.itemsize);
-        goto done;
-    }
-    Walk w;
-    const Py_buffer *in[2] = {&lhs, &rhs};
-    if (broadcast_layout(in, &out, &w) < 0) goto done;
-    const void *a = own_input(&lhs, &out, &lcopy), *b = own_input(&rhs, &out, &rcopy);
-    if (a == NULL || b == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (out.len) {
-        walk_collapse(&w, 3);
-        Body run = ISA_BODIES[isa];
-        fexcept_t flags; /* leave the caller's floating-point status flags as they were */
-        fegetexceptflag(&flags, FE_ALL_EXCEPT);
-        if (out.len / size >= GIL_FREE_FROM) {
-            Py_BEGIN_ALLOW_THREADS broadcast_walk(run, (int)op, (int)dtype, a, b, out.buf, &w);
-            Py_END_ALLOW_THREADS
-        } else {
-            broadcast_walk(run, (int)op, (int)dtype, a, b, out.buf, &w);
-        }
-        fesetexceptflag(&flags, FE_ALL_EXCEPT);
-    }
-    result = Py_NewRef(Py_None);
-done:
-    release_operands(lcopy, rcopy, &lhs, &rhs, &out);
-    return result;
-}
-
 static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 2) {
@@ -756,9 +635,6 @@ static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, dtype, lhs, rhs, out): out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous "
      "buffers of DTYPES[dtype]."},
-    {"broadcast", (PyCFunction)(void (*)(void))broadcast, METH_FASTCALL,
-     "broadcast(op, dtype, lhs, rhs, out): out = OPS[op](lhs, rhs) with NumPy broadcasting over "
-     "C-contiguous buffers of DTYPES[dtype], out of the broadcast shape."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -770,8 +646,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "fueltensor.kernels._native",
-    "Compiled fuel-cpu-backend kernels, the oracle's broadcast and Contiguize's strided copy, "
-    "bit for bit the pure-NumPy paths.",
+    "Compiled fuel-cpu-backend kernels and Contiguize's strided copy, held to the same scalar "
+    "reference as the pure-NumPy paths.",
     -1,
     methods,
 };

@@ -15,8 +15,5 @@ def binary(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 
-def broadcast(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
-    """out = OPS[op](lhs, rhs) with NumPy broadcasting, C-contiguous buffers of DTYPES[dtype]."""
-
 def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""

@@ -4,7 +4,8 @@ Every thunk is `kernel(lhs, rhs, *, out) -> None` over C-contiguous arrays of eq
 count (the contract's `same_as` shapes): it checks the three byte lengths as the Rust chassis
 does, then writes `out[i] = op(lhs[i], rhs[i])` in place. F32/F64 compute natively; BF16/F16
 widen to f32, compute, and round once to nearest-even on store (see `_chassis`). The bodies come
-from the chassis' current implementation (compiled or pure NumPy, the same bits either way).
+from the chassis' current implementation (compiled or pure NumPy; both are tested bit for bit
+against one independent scalar reference, pow included: both call the C library's powf/pow).
 """
 
 from __future__ import annotations

@@ -1,43 +1,47 @@
 """fuel-reference-backend: the NumPy-broadcasting oracle kernels broadcast_add/sub/mul/div.
 
-Inputs are contiguous buffers of their own shapes; the output has the broadcast shape. The
-broadcast is the oracle's index math (`broadcast_shape`, `broadcast_src_flat`, which are the
-Rust `ops.rs` functions transcribed); the bulk loop lets NumPy broadcasting walk those same
-indices over the contiguous buffers instead of one Python step per element. Arithmetic is in
-the operand type; for BF16/F16 that is the `half` crate's arithmetic: widen to f32, one f32
-operation, one round-to-nearest-even narrow (which is why it agrees with fuel-cpu-backend).
-Where the compiled kernels are built, the same walk runs in C (`_native.broadcast`: one pass,
-no NaN repair pass), bit for bit this pure path, which stays the fallback.
+A second opinion on fuel-cpu-backend, so it shares none of that provider's numerics: nothing
+of `cpu`, `_chassis` or the compiled `_native` is imported here (a test checks). Inputs are
+contiguous buffers of their own shapes; the output has the broadcast shape. The broadcast is
+the oracle's own index math (`broadcast_shape`, `broadcast_src_flat`, the Rust `ops.rs`
+functions transcribed), applied in bulk as the equivalent element strides over each buffer
+(`broadcast_src_view`: 0 where a dim stretches). Arithmetic is in the operand type: NumPy's
+own loops for F32/F64, and for BF16/F16 the half type's own arithmetic (ml_dtypes' bfloat16
+ufunc loops, NumPy's float16 loops), never the CPU kernels' widen-compute-narrow chassis.
+NaN results are whichever NaN those loops give: the contract says NaN passes through, not
+which operand's payload survives when both are NaN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
+import ml_dtypes
 import numpy as np
+from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels._chassis import (
-    BF16,
-    BLOCK,
-    DTYPES,
-    F16,
-    IMPLEMENTATION,
-    IMPLEMENTATIONS,
-    NATIVE,
-    Array,
-    give_scratch,
-    keep_lhs_nan,
-    narrow,
-    restore,
-    silence,
-    take_scratch,
-    widen,
-)
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
+
+Array = NDArray[Any]
+
+_DTYPES: Final = (
+    np.dtype(np.float32),
+    np.dtype(np.float64),
+    np.dtype(ml_dtypes.bfloat16),
+    np.dtype(np.float16),
+)
+"""The operand types the contract admits (F32, F64, BF16, F16), each computed in itself."""
+
+_OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
+    ("add", np.add),
+    ("sub", np.subtract),
+    ("mul", np.multiply),
+    ("div", np.divide),
+)
 
 
 def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, ...]:
@@ -82,76 +86,28 @@ def broadcast_src_flat(out_index: int, src_shape: Sequence[int], out_shape: Sequ
     return flat
 
 
-def _has_nan(x: Array) -> bool:
-    """True when a non-empty array holds a NaN (one reduction pass)."""
-    return bool(x.size) and bool(np.isnan(np.maximum.reduce(x, axis=None)))
+def src_strides(src_shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
+    """Per output dim, the element step `broadcast_src_flat` takes in the source buffer: its
+    row-major stride, or 0 where the source lacks the dim or stretches a size-1 dim."""
+    offset = len(out_shape) - len(src_shape)
+    strides = row_major_strides(src_shape)
+    return tuple(
+        strides[k - offset] if k >= offset and src_shape[k - offset] != 1 else 0
+        for k in range(len(out_shape))
+    )
 
 
-def _half(ufunc: np.ufunc, a: Array, b: Array, out: Array) -> None:
-    """Half arithmetic as the `half` crate does it, chunked along the output's first axis."""
-    wa = np.empty(a.shape, np.float32)
-    wb = np.empty(b.shape, np.float32)
-    widen(a, wa)
-    widen(b, wb)
-    shape = out.shape
-    va = np.broadcast_to(wa, shape)
-    vb = np.broadcast_to(wb, shape)
-    fix = ufunc in _COMMUTATIVE and _has_nan(wa) and _has_nan(wb)
-    row = int(np.prod(shape[1:], dtype=np.int64))
-    step = max(1, BLOCK // max(1, row))
-    s = take_scratch()
-    try:
-        for i in range(0, shape[0], step):
-            j = min(i + step, shape[0])
-            res = ufunc(va[i:j], vb[i:j])
-            if fix:
-                keep_lhs_nan(va[i:j], vb[i:j], res)
-            narrow(res.reshape(-1), out[i:j].reshape(-1), s)
-    finally:
-        give_scratch(s)
+def broadcast_src_view(src: Array, out_shape: Sequence[int]) -> Array:
+    """A read-only view of the contiguous `src` with `out_shape`, whose flat element k is
+    `src.flat[broadcast_src_flat(k, src.shape, out_shape)]`: the index math as strides."""
+    steps = tuple(s * src.itemsize for s in src_strides(src.shape, out_shape))
+    view: Array = np.ndarray(tuple(out_shape), src.dtype, src.reshape(-1), 0, steps)
+    view.flags.writeable = False
+    return view
 
 
-_DTYPES: Final = tuple(dtype for _, dtype in DTYPES)
-
-Fill = Callable[[Array, Array, Array], None]
-"""Fills `out` (the broadcast shape) with `a op b`, after the kernel has checked its arguments."""
-
-
-def _pure_fill(ufunc: np.ufunc) -> Fill:
-    """The pure-NumPy oracle: NumPy broadcasting, then the NaN-pair repair where it is needed."""
-
-    def fill(a: Array, b: Array, out: Array) -> None:
-        token = silence()
-        try:
-            if out.dtype == BF16 or out.dtype == F16:
-                if out.ndim == 0:
-                    _half(ufunc, a.reshape(1), b.reshape(1), out.reshape(1))
-                elif out.size:
-                    _half(ufunc, a, b, out)
-            else:
-                ufunc(a, b, out=out)
-                if ufunc in _COMMUTATIVE and _has_nan(a) and _has_nan(b):
-                    keep_lhs_nan(a, b, out)
-        finally:
-            restore(token)
-
-    return fill
-
-
-def _native_fill(op: str) -> Fill:
-    """The compiled oracle: one C walk over the output, the CPU kernels' loops on each row."""
-    assert NATIVE is not None
-    broadcast, code = NATIVE.broadcast, NATIVE.OPS.index(op)
-    dtypes = {dtype: NATIVE.DTYPES.index(dtype.name) for dtype in _DTYPES}
-
-    def fill(a: Array, b: Array, out: Array) -> None:
-        broadcast(code, dtypes[out.dtype], a, b, out)
-
-    return fill
-
-
-def _kernel(op: str, fill: Fill) -> KernelFn:
-    """Build `broadcast_<op>`: check the output shape and the dtypes, then `fill`."""
+def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
+    """Build `broadcast_<op>`: check layout, dtypes and output shape, then compute in-type."""
     name = f"broadcast_{op}"
 
     def kernel(a: Array, b: Array, *, out: Array) -> None:
@@ -163,38 +119,23 @@ def _kernel(op: str, fill: Fill) -> KernelFn:
                 f"{name}: a, b and out must share one of float32, float64, bfloat16, float16; "
                 f"got a {a.dtype}, b {b.dtype}, out {out.dtype}"
             )
-        fill(a, b, out)
+        for label, x in (("a", a), ("b", b), ("out", out)):
+            if not x.flags.c_contiguous:
+                raise ValueError(
+                    f"{name}: {label} must be a C-contiguous array (the contract admits dense "
+                    "buffers only; make a strided operand dense at its own shape first)"
+                )
+        with np.errstate(all="ignore"):  # IEEE results (x/0, inf-inf) are the contract, silent
+            ufunc(broadcast_src_view(a, shape), broadcast_src_view(b, shape), out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"fuel-reference-backend {name}: out = a {op} b with NumPy broadcasting."
     return kernel
 
 
-_COMMUTATIVE: Final = (np.add, np.multiply)
-"""The ufuncs whose NumPy loops return the rhs NaN in some lanes where both operands are NaN."""
-
-_OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
-    ("add", np.add),
-    ("sub", np.subtract),
-    ("mul", np.multiply),
-    ("div", np.divide),
-)
-
-
-def kernels(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
-    """The four oracle kernels by full `entry_point` string, run by one chassis implementation."""
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(
-            f"no kernel implementation {implementation!r} here: {list(IMPLEMENTATIONS)}"
-        )
-    native = implementation == "native"
-    return {
-        f"{_PREFIX}broadcast_{op}": _kernel(op, _native_fill(op) if native else _pure_fill(ufunc))
-        for op, ufunc in _OPS
-    }
-
-
-ENTRY_POINTS: Final[dict[str, KernelFn]] = kernels()
+ENTRY_POINTS: Final[dict[str, KernelFn]] = {
+    f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS
+}
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
 __all__ = [
@@ -202,6 +143,7 @@ __all__ = [
     "PROVIDER",
     "broadcast_shape",
     "broadcast_src_flat",
-    "kernels",
+    "broadcast_src_view",
     "row_major_strides",
+    "src_strides",
 ]

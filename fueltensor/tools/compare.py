@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
+from fueltensor.fingerprint import machine
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -128,6 +129,8 @@ class Comparison:
     times: dict[str, float] = field(default_factory=dict)
     worst: Worst | None = None
     note: str = ""
+    nan_payloads: int = 0
+    """Mismatches where both outputs are NaN: only the payload or sign differs."""
 
     @property
     def mismatches(self) -> int:
@@ -195,6 +198,8 @@ class ComparisonReport:
 
     def __init__(self, providers: frozenset[str] | None) -> None:
         self.providers = providers
+        self.machine = machine()
+        """Where the comparison ran: kernels' bits can depend on the CPU, NumPy and the libm."""
         self.comparisons: list[Comparison] = []
         self._lock = threading.Lock()
 
@@ -222,9 +227,25 @@ class ComparisonReport:
         total = sum(c.count for c in compared)
         summary = (
             f"{len(compared)} of {len(self.comparisons)} operations compared; "
-            f"{self.mismatches} of {total} elements differ"
+            f"{self.mismatches} of {total} elements differ{self._nan_note()}"
         )
-        return f"{text_table(rows)}\n{summary}"
+        return f"{text_table(rows)}\n{summary}\nmeasured on: {self.machine}"
+
+    def _nan_note(self) -> str:
+        """' (N of them only in a NaN's payload or sign)' when there are such mismatches."""
+        n = sum(c.nan_payloads for c in self.comparisons if c.compared)
+        return f" ({n} of them only in a NaN's payload or sign)" if n else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the machine, and each comparison's figures."""
+        return {
+            "machine": self.machine.to_dict(),
+            "mismatches": self.mismatches,
+            "comparisons": [
+                {k: v for k, v in asdict(c).items() if k != "worst"} | {"worst": str(c.worst or "")}
+                for c in self.comparisons
+            ],
+        }
 
     def __repr__(self) -> str:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
@@ -307,6 +328,7 @@ def diff(
         not measured.nan_mismatch.any(),
         times,
         worst,
+        nan_payloads=int((nan_a & nan_b & ~equal).sum()),
     )
 
 

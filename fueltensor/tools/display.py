@@ -15,6 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
     from fueltensor.engine.planner import Plan
+    from fueltensor.fingerprint import Fingerprint
     from fueltensor.registry import Registry
     from fueltensor.tools.compare import ComparisonReport
     from fueltensor.tools.judge import JudgeReport
@@ -135,6 +136,11 @@ def registry_html(reg: Registry) -> str:
     return f"<div>{providers}{contracts}</div>"
 
 
+def _machine(fingerprint: Fingerprint) -> str:
+    """The 'measured on' line under a report."""
+    return f"<p><small>measured on: {escape(str(fingerprint))}</small></p>"
+
+
 def comparison_html(report: ComparisonReport) -> str:
     """The comparison table, mismatching operations shaded, worst elements listed below."""
     from fueltensor.tools.compare import COLUMNS, comparison_row
@@ -148,7 +154,7 @@ def comparison_html(report: ComparisonReport) -> str:
     )
     worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
     extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
-    return f"<div>{table}{extra}</div>"
+    return f"<div>{table}{extra}{_machine(report.machine)}</div>"
 
 
 def judge_html(report: JudgeReport) -> str:
@@ -163,4 +169,4 @@ def judge_html(report: JudgeReport) -> str:
     )
     fails = [(r.label, f) for r in report.rows for f in r.failures]
     extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
-    return f"<div>{table}{extra}</div>"
+    return f"<div>{table}{extra}{_machine(report.machine)}</div>"

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+from functools import cache
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -43,6 +44,7 @@ from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
+from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, CONTRACT_OPS
@@ -281,6 +283,9 @@ class Audit:
     formula_bytes_per_element: float = 0.0
     predicted_ns_per_element: float = 0.0
     large_n: int = 0
+    implementations: dict[str, int] = field(default_factory=dict)
+    """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
+    lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -447,6 +452,7 @@ def _checks(
             f"declared {contract.determinism}"
         )
 
+    _implementations(a, contract, operands, plan, outputs[0])
     ref = REFERENCES.get(contract.op_kind)
     if ref is not None and len(contract.inputs) == 2:
         _precision(a, ref, outputs[0], (lhs, rhs), settings, rng)
@@ -454,6 +460,33 @@ def _checks(
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
         _check_bounds(a, contract)
     _cost(a, contract, fn, dtype, settings, copy_bps)
+
+
+@cache
+def _cpu_thunks() -> dict[str, dict[str, KernelFn]]:
+    """fuel-cpu-backend's thunks of every implementation built here but the one linked."""
+    from fueltensor.kernels import cpu
+    from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
+
+    return {name: cpu.thunks(name) for name in IMPLEMENTATIONS if name != IMPLEMENTATION}
+
+
+def _implementations(
+    a: Audit, contract: KernelContract, operands: Sequence[Array], plan: Plan, got: Array
+) -> None:
+    """Run the probes through the CPU kernel's other implementations (compiled vs pure) and
+    record how many lanes differ: a bitwise contract must not depend on how it was built."""
+    for name, thunks in _cpu_thunks().items():
+        other = thunks.get(contract.entry_point)
+        if other is None:
+            continue
+        differ = int((bits(_call(other, plan, operands).reshape(-1)) != bits(got)).sum())
+        a.implementations[name] = differ
+        if differ:
+            a.failures.append(
+                f"implementations: {name} differs from the linked kernel in {differ} of "
+                f"{got.size} lanes (the bits depend on whether the compiled kernels are built)"
+            )
 
 
 def _precision(
@@ -531,6 +564,7 @@ COLUMNS: Final = (
     "GB/s",
     "formula B/elem",
     "copy-speed ns/elem",
+    "other impl. differ",
     "verdict",
 )
 
@@ -550,6 +584,7 @@ def judge_row(a: Audit) -> tuple[str, ...]:
         f"{a.gb_per_s:.2f}",
         f"{a.formula_bytes_per_element:g}",
         f"{a.predicted_ns_per_element:.2f}",
+        ", ".join(f"{k}: {v}" for k, v in a.implementations.items()) or "-",
         "ok" if a.ok else "FAIL",
     )
 
@@ -562,6 +597,8 @@ class JudgeReport:
     quick: bool
     copy_gb_per_s: float
     seconds: float
+    machine: Fingerprint = field(default_factory=machine)
+    """Where it was measured: bits and timings depend on the CPU, NumPy's SIMD and the libm."""
 
     @property
     def failures(self) -> list[tuple[str, str]]:
@@ -584,6 +621,7 @@ class JudgeReport:
 
     def __str__(self) -> str:
         lines = [text_table([COLUMNS, *map(judge_row, self.rows)]), self.summary()]
+        lines.append(f"measured on: {self.machine}")
         lines += [f"FAIL {label}: {why}" for label, why in self.failures]
         return "\n".join(lines)
 
@@ -601,6 +639,7 @@ class JudgeReport:
             "quick": self.quick,
             "copy_gb_per_s": self.copy_gb_per_s,
             "seconds": self.seconds,
+            "machine": self.machine.to_dict(),
             "ok": self.ok,
             "audits": [{**asdict(a), "ok": a.ok} for a in self.rows],
         }
@@ -610,7 +649,8 @@ class JudgeReport:
         rows = [COLUMNS, *map(judge_row, self.rows)]
         out = ["| " + " | ".join(r) + " |" for r in rows]
         out.insert(1, "|" + "---|" * len(COLUMNS))
-        out += ["", self.summary(), *(f"- **FAIL** `{k}`: {w}" for k, w in self.failures)]
+        out += ["", self.summary(), "", f"Measured on: {self.machine}"]
+        out += ["", *(f"- **FAIL** `{k}`: {w}" for k, w in self.failures)]
         return "\n".join(out) + "\n"
 
 
