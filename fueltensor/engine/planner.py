@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Final
 
 from fueltensor.core.dtypes import DType, result_type
+from fueltensor.core.errors import ContractError
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
@@ -167,6 +168,20 @@ def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -
     raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
 
 
+def kernel_cost(contract: KernelContract, env: Mapping[str, float]) -> int | str:
+    """The bytes `contract`'s `bytes_moved` formula gives for one call, or why that call cannot
+    be priced (the formula fails, or gives a negative or non-finite number): a contract that
+    cannot be priced is rejected for that call, never allowed to break or capture dispatch."""
+    formula = contract.cost.bytes_moved
+    try:
+        value = formula.evaluate(env)
+    except (ContractError, ArithmeticError) as e:
+        return f"cost.bytes_moved cannot be priced for this call: {e}"
+    if value < 0:
+        return f"cost.bytes_moved {formula.raw!r} is negative ({value:g}) for {dict(env)}"
+    return int(value)
+
+
 def admit(
     contract: KernelContract, op: str, operands: tuple[Operand, ...], out_shape: Shape
 ) -> Plan | tuple[str, ...]:
@@ -229,7 +244,9 @@ def admit(
         )
     env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype_src.dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
-    kernel_bytes = int(contract.cost.bytes_moved.evaluate(env))
+    kernel_bytes = kernel_cost(contract, env)
+    if isinstance(kernel_bytes, str):
+        return (kernel_bytes,)
     cost = kernel_bytes + sum(s.bytes for p in prep for s in p)
     kernel_step = Step(
         "Kernel",
