@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from .core.errors import ContractError
 from .fkc import KernelContract, Provider, load_document
+from .fkc.files import read_regular
 from .fkc.schema import check_unique
 from .kernels import KernelFn
 
@@ -132,9 +133,10 @@ def _group_mentioned() -> bool:
                 return True
             if name.endswith((".dist-info", ".egg-info")):
                 try:
-                    with open(os.path.join(base, name, "entry_points.txt"), "rb") as f:
-                        if PROVIDER_GROUP.encode() in f.read():
-                            return True
+                    if PROVIDER_GROUP.encode() in read_regular(
+                        os.path.join(base, name, "entry_points.txt")
+                    ):
+                        return True
                 except OSError:
                     continue
     return False

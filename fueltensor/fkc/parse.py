@@ -18,6 +18,7 @@ from typing import Any, Final, NoReturn
 import yaml
 
 from ..core.errors import ContractError
+from .files import read_regular
 from .schema import CONTRACT_SHAPE, FRONT_MATTER_SHAPE, Node, Scalar, Shape
 
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -65,8 +66,7 @@ def read_document(path: str | os.PathLike[str]) -> Document:
     """Read and parse the FKC document at `path`; ContractError if it cannot be read."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            data = f.read()
+        data = read_regular(name)
     except OSError as e:
         raise ContractError(f"cannot read the document ({e.strerror})", path=name) from None
     return parse_document(data, name)
