@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -280,3 +281,43 @@ def test_forged_entries_leave_the_bundled_registry_whole(
     x = ft.asarray([1.0, 2.0], dtype=ft.float32)
     with ft.use_registry(again):
         assert ft.explain(ft.add, x, x).provider == "fuel-cpu-backend"
+
+
+def _flip_bytes(raw: bytes, rng: random.Random) -> bytes:
+    data = bytearray(raw)
+    for _ in range(rng.randint(1, 4)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    return bytes(data)
+
+
+def _edit_a_value(raw: bytes, rng: random.Random) -> bytes:
+    """One JSON value somewhere in the entry replaced by another (hash left as it was)."""
+    obj = json.loads(raw)
+    node: Any = obj
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            break
+        key = rng.choice(keys)
+        child = node[key]
+        if not isinstance(child, dict | list) or rng.random() < 0.3:
+            node[key] = rng.choice([0, -1, None, "", [], {}, "F32", True, 1e308, "[" * 50])
+            break
+        node = child
+    return json.dumps(obj).encode()
+
+
+def test_seeded_entry_corruptions_always_load_the_documents_facts(
+    cache_dir: Path, contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """Byte flips and value edits anywhere in an entry: every load still gives the document's
+    own facts (a corrupt entry is never used, never raises)."""
+    rng = random.Random(15)
+    doc = write(contract_text())
+    fresh = everything(*load_document(doc))
+    load_document(doc, cached=True)
+    (entry,) = cache_dir.glob("*.json")
+    good = entry.read_bytes()
+    for _ in range(150):
+        entry.write_bytes(rng.choice([_flip_bytes, _edit_a_value])(good, rng))
+        assert everything(*load_document(doc, cached=True)) == fresh

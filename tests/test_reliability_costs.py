@@ -4,6 +4,7 @@ float holds are refused at load time with file and line (issue 15, point 5)."""
 from __future__ import annotations
 
 import importlib
+import random
 import re
 from pathlib import Path
 
@@ -85,3 +86,42 @@ def test_huge_literals_are_contract_errors_with_file_and_line(
     assert info.value.path == str(cpu)
     assert info.value.line == line
     assert field in str(info.value) and "too large" in str(info.value)
+
+
+HOSTILE = (
+    "n / (n - 1)",
+    "n / (n - n)",
+    "dtype_bytes / (n - 4)",
+    "0 - n",
+    "n - 5",
+    "n" + " * 100000000000000000" * 19,
+    "(0 - n) * (0 - n) * (0 - n)",
+)
+
+
+def test_seeded_hostile_costs_never_break_dispatch(tmp_path: Path) -> None:
+    """Random contracts given formulas that fail, go negative or overflow for some sizes: every
+    operation still runs (another contract or the host) with the right values, its plan cost is
+    >= 0, and a contract skipped for its cost says so."""
+    rng = random.Random(15)
+    documents = _documents(tmp_path, 'bytes_moved: "COST"')
+    cpu = tmp_path / "fuel-cpu-backend.md"
+    base = cpu.read_text()
+    for _ in range(6):
+        chosen = [rng.choice(HOSTILE) for _ in range(base.count('"COST"'))]
+        parts = base.split('"COST"')
+        cpu.write_text(
+            "".join(p + f'"{f}"' for p, f in zip(parts, chosen, strict=False)) + parts[-1]
+        )
+        reg = ft.Registry.from_paths(documents)
+        with ft.use_registry(reg):
+            for n in (0, 1, 4, 5, 9):
+                for dtype in (np.float32, np.float64, np.float16):
+                    x = ft.asarray(np.arange(n, dtype=dtype))
+                    plan = ft.explain(ft.multiply, x, x)
+                    assert plan.cost >= 0
+                    reasons = [r for rs in plan.rejected.values() for r in rs]
+                    if plan.provider != "fuel-cpu-backend":
+                        assert any("cost.bytes_moved" in r or "dtype" in r for r in reasons)
+                    want = np.arange(n, dtype=dtype) ** 2
+                    np.testing.assert_array_equal(np.asarray(x * x), want)
