@@ -114,7 +114,7 @@ def read_only(x: FuelTensor) -> FuelTensor:
     source = x._storage
     # Through a read-only buffer, not a flag on a view: no array handed out can be set
     # writable again (NumPy's own broadcast_to refuses that too).
-    frozen = memoryview(source.view(np.uint8)).toreadonly()
+    frozen = source.view(np.uint8).data.toreadonly()
     storage = np.frombuffer(frozen, source.dtype)
     return FuelTensor._make(storage, x._layout, x._dtype)
 
@@ -271,7 +271,8 @@ class FuelTensor:
                     "copy, but copy=False was given"
                 )
             return a.astype(dtype)
-        return a.copy() if copy else a.view()
+        view: np.ndarray = a.copy() if copy else a.view()
+        return view
 
     def __reduce__(self) -> tuple[Callable[..., FuelTensor], tuple[str, Shape, bytes]]:
         """Pickle only the visible elements, row-major: a view pickles as a dense copy."""

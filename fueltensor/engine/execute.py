@@ -134,8 +134,9 @@ def _call_guarded(
         view = a.view()
         view.flags.writeable = False
         frozen.append(view)
+    call: Callable[..., object] = fn  # a provider's kernel may return its own array
     try:
-        return fn(*frozen, out=out)
+        got = call(*frozen, out=out)
     except ValueError as e:
         if "read-only" not in str(e):
             raise
@@ -145,6 +146,7 @@ def _call_guarded(
             f"kernel {plan.kernel.name} ({source.path}:{source.line}) wrote into one of its "
             f"inputs; kernels write only `out` ({e})"
         ) from e
+    return got
 
 
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
