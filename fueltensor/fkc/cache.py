@@ -172,9 +172,10 @@ def decode(obj: dict[str, Any], path: str) -> Loaded:
 
 def _node(value: Any, line: int) -> Node:
     """JSON data as the parser's line-annotated `Node`s, every one on `line`."""
-    if isinstance(value, dict):
-        return Node({str(k): _node(v, line) for k, v in value.items()}, line)
-    if isinstance(value, list):
+    kind = type(value)
+    if kind is dict:
+        return Node({k: _node(v, line) for k, v in value.items()}, line)
+    if kind is list:
         return Node([_node(v, line) for v in value], line)
     return Node(value, line)
 
