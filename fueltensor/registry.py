@@ -90,7 +90,10 @@ def _discover() -> tuple[Path, ...]:
             for ep in _plugin_entry_points():
                 origin = f"{ep.name} = {ep.value}"
                 try:
-                    documents.extend(_adopt(ep.load(), origin))
+                    shipped = _adopt(ep.load(), origin)
+                    for document in shipped:  # a document that does not load breaks the plugin
+                        load_document(document, cached=True)
+                    documents.extend(shipped)
                 except Exception as e:  # one broken plugin must not break every operation
                     warnings.warn(
                         f"fueltensor: skipping the provider plugin {origin} "

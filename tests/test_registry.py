@@ -234,7 +234,13 @@ def _plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: 
 
 
 @pytest.mark.parametrize(
-    "body", ["raise ImportError('no such build')\n", "PROVIDER = 3\n", "1 / 0\n"]
+    "body",
+    [
+        "raise ImportError('no such build')\n",
+        "PROVIDER = 3\n",
+        "1 / 0\n",
+        "PROVIDER = 'p'\nENTRY_POINTS = {}\nDOCUMENTS = ['absent.md']\n",
+    ],
 )
 def test_a_broken_plugin_is_skipped_with_a_warning_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str
