@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from importlib.machinery import PathFinder
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Final
 
 from .core.errors import ContractError
 from .fkc import KernelContract, Provider, load_document
+from .fkc.files import read_regular
 from .fkc.schema import check_unique
 from .kernels import KernelFn
 
@@ -64,7 +66,15 @@ def _adopt(obj: object, origin: str) -> tuple[Path, ...]:
             f"provider {origin} must define PROVIDER: str and ENTRY_POINTS: Mapping[str, Callable]"
         )
     register_provider(name, table)
-    return tuple(Path(d) for d in getattr(obj, "DOCUMENTS", ()))
+    return tuple(_home(obj) / d for d in getattr(obj, "DOCUMENTS", ()))
+
+
+def _home(obj: object) -> Path:
+    """The directory of the module that defines provider `obj` (a module, or an object made in
+    one): its relative DOCUMENTS are relative to it, never to the working directory."""
+    module = obj if isinstance(obj, ModuleType) else sys.modules.get(getattr(obj, "__module__", ""))
+    where = getattr(module, "__file__", None)
+    return Path(where).resolve().parent if where else Path.cwd()
 
 
 def _discover() -> tuple[Path, ...]:
@@ -78,13 +88,19 @@ def _discover() -> tuple[Path, ...]:
                 _adopt(module, module.__name__)
             documents: list[Path] = []
             for ep in _plugin_entry_points():
+                origin = f"{ep.name} = {ep.value}"
                 try:
-                    obj = ep.load()
-                except Exception as e:
-                    raise ContractError(
-                        f"provider entry point {ep.name} = {ep.value} failed to load: {e}"
-                    ) from e
-                documents.extend(_adopt(obj, f"{ep.name} = {ep.value}"))
+                    shipped = _adopt(ep.load(), origin)
+                    for document in shipped:  # a document that does not load breaks the plugin
+                        load_document(document, cached=True)
+                    documents.extend(shipped)
+                except Exception as e:  # one broken plugin must not break every operation
+                    warnings.warn(
+                        f"fueltensor: skipping the provider plugin {origin} "
+                        f"({PROVIDER_GROUP}): {type(e).__name__}: {e}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
             _discovered = tuple(documents)
         return _discovered
 
@@ -132,9 +148,10 @@ def _group_mentioned() -> bool:
                 return True
             if name.endswith((".dist-info", ".egg-info")):
                 try:
-                    with open(os.path.join(base, name, "entry_points.txt"), "rb") as f:
-                        if PROVIDER_GROUP.encode() in f.read():
-                            return True
+                    if PROVIDER_GROUP.encode() in read_regular(
+                        os.path.join(base, name, "entry_points.txt")
+                    ):
+                        return True
                 except OSError:
                     continue
     return False

@@ -84,7 +84,20 @@ def remove_key(data: bytes, rng: random.Random) -> Mutant:
     return Mutant(_replace_line(data, index, None), f"remove line {line!r}", index + 1)
 
 
-WRONG_VALUES = (b"[1, 2]", b"{a: 1}", b"-7", b"1.5e400", b'""', b"[]", b"{}", b"0x1F", b"no")
+WRONG_VALUES = (
+    b"[1, 2]",
+    b"{a: 1}",
+    b"-7",
+    b"1.5e400",
+    b'""',
+    b"[]",
+    b"{}",
+    b"0x1F",
+    b"no",
+    b"7" * 5000,  # beyond Python's int conversion limit
+    b"7" * 400,  # an int no float holds
+    b"0x" + b"f" * 400,
+)
 
 
 def wrong_type(data: bytes, rng: random.Random) -> Mutant:
@@ -128,6 +141,18 @@ BROKEN_FLOWS = (
     (b"]", b""),
     (b"[", b""),
 )
+
+
+HUGE_LITERALS = (b"7" * 5000, b"7" * 400, b'"' + b"7" * 400 + b' * n"', b"0x" + b"f" * 400)
+
+
+def huge_literal(data: bytes, rng: random.Random) -> Mutant:
+    """A cost formula whose literal no float (or no Python int conversion) can hold."""
+    hits = [m for m in re.finditer(rb"(bytes_moved|flops): [^\n]*", data)]
+    m = rng.choice(hits)
+    new = m.group(1) + b": " + rng.choice(HUGE_LITERALS)
+    out = data[: m.start()] + new + data[m.end() :]
+    return Mutant(out, f"{m.group(0)!r} -> {new[:40]!r}...", line_of(data, m.start()))
 
 
 def broken_flow(data: bytes, rng: random.Random) -> Mutant:
@@ -227,5 +252,6 @@ MUST_FAIL: tuple[Mutation, ...] = (
     truncate_in_block,
     duplicate_kernel,
     insert_non_utf8,
+    huge_literal,
 )
 """Mutations that always break a document."""

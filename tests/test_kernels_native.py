@@ -9,6 +9,7 @@ instruction set compiled for.
 
 from __future__ import annotations
 
+import array
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 from _impls import IMPLS, thunk, using
@@ -23,7 +25,9 @@ from _oracle import FORMATS, Fmt, cpu_expected, encode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fueltensor.kernels._chassis import IMPLEMENTATIONS
+from fueltensor.kernels._chassis import IMPLEMENTATIONS, NATIVE
+
+_native: Any = NATIVE
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -160,3 +164,99 @@ def test_fueltensor_pure_numpy_selects_the_implementation(
         check=True,
     )
     assert run.stdout.split() == [expected, expected]
+
+
+# -- the module validates what it is called with, whoever calls it (issue 15) ----------------
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": _BF16, "float16": np.float16}
+
+
+def _objects(n: int) -> np.ndarray:
+    out = np.empty(n, object)
+    out[:] = [float(i) for i in range(n)]
+    return out
+
+
+ARITHMETIC = ("binary",)
+
+
+@pytest.mark.parametrize("entry", ARITHMETIC)
+@pytest.mark.parametrize("dtype", list(_DTYPES))
+def test_arithmetic_entry_points_refuse_other_element_types(entry: str, dtype: str) -> None:
+    fn = getattr(_native, entry)
+    code, want = _native.DTYPES.index(dtype), np.dtype(_DTYPES[dtype])
+    good = np.ones(4, want)
+    others = [np.dtype(d) for d in (np.float32, np.float64, np.float16, np.int16, np.int32)]
+    others += [np.dtype(np.int64), np.dtype(np.uint16), np.dtype(np.complex64), _BF16]
+    for other in (d for d in others if d != want):
+        bad = np.ones(4, other)
+        for args in ((bad, good, np.empty(4, want)), (good, bad, np.empty(4, want))):
+            with pytest.raises(TypeError, match=dtype):
+                fn(0, code, *args)
+        with pytest.raises(TypeError, match=dtype):
+            fn(0, code, good, good, np.empty(4, other))
+    for args in (
+        (_objects(4), good, np.empty(4, want)),
+        (good, good, _objects(4)),
+        (_objects(4), _objects(4), _objects(4)),
+    ):
+        with pytest.raises(TypeError):
+            fn(0, code, *args)
+
+
+@pytest.mark.parametrize("entry", ARITHMETIC)
+def test_arithmetic_entry_points_refuse_bad_layouts_and_arguments(entry: str) -> None:
+    fn = getattr(_native, entry)
+    a = np.ones(4, np.float32)
+    frozen = np.empty(4, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="C-contiguous"):
+        fn(0, 0, np.ones(8, np.float32)[::2], a, np.empty(4, np.float32))
+    with pytest.raises(ValueError, match="writable"):
+        fn(0, 0, a, a, frozen)
+    with pytest.raises(ValueError, match="writable"):
+        fn(0, 0, a, a, b"\0" * 16)
+    with pytest.raises(ValueError):
+        fn(0, 0, a, a, np.empty(3, np.float32))
+    with pytest.raises(ValueError, match="op must be"):
+        fn(99, 0, a, a, np.empty(4, np.float32))
+    with pytest.raises(ValueError, match="op must be"):
+        fn(0, -1, a, a, np.empty(4, np.float32))
+    with pytest.raises(TypeError):
+        fn(0, 0, a, a)
+    with pytest.raises(ValueError):
+        fn(0, 0, None, a, np.empty(4, np.float32))
+
+
+@pytest.mark.parametrize("entry", ARITHMETIC)
+@pytest.mark.parametrize("dtype", list(_DTYPES))
+def test_zero_length_buffers_are_accepted(entry: str, dtype: str) -> None:
+    fn = getattr(_native, entry)
+    empty = np.empty(0, _DTYPES[dtype])
+    assert fn(0, _native.DTYPES.index(dtype), empty, empty, np.empty(0, _DTYPES[dtype])) is None
+    if dtype == "float32":
+        assert fn(0, 0, array.array("f"), array.array("f"), array.array("f")) is None
+
+
+def test_copy_strided_refuses_objects_and_mismatched_types() -> None:
+    with pytest.raises(TypeError, match="object"):
+        _native.copy_strided(_objects(6)[::2], np.empty(3, object))
+    with pytest.raises(TypeError, match="object"):
+        _native.copy_strided(np.ones(3, np.int64), _objects(3))
+    with pytest.raises(TypeError, match="same element type"):
+        _native.copy_strided(np.ones(3, np.float64), np.empty(3, np.int64))
+    with pytest.raises(TypeError, match="same element type"):
+        _native.copy_strided(np.ones(3, np.float16), np.empty(3, _BF16))
+    frozen = np.empty(3, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        _native.copy_strided(np.ones(6, np.float32)[::2], frozen)
+    assert _native.copy_strided(np.empty(0, np.float32), np.empty(0, np.float32)) is None
+    src = np.arange(12, dtype=np.float32).view(_BF16).reshape(4, 6).T  # bfloat16 states no format
+    dst = np.empty((6, 4), _BF16)
+    _native.copy_strided(src, dst)
+    assert dst.view(np.uint16).tolist() == src.view(np.uint16).tolist()
+    pairs = np.zeros(4, dtype=[("Oddly", np.float32), ("named", np.int32)])  # 'O' in a name only
+    out = np.empty(2, pairs.dtype)
+    _native.copy_strided(pairs[::2], out)

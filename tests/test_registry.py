@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -15,7 +16,7 @@ import pytest
 from conftest import SEED_CPU, SEED_REFERENCE
 
 import fueltensor as ft
-from fueltensor import ContractError
+from fueltensor import ContractError, ContractViolation
 
 registry_module = importlib.import_module("fueltensor.registry")
 
@@ -223,12 +224,126 @@ def test_installed_provider_plugin_ships_document_and_kernels(
         sys.modules.pop("fueltensor_plugin_test", None)
 
 
-def test_broken_plugin_is_a_contract_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    plugin = EntryPoint("broken", "fueltensor_no_such_module_xyz", registry_module.PROVIDER_GROUP)
+def _plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, body: str) -> EntryPoint:
+    """An installed-looking plugin: module `module` in its own directory, found by entry point."""
+    home = tmp_path / "site"
+    home.mkdir(exist_ok=True)
+    (home / f"{module}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(home))
+    return EntryPoint(module, module, registry_module.PROVIDER_GROUP)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "raise ImportError('no such build')\n",
+        "PROVIDER = 3\n",
+        "1 / 0\n",
+        "PROVIDER = 'p'\nENTRY_POINTS = {}\nDOCUMENTS = ['absent.md']\n",
+    ],
+)
+def test_a_broken_plugin_is_skipped_with_a_warning_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str
+) -> None:
+    broken = _plugin(tmp_path, monkeypatch, "fueltensor_broken_plugin", body)
+    missing = EntryPoint("gone", "fueltensor_no_such_module_xyz", registry_module.PROVIDER_GROUP)
+    monkeypatch.setattr(registry_module, "_plugin_entry_points", lambda: [broken, missing])
+    monkeypatch.setattr(registry_module, "_discovered", None)
+    monkeypatch.setattr(registry_module, "_bundled", None)
+    try:
+        with pytest.warns(RuntimeWarning) as caught:
+            reg = ft.registry()
+        said = " ".join(str(w.message) for w in caught)
+        assert "fueltensor_broken_plugin" in said and "fueltensor_no_such_module_xyz" in said
+        x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+        with ft.use_registry(reg):
+            assert np.asarray(x + x).tolist() == [2.0, 4.0]
+    finally:
+        sys.modules.pop("fueltensor_broken_plugin", None)
+
+
+def test_a_plugins_relative_documents_resolve_against_its_module(
+    contract_text: Callable[..., str],
+    write: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (tmp_path / "site").mkdir()
+    text = contract_text(provider="relative-test", kernel="relative_add")
+    (tmp_path / "site" / "relative.md").write_text(text, encoding="utf-8")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    (elsewhere / "relative.md").write_text("not a document", encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    plugin = _plugin(
+        tmp_path,
+        monkeypatch,
+        "fueltensor_relative_plugin",
+        "import numpy as np\n"
+        "PROVIDER = 'relative-test'\n"
+        "def relative_add(a, b, *, out):\n"
+        "    np.add(a, b, out=out)\n"
+        "ENTRY_POINTS = {'tests::relative_add': relative_add}\n"
+        "DOCUMENTS = ['relative.md']\n",
+    )
     monkeypatch.setattr(registry_module, "_plugin_entry_points", lambda: [plugin])
     monkeypatch.setattr(registry_module, "_discovered", None)
-    with pytest.raises(ContractError, match="failed to load"):
-        registry_module._discover()
+    monkeypatch.setattr(registry_module, "_bundled", None)
+    try:
+        reg = ft.registry()
+        assert reg["relative_add"].source.path == str(tmp_path / "site" / "relative.md")
+    finally:
+        sys.modules.pop("fueltensor_relative_plugin", None)
+
+
+def _writes_through_out(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    np.add(a, b, out=a)
+    np.add(a, b, out=out)
+
+
+def _writes_an_element(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    a[0] = 99.0
+    np.add(a, b, out=out)
+
+
+def _fills(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    b.fill(0.0)
+    np.add(a, b, out=out)
+
+
+@pytest.mark.parametrize("vandal", [_writes_through_out, _writes_an_element, _fills])
+def test_a_provider_kernel_writing_its_inputs_is_a_contract_violation(
+    contract_text: Callable[..., str],
+    write: Callable[..., Path],
+    vandal: Callable[..., None],
+) -> None:
+    ft.register_provider("vandal-test", {"tests::vandal": vandal})
+    doc = write(contract_text(provider="vandal-test", kernel="vandal"))
+    reg = ft.Registry.from_paths([doc])
+    x = ft.asarray([[1.0, 2.0, 3.0]], dtype=ft.float32)
+    with ft.use_registry(reg):
+        assert ft.explain(ft.add, x, x).kernel is reg["vandal"]
+        with pytest.raises(ContractViolation) as info:
+            x + x
+    assert "vandal" in str(info.value) and str(doc) in str(info.value)
+    assert np.asarray(x).tolist() == [[1.0, 2.0, 3.0]]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_only_regular_files_are_read_from_a_directory(
+    tmp_path: Path, contract_text: Callable[..., str], kind: str
+) -> None:
+    (tmp_path / "good.md").write_text(contract_text(), encoding="utf-8")
+    odd = tmp_path / "odd.md"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to("/dev/zero")
+    with pytest.raises(ContractError, match="not a regular file") as info:
+        ft.Registry.from_paths([tmp_path])
+    assert info.value.path == str(odd)
+    with pytest.raises(ContractError, match="not a regular file"):
+        ft.Registry.from_paths([odd], cached=True)
 
 
 def test_registry_is_built_once_under_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,10 +185,22 @@ def _target() -> tuple[np.ndarray, ft.FuelTensor]:
             ],
         ),
         (
-            lambda t: (ft.broadcast_to(t[0], (3, 4)), t),
+            lambda t: (ft.as_strided(t, (3, 4), (0, 1)), t),
             None,
             ValueError,
             ["stride-0 (broadcast) view", "copy the target first"],
+        ),
+        (
+            lambda t: (ft.broadcast_to(t[0], (3, 4)), t),
+            None,
+            ValueError,
+            ["assignment destination is read-only", "copy the target first"],
+        ),
+        (
+            lambda t: (ft.as_strided(t, (3, 3), (1, 1)), ft.ones((3, 3), dtype=ft.float32)),
+            None,
+            ValueError,
+            ["elements may overlap", "copy the target first"],
         ),
         (
             lambda t: (t[:, :2], ft.asarray(np.ones(3, np.float32))),
@@ -207,7 +219,7 @@ def _target() -> tuple[np.ndarray, ft.FuelTensor]:
             ],
         ),
     ],
-    ids=["dtype", "shape", "stride0", "no-broadcast", "nokernel"],
+    ids=["dtype", "shape", "stride0", "read-only", "overlap", "no-broadcast", "nokernel"],
 )
 def test_a_failing_inplace_operation_leaves_the_target_as_it_was(
     make: Callable[[ft.FuelTensor], tuple[ft.FuelTensor, Any]],

@@ -9,8 +9,10 @@ single operations on dense bases; this file chains them on awkward views.)
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -219,3 +221,50 @@ def test_huge_slice_steps_stay_inside(step: int) -> None:
     np.testing.assert_array_equal(np.asarray(view), buffer[::step])
     lo, hi = _exact_span(view.shape, view.strides, view.offset)
     assert 0 <= lo <= hi < 4
+
+
+# -- copies and writes through aliasing views (issue 15) --------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=strided_view(), how=st.sampled_from(["pickle", "deepcopy", "copy"]))
+def test_copies_of_any_view_are_whole_and_independent(
+    start: tuple[ft.FuelTensor, np.ndarray], how: str
+) -> None:
+    view, twin = start
+    storage = np.array(view._storage)
+    made = {
+        "pickle": lambda t: pickle.loads(pickle.dumps(t)),
+        "deepcopy": copy.deepcopy,
+        "copy": copy.copy,
+    }[how](view)
+    np.testing.assert_array_equal(np.asarray(made), twin)
+    assert made.shape == view.shape and made._storage.size == view.size
+    if made.size:
+        made += 1
+        np.testing.assert_array_equal(np.asarray(made), twin + 1)
+        assert int(ft.sum(made)) == int(twin.sum()) + made.size
+    np.testing.assert_array_equal(view._storage, storage)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=strided_view())
+def test_writes_through_a_view_are_refused_exactly_when_elements_may_repeat(
+    start: tuple[ft.FuelTensor, np.ndarray],
+) -> None:
+    """A write either goes through (only for distinct elements, then exactly one increment
+    each) or is refused with ValueError by the overlap or stride-0 rule, storage unchanged."""
+    view, twin = start
+    storage = view._storage
+    before = storage.copy()
+    distinct = len(set(twin.ravel().tolist())) == twin.size
+    try:
+        view += 1
+    except ValueError:
+        np.testing.assert_array_equal(storage, before)
+        assert view._layout.may_self_overlap or view.layout.broadcast_stride0
+        return
+    assert distinct, "a write into a view whose elements repeat went through"
+    expected = before.copy()
+    expected[twin.ravel()] += 1
+    np.testing.assert_array_equal(storage, expected)

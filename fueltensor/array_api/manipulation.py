@@ -14,7 +14,7 @@ import numpy as np
 
 from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
 from fueltensor.core.layout import Layout, as_shape, broadcast_shapes, normalize_axis
-from fueltensor.core.tensor import FuelTensor, copy_tensor
+from fueltensor.core.tensor import FuelTensor, copy_tensor, read_only
 
 
 def permute_dims(x: FuelTensor, /, axes: tuple[int, ...]) -> FuelTensor:
@@ -29,8 +29,9 @@ def flip(x: FuelTensor, /, *, axis: int | tuple[int, ...] | None = None) -> Fuel
 
 
 def broadcast_to(x: FuelTensor, /, shape: Any) -> FuelTensor:
-    """`x` stretched to `shape` by NumPy's rules: a view with stride 0 on the new axes."""
-    return x._view(x._layout.broadcast_to(as_shape(shape)))
+    """`x` stretched to `shape` by NumPy's rules: a read-only view (as NumPy's) with stride 0
+    on the new axes, so no write through it can reach `x` or write one element many times."""
+    return read_only(x._view(x._layout.broadcast_to(as_shape(shape))))
 
 
 def reshape(x: FuelTensor, /, shape: Any, *, copy: bool | None = None) -> FuelTensor:
@@ -75,8 +76,11 @@ def _resolve_shape(dims: tuple[int, ...], size: int) -> tuple[int, ...]:
 
 
 def broadcast_arrays(*arrays: FuelTensor) -> list[FuelTensor]:
-    """The tensors stretched to their common broadcast shape (stride-0 views)."""
+    """The tensors stretched to their common broadcast shape: as NumPy, the tensors themselves
+    when all have that shape already, else read-only (stride-0) views."""
     shape = broadcast_shapes(*(tensor(a).shape for a in arrays))
+    if all(a.shape == shape for a in arrays):
+        return list(arrays)
     return [broadcast_to(a, shape) for a in arrays]
 
 

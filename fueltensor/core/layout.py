@@ -121,6 +121,26 @@ class Layout(NamedTuple):
         strided = not contiguous and not _is_dense([(n, abs(s)) for n, s in live if s != 0])
         return LayoutFlags(contiguous, strided, stride0, self.offset != 0, reverse)
 
+    @property
+    def may_self_overlap(self) -> bool:
+        """True unless the view's elements provably sit at distinct storage indices.
+
+        A sufficient test for no overlap: with the axes of extent > 1 sorted by |stride|, each
+        stride exceeds the farthest reach of all faster axes (sum of (n - 1) * |stride|). Views
+        that fail it may still be distinct (strides 2 and 3 over 3 x 2 elements): refused too.
+        """
+        if self.size == 0:
+            return False
+        reach = 0
+        for n, s in sorted(
+            ((n, abs(s)) for n, s in zip(self.shape, self.strides, strict=True) if n > 1),
+            key=lambda p: p[1],
+        ):
+            if s <= reach:
+                return True
+            reach += (n - 1) * s
+        return False
+
     def span(self) -> tuple[int, int]:
         """The lowest and highest storage index the view touches (empty views touch none)."""
         lo = hi = self.offset

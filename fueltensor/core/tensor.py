@@ -8,6 +8,8 @@ storage elements it means. Views share the storage; every view is bounds-checked
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +17,7 @@ import numpy as np
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape
+from fueltensor.core.storage import aligned_empty
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
@@ -37,13 +40,36 @@ def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> 
 
 
 def check_writable(target: FuelTensor, what: str) -> None:
-    """Refuse to write through a stride-0 (broadcast) view: one element would be written many
-    times."""
-    if target.layout.broadcast_stride0:
+    """Refuse to write through a read-only view (`broadcast_to`, read-only memory), as NumPy
+    does, and through a view whose elements may share storage (stride 0, or an `as_strided`
+    view failing `Layout.may_self_overlap`): one element would be written many times."""
+    if not target._storage.flags.writeable:
+        raise ValueError(
+            f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
+            "memory); copy the target first"
+        )
+    flags = target.layout
+    if flags.broadcast_stride0:
         raise ValueError(
             f"{what} into a stride-0 (broadcast) view would write one element "
             "many times; copy the target first"
         )
+    if not flags.contiguous and target._layout.may_self_overlap:
+        raise ValueError(
+            f"{what} into a view whose elements may overlap (shape {target.shape}, strides "
+            f"{target.strides}) would write some elements many times; copy the target first"
+        )
+
+
+def read_only(x: FuelTensor) -> FuelTensor:
+    """`x` as a read-only view: it and every view made from it refuse writes, as NumPy's
+    read-only arrays do."""
+    source = x._storage
+    # Through a read-only buffer, not a flag on a view: no array handed out can be set
+    # writable again (NumPy's own broadcast_to refuses that too).
+    frozen = source.view(np.uint8).data.toreadonly()
+    storage = np.frombuffer(frozen, source.dtype)
+    return FuelTensor._make(storage, x._layout, x._dtype)
 
 
 def _byte_strides(layout: Layout, itemsize: int) -> list[int]:
@@ -187,10 +213,31 @@ class FuelTensor:
     # -- conversion ---------------------------------------------------------------------------
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy 2's protocol: a fresh view of these elements (changing its flags or dtype
+        cannot change this tensor), a copy when `copy` is True or a cast is needed; a needed
+        copy with copy=False raises ValueError."""
         a = self._array
         if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(
+                    f"converting a {self._dtype.name} tensor to {np.dtype(dtype)} needs a "
+                    "copy, but copy=False was given"
+                )
             return a.astype(dtype)
-        return a.copy() if copy else a
+        view: np.ndarray = a.copy() if copy else a.view()
+        return view
+
+    def __reduce__(self) -> tuple[Callable[..., FuelTensor], tuple[str, Shape, bytes]]:
+        """Pickle only the visible elements, row-major: a view pickles as a dense copy."""
+        return _unpickle, (self._dtype.name, self.shape, self._array.tobytes())
+
+    def __copy__(self) -> FuelTensor:
+        """A dense, independent copy (as `copy.copy` of a NumPy array)."""
+        return copy_tensor(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FuelTensor:
+        """A dense, independent copy: storage and NumPy view made together, never apart."""
+        return copy_tensor(self)
 
     def __repr__(self) -> str:
         lay = self._layout
@@ -451,6 +498,21 @@ def _holds_numpy_values(obj: Any) -> bool:
 def _check_device(device: Any) -> None:
     if device not in (None, "cpu"):
         raise ValueError(f"device {device!r} is not available; fueltensor has one device, 'cpu'")
+
+
+def _unpickle(dtype: str, shape: Shape, data: bytes) -> FuelTensor:
+    """The dense tensor `__reduce__` pickled: its bytes, copied into a fresh aligned buffer."""
+    dt = _dtypes.as_dtype(dtype)
+    shape = as_shape(shape)
+    count = math.prod(shape)
+    if len(data) != count * dt.itemsize:
+        raise ValueError(
+            f"pickled {dt.name} tensor of shape {shape} holds {len(data)} bytes, "
+            f"expected {count * dt.itemsize}"
+        )
+    storage = aligned_empty(count, dt.np)
+    storage[...] = np.frombuffer(data, dt.np)
+    return FuelTensor._from_dense(storage.reshape(shape), dt)
 
 
 def copy_tensor(x: FuelTensor) -> FuelTensor:

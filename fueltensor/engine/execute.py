@@ -12,6 +12,7 @@ import operator
 import sys
 import threading
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from fueltensor.core.errors import ContractViolation
 from fueltensor.core.storage import aligned_empty
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan, Step, StepKind
+from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
 
 HostFn = Callable[..., np.ndarray]
@@ -133,6 +135,39 @@ def returned_problems(plan: Plan, got: np.ndarray, inputs: tuple[np.ndarray, ...
     return problems
 
 
+@cache
+def _bundled_kernels() -> frozenset[KernelFn]:
+    """The kernels fueltensor ships: the only ones trusted with writable input arrays."""
+    from fueltensor.kernels import cpu, reference
+
+    return frozenset((*cpu.ENTRY_POINTS.values(), *reference.ENTRY_POINTS.values()))
+
+
+def _call_guarded(
+    plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...], out: np.ndarray
+) -> object:
+    """Call a provider's kernel on read-only views of its inputs, so a kernel that writes into
+    them (the user's tensors) raises ContractViolation instead."""
+    frozen = []
+    for a in arrays:
+        view = a.view()
+        view.flags.writeable = False
+        frozen.append(view)
+    call: Callable[..., object] = fn  # a provider's kernel may return its own array
+    try:
+        got = call(*frozen, out=out)
+    except ValueError as e:
+        if "read-only" not in str(e):
+            raise
+        assert plan.kernel is not None
+        source = plan.kernel.source
+        raise ContractViolation(
+            f"kernel {plan.kernel.name} ({source.path}:{source.line}) wrote into one of its "
+            f"inputs; kernels write only `out` ({e})"
+        ) from e
+    return got
+
+
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
     """Hold an array a kernel returned to its contract's `return` clause."""
     assert plan.kernel is not None
@@ -169,7 +204,7 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
     if len(plan.out_shape) != 1:
         out = out.reshape(plan.out_shape)
-    got = fn(*arrays, out=out)
+    got = fn(*arrays, out=out) if fn in _bundled_kernels() else _call_guarded(plan, fn, arrays, out)
     if got is not None:
         out = _check_returned(plan, got, arrays)
     return FuelTensor._from_dense(out, plan.out_dtype)

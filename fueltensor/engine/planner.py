@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from fueltensor.core.dtypes import DType, result_type
+from fueltensor.core.errors import ContractError
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
@@ -187,6 +188,20 @@ def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -
     raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
 
 
+def kernel_cost(contract: KernelContract, env: Mapping[str, float]) -> int | str:
+    """The bytes `contract`'s `bytes_moved` formula gives for one call, or why that call cannot
+    be priced (the formula fails, or gives a negative or non-finite number): a contract that
+    cannot be priced is rejected for that call, never allowed to break or capture dispatch."""
+    formula = contract.cost.bytes_moved
+    try:
+        value = formula.evaluate(env)
+    except (ContractError, ArithmeticError) as e:
+        return f"cost.bytes_moved cannot be priced for this call: {e}"
+    if value < 0:
+        return f"cost.bytes_moved {formula.raw!r} is negative ({value:g}) for {dict(env)}"
+    return int(value)
+
+
 Verdict = tuple[str, ...]
 """Why a contract cannot run the operation: one reason per failed check (empty: it can)."""
 
@@ -286,16 +301,21 @@ def _output(contract: KernelContract, work: list[Operand], out_shape: Shape) -> 
     return Output(dtype_src.dtype, shape)
 
 
-def _kernel_step(contract: KernelContract, work: list[Operand], dtype: DType, shape: Shape) -> Step:
-    """The kernel call, priced by the contract's `bytes_moved` formula."""
+def _kernel_step(
+    contract: KernelContract, work: list[Operand], dtype: DType, shape: Shape
+) -> Step | Verdict:
+    """The kernel call, priced by the contract's `bytes_moved` formula (or why it cannot be)."""
     specs = contract.inputs
     env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
+    kernel_bytes = kernel_cost(contract, env)
+    if isinstance(kernel_bytes, str):
+        return (kernel_bytes,)
     return Step(
         kind=StepKind.KERNEL,
         operand=None,
         label=f"{contract.name}({', '.join(s.name for s in specs)}) -> {dtype.name}{list(shape)}",
-        bytes=int(contract.cost.bytes_moved.evaluate(env)),
+        bytes=kernel_bytes,
     )
 
 
@@ -318,6 +338,8 @@ def admit(
         return output
     dtype, shape = output
     kernel = _kernel_step(contract, work, dtype, shape)
+    if not isinstance(kernel, Step):
+        return kernel
     steps = (*(s for p in prep for s in p), kernel)
     return Plan(
         op=op,

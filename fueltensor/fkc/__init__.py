@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from . import cache
+from .files import read_regular
 from .formula import Formula
 from .schema import (
     LAYOUT_FLAGS,
@@ -58,8 +59,7 @@ def load_document(
     """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            data = f.read()
+        data = read_regular(name)
     except OSError:
         data = None  # read_document below raises the ContractError that says why
     if cached and data is not None:

@@ -3,9 +3,14 @@
 Reading and validating the bundled documents costs tens of milliseconds, most of the first
 operation's budget. A document's validated contracts are written once as plain JSON (never
 pickle) under a name derived from the sha256 of the document's bytes and of the code that reads
-documents, so an edited document or a changed reader never meets an old entry; an entry that
-is unreadable, corrupt or mismatched is ignored and rewritten. Validation errors never come
-from here: a document that fails is not cached, so it fails with its file and line every time.
+documents, so an edited document or a changed reader never meets an old entry.
+
+An entry can only speed up loading the facts the document holds, never change them: it names
+the sha256 of its document's bytes and of its own payload, and its facts go through the same
+schema validation as a parsed document's. An entry that is unreadable, not a regular file,
+too large, corrupt, edited, copied from another document's key or invalid is ignored and
+rewritten. Validation errors never come from here: a document that fails is not cached, so it
+fails with its file and line every time.
 """
 
 from __future__ import annotations
@@ -18,27 +23,24 @@ import os
 import pkgutil
 import re
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Final
 
-from .formula import Formula
+from ..core.errors import ContractError
+from .files import read_regular
 from .schema import (
-    LAYOUT_FLAGS,
-    Caps,
-    Cost,
-    InputSpec,
     KernelContract,
-    OutputSpec,
-    Precision,
+    Node,
     Provider,
-    Rule,
-    ShapeConstraint,
     Source,
+    build_contract,
+    build_provider,
+    check_unique,
 )
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 """Layout of the JSON entries; bumped when `encode` changes shape."""
 ENV_VAR: Final = "FUELTENSOR_CACHE_DIR"
 """Overrides the cache directory; set it to the empty string to turn the cache off."""
@@ -126,12 +128,18 @@ def load(path: str, data: bytes) -> Loaded | None:
     if entry is None:
         return None
     try:
-        obj = json.loads(entry.read_bytes())
-        if obj["format"] != FORMAT:
-            return None
+        obj = json.loads(read_regular(entry))
+        if (
+            obj["format"] != FORMAT
+            or obj["document_sha256"] != hashlib.sha256(data).hexdigest()
+            or obj["facts_sha256"] != _facts_hash(obj)
+        ):
+            return None  # another format, another document's entry, or edited facts
         return decode(obj, path)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # absent, unreadable or corrupt: rebuilt and rewritten by the caller
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        # Absent, unreadable, corrupt or invalid (ContractError is a ValueError): the caller
+        # rebuilds it from the document and rewrites it.
+        return None
 
 
 def store(data: bytes, provider: Provider, contracts: tuple[KernelContract, ...]) -> None:
@@ -141,7 +149,10 @@ def store(data: bytes, provider: Provider, contracts: tuple[KernelContract, ...]
         return
     import tempfile  # only a miss writes; importing it costs the import budget ~5 ms
 
-    text = json.dumps(encode(provider, contracts), separators=(",", ":"))
+    obj = encode(provider, contracts)
+    obj["document_sha256"] = hashlib.sha256(data).hexdigest()
+    obj["facts_sha256"] = _facts_hash(obj)
+    text = json.dumps(obj, separators=(",", ":"))
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
@@ -171,81 +182,46 @@ def encode(provider: Provider, contracts: tuple[KernelContract, ...]) -> dict[st
     }
 
 
+def _facts_hash(obj: dict[str, Any]) -> str:
+    """sha256 of an entry's provider and contracts in canonical JSON: an entry whose facts were
+    edited after it was written no longer matches the hash written with it."""
+    text = json.dumps(
+        [obj["front_matter"], obj["contracts"]], sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def decode(obj: dict[str, Any], path: str) -> Loaded:
-    """The inverse of `encode`, for the document at `path`."""
-    front = obj["front_matter"]
-    provider = Provider(**front["provider"], fkc_version=front["fkc_version"], path=path)
-    return provider, tuple(_contract(c, provider, path) for c in obj["contracts"])
+    """The inverse of `encode`, for the document at `path`: the facts are validated as a parsed
+    document's are (`build_provider`, `build_contract`, `check_unique`); ContractError,
+    KeyError or TypeError when the entry does not hold valid contracts."""
+    provider = build_provider(_node(obj["front_matter"], 1), path)
+    contracts = tuple(_contract(c, provider, path) for c in obj["contracts"])
+    if not contracts:
+        raise ContractError("a cache entry without contracts", path=path)
+    check_unique(contracts)
+    return provider, contracts
 
 
-def _rule(text: str) -> Rule:
-    """`str(Rule)` read back: "kind(a, b)" (validated rules always name at least one input)."""
-    kind, _, rest = text.partition("(")
-    return Rule(kind, tuple(rest.removesuffix(")").split(", ")))
+def _node(value: Any, line: int) -> Node:
+    """JSON data as the parser's line-annotated `Node`s, every one on `line`."""
+    kind = type(value)
+    if kind is dict:
+        return Node({k: _node(v, line) for k, v in value.items()}, line)
+    if kind is list:
+        return Node([_node(v, line) for v in value], line)
+    return Node(value, line)
 
 
 def _contract(entry: dict[str, Any], provider: Provider, path: str) -> KernelContract:
-    f = entry["facts"]
-    accept, caps, cost, precision = f["accept"], f["caps"], f["cost"], f["precision"]
-    inputs = tuple(
-        InputSpec(
-            s["name"],
-            tuple(s["dtypes"]),
-            tuple((flag, s["layout"][flag]) for flag in LAYOUT_FLAGS),
-            None if s["rank"] == "any" else s["rank"],
-            None
-            if s["shape_constraint"] is None
-            else ShapeConstraint(*s["shape_constraint"].split("=", 1)),
-        )
-        for s in accept["inputs"]
-    )
-    outputs = tuple(
-        OutputSpec(
-            o["name"],
-            _rule(o["dtype_rule"]),
-            _rule(o["shape_rule"]),
-            o["layout_guarantee"],
-            o["aliasing"],
-        )
-        for o in f["return"]["outputs"]
-    )
-    return KernelContract(
-        name=f["kernel"],
-        op_kind=f["op_kind"],
-        blurb=entry["blurb"],
-        backend=f["backend"],
-        kernel_source=f["kernel_source"],
-        entry_point=f["entry_point"],
-        kernel_revision_hash=f["kernel_revision_hash"],
-        registrable=f["registrable"],
-        inputs=inputs,
-        op_params=MappingProxyType(accept["op_params"]),
-        outputs=outputs,
-        caps=Caps(
-            caps["awkward_layout_strategy"],
-            tuple(MappingProxyType(p) for p in caps["fast_paths"]),
-            caps["in_place"],
-            caps["alignment_bytes"],
-            caps["access_granularity_bits"],
-        ),
-        cost=Cost(
-            cost["provenance"],
-            cost["class"],
-            Formula(cost["flops"]),
-            Formula(cost["bytes_moved"]),
-            cost["overhead_ns"],
-            MappingProxyType({k: Formula(v) for k, v in cost["memory"].items()}),
-        ),
-        precision=Precision(
-            precision["bit_stable_on_same_hardware"],
-            precision["max_ulp"],
-            precision["max_relative"],
-            precision["max_absolute"],
-            precision["audited"],
-            precision["notes"],
-        ),
-        determinism=f["determinism"],
-        description=entry["description"],
-        provider=provider,
-        source=Source(path, entry["line"], entry["lines"]),
-    )
+    line, lines, description = entry["line"], entry["lines"], entry["description"]
+    if not (
+        type(line) is int
+        and isinstance(lines, dict)
+        and all(type(v) is int for v in lines.values())
+        and isinstance(description, str)
+    ):
+        raise TypeError("a cache entry's line, lines or description has the wrong type")
+    facts = {**entry["facts"], "blurb": entry["blurb"]}
+    contract = build_contract(_node(facts, line), provider, description)
+    return replace(contract, source=Source(path, line, lines))

@@ -69,6 +69,14 @@ def _constant(value: float, what: str) -> _Expr:
     return _Expr(lambda env: value, value)
 
 
+def _number(raw: str | int | float) -> float:
+    """A literal as a float; FormulaError (not OverflowError) when no float can hold it."""
+    try:
+        return float(raw)
+    except (OverflowError, ValueError):
+        raise FormulaError(f"a literal is too large (limit {MAX_MAGNITUDE:g})") from None
+
+
 def _variable(name: str) -> _Expr:
     def read(env: Env) -> float:
         return float(env[name])
@@ -156,7 +164,7 @@ class _Parser:
     def atom(self) -> _Expr:
         kind, text = self.take()
         if kind == "num":
-            return _constant(float(text), "literal")
+            return _constant(_number(text), "literal")
         if kind == "name":
             if self.peek() == ("op", "("):
                 raise FormulaError(f"calls are not allowed ({text}(...))")
@@ -199,7 +207,7 @@ class Formula:
         if isinstance(raw, str):
             names, fn = _compile(raw)
         else:
-            names, fn = frozenset(), _constant(float(raw), "literal").fn
+            names, fn = frozenset(), _constant(_number(raw), "literal").fn
         object.__setattr__(self, "variables", names)
         object.__setattr__(self, "_fn", fn)
 
@@ -216,9 +224,9 @@ class Formula:
             )
         try:
             value = self._fn(env)
-        except ZeroDivisionError:
+        except ArithmeticError:
             raise ContractError(
-                f"cost formula {self.raw!r} divides by zero for {dict(env)}"
+                f"cost formula {self.raw!r} divides by zero or overflows for {dict(env)}"
             ) from None
         if not math.isfinite(value):
             raise ContractError(

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 import yaml
 
 from ..core.errors import ContractError
+from .files import read_regular
 from .schema import CONTRACT_SHAPE, FRONT_MATTER_SHAPE, Node, Scalar, Shape
 
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -64,8 +66,7 @@ def read_document(path: str | os.PathLike[str]) -> Document:
     """Read and parse the FKC document at `path`; ContractError if it cannot be read."""
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            data = f.read()
+        data = read_regular(name)
     except OSError as e:
         raise ContractError(f"cannot read the document ({e.strerror})", path=name) from None
     return parse_document(data, name)
@@ -349,13 +350,31 @@ class _Composer:
         construct = _SCALAR_TAGS.get(ev.tag)
         if construct is None:
             self.refuse_tag(ev.tag, ev.start_mark.line + 1)
-        value: Scalar = construct(yaml.ScalarNode(ev.tag, text))
-        return value
+        return _construct(construct, ev.tag, text, ev.start_mark.line + 1, self)
 
     def refuse_tag(self, tag: str, line: int) -> NoReturn:
         self.fail(
             f"YAML tag {tag.replace(_TAG, '!!')!r} is not accepted; accepted: plain strings, "
             "numbers, true/false, ~, lists and mappings",
+            line,
+        )
+
+
+def _construct(
+    construct: Callable[[yaml.ScalarNode], Scalar],
+    tag: str,
+    text: str,
+    line: int,
+    composer: _Composer,
+) -> Scalar:
+    """A scalar's value; ContractError with the line when Python cannot hold it (an integer
+    beyond Python's 4300-digit conversion limit)."""
+    try:
+        return construct(yaml.ScalarNode(tag, text))
+    except (ValueError, OverflowError):
+        composer.fail(
+            f"the number {text[:20]}... ({len(text)} characters) is too large to read; "
+            "accepted: numbers of ordinary size",
             line,
         )
 
@@ -377,7 +396,7 @@ def _plain(text: str, line: int, composer: _Composer) -> Scalar:
         construct = _SCALAR_TAGS.get(tag)
         if construct is None:
             composer.refuse_tag(tag, line)
-        value = construct(yaml.ScalarNode(tag, text))
+        value = _construct(construct, tag, text, line, composer)
     if len(_PLAIN_CACHE) < _PLAIN_CACHE_SIZE:
         _PLAIN_CACHE[text] = value
     return value

@@ -467,11 +467,63 @@ static const void *own_input(const Py_buffer *in, const Py_buffer *out, void **c
     return *copy;
 }
 
+/* The buffer-protocol format of each dtype's elements; NULL: NumPy states none (bfloat16). */
+static const char *const FORMATS[N_DTYPES] = {"f", "d", NULL, "e"};
+
+/* A struct-module format without its native byte-order prefix ("@", "=", "<" here), so "<f"
+ * and "f" compare equal; NULL (no format stated) stays NULL. */
+static const char *plain_format(const char *format) {
+    if (format == NULL) return NULL;
+    const uint16_t one = 1;
+    int little = *(const unsigned char *)&one == 1;
+    if (format[0] == '@' || format[0] == '=' || (little && format[0] == '<')) return format + 1;
+    return format;
+}
+
+/* Whether a buffer format holds Python object pointers ('O'), outside field names (":name:"). */
+static int holds_objects(const char *format) {
+    int in_name = 0;
+    for (const char *c = format; c != NULL && *c; c++) {
+        if (*c == ':') in_name = !in_name;
+        else if (!in_name && *c == 'O') return 1;
+    }
+    return 0;
+}
+
+/* Acquire `obj`'s buffer with `flags` and, where the exporter can state it, its format (NumPy
+ * cannot for bfloat16: `format` is then NULL). ValueError when the layout or writability
+ * asked for cannot be had. */
 static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *what) {
-    if (PyObject_GetBuffer(obj, view, flags) == 0) return 0;
+    if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT) == 0) return 0;
     PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "%s must be a C-contiguous%s array, got %R", what,
+    if (PyObject_GetBuffer(obj, view, flags) == 0) {
+        view->format = NULL;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "%s must be a %s%s array, got %R", what,
+                 (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                         (flags & PyBUF_STRIDES) != PyBUF_STRIDES
+                     ? "C-contiguous"
+                     : "strided",
                  (flags & PyBUF_WRITABLE) ? ", writable" : "", Py_TYPE(obj));
+    return -1;
+}
+
+/* Acquire an arithmetic operand: C-contiguous, elements of DTYPES[dtype] by buffer format and
+ * size (TypeError otherwise: an object or integer array must never reach the loops). */
+static int get_operand(PyObject *obj, Py_buffer *view, int flags, long dtype, const char *name,
+                       const char *what) {
+    if (get_buffer(obj, view, flags, what) < 0) return -1;
+    const char *want = FORMATS[dtype], *have = plain_format(view->format);
+    int same = want == NULL ? have == NULL : have != NULL && strcmp(have, want) == 0;
+    if (same && view->itemsize == ITEMSIZE[dtype]) return 0;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: %s must hold %s elements (%zd bytes), got buffer format '%s' of %zd-byte "
+                 "elements",
+                 name, what, DTYPE_NAMES[dtype], ITEMSIZE[dtype],
+                 view->format ? view->format : "unstated", view->itemsize);
+    PyBuffer_Release(view);
     return -1;
 }
 
@@ -492,12 +544,12 @@ static int operands(const char *name, PyObject *const *args, Py_ssize_t nargs, l
                      N_OPS, N_DTYPES, *op, *dtype);
         return -1;
     }
-    if (get_buffer(args[2], lhs, PyBUF_ND, "lhs") < 0) return -1;
-    if (get_buffer(args[3], rhs, PyBUF_ND, "rhs") < 0) {
+    if (get_operand(args[2], lhs, PyBUF_ND, *dtype, name, "lhs") < 0) return -1;
+    if (get_operand(args[3], rhs, PyBUF_ND, *dtype, name, "rhs") < 0) {
         PyBuffer_Release(lhs);
         return -1;
     }
-    if (get_buffer(args[4], out, PyBUF_ND | PyBUF_WRITABLE, "out") < 0) {
+    if (get_operand(args[4], out, PyBUF_ND | PyBUF_WRITABLE, *dtype, name, "out") < 0) {
         PyBuffer_Release(lhs);
         PyBuffer_Release(rhs);
         return -1;
@@ -531,13 +583,17 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
         goto done;
     }
     const void *a = own_input(&lhs, &out, &lcopy), *b = own_input(&rhs, &out, &rcopy);
-    if (a == NULL || b == NULL) {
+    if ((a == NULL && lhs.len) || (b == NULL && rhs.len)) { /* a zero-length buffer may be NULL */
         PyErr_NoMemory();
         goto done;
     }
     Body run = ISA_BODIES[isa];
     fexcept_t flags; /* leave the caller's floating-point status flags as they were */
     fegetexceptflag(&flags, FE_ALL_EXCEPT);
+    if (n == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     if (n >= GIL_FREE_FROM) {
         Py_BEGIN_ALLOW_THREADS run((int)op, (int)dtype, a, b, out.buf, n);
         Py_END_ALLOW_THREADS
@@ -569,18 +625,32 @@ static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_
         return NULL;
     }
     Py_buffer src, dst;
-    if (PyObject_GetBuffer(args[0], &src, PyBUF_STRIDES) < 0) return NULL;
+    if (get_buffer(args[0], &src, PyBUF_STRIDES, "src") < 0) return NULL;
     if (get_buffer(args[1], &dst, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE, "dst") < 0) {
         PyBuffer_Release(&src);
         return NULL;
     }
     PyObject *result = NULL;
     Py_ssize_t size = src.itemsize;
+    const char *sf = plain_format(src.format), *df = plain_format(dst.format);
+    if (holds_objects(sf) || holds_objects(df)) {
+        /* Copying object pointers without their references would free them twice. */
+        PyErr_SetString(PyExc_TypeError,
+                        "copy_strided copies plain data; object arrays hold references");
+        goto done;
+    }
     if (dst.itemsize != size || dst.len != src.len) {
         PyErr_Format(PyExc_ValueError,
                      "copy_strided: dst must hold as many elements of the same size as src: "
                      "src %zd bytes of %zd-byte elements, dst %zd bytes of %zd",
                      src.len, size, dst.len, dst.itemsize);
+        goto done;
+    }
+    if ((sf == NULL) != (df == NULL) || (sf != NULL && strcmp(sf, df) != 0)) {
+        PyErr_Format(PyExc_TypeError,
+                     "copy_strided: src and dst must hold the same element type, got buffer "
+                     "formats '%s' and '%s'",
+                     src.format ? src.format : "unstated", dst.format ? dst.format : "unstated");
         goto done;
     }
     if (src.len == 0) {

@@ -328,7 +328,7 @@ def diff(
         not measured.nan_mismatch.any(),
         times,
         worst,
-        nan_payloads=int((nan_a & nan_b & ~equal).sum()),
+        nan_payloads=int((np.isnan(a) & np.isnan(b) & ~equal).sum()),
     )
 
 
