@@ -59,7 +59,7 @@ TOUR: Cells = [
     (
         "py",
         "with ft.trace() as plans:\n    z = (x * 2 + y) / 3\n"
-        "[(p.op, p.kernel.name if p.kernel else 'host') for p in plans]",
+        "[(p.op, p.kernel_name) for p in plans]",
     ),
 ]
 

@@ -14,6 +14,7 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.cli import main
+from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.judge import REFERENCES, judge, round_to
 
 F32 = np.float32
@@ -158,3 +159,12 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", "--quick", "--kernel", "no_such_kernel"]) == 2
     assert "no contract named" in capsys.readouterr().err
     assert main(["judge", "--kernel", "binary"]) == 2
+
+
+def test_judge_audits_the_registry_of_use_registry(wrong_doc: Callable[..., Path]) -> None:
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), wrong_doc(_off_by_one_ulp)])
+    with ft.use_registry(reg):
+        report = ft.judge(quick=True, progress=False)
+    assert not report.ok
+    assert [name for name, _ in report.failures] == ["wrong_f32"]
+    assert len(report.rows) == len(judge(quick=True, progress=False).rows) + 1

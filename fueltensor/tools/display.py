@@ -76,7 +76,7 @@ def tensor_html(t: FuelTensor) -> str:
 def plan_html(p: Plan) -> str:
     """The plan's headline, its steps with their bytes and reasons, and the rejected kernels."""
     args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in p.operands)
-    head = f"{p.op}({args}) -> {p.out_dtype.name}{list(p.out_shape)} via {p.backend}" + (
+    head = f"{p.op}({args}) -> {p.out_dtype.name}{list(p.out_shape)} via {p.provider}" + (
         f" [{p.op_kind}]" if p.op_kind else ""
     )
     steps = html_table(

@@ -50,10 +50,11 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
+from fueltensor.engine.backends import current_policy
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.registry import Registry, registry
+from fueltensor.registry import Registry
 from fueltensor.tools.compare import bits, text_table, ulp_distance
 
 Array = np.ndarray
@@ -654,9 +655,10 @@ def judge(
     seed: int = 0,
     progress: bool | None = None,
 ) -> JudgeReport:
-    """Audit the registrable contracts of `reg` (default: the bundled registry), or only the
-    named `kernels`; a progress bar goes to stderr when it is a terminal."""
-    reg = reg if reg is not None else registry()
+    """Audit the registrable contracts of `reg` (default: the active `use_registry` registry,
+    like `explain` and `compare_backends`), or only the named `kernels`; a progress bar goes to
+    stderr when it is a terminal."""
+    reg = reg if reg is not None else current_policy().registry
     if kernels is None:
         chosen = [c for c in reg if c.registrable]
     else:
