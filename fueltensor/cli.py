@@ -23,6 +23,7 @@ from .engine.backends import use_backend
 from .engine.dispatch import explain
 from .fkc import KernelContract
 from .registry import Registry, registry
+from .tools.textwidth import fit_table, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",
@@ -57,13 +58,6 @@ def _row(c: KernelContract) -> tuple[str, ...]:
     )
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
-
-
 def _run_contracts(args: argparse.Namespace) -> int:
     reg = registry()
     contracts = list(reg)
@@ -87,7 +81,13 @@ def _run_contracts(args: argparse.Namespace) -> int:
         payload = [{"provider": c.provider.name, "blurb": c.blurb, **c.to_dict()} for c in selected]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        print(_table([CONTRACT_COLUMNS, *map(_row, selected)]))
+        print(
+            fit_table(
+                [CONTRACT_COLUMNS, *map(_row, selected)],
+                rule=False,
+                optional=("audited", "layout strategy"),
+            )
+        )
     return 0
 
 
@@ -104,6 +104,7 @@ def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--provider", metavar="NAME", help="only this provider (name or kernel_source)")
     p.add_argument("--json", action="store_true", help="print the contracts' facts as JSON")
+    _add_wide(p)
     p.set_defaults(run=_run_contracts)
 
 
@@ -198,6 +199,7 @@ def _run_tour(args: argparse.Namespace) -> int:
 def add_tour(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor tour`: registry, dispatch and a backend comparison in a few seconds."""
     p = sub.add_parser("tour", help="a few-second tour: registry, dispatch, providers compared")
+    _add_wide(p)
     p.set_defaults(run=_run_tour)
 
 
@@ -233,7 +235,26 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", metavar="PATH", help="also write the findings as JSON")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    _add_wide(p)
     p.set_defaults(run=_run_judge)
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's `version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fueltensor")
+    except PackageNotFoundError:
+        return "(not installed: run from a source checkout)"
+
+
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column at full width (tables otherwise fit the terminal)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fueltensor", description="fueltensor: kernel contracts and how they are used"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_contracts(sub)
     add_explain(sub)
@@ -252,5 +274,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `fueltensor` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    status: int = args.run(args)
+    with table_width(None) if getattr(args, "wide", False) else nullcontext():
+        status: int = args.run(args)
     return status

@@ -171,6 +171,25 @@ def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
+class Contracts(tuple[KernelContract, ...]):
+    """A tuple of contracts that shows itself as a table (what `Registry.for_op` returns)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        from fueltensor.tools.display import CONTRACT_LIST_COLUMNS, contract_list_row
+        from fueltensor.tools.textwidth import fit_table
+
+        if not self:
+            return "Contracts()"
+        return fit_table([CONTRACT_LIST_COLUMNS, *map(contract_list_row, self)])
+
+    def _repr_html_(self) -> str:
+        from fueltensor.tools.display import contracts_html
+
+        return contracts_html(self, f"{len(self)} contracts")
+
+
 class Registry:
     """Validated, linked kernel contracts: iterable in document order, indexed by name and op."""
 
@@ -186,7 +205,7 @@ class Registry:
         for c in self._contracts:
             if c.registrable:
                 by_op.setdefault(c.op_kind, []).append(c)
-        self._by_op = {op: tuple(cs) for op, cs in by_op.items()}
+        self._by_op = {op: Contracts(cs) for op, cs in by_op.items()}
         providers: dict[str, Provider] = {}
         for c in self._contracts:
             providers.setdefault(c.provider.name, c.provider)
@@ -253,9 +272,9 @@ class Registry:
         """The providers whose documents were loaded, in document order."""
         return self._providers
 
-    def for_op(self, op_kind: str) -> tuple[KernelContract, ...]:
+    def for_op(self, op_kind: str) -> Contracts:
         """The registrable contracts at `op_kind`, in document order (empty if none)."""
-        return self._by_op.get(op_kind, ())
+        return self._by_op.get(op_kind, Contracts())
 
     def kernel(self, name: str) -> KernelFn:
         """The Python kernel linked to contract `name`."""

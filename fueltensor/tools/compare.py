@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -152,12 +152,16 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     )
 
 
-def text_table(rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces, the first row being the header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def text_table(rows: Sequence[Sequence[str]], optional: Sequence[str] = ()) -> str:
+    """Left-aligned columns separated by two spaces, the first row being the header, fitted to
+    the terminal's width, leaving out `optional` columns if need be (`tools.textwidth`)."""
+    from fueltensor.tools.textwidth import fit_table
+
+    return fit_table(rows, optional=optional)
+
+
+NARROW_DROPS: Final = ("max rel", "max abs", "shape", "elements", "bit-equal", "time per kernel")
+"""Comparison columns a narrow terminal may leave out, first to last."""
 
 
 class ComparisonReport:
@@ -194,7 +198,7 @@ class ComparisonReport:
             f"{len(compared)} of {len(self.comparisons)} operations compared; "
             f"{self.mismatches} of {total} elements differ"
         )
-        return f"{text_table(rows)}\n{summary}"
+        return f"{text_table(rows, NARROW_DROPS)}\n{summary}"
 
     def __repr__(self) -> str:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"

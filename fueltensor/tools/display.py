@@ -15,6 +15,7 @@ import numpy as np
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
     from fueltensor.engine.planner import Plan
+    from fueltensor.fkc.schema import InputSpec, KernelContract
     from fueltensor.registry import Registry
     from fueltensor.tools.compare import ComparisonReport
     from fueltensor.tools.judge import JudgeReport
@@ -71,6 +72,95 @@ def tensor_html(t: FuelTensor) -> str:
         )
         + f"<pre style='margin:4px 0'>{escape(values)}</pre></div>"
     )
+
+
+def _bound(value: float | None) -> str:
+    """A declared precision bound, or `~` (the FKC spelling of "not declared")."""
+    return "~" if value is None else f"{value:g}"
+
+
+def input_text(spec: InputSpec) -> str:
+    """One accepted operand in a line: dtypes, rank, shape relation, layout flags grouped by
+    requirement (`contiguous: required; strided, start_offset: rejected`)."""
+    rank = "any rank" if spec.rank is None else f"rank {spec.rank}"
+    shape = f", {spec.shape_constraint}" if spec.shape_constraint else ""
+    groups: dict[str, list[str]] = {}
+    for flag, need in spec.layout:
+        groups.setdefault(need, []).append(flag)
+    layout = "; ".join(f"{', '.join(flags)}: {need}" for need, flags in groups.items())
+    return f"{', '.join(spec.dtypes)}; {rank}{shape}; {layout}"
+
+
+def contract_summary(c: KernelContract) -> str:
+    """The contract in one line: op kind, provider, dtypes, layout strategy, cost and ULP bound."""
+    dtypes = ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes))
+    role = "" if c.registrable else ", describe-only"
+    return (
+        f"{c.op_kind} by {c.provider.name}{role}, {dtypes}, {c.caps.awkward_layout_strategy}, "
+        f"bytes_moved {c.cost.bytes_moved}, max_ulp {_bound(c.precision.max_ulp)}"
+    )
+
+
+def contract_facts(c: KernelContract) -> list[tuple[str, str]]:
+    """The facts a reader looks for first, as (label, text) pairs, read from the contract."""
+    p = c.precision
+    cost = c.cost
+    overhead = "" if cost.overhead_ns is None else f", overhead {cost.overhead_ns:g} ns"
+    out = c.outputs[0] if c.outputs else None
+    return [
+        ("kernel", c.name + ("" if c.registrable else " (describe-only: never dispatched)")),
+        ("op", c.op_kind),
+        ("provider", f"{c.provider.name} (kernel_source {c.kernel_source})"),
+        ("what", c.blurb),
+        *((f"input {s.name}", input_text(s)) for s in c.inputs),
+        (
+            "output",
+            "none"
+            if out is None
+            else f"{out.name}: dtype {out.dtype_rule}, shape {out.shape_rule}, "
+            f"{out.layout_guarantee}, aliasing {out.aliasing}",
+        ),
+        (
+            "layout",
+            f"{c.caps.awkward_layout_strategy}, {c.caps.alignment_bytes}-byte aligned output",
+        ),
+        ("bytes_moved", f"{cost.bytes_moved} ({cost.class_}, {cost.provenance}){overhead}"),
+        ("flops", str(cost.flops)),
+        (
+            "precision",
+            f"max_ulp {_bound(p.max_ulp)}, max_relative {_bound(p.max_relative)}, "
+            f"max_absolute {_bound(p.max_absolute)}; "
+            + ("audited" if p.audited else "not audited"),
+        ),
+        ("determinism", c.determinism),
+        ("notes", p.notes or "none"),
+        ("declared in", f"{c.source.path}:{c.source.line}"),
+    ]
+
+
+def contract_html(c: KernelContract) -> str:
+    """A card: the contract's facts as a two-column table under its name."""
+    return f"<div><b>KernelContract</b> {escape(c.name)}{_facts(contract_facts(c))}</div>"
+
+
+CONTRACT_LIST_COLUMNS = ("kernel", "provider", "dtypes", "shapes", "bytes_moved", "max_ulp")
+
+
+def contract_list_row(c: KernelContract) -> tuple[str, ...]:
+    """One row of a list of contracts: the facts that tell the contracts of one op apart."""
+    return (
+        c.name,
+        c.provider.name,
+        ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes)),
+        ", ".join(f"{s.name}: {s.shape_constraint or 'any'}" for s in c.inputs),
+        str(c.cost.bytes_moved),
+        _bound(c.precision.max_ulp),
+    )
+
+
+def contracts_html(contracts: Sequence[KernelContract], caption: str) -> str:
+    """A table of contracts, one row each."""
+    return html_table(CONTRACT_LIST_COLUMNS, map(contract_list_row, contracts), caption=caption)
 
 
 def plan_html(p: Plan) -> str:

@@ -560,6 +560,10 @@ COLUMNS: Final = (
 )
 
 
+NARROW_DROPS: Final = ("overhead ns", "copy-speed ns/elem", "formula B/elem", "GB/s", "ns/elem")
+"""Judge columns a narrow terminal may leave out, first to last."""
+
+
 def judge_row(a: Audit) -> tuple[str, ...]:
     """One table row of an audit (shared by the text, Markdown and HTML tables)."""
     declared = "~" if a.declared_ulp is None else f"{a.declared_ulp:g}"
@@ -608,7 +612,7 @@ class JudgeReport:
         )
 
     def __str__(self) -> str:
-        lines = [text_table([COLUMNS, *map(judge_row, self.rows)]), self.summary()]
+        lines = [text_table([COLUMNS, *map(judge_row, self.rows)], NARROW_DROPS), self.summary()]
         lines += [f"FAIL {label}: {why}" for label, why in self.failures]
         return "\n".join(lines)
 
