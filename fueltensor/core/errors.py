@@ -30,3 +30,7 @@ class NoKernelError(TypeError):
 
 class ContractViolation(RuntimeError):
     """A kernel produced an output that breaks its contract's `return` clause."""
+
+
+class ContractWarning(UserWarning):
+    """A contract loads but cannot do what its author meant (e.g. an op_kind nothing dispatches)."""
