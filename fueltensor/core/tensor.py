@@ -13,7 +13,7 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
-from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape
+from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape, row_major_strides
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
@@ -241,15 +241,45 @@ class FuelTensor:
         return a.copy() if copy else a
 
     def __repr__(self) -> str:
+        """The values, dtype and shape; strides and offset too when they are not the dense
+        row-major layout (a view)."""
         lay = self._layout
         prefix = "FuelTensor("
         body = np.array2string(self._array, separator=", ", prefix=prefix)
-        return (
-            f"{prefix}{body}, dtype={self._dtype.name}, shape={lay.shape}, "
-            f"strides={lay.strides}, offset={lay.offset})"
-        )
+        layout = f"shape={lay.shape}"
+        if lay.strides != row_major_strides(lay.shape) or lay.offset:
+            layout += f", strides={lay.strides}, offset={lay.offset}"
+        return f"{prefix}{body}, dtype={self._dtype.name}, {layout})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """The values only, as NumPy prints an array."""
+        return str(self._array)
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its Python scalar (`f"{t:.2f}"`); an n-d one only with an
+        empty spec, as in NumPy."""
+        if not spec:
+            return str(self)
+        if self.ndim:
+            raise TypeError(
+                f"unsupported format string {spec!r} for a tensor of shape {self.shape}; "
+                "format its elements (e.g. [f'{v:.2f}' for v in t.tolist()]) or a 0-d tensor"
+            )
+        return format(self._array[()].item(), spec)
+
+    def item(self) -> bool | int | float | complex:
+        """The one element of a size-1 tensor (any rank) as a Python scalar, as NumPy's item()."""
+        if self.size != 1:
+            raise ValueError(
+                f"item() needs a tensor of exactly one element, this one has shape {self.shape} "
+                f"({self.size} elements); index it first or use tolist()"
+            )
+        value: bool | int | float | complex = self._array.reshape(()).item()
+        return value
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
+        return self._array.tolist()
 
     def _repr_html_(self) -> str:
         from fueltensor.tools.display import tensor_html

@@ -70,7 +70,7 @@ def tensor_html(t: FuelTensor) -> str:
                 ("layout flags", layout),
             ]
         )
-        + f"<pre style='margin:4px 0'>{escape(values)}</pre></div>"
+        + f"<pre style='margin:4px 0;font-family:monospace'>{escape(values)}</pre></div>"
     )
 
 
