@@ -34,3 +34,8 @@ class ContractViolation(RuntimeError):
 
 class ContractWarning(UserWarning):
     """A contract loads but cannot do what its author meant (e.g. an op_kind nothing dispatches)."""
+
+
+def with_article(word: str) -> str:
+    """`word` with "a" or "an" for messages: "an int64", "a uint8", "a float32"."""
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
