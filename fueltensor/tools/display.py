@@ -243,7 +243,7 @@ def comparison_html(report: ComparisonReport) -> str:
 
 def judge_html(report: JudgeReport) -> str:
     """The judge's table, failing rows shaded, then every failure spelled out."""
-    from fueltensor.tools.judge import COLUMNS, judge_row
+    from fueltensor.tools.judge import COLUMNS, LEGEND, judge_row
 
     table = html_table(
         COLUMNS,
@@ -253,4 +253,5 @@ def judge_html(report: JudgeReport) -> str:
     )
     fails = [(r.label, f) for r in report.rows for f in r.failures]
     extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
-    return f"<div>{table}{extra}</div>"
+    legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
+    return f"<div>{table}{legend}{extra}</div>"
