@@ -152,12 +152,15 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     )
 
 
-def text_table(rows: Sequence[Sequence[str]], optional: Sequence[str] = ()) -> str:
+def text_table(
+    rows: Sequence[Sequence[str]], optional: Sequence[str] = (), whole: Sequence[str] = ()
+) -> str:
     """Left-aligned columns separated by two spaces, the first row being the header, fitted to
-    the terminal's width, leaving out `optional` columns if need be (`tools.textwidth`)."""
+    the terminal's width, leaving out `optional` columns if need be and never breaking the
+    cells of `whole` ones (`tools.textwidth`)."""
     from fueltensor.tools.textwidth import fit_table
 
-    return fit_table(rows, optional=optional)
+    return fit_table(rows, optional=optional, whole=whole)
 
 
 NARROW_DROPS: Final = ("max rel", "max abs", "shape", "elements", "bit-equal", "time per kernel")
@@ -198,7 +201,7 @@ class ComparisonReport:
             f"{len(compared)} of {len(self.comparisons)} operations compared; "
             f"{self.mismatches} of {total} elements differ"
         )
-        return f"{text_table(rows, NARROW_DROPS)}\n{summary}"
+        return f"{text_table(rows, NARROW_DROPS, whole=('kernels',))}\n{summary}"
 
     def __repr__(self) -> str:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"

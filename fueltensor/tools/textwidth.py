@@ -87,13 +87,14 @@ def fit_table(
     width: int | None = _UNSET,
     rule: bool = True,
     optional: Sequence[str] = (),
+    whole: Sequence[str] = (),
 ) -> str:
     """Left-aligned columns two spaces apart, the first row the header (underlined with `rule`).
 
     When the table is wider than `width` (default: `current_width()`), the widest columns are
     narrowed (the first one last) and their cells wrapped after spaces, commas, underscores and
     hyphens; if that is not enough, the `optional` columns (header names) are left out in that
-    order, and a last line names them.
+    order, and a last line names them. Cells of the `whole` columns are never broken.
     """
     limit = current_width() if width == _UNSET else width
     header = list(rows[0])
@@ -107,8 +108,9 @@ def fit_table(
                 keep = [i for i in range(len(header)) if i not in drop[:dropped]]
                 natural = [max(_floor(header[i]), *(len(r[i]) for r in rows[1:])) for i in keep]
                 floors = [max(_floor(r[i]) for r in rows) for i in keep]
-                if whole_first:
-                    floors[0] = natural[0]
+                for k, i in enumerate(keep):
+                    if header[i] in whole or (whole_first and k == 0):
+                        floors[k] = natural[k]
                 fitted = _fit(natural, floors, limit)
                 if fitted is not None:
                     break
