@@ -206,7 +206,7 @@ JUDGE: Cells = [
         "cache = cache_bytes()\n"
         "fits = cache is not None and report.copy_working_set <= cache\n"
         "where = 'in cache' if fits else 'beyond the cache' if cache else 'cache size unknown'\n"
-        "fig, ax = plt.subplots(figsize=(9, 5))\n"
+        "fig, ax = plt.subplots(figsize=(9, 5.5))\n"
         "providers = sorted({r.provider for r in report.rows})\n"
         "for i, provider in enumerate(providers):\n"
         "    rows = [r for r in report.rows if r.provider == provider]\n"
@@ -229,7 +229,9 @@ JUDGE: Cells = [
         "ax.set_ylabel('measured time (ns per element)')\n"
         "ax.set_title(f'Measured time against declared bytes moved, n = {n:,} elements '\n"
         "             f'({max(xs) * n / 2**20:.1f} MiB at most: {where})')\n"
-        "ax.grid(True, which='major', alpha=0.3)\nax.legend(fontsize=8, loc='center right');",
+        "ax.grid(True, which='major', alpha=0.3)\n"
+        "ax.legend(fontsize=8, loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=2)\n"
+        "fig.tight_layout()",
     ),
     ("md", "## Call overhead on one-element inputs"),
     (
