@@ -71,3 +71,13 @@ def test_from_paths_takes_a_single_path(
     doc = write(contract_text())
     for path in (doc, str(doc)):
         assert [c.name for c in ft.Registry.from_paths(path)] == ["twice_f32"]
+
+
+def test_errors_echo_the_alias_that_was_used() -> None:
+    x = ft.ones((2,), dtype=ft.float32)
+    for name in ("fuel-reference-backend", "reference", "reference-oracle"):
+        with (
+            ft.use_backend(name),
+            pytest.raises(ft.NoKernelError, match=f"use_backend\\('{name}'\\)"),
+        ):
+            ft.pow(x, x)

@@ -46,14 +46,15 @@ _POLICY: ContextVar[Policy | None] = ContextVar("fueltensor_policy", default=Non
 _TRACE: ContextVar[tuple[list[Plan], ...]] = ContextVar("fueltensor_trace", default=())
 _OBSERVERS: ContextVar[tuple[Observer, ...]] = ContextVar("fueltensor_observers", default=())
 _DEFAULT: Policy | None = None
-_POLICIES: dict[tuple[int, frozenset[str] | None, bool], Policy] = {}
+_POLICIES: dict[tuple[int, frozenset[str] | None, bool, str], Policy] = {}
 
 
 def _policy(
     reg: Registry, providers: frozenset[str] | None, allow_host: bool, label: str
 ) -> Policy:
-    """One Policy object per (registry, restriction), so plan caches survive re-entering."""
-    key = (id(reg), providers, allow_host)
+    """One Policy object per (registry, restriction, name used), so plan caches survive
+    re-entering."""
+    key = (id(reg), providers, allow_host, label)  # the label: errors echo the name used
     found = _POLICIES.get(key)
     if found is None or found.registry is not reg:
         if len(_POLICIES) >= _POLICY_LIMIT:
