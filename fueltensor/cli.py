@@ -10,19 +10,20 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+import warnings
 from contextlib import nullcontext
 
 import numpy as np
 
 from .array_api.manipulation import permute_dims
-from .core.errors import ContractError
+from .core.errors import ContractError, ContractWarning
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
 from .ops import BY_NAME
 from .registry import Registry, registry
+from .tools.textwidth import fit_table, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",
@@ -57,43 +58,44 @@ def _row(c: KernelContract) -> tuple[str, ...]:
     )
 
 
-def _table(rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
-
-
 def _run_contracts(args: argparse.Namespace) -> int:
-    reg = registry()
+    try:
+        with warnings.catch_warnings():  # --check reports the same problems on stdout
+            warnings.simplefilter("ignore" if args.check else "default", ContractWarning)
+            reg = Registry.from_paths(args.contracts) if args.contracts else registry()
+    except ContractError as e:
+        print(f"fueltensor contracts: {e}", file=sys.stderr)
+        return 1 if args.check else 2
+    if args.check:
+        problems = reg.problems()
+        for problem in problems:
+            print(problem)
+        print(f"{len(reg)} contracts checked, {len(problems)} problem(s)")
+        return 1 if problems else 0
     contracts = list(reg)
-    for value, attr, label in ((args.op, "op_kind", "op kind"), (args.provider, None, "provider")):
-        if value is None:
-            continue
-        choices = sorted({c.op_kind for c in contracts} if attr else _provider_names(contracts))
-        if value not in choices:
-            print(
-                f"fueltensor contracts: unknown {label} {value!r}; known: {', '.join(choices)}",
-                file=sys.stderr,
-            )
-            return 2
+    providers = None
+    try:
+        if args.op is not None and args.op not in {c.op_kind for c in contracts}:
+            known = ", ".join(sorted({c.op_kind for c in contracts}))
+            raise ValueError(f"unknown op kind {args.op!r}; known: {known}")
+        if args.provider is not None:
+            providers = reg.provider_names(args.provider)
+    except ValueError as e:
+        print(f"fueltensor contracts: {e}", file=sys.stderr)
+        return 2
     selected = [
         c
         for c in contracts
         if (args.op is None or c.op_kind == args.op)
-        and (args.provider is None or args.provider in (c.provider.name, c.kernel_source))
+        and (providers is None or c.provider.name in providers)
     ]
     if args.json:
         payload = [{"provider": c.provider.name, "blurb": c.blurb, **c.to_dict()} for c in selected]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        print(_table([CONTRACT_COLUMNS, *map(_row, selected)]))
+        rows = [CONTRACT_COLUMNS, *map(_row, selected)]
+        print(fit_table(rows, rule=False, optional=("audited", "layout strategy")))
     return 0
-
-
-def _provider_names(contracts: Sequence[KernelContract]) -> set[str]:
-    """Provider names and kernel_source tags: either selects a provider."""
-    return {c.provider.name for c in contracts} | {c.kernel_source for c in contracts}
 
 
 def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,8 +104,22 @@ def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--op", metavar="OP_KIND", help="only contracts at this op kind, e.g. AddElementwise"
     )
-    p.add_argument("--provider", metavar="NAME", help="only this provider (name or kernel_source)")
+    p.add_argument(
+        "--provider", metavar="NAME", help="only this provider (its name or an alias: cpu, ...)"
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="report contracts that load but cannot work (e.g. an unknown op_kind); exit 1 if any",
+    )
+    p.add_argument(
+        "--contracts",
+        nargs="+",
+        metavar="PATH",
+        help="read these FKC documents (files or directories) instead of the bundled registry",
+    )
     p.add_argument("--json", action="store_true", help="print the contracts' facts as JSON")
+    _add_wide(p)
     p.set_defaults(run=_run_contracts)
 
 
@@ -183,7 +199,7 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--backend",
         metavar="NAME",
-        help="plan under use_backend(NAME): cpu, reference, contracts, ...",
+        help="plan under use_backend(NAME): a provider or alias (cpu, reference), or contracts",
     )
     p.set_defaults(run=_run_explain)
 
@@ -198,6 +214,7 @@ def _run_tour(args: argparse.Namespace) -> int:
 def add_tour(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor tour`: registry, dispatch and a backend comparison in a few seconds."""
     p = sub.add_parser("tour", help="a few-second tour: registry, dispatch, providers compared")
+    _add_wide(p)
     p.set_defaults(run=_run_tour)
 
 
@@ -233,7 +250,26 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--json", metavar="PATH", help="also write the findings as JSON")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    _add_wide(p)
     p.set_defaults(run=_run_judge)
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's `version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fueltensor")
+    except PackageNotFoundError:
+        return "(not installed: run from a source checkout)"
+
+
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column at full width (tables otherwise fit the terminal)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fueltensor", description="fueltensor: kernel contracts and how they are used"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_contracts(sub)
     add_explain(sub)
@@ -252,5 +289,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `fueltensor` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    status: int = args.run(args)
+    with table_width(None) if getattr(args, "wide", False) else nullcontext():
+        status: int = args.run(args)
     return status

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Final
 
-from .core.errors import ContractError
+from .core.errors import ContractError, ContractWarning
 from .fkc import KernelContract, Provider, load_document
 from .fkc.files import read_regular
 from .fkc.schema import check_unique
@@ -173,10 +173,11 @@ def bundled_contracts_dir() -> Path:
     raise ContractError(f"bundled contracts not found in {package / 'contracts'} or the checkout")
 
 
-def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files as given; a directory stands for its `*.md` files in name order."""
+def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
+    """Files as given (one str or path is one file); a directory stands for its `*.md` files
+    in name order."""
     out: list[Path] = []
-    for p in paths:
+    for p in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         path = Path(p)
         if not path.is_dir():
             out.append(path)
@@ -186,6 +187,25 @@ def _expand(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             raise ContractError("the directory holds no *.md FKC documents", path=str(path))
         out.extend(found)
     return out
+
+
+class Contracts(tuple[KernelContract, ...]):
+    """A tuple of contracts that shows itself as a table (what `Registry.for_op` returns)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        from fueltensor.tools.display import CONTRACT_LIST_COLUMNS, contract_list_row
+        from fueltensor.tools.textwidth import fit_table
+
+        if not self:
+            return "Contracts()"
+        return fit_table([CONTRACT_LIST_COLUMNS, *map(contract_list_row, self)])
+
+    def _repr_html_(self) -> str:
+        from fueltensor.tools.display import contracts_html
+
+        return contracts_html(self, f"{len(self)} contracts")
 
 
 class Registry:
@@ -203,7 +223,7 @@ class Registry:
         for c in self._contracts:
             if c.registrable:
                 by_op.setdefault(c.op_kind, []).append(c)
-        self._by_op = {op: tuple(cs) for op, cs in by_op.items()}
+        self._by_op = {op: Contracts(cs) for op, cs in by_op.items()}
         providers: dict[str, Provider] = {}
         for c in self._contracts:
             providers.setdefault(c.provider.name, c.provider)
@@ -211,12 +231,17 @@ class Registry:
 
     @classmethod
     def from_paths(
-        cls, paths: Iterable[str | os.PathLike[str]], *, cached: bool = False
+        cls,
+        paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+        *,
+        cached: bool = False,
     ) -> Registry:
-        """Load, validate and link FKC documents (files, or directories of `*.md`).
+        """Load, validate and link FKC documents (files, or directories of `*.md`; a single
+        str or path is one of those).
 
         All or nothing: any fault raises ContractError and no registry is made. With `cached`,
-        documents validated by an earlier process come from the per-user JSON cache.
+        documents validated by an earlier process come from the per-user JSON cache. A contract
+        that loads but can never be dispatched (an unknown op_kind) gives a ContractWarning.
         """
         contracts: list[KernelContract] = []
         providers: dict[str, Provider] = {}
@@ -233,6 +258,8 @@ class Registry:
                 )
             contracts.extend(declared)
         check_unique(contracts)
+        for problem in op_kind_problems(contracts):
+            warnings.warn(problem, ContractWarning, stacklevel=2)
         return cls(contracts, _link(contracts))
 
     def __getitem__(self, name: str) -> KernelContract:
@@ -270,9 +297,28 @@ class Registry:
         """The providers whose documents were loaded, in document order."""
         return self._providers
 
-    def for_op(self, op_kind: str) -> tuple[KernelContract, ...]:
+    def provider_names(self, name: str) -> frozenset[str]:
+        """The provider called `name` (its name or an alias, see `provider_aliases`), as a set
+        of canonical names; ValueError listing every provider with its aliases otherwise."""
+        found = frozenset(p.name for p in self._providers if name in (p.name, *provider_aliases(p)))
+        if not found:
+            raise ValueError(f"no provider is called {name!r}; known: {self.provider_list()}")
+        return found
+
+    def provider_list(self) -> str:
+        """Every provider once, with its aliases: `fuel-cpu-backend (alias cpu, portable-cpu)`."""
+        return ", ".join(
+            p.name + (f" (alias {', '.join(a)})" if (a := provider_aliases(p)) else "")
+            for p in self._providers
+        )
+
+    def problems(self) -> list[str]:
+        """What loads but cannot work as written (e.g. an unknown op_kind), one line each."""
+        return op_kind_problems(self._contracts)
+
+    def for_op(self, op_kind: str) -> Contracts:
         """The registrable contracts at `op_kind`, in document order (empty if none)."""
-        return self._by_op.get(op_kind, ())
+        return self._by_op.get(op_kind, Contracts())
 
     def kernel(self, name: str) -> KernelFn:
         """The Python kernel linked to contract `name`."""
@@ -280,6 +326,38 @@ class Registry:
         if not contract.registrable:
             raise KeyError(f"{name} is describe-only (registrable: false) and has no kernel")
         return self._kernels[name]
+
+
+def provider_aliases(provider: Provider) -> tuple[str, ...]:
+    """The other names a provider answers to, everywhere a provider is named: its short name
+    ("cpu" for fuel-cpu-backend) and its documents' kernel_source ("portable-cpu")."""
+    short = provider.name.removeprefix("fuel-").removesuffix("-backend")
+    return tuple(n for n in dict.fromkeys((short, provider.kernel_source)) if n != provider.name)
+
+
+def known_op_kinds() -> tuple[str, ...]:
+    """The op kinds the engine dispatches to contracts (read from the engine's operation table)."""
+    from fueltensor.ops import CONTRACT_OPS
+
+    return tuple(op.op_kind.value for op in CONTRACT_OPS)
+
+
+def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
+    """One message per registrable contract whose op_kind no operation dispatches to."""
+    known = known_op_kinds()
+    out = []
+    for c in contracts:
+        if c.registrable and c.op_kind not in known:
+            import difflib  # only for the message
+
+            close = difflib.get_close_matches(c.op_kind, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            line = c.source.lines.get("op_kind", c.source.line)
+            out.append(
+                f"{c.source.path}:{line}: op_kind {c.op_kind!r} of {c.name} is not an op kind "
+                f"fueltensor dispatches{hint}, so it is never chosen; known: {', '.join(known)}"
+            )
+    return out
 
 
 def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:

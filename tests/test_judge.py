@@ -18,6 +18,7 @@ import fueltensor as ft
 from fueltensor.cli import main
 from fueltensor.fingerprint import machine
 from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
+from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.judge import REFERENCES, judge, round_to
 
 F32 = np.float32
@@ -190,3 +191,12 @@ def test_cpu_kernels_are_measured_against_their_other_implementation(
     (row,) = judge(kernels=["add_f32"], quick=True, progress=False).rows
     assert row.implementations["planted"] > 0
     assert any(f.startswith("implementations: planted differs") for f in row.failures)
+
+
+def test_judge_audits_the_registry_of_use_registry(wrong_doc: Callable[..., Path]) -> None:
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), wrong_doc(_off_by_one_ulp)])
+    with ft.use_registry(reg):
+        report = ft.judge(quick=True, progress=False)
+    assert not report.ok
+    assert [name for name, _ in report.failures] == ["wrong_f32"]
+    assert len(report.rows) == len(judge(quick=True, progress=False).rows) + 1

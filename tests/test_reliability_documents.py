@@ -14,6 +14,7 @@ import re
 import sys
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from _mutations import MUST_FAIL, RANDOM, Mutant, Mutation, block_lines
 
 import fueltensor as ft
+from fueltensor.core.errors import ContractWarning
 from fueltensor.fkc.parse import MAX_EVENTS
 
 registry_module = importlib.import_module("fueltensor.registry")
@@ -76,9 +78,13 @@ def check_mutant(mutant: Mutant, must_fail: bool, original: bytes, base: Facts, 
     """Load one mutant and hold it to the rules; its outcome as a word for the tally."""
     path.write_bytes(mutant.data)
     try:
-        outcome, seconds = load(path)
+        with warnings.catch_warnings(record=True) as warned:  # e.g. a misspelled op_kind
+            warnings.simplefilter("always", ContractWarning)
+            outcome, seconds = load(path)
     except Exception as e:  # anything but ContractError is a loader bug: say which mutant
         raise AssertionError(f"{mutant.label}: {type(e).__name__}: {e}") from e
+    for w in warned:  # a document that loads with a warning: the warning points at the file
+        assert str(w.message).startswith(f"{path}:"), f"{mutant.label}: {w.message}"
     assert seconds < LOAD_SECONDS, f"{mutant.label}: took {seconds:.2f} s"
     if isinstance(outcome, ft.ContractError):
         assert_names_file_and_line(outcome, path, mutant.data)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fueltensor.array_api._host import fresh, host, promoted, tensor
+from fueltensor.core.errors import with_article
 from fueltensor.core.tensor import FuelTensor
 
 Unary = Callable[[FuelTensor], FuelTensor]
@@ -163,5 +164,5 @@ def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
             f"clip bounds are None, Python numbers or tensors, got {type(bound).__name__}"
         )
     if isinstance(bound, float) and not x.dtype.is_float:
-        raise TypeError(f"a float bound {bound!r} cannot clip a {x.dtype.name} tensor")
+        raise TypeError(f"a float bound {bound!r} cannot clip {with_article(x.dtype.name)} tensor")
     return np.asarray(bound, x.dtype.np)

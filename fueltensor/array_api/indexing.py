@@ -12,6 +12,7 @@ import numpy as np
 
 from fueltensor.array_api._host import axes, fresh, host, tensor
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.errors import with_article
 from fueltensor.core.tensor import FuelTensor, _is_basic, check_writable
 from fueltensor.engine.dispatch import coerce
 
@@ -48,7 +49,9 @@ def _numpy_key(key: Any) -> Any:
     for k in items:
         if isinstance(k, FuelTensor):
             if k.dtype.kind not in ("signed integer", "unsigned integer", "bool"):
-                raise IndexError(f"a {k.dtype.name} tensor cannot index; use integer or bool")
+                raise IndexError(
+                    f"{with_article(k.dtype.name)} tensor cannot index; use integer or bool"
+                )
             k = k._array
         out.append(k)
     return tuple(out)
@@ -80,7 +83,8 @@ def _value(x: FuelTensor, value: Any) -> np.ndarray:
     _, v = coerce(x, value)
     if _dtypes.result_type(x.dtype, v.dtype) is not x.dtype:
         raise TypeError(
-            f"cannot store a {v.dtype.name} value in a {x.dtype.name} tensor "
+            f"cannot store {with_article(v.dtype.name)} value in "
+            f"{with_article(x.dtype.name)} tensor "
             "without changing its dtype; cast it with astype first"
         )
     return v._array if v.dtype is x.dtype else v._array.astype(x.dtype.np)

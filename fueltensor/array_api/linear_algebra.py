@@ -10,6 +10,7 @@ import numpy as np
 
 from fueltensor.array_api._host import fresh, host, promoted, tensor
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.layout import broadcast_shapes
 from fueltensor.core.tensor import FuelTensor
 
 _HALF = (_dtypes.float16, _dtypes.bfloat16)
@@ -28,7 +29,25 @@ def matmul(x1: FuelTensor, x2: FuelTensor, /) -> FuelTensor:
     if tensor(x1, "x1").ndim == 0 or tensor(x2, "x2").ndim == 0:
         raise ValueError("matmul needs operands of at least 1 dimension; use multiply for scalars")
     a, b, dt = _operands(x1, x2)
+    _check_matmul_shapes(a.shape, b.shape)
     return fresh(np.matmul(a, b), dt)
+
+
+def _check_matmul_shapes(s1: tuple[int, ...], s2: tuple[int, ...]) -> None:
+    """ValueError in our words when the inner dimensions or the stacks do not match."""
+    inner = "the only" if len(s2) == 1 else "the second-to-last"
+    k2 = s2[0] if len(s2) == 1 else s2[-2]
+    if s1[-1] != k2:
+        raise ValueError(
+            f"matmul (x1 @ x2): x1 of shape {s1} and x2 of shape {s2} do not chain: x1's last "
+            f"axis has {s1[-1]} elements, {inner} axis of x2 has {k2}; they must be equal"
+        )
+    try:
+        broadcast_shapes(s1[:-2], s2[:-2])
+    except ValueError as e:
+        raise ValueError(
+            f"matmul (x1 @ x2): the stacked dimensions do not broadcast: {e}"
+        ) from None
 
 
 def matrix_transpose(x: FuelTensor, /) -> FuelTensor:

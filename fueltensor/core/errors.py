@@ -30,3 +30,12 @@ class NoKernelError(TypeError):
 
 class ContractViolation(RuntimeError):
     """A kernel produced an output that breaks its contract's `return` clause."""
+
+
+class ContractWarning(UserWarning):
+    """A contract loads but cannot do what its author meant (e.g. an op_kind nothing dispatches)."""
+
+
+def with_article(word: str) -> str:
+    """`word` with "a" or "an" for messages: "an int64", "a uint8", "a float32"."""
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"

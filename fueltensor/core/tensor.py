@@ -16,7 +16,8 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
-from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape
+from fueltensor.core.errors import with_article
+from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape, row_major_strides
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -28,8 +29,8 @@ def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> 
     `target` as it is, before anything is written."""
     if dtype is not target.dtype:
         raise TypeError(
-            f"in-place {what} would store a {dtype.name} result in a "
-            f"{target.dtype.name} tensor; use the out-of-place form"
+            f"in-place {what} would store {with_article(dtype.name)} result in "
+            f"{with_article(target.dtype.name)} tensor; use the out-of-place form"
         )
     if shape != target.shape:
         raise ValueError(
@@ -240,15 +241,45 @@ class FuelTensor:
         return copy_tensor(self)
 
     def __repr__(self) -> str:
+        """The values, dtype and shape; strides and offset too when they are not the dense
+        row-major layout (a view)."""
         lay = self._layout
         prefix = "FuelTensor("
         body = np.array2string(self._array, separator=", ", prefix=prefix)
-        return (
-            f"{prefix}{body}, dtype={self._dtype.name}, shape={lay.shape}, "
-            f"strides={lay.strides}, offset={lay.offset})"
-        )
+        layout = f"shape={lay.shape}"
+        if lay.strides != row_major_strides(lay.shape) or lay.offset:
+            layout += f", strides={lay.strides}, offset={lay.offset}"
+        return f"{prefix}{body}, dtype={self._dtype.name}, {layout})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        """The values only, as NumPy prints an array."""
+        return str(self._array)
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its Python scalar (`f"{t:.2f}"`); an n-d one only with an
+        empty spec, as in NumPy."""
+        if not spec:
+            return str(self)
+        if self.ndim:
+            raise TypeError(
+                f"unsupported format string {spec!r} for a tensor of shape {self.shape}; "
+                "format its elements (e.g. [f'{v:.2f}' for v in t.tolist()]) or a 0-d tensor"
+            )
+        return format(self._array[()].item(), spec)
+
+    def item(self) -> bool | int | float | complex:
+        """The one element of a size-1 tensor (any rank) as a Python scalar, as NumPy's item()."""
+        if self.size != 1:
+            raise ValueError(
+                f"item() needs a tensor of exactly one element, this one has shape {self.shape} "
+                f"({self.size} elements); index it first or use tolist()"
+            )
+        value: bool | int | float | complex = self._array.reshape(()).item()
+        return value
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists of Python scalars (a scalar for a 0-d tensor)."""
+        return self._array.tolist()
 
     def _repr_html_(self) -> str:
         from fueltensor.tools.display import tensor_html
@@ -315,7 +346,9 @@ class FuelTensor:
 
     def _refuse_complex(self, kind: str) -> None:
         if self._dtype.kind == "complex floating":
-            raise TypeError(f"{kind}() of a {self._dtype.name} tensor; take real() or abs() first")
+            raise TypeError(
+                f"{kind}() of {with_article(self._dtype.name)} tensor; take real() or abs() first"
+            )
 
     def __dlpack__(
         self,
@@ -473,13 +506,28 @@ def _from_python(obj: Any, want: DType | None) -> np.ndarray:
     if hasattr(obj, "__dlpack__"):
         array = np.from_dlpack(obj)
         return np.array(array, dtype=None if want is None else want.np, copy=True)
-    if want is not None:
-        return np.array(obj, dtype=want.np, copy=True)
-    array = np.array(obj, copy=True)
+    try:
+        if want is not None:
+            return np.array(obj, dtype=want.np, copy=True)
+        array = np.array(obj, copy=True)
+    except ValueError as e:
+        if "inhomogeneous" in str(e) or "sequence" in str(e):
+            raise ValueError(
+                f"cannot make a tensor from ragged {type(obj).__name__} data: nested sequences "
+                f"must have equal lengths at each depth ({_ragged_where(obj)})"
+            ) from None
+        raise
+    except OverflowError:
+        if want is None:
+            raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype")) from None
+        info = np.iinfo(want.np)
+        raise OverflowError(_too_big(obj, int(info.min), int(info.max), want.name)) from None
     if array.dtype == np.float32 and not _holds_numpy_values(obj):
         array = array.astype(np.float64)
     if array.dtype.kind == "i" and array.dtype != np.int64:
         array = array.astype(np.int64)
+    if array.dtype.kind == "O" and any(isinstance(v, int) for v in _leaves(obj)):
+        raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype"))
     if array.dtype.kind in "OUS":
         raise TypeError(
             f"cannot make a tensor from {type(obj).__name__} data "
@@ -487,6 +535,40 @@ def _from_python(obj: Any, want: DType | None) -> np.ndarray:
         )
     _dtypes.from_numpy(array.dtype)
     return array
+
+
+def _leaves(obj: Any) -> list[Any]:
+    """The scalars of nested lists/tuples, in order."""
+    if isinstance(obj, list | tuple):
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj]
+
+
+def _too_big(obj: Any, low: int, high: int, what: str) -> str:
+    """The message for Python ints of `obj` outside [low, high], naming the first one."""
+    big = [v for v in _leaves(obj) if isinstance(v, int) and not low <= v <= high]
+    value = f"the integer {big[0]}" if big else "an integer"
+    return f"{value} does not fit {what} (range {low} to {high}); " + (
+        "pass it as a float (e.g. 2.0**70)" if what.startswith("any") else "use a wider dtype"
+    )
+
+
+def _ragged_where(obj: Any, path: str = "data") -> str:
+    """Where nested sequences first differ in length: `data[1] has 1 items, data[0] has 2`."""
+    if not isinstance(obj, list | tuple) or not obj:
+        return "the lengths differ"
+    subs = [o for o in obj if isinstance(o, list | tuple)]
+    if subs and len(subs) != len(obj):
+        return f"{path} mixes sequences and scalars"
+    lengths = [len(o) for o in subs]
+    if lengths and len(set(lengths)) > 1:
+        first = next(i for i, n in enumerate(lengths) if n != lengths[0])
+        return f"{path}[{first}] has {lengths[first]} items, {path}[0] has {lengths[0]}"
+    for i, o in enumerate(subs):
+        found = _ragged_where(o, f"{path}[{i}]")
+        if found != "the lengths differ":
+            return found
+    return "the lengths differ"
 
 
 def _holds_numpy_values(obj: Any) -> bool:

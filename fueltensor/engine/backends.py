@@ -46,14 +46,15 @@ _POLICY: ContextVar[Policy | None] = ContextVar("fueltensor_policy", default=Non
 _TRACE: ContextVar[tuple[list[Plan], ...]] = ContextVar("fueltensor_trace", default=())
 _OBSERVERS: ContextVar[tuple[Observer, ...]] = ContextVar("fueltensor_observers", default=())
 _DEFAULT: Policy | None = None
-_POLICIES: dict[tuple[int, frozenset[str] | None, bool], Policy] = {}
+_POLICIES: dict[tuple[int, frozenset[str] | None, bool, str], Policy] = {}
 
 
 def _policy(
     reg: Registry, providers: frozenset[str] | None, allow_host: bool, label: str
 ) -> Policy:
-    """One Policy object per (registry, restriction), so plan caches survive re-entering."""
-    key = (id(reg), providers, allow_host)
+    """One Policy object per (registry, restriction, name used), so plan caches survive
+    re-entering."""
+    key = (id(reg), providers, allow_host, label)  # the label: errors echo the name used
     found = _POLICIES.get(key)
     if found is None or found.registry is not reg:
         if len(_POLICIES) >= _POLICY_LIMIT:
@@ -76,27 +77,16 @@ def current_policy() -> Policy:
 
 
 def _resolve(reg: Registry, name: str) -> frozenset[str]:
-    """Provider names matching `name`: a provider name, its kernel_source, or its short name
-    ("cpu" for fuel-cpu-backend)."""
-    found = frozenset(
-        p.name for p in reg.providers if name in (p.name, p.kernel_source, _short_name(p.name))
-    )
-    if not found:
-        known = sorted(
-            {n for p in reg.providers for n in (p.name, p.kernel_source, _short_name(p.name))}
-        )
-        raise ValueError(f"no provider is called {name!r}; use one of {known} or 'contracts'")
-    return found
-
-
-def _short_name(provider: str) -> str:
-    """The name `use_backend` also accepts: "fuel-cpu-backend" -> "cpu"."""
-    return provider.removeprefix("fuel-").removesuffix("-backend")
+    """Provider names matching `name` (a name or alias, `Registry.provider_names`)."""
+    try:
+        return reg.provider_names(name)
+    except ValueError as e:
+        raise ValueError(f"{e}; or 'contracts' for every provider") from None
 
 
 @contextmanager
 def use_backend(name: str) -> Iterator[Policy]:
-    """Restrict dispatch to provider `name` ("cpu", "reference", a provider name or a
+    """Restrict dispatch to provider `name` (its name or an alias: "cpu", "reference", a
     kernel_source), or to every contract provider with no host fallback ("contracts").
 
     Inside, an operation no allowed contract admits raises `NoKernelError`.

@@ -124,14 +124,18 @@ class Plan:
         return "host" if self.kernel is None else self.kernel.kernel_source
 
     @property
+    def kernel_name(self) -> str:
+        """The chosen contract's name, or "host" for a NumPy host operation."""
+        return "host" if self.kernel is None else self.kernel.name
+
+    @property
     def provider(self) -> str:
         """The provider of the chosen contract, or "host" for a NumPy host operation."""
         return "host" if self.kernel is None else self.kernel.provider.name
 
     def __repr__(self) -> str:
-        chosen = "host" if self.kernel is None else self.kernel.name
         return (
-            f"<Plan {self.op}: {chosen} via {self.backend}, "
+            f"<Plan {self.op}: {self.kernel_name} via {self.provider}, "
             f"{' -> '.join(s.kind for s in self.steps)}, {self.cost:,} bytes moved>"
         )
 
@@ -139,7 +143,7 @@ class Plan:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in self.operands)
         head = (
             f"{self.op}({args}) -> {self.out_dtype.name}{list(self.out_shape)}"
-            f"  via {self.backend}" + (f" [{self.op_kind}]" if self.op_kind else "")
+            f"  via {self.provider}" + (f" [{self.op_kind}]" if self.op_kind else "")
         )
         lines = [head]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]

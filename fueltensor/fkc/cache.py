@@ -74,9 +74,10 @@ def reader_fingerprint() -> str | None:
 
 
 _FROM_IMPORT: Final = re.compile(
-    r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|.*)$", re.M
+    r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|.*)$", re.M
 )
-"""`from <module> import <names>` statements (names possibly parenthesised over lines)."""
+"""Module-level `from <module> import <names>` statements (names possibly parenthesised over
+lines); imports inside functions (displays, lazy helpers) do not decide what a document means."""
 
 
 def reader_modules() -> dict[str, Path]:
@@ -91,7 +92,7 @@ def reader_modules() -> dict[str, Path]:
     while todo:
         name = todo.pop()
         spec = importlib.util.find_spec(name)
-        if name in files or spec is None or spec.origin is None:
+        if name in files or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             continue
         files[name] = Path(spec.origin)
         is_package = spec.submodule_search_locations is not None

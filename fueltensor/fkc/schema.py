@@ -215,9 +215,12 @@ class Precision:
     notes: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class KernelContract:
-    """One kernel's contract as a document declares it; compare contracts with `to_dict()`."""
+    """One kernel's contract as a document declares it; compare contracts with `to_dict()`.
+
+    `repr` is one line, `str` and the notebook display are a card of its facts.
+    """
 
     name: str
     op_kind: str
@@ -237,6 +240,23 @@ class KernelContract:
     description: str
     provider: Provider
     source: Source
+
+    def __repr__(self) -> str:
+        from fueltensor.tools.display import contract_summary
+
+        return f"<KernelContract {self.name}: {contract_summary(self)}>"
+
+    def __str__(self) -> str:
+        from fueltensor.tools.display import contract_facts
+
+        facts = contract_facts(self)
+        width = max(len(k) for k, _ in facts)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in facts)
+
+    def _repr_html_(self) -> str:
+        from fueltensor.tools.display import contract_html
+
+        return contract_html(self)
 
     def input(self, name: str) -> InputSpec:
         """The input called `name`; KeyError naming the inputs this contract has."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
+from fueltensor.tools.textwidth import fit_lines
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -137,10 +138,12 @@ class Comparison:
         """Elements whose bit patterns differ (NaNs with different payloads included)."""
         return self.count - self.equal
 
-    def within(self, max_ulp: float) -> bool:
+    def within(self, max_ulp: float, nan_payloads: bool = True) -> bool:
         """True if every element is bit-equal, or (for max_ulp > 0) within `max_ulp` ULPs with
-        the same NaN positions."""
-        if not self.compared or self.mismatches == 0:
+        the same NaN positions. `nan_payloads=False` lets a NaN meet any NaN (payload and sign
+        are then not compared)."""
+        ignored = 0 if nan_payloads else self.nan_payloads
+        if not self.compared or self.mismatches == ignored:
             return True
         return max_ulp > 0 and self.nan_patterns_agree and self.max_ulp <= max_ulp
 
@@ -185,12 +188,19 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     )
 
 
-def text_table(rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces, the first row being the header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def text_table(
+    rows: Sequence[Sequence[str]], optional: Sequence[str] = (), whole: Sequence[str] = ()
+) -> str:
+    """Left-aligned columns separated by two spaces, the first row being the header, fitted to
+    the terminal's width, leaving out `optional` columns if need be and never breaking the
+    cells of `whole` ones (`tools.textwidth`)."""
+    from fueltensor.tools.textwidth import fit_table
+
+    return fit_table(rows, optional=optional, whole=whole)
+
+
+NARROW_DROPS: Final = ("max rel", "max abs", "shape", "elements", "bit-equal", "time per kernel")
+"""Comparison columns a narrow terminal may leave out, first to last."""
 
 
 class ComparisonReport:
@@ -229,7 +239,8 @@ class ComparisonReport:
             f"{len(compared)} of {len(self.comparisons)} operations compared; "
             f"{self.mismatches} of {total} elements differ{self._nan_note()}"
         )
-        return f"{text_table(rows)}\n{summary}\nmeasured on: {self.machine}"
+        table = text_table(rows, NARROW_DROPS, whole=("kernels",))
+        return f"{table}\n{summary}\n{fit_lines(f'measured on: {self.machine}')}"
 
     def _nan_note(self) -> str:
         """' (N of them only in a NaN's payload or sign)' when there are such mismatches."""
@@ -255,10 +266,10 @@ class ComparisonReport:
 
         return comparison_html(self)
 
-    def assert_equal(self, max_ulp: float = 0) -> None:
+    def assert_equal(self, max_ulp: float = 0, nan_payloads: bool = True) -> None:
         """Raise AssertionError naming the worst element of every comparison beyond `max_ulp`
-        ULPs (max_ulp=0: bit-equal, NaN payloads included)."""
-        bad = [c for c in self.comparisons if not c.within(max_ulp)]
+        ULPs (max_ulp=0: bit-equal, NaN payloads included unless `nan_payloads=False`)."""
+        bad = [c for c in self.comparisons if not c.within(max_ulp, nan_payloads)]
         if not bad:
             return
         lines = []

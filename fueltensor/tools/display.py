@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
     from fueltensor.engine.planner import Plan
     from fueltensor.fingerprint import Fingerprint
+    from fueltensor.fkc.schema import InputSpec, KernelContract
     from fueltensor.registry import Registry
     from fueltensor.tools.compare import ComparisonReport
     from fueltensor.tools.judge import JudgeReport
@@ -70,14 +71,103 @@ def tensor_html(t: FuelTensor) -> str:
                 ("layout flags", layout),
             ]
         )
-        + f"<pre style='margin:4px 0'>{escape(values)}</pre></div>"
+        + f"<pre style='margin:4px 0;font-family:monospace'>{escape(values)}</pre></div>"
     )
+
+
+def _bound(value: float | None) -> str:
+    """A declared precision bound, or `~` (the FKC spelling of "not declared")."""
+    return "~" if value is None else f"{value:g}"
+
+
+def input_text(spec: InputSpec) -> str:
+    """One accepted operand in a line: dtypes, rank, shape relation, layout flags grouped by
+    requirement (`contiguous: required; strided, start_offset: rejected`)."""
+    rank = "any rank" if spec.rank is None else f"rank {spec.rank}"
+    shape = f", {spec.shape_constraint}" if spec.shape_constraint else ""
+    groups: dict[str, list[str]] = {}
+    for flag, need in spec.layout:
+        groups.setdefault(need, []).append(flag)
+    layout = "; ".join(f"{', '.join(flags)}: {need}" for need, flags in groups.items())
+    return f"{', '.join(spec.dtypes)}; {rank}{shape}; {layout}"
+
+
+def contract_summary(c: KernelContract) -> str:
+    """The contract in one line: op kind, provider, dtypes, layout strategy, cost and ULP bound."""
+    dtypes = ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes))
+    role = "" if c.registrable else ", describe-only"
+    return (
+        f"{c.op_kind} by {c.provider.name}{role}, {dtypes}, {c.caps.awkward_layout_strategy}, "
+        f"bytes_moved {c.cost.bytes_moved}, max_ulp {_bound(c.precision.max_ulp)}"
+    )
+
+
+def contract_facts(c: KernelContract) -> list[tuple[str, str]]:
+    """The facts a reader looks for first, as (label, text) pairs, read from the contract."""
+    p = c.precision
+    cost = c.cost
+    overhead = "" if cost.overhead_ns is None else f", overhead {cost.overhead_ns:g} ns"
+    out = c.outputs[0] if c.outputs else None
+    return [
+        ("kernel", c.name + ("" if c.registrable else " (describe-only: never dispatched)")),
+        ("op", c.op_kind),
+        ("provider", f"{c.provider.name} (kernel_source {c.kernel_source})"),
+        ("what", c.blurb),
+        *((f"input {s.name}", input_text(s)) for s in c.inputs),
+        (
+            "output",
+            "none"
+            if out is None
+            else f"{out.name}: dtype {out.dtype_rule}, shape {out.shape_rule}, "
+            f"{out.layout_guarantee}, aliasing {out.aliasing}",
+        ),
+        (
+            "layout",
+            f"{c.caps.awkward_layout_strategy}, {c.caps.alignment_bytes}-byte aligned output",
+        ),
+        ("bytes_moved", f"{cost.bytes_moved} ({cost.class_}, {cost.provenance}){overhead}"),
+        ("flops", str(cost.flops)),
+        (
+            "precision",
+            f"max_ulp {_bound(p.max_ulp)}, max_relative {_bound(p.max_relative)}, "
+            f"max_absolute {_bound(p.max_absolute)}; "
+            + ("audited" if p.audited else "not audited"),
+        ),
+        ("determinism", c.determinism),
+        ("notes", p.notes or "none"),
+        ("declared in", f"{c.source.path}:{c.source.line}"),
+    ]
+
+
+def contract_html(c: KernelContract) -> str:
+    """A card: the contract's facts as a two-column table under its name."""
+    return f"<div><b>KernelContract</b> {escape(c.name)}{_facts(contract_facts(c))}</div>"
+
+
+CONTRACT_LIST_COLUMNS = ("kernel", "provider", "dtypes", "shapes", "bytes_moved", "max_ulp")
+
+
+def contract_list_row(c: KernelContract) -> tuple[str, ...]:
+    """One row of a list of contracts: the facts that tell the contracts of one op apart."""
+    return (
+        c.name,
+        c.provider.name,
+        ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes)),
+        ", ".join(f"{s.name}: {s.shape_constraint or 'any'}" for s in c.inputs),
+        str(c.cost.bytes_moved),
+        _bound(c.precision.max_ulp),
+    )
+
+
+def contracts_html(contracts: Sequence[KernelContract], caption: str) -> str:
+    """A table of contracts, one row each."""
+    return html_table(CONTRACT_LIST_COLUMNS, map(contract_list_row, contracts), caption=caption)
 
 
 def plan_html(p: Plan) -> str:
     """The plan's headline, its steps with their bytes and reasons, and the rejected kernels."""
     args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in p.operands)
-    head = f"{p.op}({args}) -> {p.out_dtype.name}{list(p.out_shape)} via {p.backend}" + (
+    head = f"{p.op}({args}) -> {p.out_dtype.name}{list(p.out_shape)} via {p.provider}" + (
         f" [{p.op_kind}]" if p.op_kind else ""
     )
     steps = html_table(
@@ -159,7 +249,7 @@ def comparison_html(report: ComparisonReport) -> str:
 
 def judge_html(report: JudgeReport) -> str:
     """The judge's table, failing rows shaded, then every failure spelled out."""
-    from fueltensor.tools.judge import COLUMNS, judge_row
+    from fueltensor.tools.judge import COLUMNS, LEGEND, judge_row
 
     table = html_table(
         COLUMNS,
@@ -169,4 +259,5 @@ def judge_html(report: JudgeReport) -> str:
     )
     fails = [(r.label, f) for r in report.rows for f in r.failures]
     extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
-    return f"<div>{table}{extra}{_machine(report.machine)}</div>"
+    legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
+    return f"<div>{table}{legend}{extra}{_machine(report.machine)}</div>"

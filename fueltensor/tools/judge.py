@@ -42,13 +42,14 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
+from fueltensor.engine.backends import current_policy
 from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, CONTRACT_OPS
-from fueltensor.registry import Registry, registry
+from fueltensor.registry import Registry
 from fueltensor.tools.compare import bits, errors, text_table
 
 Array = np.ndarray
@@ -377,10 +378,23 @@ def _time(call: Callable[[], object], calls: int, repeats: int = 3) -> float:
 
 
 def copy_bandwidth(n: int = 1 << 22) -> float:
-    """This machine's memory copy speed in bytes per second (read + write of an f32 array)."""
+    """This machine's memory copy speed in bytes per second (read + write of an f32 array of
+    `n` elements: a working set of 8 n bytes)."""
     src = np.ones(n, np.float32)
     dst = np.empty_like(src)
     return 2 * src.nbytes / _time(lambda: np.copyto(dst, src), 1, 5)
+
+
+def cache_bytes() -> int | None:
+    """The size of this CPU's largest cache (Linux sysfs), None where it cannot be read."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
 
 
 def _measure(a: Audit, got: Array, want: Array) -> None:
@@ -569,6 +583,19 @@ COLUMNS: Final = (
 )
 
 
+LEGEND: Final = (
+    "~ = no bound declared (measured and reported, never a failure). measured ULP: the worst "
+    "distance to an exactly rounded reference over `probes` input pairs (every pair of special "
+    "values plus random ones; fewer for f64, whose exact reference is slow, and none where the "
+    "reference is undefined). deterministic: byte-identical outputs / runs. ns/elem and GB/s: "
+    "one call on a large input; copy-speed ns/elem: the formula's bytes at the copy bandwidth."
+)
+"""What the judge table's symbols and counts mean, printed under it."""
+
+NARROW_DROPS: Final = ("overhead ns", "copy-speed ns/elem", "formula B/elem", "GB/s", "ns/elem")
+"""Judge columns a narrow terminal may leave out, first to last."""
+
+
 def judge_row(a: Audit) -> tuple[str, ...]:
     """One table row of an audit (shared by the text, Markdown and HTML tables)."""
     declared = "~" if a.declared_ulp is None else f"{a.declared_ulp:g}"
@@ -599,6 +626,8 @@ class JudgeReport:
     seconds: float
     machine: Fingerprint = field(default_factory=machine)
     """Where it was measured: bits and timings depend on the CPU, NumPy's SIMD and the libm."""
+    copy_working_set: int = 0
+    """Bytes the copy-bandwidth measurement touched: the largest kernel working set."""
 
     @property
     def failures(self) -> list[tuple[str, str]]:
@@ -610,18 +639,32 @@ class JudgeReport:
         """True when every audit passed."""
         return not self.failures
 
+    def _where(self) -> str:
+        """Where the copy bandwidth was measured: in cache or not, and how much it touched."""
+        if not self.copy_working_set:
+            return ""
+        cache = cache_bytes()
+        size = f"{self.copy_working_set / 2**20:.1f} MiB"
+        if cache is None:
+            return f" (working set {size}, like the kernels')"
+        where = "in cache" if self.copy_working_set <= cache else "beyond the cache"
+        return f" ({where}: working set {size}, largest cache {cache / 2**20:.0f} MiB)"
+
     def summary(self) -> str:
         """One line: audits, failing audits, the copy bandwidth and the time taken."""
         bad = sum(not a.ok for a in self.rows)
         return (
             f"judge: {len(self.rows)} audits, {bad} failing, copy bandwidth "
-            f"{self.copy_gb_per_s:.1f} GB/s, {self.seconds:.1f} s"
+            f"{self.copy_gb_per_s:.1f} GB/s{self._where()}, {self.seconds:.1f} s"
             + (" (--quick)" if self.quick else "")
         )
 
     def __str__(self) -> str:
-        lines = [text_table([COLUMNS, *map(judge_row, self.rows)]), self.summary()]
-        lines.append(f"measured on: {self.machine}")
+        from fueltensor.tools.textwidth import fit_lines
+
+        table = text_table([COLUMNS, *map(judge_row, self.rows)], NARROW_DROPS)
+        lines = [table, fit_lines(LEGEND), fit_lines(self.summary())]
+        lines.append(fit_lines(f"measured on: {self.machine}"))
         lines += [f"FAIL {label}: {why}" for label, why in self.failures]
         return "\n".join(lines)
 
@@ -649,7 +692,7 @@ class JudgeReport:
         rows = [COLUMNS, *map(judge_row, self.rows)]
         out = ["| " + " | ".join(r) + " |" for r in rows]
         out.insert(1, "|" + "---|" * len(COLUMNS))
-        out += ["", self.summary(), "", f"Measured on: {self.machine}"]
+        out += ["", LEGEND, "", self.summary(), "", f"Measured on: {self.machine}"]
         out += ["", *(f"- **FAIL** `{k}`: {w}" for k, w in self.failures)]
         return "\n".join(out) + "\n"
 
@@ -670,9 +713,10 @@ def judge(
     seed: int = 0,
     progress: bool | None = None,
 ) -> JudgeReport:
-    """Audit the registrable contracts of `reg` (default: the bundled registry), or only the
-    named `kernels`; a progress bar goes to stderr when it is a terminal."""
-    reg = reg if reg is not None else registry()
+    """Audit the registrable contracts of `reg` (default: the active `use_registry` registry,
+    like `explain` and `compare_backends`), or only the named `kernels`; a progress bar goes to
+    stderr when it is a terminal."""
+    reg = reg if reg is not None else current_policy().registry
     if kernels is None:
         chosen = [c for c in reg if c.registrable]
     else:
@@ -691,7 +735,8 @@ def judge(
     show = sys.stderr.isatty() if progress is None else progress
     settings = Settings.of(quick)
     start = time.perf_counter()
-    copy_bps = copy_bandwidth()
+    copy_n = 3 * settings.large  # f32 elements: the working set of an f64 kernel's cost probe
+    copy_bps = copy_bandwidth(copy_n)
     rows = []
     for i, (contract, dtype) in enumerate(jobs):
         if show:
@@ -699,7 +744,13 @@ def judge(
         rows.append(audit(contract, reg.kernel(contract.name), dtype, settings, copy_bps, seed))
     if show:
         _progress(len(jobs), len(jobs), "done")
-    return JudgeReport(rows, quick, copy_bps / 1e9, time.perf_counter() - start)
+    return JudgeReport(
+        rows,
+        quick,
+        copy_bps / 1e9,
+        time.perf_counter() - start,
+        copy_working_set=8 * copy_n,
+    )
 
 
 def write_outputs(report: JudgeReport, json_path: str | None, markdown_path: str | None) -> None:

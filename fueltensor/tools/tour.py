@@ -17,6 +17,7 @@ from fueltensor.core.tensor import FuelTensor, asarray
 from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
 from fueltensor.tools.compare import Comparison, ComparisonReport, compare_backends, text_table
+from fueltensor.tools.textwidth import fit_lines
 
 
 def _heading(title: str) -> str:
@@ -93,7 +94,7 @@ def examples() -> Iterator[tuple[str, Any]]:
 
 
 def tour() -> str:
-    """The whole tour as text."""
+    """The whole tour as text, its lines fitted to the terminal."""
     reg = registry()
     parts = [
         _heading("1. The registry: kernel contracts read from FKC documents"),
@@ -116,4 +117,4 @@ def tour() -> str:
         "\nNext: `fueltensor explain add --shapes 3,4 4`, `fueltensor contracts`, "
         "`fueltensor judge --quick`, and the notebooks in notebooks/.",
     ]
-    return "\n".join(parts)
+    return fit_lines("\n".join(parts))
