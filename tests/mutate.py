@@ -498,7 +498,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "np.where(sa >= sb, oa - ob, ob - oa)",
         "np.where(sa >= sb, oa - oa, ob - ob)",
-        COMPARE_TESTS + ("tests/test_judge.py",),
+        (*COMPARE_TESTS, "tests/test_judge.py"),
         "ulp_distance returns 0",
     ),
     M(
@@ -506,7 +506,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "np.where(negative, np.uint64(0) - magnitude, magnitude)",
         "np.where(negative, magnitude, magnitude)",
-        COMPARE_TESTS + ("tests/test_judge.py",),
+        (*COMPARE_TESTS, "tests/test_judge.py"),
         "ulp_distance(-x, x) is 0",
     ),
     M(
@@ -558,9 +558,19 @@ def copy_tree(dest: Path) -> None:
 
 
 def pytest_run(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
-    """"pass", "fail" or "timeout" of `pytest -x -q` on `tests` in the copy, and the seconds."""
+    """ "pass", "fail" or "timeout" of `pytest -x -q` on `tests` in the copy, and the seconds."""
     env = dict(os.environ, PYTHONPATH=str(copy), CI="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    ]
     start = time.monotonic()
     try:
         done = subprocess.run(

@@ -443,8 +443,8 @@ CASES = [
     ),
     (
         "provider-field-not-a-string",
-        "  backend: Cpu\n  kernel_source: \"test-source\"\n  link",
-        "  backend: [Cpu]\n  kernel_source: \"test-source\"\n  link",
+        '  backend: Cpu\n  kernel_source: "test-source"\n  link',
+        '  backend: [Cpu]\n  kernel_source: "test-source"\n  link',
         "provider.backend",
         "expected a non-empty string",
         "backend: [Cpu]",
