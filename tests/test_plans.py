@@ -316,3 +316,36 @@ def test_a_rank_the_contract_does_not_take_is_refused(
 def test_bundled_contracts_dir_is_what_the_registry_reads() -> None:
     names = {c.name for c in ft.Registry.from_paths([bundled_contracts_dir()])}
     assert names == {c.name for c in ft.registry()}
+
+
+@pytest.mark.parametrize("flag", ["start_offset", "reverse_strides", "strided"])
+def test_each_flag_is_judged_on_its_own(
+    contract_text: Callable[..., str], write: Callable[..., Path], flag: str
+) -> None:
+    """A contract that allows one flag and rejects the rest: only views carrying a rejected flag
+    are contiguized, whatever else they carry."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+        np.add(a, b, out=out)
+
+    provider = f"flag-{flag.replace('_', '-')}-test"
+    ft.register_provider(provider, {"tests::flagged": kernel})
+    text = contract_text(provider=provider, kernel="flagged").replace(
+        f"{flag}: rejected", f"{flag}: allowed"
+    )
+    text = text.replace("contiguous: required", "contiguous: allowed")
+    reg = ft.Registry.from_paths([write(text)])
+    (contract,) = list(reg)
+    dense = tensor((3, 4), "float32")
+    with ft.use_registry(reg), ft.use_backend(provider):
+        for name, (make, flags) in VIEWS.items():
+            if name == "broadcast_stride0":
+                continue
+            plan = ft.explain(ft.add, make("float32"), dense)
+            want = price(contract, [((3, 4), flags), ((3, 4), frozenset({"contiguous"}))], 4)
+            assert tuple(s.kind for s in plan.steps) == want.kinds, (name, plan)
+            assert plan.cost == want.cost, (name, plan)
+            np.testing.assert_array_equal(
+                np.asarray(ft.add(make("float32"), dense)),
+                np.asarray(make("float32")) + np.asarray(dense),
+            )
