@@ -24,7 +24,9 @@ def values(shape: tuple[int, ...], dtype: Any, seed: int = 0) -> np.ndarray:
     return (rng.standard_normal(shape) * 3 + 0.5).astype(dtype)
 
 
-ORACLE_OP = dict(zip(OPS, ("add", "sub", "mul", "div", "rem", "pow", "maximum", "minimum")))
+ORACLE_OP = dict(
+    zip(OPS, ("add", "sub", "mul", "div", "rem", "pow", "maximum", "minimum"), strict=True)
+)
 ORACLE_FMT = {np.dtype(f.np_dtype): f for f in FORMATS.values()}
 
 
