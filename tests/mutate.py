@@ -137,10 +137,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "<input>_count is the operand's count before BroadcastTo",
     ),
     M(
-        "plan-dtype-bytes-of-rhs",
+        "plan-dtype-bytes-fixed",
         PLANNER,
         '"dtype_bytes": dtype_src.dtype.itemsize',
-        '"dtype_bytes": work[-1].dtype.itemsize * len(work) // 2',
+        '"dtype_bytes": 4',
         PLAN_TESTS,
         "dtype_bytes in the cost formula is not the output dtype's size",
     ),
