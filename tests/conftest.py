@@ -15,6 +15,15 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+
+def pytest_report_header() -> str:
+    """Say which kernel implementation this run tests: without the compiled extension the
+    native-only tests skip, and that must be visible in CI's log."""
+    from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
+
+    return f"fueltensor kernels: {IMPLEMENTATION} (built here: {', '.join(IMPLEMENTATIONS)})"
+
+
 SEED_CPU = "003_f61b2f697a8bb6f9.txt"
 SEED_REFERENCE = "000_112bdb4065c468ca.txt"
 

@@ -122,6 +122,48 @@ def test_nan_payload_differences_are_mismatches_with_agreeing_patterns(
     report.assert_equal(max_ulp=1)
 
 
+def _planted_nan_lane(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """Correct addition, except a NaN where the sum is a number."""
+    np.add(a, b, out=out)
+    out.reshape(-1)[PLANTED_AT] = np.nan
+
+
+def _planted_two_ulp(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """Correct addition, except one element two ULPs up."""
+    np.add(a, b, out=out)
+    flat = out.reshape(-1)
+    up = F32(np.inf)
+    flat[PLANTED_AT] = np.nextafter(np.nextafter(flat[PLANTED_AT], up), up)
+
+
+def test_a_nan_against_a_number_is_beyond_every_ulp_bound(
+    planted: Callable[[Callable[..., None]], ft.Registry],
+) -> None:
+    reg = planted(_planted_nan_lane)
+    x, y, _, _ = operands()
+    with ft.use_registry(reg), compare_backends("test-provider") as report:
+        x + y
+    (c,) = list(report)
+    assert (c.count, c.mismatches, c.nan_patterns_agree) == (15, 1, False)
+    assert c.max_ulp == np.inf
+    with pytest.raises(AssertionError, match="1 of 15"):
+        report.assert_equal(max_ulp=1e30)
+
+
+def test_assert_equal_holds_the_ulp_bound_exactly(
+    planted: Callable[[Callable[..., None]], ft.Registry],
+) -> None:
+    reg = planted(_planted_two_ulp)
+    x, y, _, _ = operands()
+    with ft.use_registry(reg), compare_backends("test-provider") as report:
+        x + y
+    (c,) = list(report)
+    assert (c.mismatches, c.max_ulp, c.nan_patterns_agree) == (1, 2, True)
+    with pytest.raises(AssertionError, match="1 of 15"):
+        report.assert_equal(max_ulp=1)
+    report.assert_equal(max_ulp=2)
+
+
 def test_single_provider_operations_are_listed_as_not_compared() -> None:
     x, y, _, _ = operands()
     with compare_backends() as report:

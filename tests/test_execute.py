@@ -34,11 +34,18 @@ def test_a_dead_temporary_is_reused() -> None:
 
 
 def test_small_and_huge_temporaries_are_fresh() -> None:
+    large = execute.contiguize(transposed(600))
+    held = weakref.ref(large.base)
+    del large  # dead: the next large Contiguize would reuse its buffer
+    assert held() is not None
     small = execute.contiguize(transposed(16))
-    assert small.base is None or small.base is not execute._scratch.buffer
+    assert small.base is not held()
+    np.testing.assert_array_equal(small, transposed(16))
     nbytes = execute.SCRATCH_MAX_BYTES + 4
     huge = np.zeros(nbytes // 4 + 1, np.float32)[::-1]
-    assert execute.contiguize(huge).base is not execute._scratch.buffer
+    copied = execute.contiguize(huge)
+    assert copied.base is not held() and not np.shares_memory(copied, huge)
+    assert execute.contiguize(transposed(600)).base is held()  # still there to be reused
 
 
 def test_results_never_alias_the_reused_temporary() -> None:

@@ -250,6 +250,206 @@ CASES = [
         "provider:",
     ),
     (
+        "empty-dtypes",
+        "dtypes: [F32]\n      layout",
+        "dtypes: []\n      layout",
+        "accept.inputs[0].dtypes",
+        "expected at least one of",
+        "dtypes: []",
+    ),
+    (
+        "dtypes-not-a-list",
+        "dtypes: [F32]\n      layout",
+        "dtypes: F32\n      layout",
+        "accept.inputs[0].dtypes",
+        "expected a list",
+        "dtypes: F32",
+    ),
+    (
+        "output-named-like-an-input",
+        "    - name: out",
+        "    - name: a  # the output",
+        "return.outputs[0].name",
+        "output name 'a' is already used",
+        "a  # the output",
+    ),
+    (
+        "rule-names-one-input-twice",
+        "shape_rule: same_as(a)",
+        "shape_rule: broadcast(a, a)",
+        "return.outputs[0].shape_rule",
+        "names the same input twice",
+        "broadcast(a, a)",
+    ),
+    (
+        "shape-constraint-names-itself",
+        "shape_constraint: same_as=b",
+        "shape_constraint: same_as=a",
+        "accept.inputs[0].shape_constraint",
+        "accepted: same_as=<b> | broadcast_to=<b>",
+        "same_as=a",
+    ),
+    (
+        "shape-constraint-without-equals",
+        "shape_constraint: same_as=b",
+        "shape_constraint: same_as b",
+        "accept.inputs[0].shape_constraint",
+        "accepted: same_as=<b>",
+        "same_as b",
+    ),
+    (
+        "rank-bool",
+        "rank: 2",
+        "rank: true",
+        "accept.inputs[1].rank",
+        "accepted: any",
+        "rank: true",
+    ),
+    (
+        "granularity-zero",
+        "access_granularity_bits: 32",
+        "access_granularity_bits: 0",
+        "caps.access_granularity_bits",
+        "expected an integer >= 1",
+        "access_granularity_bits: 0",
+    ),
+    (
+        "alignment-zero",
+        "alignment_bytes: 64",
+        "alignment_bytes: 0",
+        "caps.alignment_bytes",
+        "expected an integer >= 1",
+        "alignment_bytes: 0",
+    ),
+    (
+        "not-a-mapping",
+        "op_params: {variant: None}",
+        "op_params: [None]",
+        "accept.op_params",
+        "expected a mapping",
+        "op_params: [None]",
+    ),
+    (
+        "op-param-not-a-scalar",
+        "op_params: {variant: None}",
+        "op_params: {variant: [None]}",
+        "accept.op_params.variant",
+        "expected a scalar",
+        "op_params: {variant: [None]}",
+    ),
+    (
+        "empty-string",
+        'entry_point: "tests::twice_f32"',
+        'entry_point: ""',
+        "entry_point",
+        "expected a non-empty string",
+        'entry_point: ""',
+    ),
+    (
+        "determinism-not-a-string",
+        "determinism: same_hardware_bitwise",
+        "determinism: 5",
+        "determinism",
+        "expected a non-empty string, got int 5",
+        "determinism: 5",
+    ),
+    (
+        "blurb-not-text",
+        'blurb: "test kernel"',
+        "blurb: [test, kernel]",
+        "blurb",
+        "expected a string, got a list",
+        "blurb: [test",
+    ),
+    (
+        "notes-not-text",
+        'notes: "test notes"',
+        "notes: {a: b}",
+        "precision.notes",
+        "expected a string, got a mapping",
+        "notes: {a: b}",
+    ),
+    (
+        "op-kind-not-identifier",
+        "op_kind: AddElementwise",
+        "op_kind: Add-Elementwise",
+        "op_kind",
+        "identifier",
+        "op_kind: Add-",
+    ),
+    (
+        "bound-bool",
+        "max_ulp: 0",
+        "max_ulp: true",
+        "precision.max_ulp",
+        "expected a number >= 0 or ~",
+        "max_ulp: true",
+    ),
+    (
+        "relative-bound-negative",
+        "max_relative: ~",
+        "max_relative: -0.5",
+        "precision.max_relative",
+        "expected a number >= 0 or ~",
+        "max_relative: -0.5",
+    ),
+    (
+        "fast-path-without-when",
+        '- {when: "all_inputs_contiguous", class: cheap_elementwise}',
+        "- {class: cheap_elementwise}",
+        "caps.fast_paths[0].when",
+        "missing required key",
+        "- {class",
+    ),
+    (
+        "fast-path-not-a-list",
+        '\n    - {when: "all_inputs_contiguous", class: cheap_elementwise}',
+        " none",
+        "caps.fast_paths",
+        "expected a list",
+        "fast_paths: none",
+    ),
+    (
+        "layout-guarantee",
+        "layout_guarantee: contiguous",
+        "layout_guarantee: strided",
+        "return.outputs[0].layout_guarantee",
+        "accepted: contiguous",
+        "layout_guarantee: strided",
+    ),
+    (
+        "memory-formula-unknown-variable",
+        'host_bytes: "n * dtype_bytes"',
+        'host_bytes: "n * bytes"',
+        "cost.memory.host_bytes",
+        "unknown variable bytes",
+        'host_bytes: "n * bytes"',
+    ),
+    (
+        "bytes-moved-does-not-parse",
+        'bytes_moved: "a_count',
+        'bytes_moved: "(a_count',
+        "cost.bytes_moved",
+        "accepted: numbers",
+        "bytes_moved:",
+    ),
+    (
+        "overhead-negative",
+        "overhead_ns: 250",
+        "overhead_ns: -250",
+        "cost.overhead_ns",
+        ">= 0",
+        "overhead_ns:",
+    ),
+    (
+        "provider-field-not-a-string",
+        '  backend: Cpu\n  kernel_source: "test-source"\n  link',
+        '  backend: [Cpu]\n  kernel_source: "test-source"\n  link',
+        "provider.backend",
+        "expected a non-empty string",
+        "backend: [Cpu]",
+    ),
+    (
         "duplicate-key",
         "determinism: same_hardware_bitwise",
         "determinism: same_hardware_bitwise\ndeterminism: none",
@@ -295,6 +495,74 @@ def test_the_unchanged_document_is_valid(
 ) -> None:
     _, contracts = load_document(write(contract_text()))
     assert [c.name for c in contracts] == ["twice_f32"]
+
+
+def _cut(text: str, start: str, end: str, replacement: str) -> str:
+    """`text` with everything from `start` up to (not including) `end` replaced."""
+    i = text.index(start)
+    return text[:i] + replacement + text[text.index(end, i) :]
+
+
+def _twice(text: str, start: str, end: str) -> str:
+    """`text` with the span from `start` through `end` written twice in a row."""
+    i = text.index(start)
+    j = text.index(end, i) + len(end)
+    return text[:j] + text[i:j] + text[j:]
+
+
+# Rules about whole lists: (id, rewrite of the valid document, field, message, anchor, which
+# occurrence of the anchor the error line points at)
+LIST_CASES: list[tuple[str, Callable[[str], str], str, str, str, int]] = [
+    (
+        "no-inputs",
+        lambda t: _cut(t, "  inputs:\n", "  op_params", "  inputs: []\n"),
+        "accept.inputs",
+        "expected at least one input",
+        "inputs: []",
+        1,
+    ),
+    (
+        "no-outputs",
+        lambda t: _cut(t, "  outputs:\n", "caps:", "  outputs: []\n"),
+        "return.outputs",
+        "expected at least one output",
+        "outputs: []",
+        1,
+    ),
+    (
+        "two-outputs-one-name",
+        lambda t: _twice(t, "    - name: out\n", "      aliasing: none\n"),
+        "return.outputs[1].name",
+        "output name 'out' is already used",
+        "- name: out",
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "field", "message", "anchor", "nth"),
+    [c[1:] for c in LIST_CASES],
+    ids=[c[0] for c in LIST_CASES],
+)
+def test_malformed_lists(
+    contract_text: Callable[..., str],
+    write: Callable[..., Path],
+    rewrite: Callable[[str], str],
+    field: str,
+    message: str,
+    anchor: str,
+    nth: int,
+) -> None:
+    text = rewrite(contract_text())
+    path = write(text)
+    with pytest.raises(ContractError) as info:
+        load_document(path)
+    at = -1
+    for _ in range(nth):
+        at = text.index(anchor, at + 1)
+    assert (info.value.field, info.value.line) == (field, text.count("\n", 0, at) + 1)
+    assert message in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -147,12 +147,33 @@ def test_a_kernel_off_by_one_ulp_fails_its_declared_bound(
     assert "| wrong_f32 |" in out_md.read_text() and "**FAIL**" in out_md.read_text()
 
 
+def _nan_in_the_first_lane(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    with np.errstate(all="ignore"):
+        np.add(a, b, out=out)
+    out.reshape(-1)[0] = np.nan
+
+
+def test_a_nan_where_the_reference_has_a_number_is_infinitely_far(
+    wrong_doc: Callable[..., Path],
+) -> None:
+    report = judge(
+        ft.Registry.from_paths([wrong_doc(_nan_in_the_first_lane)]), quick=True, progress=False
+    )
+    (row,) = report.rows
+    assert row.measured_ulp == math.inf and row.nan_mismatches >= 1
+    assert any("declared max_ulp 0" in f for f in row.failures)
+
+
 def test_conformance_and_determinism_failures(wrong_doc: Callable[..., Path]) -> None:
     aliasing = judge(ft.Registry.from_paths([wrong_doc(_aliasing)]), quick=True, progress=False)
     problems = aliasing.rows[0].conformance
     assert any("aliasing" in p for p in problems) and any(
         "input was written" in p for p in problems
     )
+    assert not aliasing.ok
+    assert [f"conformance: {p}" for p in problems] == [
+        f for f in aliasing.rows[0].failures if f.startswith("conformance")
+    ]
     noisy = judge(ft.Registry.from_paths([wrong_doc(_noisy)]), quick=True, progress=False)
     assert any(f.startswith("determinism") for f in noisy.rows[0].failures)
 

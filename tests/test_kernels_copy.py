@@ -7,6 +7,7 @@ would show a copy that went through arithmetic): flipped, offset, stepped, permu
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fueltensor as ft
 from fueltensor.engine import execute
 from fueltensor.kernels._chassis import NATIVE
 
@@ -146,5 +148,24 @@ def test_threads_copy_concurrently_with_the_same_bytes() -> None:
     assert copies == [want] * 6
 
 
-def test_contiguize_uses_the_compiled_copy_when_it_is_built() -> None:
-    assert (execute._COPY_STRIDED is not None) == (execute.IMPLEMENTATION == "native")
+def test_contiguize_uses_the_compiled_copy_when_it_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the extension built and the pure path not forced, a Contiguize step runs the
+    extension's own copy_strided (watched through a spy), and gives the right values."""
+    if NATIVE is None or os.environ.get("FUELTENSOR_PURE_NUMPY") == "1":
+        assert execute._COPY_STRIDED is None
+        return
+    assert execute._COPY_STRIDED is NATIVE.copy_strided
+    seen: list[tuple[int, ...]] = []
+
+    def spy(array: np.ndarray, out: np.ndarray) -> None:
+        seen.append(array.shape)
+        NATIVE.copy_strided(array, out)
+
+    monkeypatch.setattr(execute, "_COPY_STRIDED", spy)
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = ft.asarray(base)
+    got = np.asarray(ft.maximum(x.T, ft.asarray(base.T.copy())))
+    assert seen == [(4, 3)]
+    np.testing.assert_array_equal(got, base.T)

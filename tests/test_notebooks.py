@@ -3,12 +3,16 @@ top to bottom in a real IPython kernel started from this interpreter."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
+import numpy as np
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -42,27 +46,173 @@ def kernel_name(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(root)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs_top_to_bottom(
-    name: str, kernel_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+_EXECUTED: dict[str, nbformat.NotebookNode] = {}
+
+
+def executed(name: str, kernel_name: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The notebook run top to bottom in a real kernel (once per test session)."""
     from nbclient import NotebookClient
 
-    monkeypatch.setenv("JUPYTER_PATH", kernel_name)
-    monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    client = NotebookClient(
-        nb,
-        kernel_name="fueltensor-test",
-        timeout=120,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
+    if name not in _EXECUTED:
+        monkeypatch.setenv("JUPYTER_PATH", kernel_name)
+        monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
+        monkeypatch.setenv("MPLBACKEND", "Agg")
+        nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+        client = NotebookClient(
+            nb,
+            kernel_name="fueltensor-test",
+            timeout=120,
+            resources={"metadata": {"path": str(tmp)}},
+        )
+        client.execute()
+        _EXECUTED[name] = nb
+    return _EXECUTED[name]
+
+
+@pytest.fixture
+def run(kernel_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Any]:
+    return lambda name: executed(name, kernel_name, tmp_path, monkeypatch)
+
+
+def shown(nb: Any, source: str) -> str:
+    """The text/plain result of the one code cell whose source contains `source`."""
+    cells = [c for c in nb.cells if c.cell_type == "code" and source in c.source]
+    assert len(cells) == 1, f"{len(cells)} cells contain {source!r}"
+    texts = [o["data"]["text/plain"] for o in cells[0].outputs if "text/plain" in o.get("data", {})]
+    texts += [o["text"] for o in cells[0].outputs if o.output_type == "stream"]
+    assert texts, f"the cell with {source!r} shows nothing"
+    return "\n".join(texts)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_runs_top_to_bottom(name: str, run: Callable[[str], Any]) -> None:
+    nb = run(name)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code)
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors
     html = [o for c in code for o in c.outputs if "text/html" in o.get("data", {})]
     assert html, f"{name} shows no rich (HTML) output"
+
+
+# The tour's plans, worked out from the design's dispatch policy and the contracts' formulas:
+# x is f32 (2, 3), y f32 (3,), h f16 (2, 3). A same-shape f32 kernel moves 3 * 6 * 4 = 72 bytes;
+# the oracle charges n*4 + a_count*4 + b_count*4; Contiguize copies 2 * count * 4 bytes, a Cast
+# from f16 reads 2 and writes 4 bytes per element.
+TOUR_PLANS = [
+    ("ft.explain(ft.add, x, x)", "add_f32", 72),
+    ("ft.explain(ft.add, x, y)", "broadcast_add", 6 * 4 + 6 * 4 + 3 * 4),
+    ("ft.explain(ft.maximum, x.T, x.T)", "maximum_f32", 2 * (2 * 6 * 4) + 72),
+    ("ft.explain(ft.add, h, x)", "add_f32", 6 * (2 + 4) + 72),
+]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_tour_shows_the_planned_kernels_and_costs(run: Callable[[str], Any]) -> None:
+    nb = run("01_tour.ipynb")
+    for source, kernel, cost in TOUR_PLANS:
+        text = shown(nb, source)
+        assert f"{kernel} via" in text and f"{cost:,} bytes moved" in text, (source, text)
+    names = ast.literal_eval(shown(nb, "with ft.trace() as plans:"))
+    # (x * 2 + y) / 3: a Python scalar is a 0-d operand, so all three broadcast and the oracle
+    # (6*4 + 6*4 + 1*4 bytes) beats BroadcastTo + Contiguize + CPU kernel (2*6*4 + 72 bytes)
+    assert names == [
+        ("multiply", "broadcast_mul"),
+        ("add", "broadcast_add"),
+        ("divide", "broadcast_div"),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_contracts_notebook_names_the_oracle_for_a_broadcast_add(
+    run: Callable[[str], Any],
+) -> None:
+    nb = run("02_contracts.ipynb")
+    html = [
+        o["data"]["text/html"]
+        for c in nb.cells
+        if c.cell_type == "code" and "ft.explain(ft.add, x, row)" in c.source
+        for o in c.outputs
+        if "text/html" in o.get("data", {})
+    ]
+    assert len(html) == 1 and "via fuel-reference-backend" in html[0]
+    assert "vs 112 for broadcast_add" in html[0]  # (12 out + 12 + 4 read) f32 elements x 4 B
+    assert "add_f32" in html[0] and "outranked" in html[0]
+    refused = shown(nb, "with ft.use_backend('reference'):")
+    assert "maximum" in refused and "broadcast_add" not in refused.split("\n")[0]
+
+
+def ordered(bits: np.ndarray, width: int) -> np.ndarray:
+    """Bit patterns (as int64) to integers in value order: -x is the negated magnitude."""
+    sign = 1 << (width - 1)
+    magnitude = bits & (sign - 1)
+    return np.where(bits & sign, -magnitude, magnitude)
+
+
+def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """ULP distance computed here, independently of fueltensor.tools.compare."""
+    width = 8 * got.dtype.itemsize
+    view = {16: np.uint16, 32: np.uint32}[width]
+    a = got.view(view).astype(np.int64)
+    b = want.view(view).astype(np.int64)
+    return np.abs(ordered(a, width) - ordered(b, width))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
+    run: Callable[[str], Any],
+) -> None:
+    import fueltensor as ft
+    from fueltensor.tools.judge import REFERENCES
+    from fueltensor.tools.tour import random_bits
+
+    nb = run("03_backends.ipynb")
+    # 2 half dtypes x 5 ops of 20000 random bit patterns; maximum has no second provider, so 10
+    # operations. CPU (widen, compute, round once, NaN payloads kept) and the oracle (in the
+    # half type: ml_dtypes / NumPy float16) differ only where a NaN's payload or sign does:
+    # count those here with NumPy's own half arithmetic.
+    rng = np.random.default_rng(0)  # the notebook's draws, in the notebook's order
+    nan_lanes = 0
+    for dtype in ("bfloat16", "float16"):
+        a, b = random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)
+        na, nb_ = np.asarray(a), np.asarray(b)
+        for op, ufunc in (
+            (ft.add, np.add),
+            (ft.subtract, np.subtract),
+            (ft.multiply, np.multiply),
+            (ft.divide, np.divide),
+        ):
+            with np.errstate(all="ignore"):
+                in_type = ufunc(na, nb_)
+            cpu = np.asarray(op(a, b))
+            differ = cpu.view(np.uint16) != in_type.view(np.uint16)
+            assert np.isnan(cpu.astype(np.float32))[differ].all()  # never a number
+            nan_lanes += int(differ.sum())
+    report = shown(nb, "with compare_backends() as report:")
+    assert report == f"<ComparisonReport: 10 operations, {nan_lanes} mismatches>"
+    want: dict[tuple[str, str], int] = {}
+    for name, op, kind in (
+        ("pow", ft.pow, "PowElementwise"),
+        ("remainder", ft.remainder, "RemElementwise"),
+    ):
+        for dtype in ("float32", "bfloat16", "float16"):
+            a = ft.asarray(rng.uniform(0.1, 4, 20000), dtype=dtype)
+            b = ft.asarray(rng.uniform(-3, 3, 20000), dtype=dtype)
+            got = np.asarray(op(a, b))
+            reference = REFERENCES[kind].fn(np.asarray(a), np.asarray(b))
+            want[name, dtype] = int(ulps(got, reference).max())
+    worst = ast.literal_eval(shown(nb, "worst[name, dtype] = int(d.max())"))
+    assert worst == want
+    assert any(v > 0 for v in want.values())  # the plot has something to show
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_judge_notebook_shows_every_declared_bound_holding(run: Callable[[str], Any]) -> None:
+    import fueltensor as ft
+
+    nb = run("04_judge.ipynb")
+    # one audit per registrable contract and dtype it lists, as the documents declare them
+    audits = sum(len(c.inputs[0].dtypes) for c in ft.registry() if c.registrable)
+    assert shown(nb, "report = judge(quick=True") == f"<JudgeReport: {audits} audits, 0 failures>"
+    assert shown(nb, "report.failures or") == "'no failures: every declared bound holds'"

@@ -8,14 +8,14 @@ import hashlib
 import importlib
 import re
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
@@ -60,16 +60,36 @@ def buffers(data: st.DataObject, dtype: Any, other_dtype: Any) -> tuple[np.ndarr
 
 
 @st.composite
-def views(draw: st.DrawFn, buffer: np.ndarray) -> ft.FuelTensor:
-    """A random strided view (negative and zero strides, offsets) on `buffer`'s storage."""
+def views(
+    draw: st.DrawFn, buffer: np.ndarray, like: tuple[int, ...] | None = None
+) -> ft.FuelTensor:
+    """A random strided view (negative and zero strides, offsets) on `buffer`'s storage; with
+    `like`, of a shape that broadcasts to `like` (some leading axes dropped, some extents 1)."""
     base = ft.asarray(buffer)
-    ndim = draw(st.integers(0, 3))
-    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    if like is None:
+        ndim = draw(st.integers(0, 3))
+        shape = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    else:
+        kept = like[draw(st.integers(0, len(like))) :]
+        shape = tuple(1 if draw(st.booleans()) else n for n in kept)
+    ndim = len(shape)
     strides = tuple(draw(st.lists(st.integers(-4, 4), min_size=ndim, max_size=ndim)))
     lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
     hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
     offset = draw(st.integers(-lo, buffer.size - 1 - hi))
     return ft.as_strided(base, shape, strides, offset)
+
+
+def dense(x: Any) -> Any:
+    """A fresh dense copy of a view (a Python scalar stays itself)."""
+    return ft.asarray(np.asarray(x).copy()) if isinstance(x, ft.FuelTensor) else x
+
+
+def same_bits(got: ft.FuelTensor, want: ft.FuelTensor) -> None:
+    """Equal dtype, shape and bytes (NaN payloads included)."""
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.dtype, g.shape) == (w.dtype, w.shape)
+    assert g.tobytes() == w.tobytes()
 
 
 @settings(max_examples=150, deadline=None)
@@ -87,11 +107,19 @@ def test_operations_never_modify_their_inputs(
     first, second = buffers(data, dtype, other_dtype)
     before = checksum(first), checksum(second)
     x = data.draw(views(first))
-    y: Any = 2.5 if scalar else data.draw(views(second))
+    y: Any = 2.5 if scalar else data.draw(views(second, like=x.shape))
     assert np.shares_memory(np.asarray(x), first)
-    # NoKernelError: not admitted under `where`; ValueError: the shapes do not broadcast.
-    with backend(where), suppress(ft.NoKernelError, ValueError):
-        OPS[op](x, y)
+    try:
+        with backend(where):
+            got = OPS[op](x, y)
+    except ft.NoKernelError:
+        assert where is not None  # only a restricted policy refuses instead of using the host
+        event(f"refused under use_backend({where!r})")
+    else:
+        event("ran")
+        # the result on views is the result on dense copies of them, bit for bit
+        with backend(where):
+            same_bits(got, OPS[op](dense(x), dense(y)))
     assert (checksum(first), checksum(second)) == before
 
 
@@ -106,13 +134,31 @@ def test_inplace_operations_write_only_their_target(
     other_buffer = rng.standard_normal(64).astype(np.float32) + 4
     other_sum = checksum(other_buffer)
     x = data.draw(views(target_buffer))
-    y = data.draw(views(other_buffer))
+    y = data.draw(views(other_buffer, like=x.shape))
     marked = np.zeros(64, bool)
     index_view = ft.as_strided(ft.asarray(np.arange(64)), x.shape, x.strides, x.offset)
-    marked[np.asarray(index_view).ravel()] = True
+    indices = np.asarray(index_view).ravel()
+    marked[indices] = True
     outside = target_buffer[~marked].copy()
-    with backend(where), suppress(ft.NoKernelError, ValueError):
-        INPLACE[op](x, y)
+    whole = target_buffer.copy()
+    try:
+        with backend(where):
+            want = OPS[op](dense(x), dense(y))
+            INPLACE[op](x, y)
+    except ft.NoKernelError:
+        assert where is not None
+        event(f"refused under use_backend({where!r})")
+        np.testing.assert_array_equal(target_buffer, whole)
+    except ValueError as e:
+        # one element of a stride-0 or self-overlapping target would be written many times
+        assert x._layout.may_self_overlap, e  # the documented (conservative) refusal rule
+        assert any(w in str(e) for w in ("stride-0", "stride 0", "read-only", "may overlap")), e
+        event("refused: a target whose elements repeat")
+        np.testing.assert_array_equal(target_buffer, whole)
+    else:
+        assert np.unique(indices).size == indices.size  # a repeating target is never written
+        event("written")
+        same_bits(dense(x), want)  # the view now holds op(x, y), bit for bit
     assert checksum(other_buffer) == other_sum
     np.testing.assert_array_equal(target_buffer[~marked], outside)
 
@@ -137,6 +183,9 @@ HOST_UNARY = (
     "std",
 )
 HOST_BINARY = ("logaddexp", "atan2", "hypot", "equal", "less")
+FLOAT_REDUCTIONS = frozenset({"sum", "mean", "cumulative_sum", "prod", "std"})
+"""Their float summation order follows the memory layout (NumPy's pairwise and SIMD loops), so a
+view and its dense copy agree to rounding, not bit for bit."""
 
 
 @settings(max_examples=120, deadline=None)
@@ -151,10 +200,20 @@ def test_host_operations_never_modify_their_inputs(
     first, second = buffers(data, dtype, dtype)
     before = checksum(first), checksum(second)
     x = data.draw(views(first))
-    args = (x,) if name in HOST_UNARY else (x, data.draw(views(second)))
-    # A dtype, rank or axis the function refuses, or shapes that do not broadcast.
-    with suppress(TypeError, ValueError, IndexError):
-        getattr(ft, name)(*args)
+    args = (x,) if name in HOST_UNARY else (x, data.draw(views(second, like=x.shape)))
+    try:
+        got = getattr(ft, name)(*args)
+    except (TypeError, ValueError, IndexError) as e:  # a dtype, rank or axis it refuses
+        event(f"{name} refused: {type(e).__name__}")
+    else:
+        event("ran")
+        # the result on views is the result on dense copies of them (bit for bit but for the
+        # summation order of float reductions)
+        want = getattr(ft, name)(*(dense(a) for a in args))
+        if name in FLOAT_REDUCTIONS and np.dtype(dtype).kind == "f":
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+        else:
+            same_bits(got, want)
     assert (checksum(first), checksum(second)) == before
 
 

@@ -73,9 +73,7 @@ def reader_fingerprint() -> str | None:
     return digest.hexdigest()
 
 
-_FROM_IMPORT: Final = re.compile(
-    r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|.*)$", re.M
-)
+_FROM_IMPORT: Final = re.compile(r"^from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|.*)$", re.M)
 """Module-level `from <module> import <names>` statements (names possibly parenthesised over
 lines); imports inside functions (displays, lazy helpers) do not decide what a document means."""
 

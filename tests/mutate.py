@@ -1,0 +1,651 @@
+"""Semantic mutation testing: does the suite turn red when the package is made wrong?
+
+Each mutation is one meaningful one-line change (file, exact source snippet, replacement) to
+the planner, the schema, the kernels (pure chassis and reference) or the reports (judge,
+compare). The script copies the repository to a temporary folder once, then for every mutation
+writes the mutated file into the copy, runs only the relevant tests there with
+`pytest -x -q -p no:randomly` (the copy's package shadows the installed one), and restores
+the file. A mutation is *caught* when pytest fails, a *survivor* when it passes, and *stale*
+when its snippet is no longer in the file (the code moved; update the snippet). The working
+tree is never touched.
+
+Run it before resolving an issue that touches the planner, the schema, the kernels or the
+judge/compare reports, and keep the score at 100 %:
+
+    python tests/mutate.py            # every mutation, prints the score and the survivors
+    python tests/mutate.py --list     # the catalogue
+    python tests/mutate.py plan-      # only mutations whose id starts with "plan-"
+
+Exit status: 0 when every applicable mutation is caught, 1 when one survives or is stale.
+See docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PLAN_TESTS = ("tests/test_plans.py", "tests/test_dispatch.py", "tests/test_views.py")
+SCHEMA_TESTS = ("tests/test_fkc_validation.py", "tests/test_fkc_parse.py", "tests/test_registry.py")
+CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
+REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
+JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
+COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
+
+PLANNER = "fueltensor/engine/planner.py"
+SCHEMA = "fueltensor/fkc/schema.py"
+CHASSIS = "fueltensor/kernels/_chassis.py"
+REFERENCE = "fueltensor/kernels/reference.py"
+JUDGE = "fueltensor/tools/judge.py"
+COMPARE = "fueltensor/tools/compare.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One semantic change: replace `snippet` (which must occur exactly once) in `file`."""
+
+    id: str
+    file: str
+    snippet: str
+    replacement: str
+    tests: tuple[str, ...]
+    effect: str
+
+
+M = Mutation
+MUTATIONS: tuple[Mutation, ...] = (
+    # -- planner ---------------------------------------------------------------------------
+    M(
+        "plan-offset-not-contiguized",
+        PLANNER,
+        "have = getattr(flags, flag)",
+        "have = getattr(flags, flag) and flag != 'start_offset'",
+        PLAN_TESTS,
+        "an x[1:] operand reaches a kernel that rejects start_offset",
+    ),
+    M(
+        "plan-reverse-not-contiguized",
+        PLANNER,
+        "have = getattr(flags, flag)",
+        "have = getattr(flags, flag) and flag != 'reverse_strides'",
+        PLAN_TESTS,
+        "a flipped operand reaches a kernel that rejects reverse_strides",
+    ),
+    M(
+        "plan-contiguize-free",
+        PLANNER,
+        "2 * o.count * o.dtype.itemsize",
+        "0 * o.count * o.dtype.itemsize",
+        PLAN_TESTS,
+        "a Contiguize step is priced at 0 bytes",
+    ),
+    M(
+        "plan-contiguize-half-price",
+        PLANNER,
+        "2 * o.count * o.dtype.itemsize",
+        "o.count * o.dtype.itemsize",
+        PLAN_TESTS,
+        "a Contiguize step is priced as a read only",
+    ),
+    M(
+        "plan-most-expensive",
+        PLANNER,
+        "ranked.sort(key=lambda kv: kv[0])",
+        "ranked.sort(key=lambda kv: kv[0], reverse=True)",
+        PLAN_TESTS,
+        "the planner picks the most expensive viable plan",
+    ),
+    M(
+        "plan-oracle-wins-ties",
+        PLANNER,
+        "contract.kernel_source in ORACLE_SOURCES, order",
+        "contract.kernel_source not in ORACLE_SOURCES, order",
+        PLAN_TESTS,
+        "on a cost tie the oracle beats the production provider",
+    ),
+    M(
+        "plan-cast-read-only",
+        PLANNER,
+        "moved = o.count * (o.dtype.itemsize + target.itemsize)",
+        "moved = o.count * target.itemsize",
+        PLAN_TESTS,
+        "a Cast is priced without reading its source",
+    ),
+    M(
+        "plan-cast-not-charged",
+        PLANNER,
+        "cost = verdict.cost + cast_bytes",
+        "cost = verdict.cost",
+        PLAN_TESTS,
+        "Cast bytes are left out of the plan cost",
+    ),
+    M(
+        "plan-counts-before-repair",
+        PLANNER,
+        "for s, w in zip(specs, work, strict=True)}",
+        "for s, w in zip(specs, operands, strict=True)}",
+        PLAN_TESTS,
+        "<input>_count is the operand's count before BroadcastTo",
+    ),
+    M(
+        "plan-dtype-bytes-fixed",
+        PLANNER,
+        '"dtype_bytes": dtype_src.dtype.itemsize',
+        '"dtype_bytes": 4',
+        PLAN_TESTS,
+        "dtype_bytes in the cost formula is not the output dtype's size",
+    ),
+    M(
+        "plan-no-broadcast-repair",
+        PLANNER,
+        "if target != mine:",
+        "if False:",
+        PLAN_TESTS,
+        "a same_as operand is not broadcast before the CPU kernel",
+    ),
+    M(
+        "plan-rejected-flag-inverted",
+        PLANNER,
+        '(want == "rejected" and have)',
+        '(want == "rejected" and not have)',
+        PLAN_TESTS,
+        "a dense operand is contiguized and a strided one is not",
+    ),
+    M(
+        "plan-dtype-unchecked",
+        PLANNER,
+        "if o.dtype.fkc not in spec.dtypes:",
+        "if False:",
+        PLAN_TESTS,
+        "a contract runs on a dtype it does not list",
+    ),
+    M(
+        "plan-rank-unchecked",
+        PLANNER,
+        "if spec.rank is not None and o.layout.ndim != spec.rank:",
+        "if spec.rank is not None and o.layout.ndim < spec.rank:",
+        PLAN_TESTS,
+        "a contract runs on a rank it does not take",
+    ),
+    # -- schema ----------------------------------------------------------------------------
+    M(
+        "schema-empty-dtypes",
+        SCHEMA,
+        "if not dtypes:",
+        "if False:",
+        SCHEMA_TESTS,
+        "`dtypes: []` loads",
+    ),
+    M(
+        "schema-output-named-like-input",
+        SCHEMA,
+        "if name in names or any(",
+        "if any(",
+        SCHEMA_TESTS,
+        "an output named like an input loads",
+    ),
+    M(
+        "schema-rule-names-input-twice",
+        SCHEMA,
+        "if len(set(args)) != len(args):",
+        "if False:",
+        SCHEMA_TESTS,
+        "`broadcast(a, a)` loads",
+    ),
+    M(
+        "schema-no-inputs",
+        SCHEMA,
+        "if not nodes:",
+        "if False:",
+        SCHEMA_TESTS,
+        "`inputs: []` loads",
+    ),
+    M(
+        "schema-no-outputs",
+        SCHEMA,
+        "if not items:",
+        "if False:",
+        SCHEMA_TESTS,
+        "`outputs: []` loads",
+    ),
+    M(
+        "schema-duplicate-output",
+        SCHEMA,
+        "or any(o.name == name for o in outputs)",
+        "or False",
+        SCHEMA_TESTS,
+        "two outputs with one name load",
+    ),
+    M(
+        "schema-duplicate-input",
+        SCHEMA,
+        "if any(name == n for n, _ in raw):",
+        "if False:",
+        SCHEMA_TESTS,
+        "two inputs with one name load",
+    ),
+    M(
+        "schema-shape-constraint-self",
+        SCHEMA,
+        "or other not in others:",
+        "or other not in names:",
+        SCHEMA_TESTS,
+        "`same_as=<itself>` loads",
+    ),
+    M(
+        "schema-negative-rank",
+        SCHEMA,
+        "or rank < 0)",
+        "or rank < -1)",
+        SCHEMA_TESTS,
+        "`rank: -1` loads",
+    ),
+    M(
+        "schema-negative-bound",
+        SCHEMA,
+        "or not value >= 0:",
+        "or not value >= -1:",
+        SCHEMA_TESTS,
+        "`max_ulp: -1` loads",
+    ),
+    M(
+        "schema-integer-minimum",
+        SCHEMA,
+        "or value < minimum:",
+        "or value < minimum - 1:",
+        SCHEMA_TESTS,
+        "`access_granularity_bits: 0` loads",
+    ),
+    M(
+        "schema-formula-unknown-variable",
+        SCHEMA,
+        "unknown = formula.variables - variables\n        if unknown:",
+        "unknown = formula.variables - variables\n        if False:",
+        SCHEMA_TESTS,
+        "a cost formula naming an unknown variable loads",
+    ),
+    M(
+        "schema-missing-key",
+        SCHEMA,
+        "if not shape.required <= value.keys():",
+        "if False:",
+        SCHEMA_TESTS,
+        "a document missing a required key loads (or crashes with KeyError)",
+    ),
+    M(
+        "schema-fkc-version",
+        SCHEMA,
+        "if version not in FKC_VERSIONS:",
+        "if False:",
+        SCHEMA_TESTS,
+        "`fkc_version: 2` loads",
+    ),
+    M(
+        "schema-duplicate-dtype",
+        SCHEMA,
+        "if code in dtypes:",
+        "if False:",
+        SCHEMA_TESTS,
+        "`dtypes: [F32, F32]` loads",
+    ),
+    M(
+        "schema-duplicate-kernel",
+        SCHEMA,
+        "if c.name in first:",
+        "if False:",
+        SCHEMA_TESTS,
+        "two contracts with one kernel name load",
+    ),
+    M(
+        "schema-nested-scalar",
+        SCHEMA,
+        "if isinstance(child.value, (dict, list)):",
+        "if False:",
+        SCHEMA_TESTS,
+        "`op_params: {variant: [x]}` loads",
+    ),
+    M(
+        "schema-front-matter-disagrees",
+        SCHEMA,
+        "if value != expected:",
+        "if False:",
+        SCHEMA_TESTS,
+        "a block whose backend disagrees with its front matter loads",
+    ),
+    M(
+        "schema-alignment-power-of-two",
+        SCHEMA,
+        "if alignment & (alignment - 1):",
+        "if False:",
+        SCHEMA_TESTS,
+        "`alignment_bytes: 48` loads",
+    ),
+    M(
+        "schema-text-type",
+        SCHEMA,
+        "if not isinstance(node.value, str):\n            self.fail",
+        "if False:\n            self.fail",
+        SCHEMA_TESTS,
+        "`blurb: [a list]` loads",
+    ),
+    # -- kernels: the pure chassis and the reference oracle -----------------------------------
+    M(
+        "chassis-narrow-drops-nan-payload",
+        CHASSIS,
+        "dst.view(_U16)[mask] = _NAN_BITS[dst.dtype](bits)",
+        "dst.view(_U16)[mask] = dst.view(_U16)[mask]",
+        CPU_TESTS + REFERENCE_TESTS,
+        "half narrowing drops NaN payloads",
+    ),
+    M(
+        "chassis-bf16-nan-loses-sign",
+        CHASSIS,
+        "return (bits >> 16) | 0x0040",
+        "return ((bits >> 16) & 0x7FFF) | 0x0040",
+        CPU_TESTS + REFERENCE_TESTS,
+        "a bf16 NaN result loses its sign",
+    ),
+    M(
+        "chassis-f16-nan-loses-sign",
+        CHASSIS,
+        "return ((bits >> 16) & 0x8000) | 0x7E00",
+        "return 0x7E00",
+        CPU_TESTS + REFERENCE_TESTS,
+        "an f16 NaN result loses its sign and payload",
+    ),
+    M(
+        "chassis-max-tie-not-lhs",
+        CHASSIS,
+        "np.maximum(lhs, rhs, out=out)\n    tie = np.equal(lhs, rhs, out=s.mask[: lhs.size])\n"
+        "    np.copyto(out, lhs, where=tie)",
+        "np.maximum(lhs, rhs, out=out)",
+        CPU_TESTS,
+        "maximum returns NumPy's choice on a ±0 tie (f32/f64 blocked path)",
+    ),
+    M(
+        "chassis-max-pick-strict",
+        CHASSIS,
+        "np.greater_equal(lhs, rhs, out=mask)",
+        "np.greater(lhs, rhs, out=mask)",
+        CPU_TESTS,
+        "half maximum returns rhs on a ±0 tie",
+    ),
+    M(
+        "chassis-min-pick-nan",
+        CHASSIS,
+        "np.less_equal(lhs, rhs, out=mask)\n    nan = np.isnan(lhs, out=s.mask2[: lhs.size])\n"
+        "    np.logical_or(mask, nan, out=mask)",
+        "np.less_equal(lhs, rhs, out=mask)",
+        CPU_TESTS,
+        "half minimum returns rhs when lhs is NaN",
+    ),
+    M(
+        "chassis-rem-trunc",
+        CHASSIS,
+        "np.floor(t, out=t)",
+        "np.trunc(t, out=t)",
+        CPU_TESTS,
+        "remainder rounds the quotient toward zero (fmod) instead of down",
+    ),
+    M(
+        "chassis-lhs-nan-not-quieted",
+        CHASSIS,
+        "view(uint)[both] | quiet",
+        "view(uint)[both]",
+        CPU_TESTS + REFERENCE_TESTS,
+        "the kept lhs NaN is not quieted",
+    ),
+    M(
+        "chassis-nan-tail-short",
+        CHASSIS,
+        "k = min(out.size, _TAIL)",
+        "k = min(out.size, 4)",
+        CPU_TESTS,
+        "the NaN-pair repair misses NumPy's tail lanes",
+    ),
+    M(
+        "chassis-pow-inputs-not-quieted",
+        CHASSIS,
+        "if op.quiet_inputs:",
+        "if False:",
+        CPU_TESTS,
+        "half pow(1, sNaN) gives 1 instead of NaN",
+    ),
+    M(
+        "chassis-half-rhs-widened-from-lhs",
+        CHASSIS,
+        "widen(rf[i:j], b)",
+        "widen(lf[i:j], b)",
+        CPU_TESTS,
+        "half kernels read lhs twice",
+    ),
+    M(
+        "reference-no-nan-repair",
+        REFERENCE,
+        "fix = ufunc in _COMMUTATIVE and _has_nan(wa) and _has_nan(wb)",
+        "fix = False",
+        REFERENCE_TESTS,
+        "the half oracle returns the rhs NaN of a NaN pair",
+    ),
+    M(
+        "reference-stretch-ignored",
+        REFERENCE,
+        "if j >= 0 and src_shape[j] != 1:",
+        "if j >= 0:",
+        REFERENCE_TESTS,
+        "the oracle's index map walks off a size-1 axis",
+    ),
+    M(
+        "reference-shape-unchecked",
+        REFERENCE,
+        "if out.shape != shape:",
+        "if False:",
+        REFERENCE_TESTS,
+        "the oracle writes into an out of the wrong shape",
+    ),
+    # -- reports: judge and compare ------------------------------------------------------------
+    M(
+        "judge-bound-inclusive",
+        JUDGE,
+        "if p.max_ulp is not None and a.measured_ulp > p.max_ulp:",
+        "if p.max_ulp is not None and a.measured_ulp >= p.max_ulp:",
+        JUDGE_TESTS,
+        "the judge fails every exact kernel (a failure on every row)",
+    ),
+    M(
+        "judge-bound-ignored",
+        JUDGE,
+        "if p.max_ulp is not None and a.measured_ulp > p.max_ulp:",
+        "if False:",
+        JUDGE_TESTS,
+        "the judge passes a kernel beyond its declared max_ulp",
+    ),
+    M(
+        "judge-nan-mismatch-free",
+        JUDGE,
+        "ulp[nan_got != nan_want] = np.inf",
+        "ulp[nan_got != nan_want] = 0.0",
+        JUDGE_TESTS,
+        "a NaN where the reference has a number counts as 0 ULP",
+    ),
+    M(
+        "judge-determinism-inverted",
+        JUDGE,
+        "if a.identical_runs != RUNS and bitwise:",
+        "if a.identical_runs != RUNS and not bitwise:",
+        JUDGE_TESTS,
+        "a non-deterministic bitwise kernel passes",
+    ),
+    M(
+        "judge-conformance-dropped",
+        JUDGE,
+        'a.failures += [f"conformance: {p}" for p in problems]',
+        "a.failures += []",
+        JUDGE_TESTS,
+        "a kernel that breaks its return clause passes",
+    ),
+    M(
+        "compare-ulp-zero",
+        COMPARE,
+        "np.where(sa >= sb, oa - ob, ob - oa)",
+        "np.where(sa >= sb, oa - oa, ob - ob)",
+        (*COMPARE_TESTS, "tests/test_judge.py"),
+        "ulp_distance returns 0",
+    ),
+    M(
+        "compare-ulp-sign-ignored",
+        COMPARE,
+        "np.where(negative, np.uint64(0) - magnitude, magnitude)",
+        "np.where(negative, magnitude, magnitude)",
+        (*COMPARE_TESTS, "tests/test_judge.py"),
+        "ulp_distance(-x, x) is 0",
+    ),
+    M(
+        "compare-equal-count",
+        COMPARE,
+        "int(equal.sum()),",
+        "int(a.size),",
+        COMPARE_TESTS,
+        "the report counts every element as bit-equal",
+    ),
+    M(
+        "compare-nan-patterns",
+        COMPARE,
+        "bool((nan_a == nan_b).all()),",
+        "True,",
+        COMPARE_TESTS,
+        "NaN in one output and a number in the other is reported as agreeing patterns",
+    ),
+    M(
+        "compare-within-loose",
+        COMPARE,
+        "self.max_ulp <= max_ulp",
+        "self.max_ulp <= max_ulp + 1",
+        COMPARE_TESTS,
+        "assert_equal(max_ulp=k) accepts k + 1 ULP",
+    ),
+    M(
+        "compare-nan-mismatch-free",
+        COMPARE,
+        "ulp[nan_a != nan_b] = np.inf",
+        "ulp[nan_a != nan_b] = 0.0",
+        COMPARE_TESTS,
+        "a NaN against a number counts as 0 ULP in the report",
+    ),
+)
+
+
+def copy_tree(dest: Path) -> None:
+    """The files git tracks (plus the built extension) copied to `dest`."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    extra = [p.relative_to(ROOT) for p in (ROOT / "fueltensor" / "kernels").glob("_native*.so")]
+    for rel in [Path(f.decode()) for f in files if f] + extra:
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def pytest_run(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
+    """ "pass", "fail" or "timeout" of `pytest -x -q` on `tests` in the copy, and the seconds."""
+    env = dict(os.environ, PYTHONPATH=str(copy), CI="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x",
+        "-q",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+    ]
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            [*cmd, *tests], cwd=copy, env=env, capture_output=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start
+    seconds = time.monotonic() - start
+    if done.returncode == 0:
+        return "pass", seconds
+    if done.returncode == 1:
+        return "fail", seconds
+    tail = done.stdout.decode(errors="replace")[-2000:] + done.stderr.decode(errors="replace")
+    raise RuntimeError(f"pytest could not run {tests} (exit {done.returncode}):\n{tail}")
+
+
+def check_shadowing(copy: Path) -> None:
+    """Refuse to run unless the copy's package is the one the tests import."""
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    where = subprocess.run(
+        [sys.executable, "-c", "import fueltensor; print(fueltensor.__file__)"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not Path(where).resolve().is_relative_to(copy.resolve()):
+        raise SystemExit(f"the tests would import {where}, not the mutated copy in {copy}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("prefixes", nargs="*", help="run only mutations whose id starts so")
+    parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTATIONS if not args.prefixes or m.id.startswith(tuple(args.prefixes))]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id:36} {m.file}: {m.effect}")
+        return 0
+    caught: list[str] = []
+    survivors: list[Mutation] = []
+    stale: list[Mutation] = []
+    with tempfile.TemporaryDirectory(prefix="fueltensor-mutate-") as tmp:
+        copy = Path(tmp)
+        copy_tree(copy)
+        check_shadowing(copy)
+        for m in chosen:
+            path = copy / m.file
+            original = path.read_text(encoding="utf-8")
+            if original.count(m.snippet) != 1:
+                stale.append(m)
+                print(f"stale     {m.id}: snippet found {original.count(m.snippet)} times")
+                continue
+            path.write_text(original.replace(m.snippet, m.replacement), encoding="utf-8")
+            try:
+                verdict, seconds = pytest_run(copy, m.tests, args.timeout)
+            finally:
+                path.write_text(original, encoding="utf-8")
+            if verdict == "pass":
+                survivors.append(m)
+            else:
+                caught.append(m.id)
+            label = "SURVIVED" if verdict == "pass" else f"caught ({verdict})"
+            print(f"{label:9} {m.id} [{seconds:.0f} s]", flush=True)
+    total = len(caught) + len(survivors)
+    print(f"\nmutation score: {len(caught)}/{total} caught, {len(stale)} stale")
+    for m in survivors:
+        print(f"  survivor {m.id}: {m.file}: {m.effect}")
+    for m in stale:
+        print(f"  stale    {m.id}: {m.file}: snippet {m.snippet!r} not found once")
+    return 0 if not survivors and not stale else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

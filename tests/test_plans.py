@@ -1,0 +1,351 @@
+"""Plans and their prices, held to the contracts' own words.
+
+For every layout flag a view can carry, the steps `explain` shows and the bytes it charges are
+recomputed here from first principles: each candidate contract's `bytes_moved` formula text (read
+from the registry, evaluated by this file's own small evaluator), plus a `Contiguize` priced as
+the bytes it copies (every element of the operand read once and written once), plus a `Cast`
+priced as its source read and its target written. The planner must pick the cheapest viable
+plan, a tie going to the production provider over the oracle (design.md, "Dispatch policy").
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import math
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fueltensor as ft
+from fueltensor.registry import bundled_contracts_dir
+
+_BINOPS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+PRODUCTION = "fuel-cpu-backend"
+"""The provider that wins a cost tie against the oracle (design.md)."""
+
+FLAGS = ("contiguous", "strided", "broadcast_stride0", "start_offset", "reverse_strides")
+ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+FKC = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16"}
+
+
+def evaluate(text: str, env: Mapping[str, float]) -> float:
+    """A cost formula's value: numbers, names, + - * / and parentheses (nothing else)."""
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(env[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](walk(node.left), walk(node.right))
+        raise AssertionError(f"not a cost formula: {ast.dump(node)}")
+
+    return walk(ast.parse(text, mode="eval"))
+
+
+def test_the_evaluator_reads_formulas_as_written() -> None:
+    assert evaluate("3 * n * 4", {"n": 5}) == 60
+    env = {"n": 2, "dtype_bytes": 4, "a_count": 6}
+    assert evaluate("n * dtype_bytes + a_count * (dtype_bytes - 1) / 2", env) == 17
+
+
+def tensor(shape: tuple[int, ...], dtype: str) -> ft.FuelTensor:
+    values = np.arange(1, math.prod(shape) + 1, dtype=np.float64).reshape(shape)
+    return ft.asarray(values, dtype=dtype)
+
+
+# Views of shape (3, 4) and the layout flags each carries, worked out by hand from how the view
+# is made: {name: (make the view from a dtype, its flags)}.
+VIEWS: dict[str, tuple[Callable[[str], ft.FuelTensor], frozenset[str]]] = {
+    "contiguous": (lambda d: tensor((3, 4), d), frozenset({"contiguous"})),
+    "strided": (lambda d: tensor((3, 8), d)[:, ::2], frozenset({"strided"})),
+    "transposed": (lambda d: tensor((4, 3), d).T, frozenset({"strided"})),
+    "broadcast_stride0": (
+        lambda d: ft.broadcast_to(tensor((4,), d), (3, 4)),
+        frozenset({"broadcast_stride0"}),
+    ),
+    "start_offset": (lambda d: tensor((4, 4), d)[1:], frozenset({"contiguous", "start_offset"})),
+    "reverse_strides": (
+        lambda d: ft.flip(tensor((3, 4), d), axis=1),
+        frozenset({"reverse_strides", "start_offset"}),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_the_hand_worked_flags_are_the_views_flags(name: str) -> None:
+    make, flags = VIEWS[name]
+    view = make("float32")
+    assert {f for f in FLAGS if getattr(view.layout, f)} == flags
+
+
+@dataclass(frozen=True)
+class Priced:
+    """What a contract should cost on some operands, worked out from its document."""
+
+    contract: Any
+    kinds: tuple[str, ...]
+    step_bytes: tuple[int, ...]
+    cost: int
+
+
+def refused(spec: Any, flags: frozenset[str]) -> bool:
+    """Whether an input's layout clause refuses a view carrying `flags`."""
+    return any(
+        (want == "required" and flag not in flags) or (want == "rejected" and flag in flags)
+        for flag, want in spec.layout
+    )
+
+
+def price(
+    contract: Any, operands: list[tuple[tuple[int, ...], frozenset[str]]], itemsize: int
+) -> Priced:
+    """The steps and bytes of running `contract` on same-dtype operands given as (shape, flags).
+
+    A `same_as` input of another shape is first broadcast to the output shape (a stride-0 view,
+    no bytes); any input whose layout clause refuses its view is Contiguized (read + write of
+    every element it holds); the kernel is charged its `bytes_moved` formula."""
+    out_shape = tuple(np.broadcast_shapes(*(s for s, _ in operands)))
+    kinds: list[str] = []
+    step_bytes: list[int] = []
+    counts = {}
+    for spec, (shape, flags) in zip(contract.inputs, operands, strict=True):
+        sc = spec.shape_constraint
+        if sc is not None and sc.kind == "same_as" and shape != out_shape:
+            shape, flags = out_shape, (flags - {"contiguous"}) | {"broadcast_stride0"}
+            kinds.append("BroadcastTo")
+            step_bytes.append(0)
+        count = math.prod(shape)
+        counts[f"{spec.name}_count"] = count
+        if refused(spec, flags):
+            kinds.append("Contiguize")
+            step_bytes.append(2 * count * itemsize)
+    env = {"n": math.prod(out_shape), "dtype_bytes": itemsize, **counts}
+    kernel = int(evaluate(str(contract.cost.bytes_moved), env))
+    return Priced(contract, (*kinds, "Kernel"), (*step_bytes, kernel), sum(step_bytes) + kernel)
+
+
+def candidates(op_kind: str, dtype: str) -> list[Any]:
+    """The registrable contracts at `op_kind` that list `dtype` for every input."""
+    return [
+        c
+        for c in ft.registry().for_op(op_kind)
+        if c.registrable and all(FKC[dtype] in s.dtypes for s in c.inputs)
+    ]
+
+
+def best(priced: list[Priced]) -> Priced:
+    """The cheapest, a tie going to the production provider."""
+    return min(priced, key=lambda p: (p.cost, p.contract.provider.name != PRODUCTION))
+
+
+def provider_plans(op: Callable[..., Any], a: ft.FuelTensor, b: ft.FuelTensor) -> list[ft.Plan]:
+    """The plan each provider would run on its own, asked through `use_backend`."""
+    plans = []
+    for backend in ("cpu", "reference"):
+        with ft.use_backend(backend), contextlib.suppress(ft.NoKernelError):
+            plans.append(ft.explain(op, a, b))
+    return plans
+
+
+def check_plan(
+    op: Callable[..., Any],
+    a: ft.FuelTensor,
+    b: ft.FuelTensor,
+    operands: list[tuple[tuple[int, ...], frozenset[str]]],
+    dtype: str,
+) -> ft.Plan:
+    """The plan explain gives is the cheapest of the contracts' own prices, step for step."""
+    plan = ft.explain(op, a, b)
+    assert plan.op_kind is not None
+    priced = [price(c, operands, ITEMSIZE[dtype]) for c in candidates(plan.op_kind, dtype)]
+    want = best(priced)
+    assert plan.kernel is not None and plan.kernel.name == want.contract.name, plan
+    assert tuple(s.kind for s in plan.steps) == want.kinds, plan
+    assert tuple(s.bytes for s in plan.steps) == want.step_bytes, plan
+    assert plan.cost == want.cost, plan
+    # Every provider's own plan costs what its contracts say, and none is cheaper than the pick.
+    by_name = {p.contract.name: p for p in priced}
+    for other in provider_plans(op, a, b):
+        assert other.kernel is not None
+        assert other.cost == by_name[other.kernel.name].cost, other
+        assert plan.cost <= other.cost
+    return plan
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("op", [ft.add, ft.maximum], ids=["add", "maximum"])
+@pytest.mark.parametrize("lhs", VIEWS)
+@pytest.mark.parametrize("rhs", ["contiguous", "start_offset", "reverse_strides"])
+def test_every_layout_flag_is_planned_and_priced_from_the_contract(
+    op: Callable[..., Any], lhs: str, rhs: str, dtype: str
+) -> None:
+    (make_a, flags_a), (make_b, flags_b) = VIEWS[lhs], VIEWS[rhs]
+    operands = [((3, 4), flags_a), ((3, 4), flags_b)]
+    plan = check_plan(op, make_a(dtype), make_b(dtype), operands, dtype)
+    dense = {"contiguous"}
+    if flags_a == dense and flags_b == dense:
+        assert "Contiguize" not in [s.kind for s in plan.steps]
+    else:
+        assert [s.operand for s in plan.steps if s.kind == "Contiguize"] == [
+            i for i, f in enumerate((flags_a, flags_b)) if f != dense
+        ]
+
+
+def test_an_offset_only_view_is_contiguized_and_charged() -> None:
+    """The issue's example: `x[1:]` is dense but starts at offset 1, which the kernels refuse."""
+    x, y = tensor((13,), "float32"), tensor((12,), "float32")
+    plan = check_plan(
+        ft.add,
+        x[1:],
+        y,
+        [((12,), frozenset({"contiguous", "start_offset"})), ((12,), frozenset({"contiguous"}))],
+        "float32",
+    )
+    assert [s.kind for s in plan.steps] == ["Contiguize", "Kernel"]
+    assert plan.steps[0].operand == 0
+    assert plan.cost == 2 * 12 * 4 + 3 * 12 * 4
+    np.testing.assert_array_equal(np.asarray(ft.add(x[1:], y)), np.arange(2, 14) + np.arange(1, 13))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("op", [ft.add, ft.multiply, ft.maximum, ft.pow], ids=str)
+@pytest.mark.parametrize("rhs", ["contiguous_row", "strided_row", "column"])
+def test_broadcast_operands_are_priced_per_contract(
+    op: Callable[..., Any], rhs: str, dtype: str
+) -> None:
+    big = tensor((3, 4), dtype)
+    if rhs == "contiguous_row":
+        small, spec = tensor((4,), dtype), ((4,), frozenset({"contiguous"}))
+    elif rhs == "strided_row":
+        small, spec = tensor((8,), dtype)[::2], ((4,), frozenset({"strided"}))
+    else:
+        small, spec = tensor((3, 1), dtype), ((3, 1), frozenset({"contiguous"}))
+    check_plan(op, big, small, [((3, 4), frozenset({"contiguous"})), spec], dtype)
+    check_plan(op, small, big, [spec, ((3, 4), frozenset({"contiguous"}))], dtype)
+
+
+def test_a_cost_tie_goes_to_the_production_provider() -> None:
+    """Same-shape f32 add: `3 * n * 4` and `n*4 + a_count*4 + b_count*4` are equal."""
+    x = tensor((3, 4), "float32")
+    plans = {p.provider: p for p in provider_plans(ft.add, x, x)}
+    assert plans[PRODUCTION].cost == plans["fuel-reference-backend"].cost
+    assert ft.explain(ft.add, x, x).provider == PRODUCTION
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs", "target"),
+    [
+        ("float16", "float32", "float32"),
+        ("float32", "float64", "float64"),
+        ("bfloat16", "float16", "float32"),
+    ],
+)
+def test_a_cast_is_charged_its_source_read_and_target_write(
+    lhs: str, rhs: str, target: str
+) -> None:
+    a, b = tensor((3, 4), lhs), tensor((3, 4), rhs)
+    plan = ft.explain(ft.add, a, b)
+    casts = [s for s in plan.steps if s.kind == "Cast"]
+    want_casts = [12 * (ITEMSIZE[d] + ITEMSIZE[target]) for d in (lhs, rhs) if d != target]
+    assert [s.bytes for s in casts] == want_casts
+    kernel = price(
+        ft.registry()[plan.kernel.name], [((3, 4), frozenset({"contiguous"}))] * 2, ITEMSIZE[target]
+    )  # type: ignore[union-attr]
+    assert plan.steps[-1].bytes == kernel.cost
+    assert plan.cost == sum(want_casts) + kernel.cost
+
+
+def test_input_counts_are_the_counts_the_kernel_sees(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """A `same_as` operand broadcast for a kernel is charged at the broadcast count: the test
+    document's formula reads `b_count` after BroadcastTo + Contiguize."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+        np.add(a, b, out=out)
+
+    ft.register_provider("plans-test", {"tests::counted": kernel})
+    text = contract_text(provider="plans-test", kernel="counted", op_kind="AddElementwise")
+    reg = ft.Registry.from_paths([write(text.replace("rank: 2", "rank: any"))])
+    a, b = tensor((3, 4), "float32"), tensor((4,), "float32")
+    with ft.use_registry(reg):
+        plan = ft.explain(ft.add, a, b)
+        out = np.asarray(a + b)
+    formula = str(reg["counted"].cost.bytes_moved)
+    assert formula == "a_count * dtype_bytes + b_count * dtype_bytes + n * dtype_bytes"
+    assert [s.kind for s in plan.steps] == ["BroadcastTo", "Contiguize", "Kernel"]
+    assert plan.steps[-1].bytes == evaluate(
+        formula, {"a_count": 12, "b_count": 12, "n": 12, "dtype_bytes": 4}
+    )
+    assert plan.cost == 2 * 12 * 4 + 3 * 12 * 4
+    np.testing.assert_array_equal(out, np.asarray(a) + np.asarray(b))
+
+
+def test_a_rank_the_contract_does_not_take_is_refused(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    def kernel(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+        np.add(a, b, out=out)
+
+    ft.register_provider("rank-test", {"tests::ranked": kernel})
+    reg = ft.Registry.from_paths([write(contract_text(provider="rank-test", kernel="ranked"))])
+    with ft.use_registry(reg), ft.use_backend("rank-test"):
+        assert (
+            ft.explain(ft.add, tensor((2, 3), "float32"), tensor((2, 3), "float32")).kernel
+            is not None
+        )
+        with pytest.raises(ft.NoKernelError, match="rank 3, the contract needs 2"):
+            ft.explain(ft.add, tensor((2, 2, 3), "float32"), tensor((2, 2, 3), "float32"))
+
+
+def test_bundled_contracts_dir_is_what_the_registry_reads() -> None:
+    names = {c.name for c in ft.Registry.from_paths([bundled_contracts_dir()])}
+    assert names == {c.name for c in ft.registry()}
+
+
+@pytest.mark.parametrize("flag", ["start_offset", "reverse_strides", "strided"])
+def test_each_flag_is_judged_on_its_own(
+    contract_text: Callable[..., str], write: Callable[..., Path], flag: str
+) -> None:
+    """A contract that allows one flag and rejects the rest: only views carrying a rejected flag
+    are contiguized, whatever else they carry."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+        np.add(a, b, out=out)
+
+    provider = f"flag-{flag.replace('_', '-')}-test"
+    ft.register_provider(provider, {"tests::flagged": kernel})
+    text = contract_text(provider=provider, kernel="flagged").replace(
+        f"{flag}: rejected", f"{flag}: allowed"
+    )
+    text = text.replace("contiguous: required", "contiguous: allowed")
+    reg = ft.Registry.from_paths([write(text)])
+    (contract,) = list(reg)
+    dense = tensor((3, 4), "float32")
+    with ft.use_registry(reg), ft.use_backend(provider):
+        for name, (make, flags) in VIEWS.items():
+            if name == "broadcast_stride0":
+                continue
+            plan = ft.explain(ft.add, make("float32"), dense)
+            want = price(contract, [((3, 4), flags), ((3, 4), frozenset({"contiguous"}))], 4)
+            assert tuple(s.kind for s in plan.steps) == want.kinds, (name, plan)
+            assert plan.cost == want.cost, (name, plan)
+            np.testing.assert_array_equal(
+                np.asarray(ft.add(make("float32"), dense)),
+                np.asarray(make("float32")) + np.asarray(dense),
+            )
