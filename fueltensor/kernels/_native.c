@@ -264,6 +264,12 @@ static Body ISA_BODIES[2] = {body_baseline, NULL};
 static int isa_count = 1;
 static int isa = 0;
 
+/* The body of the selected instruction set: what `_fast` runs, exported as the BODY capsule. */
+static void selected_body(int op, int dtype, const void *a, const void *b, void *c,
+                          Py_ssize_t n) {
+    ISA_BODIES[isa](op, dtype, a, b, c, n);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Walking N-D layouts: an odometer over byte steps, shared by the oracle's broadcast (three
  * buffers: lhs, rhs, out) and the strided copy (two: source, destination). */
@@ -792,6 +798,15 @@ static int add_names(PyObject *module, const char *name, const char *const *item
     return status;
 }
 
+/* Export `selected_body` to `_fast` as the capsule `BODY`. */
+static int add_body(PyObject *module) {
+    PyObject *capsule =
+        PyCapsule_New((void *)selected_body, "fueltensor.kernels._native.BODY", NULL);
+    int status = capsule == NULL ? -1 : PyModule_AddObjectRef(module, "BODY", capsule);
+    Py_XDECREF(capsule);
+    return status;
+}
+
 PyMODINIT_FUNC PyInit__native(void) {
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
@@ -805,7 +820,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
-        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0) {
+        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

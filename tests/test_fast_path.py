@@ -1,0 +1,143 @@
+"""Dispatch's compiled fast path (`kernels._fast`): the same plan, bits, trace and observers as
+the Python path, and every output 64-byte aligned and holding only its own bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _oracle import FORMATS, cpu_expected
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+from fueltensor.core.storage import aligned_empty
+from fueltensor.engine import dispatch
+
+pytestmark = pytest.mark.skipif(
+    dispatch._FAST is None, reason="the compiled fast path is not built here"
+)
+
+OPS = {
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "remainder": "rem",
+    "pow": "pow",
+    "maximum": "maximum",
+    "minimum": "minimum",
+}
+"""dispatch's op name -> the oracle's."""
+DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e-30, 7.25]
+
+
+def operands(dtype: Any, shape: tuple[int, ...], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random values with special values mixed in, in `dtype`."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    pool = np.array(SPECIALS)
+    a = np.where(rng.random(n) < 0.3, rng.choice(pool, n), rng.standard_normal(n) * 4)
+    b = np.where(rng.random(n) < 0.3, rng.choice(pool, n), rng.standard_normal(n) * 4)
+    return a.astype(dtype).reshape(shape), b.astype(dtype).reshape(shape)
+
+
+def bits(x: ft.FuelTensor, fmt: str) -> np.ndarray:
+    return np.asarray(x).view(FORMATS[fmt].uint)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    op=st.sampled_from(sorted(OPS)),
+    fmt=st.sampled_from(sorted(DTYPES)),
+    shape=st.lists(st.integers(0, 7), min_size=1, max_size=3).map(tuple),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fast_path_is_the_python_path_bit_for_bit(
+    op: str, fmt: str, shape: tuple[int, ...], seed: int
+) -> None:
+    lhs, rhs = operands(DTYPES[fmt], shape, seed)
+    a, b = ft.asarray(lhs), ft.asarray(rhs)
+    fn = getattr(ft, op)
+    with ft.trace() as plans:  # a trace keeps the call on the Python path
+        slow = fn(a, b)
+    fn(a, b)  # the plan is cached now
+    fast = dispatch._FAST(op, a, b)
+    assert fast is not None and len(plans) == 1
+    assert fast.dtype is slow.dtype and fast.shape == slow.shape
+    assert fast.strides == slow.strides and fast.offset == 0
+    np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
+    np.testing.assert_array_equal(bits(fast, fmt), cpu_expected(OPS[op], lhs, rhs, FORMATS[fmt]))
+
+
+@pytest.mark.parametrize("n", [1, 3, 64, 16384, 40000])
+def test_fast_outputs_are_aligned_and_own_their_bytes(n: int) -> None:
+    x = ft.asarray(np.arange(n, dtype=np.float32))
+    x + x
+    y = dispatch._FAST("add", x, x)
+    assert y is not None
+    storage = y._storage
+    assert storage.ctypes.data % 64 == 0 and storage.flags.c_contiguous
+    assert storage.base.nbytes <= n * 4 + 64  # no arena block behind a small result
+    assert not np.shares_memory(storage, x._storage)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2)
+
+
+def test_an_n_d_result_is_what_from_dense_builds() -> None:
+    m = ft.asarray(np.arange(12.0).reshape(3, 4))
+    m * m
+    y = dispatch._FAST("multiply", m, m)
+    assert y is not None and y.shape == (3, 4) and y._storage.ndim == 1
+    assert y._array.shape == (3, 4) and np.shares_memory(y._array, y._storage)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(12.0).reshape(3, 4) ** 2)
+
+
+def test_a_cached_operation_is_still_traced_and_observed() -> None:
+    x = ft.asarray(np.linspace(-1, 1, 8, dtype=np.float32))
+    x + x
+    x + x
+    with ft.trace() as plans:
+        x + x
+    assert len(plans) == 1 and plans[0] is ft.explain(ft.add, x, x)
+    assert plans[0].kernel is not None and plans[0].kernel.name == "add_f32"
+    with ft.compare_backends() as report:
+        ft.maximum(x, x)
+    assert len(report.comparisons) == 1
+
+
+def test_what_the_fast_path_leaves_to_python() -> None:
+    x = ft.asarray(np.ones(6, np.float32))
+    fresh = ft.asarray(np.ones(5, np.float64))
+    assert dispatch._FAST("add", fresh, fresh) is None  # no cached plan yet
+    x + x
+    assert dispatch._FAST("add", x, 1.0) is None  # a scalar operand
+    assert dispatch._FAST("add", x, x[::-1]) is None  # a plan with a Contiguize step
+    with ft.trace():
+        assert dispatch._FAST("add", x, x) is None
+    ints = ft.asarray(np.ones(6, np.int32))
+    ints + ints
+    assert dispatch._FAST("add", ints, ints) is None  # a host plan
+    with ft.use_backend("reference"):
+        x + x
+        assert dispatch._FAST("add", x, x) is None  # the oracle's kernel
+
+
+def test_a_user_registry_runs_its_own_plans() -> None:
+    x = ft.asarray(np.ones(4, np.float32))
+    x + x
+    with ft.use_backend("cpu") as policy:
+        assert dispatch._FAST("add", x, x) is None  # this policy has not cached the plan
+        x + x
+        assert ("add", x.dtype, x._layout, x.dtype, x._layout) in policy.plans
+        assert dispatch._FAST("add", x, x) is not None
+
+
+@pytest.mark.parametrize("alignment", [1, 16, 64, 128])
+@pytest.mark.parametrize("count", [0, 1, 5, 300, 5000])
+def test_aligned_empty(alignment: int, count: int) -> None:
+    out = aligned_empty(count, np.dtype(np.float64), alignment)
+    assert out.shape == (count,) and out.dtype == np.float64
+    assert out.ctypes.data % alignment == 0 and out.flags.writeable
