@@ -141,3 +141,54 @@ def test_aligned_empty(alignment: int, count: int) -> None:
     out = aligned_empty(count, np.dtype(np.float64), alignment)
     assert out.shape == (count,) and out.dtype == np.float64
     assert out.ctypes.data % alignment == 0 and out.flags.writeable
+
+
+def _index(draw: st.DrawFn, n: int) -> int | slice:
+    """An int index inside an axis of `n`, or any slice (steps of either sign)."""
+    if n and draw(st.booleans()):
+        return draw(st.integers(-n, n - 1))
+    bound = st.none() | st.integers(-n - 3, n + 3)
+    step = st.none() | st.integers(-4, 4).filter(bool)
+    return slice(draw(bound), draw(bound), draw(step))
+
+
+@st.composite
+def views(draw: st.DrawFn) -> tuple[ft.FuelTensor, Any]:
+    """A (possibly strided, offset, flipped) view and a key of ints and slices for it."""
+    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=0, max_size=3)))
+    base = ft.asarray(np.arange(int(np.prod(shape)) * 2, dtype=np.float32)[::2].reshape(shape))
+    if len(shape) == 2 and draw(st.booleans()):
+        base = ft.flip(base, axis=1).T
+    keys = tuple(_index(draw, n) for n in base.shape[: draw(st.integers(0, len(shape)))])
+    return base, keys[0] if len(keys) == 1 and draw(st.booleans()) else keys
+
+
+@settings(max_examples=300, deadline=None)
+@given(views())
+def test_compiled_views_are_the_python_views(case: tuple[ft.FuelTensor, Any]) -> None:
+    from fueltensor.kernels import _fast
+
+    x, key = case
+    fast = _fast.getitem(x, key)
+    slow = x._view(x._layout.select(key))
+    assert fast is not None and fast._layout == slow._layout
+    assert fast._storage is x._storage and fast.dtype is x.dtype
+    np.testing.assert_array_equal(np.asarray(fast), np.asarray(x)[key])
+    if x.ndim <= 2:
+        t = _fast.transpose(x)
+        reversed_axes = tuple(reversed(range(x.ndim)))
+        assert t is not None and t._layout == x._view(x._layout.permute(reversed_axes))._layout
+        np.testing.assert_array_equal(np.asarray(t), np.asarray(x).T)
+
+
+def test_keys_the_compiled_views_leave_to_python() -> None:
+    from fueltensor.kernels import _fast
+
+    x = ft.asarray(np.arange(6.0).reshape(2, 3))
+    for key in (None, ..., (0, None), np.int64(1), True, 2, (0, 5), (0, 1, 2), slice(0, 1, 0)):
+        assert _fast.getitem(x, key) is None, key
+    with pytest.raises(IndexError):
+        x[2]
+    with pytest.raises(ValueError):
+        x[::0]
+    np.testing.assert_array_equal(np.asarray(x[None, 1]), [[3.0, 4.0, 5.0]])

@@ -20,6 +20,12 @@ Index = Any
 
 _OPERANDS = (bool, int, float, complex, np.ndarray, np.generic)
 
+try:  # the compiled views (ints and slices, transpose); None where the extension is not built
+    from fueltensor.kernels._fast import getitem as _fast_getitem
+    from fueltensor.kernels._fast import transpose as _fast_transpose
+except ImportError:
+    _fast_getitem = _fast_transpose = None
+
 
 def _namespace_function(name: str) -> Callable[..., Any]:
     import fueltensor
@@ -217,11 +223,15 @@ class FuelTensor:
     @property
     def T(self) -> FuelTensor:
         """The transpose of a tensor of at most two dimensions (a view)."""
-        if self.ndim > 2:
+        if len(self._layout.shape) > 2:
             raise ValueError(
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
+        if _fast_transpose is not None:
+            view: FuelTensor | None = _fast_transpose(self)
+            if view is not None:
+                return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
 
     @property
@@ -269,6 +279,10 @@ class FuelTensor:
     def __getitem__(self, key: Index, /) -> FuelTensor:
         """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
         indexing are host operations that copy."""
+        if _fast_getitem is not None:
+            view: FuelTensor | None = _fast_getitem(self, key)
+            if view is not None:
+                return view
         if _is_basic(key):
             return self._view(self._layout.select(key))
         from fueltensor.array_api.indexing import getitem

@@ -21,7 +21,6 @@ from fueltensor.engine import backends
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, Step, plan_contracts, promote
-from fueltensor.kernels._chassis import IMPLEMENTATION
 
 OPS: Final[dict[str, tuple[str, np.ufunc]]] = {
     "add": ("AddElementwise", np.add),
@@ -45,15 +44,13 @@ numbers, the output's element count and itemsize, DType, dense Layout, NumPy dty
 
 def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
     """The compiled fast path (`kernels._fast.binary`), configured, or None where it is not
-    built or the pure-NumPy kernels were asked for."""
-    if IMPLEMENTATION != "native":
-        return None
+    built. It serves only plans `_fast_entry` marks, which the pure-NumPy kernels never are."""
     try:
         from fueltensor.kernels import _fast
     except ImportError:
         return None
     _fast.configure(
-        FuelTensor, backends._POLICY, backends._TRACE, backends._OBSERVERS, current_policy
+        FuelTensor, backends._POLICY, backends._TRACE, backends._OBSERVERS, current_policy, Layout
     )
     return _fast.binary
 

@@ -26,6 +26,7 @@ typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, P
 
 static Body run_body;           /* `_native`'s kernel body for the selected instruction set */
 static PyTypeObject *tensor;    /* FuelTensor */
+static PyTypeObject *layout_type; /* Layout */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
 static PyObject *policy_var, *trace_var, *observers_var, *current_policy;
 static PyObject *plans_name;    /* "plans" */
@@ -197,6 +198,140 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Views: a basic index or a transpose of a valid view selects a subset of its elements, so the
+ * result needs no bounds check; it is built as `FuelTensor._view` builds it. */
+
+/* A view of tensor `t` with this layout (its storage and dtype), or NULL on error. */
+static PyObject *make_view(PyObject *t, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                           int ndim, Py_ssize_t offset) {
+    PyObject *sh = PyTuple_New(ndim), *st = PyTuple_New(ndim), *fields = NULL, *layout = NULL;
+    if (sh == NULL || st == NULL) goto fail;
+    for (int k = 0; k < ndim; k++) {
+        PyObject *n = PyLong_FromSsize_t(shape[k]), *s = PyLong_FromSsize_t(strides[k]);
+        if (n != NULL) PyTuple_SET_ITEM(sh, k, n);
+        if (s != NULL) PyTuple_SET_ITEM(st, k, s);
+        if (n == NULL || s == NULL) goto fail;
+    }
+    PyObject *off = PyLong_FromSsize_t(offset);
+    if (off == NULL) goto fail;
+    fields = PyTuple_Pack(3, sh, st, off);
+    Py_DECREF(off);
+    PyObject *args = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+    layout = args == NULL ? NULL : PyTuple_Type.tp_new(layout_type, args, NULL);
+    Py_XDECREF(args);
+    if (layout == NULL) goto fail;
+    PyObject *view = tensor->tp_alloc(tensor, 0);
+    if (view == NULL) goto fail;
+    SLOT(view, off_storage) = Py_NewRef(SLOT(t, off_storage));
+    SLOT(view, off_layout) = layout;
+    SLOT(view, off_dtype) = Py_NewRef(SLOT(t, off_dtype));
+    SLOT(view, off_np) = Py_NewRef(Py_None);
+    Py_DECREF(sh);
+    Py_DECREF(st);
+    Py_DECREF(fields);
+    return view;
+fail:
+    Py_XDECREF(sh);
+    Py_XDECREF(st);
+    Py_XDECREF(fields);
+    Py_XDECREF(layout);
+    return NULL;
+}
+
+/* Read a tensor's layout into C arrays; 0 when it is not one this code reads (then None). */
+static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int *ndim,
+                       Py_ssize_t *offset) {
+    PyObject *layout = SLOT(t, off_layout);
+    if (layout == NULL || !PyTuple_Check(layout) || PyTuple_GET_SIZE(layout) != 3) return 0;
+    PyObject *sh = PyTuple_GET_ITEM(layout, 0), *st = PyTuple_GET_ITEM(layout, 1);
+    if (!PyTuple_CheckExact(sh) || !PyTuple_CheckExact(st)) return 0;
+    Py_ssize_t nd = PyTuple_GET_SIZE(sh);
+    if (nd > NPY_MAXDIMS || PyTuple_GET_SIZE(st) != nd) return 0;
+    for (Py_ssize_t k = 0; k < nd; k++) {
+        shape[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(sh, k));
+        strides[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(st, k));
+    }
+    *offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    *ndim = (int)nd;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+/* getitem(t, key): t[key] for a key of ints and slices (alone or in a tuple), else None. */
+static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "getitem(t, key) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *t = args[0], *key = args[1];
+    if (tensor == NULL || Py_TYPE(t) != tensor) Py_RETURN_NONE;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
+    Py_ssize_t out_shape[NPY_MAXDIMS], out_strides[NPY_MAXDIMS];
+    int ndim, out = 0;
+    if (!read_layout(t, shape, strides, &ndim, &offset)) Py_RETURN_NONE;
+    PyObject *const *items = &key;
+    Py_ssize_t count = 1;
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        count = PyTuple_GET_SIZE(key);
+    }
+    if (count > ndim) Py_RETURN_NONE;
+    Py_ssize_t off = offset, size = 1;
+    for (int k = 0; k < ndim; k++) {
+        Py_ssize_t n = shape[k], s = strides[k];
+        PyObject *item = k < count ? items[k] : NULL;
+        if (item == NULL) {
+            out_shape[out] = n;
+            out_strides[out++] = s;
+            size *= n;
+        } else if (PyLong_CheckExact(item)) {
+            Py_ssize_t i = PyLong_AsSsize_t(item);
+            if (i == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (i < -n || i >= n) Py_RETURN_NONE; /* Python raises the IndexError */
+            off += (i < 0 ? i + n : i) * s;
+        } else if (PySlice_Check(item)) {
+            Py_ssize_t start, stop, step, step_stride;
+            if (PySlice_Unpack(item, &start, &stop, &step) < 0) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
+            if (__builtin_mul_overflow(s, step, &step_stride)) Py_RETURN_NONE;
+            out_shape[out] = len;
+            out_strides[out++] = step_stride;
+            if (len) off += start * s;
+            size *= len;
+        } else {
+            Py_RETURN_NONE;
+        }
+    }
+    /* An empty view keeps the tensor's (valid) offset, as `FuelTensor._view` does. */
+    return make_view(t, out_shape, out_strides, out, size ? off : offset);
+}
+
+/* transpose(t): t with its axes reversed (`.T` of a tensor of at most two dimensions). */
+static PyObject *transpose(PyObject *module, PyObject *t) {
+    (void)module;
+    if (tensor == NULL || Py_TYPE(t) != tensor) Py_RETURN_NONE;
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
+    Py_ssize_t out_shape[NPY_MAXDIMS], out_strides[NPY_MAXDIMS];
+    int ndim;
+    if (!read_layout(t, shape, strides, &ndim, &offset)) Py_RETURN_NONE;
+    for (int k = 0; k < ndim; k++) {
+        out_shape[k] = shape[ndim - 1 - k];
+        out_strides[k] = strides[ndim - 1 - k];
+    }
+    return make_view(t, out_shape, out_strides, ndim, offset);
+}
+
 /* The byte offset of slot `name` of `type`, read from its member descriptor. */
 static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
@@ -214,9 +349,11 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
 
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 5 || !PyType_Check(args[0])) {
+    if (nargs != 6 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
-                                         "observers_var, current_policy) takes 5 arguments");
+                                         "observers_var, current_policy, Layout) takes 6 "
+                                         "arguments, two of them types");
         return NULL;
     }
     for (Py_ssize_t i = 1; i < 4; i++) {
@@ -238,6 +375,7 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_XSETREF(trace_var, Py_NewRef(args[2]));
     Py_XSETREF(observers_var, Py_NewRef(args[3]));
     Py_XSETREF(current_policy, Py_NewRef(args[4]));
+    Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
     Py_RETURN_NONE;
 }
 
@@ -247,9 +385,13 @@ static PyMethodDef methods[] = {
      "a compiled kernel with no preparation and nothing traces or observes; else None."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
+    {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
+     "getitem(t, key) -> FuelTensor | None: the view t[key] for ints and slices, else None."},
+    {"transpose", transpose, METH_O,
+     "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy): what "
-     "binary reads (called once by dispatch)."},
+     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout): "
+     "what binary and the views read (called once by dispatch)."},
     {NULL, NULL, 0, NULL},
 };
 

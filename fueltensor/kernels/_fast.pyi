@@ -20,6 +20,14 @@ def configure(
     trace_var: ContextVar[Any],
     observers_var: ContextVar[Any],
     current_policy: Callable[[], Any],
+    layout: type,
     /,
 ) -> None:
-    """Tell `binary` what it reads: the tensor type and the policy / trace / observer vars."""
+    """Tell `binary` and the views what they read: the tensor and layout types and the policy /
+    trace / observer vars."""
+
+def getitem(t: Any, key: Any, /) -> Any:
+    """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""
+
+def transpose(t: Any, /) -> Any:
+    """The view of t with its axes reversed, else None."""
