@@ -20,11 +20,17 @@ Index = Any
 
 _OPERANDS = (bool, int, float, complex, np.ndarray, np.generic)
 
-try:  # the compiled views (ints and slices, transpose); None where the extension is not built
-    from fueltensor.kernels._fast import getitem as _fast_getitem
-    from fueltensor.kernels._fast import transpose as _fast_transpose
-except ImportError:
-    _fast_getitem = _fast_transpose = None
+
+def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
+    try:
+        from fueltensor.kernels import _fast
+    except ImportError:
+        return None
+    return _fast.getitem, _fast.transpose
+
+
+_VIEWS = _compiled_views()
 
 
 def _namespace_function(name: str) -> Callable[..., Any]:
@@ -228,8 +234,8 @@ class FuelTensor:
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
-        if _fast_transpose is not None:
-            view: FuelTensor | None = _fast_transpose(self)
+        if _VIEWS is not None:
+            view: FuelTensor | None = _VIEWS[1](self)
             if view is not None:
                 return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
@@ -279,8 +285,8 @@ class FuelTensor:
     def __getitem__(self, key: Index, /) -> FuelTensor:
         """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
         indexing are host operations that copy."""
-        if _fast_getitem is not None:
-            view: FuelTensor | None = _fast_getitem(self, key)
+        if _VIEWS is not None:
+            view: FuelTensor | None = _VIEWS[0](self, key)
             if view is not None:
                 return view
         if _is_basic(key):
