@@ -37,9 +37,13 @@ plus the NumPy ufunc that serves dtypes no contract admits (host operations)."""
 
 Scalar = bool | int | float | complex
 
-FastEntry = tuple[int, int, int, int, _dtypes.DType, Layout, np.dtype, tuple[int, ...]]
+FastEntry = tuple[int, int, int, int, _dtypes.DType, Layout, np.dtype, tuple[int, ...], bool, bool]
 """What the compiled fast path needs of a cached plan: the kernel's compiled (op, dtype)
-numbers, the output's element count and itemsize, DType, dense Layout, NumPy dtype and shape."""
+numbers, the output's element count and itemsize, DType, dense Layout, NumPy dtype and shape,
+and for each operand whether the plan densifies it (BroadcastTo and/or Contiguize)."""
+
+_DENSIFY: Final = ((), ("Contiguize",), ("BroadcastTo", "Contiguize"))
+"""The operand preparations the fast path performs itself (a dense copy, broadcast first)."""
 
 
 def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
@@ -60,14 +64,18 @@ _FAST: Final = _load_fast()
 
 def _fast_entry(plan: Plan) -> FastEntry | None:
     """The fast path's view of `plan`, or None when only the Python path may run it: a host
-    plan, a plan with Cast / BroadcastTo / Contiguize steps, or a kernel that is not a compiled
-    fuel-cpu-backend body (a user's kernel, the oracle, the pure-NumPy chassis)."""
+    plan, a plan with a Cast step, or a kernel that is not a compiled fuel-cpu-backend body
+    (a user's kernel, the oracle, the pure-NumPy chassis)."""
     codes = getattr(plan.fn, "__fueltensor_native__", None)
-    if codes is None or plan.prepared or 64 % plan.alignment:
+    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
+    if codes is None or len(kinds) != 2 or 64 % plan.alignment:
+        return None
+    if any(k not in _DENSIFY for k in kinds):
         return None
     dt = plan.out_dtype
     layout = Layout.dense(plan.out_shape)
-    return (*codes, plan.size, dt.itemsize, dt, layout, dt.np, plan.out_shape)
+    dense = (bool(kinds[0]), bool(kinds[1]))
+    return (*codes, plan.size, dt.itemsize, dt, layout, dt.np, plan.out_shape, *dense)
 
 
 def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:

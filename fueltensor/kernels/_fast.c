@@ -1,5 +1,6 @@
 /* Dispatch's compiled fast path: a contract operation whose plan is already cached, runs a
- * compiled fuel-cpu-backend kernel with no preparation step, and has no trace or observer
+ * compiled fuel-cpu-backend kernel with no step but BroadcastTo / Contiguize (done here with
+ * `_native`'s strided copy, up to 1 MiB per operand), and has no trace or observer
  * watching, runs here in one C call: read the plan cache exactly as `dispatch.choose` does,
  * allocate a 64-byte-aligned output, run the kernel body of `_native` and wrap the result as
  * `FuelTensor._from_dense` would. Anything else returns None and dispatch's Python path runs,
@@ -23,8 +24,15 @@
 #define GIL_FREE_FROM 16384
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
+typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                     const Py_ssize_t *strides, Py_ssize_t size);
+
+/* Contiguize temporaries up to this size are made here; larger ones take the Python path, which
+ * reuses one per-thread buffer (`execute._temporary`). */
+#define DENSIFY_MAX_BYTES (1 << 20)
 
 static Body run_body;           /* `_native`'s kernel body for the selected instruction set */
+static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer (Contiguize) */
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
@@ -115,10 +123,45 @@ static const char *operand_data(PyObject *t, Py_ssize_t count, Py_ssize_t itemsi
     return PyArray_BYTES(s);
 }
 
+static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int *ndim,
+                       Py_ssize_t *offset);
+
+/* The plan's BroadcastTo (to `out_shape`) and Contiguize of operand `t`, into a fresh buffer
+ * `*temp` of `count` elements (to be freed with PyMem_RawFree); NULL with no error set when
+ * the operand is not one this code copies. */
+static const char *densify(PyObject *t, PyObject *out_shape, Py_ssize_t count,
+                           Py_ssize_t itemsize, char **temp) {
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
+    Py_ssize_t dims[NPY_MAXDIMS], steps[NPY_MAXDIMS];
+    int ndim;
+    Py_ssize_t out_ndim = PyTuple_GET_SIZE(out_shape);
+    if (count * itemsize > DENSIFY_MAX_BYTES || out_ndim > NPY_MAXDIMS) return NULL;
+    if (!read_layout(t, shape, strides, &ndim, &offset) || ndim > out_ndim) return NULL;
+    const char *base = operand_data(t, 0, itemsize);
+    if (base == NULL || PyArray_STRIDE((PyArrayObject *)SLOT(t, off_storage), 0) != itemsize)
+        return NULL;
+    for (Py_ssize_t k = 0; k < out_ndim; k++) {
+        Py_ssize_t j = k - (out_ndim - ndim);
+        dims[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, k));
+        if (j >= 0 && shape[j] == dims[k]) steps[k] = dims[k] > 1 ? strides[j] * itemsize : 0;
+        else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
+        else return NULL;
+    }
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *temp = PyMem_RawMalloc((size_t)(count * itemsize) + 1);
+    if (*temp == NULL) return NULL;
+    if (count) copy_dense(*temp, base + offset * itemsize, (int)out_ndim, dims, steps, itemsize);
+    return *temp;
+}
+
 /* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
  * call is not one the fast path serves. An entry's third item, set by dispatch when it caches a
  * plan the fast path may run, is (op, dtype, count, itemsize, out dtype, out layout, NumPy
- * dtype, out shape); None otherwise. */
+ * dtype, out shape, densify lhs, densify rhs), the last two true where the plan broadcasts
+ * and/or contiguizes that operand; None otherwise. */
 static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3) {
@@ -139,7 +182,7 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     PyObject *fast = PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3
                          ? PyTuple_GET_ITEM(entry, 2)
                          : Py_None;
-    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 8) {
+    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 10) {
         Py_DECREF(entry);
         Py_RETURN_NONE;
     }
@@ -149,10 +192,20 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     Py_ssize_t itemsize = PyLong_AsSsize_t(PyTuple_GET_ITEM(fast, 3));
     PyObject *out_dtype = PyTuple_GET_ITEM(fast, 4), *out_layout = PyTuple_GET_ITEM(fast, 5);
     PyObject *np_dtype = PyTuple_GET_ITEM(fast, 6), *shape = PyTuple_GET_ITEM(fast, 7);
+    int dense_a = PyObject_IsTrue(PyTuple_GET_ITEM(fast, 8));
+    int dense_b = PyObject_IsTrue(PyTuple_GET_ITEM(fast, 9));
     PyObject *result = NULL;
-    if (PyErr_Occurred()) goto done;
-    const char *x = operand_data(a, count, itemsize), *y = operand_data(b, count, itemsize);
-    if (x == NULL || y == NULL || !PyArray_DescrCheck(np_dtype) || !PyTuple_Check(shape)) {
+    char *temp_a = NULL, *temp_b = NULL;
+    if (PyErr_Occurred() || dense_a < 0 || dense_b < 0) goto done;
+    if (!PyArray_DescrCheck(np_dtype) || !PyTuple_Check(shape)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    const char *x = dense_a ? densify(a, shape, count, itemsize, &temp_a)
+                            : operand_data(a, count, itemsize);
+    const char *y = dense_b ? densify(b, shape, count, itemsize, &temp_b)
+                            : operand_data(b, count, itemsize);
+    if (x == NULL || y == NULL) {
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -194,6 +247,8 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     SLOT(result, off_dtype) = Py_NewRef(out_dtype);
     SLOT(result, off_np) = view == (PyObject *)out ? Py_NewRef(out) : view;
 done:
+    PyMem_RawFree(temp_a);
+    PyMem_RawFree(temp_b);
     Py_DECREF(entry);
     return result;
 }
@@ -412,6 +467,13 @@ PyMODINIT_FUNC PyInit__fast(void) {
     run_body = (Body)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.BODY");
     Py_DECREF(capsule);
     if (run_body == NULL) return NULL;
+    native = PyImport_ImportModule("fueltensor.kernels._native");
+    capsule = native == NULL ? NULL : PyObject_GetAttrString(native, "COPY");
+    Py_XDECREF(native);
+    if (capsule == NULL) return NULL;
+    copy_dense = (Copy)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.COPY");
+    Py_DECREF(capsule);
+    if (copy_dense == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
     if (plans_name == NULL) return NULL;
     PyObject *module = PyModule_Create(&module_def);

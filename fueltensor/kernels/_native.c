@@ -798,13 +798,35 @@ static int add_names(PyObject *module, const char *name, const char *const *item
     return status;
 }
 
-/* Export `selected_body` to `_fast` as the capsule `BODY`. */
-static int add_body(PyObject *module) {
-    PyObject *capsule =
-        PyCapsule_New((void *)selected_body, "fueltensor.kernels._native.BODY", NULL);
-    int status = capsule == NULL ? -1 : PyModule_AddObjectRef(module, "BODY", capsule);
+/* Contiguize for `_fast`: copy the `ndim`-D view at `src` (byte strides, any sign, 0 where an
+ * axis repeats) into the dense row-major `dst`, as `copy_strided` does once it has the buffers. */
+static void copy_dense(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                       const Py_ssize_t *strides, Py_ssize_t size) {
+    Walk w;
+    w.ndim = ndim;
+    Py_ssize_t step = size;
+    for (int k = ndim - 1; k >= 0; k--) {
+        w.shape[k] = shape[k];
+        w.step[0][k] = strides[k];
+        w.step[1][k] = step;
+        step *= shape[k];
+    }
+    walk_collapse(&w, 2);
+    copy_walk(dst, src, &w, size);
+}
+
+/* Export a function to `_fast` as a capsule named fueltensor.kernels._native.<name>. */
+static int add_capsule(PyObject *module, const char *name, const char *full, void *fn) {
+    PyObject *capsule = PyCapsule_New(fn, full, NULL);
+    int status = capsule == NULL ? -1 : PyModule_AddObjectRef(module, name, capsule);
     Py_XDECREF(capsule);
     return status;
+}
+
+static int add_body(PyObject *module) {
+    if (add_capsule(module, "BODY", "fueltensor.kernels._native.BODY", (void *)selected_body) < 0)
+        return -1;
+    return add_capsule(module, "COPY", "fueltensor.kernels._native.COPY", (void *)copy_dense);
 }
 
 PyMODINIT_FUNC PyInit__native(void) {
