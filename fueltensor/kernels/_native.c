@@ -481,9 +481,27 @@ INLINE void copy_tiles_as(char *d, Py_ssize_t dr, const char *s, Py_ssize_t sr, 
     }
 }
 
+/* A row of one repeated element (a stride-0 source, a broadcast scalar): the bytes
+ * `copy_row_as` moves, stored from a register so the compiler vectorizes the loop. */
+INLINE void fill_row_as(char *d, const char *s, Py_ssize_t n, Py_ssize_t size) {
+    char v[8];
+    memcpy(v, s, (size_t)size);
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(d + i * size, v, (size_t)size);
+}
+
 static void copy_row(char *d, const char *s, Py_ssize_t ss, Py_ssize_t n, Py_ssize_t size) {
     if (ss == size) {
         memcpy(d, s, (size_t)(n * size));
+        return;
+    }
+    if (ss == 0 && size <= 8) {
+        switch (size) {
+        case 1: memset(d, *s, (size_t)n); break;
+        case 2: fill_row_as(d, s, n, 2); break;
+        case 4: fill_row_as(d, s, n, 4); break;
+        case 8: fill_row_as(d, s, n, 8); break;
+        default: copy_row_as(d, s, 0, n, size);
+        }
         return;
     }
     switch (size) {
