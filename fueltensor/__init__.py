@@ -189,10 +189,13 @@ from fueltensor.engine.dispatch import (
     remainder,
     subtract,
 )
+from fueltensor.engine.operators import attach_operators as _attach_operators
 from fueltensor.engine.planner import Plan, Step
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
+
+_attach_operators()
 
 e = math.e
 inf = math.inf

@@ -18,10 +18,10 @@ import numpy as np
 from .array_api.manipulation import permute_dims
 from .core.errors import ContractError
 from .core.tensor import FuelTensor, asarray
-from .engine import dispatch
 from .engine.backends import use_backend
-from .engine.dispatch import explain
+from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
+from .ops import BY_NAME
 from .registry import Registry, registry
 
 CONTRACT_COLUMNS = (
@@ -138,7 +138,7 @@ def _run_explain(args: argparse.Namespace) -> int:
         lhs = _operand(shapes[0], dtypes[0], args.transpose_lhs)
         rhs = _operand(shapes[1], dtypes[1], args.transpose_rhs)
         with use_backend(args.backend) if args.backend else nullcontext():
-            plan = explain(getattr(dispatch, args.op), lhs, rhs)
+            plan = explain(OPERATIONS[args.op], lhs, rhs)
     except (TypeError, ValueError) as e:
         print(f"fueltensor explain: {e}", file=sys.stderr)
         return 2
@@ -154,7 +154,7 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Plan one operation without running it, e.g. "
         "`fueltensor explain add --shapes 3,4 4 --dtypes float32 float16 --transpose-lhs`.",
     )
-    p.add_argument("op", choices=sorted(dispatch.OPS), help="the operation")
+    p.add_argument("op", choices=sorted(BY_NAME), help="the operation")
     p.add_argument(
         "--shapes",
         nargs="+",

@@ -1,5 +1,7 @@
 """`FuelTensor`: a 1-D storage buffer plus a checked `Layout`; its operators go through dispatch.
 
+The operators are attached by `fueltensor.engine.operators`, so this module imports no engine.
+
 The tensor holds no values of its own: `shape`, `strides` and `offset` (in elements) say which
 storage elements it means. Views share the storage; every view is bounds-checked when made.
 """
@@ -7,7 +9,7 @@ storage elements it means. Views share the storage; every view is bounds-checked
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,8 +19,6 @@ from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
-
-_OPERANDS = (bool, int, float, complex, np.ndarray, np.generic)
 
 
 def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
@@ -31,53 +31,6 @@ def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
 
 
 _VIEWS = _compiled_views()
-
-
-def _namespace_function(name: str) -> Callable[..., Any]:
-    import fueltensor
-
-    fn: Callable[..., Any] = getattr(fueltensor, name)
-    return fn
-
-
-def _operator(
-    name: str, *, reflected: bool = False, inplace: bool = False
-) -> Callable[[FuelTensor, Any], FuelTensor]:
-    """The operator method that calls the namespace's `name(self, other)` (`name(other, self)`
-    when reflected); in place, the result is written through `self`'s strides."""
-
-    def method(self: FuelTensor, other: Any, /) -> FuelTensor:
-        if not isinstance(other, (FuelTensor, *_OPERANDS)):
-            refused: FuelTensor = NotImplemented
-            return refused
-        fn = _namespace_function(name)
-        if reflected:
-            result: FuelTensor = fn(other, self)
-            return result
-        result = fn(self, other)
-        return _store(self, result, name) if inplace else result
-
-    method.__name__ = f"__{'i' if inplace else 'r' if reflected else ''}{name}__"
-    method.__doc__ = f"The array API's {name} as an operator."
-    return method
-
-
-def _unary_operator(name: str) -> Callable[[FuelTensor], FuelTensor]:
-    def method(self: FuelTensor, /) -> FuelTensor:
-        result: FuelTensor = _namespace_function(name)(self)
-        return result
-
-    method.__name__ = f"__{name}__"
-    method.__doc__ = f"The array API's {name} as an operator."
-    return method
-
-
-def _store(target: FuelTensor, result: FuelTensor, what: str) -> FuelTensor:
-    """Write an in-place operation's `result` through `target`'s strides; refused (target
-    untouched) when the result's dtype or shape is not the target's."""
-    check_inplace(target, result.dtype, result.shape, what)
-    target._array[...] = result._array
-    return target
 
 
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
@@ -378,95 +331,59 @@ class FuelTensor:
             )
         return fueltensor
 
-    # -- the eight contract operations --------------------------------------------------------
+    # -- operators: attached by fueltensor.engine.operators (the contract operations' from
+    # the op table, the rest from the array-API host functions); declared for type checkers.
+    if TYPE_CHECKING:
 
-    def __add__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("add", self, other)
-
-    def __radd__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("add", other, self)
-
-    def __iadd__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("add", self, other)
-
-    def __sub__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("subtract", self, other)
-
-    def __rsub__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("subtract", other, self)
-
-    def __isub__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("subtract", self, other)
-
-    def __mul__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("multiply", self, other)
-
-    def __rmul__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("multiply", other, self)
-
-    def __imul__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("multiply", self, other)
-
-    def __truediv__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("divide", self, other)
-
-    def __rtruediv__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("divide", other, self)
-
-    def __itruediv__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("divide", self, other)
-
-    def __mod__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("remainder", self, other)
-
-    def __rmod__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("remainder", other, self)
-
-    def __imod__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("remainder", self, other)
-
-    def __pow__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("pow", self, other)
-
-    def __rpow__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary("pow", other, self)
-
-    def __ipow__(self, other: Any, /) -> FuelTensor:
-        return _dispatch.binary_inplace("pow", self, other)
-
-    # -- every other operator: a host operation of the array-API namespace -------------------
-
-    __eq__ = _operator("equal")  # type: ignore[assignment]
-    __ne__ = _operator("not_equal")  # type: ignore[assignment]
-    __lt__ = _operator("less")
-    __le__ = _operator("less_equal")
-    __gt__ = _operator("greater")
-    __ge__ = _operator("greater_equal")
-    __floordiv__ = _operator("floor_divide")
-    __rfloordiv__ = _operator("floor_divide", reflected=True)
-    __ifloordiv__ = _operator("floor_divide", inplace=True)
-    __matmul__ = _operator("matmul")
-    __rmatmul__ = _operator("matmul", reflected=True)
-    __imatmul__ = _operator("matmul", inplace=True)
-    __and__ = _operator("bitwise_and")
-    __rand__ = _operator("bitwise_and", reflected=True)
-    __iand__ = _operator("bitwise_and", inplace=True)
-    __or__ = _operator("bitwise_or")
-    __ror__ = _operator("bitwise_or", reflected=True)
-    __ior__ = _operator("bitwise_or", inplace=True)
-    __xor__ = _operator("bitwise_xor")
-    __rxor__ = _operator("bitwise_xor", reflected=True)
-    __ixor__ = _operator("bitwise_xor", inplace=True)
-    __lshift__ = _operator("bitwise_left_shift")
-    __rlshift__ = _operator("bitwise_left_shift", reflected=True)
-    __ilshift__ = _operator("bitwise_left_shift", inplace=True)
-    __rshift__ = _operator("bitwise_right_shift")
-    __rrshift__ = _operator("bitwise_right_shift", reflected=True)
-    __irshift__ = _operator("bitwise_right_shift", inplace=True)
-    __neg__ = _unary_operator("negative")
-    __pos__ = _unary_operator("positive")
-    __abs__ = _unary_operator("abs")
-    __invert__ = _unary_operator("bitwise_invert")
+        def __add__(self, other: Any, /) -> FuelTensor: ...
+        def __radd__(self, other: Any, /) -> FuelTensor: ...
+        def __iadd__(self, other: Any, /) -> FuelTensor: ...
+        def __sub__(self, other: Any, /) -> FuelTensor: ...
+        def __rsub__(self, other: Any, /) -> FuelTensor: ...
+        def __isub__(self, other: Any, /) -> FuelTensor: ...
+        def __mul__(self, other: Any, /) -> FuelTensor: ...
+        def __rmul__(self, other: Any, /) -> FuelTensor: ...
+        def __imul__(self, other: Any, /) -> FuelTensor: ...
+        def __truediv__(self, other: Any, /) -> FuelTensor: ...
+        def __rtruediv__(self, other: Any, /) -> FuelTensor: ...
+        def __itruediv__(self, other: Any, /) -> FuelTensor: ...
+        def __mod__(self, other: Any, /) -> FuelTensor: ...
+        def __rmod__(self, other: Any, /) -> FuelTensor: ...
+        def __imod__(self, other: Any, /) -> FuelTensor: ...
+        def __pow__(self, other: Any, /) -> FuelTensor: ...
+        def __rpow__(self, other: Any, /) -> FuelTensor: ...
+        def __ipow__(self, other: Any, /) -> FuelTensor: ...
+        def __floordiv__(self, other: Any, /) -> FuelTensor: ...
+        def __rfloordiv__(self, other: Any, /) -> FuelTensor: ...
+        def __ifloordiv__(self, other: Any, /) -> FuelTensor: ...
+        def __matmul__(self, other: Any, /) -> FuelTensor: ...
+        def __rmatmul__(self, other: Any, /) -> FuelTensor: ...
+        def __imatmul__(self, other: Any, /) -> FuelTensor: ...
+        def __and__(self, other: Any, /) -> FuelTensor: ...
+        def __rand__(self, other: Any, /) -> FuelTensor: ...
+        def __iand__(self, other: Any, /) -> FuelTensor: ...
+        def __or__(self, other: Any, /) -> FuelTensor: ...
+        def __ror__(self, other: Any, /) -> FuelTensor: ...
+        def __ior__(self, other: Any, /) -> FuelTensor: ...
+        def __xor__(self, other: Any, /) -> FuelTensor: ...
+        def __rxor__(self, other: Any, /) -> FuelTensor: ...
+        def __ixor__(self, other: Any, /) -> FuelTensor: ...
+        def __lshift__(self, other: Any, /) -> FuelTensor: ...
+        def __rlshift__(self, other: Any, /) -> FuelTensor: ...
+        def __ilshift__(self, other: Any, /) -> FuelTensor: ...
+        def __rshift__(self, other: Any, /) -> FuelTensor: ...
+        def __rrshift__(self, other: Any, /) -> FuelTensor: ...
+        def __irshift__(self, other: Any, /) -> FuelTensor: ...
+        def __eq__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
+        def __lt__(self, other: Any, /) -> FuelTensor: ...
+        def __le__(self, other: Any, /) -> FuelTensor: ...
+        def __gt__(self, other: Any, /) -> FuelTensor: ...
+        def __ge__(self, other: Any, /) -> FuelTensor: ...
+        def __neg__(self, /) -> FuelTensor: ...
+        def __pos__(self, /) -> FuelTensor: ...
+        def __abs__(self, /) -> FuelTensor: ...
+        def __invert__(self, /) -> FuelTensor: ...
 
 
 # -- creation ---------------------------------------------------------------------------------
@@ -581,7 +498,3 @@ def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
         return tuple(operator.index(v) for v in values)
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
-
-
-# Imported last: dispatch builds on FuelTensor, and the operators above call into it.
-from fueltensor.engine import dispatch as _dispatch  # noqa: E402

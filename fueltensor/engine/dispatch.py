@@ -1,8 +1,9 @@
 """From `a + b` to the kernel that ran: coerce the operands, plan (cached), run, record.
 
-The eight contract operations are looked up by the op_kind the contracts declare; an operation
-no contract admits runs as a labelled host operation (NumPy) unless a `use_backend` restriction
-forbids it, in which case `NoKernelError` lists every candidate and why it was rejected.
+The contract operations (`fueltensor.ops.CONTRACT_OPS`) are looked up by the op_kind their
+contracts declare; an operation no contract admits runs as a labelled host operation (its NumPy
+ufunc) unless a `use_backend` restriction forbids it, in which case `NoKernelError` lists every
+candidate and why it was rejected.
 """
 
 from __future__ import annotations
@@ -20,20 +21,16 @@ from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
 from fueltensor.engine import backends
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.execute import run
-from fueltensor.engine.planner import Operand, Plan, Planning, Step, plan_contracts, promote
-
-OPS: Final[dict[str, tuple[str, np.ufunc]]] = {
-    "add": ("AddElementwise", np.add),
-    "subtract": ("SubElementwise", np.subtract),
-    "multiply": ("MulElementwise", np.multiply),
-    "divide": ("DivElementwise", np.divide),
-    "remainder": ("RemElementwise", np.remainder),
-    "pow": ("PowElementwise", np.power),
-    "maximum": ("MaximumElementwise", np.maximum),
-    "minimum": ("MinimumElementwise", np.minimum),
-}
-"""The operator surface: each of the eight operations and the op_kind its contracts declare,
-plus the NumPy ufunc that serves dtypes no contract admits (host operations)."""
+from fueltensor.engine.planner import (
+    Operand,
+    Plan,
+    Planning,
+    Step,
+    StepKind,
+    plan_contracts,
+    promote,
+)
+from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
 
 Scalar = bool | int | float | complex
 
@@ -42,7 +39,7 @@ FastEntry = tuple[int, int, int, int, _dtypes.DType, Layout, np.dtype, tuple[int
 numbers, the output's element count and itemsize, DType, dense Layout, NumPy dtype and shape,
 and for each operand whether the plan densifies it (BroadcastTo and/or Contiguize)."""
 
-_DENSIFY: Final = ((), ("Contiguize",), ("BroadcastTo", "Contiguize"))
+_DENSIFY: Final = ((), (StepKind.CONTIGUIZE,), (StepKind.BROADCAST_TO, StepKind.CONTIGUIZE))
 """The operand preparations the fast path performs itself (a dense copy, broadcast first)."""
 
 
@@ -123,39 +120,33 @@ def _operand(value: Any, like: FuelTensor) -> FuelTensor:
     )
 
 
-def _host_plan(
-    op: str,
-    op_kind: str | None,
-    operands: tuple[Operand, ...],
-    fn: Callable[..., np.ndarray],
-    rejected: Planning | None,
-) -> Plan:
-    """A NumPy host operation on the promoted operands, with the contracts it could not use."""
+def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
+    """The operation as its NumPy ufunc on the promoted operands, with the contracts it could
+    not use."""
     cast, casts = promote(operands)
-    probe = fn(*(np.empty((0,), o.dtype.np) for o in cast))
+    probe = op.host(*(np.empty((0,), o.dtype.np) for o in cast))
     out_dtype = _dtypes.from_numpy(probe.dtype)
     shape = broadcast_shapes(*(o.layout.shape for o in operands))
     moved = sum(o.count * o.dtype.itemsize for o in cast) + math.prod(shape) * out_dtype.itemsize
-    name = getattr(fn, "__name__", op)
     host = Step(
-        "Host",
-        None,
-        f"numpy.{name}({', '.join(('lhs', 'rhs')[: len(operands)])}) -> "
+        kind=StepKind.HOST,
+        operand=None,
+        label=f"numpy.{op.host.__name__}({', '.join(('lhs', 'rhs')[: len(operands)])}) -> "
         f"{out_dtype.name}{list(shape)}",
-        moved,
+        bytes=moved,
     )
     steps = (*(s for c in casts for s in c), host)
     return Plan(
-        op,
-        op_kind,
-        None,
-        steps,
-        sum(s.bytes for s in steps),
-        rejected.rejected if rejected else {},
-        shape,
-        out_dtype,
-        operands,
-        casts,
+        op=op.name,
+        op_kind=op.op_kind,
+        kernel=None,
+        steps=steps,
+        cost=sum(s.bytes for s in steps),
+        rejected=rejected.rejected if rejected else {},
+        out_shape=shape,
+        out_dtype=out_dtype,
+        operands=operands,
+        prep=casts,
     )
 
 
@@ -169,26 +160,26 @@ def choose(
     cached: tuple[Plan, Planning, FastEntry | None] | None = policy.plans.get(key)  # type: ignore[assignment]
     if cached is not None:
         return cached[0], cached[1]
-    op_kind, host = OPS[op]
+    row = BY_NAME[op]
     operands = tuple(Operand(t._dtype, t._layout) for t in tensors)
-    planning = plan_contracts(op, op_kind, operands, policy.registry, policy.providers)
+    planning = plan_contracts(op, row.op_kind, operands, policy.registry, policy.providers)
     if planning.viable:
         chosen = (planning.viable[0], planning)
     elif policy.allow_host:
-        chosen = (_host_plan(op, op_kind, operands, host, planning), planning)
+        chosen = (_host_plan(row, operands, planning), planning)
     else:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in operands)
         lines = [f"{k}: {'; '.join(v)}" for k, v in planning.rejected.items()]
         raise NoKernelError(
             f"no kernel contract admits {op}({args}) under use_backend({policy.label!r}) "
-            f"[{op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered")
+            f"[{row.op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered")
         )
     policy.remember(key, (*chosen, _fast_entry(chosen[0])))
     return chosen
 
 
 def binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """Run one of the eight contract operations on two operands and return a fresh tensor.
+    """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor.
 
     A cached plan of two tensors, with no trace or observer active, runs in one compiled call
     (`kernels._fast`) when it is built: the same plan, kernel body and output as below."""
@@ -198,7 +189,7 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
             return fast
     tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
-    result = run(plan, tensors, OPS[op][1])
+    result = run(plan, tensors, BY_NAME[op].host)
     notify(planning, plan, tensors, result)
     return result
 
@@ -209,7 +200,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
-    result = run(plan, tensors, OPS[op][1])
+    result = run(plan, tensors, BY_NAME[op].host)
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
     return target
@@ -222,20 +213,23 @@ def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> 
     moved = sum(t.size * t.dtype.itemsize for t in (*inputs, output))
     args = ", ".join(f"{t.dtype.name}{list(t.shape)}" for t in inputs)
     step = Step(
-        "Host", None, f"numpy {name}({args}) -> {output.dtype.name}{list(output.shape)}", moved
+        kind=StepKind.HOST,
+        operand=None,
+        label=f"numpy {name}({args}) -> {output.dtype.name}{list(output.shape)}",
+        bytes=moved,
     )
     record(
         Plan(
-            name,
-            None,
-            None,
-            (step,),
-            moved,
-            {},
-            output.shape,
-            output.dtype,
-            tuple(Operand(t.dtype, t._layout) for t in inputs),
-            (),
+            op=name,
+            op_kind=None,
+            kernel=None,
+            steps=(step,),
+            cost=moved,
+            rejected={},
+            out_shape=output.shape,
+            out_dtype=output.dtype,
+            operands=tuple(Operand(t.dtype, t._layout) for t in inputs),
+            prep=(),
         )
     )
 
@@ -248,10 +242,10 @@ def host_operation(fn: Callable[..., FuelTensor]) -> Callable[..., FuelTensor]:
 
 
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
-    """The Plan `fn(*args)` runs. For the eight contract operations it is planned without
-    running anything; a host operation is run (it is pure) and its recorded plan returned."""
+    """The Plan `fn(*args)` runs. A contract operation is planned without running anything; a
+    host operation is run (it is pure) and its recorded plan returned."""
     op = getattr(fn, "__fueltensor_op__", None)
-    if op not in OPS:
+    if not isinstance(op, str) or op not in BY_NAME:
         if getattr(fn, "__fueltensor_host__", False):
             with trace() as plans:
                 fn(*args, **kwargs)
@@ -265,33 +259,33 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
     return choose(op, coerce(*args), current_policy())[0]
 
 
-def _operation(op: str, doc: str) -> Callable[[Any, Any], FuelTensor]:
-    def operation(x1: Any, x2: Any, /) -> FuelTensor:
-        return binary(op, x1, x2)
+def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
+    """The namespace function of a contract operation."""
+    name = op.name
 
-    operation.__name__ = operation.__qualname__ = op
-    operation.__doc__ = doc
-    operation.__fueltensor_op__ = op  # type: ignore[attr-defined]
+    def operation(x1: Any, x2: Any, /) -> FuelTensor:
+        return binary(name, x1, x2)
+
+    operation.__name__ = operation.__qualname__ = name
+    operation.__doc__ = (
+        f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
+        f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
+    )
+    operation.__fueltensor_op__ = name  # type: ignore[attr-defined]
     return operation
 
 
-add = _operation("add", "x1 + x2, element-wise (AddElementwise contracts).")
-subtract = _operation("subtract", "x1 - x2, element-wise (SubElementwise contracts).")
-multiply = _operation("multiply", "x1 * x2, element-wise (MulElementwise contracts).")
-divide = _operation("divide", "x1 / x2, element-wise, IEEE (DivElementwise contracts).")
-remainder = _operation(
-    "remainder",
-    "x1 - floor(x1 / x2) * x2 in the working precision, "
-    "element-wise (RemElementwise contracts; sign follows the divisor).",
-)
-pow = _operation("pow", "x1 ** x2, element-wise via powf (PowElementwise contracts).")
-maximum = _operation(
-    "maximum",
-    "Element-wise maximum: NaN-propagating (lhs NaN first), lhs on a "
-    "±0 tie (MaximumElementwise contracts).",
-)
-minimum = _operation(
-    "minimum",
-    "Element-wise minimum: NaN-propagating (lhs NaN first), lhs on a "
-    "±0 tie (MinimumElementwise contracts).",
-)
+OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
+    op.name: _operation(op) for op in CONTRACT_OPS
+}
+"""The namespace functions of the contract operations, by name ("add" ...)."""
+
+# Spelled out so that type checkers and `fueltensor.__all__` see them; tests check the rows.
+add = OPERATIONS["add"]
+subtract = OPERATIONS["subtract"]
+multiply = OPERATIONS["multiply"]
+divide = OPERATIONS["divide"]
+remainder = OPERATIONS["remainder"]
+pow = OPERATIONS["pow"]
+maximum = OPERATIONS["maximum"]
+minimum = OPERATIONS["minimum"]

@@ -18,7 +18,7 @@ import numpy as np
 from fueltensor.core.errors import ContractViolation
 from fueltensor.core.storage import aligned_empty
 from fueltensor.core.tensor import FuelTensor
-from fueltensor.engine.planner import Plan, Step
+from fueltensor.engine.planner import Plan, Step, StepKind
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
 
 HostFn = Callable[..., np.ndarray]
@@ -103,14 +103,16 @@ def _temporary(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
     """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order."""
     for step in steps:
-        if step.kind == "Cast":
+        if step.kind is StepKind.CAST:
             assert step.dtype is not None
             array = array.astype(step.dtype.np, order="C")
-        elif step.kind == "BroadcastTo":
+        elif step.kind is StepKind.BROADCAST_TO:
             assert step.shape is not None
             array = np.broadcast_to(array, step.shape)
-        else:
+        elif step.kind is StepKind.CONTIGUIZE:
             array = contiguize(array)
+        else:
+            raise ValueError(f"a {step.kind} step does not prepare an operand: {step}")
     return array
 
 

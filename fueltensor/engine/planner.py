@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
 from fueltensor.core.dtypes import DType, result_type
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
@@ -43,11 +44,27 @@ class Operand:
         return self.layout.size
 
 
+class StepKind(str, Enum):
+    """What a step does: prepare an operand (Cast, BroadcastTo, Contiguize), then compute."""
+
+    CAST = "Cast"
+    BROADCAST_TO = "BroadcastTo"
+    CONTIGUIZE = "Contiguize"
+    KERNEL = "Kernel"
+    HOST = "Host"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)  # a key equal to its string finds the same dict entry
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One thing a plan does: Cast, BroadcastTo or Contiguize an operand, then a Kernel or Host."""
 
-    kind: str
+    kind: StepKind
     operand: int | None
     label: str
     bytes: int
@@ -57,12 +74,12 @@ class Step:
 
     def __str__(self) -> str:
         why = f"  [{'; '.join(self.why)}]" if self.why else ""
-        if self.kind == "Cast":
+        if self.kind is StepKind.CAST:
             assert self.dtype is not None
             return f"Cast({self.label} -> {self.dtype.name}){why}"
-        if self.kind == "BroadcastTo":
+        if self.kind is StepKind.BROADCAST_TO:
             return f"BroadcastTo({self.label} -> {self.shape}){why}"
-        if self.kind == "Contiguize":
+        if self.kind is StepKind.CONTIGUIZE:
             return f"Contiguize({self.label}){why}"
         return f"{self.label}{why}"
 
@@ -73,7 +90,10 @@ class Plan:
     the bytes they move, and why every other candidate was rejected."""
 
     op: str
+    """The operation's name: a namespace function ("add"), or the contract's op_kind when the
+    judge plans a contract on its own."""
     op_kind: str | None
+    """The op_kind of the contracts planned (None for a host operation outside them)."""
     kernel: KernelContract | None
     steps: tuple[Step, ...]
     cost: int
@@ -167,32 +187,35 @@ def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -
     raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
 
 
-def admit(
-    contract: KernelContract, op: str, operands: tuple[Operand, ...], out_shape: Shape
-) -> Plan | tuple[str, ...]:
-    """A plan for running `contract` on `operands`, or the reasons it cannot run them."""
-    specs = contract.inputs
+Verdict = tuple[str, ...]
+"""Why a contract cannot run the operation: one reason per failed check (empty: it can)."""
+
+
+def _dtype_verdict(specs: tuple[InputSpec, ...], operands: tuple[Operand, ...]) -> Verdict:
+    """Arity, dtypes and ranks: what no step in front of the kernel can change."""
     if len(specs) != len(operands):
         return (f"takes {len(specs)} inputs, the operation has {len(operands)}",)
-    names = {s.name: i for i, s in enumerate(specs)}
     fatal: list[str] = []
     for spec, o in zip(specs, operands, strict=True):
         if o.dtype.fkc not in spec.dtypes:
             fatal.append(f"{spec.name}: dtype {o.dtype.fkc} not in [{', '.join(spec.dtypes)}]")
         if spec.rank is not None and o.layout.ndim != spec.rank:
             fatal.append(f"{spec.name}: rank {o.layout.ndim}, the contract needs {spec.rank}")
-    if fatal:
-        return tuple(fatal)
+    return tuple(fatal)
 
-    repairs = _STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
-    work = list(operands)
-    prep: list[list[Step]] = [[] for _ in operands]
+
+def _shape_repair(
+    specs: tuple[InputSpec, ...], work: list[Operand], prep: list[list[Step]], repairs: bool
+) -> Verdict:
+    """Hold each input to its shape constraint, broadcasting it in front of the kernel where a
+    `same_as` fails and the contract lets the planner repair."""
+    names = {s.name: i for i, s in enumerate(specs)}
+    original = tuple(o.layout.shape for o in work)
     for i, spec in enumerate(specs):
         sc = spec.shape_constraint
         if sc is None:
             continue
-        other = operands[names[sc.other]].layout.shape
-        mine = work[i].layout.shape
+        other, mine = original[names[sc.other]], work[i].layout.shape
         try:
             target = broadcast_shapes(mine, other)
         except ValueError:
@@ -203,7 +226,23 @@ def admit(
                 return (why,)
             if target != mine:
                 work[i] = Operand(work[i].dtype, work[i].layout.broadcast_to(target))
-                prep[i].append(Step("BroadcastTo", i, spec.name, 0, shape=target, why=(why,)))
+                step = Step(
+                    kind=StepKind.BROADCAST_TO,
+                    operand=i,
+                    label=spec.name,
+                    bytes=0,
+                    shape=target,
+                    why=(why,),
+                )
+                prep[i].append(step)
+    return ()
+
+
+def _layout_repair(
+    specs: tuple[InputSpec, ...], work: list[Operand], prep: list[list[Step]], repairs: bool
+) -> Verdict:
+    """Hold each input to its layout flags, densifying it in front of the kernel where the
+    contract lets the planner repair and a dense operand satisfies it."""
     for i, spec in enumerate(specs):
         reasons = _flag_reasons(spec.name, spec, work[i].layout.flags)
         if not reasons:
@@ -212,13 +251,30 @@ def admit(
             return tuple(reasons)
         o = work[i]
         work[i] = Operand(o.dtype, Layout.dense(o.layout.shape))
-        prep[i].append(
-            Step("Contiguize", i, spec.name, 2 * o.count * o.dtype.itemsize, why=tuple(reasons))
+        step = Step(
+            kind=StepKind.CONTIGUIZE,
+            operand=i,
+            label=spec.name,
+            bytes=2 * o.count * o.dtype.itemsize,
+            why=tuple(reasons),
         )
+        prep[i].append(step)
+    return ()
 
+
+class Output(NamedTuple):
+    """The output a contract's rules give for the (repaired) operands."""
+
+    dtype: DType
+    shape: Shape
+
+
+def _output(contract: KernelContract, work: list[Operand], out_shape: Shape) -> Output | Verdict:
+    """The output dtype and shape by the contract's rules, or why they are not the operation's."""
     if len(contract.outputs) != 1:
         return (f"returns {len(contract.outputs)} outputs; a binary operation returns one",)
     out = contract.outputs[0]
+    names = {s.name: i for i, s in enumerate(contract.inputs)}
     dtype_src = _apply_rule(out.dtype_rule, names, work)
     shape = _apply_rule(out.shape_rule, names, work)
     assert isinstance(dtype_src, Operand) and isinstance(shape, tuple)
@@ -227,29 +283,53 @@ def admit(
             f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
             f"{shape}, the operation's result has shape {out_shape}",
         )
-    env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype_src.dtype.itemsize}
+    return Output(dtype_src.dtype, shape)
+
+
+def _kernel_step(contract: KernelContract, work: list[Operand], dtype: DType, shape: Shape) -> Step:
+    """The kernel call, priced by the contract's `bytes_moved` formula."""
+    specs = contract.inputs
+    env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
-    kernel_bytes = int(contract.cost.bytes_moved.evaluate(env))
-    cost = kernel_bytes + sum(s.bytes for p in prep for s in p)
-    kernel_step = Step(
-        "Kernel",
-        None,
-        f"{contract.name}({', '.join(s.name for s in specs)}) -> "
-        f"{dtype_src.dtype.name}{list(shape)}",
-        kernel_bytes,
+    return Step(
+        kind=StepKind.KERNEL,
+        operand=None,
+        label=f"{contract.name}({', '.join(s.name for s in specs)}) -> {dtype.name}{list(shape)}",
+        bytes=int(contract.cost.bytes_moved.evaluate(env)),
     )
-    steps = (*(s for p in prep for s in p), kernel_step)
+
+
+def admit(
+    contract: KernelContract, op: str, operands: tuple[Operand, ...], out_shape: Shape
+) -> Plan | Verdict:
+    """A plan for running `contract` on `operands`, or the reasons it cannot run them."""
+    fatal = _dtype_verdict(contract.inputs, operands)
+    if fatal:
+        return fatal
+    repairs = _STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
+    work = list(operands)
+    prep: list[list[Step]] = [[] for _ in operands]
+    for repair in (_shape_repair, _layout_repair):
+        verdict = repair(contract.inputs, work, prep, repairs)
+        if verdict:
+            return verdict
+    output = _output(contract, work, out_shape)
+    if not isinstance(output, Output):
+        return output
+    dtype, shape = output
+    kernel = _kernel_step(contract, work, dtype, shape)
+    steps = (*(s for p in prep for s in p), kernel)
     return Plan(
-        op,
-        contract.op_kind,
-        contract,
-        steps,
-        cost,
-        {},
-        shape,
-        dtype_src.dtype,
-        operands,
-        tuple(tuple(p) for p in prep),
+        op=op,
+        op_kind=contract.op_kind,
+        kernel=contract,
+        steps=steps,
+        cost=sum(s.bytes for s in steps),
+        rejected={},
+        out_shape=shape,
+        out_dtype=dtype,
+        operands=operands,
+        prep=tuple(tuple(p) for p in prep),
     )
 
 
@@ -270,18 +350,15 @@ def promote(
         else:
             moved = o.count * (o.dtype.itemsize + target.itemsize)
             cast.append(Operand(target, Layout.dense(o.layout.shape)))
-            steps.append(
-                (
-                    Step(
-                        "Cast",
-                        i,
-                        f"{labels[i]}: {o.dtype.name}",
-                        moved,
-                        dtype=target,
-                        why=(f"promotion {o.dtype.name} -> {target.name}",),
-                    ),
-                )
+            step = Step(
+                kind=StepKind.CAST,
+                operand=i,
+                label=f"{labels[i]}: {o.dtype.name}",
+                bytes=moved,
+                dtype=target,
+                why=(f"promotion {o.dtype.name} -> {target.name}",),
             )
+            steps.append((step,))
     return tuple(cast), tuple(steps)
 
 

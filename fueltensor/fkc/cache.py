@@ -11,8 +11,13 @@ from here: a document that fails is not cached, so it fails with its file and li
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
+import pkgutil
+import re
+import sys
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -37,17 +42,6 @@ FORMAT: Final = 1
 """Layout of the JSON entries; bumped when `encode` changes shape."""
 ENV_VAR: Final = "FUELTENSOR_CACHE_DIR"
 """Overrides the cache directory; set it to the empty string to turn the cache off."""
-_READER_SOURCES: Final = (
-    "fkc/__init__.py",
-    "fkc/cache.py",
-    "fkc/formula.py",
-    "fkc/parse.py",
-    "fkc/schema.py",
-    "core/dtypes.py",
-    "core/errors.py",
-)
-"""The modules whose code decides what a document means (relative to the package)."""
-
 Loaded = tuple[Provider, tuple[KernelContract, ...]]
 
 
@@ -68,14 +62,53 @@ def reader_fingerprint() -> str | None:
     Stricter than fueltensor's version string: a release or a local edit that changes how
     documents are read changes this, and one that does not keeps the entries valid.
     """
-    package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     try:
-        for name in _READER_SOURCES:
-            digest.update((package / name).read_bytes())
+        for name, path in reader_modules().items():
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     except OSError:
         return None
     return digest.hexdigest()
+
+
+_FROM_IMPORT: Final = re.compile(
+    r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|.*)$", re.M
+)
+"""`from <module> import <names>` statements (names possibly parenthesised over lines)."""
+
+
+def reader_modules() -> dict[str, Path]:
+    """The modules whose code decides what a document means, by name, with their files: every
+    module of the fkc package and, transitively, the fueltensor modules they import from.
+    Found by reading their import statements, importing nothing (a hit skips the YAML reader)."""
+    package = __name__.rpartition(".")[0]
+    root = package.partition(".")[0]
+    found = pkgutil.iter_modules(sys.modules[package].__path__)
+    todo = [package, *(f"{package}.{m.name}" for m in found)]
+    files: dict[str, Path] = {}
+    while todo:
+        name = todo.pop()
+        spec = importlib.util.find_spec(name)
+        if name in files or spec is None or spec.origin is None:
+            continue
+        files[name] = Path(spec.origin)
+        is_package = spec.submodule_search_locations is not None
+        here = name if is_package else name.rpartition(".")[0]
+        for source, imported in _FROM_IMPORT.findall(files[name].read_text("utf-8")):
+            base = importlib.util.resolve_name(source, here)
+            if base.partition(".")[0] == root:
+                todo += [base, *_submodules(base, re.findall(r"\w+", imported))]
+    return dict(sorted(files.items()))
+
+
+def _submodules(package: str, names: list[str]) -> list[str]:
+    """Those of `names` imported from `package` that are modules of it (`from .. import x`)."""
+    spec = importlib.util.find_spec(package)
+    where = spec.submodule_search_locations if spec is not None else None
+    if not where:
+        return []
+    modules = {m.name for m in pkgutil.iter_modules(where)}
+    return [f"{package}.{n}" for n in names if n in modules]
 
 
 def _entry(data: bytes) -> Path | None:

@@ -1,0 +1,76 @@
+"""The contract operations as data: one row per operation the kernel contracts can serve.
+
+Everything that names these operations is derived from `CONTRACT_OPS`: the namespace functions
+(`fueltensor.add` ...) and FuelTensor's operators (`fueltensor.engine.operators`), dispatch's
+op_kind and host fallback, the judge's references, and the kernels' op lists (the chassis, and
+the compiled module's `OPS`, checked against this table at import). What an operation computes
+is the contracts' business: read it from the FKC documents, never from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import Final
+
+import numpy as np
+
+
+class OpKind(str, Enum):
+    """The op kinds the library dispatches: the `op_kind` its contracts declare."""
+
+    ADD = "AddElementwise"
+    SUB = "SubElementwise"
+    MUL = "MulElementwise"
+    DIV = "DivElementwise"
+    REM = "RemElementwise"
+    POW = "PowElementwise"
+    MAXIMUM = "MaximumElementwise"
+    MINIMUM = "MinimumElementwise"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)  # a key equal to its string finds the same dict entry
+
+
+@dataclass(frozen=True, slots=True)
+class ContractOp:
+    """One contract operation: its names in the namespace, the contracts and the kernels."""
+
+    name: str
+    """The array-API namespace function, e.g. "subtract"."""
+    op_kind: OpKind
+    """The op_kind its contracts declare, e.g. "SubElementwise"."""
+    dunder: str | None
+    """Operator method stem ("sub": `__sub__`, `__rsub__`, `__isub__`), None without one."""
+    host: np.ufunc
+    """The NumPy ufunc that serves dtypes no contract admits (a labelled host operation)."""
+    kernel_op: str
+    """The kernels' op id: the thunk-name stem in entry points (`sub_f32`), the C module's name."""
+    summary: str
+    """What the operation is, for its docstring (its numerics are in the contracts)."""
+
+
+CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
+    ContractOp("add", OpKind.ADD, "add", np.add, "add", "x1 + x2"),
+    ContractOp("subtract", OpKind.SUB, "sub", np.subtract, "sub", "x1 - x2"),
+    ContractOp("multiply", OpKind.MUL, "mul", np.multiply, "mul", "x1 * x2"),
+    ContractOp("divide", OpKind.DIV, "truediv", np.divide, "div", "x1 / x2"),
+    ContractOp("remainder", OpKind.REM, "mod", np.remainder, "rem", "x1 % x2"),
+    ContractOp("pow", OpKind.POW, "pow", np.power, "pow", "x1 ** x2"),
+    ContractOp("maximum", OpKind.MAXIMUM, None, np.maximum, "maximum", "the larger of x1 and x2"),
+    ContractOp("minimum", OpKind.MINIMUM, None, np.minimum, "minimum", "the smaller of x1 and x2"),
+)
+"""The operator surface. Adding a contract operation: its FKC documents, its kernels, one row."""
+
+BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
+"""The rows by namespace name ("add")."""
+
+BY_KIND: Final = MappingProxyType({op.op_kind: op for op in CONTRACT_OPS})
+"""The rows by op kind (`OpKind.ADD`, equal to the string "AddElementwise")."""
+
+KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in CONTRACT_OPS)
+"""The kernels' op ids, in table order."""
