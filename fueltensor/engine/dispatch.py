@@ -51,7 +51,13 @@ def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
     except ImportError:
         return None
     _fast.configure(
-        FuelTensor, backends._POLICY, backends._TRACE, backends._OBSERVERS, current_policy, Layout
+        FuelTensor,
+        backends._POLICY,
+        backends._TRACE,
+        backends._OBSERVERS,
+        current_policy,
+        Layout,
+        vars(backends),
     )
     return _fast.binary
 

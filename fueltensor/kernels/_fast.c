@@ -38,6 +38,8 @@ static PyTypeObject *layout_type; /* Layout */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
 static PyObject *policy_var, *trace_var, *observers_var, *current_policy;
 static PyObject *plans_name;    /* "plans" */
+static PyObject *default_name;  /* "_DEFAULT" */
+static PyObject *backends_dict; /* engine.backends' globals, where the default policy lives */
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -96,7 +98,11 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
     if (PyContextVar_Get(policy_var, NULL, &policy) < 0) return NULL;
     if (policy == NULL || policy == Py_None) {
         Py_XDECREF(policy);
-        policy = PyObject_CallNoArgs(current_policy);
+        /* The default policy, as current_policy() returns it once it exists (no Python call). */
+        policy = PyDict_GetItemWithError(backends_dict, default_name);
+        if (policy == NULL && PyErr_Occurred()) return NULL;
+        if (policy != NULL && policy != Py_None) Py_INCREF(policy);
+        else policy = PyObject_CallNoArgs(current_policy);
         if (policy == NULL) return NULL;
     }
     PyObject *plans = PyObject_GetAttr(policy, plans_name);
@@ -404,11 +410,11 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
 
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 6 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type)) {
+    if (nargs != 7 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
-                                         "observers_var, current_policy, Layout) takes 6 "
-                                         "arguments, two of them types");
+                                         "observers_var, current_policy, Layout, "
+                                         "backends_globals) takes 7 arguments");
         return NULL;
     }
     for (Py_ssize_t i = 1; i < 4; i++) {
@@ -431,6 +437,7 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_XSETREF(observers_var, Py_NewRef(args[3]));
     Py_XSETREF(current_policy, Py_NewRef(args[4]));
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
+    Py_XSETREF(backends_dict, Py_NewRef(args[6]));
     Py_RETURN_NONE;
 }
 
@@ -445,8 +452,8 @@ static PyMethodDef methods[] = {
     {"transpose", transpose, METH_O,
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout): "
-     "what binary and the views read (called once by dispatch)."},
+     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout, "
+     "backends_globals): what binary and the views read (called once by dispatch)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -475,7 +482,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
     Py_DECREF(capsule);
     if (copy_dense == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
-    if (plans_name == NULL) return NULL;
+    default_name = PyUnicode_InternFromString("_DEFAULT");
+    if (plans_name == NULL || default_name == NULL) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0) {

@@ -21,10 +21,11 @@ def configure(
     observers_var: ContextVar[Any],
     current_policy: Callable[[], Any],
     layout: type,
+    backends_globals: dict[str, Any],
     /,
 ) -> None:
-    """Tell `binary` and the views what they read: the tensor and layout types and the policy /
-    trace / observer vars."""
+    """Tell `binary` and the views what they read: the tensor and layout types, the policy /
+    trace / observer vars, and engine.backends' globals (its `_DEFAULT` policy)."""
 
 def getitem(t: Any, key: Any, /) -> Any:
     """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""
