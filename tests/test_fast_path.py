@@ -229,3 +229,23 @@ def test_keys_the_compiled_views_leave_to_python() -> None:
     with pytest.raises(ValueError):
         x[::0]
     np.testing.assert_array_equal(np.asarray(x[None, 1]), [[3.0, 4.0, 5.0]])
+
+
+POWF_IS_NOT_SQUARING = [(0x1AC00000, 2.0), (0x5F7FC313, 2.0), (0x0000072F, 0.5), (0x7F7FC896, 0.5)]
+"""f32 inputs where glibc 2.36's powf(x, y) differs from x * x (y = 2) or sqrtf(x) (y = 0.5),
+found by benchmarks/pow_shortcut_check.c's exhaustive scan: why pow has no such shortcut."""
+
+
+@pytest.mark.parametrize(("bits_in", "y"), POWF_IS_NOT_SQUARING)
+def test_pow_by_a_scalar_is_the_c_librarys_powf(bits_in: int, y: float) -> None:
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.powf.restype = ctypes.c_float
+    libm.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+    x = np.array([bits_in] * 3, np.uint32).view(np.float32)
+    want = np.float32(libm.powf(float(x[0]), y)).view(np.uint32)
+    t = ft.asarray(x)
+    t**y
+    assert (np.asarray(t**y).view(np.uint32) == want).all()
