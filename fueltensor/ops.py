@@ -9,6 +9,7 @@ is the contracts' business: read it from the FKC documents, never from here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -69,8 +70,10 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
 
-BY_KIND: Final = MappingProxyType({op.op_kind: op for op in CONTRACT_OPS})
-"""The rows by op kind (`OpKind.ADD`, equal to the string "AddElementwise")."""
+BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {op.op_kind.value: op for op in CONTRACT_OPS}
+)
+"""The rows by op kind ("AddElementwise", or `OpKind.ADD`, which equals it)."""
 
 KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in CONTRACT_OPS)
 """The kernels' op ids, in table order."""

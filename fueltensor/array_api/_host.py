@@ -16,6 +16,7 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
+from fueltensor.core.layout import normalize_axis
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.backends import tracing
 from fueltensor.engine.dispatch import coerce, host_operation, record_host
@@ -89,15 +90,12 @@ def promoted(*operands: Any) -> tuple[list[np.ndarray], DType]:
 
 
 def axes(axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
-    """`axis` (None: all) normalized to non-negative axes; IndexError names a bad one."""
+    """`axis` (None: all) normalized to non-negative axes by `normalize_axis` (AxisError names
+    a bad one)."""
     if axis is None:
         return tuple(range(ndim))
     items = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in items:
-        if not -ndim <= a < ndim:
-            raise IndexError(f"axis {a} is out of range for a tensor of {ndim} dimensions")
-        out.append(a % ndim)
+    out = [normalize_axis(a, ndim) for a in items]
     if len(set(out)) != len(out):
         raise ValueError(f"axis {axis} repeats an axis")
     return tuple(out)

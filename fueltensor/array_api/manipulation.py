@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
-from fueltensor.core.layout import Layout, as_shape, broadcast_shapes
+from fueltensor.core.layout import Layout, as_shape, broadcast_shapes, normalize_axis
 from fueltensor.core.tensor import FuelTensor, copy_tensor
 
 
@@ -82,12 +82,7 @@ def broadcast_arrays(*arrays: FuelTensor) -> list[FuelTensor]:
 
 def expand_dims(x: FuelTensor, /, axis: int = 0) -> FuelTensor:
     """x with a new axis of extent 1 at position `axis` (in [-x.ndim - 1, x.ndim]); a view."""
-    nd = tensor(x).ndim
-    if not -nd - 1 <= axis <= nd:
-        raise IndexError(
-            f"axis {axis} is out of range for inserting into {nd} dimensions (use -{nd + 1}..{nd})"
-        )
-    at = axis % (nd + 1)
+    at = normalize_axis(axis, tensor(x).ndim + 1)
     return x[(slice(None),) * at + (None, ...)]
 
 

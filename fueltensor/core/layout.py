@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple, SupportsIndex
 
+from numpy.exceptions import AxisError
+
 MAX_DIMS = 64
 """NumPy's limit on dimensions; a layout is turned into a NumPy view, so we share it."""
 MAX_INDEX = 2**63 - 1
@@ -119,14 +121,6 @@ class Layout(NamedTuple):
         strided = not contiguous and not _is_dense([(n, abs(s)) for n, s in live if s != 0])
         return LayoutFlags(contiguous, strided, stride0, self.offset != 0, reverse)
 
-    @property
-    def is_dense(self) -> bool:
-        """Row-major dense and zero-offset: the layout a kernel buffer must have."""
-        return self.offset == 0 and (
-            self.size == 0
-            or _is_dense([(n, s) for n, s in zip(self.shape, self.strides, strict=True) if n > 1])
-        )
-
     def span(self) -> tuple[int, int]:
         """The lowest and highest storage index the view touches (empty views touch none)."""
         lo = hi = self.offset
@@ -186,7 +180,7 @@ class Layout(NamedTuple):
     def permute(self, axes: Sequence[int]) -> Layout:
         """Reorder the axes: axis k of the result is axis `axes[k]` of this layout."""
         nd = self.ndim
-        norm = tuple(_normalize_axis(a, nd) for a in axes)
+        norm = tuple(normalize_axis(a, nd) for a in axes)
         if sorted(norm) != list(range(nd)):
             raise ValueError(f"axes {tuple(axes)} are not a permutation of the {nd} axes")
         return Layout(
@@ -196,7 +190,7 @@ class Layout(NamedTuple):
     def flip(self, axes: Sequence[int] | None = None) -> Layout:
         """Reverse the given axes (all when None): negative strides, offset at the old end."""
         nd = self.ndim
-        flip = set(range(nd)) if axes is None else {_normalize_axis(a, nd) for a in axes}
+        flip = set(range(nd)) if axes is None else {normalize_axis(a, nd) for a in axes}
         offset = self.offset
         strides = list(self.strides)
         for k in flip:
@@ -326,8 +320,10 @@ def _nocopy_strides(old: list[tuple[int, int]], shape: Shape) -> Shape | None:
     return tuple(strides)
 
 
-def _normalize_axis(axis: int, ndim: int) -> int:
+def normalize_axis(axis: int, ndim: int) -> int:
+    """`axis` as a non-negative axis of `ndim`; out of range raises NumPy's AxisError (both an
+    IndexError and a ValueError), as array-api-strict does."""
     a = _index(axis, "an axis")
     if not -ndim <= a < ndim:
-        raise ValueError(f"axis {a} is out of bounds for a tensor of {ndim} dimensions")
+        raise AxisError(f"axis {a} is out of bounds for a tensor of {ndim} dimensions")
     return a % ndim

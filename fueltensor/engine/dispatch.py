@@ -81,6 +81,10 @@ def _fast_entry(plan: Plan) -> FastEntry | None:
     return (*codes, plan.size, dt.itemsize, dt, layout, dt.np, plan.out_shape, *dense)
 
 
+_HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
+"""Each contract operation's host ufunc, in a plain dict (read on every call)."""
+
+
 def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
     """A Python scalar as a 0-d tensor of the dtype it takes next to `like` (scalars are weak)."""
     dt = _dtypes.scalar_dtype(value, like.dtype)
@@ -195,7 +199,7 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
             return fast
     tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
-    result = run(plan, tensors, BY_NAME[op].host)
+    result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
     return result
 
@@ -206,7 +210,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
-    result = run(plan, tensors, BY_NAME[op].host)
+    result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
     return target

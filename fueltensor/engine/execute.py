@@ -116,16 +116,10 @@ def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
     return array
 
 
-def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Hold an array a kernel returned to its contract's `return` clause."""
+def returned_problems(plan: Plan, got: np.ndarray, inputs: tuple[np.ndarray, ...]) -> list[str]:
+    """How an array a kernel returned breaks its contract's `return` clause (empty: it holds);
+    the executor and the judge both hold kernels to this."""
     assert plan.kernel is not None
-    source = plan.kernel.source
-    kernel = f"kernel {plan.kernel.name} ({source.path}:{source.line})"
-    if not isinstance(got, np.ndarray):
-        raise ContractViolation(
-            f"{kernel} returned a {type(got).__name__}; kernels write "
-            "`out` and return None, or return an ndarray"
-        )
     out = plan.kernel.outputs[0]
     problems = []
     if got.dtype != plan.out_dtype.np:
@@ -136,6 +130,20 @@ def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> 
         problems.append("a non-contiguous buffer, its layout_guarantee is contiguous")
     if out.aliasing == "none" and any(np.may_share_memory(got, x) for x in inputs):
         problems.append("a buffer that aliases an input, its aliasing is none")
+    return problems
+
+
+def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Hold an array a kernel returned to its contract's `return` clause."""
+    assert plan.kernel is not None
+    source = plan.kernel.source
+    kernel = f"kernel {plan.kernel.name} ({source.path}:{source.line})"
+    if not isinstance(got, np.ndarray):
+        raise ContractViolation(
+            f"{kernel} returned a {type(got).__name__}; kernels write "
+            "`out` and return None, or return an ndarray"
+        )
+    problems = returned_problems(plan, got, inputs)
     if problems:
         raise ContractViolation(f"{kernel} returned " + "; ".join(problems))
     return got

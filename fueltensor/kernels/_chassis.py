@@ -21,6 +21,8 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
+from fueltensor.ops import KERNEL_OPS
+
 Array = NDArray[Any]
 BlockOp = Callable[[Array, Array, Array, "Scratch"], None]
 
@@ -295,6 +297,12 @@ OPS: Final[tuple[Op, ...]] = (
 )
 """The op table the CPU thunks are generated from (names as in the thunk names)."""
 
+if sorted(op.name for op in OPS) != sorted(KERNEL_OPS):
+    raise ImportError(
+        f"the chassis ops {[op.name for op in OPS]} are not the op table's kernel ops "
+        f"{list(KERNEL_OPS)} (fueltensor.ops): give every row a body and nothing else"
+    )
+
 
 def run_native(op: Op, lhs: Array, rhs: Array, out: Array) -> None:
     """F32/F64: the whole-array ufunc when it is the contract, else the body block by block."""
@@ -388,6 +396,12 @@ def _load_native() -> ModuleType | None:
 
 NATIVE: Final = _load_native()
 """The compiled kernels module (`_native.binary`, `OPS`, `DTYPES`, `ISAS`), or None."""
+
+if NATIVE is not None and sorted(NATIVE.OPS) != sorted(KERNEL_OPS):
+    raise ImportError(
+        f"the compiled kernels export ops {list(NATIVE.OPS)}, the op table (fueltensor.ops) "
+        f"has {list(KERNEL_OPS)}: rebuild them (python setup.py build_ext --inplace)"
+    )
 
 
 def native(op: Op, dtype: np.dtype[Any]) -> Body:

@@ -51,6 +51,36 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return distance
 
 
+@dataclass(frozen=True)
+class Errors:
+    """Per-lane differences of `got` from `want` (float64 arrays).
+
+    The NaN-lane rule: a lane NaN on both sides agrees (0 ULP, no error); a lane NaN on one
+    side only is `nan_mismatch` and infinitely many ULPs apart; neither counts towards the
+    absolute or relative error, which measure the lanes that hold numbers.
+    """
+
+    ulp: np.ndarray
+    absolute: np.ndarray
+    relative: np.ndarray
+    nan_mismatch: np.ndarray
+
+
+def errors(got: np.ndarray, want: np.ndarray) -> Errors:
+    """ULP distance, absolute and relative error of `got` from `want` by the NaN-lane rule."""
+    with np.errstate(all="ignore"):
+        wg, ww = got.astype(np.float64), want.astype(np.float64)
+        nan_got, nan_want = np.isnan(wg), np.isnan(ww)
+        numbers = ~(nan_got | nan_want)
+        ulp = ulp_distance(got, want).astype(np.float64)
+        ulp[~numbers] = 0.0
+        ulp[nan_got != nan_want] = np.inf
+        same = (wg == ww) | ~numbers
+        absolute = np.where(same, 0.0, np.abs(wg - ww))
+        relative = np.where(same, 0.0, np.nan_to_num(absolute / np.abs(ww), nan=np.inf))
+    return Errors(ulp, absolute, relative, nan_got != nan_want)
+
+
 def format_value(value: Any) -> str:
     """A scalar as its shortest repr plus its bit pattern, e.g. `1.0 (0x3f800000)`."""
     array = np.asarray(value)
@@ -250,16 +280,8 @@ def diff(
     assert baseline.kernel is not None and other.kernel is not None
     a, b = base.reshape(-1), out.reshape(-1)
     equal = bits(a) == bits(b)
-    nan_a, nan_b = np.isnan(a), np.isnan(b)
-    ulp = ulp_distance(a, b).astype(np.float64)
-    ulp[nan_a | nan_b] = 0.0
-    ulp[nan_a != nan_b] = np.inf
-    ulp[equal] = 0.0
-    with np.errstate(all="ignore"):
-        wa, wb = a.astype(np.float64), b.astype(np.float64)
-        err = np.abs(wa - wb)
-        err[equal | (nan_a & nan_b)] = 0.0
-        rel = np.nan_to_num(np.where(err == 0, 0.0, err / np.abs(wa)), nan=np.inf)
+    measured = errors(b, a)
+    ulp = measured.ulp
     worst = None
     if not equal.all():
         # Rank by ULP, then let a payload-only NaN difference count once nothing else differs.
@@ -270,7 +292,6 @@ def diff(
         worst = Worst(
             index, inputs, format_value(base[index]), format_value(out[index]), float(ulp[flat])
         )
-    finite = ~(nan_a | nan_b)
     return Comparison(
         op,
         baseline.op_kind,
@@ -281,9 +302,9 @@ def diff(
         int(a.size),
         int(equal.sum()),
         float(ulp.max(initial=0.0)),
-        float(err[finite].max(initial=0.0)),
-        float(rel[finite].max(initial=0.0)),
-        bool((nan_a == nan_b).all()),
+        float(measured.absolute.max(initial=0.0)),
+        float(measured.relative.max(initial=0.0)),
+        not measured.nan_mismatch.any(),
         times,
         worst,
     )

@@ -13,21 +13,12 @@ For each contract, and each dtype it accepts, four checks:
 * **cost**: the call overhead on one-element inputs, then ns per element and GB/s at a large
   size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth.
 
-The references model the contracts' semantics, not NumPy's (see `REFERENCES`):
-
-* add/sub/mul/div: F32/BF16/F16 computed in f64 from the exactly widened operands and rounded
-  once to the dtype (exact: f64 carries more than 2p+2 bits); F64 with exact rational
-  arithmetic (`fractions.Fraction`) on a subsample, rounded once. IEEE special cases
-  (non-finite operands, division by zero, exact zeros' signs) involve no rounding and are
-  taken from IEEE f64 arithmetic.
-* maximum/minimum: selection, not arithmetic: a NaN operand is returned unchanged (lhs first),
-  on a ±0 tie lhs wins; so the reference reproduces the operands' own bits.
-* remainder: the contract's formula `a - floor(a / b) * b`, every step rounded to the working
-  precision (f32 for F32/BF16/F16, which the CPU contracts widen to f32; f64 for F64, with
-  each F64 step exact-rational then rounded), then rounded once to the dtype.
-* pow: F32/BF16/F16 as f64 `pow` of the widened operands, rounded once; F64 as long-double
-  `powl` (64-bit significand on x86-64) rounded once. Lanes with a signaling-NaN operand are
-  left out: C leaves `pow(1, sNaN)` to the implementation.
+The references (`REFERENCES`, one per row of the op table `fueltensor.ops`) compute what the
+bundled contract documents of each op kind state, in higher precision, rounded once to the
+dtype: exactly rounded arithmetic (F64 in exact rationals on a subsample), selection returning
+an operand's own bits, the documented remainder formula step by step, and a wider `pow` (lanes
+a contract leaves open, such as a signaling-NaN operand of pow, are left out). The numerics
+themselves are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
 """
 
 from __future__ import annotations
@@ -50,11 +41,13 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
+from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
+from fueltensor.ops import BY_KIND, CONTRACT_OPS
 from fueltensor.registry import Registry, registry
-from fueltensor.tools.compare import bits, text_table, ulp_distance
+from fueltensor.tools.compare import bits, errors, text_table
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -198,21 +191,25 @@ class Reference:
     """Lanes left out of the precision measure (the semantics leave them open)."""
 
 
-REFERENCES: Final[dict[str, Reference]] = {
-    "AddElementwise": _arith(operator.add),
-    "SubElementwise": _arith(operator.sub),
-    "MulElementwise": _arith(operator.mul),
-    "DivElementwise": _arith(operator.truediv),
-    "MaximumElementwise": _select(np.greater_equal),
-    "MinimumElementwise": _select(np.less_equal),
-    "RemElementwise": Reference(
+_BY_KERNEL_OP: Final[dict[str, Reference]] = {
+    "add": _arith(operator.add),
+    "sub": _arith(operator.sub),
+    "mul": _arith(operator.mul),
+    "div": _arith(operator.truediv),
+    "maximum": _select(np.greater_equal),
+    "minimum": _select(np.less_equal),
+    "rem": Reference(
         "a - floor(a/b)*b, each step rounded to the working precision", _remainder, exact_f64=True
     ),
-    "PowElementwise": Reference(
+    "pow": Reference(
         "pow in f64 (F64: long double), rounded once",
         _pow,
         skip=lambda a, b: _signaling(a) | _signaling(b),
     ),
+}
+
+REFERENCES: Final[dict[str, Reference]] = {
+    op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in CONTRACT_OPS
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""
 
@@ -310,7 +307,9 @@ def _call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) -
 def _plan(contract: KernelContract, dtype: DType, shapes: Sequence[tuple[int, ...]]) -> Plan:
     """The contract's plan for dense operands of `shapes` (its dtype and shape rules applied)."""
     operands = tuple(Operand(dtype, Layout.dense(s)) for s in shapes)
-    verdict = admit(contract, contract.op_kind, operands, broadcast_shapes(*shapes))
+    row = BY_KIND.get(contract.op_kind)
+    op = row.name if row is not None else contract.op_kind
+    verdict = admit(contract, op, operands, broadcast_shapes(*shapes))
     if isinstance(verdict, tuple):
         raise ValueError(
             f"{contract.name} does not admit its own probe {list(shapes)}: " + "; ".join(verdict)
@@ -348,26 +347,9 @@ def _conformance(
         round_to(rng.uniform(-4, 4, s), dtype.np) for s in (o.layout.shape for o in plan.operands)
     )
     before = [x.tobytes() for x in inputs]
-    spec = contract.outputs[0]
-    problems = []
     first = _call(fn, plan, inputs, 0xA5)
     second = _call(fn, plan, inputs, 0x5A)
-    if first.dtype != plan.out_dtype.np:
-        problems.append(
-            f"output dtype {first.dtype}, the dtype_rule "
-            f"{spec.dtype_rule.kind}({', '.join(spec.dtype_rule.args)}) gives "
-            f"{plan.out_dtype.name}"
-        )
-    if first.shape != plan.out_shape:
-        problems.append(
-            f"output shape {first.shape}, the shape_rule "
-            f"{spec.shape_rule.kind}({', '.join(spec.shape_rule.args)}) gives "
-            f"{plan.out_shape}"
-        )
-    if spec.layout_guarantee == "contiguous" and not first.flags.c_contiguous:
-        problems.append("a non-contiguous output; layout_guarantee is contiguous")
-    if spec.aliasing == "none" and any(np.may_share_memory(first, x) for x in inputs):
-        problems.append("an output aliasing an input; aliasing is none")
+    problems = [f"returned {p}" for p in returned_problems(plan, first, inputs)]
     if any(x.tobytes() != b for x, b in zip(inputs, before, strict=True)):
         problems.append("an input was written")
     if first.tobytes() != second.tobytes():
@@ -398,17 +380,11 @@ def copy_bandwidth(n: int = 1 << 22) -> float:
 
 def _measure(a: Audit, got: Array, want: Array) -> None:
     """Fold one batch of kernel outputs vs reference values into the audit's precision."""
-    with np.errstate(all="ignore"):
-        wg, ww = got.astype(F64), want.astype(F64)
-        nan_got, nan_want = np.isnan(wg), np.isnan(ww)
-        ulp = ulp_distance(got, want).astype(F64)
-        ulp[nan_got & nan_want] = 0.0
-        ulp[nan_got != nan_want] = np.inf
-        rel = np.where(wg == ww, 0.0, np.abs(wg - ww) / np.abs(ww))
-    rel = np.nan_to_num(rel, nan=0.0)
+    measured = errors(got, want)
+    ulp = measured.ulp
     a.probes += got.size
-    a.nan_mismatches += int((nan_got != nan_want).sum())
-    a.max_relative = max(a.max_relative, float(rel.max(initial=0.0)))
+    a.nan_mismatches += int(measured.nan_mismatch.sum())
+    a.max_relative = max(a.max_relative, float(measured.relative.max(initial=0.0)))
     worst = int(np.argmax(ulp)) if ulp.size else 0
     if ulp.size and ulp[worst] > a.measured_ulp:
         a.measured_ulp = float(ulp[worst])
