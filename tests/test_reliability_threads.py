@@ -169,7 +169,7 @@ def test_plan_caches_stay_consistent_after_concurrent_use(fine_switching: None) 
         with ft.use_backend(name) as policy:
             allowed = allowed_providers(name)
             assert policy.plans, name
-            for key, (plan, _planning) in list(policy.plans.items()):
+            for key, (plan, _planning, _fast) in list(policy.plans.items()):
                 assert key[0] == plan.op
                 assert key[1:] == tuple(x for o in plan.operands for x in (o.dtype, o.layout))
                 assert plan.kernel is None or plan.kernel.provider.name in allowed

@@ -24,6 +24,18 @@ Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
 
 
+def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
+    try:
+        from fueltensor.kernels import _fast
+    except ImportError:
+        return None
+    return _fast.getitem, _fast.transpose
+
+
+_VIEWS = _compiled_views()
+
+
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
     """Refuse an in-place operation whose result (`dtype`, `shape`) cannot be stored in
     `target` as it is, before anything is written."""
@@ -196,11 +208,15 @@ class FuelTensor:
     @property
     def T(self) -> FuelTensor:
         """The transpose of a tensor of at most two dimensions (a view)."""
-        if self.ndim > 2:
+        if len(self._layout.shape) > 2:
             raise ValueError(
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
+        if _VIEWS is not None:
+            view: FuelTensor | None = _VIEWS[1](self)
+            if view is not None:
+                return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
 
     @property
@@ -299,6 +315,10 @@ class FuelTensor:
     def __getitem__(self, key: Index, /) -> FuelTensor:
         """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
         indexing are host operations that copy."""
+        if _VIEWS is not None:
+            view: FuelTensor | None = _VIEWS[0](self, key)
+            if view is not None:
+                return view
         if _is_basic(key):
             return self._view(self._layout.select(key))
         from fueltensor.array_api.indexing import getitem

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import NoKernelError
-from fueltensor.core.layout import broadcast_shapes
+from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
+from fueltensor.engine import backends
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import (
@@ -32,6 +33,53 @@ from fueltensor.engine.planner import (
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
 
 Scalar = bool | int | float | complex
+
+FastEntry = tuple[int, int, int, int, _dtypes.DType, Layout, np.dtype, tuple[int, ...], bool, bool]
+"""What the compiled fast path needs of a cached plan: the kernel's compiled (op, dtype)
+numbers, the output's element count and itemsize, DType, dense Layout, NumPy dtype and shape,
+and for each operand whether the plan densifies it (BroadcastTo and/or Contiguize)."""
+
+_DENSIFY: Final = ((), (StepKind.CONTIGUIZE,), (StepKind.BROADCAST_TO, StepKind.CONTIGUIZE))
+"""The operand preparations the fast path performs itself (a dense copy, broadcast first)."""
+
+
+def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
+    """The compiled fast path (`kernels._fast.binary`), configured, or None where it is not
+    built. It serves only plans `_fast_entry` marks, which the pure-NumPy kernels never are."""
+    try:
+        from fueltensor.kernels import _fast
+    except ImportError:
+        return None
+    _fast.configure(
+        FuelTensor,
+        backends._POLICY,
+        backends._TRACE,
+        backends._OBSERVERS,
+        current_policy,
+        Layout,
+        vars(backends),
+    )
+    return _fast.binary
+
+
+_FAST: Final = _load_fast()
+
+
+def _fast_entry(plan: Plan) -> FastEntry | None:
+    """The fast path's view of `plan`, or None when only the Python path may run it: a host
+    plan, a plan with a Cast step, or a kernel that is not a compiled fuel-cpu-backend body
+    (a user's kernel, the oracle, the pure-NumPy chassis)."""
+    codes = getattr(plan.fn, "__fueltensor_native__", None)
+    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
+    if codes is None or len(kinds) != 2 or 64 % plan.alignment:
+        return None
+    if any(k not in _DENSIFY for k in kinds):
+        return None
+    dt = plan.out_dtype
+    layout = Layout.dense(plan.out_shape)
+    dense = (bool(kinds[0]), bool(kinds[1]))
+    return (*codes, plan.size, dt.itemsize, dt, layout, dt.np, plan.out_shape, *dense)
+
 
 _HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
 """Each contract operation's host ufunc, in a plain dict (read on every call)."""
@@ -119,9 +167,9 @@ def choose(
     planning it came from."""
     a, b = tensors
     key = (op, a._dtype, a._layout, b._dtype, b._layout)  # spelled out: the hit path is hot
-    cached = policy.plans.get(key)
+    cached: tuple[Plan, Planning, FastEntry | None] | None = policy.plans.get(key)  # type: ignore[assignment]
     if cached is not None:
-        return cached  # type: ignore[return-value]
+        return cached[0], cached[1]
     row = BY_NAME[op]
     operands = tuple(Operand(t._dtype, t._layout) for t in tensors)
     planning = plan_contracts(op, row.op_kind, operands, policy.registry, policy.providers)
@@ -136,12 +184,19 @@ def choose(
             f"no kernel contract admits {op}({args}) under use_backend({policy.label!r}) "
             f"[{row.op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered")
         )
-    policy.remember(key, chosen)
+    policy.remember(key, (*chosen, _fast_entry(chosen[0])))
     return chosen
 
 
 def binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor."""
+    """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor.
+
+    A cached plan of two tensors, with no trace or observer active, runs in one compiled call
+    (`kernels._fast`) when it is built: the same plan, kernel body and output as below."""
+    if _FAST is not None:
+        fast = _FAST(op, a, b)
+        if fast is not None:
+            return fast
     tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
     result = run(plan, tensors, _HOSTS[op])

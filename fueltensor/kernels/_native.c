@@ -265,6 +265,12 @@ static Body ISA_BODIES[2] = {body_baseline, NULL};
 static int isa_count = 1;
 static int isa = 0;
 
+/* The body of the selected instruction set: what `_fast` runs, exported as the BODY capsule. */
+static void selected_body(int op, int dtype, const void *a, const void *b, void *c,
+                          Py_ssize_t n) {
+    ISA_BODIES[isa](op, dtype, a, b, c, n);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Walking N-D layouts: an odometer over byte steps, for the strided copy's two buffers (source,
  * destination). */
@@ -396,9 +402,27 @@ INLINE void copy_tiles_as(char *d, Py_ssize_t dr, const char *s, Py_ssize_t sr, 
     }
 }
 
+/* A row of one repeated element (a stride-0 source, a broadcast scalar): the bytes
+ * `copy_row_as` moves, stored from a register so the compiler vectorizes the loop. */
+INLINE void fill_row_as(char *d, const char *s, Py_ssize_t n, Py_ssize_t size) {
+    char v[8];
+    memcpy(v, s, (size_t)size);
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(d + i * size, v, (size_t)size);
+}
+
 static void copy_row(char *d, const char *s, Py_ssize_t ss, Py_ssize_t n, Py_ssize_t size) {
     if (ss == size) {
         memcpy(d, s, (size_t)(n * size));
+        return;
+    }
+    if (ss == 0 && size <= 8) {
+        switch (size) {
+        case 1: memset(d, *s, (size_t)n); break;
+        case 2: fill_row_as(d, s, n, 2); break;
+        case 4: fill_row_as(d, s, n, 4); break;
+        case 8: fill_row_as(d, s, n, 8); break;
+        default: copy_row_as(d, s, 0, n, size);
+        }
         return;
     }
     switch (size) {
@@ -738,6 +762,37 @@ static int add_names(PyObject *module, const char *name, const char *const *item
     return status;
 }
 
+/* Contiguize for `_fast`: copy the `ndim`-D view at `src` (byte strides, any sign, 0 where an
+ * axis repeats) into the dense row-major `dst`, as `copy_strided` does once it has the buffers. */
+static void copy_dense(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                       const Py_ssize_t *strides, Py_ssize_t size) {
+    Walk w;
+    w.ndim = ndim;
+    Py_ssize_t step = size;
+    for (int k = ndim - 1; k >= 0; k--) {
+        w.shape[k] = shape[k];
+        w.step[0][k] = strides[k];
+        w.step[1][k] = step;
+        step *= shape[k];
+    }
+    walk_collapse(&w, 2);
+    copy_walk(dst, src, &w, size);
+}
+
+/* Export a function to `_fast` as a capsule named fueltensor.kernels._native.<name>. */
+static int add_capsule(PyObject *module, const char *name, const char *full, void *fn) {
+    PyObject *capsule = PyCapsule_New(fn, full, NULL);
+    int status = capsule == NULL ? -1 : PyModule_AddObjectRef(module, name, capsule);
+    Py_XDECREF(capsule);
+    return status;
+}
+
+static int add_body(PyObject *module) {
+    if (add_capsule(module, "BODY", "fueltensor.kernels._native.BODY", (void *)selected_body) < 0)
+        return -1;
+    return add_capsule(module, "COPY", "fueltensor.kernels._native.COPY", (void *)copy_dense);
+}
+
 PyMODINIT_FUNC PyInit__native(void) {
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
@@ -751,7 +806,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
-        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0) {
+        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -10,6 +10,7 @@ against one independent scalar reference, pow included: both call the C library'
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -19,6 +20,7 @@ from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
     IMPLEMENTATIONS,
+    NATIVE,
     OPS,
     Array,
     Body,
@@ -46,6 +48,9 @@ def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
         body(lhs, rhs, out)
 
     kernel.__name__ = kernel.__qualname__ = name
+    if isinstance(body, partial) and NATIVE is not None and body.func is NATIVE.binary:
+        # The compiled (op, dtype) numbers, so dispatch's fast path may run this body directly.
+        kernel.__fueltensor_native__ = body.args  # type: ignore[attr-defined]
     kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {op.name}(lhs[i], rhs[i]) in {dtype}."
     return kernel
 

@@ -1,0 +1,251 @@
+"""Dispatch's compiled fast path (`kernels._fast`): the same plan, bits, trace and observers as
+the Python path, and every output 64-byte aligned and holding only its own bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _oracle import FORMATS, cpu_expected
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+from fueltensor.core.storage import aligned_empty
+from fueltensor.engine import dispatch
+
+pytestmark = pytest.mark.skipif(
+    dispatch._FAST is None, reason="the compiled fast path is not built here"
+)
+
+OPS = {
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "remainder": "rem",
+    "pow": "pow",
+    "maximum": "maximum",
+    "minimum": "minimum",
+}
+"""dispatch's op name -> the oracle's."""
+DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e-30, 7.25]
+
+
+def operands(dtype: Any, shape: tuple[int, ...], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random values with special values mixed in, in `dtype`."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    pool = np.array(SPECIALS)
+    a = np.where(rng.random(n) < 0.3, rng.choice(pool, n), rng.standard_normal(n) * 4)
+    b = np.where(rng.random(n) < 0.3, rng.choice(pool, n), rng.standard_normal(n) * 4)
+    return a.astype(dtype).reshape(shape), b.astype(dtype).reshape(shape)
+
+
+def bits(x: ft.FuelTensor, fmt: str) -> np.ndarray:
+    return np.asarray(x).view(FORMATS[fmt].uint)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    op=st.sampled_from(sorted(OPS)),
+    fmt=st.sampled_from(sorted(DTYPES)),
+    shape=st.lists(st.integers(0, 7), min_size=1, max_size=3).map(tuple),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fast_path_is_the_python_path_bit_for_bit(
+    op: str, fmt: str, shape: tuple[int, ...], seed: int
+) -> None:
+    lhs, rhs = operands(DTYPES[fmt], shape, seed)
+    a, b = ft.asarray(lhs), ft.asarray(rhs)
+    fn = getattr(ft, op)
+    with ft.trace() as plans:  # a trace keeps the call on the Python path
+        slow = fn(a, b)
+    fn(a, b)  # the plan is cached now
+    fast = dispatch._FAST(op, a, b)
+    assert fast is not None and len(plans) == 1
+    assert fast.dtype is slow.dtype and fast.shape == slow.shape
+    assert fast.strides == slow.strides and fast.offset == 0
+    np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
+    np.testing.assert_array_equal(bits(fast, fmt), cpu_expected(OPS[op], lhs, rhs, FORMATS[fmt]))
+
+
+LAYOUTS = {
+    "transposed": lambda a, b: (a.T, b),
+    "flipped": lambda a, b: (a, ft.flip(b, axis=0)),
+    "offset": lambda a, b: (a[1:, :3], b[:5, 2:5]),
+    "strided": lambda a, b: (a[::2], b[1::2]),
+    "row": lambda a, b: (a, b[2]),
+    "column": lambda a, b: (a[:, :1], b),
+    "outer": lambda a, b: (a[:, :1], b[:1, :]),
+    "scalar": lambda a, b: (a, b[0, 0]),
+    "stride0": lambda a, b: (ft.broadcast_to(a[0], (6, 6)), b),
+}
+"""Operand pairs whose plans broadcast and/or contiguize one or both operands."""
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("fmt", sorted(DTYPES))
+def test_densified_operands_are_the_python_path_bit_for_bit(layout: str, op: str, fmt: str) -> None:
+    lhs, rhs = operands(DTYPES[fmt], (6, 6), hash((layout, op, fmt)) % 2**32)
+    a, b = LAYOUTS[layout](ft.asarray(lhs), ft.asarray(rhs))
+    fn = getattr(ft, op)
+    with ft.trace() as plans:
+        slow = fn(a, b)
+    fn(a, b)
+    fast = dispatch._FAST(op, a, b)
+    if plans[0].backend != "portable-cpu":
+        assert fast is None  # the oracle's broadcast stays on the Python path
+        return
+    assert fast is not None and fast.shape == slow.shape and fast.dtype is slow.dtype
+    np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
+    la, lb = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(bits(fast, fmt), cpu_expected(OPS[op], la, lb, FORMATS[fmt]))
+
+
+@pytest.mark.parametrize("n", [1, 3, 64, 16384, 40000])
+def test_fast_outputs_are_aligned_and_own_their_bytes(n: int) -> None:
+    x = ft.asarray(np.arange(n, dtype=np.float32))
+    x + x
+    y = dispatch._FAST("add", x, x)
+    assert y is not None
+    storage = y._storage
+    assert storage.ctypes.data % 64 == 0 and storage.flags.c_contiguous
+    assert storage.base.nbytes <= n * 4 + 64  # no arena block behind a small result
+    assert not np.shares_memory(storage, x._storage)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2)
+
+
+def test_an_n_d_result_is_what_from_dense_builds() -> None:
+    m = ft.asarray(np.arange(12.0).reshape(3, 4))
+    m * m
+    y = dispatch._FAST("multiply", m, m)
+    assert y is not None and y.shape == (3, 4) and y._storage.ndim == 1
+    assert y._array.shape == (3, 4) and np.shares_memory(y._array, y._storage)
+    np.testing.assert_array_equal(np.asarray(y), np.arange(12.0).reshape(3, 4) ** 2)
+
+
+def test_a_cached_operation_is_still_traced_and_observed() -> None:
+    x = ft.asarray(np.linspace(-1, 1, 8, dtype=np.float32))
+    x + x
+    x + x
+    with ft.trace() as plans:
+        x + x
+    assert len(plans) == 1 and plans[0] is ft.explain(ft.add, x, x)
+    assert plans[0].kernel is not None and plans[0].kernel.name == "add_f32"
+    with ft.compare_backends() as report:
+        ft.maximum(x, x)
+    assert len(report.comparisons) == 1
+
+
+def test_what_the_fast_path_leaves_to_python() -> None:
+    x = ft.asarray(np.ones(6, np.float32))
+    fresh = ft.asarray(np.ones(5, np.float64))
+    assert dispatch._FAST("add", fresh, fresh) is None  # no cached plan yet
+    x + x
+    assert dispatch._FAST("add", x, 1.0) is None  # a scalar operand
+    wide = ft.asarray(np.ones(6, np.float64))
+    x + wide
+    assert dispatch._FAST("add", x, wide) is None  # a plan with a Cast step
+    with ft.trace():
+        assert dispatch._FAST("add", x, x) is None
+    ints = ft.asarray(np.ones(6, np.int32))
+    ints + ints
+    assert dispatch._FAST("add", ints, ints) is None  # a host plan
+    with ft.use_backend("reference"):
+        x + x
+        assert dispatch._FAST("add", x, x) is None  # the oracle's kernel
+
+
+def test_a_user_registry_runs_its_own_plans() -> None:
+    x = ft.asarray(np.ones(4, np.float32))
+    x + x
+    with ft.use_backend("cpu") as policy:
+        assert dispatch._FAST("add", x, x) is None  # this policy has not cached the plan
+        x + x
+        assert ("add", x.dtype, x._layout, x.dtype, x._layout) in policy.plans
+        assert dispatch._FAST("add", x, x) is not None
+
+
+@pytest.mark.parametrize("alignment", [1, 16, 64, 128])
+@pytest.mark.parametrize("count", [0, 1, 5, 300, 5000])
+def test_aligned_empty(alignment: int, count: int) -> None:
+    out = aligned_empty(count, np.dtype(np.float64), alignment)
+    assert out.shape == (count,) and out.dtype == np.float64
+    assert out.flags.writeable and out.flags.c_contiguous
+    assert count == 0 or out.ctypes.data % alignment == 0  # an empty array has no first byte
+
+
+def _index(draw: st.DrawFn, n: int) -> int | slice:
+    """An int index inside an axis of `n`, or any slice (steps of either sign)."""
+    if n and draw(st.booleans()):
+        return draw(st.integers(-n, n - 1))
+    bound = st.none() | st.integers(-n - 3, n + 3)
+    step = st.none() | st.integers(-4, 4).filter(bool)
+    return slice(draw(bound), draw(bound), draw(step))
+
+
+@st.composite
+def views(draw: st.DrawFn) -> tuple[ft.FuelTensor, Any]:
+    """A (possibly strided, offset, flipped) view and a key of ints and slices for it."""
+    shape = tuple(draw(st.lists(st.integers(0, 5), min_size=0, max_size=3)))
+    base = ft.asarray(np.arange(int(np.prod(shape)) * 2, dtype=np.float32)[::2].reshape(shape))
+    if len(shape) == 2 and draw(st.booleans()):
+        base = ft.flip(base, axis=1).T
+    keys = tuple(_index(draw, n) for n in base.shape[: draw(st.integers(0, len(shape)))])
+    return base, keys[0] if len(keys) == 1 and draw(st.booleans()) else keys
+
+
+@settings(max_examples=300, deadline=None)
+@given(views())
+def test_compiled_views_are_the_python_views(case: tuple[ft.FuelTensor, Any]) -> None:
+    from fueltensor.kernels import _fast
+
+    x, key = case
+    fast = _fast.getitem(x, key)
+    slow = x._view(x._layout.select(key))
+    assert fast is not None and fast._layout == slow._layout
+    assert fast._storage is x._storage and fast.dtype is x.dtype
+    np.testing.assert_array_equal(np.asarray(fast), np.asarray(x)[key])
+    if x.ndim <= 2:
+        t = _fast.transpose(x)
+        reversed_axes = tuple(reversed(range(x.ndim)))
+        assert t is not None and t._layout == x._view(x._layout.permute(reversed_axes))._layout
+        np.testing.assert_array_equal(np.asarray(t), np.asarray(x).T)
+
+
+def test_keys_the_compiled_views_leave_to_python() -> None:
+    from fueltensor.kernels import _fast
+
+    x = ft.asarray(np.arange(6.0).reshape(2, 3))
+    for key in (None, ..., (0, None), np.int64(1), True, 2, (0, 5), (0, 1, 2), slice(0, 1, 0)):
+        assert _fast.getitem(x, key) is None, key
+    with pytest.raises(IndexError):
+        x[2]
+    with pytest.raises(ValueError):
+        x[::0]
+    np.testing.assert_array_equal(np.asarray(x[None, 1]), [[3.0, 4.0, 5.0]])
+
+
+POWF_IS_NOT_SQUARING = [(0x1AC00000, 2.0), (0x5F7FC313, 2.0), (0x0000072F, 0.5), (0x7F7FC896, 0.5)]
+"""f32 inputs where glibc 2.36's powf(x, y) differs from x * x (y = 2) or sqrtf(x) (y = 0.5),
+found by benchmarks/pow_shortcut_check.c's exhaustive scan: why pow has no such shortcut."""
+
+
+@pytest.mark.parametrize(("bits_in", "y"), POWF_IS_NOT_SQUARING)
+def test_pow_by_a_scalar_is_the_c_librarys_powf(bits_in: int, y: float) -> None:
+    import ctypes
+    import ctypes.util
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.powf.restype = ctypes.c_float
+    libm.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+    x = np.array([bits_in] * 3, np.uint32).view(np.float32)
+    want = np.float32(libm.powf(float(x[0]), y)).view(np.uint32)
+    t = ft.asarray(x)
+    t**y
+    assert (np.asarray(t**y).view(np.uint32) == want).all()
