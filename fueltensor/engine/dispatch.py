@@ -36,6 +36,10 @@ plus the NumPy ufunc that serves dtypes no contract admits (host operations)."""
 
 Scalar = bool | int | float | complex
 
+DEFERRED: dict[type, Callable[[str, Any, Any], Any]] = {}
+"""Array collections that run the eight operations themselves, block by block (a Dask array):
+type -> handler(op, a, b). Filled by `fueltensor.dask.register()`."""
+
 
 def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
     """A Python scalar as a 0-d tensor of the dtype it takes next to `like` (scalars are weak)."""
@@ -147,7 +151,11 @@ def choose(
 
 
 def binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """Run one of the eight contract operations on two operands and return a fresh tensor."""
+    """Run one of the eight contract operations on two operands and return a fresh tensor
+    (an operand of a `DEFERRED` collection type hands the operation to that collection)."""
+    if DEFERRED and (type(a) in DEFERRED or type(b) in DEFERRED):
+        result: FuelTensor = DEFERRED[type(a) if type(a) in DEFERRED else type(b)](op, a, b)
+        return result
     tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
     result = run(plan, tensors, OPS[op][1])
