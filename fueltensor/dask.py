@@ -2,10 +2,10 @@
 dispatched through the same kernel contracts (as Dask holds CuPy or sparse chunks).
 
 `from_tensor(x, chunks)` makes a `dask.array.Array` whose `_meta` and blocks are FuelTensors.
-The eight operations (`ft.add(a, b)`, `ft.maximum(a, b)`, ...) on such arrays map blockwise with
-fueltensor's promotion for the result's dtype (bf16 + f16 -> f32); operators, NumPy ufuncs and
-`da.*` functions reach the contracts through FuelTensor's NumPy protocols on every block (Dask
-infers their result dtype with NumPy's promotion, which has no bf16 + f16: use `ft.add` there).
+The eight operations (`ft.add(a, b)`, `ft.maximum(a, b)`, ...) on such arrays map blockwise, the
+result's dtype planned by fueltensor (bf16 + f16 -> f32); operators, NumPy ufuncs and `da.*`
+functions reach the contracts through FuelTensor's NumPy protocols on every block, and Dask's
+metadata is the FuelTensor the operation gives on the empty `_meta` blocks.
 `trace(x, client)` computes an array block by block on the workers, each inside `ft.trace()`.
 
 Needs the `dask` extra: `pip install 'fueltensor[dask]'`.

@@ -280,12 +280,14 @@ DASK: Cells = [
         "chunked = {d: [fd.from_tensor(t, (4, 32)) for t in data[d]] for d in DTYPES}\n"
         "lazy = [getattr(ft, op)(*chunked[d]) for op, d in jobs]\n"
         "results = [f.result(timeout=60) for f in client.compute(lazy)]\n"
-        "rows = []\nfor (op, d), got in zip(jobs, results, strict=True):\n"
+        "cells = {}\nfor (op, d), got in zip(jobs, results, strict=True):\n"
         "    want = getattr(ft, op)(*data[d])\n"
         "    equal = int((bits(got) == bits(want)).sum())\n"
-        "    rows.append((op, d.name, type(got).__name__, f'{equal}/{want.size}'))\n"
-        "print(f\"{'op':<10} {'dtype':<9} {'result':<11} bit-equal to one process\")\n"
-        "for row in rows:\n    print(f'{row[0]:<10} {row[1]:<9} {row[2]:<11} {row[3]}')",
+        "    cells[op, d] = f'{equal}/{want.size} {type(got).__name__}'\n"
+        "print('bit-equal elements (dask on 2 workers vs one process) and the result type')\n"
+        "print(f\"{'op':<10}\" + ''.join(f'{d.name:>22}' for d in DTYPES))\n"
+        "for op in OPS:\n"
+        "    print(f'{op:<10}' + ''.join(f'{cells[op, d]:>22}' for d in DTYPES))",
     ),
     (
         "md",

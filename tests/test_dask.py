@@ -180,7 +180,7 @@ def test_trace_on_the_workers_names_the_contract_kernels(client: Any) -> None:
 def test_fueltensor_promotion_in_the_metadata(client: Any) -> None:
     x, y = operands(ft.bfloat16)[0], operands(ft.float16, seed=1)[0]
     a, b = fd.from_tensor(x, CHUNKS), fd.from_tensor(y, CHUNKS)
-    for arr in (ft.add(a, b), ft.maximum(a, b), ft.multiply(x, b)):
+    for arr in (ft.add(a, b), ft.maximum(a, b), ft.multiply(x, b), a + b, da.minimum(a, b)):
         assert arr.dtype == ft.float32 and arr._meta.dtype is ft.float32
     got = gather(client, [ft.add(a, b)])[0]
     assert got.dtype is ft.float32
