@@ -5,6 +5,7 @@ and plans come back through the cluster; the judge runs on the workers and compa
 
 from __future__ import annotations
 
+import json
 import operator
 import pickle
 from collections.abc import Callable, Iterator
@@ -273,3 +274,17 @@ def test_bits_differing_on_equal_fingerprints_break_a_same_hardware_claim() -> N
     other = differences([_machine("a", "X", "1" * 64), _machine("b", "Y", "2" * 64)])
     assert [(d.aspect, d.breaks_claim) for d in other] == [("bits", False)]
     assert differences([_machine("a", "X", "1" * 64), _machine("b", "Y", "1" * 64)]) == []
+
+
+def test_judge_command_with_a_scheduler(client: Any, tmp_path: Any, capsys: Any) -> None:
+    from fueltensor.cli import main
+
+    out = tmp_path / "judge.json"
+    address = client.scheduler.address
+    argv = ["judge", "--scheduler", address, "--kernel", "add_f32", "--quick", "--json", str(out)]
+    assert main([*argv, "--every-worker", "--timeout", str(WAIT)]) == 0
+    found = json.loads(out.read_text())
+    assert found["ok"] and len(found["machines"]) == 2 and found["differences"] == []
+    assert all(m["fingerprint"]["cpu"] for m in found["machines"])
+    assert "judge across 2 machine(s)" in capsys.readouterr().out
+    assert main(["judge", "--scheduler", address, "--contracts", str(out)]) == 2
