@@ -67,7 +67,8 @@ def from_tensor(x: Any, chunks: Chunks = "auto") -> da.Array:
     elements."""
     register()
     t = ft.asarray(x)
-    return da.from_array(t, chunks=chunks, asarray=False, meta=meta(t.dtype, t.ndim))
+    array: da.Array = da.from_array(t, chunks=chunks, asarray=False, meta=meta(t.dtype, t.ndim))
+    return array
 
 
 def _lift(value: Any) -> Any:
@@ -181,5 +182,6 @@ def _concatenate_grid(grid: np.ndarray) -> FuelTensor:
         for index in np.ndindex(joined.shape):
             joined[index] = _concatenate(list(grid[index]), axis=axis)
         grid = joined
-    value: FuelTensor = grid[()]
+    value = grid[()]
+    assert isinstance(value, FuelTensor)
     return value
