@@ -188,6 +188,15 @@ def test_fueltensor_promotion_in_the_metadata(client: Any) -> None:
     np.testing.assert_array_equal(bits(got), bits(ft.add(x, y)))
 
 
+def test_a_dask_array_made_by_dask_itself_holds_fueltensors(client: Any) -> None:
+    x, y = operands(ft.float16)
+    a, b = da.from_array(x, chunks=CHUNKS), da.from_array(y, chunks=CHUNKS)
+    assert isinstance(a._meta, ft.FuelTensor)
+    m = ft.maximum(a, b)
+    assert isinstance(m, da.Array) and isinstance(m._meta, ft.FuelTensor)
+    np.testing.assert_array_equal(bits(gather(client, [m])[0]), bits(ft.maximum(x, y)))
+
+
 def test_operands_of_other_kinds_join_a_dask_array(client: Any) -> None:
     x, y = operands(ft.float64)
     a = fd.from_tensor(x, CHUNKS)

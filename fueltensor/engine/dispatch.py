@@ -150,13 +150,29 @@ def choose(
     return chosen
 
 
+def _collection(kind: type) -> Callable[[str, Any, Any], Any] | None:
+    """The `DEFERRED` handler for operands of type `kind`; Dask's collections are learnt on
+    first sight (the `dask` extra registers them), so no import of Dask happens before."""
+    handler = DEFERRED.get(kind)
+    if handler is None and kind.__module__.partition(".")[0] == "dask":
+        from fueltensor import dask as _dask
+
+        _dask.register()
+        handler = DEFERRED.get(kind)
+    return handler
+
+
 def binary(op: str, a: Any, b: Any) -> FuelTensor:
     """Run one of the eight contract operations on two operands and return a fresh tensor
     (an operand of a `DEFERRED` collection type hands the operation to that collection)."""
-    if DEFERRED and (type(a) in DEFERRED or type(b) in DEFERRED):
-        result: FuelTensor = DEFERRED[type(a) if type(a) in DEFERRED else type(b)](op, a, b)
+    try:
+        tensors = coerce(a, b)
+    except TypeError:
+        handler = _collection(type(a)) or _collection(type(b))
+        if handler is None:
+            raise
+        result: FuelTensor = handler(op, a, b)
         return result
-    tensors = coerce(a, b)
     plan, planning = choose(op, tensors, current_policy())
     result = run(plan, tensors, OPS[op][1])
     notify(planning, plan, tensors, result)
