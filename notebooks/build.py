@@ -303,7 +303,8 @@ DASK: Cells = [
         "md",
         "## A trace taken on the workers\n\n`fd.trace` computes each block on a worker "
         "inside `ft.trace()`; the plans come back with the blocks (a Plan pickles: its kernel "
-        "is linked again by name).",
+        "is linked again by name). Each block is a view of its source tensor (some of its "
+        "rows and columns), so the plans make it contiguous first, as in one process.",
     ),
     (
         "py",
