@@ -44,7 +44,7 @@ type -> handler(op, a, b). Filled by `fueltensor.dask.register()`."""
 def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
     """A Python scalar as a 0-d tensor of the dtype it takes next to `like` (scalars are weak)."""
     dt = _dtypes.scalar_dtype(value, like.dtype)
-    if dt.kind in ("signed integer", "unsigned integer") and not isinstance(value, bool):
+    if dt.category in ("signed integer", "unsigned integer") and not isinstance(value, bool):
         info = np.iinfo(dt.np)
         if not info.min <= value <= info.max:  # type: ignore[operator]
             raise OverflowError(
