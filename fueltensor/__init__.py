@@ -1,7 +1,8 @@
 """fueltensor: a strided tensor whose arithmetic is dispatched through kernel contracts.
 
-The namespace follows the Python array API standard (2024.12); `bfloat16` and `float16` are
-documented extensions. The eight contract operations (add, subtract, multiply, divide,
+The namespace follows the Python array API standard (2024.12) with its `linalg` and `fft`
+extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16` and `float16` are documented
+extensions. The eight contract operations (add, subtract, multiply, divide,
 remainder, pow, maximum, minimum) are planned from the FKC contract registry; `explain`,
 `trace`, `use_backend` and `compare_backends` show and steer that choice.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from fueltensor.array_api import fft, linalg
 from fueltensor.array_api.creation import (
     arange,
     empty,
@@ -271,6 +273,7 @@ __all__ = [
     "explain",
     "expm1",
     "eye",
+    "fft",
     "finfo",
     "flip",
     "float16",
@@ -298,6 +301,7 @@ __all__ = [
     "judge",
     "less",
     "less_equal",
+    "linalg",
     "linspace",
     "log",
     "log1p",

@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# SciPy reads this once, at import: tests/test_clients.py runs SciPy and scikit-learn on the
+# array API, so it is set before any test module can import them.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 # CI runs every property test on the same examples, so main cannot turn red by chance; local
 # runs keep hypothesis's random exploration.
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -69,13 +69,23 @@ def _shape(fn: object) -> list[tuple[str, inspect._ParameterKind]]:
 
 
 # array-api-strict's expand_dims follows the 2025.12 draft (axis required); 2024.12 writes
-# `expand_dims(x, /, *, axis=0)` and we accept axis by keyword or position.
-SIGNATURE_EXCEPTIONS = {"expand_dims"}
+# `expand_dims(x, /, *, axis=0)` and we accept axis by keyword or position. `diff` also takes
+# `n` by position, as NumPy does and scikit-learn's roc_curve calls it (README's deviations).
+SIGNATURE_EXCEPTIONS = {"expand_dims", "diff"}
 
 
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - SIGNATURE_EXCEPTIONS))
 def test_signature_matches_the_reference(name: str) -> None:
     assert _shape(getattr(ft, name)) == _shape(getattr(array_api_strict, name))
+
+
+def test_diff_takes_n_by_position_or_keyword() -> None:
+    x = ft.asarray([1.0, 4.0, 9.0, 16.0, 25.0])
+    expected = np.diff(np.asarray([1.0, 4.0, 9.0, 16.0, 25.0]), 2)
+    assert np.array_equal(np.asarray(ft.diff(x, 2)), expected)
+    assert np.array_equal(np.asarray(ft.diff(x, n=2)), expected)
+    with pytest.raises(TypeError):
+        ft.diff(x, 2, -1)  # type: ignore[misc]
 
 
 def test_expand_dims_signature() -> None:

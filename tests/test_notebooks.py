@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-NAMES = ("01_tour.ipynb", "02_contracts.ipynb", "03_backends.ipynb", "04_judge.ipynb")
+NAMES = (
+    "01_tour.ipynb",
+    "02_contracts.ipynb",
+    "03_backends.ipynb",
+    "04_judge.ipynb",
+    "05_dask.ipynb",
+)
 
 
 def test_stored_notebooks_are_what_build_writes_without_outputs() -> None:

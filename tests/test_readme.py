@@ -26,10 +26,10 @@ def test_readme_python_examples_run_in_order(tmp_path: Path) -> None:
     blocks = [
         b for b in python_blocks(README.read_text(encoding="utf-8")) if not b.startswith(SKIP)
     ]
-    script = tmp_path / "readme_examples.py"
-    script.write_text("\n".join(blocks), encoding="utf-8")
+    # Passed with -c, as pasted into an interpreter: a cluster example's worker processes
+    # (spawned) then do not re-run the examples as their main module, as from a script file.
     done = subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, "-c", "\n".join(blocks)],
         capture_output=True,
         text=True,
         cwd=tmp_path,

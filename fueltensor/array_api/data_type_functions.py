@@ -27,7 +27,7 @@ KIND_GROUPS = {
     "complex floating": ("complex floating",),
     "numeric": ("signed integer", "unsigned integer", "real floating", "complex floating"),
 }
-"""The standard's dtype kinds, each as the `DType.kind` values it covers."""
+"""The standard's dtype kinds, each as the `DType.category` values it covers."""
 
 _CASTS_TO = {
     "bool": ("bool",),
@@ -68,7 +68,7 @@ def _dtype_of(value: Any) -> DType:
 def finfo(type: DType | FuelTensor, /) -> finfo_object:
     """The limits of a floating-point dtype (or of a tensor's dtype)."""
     dt = _dtype_of(type)
-    if dt.kind not in ("real floating", "complex floating"):
+    if dt.category not in ("real floating", "complex floating"):
         raise TypeError(f"finfo needs a floating-point dtype, got {dt.name}; use iinfo")
     info = ml_dtypes.finfo(dt.np)  # type: ignore[no-untyped-call]
     real = _dtypes.from_numpy(np.dtype(info.dtype))
@@ -85,32 +85,33 @@ def finfo(type: DType | FuelTensor, /) -> finfo_object:
 def iinfo(type: DType | FuelTensor, /) -> iinfo_object:
     """The limits of an integer dtype (or of a tensor's dtype)."""
     dt = _dtype_of(type)
-    if dt.kind not in ("signed integer", "unsigned integer"):
+    if dt.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"iinfo needs an integer dtype, got {dt.name}; use finfo")
     info = np.iinfo(dt.np)
     return iinfo_object(int(info.bits), int(info.max), int(info.min), dt)
 
 
-def isdtype(dtype: DType, kind: DType | str | tuple[DType | str, ...]) -> bool:
+def isdtype(dtype: Any, kind: Any) -> bool:
     """True if `dtype` is `kind`: a dtype, one of the standard's kind names, or a tuple of
-    those (any match)."""
-    if not isinstance(dtype, DType):
-        raise TypeError(f"isdtype takes a fueltensor dtype, got {dtype!r}")
+    those (any match). NumPy dtypes and scalar types are accepted as dtypes (clients such as
+    scikit-learn pass them)."""
+    dt = _dtypes.as_dtype(dtype)
     if isinstance(kind, tuple):
-        return any(isdtype(dtype, k) for k in kind)
-    if isinstance(kind, DType):
-        return dtype is kind
+        return any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str) and kind in KIND_GROUPS:
-        return dtype.kind in KIND_GROUPS[kind]
-    raise ValueError(
-        f"unknown dtype kind {kind!r}; use a dtype or one of {', '.join(sorted(KIND_GROUPS))}"
-    )
+        return dt.category in KIND_GROUPS[kind]
+    if isinstance(kind, str):
+        raise ValueError(
+            f"unknown dtype kind {kind!r}; use a dtype or one of {', '.join(sorted(KIND_GROUPS))}"
+        )
+    return dt is _dtypes.as_dtype(kind)
 
 
-def result_type(*arrays_and_dtypes: FuelTensor | DType | bool | int | float | complex) -> DType:
-    """The dtype the standard's promotion gives the arguments (Python scalars are weak: they
-    take the kind of the rest)."""
-    strong = [a for a in arrays_and_dtypes if isinstance(a, FuelTensor | DType)]
+def result_type(*arrays_and_dtypes: Any) -> DType:
+    """The dtype the standard's promotion gives the arguments: tensors, dtypes (fueltensor's or
+    NumPy's) and Python scalars, which are weak (they take the kind of the rest)."""
+    weak = bool | int | float | complex
+    strong = [a for a in arrays_and_dtypes if not isinstance(a, weak)]
     if not strong:
         raise ValueError(
             "result_type needs at least one tensor or dtype (Python scalars alone have no dtype)"
@@ -119,7 +120,7 @@ def result_type(*arrays_and_dtypes: FuelTensor | DType | bool | int | float | co
     for a in strong[1:]:
         dt = _dtypes.result_type(dt, _dtype_of(a))
     for s in arrays_and_dtypes:
-        if isinstance(s, bool | int | float | complex):
+        if isinstance(s, weak):
             dt = _dtypes.result_type(dt, _dtypes.scalar_dtype(s, dt))
     return dt
 
@@ -128,7 +129,7 @@ def can_cast(from_: DType | FuelTensor, to: DType, /) -> bool:
     """True if the standard's promotion lattice casts `from_` to `to` (never across kinds,
     except real to complex floating)."""
     src, dst = _dtype_of(from_), _dtypes.as_dtype(to)
-    if dst.kind not in _CASTS_TO[src.kind]:
+    if dst.category not in _CASTS_TO[src.category]:
         return False
     try:
         return _dtypes.result_type(src, dst) is dst
@@ -145,7 +146,7 @@ def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = N
         raise ValueError(f"device {device!r} is not available; fueltensor has one device, 'cpu'")
     if dt is x.dtype and not copy:
         return x
-    if x.dtype.kind == "complex floating" and dt.kind != "complex floating":
+    if x.dtype.category == "complex floating" and dt.category != "complex floating":
         raise TypeError(
             f"casting {x.dtype.name} to {dt.name} would drop the imaginary part; "
             "take real() or abs() first"

@@ -154,7 +154,7 @@ def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
     """A clip bound as an array of x's dtype; a Python int outside x's range is clamped to it."""
     if isinstance(bound, FuelTensor):
         return bound._array.astype(x.dtype.np)
-    if isinstance(bound, bool | int) and x.dtype.kind in ("signed integer", "unsigned integer"):
+    if isinstance(bound, bool | int) and x.dtype.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(x.dtype.np)
         bound = int(bound)
         if bound < info.min or bound > info.max:

@@ -37,7 +37,7 @@ def take_along_axis(x: FuelTensor, indices: FuelTensor, /, *, axis: int = -1) ->
 
 def _integers(indices: Any, what: str) -> np.ndarray:
     arr = tensor(indices, what)._array
-    if indices.dtype.kind not in ("signed integer", "unsigned integer"):
+    if indices.dtype.category not in ("signed integer", "unsigned integer"):
         raise TypeError(f"{what} must be an integer tensor, got {indices.dtype.name}")
     return arr
 
@@ -48,7 +48,7 @@ def _numpy_key(key: Any) -> Any:
     out = []
     for k in items:
         if isinstance(k, FuelTensor):
-            if k.dtype.kind not in ("signed integer", "unsigned integer", "bool"):
+            if k.dtype.category not in ("signed integer", "unsigned integer", "bool"):
                 raise IndexError(
                     f"{with_article(k.dtype.name)} tensor cannot index; use integer or bool"
                 )

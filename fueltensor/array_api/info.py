@@ -1,4 +1,5 @@
-"""`__array_namespace_info__`: what the fueltensor namespace supports, as the standard asks."""
+"""`__array_namespace_info__`: what the fueltensor namespace supports, as the standard asks
+(the `linalg` and `fft` extensions are provided as `fueltensor.linalg` and `fueltensor.fft`)."""
 
 from __future__ import annotations
 
@@ -62,4 +63,4 @@ class __array_namespace_info__:
         if unknown:
             raise ValueError(f"unknown dtype kind(s) {unknown}; use {', '.join(KIND_GROUPS)}")
         wanted = {k2 for k in kinds for k2 in KIND_GROUPS[k]}
-        return {n: d for n, d in all_types.items() if d.kind in wanted}
+        return {n: d for n, d in all_types.items() if d.category in wanted}

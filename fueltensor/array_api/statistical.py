@@ -26,9 +26,9 @@ def _accumulated(x: FuelTensor, dtype: Any) -> DType:
     """The dtype a sum or product of x returns: `dtype`, else the standard's default."""
     if dtype is not None:
         return _dtypes.as_dtype(dtype)
-    if x.dtype.kind in ("bool", "signed integer"):
+    if x.dtype.category in ("bool", "signed integer"):
         return _dtypes.int64
-    if x.dtype.kind == "unsigned integer":
+    if x.dtype.category == "unsigned integer":
         return _dtypes.uint64
     return x.dtype
 

@@ -29,13 +29,15 @@ def any(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelT
 def diff(
     x: FuelTensor,
     /,
+    n: int = 1,
     *,
     axis: int = -1,
-    n: int = 1,
     prepend: FuelTensor | None = None,
     append: FuelTensor | None = None,
 ) -> FuelTensor:
-    """The n-th forward difference of x along `axis`, after joining prepend and append."""
+    """The n-th forward difference of x along `axis`, after joining prepend and append.
+
+    `n` may also be passed positionally (`diff(x, 2)`, as NumPy and scikit-learn call it)."""
     (a,) = axes(axis, tensor(x).ndim)
     if n < 0:
         raise ValueError(f"diff order n must be >= 0, got {n}")

@@ -1,7 +1,11 @@
 """fueltensor's data types, their FKC codes, and the type-promotion rules.
 
 A `DType` pairs the array-API name (`float32`) with the code the contracts use (`F32`) and the
-NumPy dtype that stores it. Promotion follows the array API standard's lattice, extended with
+NumPy dtype that stores it. It reads as that NumPy dtype to NumPy (`np.dtype(ft.float32)`, via
+`.dtype`), compares equal to it and to its scalar type, and has NumPy's `.kind`/`.itemsize`/
+`.name`; the standard's category (`"real floating"`...) is `.category`.
+
+Promotion follows the array API standard's lattice, extended with
 `bfloat16`/`float16` (half + f32 -> f32, bf16 + f16 -> f32) and, outside the standard, PyTorch's
 category rule for mixed kinds (an integer or bool with a float takes the float).
 """
@@ -14,20 +18,31 @@ from typing import Final
 import ml_dtypes
 import numpy as np
 
-KINDS: Final = ("bool", "signed integer", "unsigned integer", "real floating", "complex floating")
+CATEGORIES: Final = (
+    "bool",
+    "signed integer",
+    "unsigned integer",
+    "real floating",
+    "complex floating",
+)
 
 
 class DType:
-    """One element type: array-API name, FKC code, NumPy storage dtype and kind."""
+    """One element type: array-API name, FKC code, NumPy storage dtype and standard category."""
 
-    __slots__ = ("fkc", "itemsize", "kind", "name", "np")
+    __slots__ = ("category", "dtype", "fkc", "itemsize", "kind", "name", "np", "type")
 
-    def __init__(self, name: str, fkc: str, np_dtype: np.dtype, kind: str) -> None:
+    def __init__(self, name: str, fkc: str, np_dtype: np.dtype, category: str) -> None:
         self.name = name
         self.fkc = fkc
         self.np: np.dtype = np.dtype(np_dtype)
+        self.dtype = self.np
+        """What `np.dtype(x)` reads from an arbitrary object: the storage dtype."""
+        self.type: type = self.np.type
         self.itemsize = self.np.itemsize
-        self.kind = kind
+        self.category = category
+        self.kind = _NUMPY_KINDS[category]
+        """NumPy's one-letter kind ('f' for bfloat16 too, whose NumPy dtype says 'V')."""
 
     def __repr__(self) -> str:
         return f"fueltensor.{self.name}"
@@ -35,10 +50,33 @@ class DType:
     def __reduce__(self) -> str:
         return self.name
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to itself, to the NumPy dtype it stores as and to that dtype's scalar type;
+        two fueltensor dtypes are equal only if they are the same one."""
+        if isinstance(other, DType):
+            return other is self
+        if isinstance(other, np.dtype):
+            return bool(other == self.np)
+        if isinstance(other, type) and other is not object:
+            return other is self.np.type or (other is bool and self.np.type is np.bool_)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.np)
+
     @property
     def is_float(self) -> bool:
         """True for the real floating types (the ones the contracts admit)."""
-        return self.kind == "real floating"
+        return self.category == "real floating"
+
+
+_NUMPY_KINDS: Final = {
+    "bool": "b",
+    "signed integer": "i",
+    "unsigned integer": "u",
+    "real floating": "f",
+    "complex floating": "c",
+}
 
 
 bool_ = DType("bool", "BOOL", np.dtype(np.bool_), "bool")
@@ -118,10 +156,10 @@ def _float_rank(d: DType) -> int:
 
 
 def _promote_ints(a: DType, b: DType) -> DType:
-    if a.kind == b.kind:
-        order = _INT_ORDER if a.kind == "signed integer" else _UINT_ORDER
+    if a.category == b.category:
+        order = _INT_ORDER if a.category == "signed integer" else _UINT_ORDER
         return a if order[a] >= order[b] else b
-    signed, unsigned = (a, b) if a.kind == "signed integer" else (b, a)
+    signed, unsigned = (a, b) if a.category == "signed integer" else (b, a)
     need = unsigned.itemsize * 8 * 2
     if signed.itemsize * 8 >= need:
         return signed
@@ -144,19 +182,19 @@ def result_type(a: DType, b: DType) -> DType:
     """The promoted dtype of a binary operation on tensors of dtypes `a` and `b`."""
     if a is b:
         return a
-    order = {k: i for i, k in enumerate(KINDS)}
-    if order[a.kind] < order[b.kind]:
+    order = {k: i for i, k in enumerate(CATEGORIES)}
+    if order[a.category] < order[b.category]:
         a, b = b, a
-    if a.kind == "complex floating":
-        if b.kind == "complex floating":
+    if a.category == "complex floating":
+        if b.category == "complex floating":
             return a if a.itemsize >= b.itemsize else b
-        if b.kind == "real floating":
+        if b.category == "real floating":
             return complex128 if b is float64 or a is complex128 else complex64
         return a
-    if a.kind == "real floating":
-        return _promote_floats(a, b) if b.kind == "real floating" else a
-    if a.kind in ("signed integer", "unsigned integer"):
-        return _promote_ints(a, b) if b.kind != "bool" else a
+    if a.category == "real floating":
+        return _promote_floats(a, b) if b.category == "real floating" else a
+    if a.category in ("signed integer", "unsigned integer"):
+        return _promote_ints(a, b) if b.category != "bool" else a
     return a
 
 
@@ -165,11 +203,11 @@ def scalar_dtype(value: bool | int | float | complex, other: DType) -> DType:
     if isinstance(value, bool):
         return other
     if isinstance(value, int):
-        return other if other.kind != "bool" else default_int
+        return other if other.category != "bool" else default_int
     if isinstance(value, float):
-        return other if other.kind in ("real floating", "complex floating") else default_float
+        return other if other.category in ("real floating", "complex floating") else default_float
     if isinstance(value, complex):
-        if other.kind == "complex floating":
+        if other.category == "complex floating":
             return other
         return complex128 if other is float64 else complex64 if other.is_float else complex128
     raise TypeError(f"expected a Python bool, int, float or complex, got {type(value).__name__}")

@@ -358,14 +358,14 @@ class FuelTensor:
         return complex(self._item("complex"))
 
     def __index__(self, /) -> int:
-        if self._dtype.kind not in ("signed integer", "unsigned integer"):
+        if self._dtype.category not in ("signed integer", "unsigned integer"):
             raise TypeError(
                 f"only integer tensors can be used as an index, this one is {self._dtype.name}"
             )
         return int(self._item("index"))
 
     def _refuse_complex(self, kind: str) -> None:
-        if self._dtype.kind == "complex floating":
+        if self._dtype.category == "complex floating":
             raise TypeError(
                 f"{kind}() of {with_article(self._dtype.name)} tensor; take real() or abs() first"
             )
@@ -409,6 +409,23 @@ class FuelTensor:
                 f"{fueltensor._SUPPORTED_API_VERSIONS}"
             )
         return fueltensor
+
+    # -- NumPy's protocols (issue 13): NumPy calls on tensors stay on fueltensor -------------
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """np.add & co. through the contracts; other ufuncs, methods and out= on the host."""
+        from fueltensor.array_api.numpy_protocols import array_ufunc
+
+        return array_ufunc(ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """NumPy functions on tensors: fueltensor's own where it has one, else NumPy on the
+        host, results returned as tensors."""
+        from fueltensor.array_api.numpy_protocols import array_function
+
+        return array_function(func, args, kwargs)
 
     # -- operators: attached by fueltensor.engine.operators (the contract operations' from
     # the op table, the rest from the array-API host functions); declared for type checkers.

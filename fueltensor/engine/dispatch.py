@@ -85,10 +85,15 @@ _HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
 """Each contract operation's host ufunc, in a plain dict (read on every call)."""
 
 
+DEFERRED: dict[type, Callable[[str, Any, Any], Any]] = {}
+"""Array collections that run the eight operations themselves, block by block (a Dask array):
+type -> handler(op, a, b). Filled by `fueltensor.dask.register()`."""
+
+
 def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
     """A Python scalar as a 0-d tensor of the dtype it takes next to `like` (scalars are weak)."""
     dt = _dtypes.scalar_dtype(value, like.dtype)
-    if dt.kind in ("signed integer", "unsigned integer") and not isinstance(value, bool):
+    if dt.category in ("signed integer", "unsigned integer") and not isinstance(value, bool):
         info = np.iinfo(dt.np)
         if not info.min <= value <= info.max:  # type: ignore[operator]
             raise OverflowError(
@@ -188,8 +193,21 @@ def choose(
     return chosen
 
 
+def _collection(kind: type) -> Callable[[str, Any, Any], Any] | None:
+    """The `DEFERRED` handler for operands of type `kind`; Dask's collections are learnt on
+    first sight (the `dask` extra registers them), so no import of Dask happens before."""
+    handler = DEFERRED.get(kind)
+    if handler is None and kind.__module__.partition(".")[0] == "dask":
+        from fueltensor import dask as _dask
+
+        _dask.register()
+        handler = DEFERRED.get(kind)
+    return handler
+
+
 def binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor.
+    """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor
+    (an operand of a `DEFERRED` collection type hands the operation to that collection).
 
     A cached plan of two tensors, with no trace or observer active, runs in one compiled call
     (`kernels._fast`) when it is built: the same plan, kernel body and output as below."""
@@ -197,7 +215,14 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
         fast = _FAST(op, a, b)
         if fast is not None:
             return fast
-    tensors = coerce(a, b)
+    try:
+        tensors = coerce(a, b)
+    except TypeError:
+        handler = _collection(type(a)) or _collection(type(b))
+        if handler is None:
+            raise
+        result: FuelTensor = handler(op, a, b)
+        return result
     plan, planning = choose(op, tensors, current_policy())
     result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)

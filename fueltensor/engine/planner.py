@@ -11,7 +11,7 @@ oracle. Nothing in here knows which kernel takes which dtype: that is read from 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
@@ -118,6 +118,22 @@ class Plan:
         object.__setattr__(self, "alignment", caps.alignment_bytes if caps else DEFAULT_ALIGNMENT)
         object.__setattr__(self, "prepared", any(self.prep))
 
+    def __reduce__(self) -> tuple[Callable[..., Plan], tuple[object, ...]]:
+        """Pickled without the linked kernel function (provider functions need not pickle); it
+        is linked again on load, by kernel name, from the loading process's registry."""
+        return _relinked, (
+            self.op,
+            self.op_kind,
+            self.kernel,
+            self.steps,
+            self.cost,
+            dict(self.rejected),
+            self.out_shape,
+            self.out_dtype,
+            self.operands,
+            self.prep,
+        )
+
     @property
     def backend(self) -> str:
         """The kernel_source of the chosen contract, or "host" for a NumPy host operation."""
@@ -156,6 +172,44 @@ class Plan:
         from fueltensor.tools.display import plan_html
 
         return plan_html(self)
+
+
+def _relinked(
+    op: str,
+    op_kind: str | None,
+    kernel: KernelContract | None,
+    steps: tuple[Step, ...],
+    cost: int,
+    rejected: dict[str, tuple[str, ...]],
+    out_shape: Shape,
+    out_dtype: DType,
+    operands: tuple[Operand, ...],
+    prep: tuple[tuple[Step, ...], ...],
+) -> Plan:
+    """An unpickled Plan. When the active registry holds the same contract (same facts), the
+    plan takes that registry's contract object and linked kernel, so it equals the sender's plan
+    and can run; otherwise `fn` stays None and the plan is a record to read, not to run."""
+    from fueltensor.engine.backends import current_policy
+
+    fn = None
+    reg = current_policy().registry
+    if kernel is not None and kernel.registrable and kernel.name in reg:
+        local = reg[kernel.name]
+        if local.to_dict() == kernel.to_dict():
+            kernel, fn = local, reg.kernel(kernel.name)
+    return Plan(
+        op,
+        op_kind,
+        kernel,
+        steps,
+        cost,
+        MappingProxyType(rejected),
+        out_shape,
+        out_dtype,
+        operands,
+        prep,
+        fn,
+    )
 
 
 @dataclass(frozen=True, slots=True)

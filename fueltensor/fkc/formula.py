@@ -211,6 +211,10 @@ class Formula:
         object.__setattr__(self, "variables", names)
         object.__setattr__(self, "_fn", fn)
 
+    def __reduce__(self) -> tuple[type[Formula], tuple[str | int | float]]:
+        """Pickled as its text (compiled again on load; the compiled closures do not pickle)."""
+        return Formula, (self.raw,)
+
     def __str__(self) -> str:
         return str(self.raw)
 

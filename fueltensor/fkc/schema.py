@@ -180,8 +180,40 @@ class OutputSpec:
     aliasing: str
 
 
+class _ReadOnlyMap(dict[str, Any]):
+    """A `MappingProxyType`'s contents on their way through pickle (proxies do not pickle)."""
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, MappingProxyType):
+        return _ReadOnlyMap(value)
+    if type(value) is tuple:
+        return tuple(_thaw(v) for v in value)
+    return value
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, _ReadOnlyMap):
+        return MappingProxyType(dict(value))
+    if type(value) is tuple:
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class _PicklesReadOnlyMaps:
+    """Pickling for frozen dataclasses that hold read-only mappings: they travel as dicts and
+    are wrapped again on load, so a contract (and a Plan holding one) reaches a Dask worker."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: _thaw(v) for k, v in vars(self).items()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, _freeze(v))
+
+
 @dataclass(frozen=True)
-class Caps:
+class Caps(_PicklesReadOnlyMaps):
     """What the kernel can cope with: awkward layouts, fast paths, in-place, alignment."""
 
     awkward_layout_strategy: str
@@ -192,7 +224,7 @@ class Caps:
 
 
 @dataclass(frozen=True)
-class Cost:
+class Cost(_PicklesReadOnlyMaps):
     """The declared cost: provenance, class, and formulas in `n`, `dtype_bytes`, `<input>_count`."""
 
     provenance: str
@@ -216,7 +248,7 @@ class Precision:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class KernelContract:
+class KernelContract(_PicklesReadOnlyMaps):
     """One kernel's contract as a document declares it; compare contracts with `to_dict()`.
 
     `repr` is one line, `str` and the notebook display are a card of its facts.

@@ -213,6 +213,15 @@ class ComparisonReport:
         self.comparisons: list[Comparison] = []
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the lock (locks do not pickle), e.g. to come back from a worker."""
+        return {"providers": self.providers, "comparisons": list(self.comparisons)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.providers = state["providers"]
+        self.comparisons = state["comparisons"]
+        self._lock = threading.Lock()
+
     def add(self, comparison: Comparison) -> None:
         """Append one comparison (observers on several threads may report at once)."""
         with self._lock:

@@ -23,6 +23,7 @@ themselves are the documents' (`fueltensor contracts --op OP_KIND`), not this mo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import operator
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast, overload
 
 import ml_dtypes
 import numpy as np
@@ -51,6 +52,11 @@ from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, CONTRACT_OPS
 from fueltensor.registry import Registry
 from fueltensor.tools.compare import bits, errors, text_table
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from fueltensor.tools.cluster import ClusterJudgeReport
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -277,6 +283,9 @@ class Audit:
     worst: str = ""
     identical_runs: int = 0
     runs: int = RUNS
+    digest: str = ""
+    """SHA-256 of the determinism probe's output bytes (seeded probes: every machine computes
+    the same inputs, so equal digests mean bit-identical results across machines)."""
     conformance: list[str] = field(default_factory=list)
     overhead_ns: float = 0.0
     ns_per_element: float = 0.0
@@ -459,6 +468,7 @@ def _checks(
     )
     outputs = [_call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
     a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
+    a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
     bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
     if a.identical_runs != RUNS and bitwise:
         a.failures.append(
@@ -706,16 +716,62 @@ def _progress(done: int, total: int, label: str) -> None:
     sys.stderr.flush()
 
 
+@overload
 def judge(
     reg: Registry | None = None,
     kernels: Iterable[str] | None = None,
     quick: bool = False,
     seed: int = 0,
     progress: bool | None = None,
-) -> JudgeReport:
+    *,
+    client: None = None,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> JudgeReport: ...
+
+
+@overload
+def judge(
+    reg: None = None,
+    kernels: Iterable[str] | None = None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    *,
+    client: Client,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> ClusterJudgeReport: ...
+
+
+def judge(
+    reg: Registry | None = None,
+    kernels: Iterable[str] | None = None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    *,
+    client: Client | None = None,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> JudgeReport | ClusterJudgeReport:
     """Audit the registrable contracts of `reg` (default: the active `use_registry` registry,
     like `explain` and `compare_backends`), or only the named `kernels`; a progress bar goes to
-    stderr when it is a terminal."""
+    stderr when it is a terminal.
+
+    With a Dask `client`, the audit runs on one worker per host (every worker when
+    `every_worker`) over each worker's own registry, each tagged with its machine's fingerprint,
+    and the machines are compared (see `fueltensor.tools.cluster`); `timeout` bounds the wait.
+    """
+    if client is not None:
+        if reg is not None:
+            raise ValueError(
+                "a judge across a cluster audits each worker's own registry; pass "
+                "kernels=[names] instead of a registry"
+            )
+        from fueltensor.tools.cluster import judge_cluster
+
+        return judge_cluster(client, kernels, quick, seed, every_worker, timeout)
     reg = reg if reg is not None else current_policy().registry
     if kernels is None:
         chosen = [c for c in reg if c.registrable]
@@ -753,7 +809,9 @@ def judge(
     )
 
 
-def write_outputs(report: JudgeReport, json_path: str | None, markdown_path: str | None) -> None:
+def write_outputs(
+    report: JudgeReport | ClusterJudgeReport, json_path: str | None, markdown_path: str | None
+) -> None:
     """Write the report as JSON and/or Markdown files."""
     if json_path:
         Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
