@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
+from fueltensor.ops import CONTRACT_OPS
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
@@ -36,12 +37,13 @@ _DTYPES: Final = (
 )
 """The operand types the contract admits (F32, F64, BF16, F16), each computed in itself."""
 
-_OPS: Final[tuple[tuple[str, np.ufunc], ...]] = (
-    ("add", np.add),
-    ("sub", np.subtract),
-    ("mul", np.multiply),
-    ("div", np.divide),
+_PROVIDED: Final = ("add", "sub", "mul", "div")
+"""The kernel op ids this provider implements (its documents' `broadcast_<op>` entry points)."""
+
+_OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
+    (op.kernel_op, op.host) for op in CONTRACT_OPS if op.kernel_op in _PROVIDED
 )
+"""Each provided op with the in-type NumPy ufunc that computes it, from the op table."""
 
 
 def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, ...]:
