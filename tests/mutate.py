@@ -139,7 +139,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "plan-dtype-bytes-fixed",
         PLANNER,
-        '"dtype_bytes": dtype_src.dtype.itemsize',
+        '"dtype_bytes": dtype.itemsize',
         '"dtype_bytes": 4',
         PLAN_TESTS,
         "dtype_bytes in the cost formula is not the output dtype's size",
