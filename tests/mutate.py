@@ -145,6 +145,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dtype_bytes in the cost formula is not the output dtype's size",
     ),
     M(
+        "plan-negative-cost-accepted",
+        PLANNER,
+        "    if value < 0:\n",
+        "    if value < -1e300:\n",
+        ("tests/test_reliability_costs.py", *PLAN_TESTS),
+        "a negative bytes_moved is accepted and wins every plan",
+    ),
+    M(
+        "plan-failing-cost-raises",
+        PLANNER,
+        'return f"cost.bytes_moved cannot be priced for this call: {e}"',
+        "raise",
+        ("tests/test_reliability_costs.py", *PLAN_TESTS),
+        "a cost formula dividing by zero for one call breaks dispatch instead of rejecting",
+    ),
+    M(
         "plan-no-broadcast-repair",
         PLANNER,
         "if target != mine:",
@@ -429,12 +445,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "half kernels read lhs twice",
     ),
     M(
-        "reference-no-nan-repair",
+        "reference-stretch-reads-stride",
         REFERENCE,
-        "fix = ufunc in _COMMUTATIVE and _has_nan(wa) and _has_nan(wb)",
-        "fix = False",
+        "strides[k - offset] if k >= offset and src_shape[k - offset] != 1 else 0",
+        "strides[k - offset] if k >= offset else 0",
         REFERENCE_TESTS,
-        "the half oracle returns the rhs NaN of a NaN pair",
+        "a stretched size-1 source dim steps through the buffer instead of repeating",
     ),
     M(
         "reference-stretch-ignored",
@@ -471,7 +487,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "judge-nan-mismatch-free",
-        JUDGE,
+        COMPARE,  # the judge measures with compare.errors, the one error measure
         "ulp[nan_got != nan_want] = np.inf",
         "ulp[nan_got != nan_want] = 0.0",
         JUDGE_TESTS,
@@ -520,7 +536,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "compare-nan-patterns",
         COMPARE,
-        "bool((nan_a == nan_b).all()),",
+        "not measured.nan_mismatch.any(),",
         "True,",
         COMPARE_TESTS,
         "NaN in one output and a number in the other is reported as agreeing patterns",
@@ -534,10 +550,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         "assert_equal(max_ulp=k) accepts k + 1 ULP",
     ),
     M(
+        "compare-nan-payloads-ignored",
+        COMPARE,
+        "ignored = 0 if nan_payloads else self.nan_payloads",
+        "ignored = self.nan_payloads",
+        ("tests/test_compare.py",),
+        "assert_equal(max_ulp=0) forgives NaN-payload differences it was asked to check",
+    ),
+    M(
         "compare-nan-mismatch-free",
         COMPARE,
-        "ulp[nan_a != nan_b] = np.inf",
-        "ulp[nan_a != nan_b] = 0.0",
+        "ulp[nan_got != nan_want] = np.inf",
+        "ulp[nan_got != nan_want] = 0.0",
         COMPARE_TESTS,
         "a NaN against a number counts as 0 ULP in the report",
     ),
