@@ -18,7 +18,18 @@ from typing import Final
 import numpy as np
 
 
-class OpKind(str, Enum):
+class StrEnum(str, Enum):
+    """A closed vocabulary whose members are their strings: `str()`, equality and hashing are
+    the string's, so a member and its string find the same dict entry (enum.StrEnum is 3.11+)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+
+class OpKind(StrEnum):
     """The op kinds the library dispatches: the `op_kind` its contracts declare."""
 
     ADD = "AddElementwise"
@@ -29,12 +40,6 @@ class OpKind(str, Enum):
     POW = "PowElementwise"
     MAXIMUM = "MaximumElementwise"
     MINIMUM = "MinimumElementwise"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __hash__(self) -> int:
-        return str.__hash__(self)  # a key equal to its string finds the same dict entry
 
 
 @dataclass(frozen=True, slots=True)

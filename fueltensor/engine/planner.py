@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
@@ -23,6 +22,7 @@ from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
+from fueltensor.ops import StrEnum
 from fueltensor.registry import Registry
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
@@ -45,7 +45,7 @@ class Operand:
         return self.layout.size
 
 
-class StepKind(str, Enum):
+class StepKind(StrEnum):
     """What a step does: prepare an operand (Cast, BroadcastTo, Contiguize), then compute."""
 
     CAST = "Cast"
@@ -53,12 +53,6 @@ class StepKind(str, Enum):
     CONTIGUIZE = "Contiguize"
     KERNEL = "Kernel"
     HOST = "Host"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __hash__(self) -> int:
-        return str.__hash__(self)  # a key equal to its string finds the same dict entry
 
 
 @dataclass(frozen=True, slots=True)
