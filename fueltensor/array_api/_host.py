@@ -57,11 +57,13 @@ def fresh(result: Any, dtype: DType | None = None) -> FuelTensor:
 
     A result that does not own its memory (a view, possibly of an input) is copied.
     """
-    a = np.asarray(result)
+    a = result if type(result) is np.ndarray else np.asarray(result)
     if dtype is not None and a.dtype != dtype.np:
-        a = a.astype(dtype.np)
-    elif not (a.flags.owndata and a.flags.c_contiguous and a.flags.writeable):
-        a = np.array(a, order="C", copy=True)
+        a = a.astype(dtype.np, order="C")
+    else:
+        flags = a.flags
+        if not (flags.owndata and flags.c_contiguous and flags.writeable):
+            a = np.array(a, order="C", copy=True)
     return FuelTensor._from_dense(a, dtype or _dtypes.from_numpy(a.dtype))
 
 

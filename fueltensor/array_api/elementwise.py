@@ -2,7 +2,9 @@
 
 All of them are host operations on NumPy ufuncs. Binary ones promote their operands by the
 standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
-the dtype the standard names. The eight (add, subtract, multiply, divide, remainder, pow,
+the dtype the standard names. The ufuncs write row-major results (`order="C"`), which `fresh`
+adopts as they are (NumPy's default would follow a transposed input's order, and `fresh` would
+then copy it). The eight (add, subtract, multiply, divide, remainder, pow,
 maximum, minimum) live in `dispatch`, planned from the kernel contracts.
 """
 
@@ -23,7 +25,7 @@ Binary = Callable[[Any, Any], FuelTensor]
 
 def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
     def function(x: FuelTensor, /) -> FuelTensor:
-        return fresh(ufunc(tensor(x)._array))
+        return fresh(ufunc(tensor(x)._array, order="C"))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
@@ -33,7 +35,7 @@ def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
 def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
     def function(x1: Any, x2: Any, /) -> FuelTensor:
         arrays, _ = promoted(x1, x2)
-        return fresh(ufunc(*arrays))
+        return fresh(ufunc(*arrays, order="C"))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc

@@ -7,6 +7,7 @@ float32 and round once at the end (NumPy would accumulate in the half type).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 
 Axis = int | tuple[int, ...] | None
-_HALF = (_dtypes.float16, _dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
 
 
 def _accumulated(x: FuelTensor, dtype: Any) -> DType:
@@ -42,20 +43,32 @@ def _reduce(
     **kwargs: Any,
 ) -> FuelTensor:
     """`fn` over the given axes of x, returning dtype `out` (default: NumPy's; a half type's
-    own), half types computed in float32."""
+    own), half types computed in float32.
+
+    A mean, var or std over fewer than 1 + ddof elements is NaN, said by value, and a complex
+    sum into a real dtype drops the imaginary part as asked: NumPy's warnings are silenced
+    there (only there: catching warnings costs more than a small reduction)."""
     over = axes(axis, tensor(x).ndim)
     a = x._array
-    if x.dtype in _HALF:
+    if _half(x.dtype):
         a = a.astype(np.float32)
         out = out or x.dtype
-    with warnings.catch_warnings():  # an empty mean or var is NaN, said by value, not warning
+    count = math.prod([a.shape[i] for i in over])
+    if count > kwargs.get("ddof", 0) and a.dtype.kind != "c":
+        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
 
 
+def _half(dtype: DType) -> bool:
+    """True for the half types (by identity: tuple membership would call DType.__eq__)."""
+    return dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
+
+
 def _work(dtype: DType) -> np.dtype:
     """The NumPy dtype to accumulate a `dtype` result in (float32 for the half types)."""
-    return np.dtype(np.float32) if dtype in _HALF else dtype.np
+    return _F32 if _half(dtype) else dtype.np
 
 
 @host
