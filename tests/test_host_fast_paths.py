@@ -237,3 +237,26 @@ def test_host_calls_are_still_traced(pair: tuple[ft.FuelTensor, np.ndarray]) -> 
         ("sqrt", "host"),
         ("astype", "host"),
     ]
+
+
+@VIEWS
+@given(pair=views(DTYPES), draw=st.data())
+def test_reshape_is_numpys_reshape_and_the_general_layout(
+    pair: tuple[ft.FuelTensor, np.ndarray], draw: st.DataObject
+) -> None:
+    """A dense tensor's reshape skips the general path; both give NumPy's elements, and a view
+    the general path could make is exactly that view (same storage, strides and offset)."""
+    view, twin = pair
+    n = view.size
+    shapes = [(n,), (-1,), (1, n), (n, 1), (-1, 1, 1)] + ([(2, -1)] if n % 2 == 0 else [])
+    target = draw.draw(st.sampled_from(shapes + ([()] if n == 1 else [])))
+    got = ft.reshape(view, target)
+    want = twin.reshape(target)
+    assert got.shape == want.shape
+    assert np.asarray(got).tobytes() == want.tobytes()
+    general = view._layout.reshape(got.shape)
+    if general is not None:
+        assert got._storage is view._storage
+        assert got._layout == general
+    with pytest.raises(ValueError, match="cannot reshape"):
+        ft.reshape(view, (n + 1,))

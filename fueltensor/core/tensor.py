@@ -145,6 +145,23 @@ class FuelTensor:
             layout = Layout(layout.shape, layout.strides, self.offset)
         return FuelTensor._make(self._storage, layout, self._dtype)
 
+    def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
+        """This dense row-major tensor's elements under `shape` as a view, or None when it is
+        not dense (its NumPy view is not C-contiguous) or `shape` holds another count (the
+        general `Layout.reshape` says why). The row-major layout at the same offset spans the
+        same storage elements, so no bounds check is repeated."""
+        a = self._array
+        if not a.flags.c_contiguous or math.prod(shape) != a.size:
+            return None
+        t = object.__new__(FuelTensor)
+        t._storage = self._storage
+        dense = Layout.dense(shape)
+        offset = self._layout.offset
+        t._layout = Layout(shape, dense.strides, offset) if offset else dense
+        t._dtype = self._dtype
+        t._np = a.reshape(shape)
+        return t
+
     @property
     def _array(self) -> np.ndarray:
         """The NumPy view of exactly these elements (cached; shares the storage)."""
