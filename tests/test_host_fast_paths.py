@@ -260,3 +260,14 @@ def test_reshape_is_numpys_reshape_and_the_general_layout(
         assert got._layout == general
     with pytest.raises(ValueError, match="cannot reshape"):
         ft.reshape(view, (n + 1,))
+
+
+@pytest.mark.parametrize(
+    ("shape", "says"),
+    [((1,) * 64 + (4,), "at most 64"), ((-1,) + (1,) * 64, "at most 64"), ((3,), "cannot reshape")],
+)
+def test_reshape_of_a_dense_tensor_refuses_as_the_general_path_does(
+    shape: tuple[int, ...], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        ft.reshape(ft.ones(4), shape)

@@ -17,7 +17,14 @@ import numpy as np
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import with_article
-from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape, row_major_strides
+from fueltensor.core.layout import (
+    MAX_DIMS,
+    Layout,
+    LayoutFlags,
+    Shape,
+    as_shape,
+    row_major_strides,
+)
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -61,6 +68,8 @@ def check_writable(target: FuelTensor, what: str) -> None:
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
             "memory); copy the target first"
         )
+    if target._array.flags.c_contiguous:
+        return  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
     flags = target.layout
     if flags.broadcast_stride0:
         raise ValueError(
@@ -146,12 +155,15 @@ class FuelTensor:
         return FuelTensor._make(self._storage, layout, self._dtype)
 
     def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
-        """This dense row-major tensor's elements under `shape` as a view, or None when it is
-        not dense (its NumPy view is not C-contiguous) or `shape` holds another count (the
-        general `Layout.reshape` says why). The row-major layout at the same offset spans the
-        same storage elements, so no bounds check is repeated."""
+        """This dense row-major tensor's elements under `shape` as a view, or None unless it is
+        dense (its NumPy view is C-contiguous), not empty, and `shape` holds its count in at
+        most MAX_DIMS axes (the general path says why not). The row-major layout at the same
+        offset spans the same storage elements, so no bounds check is repeated; an empty
+        tensor's is (its extents bound the bytes a view may claim)."""
         a = self._array
-        if not a.flags.c_contiguous or math.prod(shape) != a.size:
+        if not (a.flags.c_contiguous and a.size and len(shape) <= MAX_DIMS):
+            return None
+        if math.prod(shape) != a.size:
             return None
         t = object.__new__(FuelTensor)
         t._storage = self._storage
