@@ -271,3 +271,26 @@ def test_reshape_of_a_dense_tensor_refuses_as_the_general_path_does(
 ) -> None:
     with pytest.raises(ValueError, match=says):
         ft.reshape(ft.ones(4), shape)
+
+
+@VIEWS
+@given(pair=views(["float32"]))
+def test_assignment_through_views_is_refused_exactly_as_before(
+    pair: tuple[ft.FuelTensor, np.ndarray],
+) -> None:
+    """Where NumPy calls a non-empty view C-contiguous (the early return), the five layout
+    flags say dense and stride-0 free too, so the fast check refuses nothing the full one
+    accepts; every other view still meets the full check, and a write lands as NumPy's."""
+    view, twin = pair
+    flags = view.layout
+    if view.size and np.asarray(view).flags.c_contiguous:
+        assert flags.contiguous and not flags.broadcast_stride0
+    refused = view.size > 0 and (
+        flags.broadcast_stride0 or (not flags.contiguous and view._layout.may_self_overlap)
+    )
+    if refused:
+        with pytest.raises(ValueError, match="copy the target first"):
+            view[...] = 1.5
+        return
+    view[...] = 1.5
+    assert np.all(twin == np.float32(1.5))  # NumPy's own view of the shared storage

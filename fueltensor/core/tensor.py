@@ -68,7 +68,8 @@ def check_writable(target: FuelTensor, what: str) -> None:
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
             "memory); copy the target first"
         )
-    if target._array.flags.c_contiguous:
+    dense = target._array
+    if dense.size and dense.flags.c_contiguous:
         return  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
     flags = target.layout
     if flags.broadcast_stride0:
