@@ -43,7 +43,8 @@ def _reduce(
     **kwargs: Any,
 ) -> FuelTensor:
     """`fn` over the given axes of x, returning dtype `out` (default: NumPy's; a half type's
-    own), half types computed in float32.
+    own), half types computed in float32. Sums, products and extrema call the ufunc's reduce
+    directly (what np.sum & co. call after a Python layer of their own).
 
     A mean, var or std over fewer than 1 + ddof elements is NaN, said by value, and a complex
     sum into a real dtype drops the imaginary part as asked: NumPy's warnings are silenced
@@ -74,13 +75,13 @@ def _work(dtype: DType) -> np.dtype:
 @host
 def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The largest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.max, x, axis, keepdims, tensor(x).dtype)
+    return _reduce(np.maximum.reduce, x, axis, keepdims, tensor(x).dtype)
 
 
 @host
 def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The smallest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.min, x, axis, keepdims, tensor(x).dtype)
+    return _reduce(np.minimum.reduce, x, axis, keepdims, tensor(x).dtype)
 
 
 @host
@@ -95,7 +96,7 @@ def prod(
 ) -> FuelTensor:
     """The product of x's elements (along `axis`); 1 for an empty reduction."""
     out = _accumulated(tensor(x), dtype)
-    return _reduce(np.prod, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.multiply.reduce, x, axis, keepdims, out, dtype=_work(out))
 
 
 @host
@@ -109,7 +110,7 @@ def sum(
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
     out = _accumulated(tensor(x), dtype)
-    return _reduce(np.sum, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.add.reduce, x, axis, keepdims, out, dtype=_work(out))
 
 
 @host
