@@ -86,7 +86,8 @@ def promoted(*operands: Any) -> tuple[list[np.ndarray], DType]:
         tensors = tuple(tensor(t, f"operand {i}") for i, t in enumerate(operands))
     dt = tensors[0].dtype
     for t in tensors[1:]:
-        dt = _dtypes.result_type(dt, t.dtype)
+        if t.dtype is not dt:  # the common case skips the cache's key hashing
+            dt = _dtypes.result_type(dt, t.dtype)
     arrays = [t._array if t.dtype is dt else t._array.astype(dt.np) for t in tensors]
     return arrays, dt
 
