@@ -292,3 +292,16 @@ def test_assignment_through_views_is_refused_exactly_as_before(
         return
     view[...] = 1.5
     assert np.all(twin == np.float32(1.5))  # NumPy's own view of the shared storage
+
+
+@pytest.mark.parametrize("name", ["any", "all"])
+@VIEWS
+@given(pair=views(DTYPES), draw=st.data())
+def test_any_and_all_on_views_are_numpys(
+    name: str, pair: tuple[ft.FuelTensor, np.ndarray], draw: st.DataObject
+) -> None:
+    view, twin = pair
+    axis = reduced_axes(draw, view.ndim)
+    keepdims = draw.draw(st.booleans())
+    want = getattr(np, name)(twin, axis=axis, keepdims=keepdims)
+    assert_same(getattr(ft, name)(view, axis=axis, keepdims=keepdims), want)
