@@ -4,8 +4,8 @@ All of them are host operations on NumPy ufuncs. Binary ones promote their opera
 standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
 the dtype the standard names. The ufuncs write row-major results (`order="C"`), which `fresh`
 adopts as they are (NumPy's default would follow a transposed input's order, and `fresh` would
-then copy it). The eight (add, subtract, multiply, divide, remainder, pow,
-maximum, minimum) live in `dispatch`, planned from the kernel contracts.
+then copy it). The eight (add, subtract, multiply, divide, remainder, pow, maximum, minimum)
+live in `dispatch`, planned from the kernel contracts.
 """
 
 from __future__ import annotations

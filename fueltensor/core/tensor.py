@@ -156,11 +156,12 @@ class FuelTensor:
         return FuelTensor._make(self._storage, layout, self._dtype)
 
     def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
-        """This dense row-major tensor's elements under `shape` as a view, or None unless it is
-        dense (its NumPy view is C-contiguous), not empty, and `shape` holds its count in at
-        most MAX_DIMS axes (the general path says why not). The row-major layout at the same
-        offset spans the same storage elements, so no bounds check is repeated; an empty
-        tensor's is (its extents bound the bytes a view may claim)."""
+        """This tensor's elements under `shape` as a view, when it is dense row-major (its NumPy
+        view is C-contiguous) and not empty and `shape` holds its count in at most MAX_DIMS
+        axes; else None, and the general path decides (and says why it refuses). The row-major
+        layout at the same offset spans the same storage elements, so the bounds check is not
+        repeated. An empty tensor takes the general path: its check also bounds the bytes the
+        new extents claim."""
         a = self._array
         if not (a.flags.c_contiguous and a.size and len(shape) <= MAX_DIMS):
             return None
