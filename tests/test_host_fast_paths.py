@@ -103,8 +103,6 @@ def test_reductions_on_views_are_numpy_on_the_same_view(
     half = twin.dtype in (np.float16, ml_dtypes.bfloat16)
     if name in ("mean", "var", "std") and kind in "biu":
         return  # the standard defines them for floating dtypes only
-    if name in ("max", "min") and view.size == 0:
-        return  # no answer (both raise)
     axis = reduced_axes(draw, view.ndim)
     kwargs: dict[str, Any] = {"axis": axis, "keepdims": draw.draw(st.booleans())}
     work = twin.astype(np.float32) if half else twin
@@ -113,7 +111,12 @@ def test_reductions_on_views_are_numpy_on_the_same_view(
         kwargs["correction"] = numpy_kwargs["ddof"] = draw.draw(st.sampled_from([0, 1, 2.5]))
     if name in ("sum", "prod"):
         numpy_kwargs["dtype"] = ACCUMULATE.get(kind, work.dtype)
-    want = numpy_quietly(getattr(np, name), work, **numpy_kwargs)
+    try:
+        want = numpy_quietly(getattr(np, name), work, **numpy_kwargs)
+    except ValueError:  # an extremum over an empty axis has no answer
+        with pytest.raises(ValueError):
+            getattr(ft, name)(view, **kwargs)
+        return
     want = np.asarray(want).astype(twin.dtype) if half else want
     assert_same(getattr(ft, name)(view, **kwargs), want)
 
