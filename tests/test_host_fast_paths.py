@@ -10,6 +10,7 @@ agree in dtype, shape and bits, come back dense and row-major, and let no warnin
 from __future__ import annotations
 
 import math
+import tracemalloc
 import warnings
 from typing import Any
 
@@ -322,8 +323,6 @@ def test_any_and_all_on_views_are_numpys(
 def test_a_transposed_operand_costs_one_output_not_two(call: Any) -> None:
     """The result is written row-major and adopted as it is: no second, reordering copy
     (tracemalloc sees NumPy's allocations)."""
-    import tracemalloc
-
     x = ft.asarray(np.ones((512, 512))).T
     call(x)  # warm-up: plan caches, lazy imports
     tracemalloc.start()
