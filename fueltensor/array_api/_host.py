@@ -59,7 +59,7 @@ def fresh(result: Any, dtype: DType | None = None) -> FuelTensor:
     """
     a = result if type(result) is np.ndarray else np.asarray(result)
     if dtype is not None and a.dtype != dtype.np:
-        a = a.astype(dtype.np, order="C")
+        a = a.astype(dtype.np)
     else:
         flags = a.flags
         if not (flags.owndata and flags.c_contiguous and flags.writeable):

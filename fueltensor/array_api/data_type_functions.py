@@ -159,4 +159,4 @@ def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = N
             f"casting {x.dtype.name} to {dt.name} would drop the imaginary part; "
             "take real() or abs() first"
         )
-    return fresh(x._array.astype(dt.np, order="C"), dt)  # `fresh` would copy a view's F order
+    return fresh(x._array.astype(dt.np), dt)

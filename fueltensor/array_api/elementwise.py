@@ -2,10 +2,12 @@
 
 All of them are host operations on NumPy ufuncs. Binary ones promote their operands by the
 standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
-the dtype the standard names. The ufuncs write row-major results (`order="C"`), which `fresh`
-adopts as they are (NumPy's default would follow a transposed input's order, and `fresh` would
-then copy it). The eight (add, subtract, multiply, divide, remainder, pow, maximum, minimum)
-live in `dispatch`, planned from the kernel contracts.
+the dtype the standard names. A ufunc keeps NumPy's default output order (a transposed input
+gives a transposed result, which `fresh` then copies row-major): asking for `order="C"` would
+save that copy but can change NumPy's inner loop, and with it the last bit of complex and
+transcendental results (and of out-of-range float-to-integer casts in `astype`). The eight
+(add, subtract, multiply, divide, remainder, pow, maximum, minimum) live in `dispatch`, planned
+from the kernel contracts.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ Binary = Callable[[Any, Any], FuelTensor]
 
 def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
     def function(x: FuelTensor, /) -> FuelTensor:
-        return fresh(ufunc(tensor(x)._array, order="C"))
+        return fresh(ufunc(tensor(x)._array))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
@@ -35,7 +37,7 @@ def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
 def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
     def function(x1: Any, x2: Any, /) -> FuelTensor:
         arrays, _ = promoted(x1, x2)
-        return fresh(ufunc(*arrays, order="C"))
+        return fresh(ufunc(*arrays))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
