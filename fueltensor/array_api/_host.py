@@ -57,11 +57,13 @@ def fresh(result: Any, dtype: DType | None = None) -> FuelTensor:
 
     A result that does not own its memory (a view, possibly of an input) is copied.
     """
-    a = np.asarray(result)
+    a = result if type(result) is np.ndarray else np.asarray(result)
     if dtype is not None and a.dtype != dtype.np:
         a = a.astype(dtype.np)
-    elif not (a.flags.owndata and a.flags.c_contiguous and a.flags.writeable):
-        a = np.array(a, order="C", copy=True)
+    else:
+        flags = a.flags
+        if not (flags.owndata and flags.c_contiguous and flags.writeable):
+            a = np.array(a, order="C", copy=True)
     return FuelTensor._from_dense(a, dtype or _dtypes.from_numpy(a.dtype))
 
 
@@ -84,7 +86,8 @@ def promoted(*operands: Any) -> tuple[list[np.ndarray], DType]:
         tensors = tuple(tensor(t, f"operand {i}") for i, t in enumerate(operands))
     dt = tensors[0].dtype
     for t in tensors[1:]:
-        dt = _dtypes.result_type(dt, t.dtype)
+        if t.dtype is not dt:  # the common case skips the cache's key hashing
+            dt = _dtypes.result_type(dt, t.dtype)
     arrays = [t._array if t.dtype is dt else t._array.astype(dt.np) for t in tensors]
     return arrays, dt
 

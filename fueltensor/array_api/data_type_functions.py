@@ -8,6 +8,7 @@ lattice: it never casts across kinds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import ml_dtypes
@@ -70,7 +71,14 @@ def finfo(type: DType | FuelTensor, /) -> finfo_object:
     dt = _dtype_of(type)
     if dt.category not in ("real floating", "complex floating"):
         raise TypeError(f"finfo needs a floating-point dtype, got {dt.name}; use iinfo")
-    info = ml_dtypes.finfo(dt.np)  # type: ignore[no-untyped-call]
+    return _finfo(dt.name)
+
+
+@cache
+def _finfo(name: str) -> finfo_object:
+    """finfo of the floating dtype `name`, built once (clients ask for it on every call, and
+    ml_dtypes.finfo takes microseconds); the object is frozen, so one can be shared."""
+    info = ml_dtypes.finfo(_dtypes.as_dtype(name).np)  # type: ignore[no-untyped-call]
     real = _dtypes.from_numpy(np.dtype(info.dtype))
     return finfo_object(
         int(info.bits),

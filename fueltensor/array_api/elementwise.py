@@ -2,8 +2,12 @@
 
 All of them are host operations on NumPy ufuncs. Binary ones promote their operands by the
 standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
-the dtype the standard names. The eight (add, subtract, multiply, divide, remainder, pow,
-maximum, minimum) live in `dispatch`, planned from the kernel contracts.
+the dtype the standard names. A ufunc keeps NumPy's default output order (a transposed input
+gives a transposed result, which `fresh` then copies row-major): asking for `order="C"` would
+save that copy but can change NumPy's inner loop, and with it the last bit of complex and
+transcendental results (and of out-of-range float-to-integer casts in `astype`). The eight
+(add, subtract, multiply, divide, remainder, pow, maximum, minimum) live in `dispatch`, planned
+from the kernel contracts.
 """
 
 from __future__ import annotations

@@ -37,9 +37,12 @@ def broadcast_to(x: FuelTensor, /, shape: Any) -> FuelTensor:
 def reshape(x: FuelTensor, /, shape: Any, *, copy: bool | None = None) -> FuelTensor:
     """`x`'s elements in row-major order under `shape`: a view when the strides allow it, else a
     copy (copy=False refuses the copy, copy=True always copies)."""
-    target = _resolve_shape(as_shape_with_infer(shape), x.size)
+    target = _resolve_shape(as_shape_with_infer(shape), tensor(x).size)
     if copy:
         return copy_tensor(x)._view(Layout.dense(target))
+    dense = x._dense_reshape(target)
+    if dense is not None:
+        return dense
     layout = x._layout.reshape(target)
     if layout is not None:
         return x._view(layout)

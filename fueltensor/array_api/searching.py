@@ -10,7 +10,6 @@ import numpy as np
 from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.tensor import FuelTensor
-from fueltensor.engine.dispatch import coerce
 
 _INDEX = _dtypes.int64
 
@@ -78,6 +77,5 @@ def where(condition: FuelTensor, x1: Any, x2: Any, /) -> FuelTensor:
     """x1 where `condition` is true, else x2 (broadcast; x1 and x2 promoted, scalars weak)."""
     if tensor(condition, "condition").dtype is not _dtypes.bool_:
         raise TypeError(f"where needs a bool condition, got {condition.dtype.name}")
-    a, b = coerce(x1, x2)
-    (a_np, b_np), dt = promoted(a, b)
+    (a_np, b_np), dt = promoted(x1, x2)
     return fresh(np.where(condition._array, a_np, b_np), dt)

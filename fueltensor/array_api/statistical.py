@@ -7,6 +7,7 @@ float32 and round once at the end (NumPy would accumulate in the half type).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 
 Axis = int | tuple[int, ...] | None
-_HALF = (_dtypes.float16, _dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
 
 
 def _accumulated(x: FuelTensor, dtype: Any) -> DType:
@@ -42,32 +43,45 @@ def _reduce(
     **kwargs: Any,
 ) -> FuelTensor:
     """`fn` over the given axes of x, returning dtype `out` (default: NumPy's; a half type's
-    own), half types computed in float32."""
+    own), half types computed in float32. Sums, products and extrema call the ufunc's reduce
+    directly (what np.sum & co. call after a Python layer of their own).
+
+    A mean, var or std over fewer than 1 + ddof elements is NaN, said by value, and a complex
+    sum into a real dtype drops the imaginary part as asked: NumPy's warnings are silenced
+    there (only there: catching warnings costs more than a small reduction)."""
     over = axes(axis, tensor(x).ndim)
     a = x._array
-    if x.dtype in _HALF:
+    if _half(x.dtype):
         a = a.astype(np.float32)
         out = out or x.dtype
-    with warnings.catch_warnings():  # an empty mean or var is NaN, said by value, not warning
+    count = math.prod([a.shape[i] for i in over])
+    if count > kwargs.get("ddof", 0) and a.dtype.kind != "c":
+        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
 
 
+def _half(dtype: DType) -> bool:
+    """True for the half types (by identity: tuple membership would call DType.__eq__)."""
+    return dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
+
+
 def _work(dtype: DType) -> np.dtype:
     """The NumPy dtype to accumulate a `dtype` result in (float32 for the half types)."""
-    return np.dtype(np.float32) if dtype in _HALF else dtype.np
+    return _F32 if _half(dtype) else dtype.np
 
 
 @host
 def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The largest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.max, x, axis, keepdims, tensor(x).dtype)
+    return _reduce(np.maximum.reduce, x, axis, keepdims, tensor(x).dtype)
 
 
 @host
 def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The smallest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.min, x, axis, keepdims, tensor(x).dtype)
+    return _reduce(np.minimum.reduce, x, axis, keepdims, tensor(x).dtype)
 
 
 @host
@@ -82,7 +96,7 @@ def prod(
 ) -> FuelTensor:
     """The product of x's elements (along `axis`); 1 for an empty reduction."""
     out = _accumulated(tensor(x), dtype)
-    return _reduce(np.prod, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.multiply.reduce, x, axis, keepdims, out, dtype=_work(out))
 
 
 @host
@@ -96,7 +110,7 @@ def sum(
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
     out = _accumulated(tensor(x), dtype)
-    return _reduce(np.sum, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.add.reduce, x, axis, keepdims, out, dtype=_work(out))
 
 
 @host

@@ -1,6 +1,12 @@
-"""The array API's utility functions: all, any, diff."""
+"""The array API's utility functions: all, any, diff.
+
+`all` and `any` call the logical ufunc's reduce into bool directly: np.all / np.any are a Python
+layer over exactly that call for an ndarray."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -11,18 +17,22 @@ from fueltensor.core.tensor import FuelTensor
 Axis = int | tuple[int, ...] | None
 
 
+def _truth(reduce: Callable[..., Any], x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
+    """`reduce` (logical_and's or logical_or's) into bool over the given axes of x."""
+    over = axes(axis, tensor(x).ndim)
+    return fresh(reduce(x._array, over, bool, keepdims=keepdims), _dtypes.bool_)
+
+
 @host
 def all(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """True where every element of x (along `axis`) is nonzero; True for an empty reduction."""
-    over = axes(axis, tensor(x).ndim)
-    return fresh(np.all(x._array, axis=over, keepdims=keepdims), _dtypes.bool_)
+    return _truth(np.logical_and.reduce, x, axis, keepdims)
 
 
 @host
 def any(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """True where some element of x (along `axis`) is nonzero; False for an empty reduction."""
-    over = axes(axis, tensor(x).ndim)
-    return fresh(np.any(x._array, axis=over, keepdims=keepdims), _dtypes.bool_)
+    return _truth(np.logical_or.reduce, x, axis, keepdims)
 
 
 @host

@@ -17,7 +17,14 @@ import numpy as np
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import with_article
-from fueltensor.core.layout import Layout, LayoutFlags, Shape, as_shape, row_major_strides
+from fueltensor.core.layout import (
+    MAX_DIMS,
+    Layout,
+    LayoutFlags,
+    Shape,
+    as_shape,
+    row_major_strides,
+)
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -61,6 +68,9 @@ def check_writable(target: FuelTensor, what: str) -> None:
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
             "memory); copy the target first"
         )
+    dense = target._array
+    if dense.size and dense.flags.c_contiguous:
+        return  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
     flags = target.layout
     if flags.broadcast_stride0:
         raise ValueError(
@@ -144,6 +154,27 @@ class FuelTensor:
         if layout.size == 0 and layout.offset != self.offset:
             layout = Layout(layout.shape, layout.strides, self.offset)
         return FuelTensor._make(self._storage, layout, self._dtype)
+
+    def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
+        """This tensor's elements under `shape` as a view, when it is dense row-major (its NumPy
+        view is C-contiguous) and not empty and `shape` holds its count in at most MAX_DIMS
+        axes; else None, and the general path decides (and says why it refuses). The row-major
+        layout at the same offset spans the same storage elements, so the bounds check is not
+        repeated. An empty tensor takes the general path: its check also bounds the bytes the
+        new extents claim."""
+        a = self._array
+        if not (a.flags.c_contiguous and a.size and len(shape) <= MAX_DIMS):
+            return None
+        if math.prod(shape) != a.size:
+            return None
+        t = object.__new__(FuelTensor)
+        t._storage = self._storage
+        dense = Layout.dense(shape)
+        offset = self._layout.offset
+        t._layout = Layout(shape, dense.strides, offset) if offset else dense
+        t._dtype = self._dtype
+        t._np = a.reshape(shape)
+        return t
 
     @property
     def _array(self) -> np.ndarray:
