@@ -225,6 +225,12 @@ def expected(name: str, a: np.ndarray, b: np.ndarray, strict: Callable[[], Any])
 def check_binary(name: str, a: np.ndarray, b: np.ndarray) -> None:
     (fa, fb), (sa, sb) = both(a, b)
     want = expected(name, a, b, lambda: getattr(xs, name)(sa, sb))
+    if "c" in (a.dtype.kind, b.dtype.kind) and (a.ndim == 0) != (b.ndim == 0):
+        # array-api-strict makes a 0-d operand 1-d before calling NumPy, which selects another
+        # complex inner loop (other FMA contraction: (4097+1j) * [[1+4097j]] differs in the last
+        # bit); fueltensor calls NumPy on the operands as given, so NumPy's answer for those.
+        with np.errstate(all="ignore"):
+            want = xs.asarray(getattr(np, {"pow": "power"}.get(name, name))(a, b))
     assert_same(getattr(ft, name)(fa, fb), want, name)
 
 
