@@ -66,6 +66,7 @@ static PyObject *backends_dict; /* engine.backends' globals, where the default p
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
 static PyObject *errstate_var;  /* NumPy's extobj contextvar, or NULL: then no oracle entries */
 static PyObject *errstate_ignore; /* its value under np.errstate(all="ignore") */
+static PyObject *last_policy, *last_plans; /* the policy last read and its plan cache */
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -74,6 +75,7 @@ enum { AS_IS, DENSIFY, REPEAT };      /* how a native entry reads an operand */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
+    PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
@@ -86,7 +88,59 @@ typedef struct {
     npy_intp data[];
 } Entry;
 
-#define ENTRY_NAME "fueltensor.kernels._fast.Entry"
+static void entry_dealloc(PyObject *self) {
+    Entry *e = (Entry *)self;
+    Py_XDECREF(e->out_dtype);
+    Py_XDECREF(e->out_layout);
+    Py_XDECREF(e->np_dtype);
+    Py_XDECREF(e->shape);
+    Py_XDECREF(e->ufunc);
+    PyObject_Free(self);
+}
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Entry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_itemsize = sizeof(npy_intp),
+    .tp_dealloc = entry_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A cached plan as the fast path runs it (opaque; made by entry()).",
+};
+
+/* The caller's floating-point status flags, kept across a kernel run: the kernels raise flags
+ * (inexact, overflow...) that the caller never asked for. On x86-64 the SSE kernels raise them
+ * in MXCSR only, and rewriting MXCSR is far cheaper than fesetexceptflag's x87 environment
+ * round trip, so the x87 flags are only touched when they changed. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <xmmintrin.h>
+typedef struct {
+    unsigned int mxcsr;
+    unsigned short x87;
+} FpFlags;
+
+static inline unsigned short x87_status(void) {
+    unsigned short status;
+    __asm__ volatile("fnstsw %0" : "=am"(status));
+    return status;
+}
+
+static inline void fp_save(FpFlags *f) {
+    f->mxcsr = _mm_getcsr();
+    f->x87 = x87_status();
+}
+
+static inline void fp_restore(const FpFlags *f) {
+    int raised = (x87_status() & ~f->x87) & FE_ALL_EXCEPT;
+    if (raised) feclearexcept(raised);
+    if (_mm_getcsr() != f->mxcsr) _mm_setcsr(f->mxcsr);
+}
+#else
+typedef fexcept_t FpFlags;
+
+static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
+
+static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
+#endif
 
 /* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
  * 64-byte aligned: NumPy's allocator over-allocates, the result views the aligned part. */
@@ -150,9 +204,19 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
         else policy = PyObject_CallNoArgs(current_policy);
         if (policy == NULL) return NULL;
     }
-    PyObject *plans = PyObject_GetAttr(policy, plans_name);
-    Py_DECREF(policy);
-    if (plans == NULL) return NULL;
+    PyObject *plans;
+    if (policy == last_policy) { /* a Policy is frozen: its plans dict is its for life */
+        plans = Py_NewRef(last_plans);
+        Py_DECREF(policy);
+    } else {
+        plans = PyObject_GetAttr(policy, plans_name);
+        if (plans == NULL) {
+            Py_DECREF(policy);
+            return NULL;
+        }
+        Py_XSETREF(last_policy, policy);
+        Py_XSETREF(last_plans, Py_NewRef(plans));
+    }
     PyObject *key = PyTuple_Pack(5, op, SLOT(SLOT(a, off_dtype), off_dtype_np), SLOT(a, off_layout),
                                  SLOT(SLOT(b, off_dtype), off_dtype_np), SLOT(b, off_layout));
     PyObject *entry = key == NULL ? NULL : PyDict_GetItemWithError(plans, key);
@@ -229,17 +293,6 @@ static PyObject *scalar_operand(PyObject *value, PyObject *like) {
 /* ---------------------------------------------------------------------------------------------
  * Entries. */
 
-static void entry_free(PyObject *capsule) {
-    Entry *e = PyCapsule_GetPointer(capsule, ENTRY_NAME);
-    if (e == NULL) return;
-    Py_XDECREF(e->out_dtype);
-    Py_XDECREF(e->out_layout);
-    Py_XDECREF(e->np_dtype);
-    Py_XDECREF(e->shape);
-    Py_XDECREF(e->ufunc);
-    PyMem_Free(e);
-}
-
 /* Read a tuple of `n` ints into `dst`; -1 with an exception when it is not one. */
 static int read_ints(PyObject *tuple, Py_ssize_t n, npy_intp *dst, const char *what) {
     if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n) {
@@ -271,8 +324,9 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
     int oracle = ufunc != Py_None;
     if (oracle && errstate_var == NULL) Py_RETURN_NONE; /* no silent error state to call under */
-    Entry *e = PyMem_Calloc(1, sizeof(Entry) + (size_t)(3 * ndim + 1) * sizeof(npy_intp));
-    if (e == NULL) return PyErr_NoMemory();
+    Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
+    if (e == NULL) return NULL;
+    e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = NULL;
     e->kind = oracle ? ORACLE : NATIVE;
     e->ndim = (int)ndim;
     e->dims = e->data;
@@ -294,7 +348,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             PyErr_SetString(PyExc_TypeError, "entry: an oracle entry needs two stride tuples");
     }
     if (bad) {
-        PyMem_Free(e);
+        Py_DECREF(e);
         return NULL;
     }
     e->count = 1;
@@ -309,17 +363,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->np_dtype = Py_NewRef(args[4]);
     e->shape = Py_NewRef(shape);
     e->ufunc = oracle ? Py_NewRef(ufunc) : NULL;
-    PyObject *capsule = PyCapsule_New(e, ENTRY_NAME, entry_free);
-    if (capsule == NULL) {
-        e->ufunc = NULL;
-        Py_DECREF(args[2]);
-        Py_DECREF(args[3]);
-        Py_DECREF(args[4]);
-        Py_DECREF(shape);
-        if (oracle) Py_DECREF(ufunc);
-        PyMem_Free(e);
-    }
-    return capsule;
+    return (PyObject *)e;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -428,15 +472,15 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
         }
     }
     int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
-    fexcept_t flags; /* leave the caller's floating-point status flags as they were */
-    fegetexceptflag(&flags, FE_ALL_EXCEPT);
+    FpFlags flags;
+    fp_save(&flags);
     PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < e->count; i += step) {
         Py_ssize_t n = e->count - i < step ? e->count - i : step, at = i * isz;
         run_body(e->kop, e->kdtype, src[0] + (ra ? 0 : at), src[1] + (rb ? 0 : at), out + at, n);
     }
     if (state != NULL) PyEval_RestoreThread(state);
-    fesetexceptflag(&flags, FE_ALL_EXCEPT);
+    fp_restore(&flags);
     status = 1;
 done:
     PyMem_RawFree(temp[0]);
@@ -525,14 +569,13 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
         Py_XDECREF(scalar);
         return result;
     }
-    PyObject *capsule = PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) == 3
-                            ? PyTuple_GET_ITEM(cell, 2)
-                            : Py_None;
-    Entry *e = PyCapsule_CheckExact(capsule) ? PyCapsule_GetPointer(capsule, ENTRY_NAME) : NULL;
+    PyObject *item = PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) == 3
+                         ? PyTuple_GET_ITEM(cell, 2)
+                         : Py_None;
+    Entry *e = Py_TYPE(item) == &EntryType ? (Entry *)item : NULL;
     PyArrayObject *storage = NULL;
     PyObject *view = NULL;
     if (e == NULL) {
-        PyErr_Clear();
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -807,6 +850,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     out_kwnames = Py_BuildValue("(s)", "out");
+    if (PyType_Ready(&EntryType) < 0) return NULL;
     if (plans_name == NULL || default_name == NULL || out_kwnames == NULL) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
