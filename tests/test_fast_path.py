@@ -442,3 +442,30 @@ def scalar_cases(draw: st.DrawFn) -> tuple[str, str, Any, Any]:
 @given(scalar_cases())
 def test_scalars_beside_any_layout(case: tuple[str, str, Any, Any]) -> None:
     check_scalar_case(*case)
+
+
+def test_compiled_operations_stand_for_the_python_functions() -> None:
+    import inspect
+    import pickle
+
+    x = ft.asarray(np.array([1.0, 2.0, 4.0], np.float32))
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    for fn, names in ((ft.subtract, ["x1", "x2"]), (ft.FuelTensor.__rsub__, ["self", "other"])):
+        params = inspect.signature(fn).parameters.values()
+        assert [(p.name, p.kind) for p in params] == [(n, positional) for n in names]
+    assert ft.subtract.__name__ == "subtract" and "SubElementwise" in (ft.subtract.__doc__ or "")
+    assert ft.FuelTensor.__rsub__.__qualname__ == "FuelTensor.__rsub__"
+    assert pickle.loads(pickle.dumps(ft.subtract)) is ft.subtract
+    assert pickle.loads(pickle.dumps(ft.FuelTensor.__rsub__)) is ft.FuelTensor.__rsub__
+    np.testing.assert_array_equal(np.asarray(x.__rsub__(10)), [9.0, 8.0, 6.0])  # bound
+    np.testing.assert_array_equal(np.asarray(ft.FuelTensor.__sub__(x, 1)), [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(1 - x), [0.0, -1.0, -3.0])
+    np.testing.assert_array_equal(np.asarray(ft.subtract(x, x)), [0.0, 0.0, 0.0])
+    ints = ft.asarray(np.array([5, 7], np.int16))
+    np.testing.assert_array_equal(np.asarray(ints - 1), [4, 6])  # the Python path (host)
+    with pytest.raises(TypeError, match="subtract"):
+        ft.subtract(x)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="subtract"):
+        ft.subtract(x, x2=x)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        ft.subtract(x, "a")

@@ -8,6 +8,7 @@ candidate and why it was rejected.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -263,6 +264,11 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
         fast = _FAST(op, a, b)
         if fast is not None:
             return fast
+    return _python_binary(op, a, b)
+
+
+def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
+    """`binary` on the Python path: coerce, plan (cached), run, notify."""
     try:
         tensors = coerce(a, b)
     except TypeError:
@@ -275,6 +281,20 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
     result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
     return result
+
+
+def compiled(fn: Callable[..., FuelTensor], op: str, reflected: bool) -> Callable[..., FuelTensor]:
+    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
+    operands, swapped when `reflected`), as one compiled callable where `kernels._fast` is
+    built: the fast path, else the Python path, with no Python frame in between. It carries
+    `fn`'s name, docstring and signature, and binds as a method as `fn` does."""
+    if _FAST_MODULE is None:
+        return fn
+    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, reflected, _python_binary)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return made
 
 
 def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
@@ -354,8 +374,9 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
         f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
         f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
     )
-    operation.__fueltensor_op__ = name  # type: ignore[attr-defined]
-    return operation
+    made = compiled(operation, name, reflected=False)
+    made.__fueltensor_op__ = name  # type: ignore[attr-defined]
+    return made
 
 
 OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {

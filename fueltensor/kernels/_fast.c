@@ -538,13 +538,8 @@ done:
 /* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
  * call is not one the fast path serves: an operand other than a FuelTensor or an exact Python
  * float / int / bool beside one, no cached plan with an entry, or a trace or observer active. */
-static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "binary(op, a, b) takes 3 arguments, got %zd", nargs);
-        return NULL;
-    }
-    PyObject *op = args[0], *operands[2] = {args[1], args[2]}, *scalar = NULL;
+static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *operands[2] = {a, b}, *scalar = NULL;
     if (tensor == NULL) Py_RETURN_NONE;
     int ta = Py_TYPE(operands[0]) == tensor, tb = Py_TYPE(operands[1]) == tensor;
     if (!(ta && tb) && !(ta && is_scalar(operands[1])) && !(tb && is_scalar(operands[0])))
@@ -600,6 +595,124 @@ done:
     Py_DECREF(cell);
     Py_XDECREF(scalar);
     return result;
+}
+
+static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "binary(op, a, b) takes 3 arguments, got %zd", nargs);
+        return NULL;
+    }
+    return fast_binary(args[0], args[1], args[2]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Operators: `x + y`, `y + x` and `ft.add(x, y)` as one C callable each, so the common call
+ * costs no Python frame: the fast path, else dispatch's Python `binary(op, a, b)`. As a class
+ * attribute it binds like a function (a method descriptor); its __dict__ carries the name,
+ * docstring and signature the Python functions it stands for would have. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *op;       /* the contract operation's name */
+    PyObject *fallback; /* dispatch.binary */
+    PyObject *dict;
+    int reflected;      /* `y op x`: the instance is the right operand */
+    vectorcallfunc vectorcall;
+} Operator;
+
+static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Operator *o = (Operator *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "%U() takes exactly 2 positional arguments (%zd given%s)",
+                     o->op, nargs, kwnames != NULL && PyTuple_GET_SIZE(kwnames) ? ", and keywords"
+                                                                                 : "");
+        return NULL;
+    }
+    PyObject *a = args[o->reflected], *b = args[1 - o->reflected];
+    PyObject *result = fast_binary(o->op, a, b);
+    if (result != Py_None) return result;
+    Py_DECREF(result);
+    PyObject *call[3] = {o->op, a, b};
+    return PyObject_Vectorcall(o->fallback, call, 3, NULL);
+}
+
+static PyObject *operator_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static void operator_dealloc(PyObject *self) {
+    Operator *o = (Operator *)self;
+    Py_XDECREF(o->op);
+    Py_XDECREF(o->fallback);
+    Py_XDECREF(o->dict);
+    PyObject_Free(self);
+}
+
+static PyObject *operator_repr(PyObject *self) {
+    PyObject *name = PyObject_GetAttrString(self, "__qualname__");
+    if (name == NULL) return NULL;
+    PyObject *repr = PyUnicode_FromFormat("<compiled function %S>", name);
+    Py_DECREF(name);
+    return repr;
+}
+
+/* Pickled by reference, as a function is: its module and qualified name. */
+static PyObject *operator_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef operator_methods[] = {
+    {"__reduce__", operator_reduce, METH_NOARGS, "Pickle by module and qualified name."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef operator_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject OperatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Operator",
+    .tp_basicsize = sizeof(Operator),
+    .tp_dealloc = operator_dealloc,
+    .tp_repr = operator_repr,
+    .tp_vectorcall_offset = offsetof(Operator, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A contract operation's function or operator method (see operator()).",
+    .tp_methods = operator_methods,
+    .tp_getset = operator_getset,
+    .tp_descr_get = operator_get,
+    .tp_dictoffset = offsetof(Operator, dict),
+};
+
+/* operator(op, reflected, fallback): the callable `(a, b) -> fallback(op, a, b)` (or of
+ * `(b, a)` when reflected) that tries the fast path first. */
+static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "operator(op: str, reflected: bool, fallback) takes 3 "
+                                         "arguments");
+        return NULL;
+    }
+    int reflected = PyObject_IsTrue(args[1]);
+    if (reflected < 0) return NULL;
+    Operator *o = PyObject_New(Operator, &OperatorType);
+    if (o == NULL) return NULL;
+    o->op = Py_NewRef(args[0]);
+    o->fallback = Py_NewRef(args[2]);
+    o->dict = NULL;
+    o->reflected = reflected;
+    o->vectorcall = operator_call;
+    return (PyObject *)o;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -807,6 +920,9 @@ static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, a, b) -> FuelTensor | None: dispatch.binary's result when the cached plan has "
      "an entry and nothing traces or observes; else None."},
+    {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
+     "operator(op, reflected, fallback): a callable (a, b) that runs the fast path, else "
+     "fallback(op, a, b) ((b, a) when reflected); binds as a method."},
     {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
      "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
      "steps): what binary runs for a cached plan (an opaque object), or None."},
@@ -850,7 +966,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     out_kwnames = Py_BuildValue("(s)", "out");
-    if (PyType_Ready(&EntryType) < 0) return NULL;
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0) return NULL;
     if (plans_name == NULL || default_name == NULL || out_kwnames == NULL) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;

@@ -11,6 +11,10 @@ def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
     when the cached plan has an entry and nothing traces or observes; else None."""
 
+def operator(op: str, reflected: bool, fallback: Callable[[str, Any, Any], Any], /) -> Any:
+    """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
+    (operands swapped when `reflected`); it binds as a method and takes attributes."""
+
 def entry(
     kop: int,
     kdtype: int,
