@@ -22,6 +22,9 @@
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
  * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
  *
+ * `operator` makes the contract operations' namespace functions and `x op y` / `y op x`
+ * methods C callables that try this path first and call dispatch's Python path otherwise.
+ *
  * `empty` is the aligned allocation both paths share: a buffer over-allocated by NumPy and
  * viewed at its first 64-byte boundary (no arena, so a small result holds only its own bytes).
  */
@@ -214,8 +217,11 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
             Py_DECREF(policy);
             return NULL;
         }
-        Py_XSETREF(last_policy, policy);
-        Py_XSETREF(last_plans, Py_NewRef(plans));
+        PyObject *old_policy = last_policy, *old_plans = last_plans;
+        last_policy = policy; /* both set before a release can run any code */
+        last_plans = Py_NewRef(plans);
+        Py_XDECREF(old_policy);
+        Py_XDECREF(old_plans);
     }
     PyObject *key = PyTuple_Pack(5, op, SLOT(SLOT(a, off_dtype), off_dtype_np), SLOT(a, off_layout),
                                  SLOT(SLOT(b, off_dtype), off_dtype_np), SLOT(b, off_layout));
