@@ -42,8 +42,9 @@
 #define ALIGNMENT 64
 /* Below this many elements the loop is shorter than releasing and retaking the GIL. */
 #define GIL_FREE_FROM 16384
-/* Bytes of the block a repeated single element fills (on the stack, never on the heap). */
-#define REPEAT_BYTES 16384
+/* Bytes of the block a repeated single element fills: on the stack (never on the heap), small
+ * enough for a thread started with a small stack. */
+#define REPEAT_BYTES 8192
 /* Python scalars' 0-d tensors kept (a power of two: the cache is direct-mapped). */
 #define SCALAR_SLOTS 64
 
