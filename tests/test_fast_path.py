@@ -469,3 +469,29 @@ def test_compiled_operations_stand_for_the_python_functions() -> None:
         ft.subtract(x, x2=x)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unsupported operand"):
         ft.subtract(x, "a")
+
+
+def test_scalars_from_many_threads_each_get_their_own_value() -> None:
+    import threading
+
+    x = ft.asarray(np.linspace(-3, 3, 5000, dtype=np.float32))
+    want = {k: np.asarray(python_path("maximum", x, float(k))) for k in range(-3, 4)}
+    errors: list[str] = []
+
+    def worker(seed: int) -> None:
+        for i in range(300):
+            k = (seed + i) % 7 - 3
+            got = np.asarray(ft.maximum(x, float(k)) if i % 2 else ft.maximum(float(k), x))
+            if not np.array_equal(got, want[k]):
+                errors.append(f"maximum with {k} in thread {seed}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    old = threading.stack_size(256 * 1024)  # the repeat blocks live on the thread's stack
+    try:
+        for t in threads:
+            t.start()  # the OS thread, with its stack, is made here
+    finally:
+        threading.stack_size(old)
+    for t in threads:
+        t.join(60)
+    assert errors == [] and not any(t.is_alive() for t in threads)
