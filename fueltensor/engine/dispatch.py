@@ -33,7 +33,7 @@ from fueltensor.engine.planner import (
     promote,
 )
 from fueltensor.kernels import reference
-from fueltensor.kernels._chassis import ERRSTATE
+from fueltensor.kernels._chassis import ERRSTATE, restore, silence
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
 
 Scalar = bool | int | float | complex
@@ -139,8 +139,11 @@ def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
             raise OverflowError(
                 f"Python int {value} does not fit {dt.name} ({info.min}..{info.max})"
             )
-    with np.errstate(over="ignore"):
+    token = silence()  # 1e300 as float32 is inf, as the weak scalar rule means (not a warning)
+    try:
         return FuelTensor._from_dense(np.array(value, dtype=dt.np), dt)
+    finally:
+        restore(token)
 
 
 def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
