@@ -601,6 +601,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the compiled path calls another ufunc than the oracle kernel's",
     ),
     M(
+        "fast-strided-read-as-dense",
+        DISPATCH,
+        "if not steps and not operand.layout.flags.contiguous:",
+        "if not steps and operand.layout.size < 0:",
+        FAST_TESTS,
+        "a strided operand a loose contract admits is read as dense memory",
+    ),
+    M(
         "fast-key-without-dtype",
         DISPATCH,
         "key = (op, a._dtype.np, a._layout, b._dtype.np, b._layout)",

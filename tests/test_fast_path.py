@@ -495,3 +495,23 @@ def test_scalars_from_many_threads_each_get_their_own_value() -> None:
     for t in threads:
         t.join(60)
     assert errors == [] and not any(t.is_alive() for t in threads)
+
+
+def test_a_contract_admitting_layouts_its_kernel_refuses_stays_on_the_python_path(
+    contract_text: Any, write: Any
+) -> None:
+    from fueltensor.kernels import cpu
+
+    add_f32 = cpu.ENTRY_POINTS["fuel_cpu_backend::byte_kernels::add_f32"]
+    ft.register_provider("test-provider", {"tests::loose_f32": add_f32})
+    text = contract_text(kernel="loose_f32")
+    for flag in ("contiguous: required", "strided: rejected"):
+        text = text.replace(flag, flag.split(":")[0] + ": allowed")
+    loose = ft.Registry.from_paths([bundled_contracts_dir(), write(text)])
+    x = ft.asarray(np.arange(24, dtype=np.float32).reshape(4, 6))[:, ::2]
+    with ft.use_registry(loose), ft.use_backend("test-provider"):
+        plan = ft.explain(ft.add, x, x)
+        assert plan.kernel is not None and plan.kernel.name == "loose_f32" and not plan.prepared
+        with pytest.raises((ValueError, BufferError)):  # the kernel refuses a strided buffer
+            x + x
+        assert dispatch._FAST("add", x, x) is None  # never reads it as dense memory
