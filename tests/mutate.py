@@ -603,8 +603,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-strided-read-as-dense",
         DISPATCH,
-        "if not steps and not operand.layout.flags.contiguous:",
-        "if not steps and operand.layout.size < 0:",
+        "if not prep and not operand.layout.flags.contiguous:",
+        "if not prep and operand.layout.size < 0:",
         FAST_TESTS,
         "a strided operand a loose contract admits is read as dense memory",
     ),

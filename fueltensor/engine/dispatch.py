@@ -89,8 +89,8 @@ def _fast_entry(plan: Plan) -> object | None:
     kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
     # An operand read as it is must be dense (a user's contract may link a bundled kernel to
     # layouts the kernel itself refuses: the Python path then raises the kernel's error).
-    for operand, steps in zip(plan.operands, kinds, strict=True):
-        if not steps and not operand.layout.flags.contiguous:
+    for operand, prep in zip(plan.operands, kinds, strict=True):
+        if not prep and not operand.layout.flags.contiguous:
             return None
     codes = getattr(plan.fn, "__fueltensor_native__", None)
     if codes is not None:
