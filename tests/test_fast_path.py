@@ -515,3 +515,16 @@ def test_a_contract_admitting_layouts_its_kernel_refuses_stays_on_the_python_pat
         with pytest.raises((ValueError, BufferError)):  # the kernel refuses a strided buffer
             x + x
         assert dispatch._FAST("add", x, x) is None  # never reads it as dense memory
+
+
+def test_a_cleared_plan_cache_is_not_served_from_remembered_lookups() -> None:
+    x = ft.asarray(np.arange(5, dtype=np.float32))
+    fresh = ft.Registry.from_paths([bundled_contracts_dir()])
+    with ft.use_registry(fresh), ft.use_backend("cpu") as policy:
+        for _ in range(3):  # the later calls hit the remembered lookup
+            x * 2
+            assert dispatch._FAST("multiply", x, 2) is not None
+        policy.plans.clear()
+        assert dispatch._FAST("multiply", x, 2) is None  # the Python path plans again
+        x * 2
+        assert dispatch._FAST("multiply", x, 2) is not None
