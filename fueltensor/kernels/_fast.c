@@ -248,7 +248,7 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
                           SLOT(a, off_layout),
                           SLOT(SLOT(b, off_dtype), off_dtype_np),
                           SLOT(b, off_layout)};
-    uintptr_t h = 0;
+    uint64_t h = 0;
     for (int k = 0; k < 6; k++) h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
     Front *slot = &front[h >> 58 & (FRONT_SLOTS - 1)];
     int same = slot->cell != NULL && PyDict_GET_SIZE(plans) >= slot->size;
