@@ -1,14 +1,15 @@
 """Issue 6's benchmark: every case timed side by side with its reference in one run, as ratios.
 
-`python benchmarks/run.py [--quick] [--repeats N]` (n = 10^7, or 10^6 with --quick). For each
-case the fueltensor call and its reference (and PyTorch on one thread, when importable) are
-timed in rotation, repeat after repeat, and each side's median is kept; the ratio is
-fueltensor ÷ reference and is held to the issue's target. Then (issue 12) a size sweep from 4
-elements up, Python-scalar operands, pow, views, the RSS of many small live results and three
-clients (scikit-learn under array_api_dispatch, scipy.stats.skew; skipped when not installed);
-then dispatch cost on tiny operands (with and without 1,000 extra registered contracts),
-tracemalloc peaks, and import / first-op times in fresh subprocesses. Prints Markdown tables.
-Not a test: nothing here asserts.
+`python benchmarks/run.py [--quick] [--repeats N] [--clock cpu] [--only sweep,scalars,...]`
+(n = 10^7, or 10^6 with --quick; `--only` runs some sections). For each case the fueltensor
+call and its reference (and PyTorch on one thread, when importable) are timed in rotation,
+repeat after repeat, and each side's median is kept; the ratio is fueltensor ÷ reference and
+is held to the issue's target. Then (issue 12) a size sweep from 4 elements up, Python-scalar
+operands (at 10^6, and the common ones at 4 and 4,096), pow, views, the RSS of many small live
+results and three clients (scikit-learn under array_api_dispatch, scipy.stats.skew; skipped
+when not installed); then dispatch cost on tiny operands (against NumPy and PyTorch one-thread,
+and with 1,000 extra registered contracts), tracemalloc peaks, and import / first-op times in
+fresh subprocesses. Prints Markdown tables. Not a test: nothing here asserts.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ SWEEP_TARGETS = {4: 0.8 / 0.32, 4096: 1.5, 65536: 1.15, 10**6: 1.10, 10**7: 1.10
 SWEEP_HALF_TARGET = 1.0
 """The half types stay ahead of NumPy / ml_dtypes at every size."""
 SCALAR_N = 10**6
+SCALAR_SMALL_SIZES = (4, 4096)
+"""Sizes at which the common scalar operands are also timed, held to the sweep's targets there
+(dispatch cost, where the issue's 10^6 rows measure bandwidth)."""
 SCALAR_TARGET = 1.3
 SCALAR_POW_TARGET = 2.0
 VIEW_TARGET_US = 1.0
@@ -247,6 +251,32 @@ def sweep_cases(max_n: int) -> Iterator[Case]:
                 )
 
 
+SCALAR_EXPRS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("x + 1.0", lambda a: a + 1.0),
+    ("x * 2", lambda a: a * 2),
+    ("maximum(x, 0.0)", lambda a: _namespace(a).maximum(a, 0.0)),
+]
+"""The scalar operands client code writes most, timed at every size of SCALAR_SMALL_SIZES."""
+
+
+def small_scalar_cases() -> Iterator[Case]:
+    """The common scalar operands on 4 and 4,096 F32 elements (dispatch and the scalar's 0-d
+    tensor, not bandwidth)."""
+    for n in SCALAR_SMALL_SIZES:
+        lhs, _ = operands(n, np.float32)
+        x = ft.asarray(lhs)
+        tx = None if torch is None else torch.from_numpy(lhs)
+        for label, expr in SCALAR_EXPRS:
+            yield Case(
+                f"{label} f32 n={n:,}",
+                f"NumPy {label}",
+                partial(expr, x),
+                partial(expr, lhs),
+                None if tx is None else partial(expr, tx),
+                SWEEP_TARGETS[n],
+            )
+
+
 def scalar_cases() -> Iterator[Case]:
     """Python-scalar operands on 10^6 F32 elements, pow by 2 and 0.5 among them."""
     lhs, _ = operands(SCALAR_N, np.float32)
@@ -287,6 +317,13 @@ class _TorchScalar:
     @staticmethod
     def maximum(a: Any, b: float) -> Any:
         return a.clamp_min(b)
+
+
+def scalar_rows(repeats: int) -> None:
+    """Scalar operands at 10^6, then at 4 and 4,096 elements, then the small transposed op."""
+    run_cases(scalar_cases(), repeats)
+    run_cases(small_scalar_cases(), max(repeats, 31))
+    run_cases(small_layout_cases(), max(repeats, 31))
 
 
 def small_layout_cases() -> Iterator[Case]:
@@ -542,8 +579,13 @@ def dispatch_rows(repeats: int) -> None:
         f"| 4-element f32 add (`x + x` vs `a + a`) | {fuel * 1e6:.2f} | {ref * 1e6:.2f} | "
         f"{fuel / ref:.1f} | ≤ {limit:.0f} (3 µs at NumPy's 0.3 µs) | "
         f"{verdict(fuel / ref, limit)} |"
-        + (f" torch {torch_time[0] * 1e6:.2f} µs |" if torch_time else "")
     )
+    if torch_time:
+        print(
+            f"| same vs PyTorch one thread (`t + t`) | {fuel * 1e6:.2f} | "
+            f"torch {torch_time[0] * 1e6:.2f} | {fuel / torch_time[0]:.2f} | < 1 (faster) | "
+            f"{'pass' if fuel < torch_time[0] else 'MISS'} |"
+        )
     print(
         f"| same, {len(big) - len(ft.registry()):,} extra AddElementwise contracts | "
         f"{extra * 1e6:.2f} | "
@@ -706,11 +748,31 @@ def timed(label: str) -> Iterator[None]:
     print(f"\n({label}: {time.perf_counter() - start:.0f} s)\n", flush=True)
 
 
+SECTIONS = (
+    "elementwise",
+    "layouts",
+    "sweep",
+    "scalars",
+    "views",
+    "live",
+    "clients",
+    "dispatch",
+    "memory",
+    "startup",
+)
+"""The benchmark's sections, in the order they run (`--only` picks some)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 10^6 instead of 10^7")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per side")
     parser.add_argument("--startup-runs", type=int, default=7, help="fresh processes per figure")
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run, of {','.join(SECTIONS)} (default: all)",
+    )
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -718,6 +780,9 @@ def main() -> None:
         help="wall time, or this thread's CPU time (steadier on a loaded machine)",
     )
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if only - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(only - set(SECTIONS))}; known: {SECTIONS}")
     global CLOCK
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     n = 10**6 if args.quick else 10**7
@@ -730,27 +795,22 @@ def main() -> None:
         "ratio = fueltensor ÷ reference"
     )
     print(f"machine: {machine()}\n")
-    with timed("element-wise"):
-        run_cases(elementwise_cases(n), repeats)
-    with timed("layouts"):
-        run_cases(layout_cases(n), repeats)
-    with timed("size sweep"):
-        run_cases(sweep_cases(n), repeats)
-    with timed("scalar operands and small layouts"):
-        run_cases(scalar_cases(), repeats)
-        run_cases(small_layout_cases(), max(repeats, 31))
-    with timed("views"):
-        view_rows(max(repeats, 31))
-    with timed("live results"):
-        live_results_rows()
-    with timed("clients"):
-        client_rows(max(5, repeats // 2))
-    with timed("dispatch"):
-        dispatch_rows(max(repeats, 31))
-    with timed("memory"):
-        memory_rows(n)
-    with timed("start-up"):
-        startup_rows(args.startup_runs)
+    sections: dict[str, Callable[[], None]] = {
+        "elementwise": lambda: run_cases(elementwise_cases(n), repeats),
+        "layouts": lambda: run_cases(layout_cases(n), repeats),
+        "sweep": lambda: run_cases(sweep_cases(n), repeats),
+        "scalars": lambda: scalar_rows(repeats),
+        "views": lambda: view_rows(max(repeats, 31)),
+        "live": live_results_rows,
+        "clients": lambda: client_rows(max(5, repeats // 2)),
+        "dispatch": lambda: dispatch_rows(max(repeats, 31)),
+        "memory": lambda: memory_rows(n),
+        "startup": lambda: startup_rows(args.startup_runs),
+    }
+    for name in SECTIONS:
+        if name in only:
+            with timed(name):
+                sections[name]()
     print(f"end load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -40,6 +40,7 @@ CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
+FAST_TESTS = ("tests/test_fast_path.py",)
 
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/schema.py"
@@ -47,6 +48,7 @@ CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 JUDGE = "fueltensor/tools/judge.py"
 COMPARE = "fueltensor/tools/compare.py"
+DISPATCH = "fueltensor/engine/dispatch.py"
 
 
 @dataclass(frozen=True)
@@ -565,15 +567,65 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE_TESTS,
         "a NaN against a number counts as 0 ULP in the report",
     ),
+    # -- dispatch's compiled fast path (its entries; the C code is tested through them) ---------
+    M(
+        "fast-repeat-any-operand",
+        DISPATCH,
+        "(REPEAT if o.layout.size == 1 else DENSIFY)",
+        "(REPEAT if o.layout.size <= 6 else DENSIFY)",
+        FAST_TESTS,
+        "a broadcast row of several elements is read as its first element repeated",
+    ),
+    M(
+        "fast-offsets-ignored",
+        DISPATCH,
+        "offsets = tuple(o.layout.offset for o in plan.operands)",
+        "offsets = (0, 0)",
+        FAST_TESTS,
+        "a one-element view at an offset is read from its storage's first element",
+    ),
+    M(
+        "fast-oracle-strides-unbroadcast",
+        DISPATCH,
+        "reference.src_strides(o.layout.shape, plan.out_shape)",
+        "(0,) * len(plan.out_shape)",
+        FAST_TESTS,
+        "the oracle's broadcast views read the first element everywhere",
+    ),
+    M(
+        "fast-oracle-other-ufunc",
+        DISPATCH,
+        "fn: fn.__fueltensor_ufunc__  # type: ignore[attr-defined]",
+        "fn: np.add",
+        FAST_TESTS,
+        "the compiled path calls another ufunc than the oracle kernel's",
+    ),
+    M(
+        "fast-strided-read-as-dense",
+        DISPATCH,
+        "if not prep and not operand.layout.flags.contiguous:",
+        "if not prep and operand.layout.size < 0:",
+        FAST_TESTS,
+        "a strided operand a loose contract admits is read as dense memory",
+    ),
+    M(
+        "fast-key-without-dtype",
+        DISPATCH,
+        "key = (op, a._dtype.np, a._layout, b._dtype.np, b._layout)",
+        "key = (op, a._layout, a._layout, b._layout, b._layout)",
+        FAST_TESTS + PLAN_TESTS,
+        "an F64 operation finds the plan cached for F32 operands of the same layouts",
+    ),
 )
 
 
 def copy_tree(dest: Path) -> None:
-    """The files git tracks (plus the built extension) copied to `dest`."""
+    """The files git tracks (plus the built extensions) copied to `dest`."""
     files = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
-    extra = [p.relative_to(ROOT) for p in (ROOT / "fueltensor" / "kernels").glob("_native*.so")]
+    built = (ROOT / "fueltensor" / "kernels").glob("_*.so")  # _native and _fast
+    extra = [p.relative_to(ROOT) for p in built]
     for rel in [Path(f.decode()) for f in files if f] + extra:
         src = ROOT / rel
         if src.is_file():

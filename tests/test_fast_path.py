@@ -1,8 +1,13 @@
 """Dispatch's compiled fast path (`kernels._fast`): the same plan, bits, trace and observers as
-the Python path, and every output 64-byte aligned and holding only its own bytes."""
+the Python path, and every output 64-byte aligned and holding only its own bytes.
+
+The Python path is what runs inside `ft.trace()` (the fast path stands aside while a trace or an
+observer watches), so each case is computed both ways and compared bit for bit."""
 
 from __future__ import annotations
 
+import struct
+import tracemalloc
 from typing import Any
 
 import ml_dtypes
@@ -99,11 +104,10 @@ def test_densified_operands_are_the_python_path_bit_for_bit(layout: str, op: str
         slow = fn(a, b)
     fn(a, b)
     fast = dispatch._FAST(op, a, b)
-    if plans[0].backend != "portable-cpu":
-        assert fast is None  # the oracle's broadcast stays on the Python path
-        return
     assert fast is not None and fast.shape == slow.shape and fast.dtype is slow.dtype
     np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
+    if plans[0].backend != "portable-cpu":
+        return  # the oracle's broadcast: the same ufunc call as the Python path's
     la, lb = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     np.testing.assert_array_equal(bits(fast, fmt), cpu_expected(OPS[op], la, lb, FORMATS[fmt]))
 
@@ -148,7 +152,10 @@ def test_what_the_fast_path_leaves_to_python() -> None:
     with ft.use_registry(ft.Registry.from_paths([bundled_contracts_dir()])):  # an empty cache
         assert dispatch._FAST("add", x, x) is None  # no cached plan yet
     x + x
-    assert dispatch._FAST("add", x, 1.0) is None  # a scalar operand
+    x + 1j
+    assert dispatch._FAST("add", x, 1j) is None  # a complex scalar (a host plan)
+    x + np.float64(1.0)
+    assert dispatch._FAST("add", x, np.float64(1.0)) is None  # a NumPy scalar: Python's path
     wide = ft.asarray(np.ones(6, np.float64))
     x + wide
     assert dispatch._FAST("add", x, wide) is None  # a plan with a Cast step
@@ -157,9 +164,9 @@ def test_what_the_fast_path_leaves_to_python() -> None:
     ints = ft.asarray(np.ones(6, np.int32))
     ints + ints
     assert dispatch._FAST("add", ints, ints) is None  # a host plan
-    with ft.use_backend("reference"):
-        x + x
-        assert dispatch._FAST("add", x, x) is None  # the oracle's kernel
+    big = ft.asarray(np.ones((600, 600), np.float32))  # 1.4 MiB
+    big.T + 1.0
+    assert dispatch._FAST("add", big.T, 1.0) is None  # a Contiguize over 1 MiB
 
 
 def test_a_user_registry_runs_its_own_plans() -> None:
@@ -250,3 +257,274 @@ def test_pow_by_a_scalar_is_the_c_librarys_powf(bits_in: int, y: float) -> None:
     t = ft.asarray(x)
     t**y
     assert (np.asarray(t**y).view(np.uint32) == want).all()
+
+
+def _nan(bits64: int) -> float:
+    """The Python float with these IEEE f64 bits (a NaN with a payload)."""
+    value: float = struct.unpack("<d", struct.pack("<Q", bits64))[0]
+    return value
+
+
+SCALARS: list[Any] = [
+    0.0,
+    -0.0,
+    1.5,
+    -3.25,
+    np.inf,
+    1e300,  # overflows every float dtype but f64: inf
+    _nan(0x7FF8_0200_0000_0000),
+    _nan(0xFFF4_0400_0000_0000),  # a negative signalling NaN
+    2,
+    -3,
+    0,
+    2**40,
+    2**63,  # beyond int64: made by dispatch._scalar, not cached
+    True,
+    False,
+]
+"""Python scalars whose 0-d tensors must all stay apart: ±0, NaN payloads, ints, bools."""
+
+
+def _views(base: np.ndarray) -> dict[str, ft.FuelTensor]:
+    """Tensors of several layouts over (views of) `base`, a 4×6 array."""
+    x = ft.asarray(base)
+    return {
+        "dense": x,
+        "row": x[1],
+        "strided": x[:, ::2],
+        "offset": x[1:, 2:],
+        "flipped": ft.flip(x, axis=1),
+        "transposed": x.T,
+        "broadcast": ft.broadcast_to(x[0], (3, 6)),
+        "0-d": x[2, 3],
+        "ones": x[1:2, 4:5],
+        "empty": x[:, :0],
+    }
+
+
+def python_path(op: str, a: Any, b: Any) -> ft.FuelTensor:
+    """`op(a, b)` on dispatch's Python path (a trace keeps the fast path aside)."""
+    with ft.trace() as plans:
+        result: ft.FuelTensor = getattr(ft, op)(a, b)
+    assert len(plans) == 1
+    return result
+
+
+def check_scalar_case(op: str, fmt: str, a: Any, b: Any) -> None:
+    """The fast path serves `op(a, b)` once its plan is cached, with the Python path's bits; a
+    scalar the Python path refuses (an int too large for the dtype) it refuses alike."""
+    try:
+        slow = python_path(op, a, b)
+    except (OverflowError, TypeError) as e:
+        with pytest.raises(type(e)) as refused:
+            dispatch._FAST(op, a, b)
+        assert str(refused.value) == str(e)
+        return
+    getattr(ft, op)(a, b)
+    fast = dispatch._FAST(op, a, b)
+    assert fast is not None, (op, fmt, a, b)
+    assert fast.dtype is slow.dtype and fast._layout == slow._layout
+    np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("fmt", sorted(DTYPES))
+def test_scalar_operands_are_the_python_path_bit_for_bit(op: str, fmt: str) -> None:
+    base, _ = operands(DTYPES[fmt], (4, 6), hash((op, fmt)) % 2**32)
+    base[0, :3] = [-0.0, 0.0, np.nan]
+    for view in _views(base).values():
+        for value in SCALARS:
+            check_scalar_case(op, fmt, view, value)
+            check_scalar_case(op, fmt, value, view)
+
+
+def test_signed_zeros_and_nan_payloads_stay_apart() -> None:
+    values = np.array([-0.0, 0.0, 1.0], np.float32)
+    x = ft.asarray(values)
+    quiet, other = _nan(0x7FF8_0200_0000_0000), _nan(0x7FF8_0400_0000_0000)
+    for _ in range(2):  # the second round reads the cached scalars
+        for value in (0.0, -0.0, quiet, other, 0, False):
+            lhs = np.full(3, value, np.float32)
+            want = cpu_expected("maximum", lhs, values, FORMATS["f32"])
+            np.testing.assert_array_equal(bits(ft.maximum(value, x), "f32"), want)
+        assert np.asarray(x + -0.0).view(np.uint32).tolist() == [0x80000000, 0, 0x3F800000]
+        assert np.asarray(x + 0.0).view(np.uint32).tolist() == [0, 0, 0x3F800000]
+
+
+def test_an_int_that_does_not_fit_raises_and_changes_nothing() -> None:
+    i8 = ft.asarray(np.array([1, 2, 3], np.int8))
+    with pytest.raises(OverflowError, match="does not fit int8"):
+        dispatch._FAST("add", i8, 300)
+    with pytest.raises(OverflowError, match="does not fit int8"):
+        i8 + 300
+    with pytest.raises(OverflowError, match="does not fit int8"):
+        300 - i8
+    assert np.asarray(i8).tolist() == [1, 2, 3]
+    x = ft.asarray(np.ones(3, np.float32))
+    x + 1.0
+    with pytest.raises(OverflowError) as fast:
+        dispatch._FAST("add", x, 10**400)
+    with pytest.raises(OverflowError) as slow:
+        python_path("add", x, 10**400)
+    assert str(fast.value) == str(slow.value)
+    np.testing.assert_array_equal(np.asarray(x), np.ones(3, np.float32))
+
+
+def test_scalar_operations_are_traced_and_observed() -> None:
+    x = ft.asarray(np.linspace(-1, 1, 8, dtype=np.float32))
+    x + 1.0
+    ft.maximum(x, 0.0)
+    with ft.trace() as plans:
+        x + 1.0
+        ft.maximum(x, 0.0)
+        2**x
+    assert [p.op for p in plans] == ["add", "maximum", "pow"]
+    assert plans[0] is ft.explain(ft.add, x, 1.0)
+    with ft.compare_backends() as report:
+        x * 2
+        1.0 - x
+    assert len(report.comparisons) == 2
+
+
+@pytest.mark.parametrize("n", [1, 5, 4096, 4096 * 3 + 7, 300_001])
+@pytest.mark.parametrize("fmt", sorted(DTYPES))
+def test_a_repeated_scalar_runs_block_by_block(n: int, fmt: str) -> None:
+    lhs, _ = operands(DTYPES[fmt], (n,), n)
+    x = ft.asarray(lhs)
+    for op in ("maximum", "pow", "remainder", "minimum"):
+        for value in (0.5, -0.0, _nan(0x7FF8_0200_0000_0000)):
+            check_scalar_case(op, fmt, x, value)
+            check_scalar_case(op, fmt, value, x)
+
+
+def test_a_repeated_scalar_allocates_only_the_output() -> None:
+    n = 3_000_000  # 12 MB: over the 1 MiB up to which a full copy would be made here
+    x = ft.asarray(np.linspace(-5, 5, n, dtype=np.float32))
+    plan = ft.explain(ft.maximum, x, 0.0)
+    assert [s.kind.value for s in plan.prep[1]] == ["BroadcastTo", "Contiguize"]
+    ft.maximum(x, 0.0)
+    tracemalloc.start()
+    try:
+        fast = dispatch._FAST("maximum", x, 0.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert fast is not None
+    assert n * 4 <= peak <= n * 4 + 64 * 1024
+    np.testing.assert_array_equal(bits(fast, "f32"), bits(python_path("maximum", x, 0.0), "f32"))
+
+
+def _scalar_values() -> st.SearchStrategy[Any]:
+    """Python floats of any bits (NaN payloads, ±0, ±inf), small ints and bools."""
+    floats = st.integers(0, 2**64 - 1).map(_nan)
+    return floats | st.floats() | st.integers(-(2**70), 2**70) | st.booleans()
+
+
+@st.composite
+def scalar_cases(draw: st.DrawFn) -> tuple[str, str, Any, Any]:
+    """An op, a dtype, and a (strided, offset, flipped, transposed) view beside a scalar."""
+    op = draw(st.sampled_from(sorted(OPS)))
+    fmt = draw(st.sampled_from(sorted(DTYPES)))
+    shape = tuple(draw(st.lists(st.integers(0, 6), min_size=0, max_size=3)))
+    base, _ = operands(DTYPES[fmt], shape, draw(st.integers(0, 2**32 - 1)))
+    x = ft.asarray(base)
+    key = tuple(
+        slice(draw(st.integers(0, 2)), None, draw(st.sampled_from([1, 2, -1]))) for _ in shape
+    )
+    x = x[key]
+    if x.ndim == 2 and draw(st.booleans()):
+        x = x.T
+    value = draw(_scalar_values())
+    return (op, fmt, x, value) if draw(st.booleans()) else (op, fmt, value, x)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scalar_cases())
+def test_scalars_beside_any_layout(case: tuple[str, str, Any, Any]) -> None:
+    check_scalar_case(*case)
+
+
+def test_compiled_operations_stand_for_the_python_functions() -> None:
+    import inspect
+    import pickle
+
+    x = ft.asarray(np.array([1.0, 2.0, 4.0], np.float32))
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    for fn, names in ((ft.subtract, ["x1", "x2"]), (ft.FuelTensor.__rsub__, ["self", "other"])):
+        params = inspect.signature(fn).parameters.values()
+        assert [(p.name, p.kind) for p in params] == [(n, positional) for n in names]
+    assert ft.subtract.__name__ == "subtract" and "SubElementwise" in (ft.subtract.__doc__ or "")
+    assert ft.FuelTensor.__rsub__.__qualname__ == "FuelTensor.__rsub__"
+    assert pickle.loads(pickle.dumps(ft.subtract)) is ft.subtract
+    assert pickle.loads(pickle.dumps(ft.FuelTensor.__rsub__)) is ft.FuelTensor.__rsub__
+    np.testing.assert_array_equal(np.asarray(x.__rsub__(10)), [9.0, 8.0, 6.0])  # bound
+    np.testing.assert_array_equal(np.asarray(ft.FuelTensor.__sub__(x, 1)), [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(1 - x), [0.0, -1.0, -3.0])
+    np.testing.assert_array_equal(np.asarray(ft.subtract(x, x)), [0.0, 0.0, 0.0])
+    ints = ft.asarray(np.array([5, 7], np.int16))
+    np.testing.assert_array_equal(np.asarray(ints - 1), [4, 6])  # the Python path (host)
+    with pytest.raises(TypeError, match="subtract"):
+        ft.subtract(x)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="subtract"):
+        ft.subtract(x, x2=x)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        ft.subtract(x, "a")
+
+
+def test_scalars_from_many_threads_each_get_their_own_value() -> None:
+    import threading
+
+    x = ft.asarray(np.linspace(-3, 3, 5000, dtype=np.float32))
+    want = {k: np.asarray(python_path("maximum", x, float(k))) for k in range(-3, 4)}
+    errors: list[str] = []
+
+    def worker(seed: int) -> None:
+        for i in range(300):
+            k = (seed + i) % 7 - 3
+            got = np.asarray(ft.maximum(x, float(k)) if i % 2 else ft.maximum(float(k), x))
+            if not np.array_equal(got, want[k]):
+                errors.append(f"maximum with {k} in thread {seed}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    old = threading.stack_size(256 * 1024)  # the repeat blocks live on the thread's stack
+    try:
+        for t in threads:
+            t.start()  # the OS thread, with its stack, is made here
+    finally:
+        threading.stack_size(old)
+    for t in threads:
+        t.join(60)
+    assert errors == [] and not any(t.is_alive() for t in threads)
+
+
+def test_a_contract_admitting_layouts_its_kernel_refuses_stays_on_the_python_path(
+    contract_text: Any, write: Any
+) -> None:
+    from fueltensor.kernels import cpu
+
+    add_f32 = cpu.ENTRY_POINTS["fuel_cpu_backend::byte_kernels::add_f32"]
+    ft.register_provider("test-provider", {"tests::loose_f32": add_f32})
+    text = contract_text(kernel="loose_f32")
+    for flag in ("contiguous: required", "strided: rejected"):
+        text = text.replace(flag, flag.split(":")[0] + ": allowed")
+    loose = ft.Registry.from_paths([bundled_contracts_dir(), write(text)])
+    x = ft.asarray(np.arange(24, dtype=np.float32).reshape(4, 6))[:, ::2]
+    with ft.use_registry(loose), ft.use_backend("test-provider"):
+        plan = ft.explain(ft.add, x, x)
+        assert plan.kernel is not None and plan.kernel.name == "loose_f32" and not plan.prepared
+        with pytest.raises((ValueError, BufferError)):  # the kernel refuses a strided buffer
+            x + x
+        assert dispatch._FAST("add", x, x) is None  # never reads it as dense memory
+
+
+def test_a_cleared_plan_cache_is_not_served_from_remembered_lookups() -> None:
+    x = ft.asarray(np.arange(5, dtype=np.float32))
+    fresh = ft.Registry.from_paths([bundled_contracts_dir()])
+    with ft.use_registry(fresh), ft.use_backend("cpu") as policy:
+        for _ in range(3):  # the later calls hit the remembered lookup
+            x * 2
+            assert dispatch._FAST("multiply", x, 2) is not None
+        policy.plans.clear()
+        assert dispatch._FAST("multiply", x, 2) is None  # the Python path plans again
+        x * 2
+        assert dispatch._FAST("multiply", x, 2) is not None

@@ -8,8 +8,10 @@ candidate and why it was rejected.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any, Final
 
 import numpy as np
@@ -30,22 +32,31 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
+from fueltensor.kernels import reference
+from fueltensor.kernels._chassis import ERRSTATE, restore, silence
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
 
 Scalar = bool | int | float | complex
 
-FastEntry = tuple[int, int, int, int, _dtypes.DType, Layout, np.dtype, tuple[int, ...], bool, bool]
-"""What the compiled fast path needs of a cached plan: the kernel's compiled (op, dtype)
-numbers, the output's element count and itemsize, DType, dense Layout, NumPy dtype and shape,
-and for each operand whether the plan densifies it (BroadcastTo and/or Contiguize)."""
+_ORACLE_PREP: Final = ((), (StepKind.CONTIGUIZE,))
+_NATIVE_PREP: Final = (
+    *_ORACLE_PREP,
+    (StepKind.BROADCAST_TO,),
+    (StepKind.BROADCAST_TO, StepKind.CONTIGUIZE),
+)
+"""The operand preparations the fast path performs itself, for the oracle's kernels (a dense
+copy) and for the compiled ones (a dense copy, broadcast first)."""
 
-_DENSIFY: Final = ((), (StepKind.CONTIGUIZE,), (StepKind.BROADCAST_TO, StepKind.CONTIGUIZE))
-"""The operand preparations the fast path performs itself (a dense copy, broadcast first)."""
+AS_IS, DENSIFY, REPEAT = 0, 1, 2
+"""How the fast path reads a compiled kernel's operand: its own dense elements, a dense copy
+(the plan's BroadcastTo and/or Contiguize), or its single element repeated block by block
+(the same steps on a one-element operand, never materialized at the output's size)."""
 
 
-def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
-    """The compiled fast path (`kernels._fast.binary`), configured, or None where it is not
-    built. It serves only plans `_fast_entry` marks, which the pure-NumPy kernels never are."""
+def _load_fast() -> ModuleType | None:
+    """The compiled fast path (`kernels._fast`), configured, or None where it is not built. It
+    serves only plans `_fast_entry` gives an entry, which the pure-NumPy kernels and the host
+    never get."""
     try:
         from fueltensor.kernels import _fast
     except ImportError:
@@ -58,27 +69,61 @@ def _load_fast() -> Callable[[str, Any, Any], FuelTensor | None] | None:
         current_policy,
         Layout,
         vars(backends),
+        _dtypes.DType,
+        _scalar,
+        ERRSTATE,
     )
-    return _fast.binary
+    return _fast
 
 
-_FAST: Final = _load_fast()
-
-
-def _fast_entry(plan: Plan) -> FastEntry | None:
-    """The fast path's view of `plan`, or None when only the Python path may run it: a host
-    plan, a plan with a Cast step, or a kernel that is not a compiled fuel-cpu-backend body
-    (a user's kernel, the oracle, the pure-NumPy chassis)."""
-    codes = getattr(plan.fn, "__fueltensor_native__", None)
-    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
-    if codes is None or len(kinds) != 2 or 64 % plan.alignment:
-        return None
-    if any(k not in _DENSIFY for k in kinds):
+def _fast_entry(plan: Plan) -> object | None:
+    """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
+    a host plan, a Cast step, an output alignment finer than the fast path's 64 bytes, or a
+    kernel that is neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at
+    most) nor the bundled oracle on operands of the output's dtype (Contiguize at most)."""
+    if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
         return None
     dt = plan.out_dtype
-    layout = Layout.dense(plan.out_shape)
-    dense = (bool(kinds[0]), bool(kinds[1]))
-    return (*codes, plan.size, dt.itemsize, dt, layout, dt.np, plan.out_shape, *dense)
+    out = (dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape)
+    offsets = tuple(o.layout.offset for o in plan.operands)
+    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
+    # An operand read as it is must be dense (a user's contract may link a bundled kernel to
+    # layouts the kernel itself refuses: the Python path then raises the kernel's error).
+    for operand, prep in zip(plan.operands, kinds, strict=True):
+        if not prep and not operand.layout.flags.contiguous:
+            return None
+    codes = getattr(plan.fn, "__fueltensor_native__", None)
+    if codes is not None:
+        if any(k not in _NATIVE_PREP for k in kinds):
+            return None
+        modes = tuple(
+            (REPEAT if o.layout.size == 1 else DENSIFY) if k else AS_IS
+            for o, k in zip(plan.operands, kinds, strict=True)
+        )
+        needs = tuple({AS_IS: plan.size, REPEAT: 1, DENSIFY: 0}[m] for m in modes)
+        native: object | None = _FAST_MODULE.entry(*codes, *out, modes, offsets, needs, None, None)
+        return native
+    ufunc = _ORACLE.get(plan.fn) if plan.fn is not None else None
+    if ufunc is None or any(o.dtype is not dt for o in plan.operands):
+        return None
+    if any(k not in _ORACLE_PREP for k in kinds):
+        return None
+    steps = tuple(
+        tuple(s * dt.itemsize for s in reference.src_strides(o.layout.shape, plan.out_shape))
+        for o in plan.operands
+    )
+    modes = tuple(DENSIFY if k else AS_IS for k in kinds)
+    needs = tuple(o.layout.size for o in plan.operands)
+    oracle: object | None = _FAST_MODULE.entry(0, 0, *out, modes, offsets, needs, ufunc, steps)
+    return oracle
+
+
+_ORACLE: Final[dict[Callable[..., Any], np.ufunc]] = {
+    fn: fn.__fueltensor_ufunc__  # type: ignore[attr-defined]
+    for fn in reference.ENTRY_POINTS.values()
+}
+"""The bundled oracle kernels and the ufunc each calls on its broadcast views (the fast path
+makes the same call)."""
 
 
 _HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
@@ -99,8 +144,11 @@ def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
             raise OverflowError(
                 f"Python int {value} does not fit {dt.name} ({info.min}..{info.max})"
             )
-    with np.errstate(over="ignore"):
+    token = silence()  # 1e300 as float32 is inf, as the weak scalar rule means (not a warning)
+    try:
         return FuelTensor._from_dense(np.array(value, dtype=dt.np), dt)
+    finally:
+        restore(token)
 
 
 def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
@@ -133,6 +181,13 @@ def _operand(value: Any, like: FuelTensor) -> FuelTensor:
         f"unsupported operand type {type(value).__name__}; use a FuelTensor, a "
         "NumPy array or a Python bool, int, float or complex"
     )
+
+
+_FAST_MODULE: Final = _load_fast()
+_FAST: Final[Callable[[str, Any, Any], FuelTensor | None] | None] = (
+    _FAST_MODULE.binary if _FAST_MODULE is not None else None
+)
+"""`kernels._fast.binary`, or None where it is not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
@@ -171,8 +226,9 @@ def choose(
     """The plan an operation runs under `policy` (cached by operand signature), and the
     planning it came from."""
     a, b = tensors
-    key = (op, a._dtype, a._layout, b._dtype, b._layout)  # spelled out: the hit path is hot
-    cached: tuple[Plan, Planning, FastEntry | None] | None = policy.plans.get(key)  # type: ignore[assignment]
+    # Spelled out, the hit path is hot; NumPy dtypes hash in C where DType.__hash__ is Python.
+    key = (op, a._dtype.np, a._layout, b._dtype.np, b._layout)
+    cached: tuple[Plan, Planning, object] | None = policy.plans.get(key)  # type: ignore[assignment]
     if cached is not None:
         return cached[0], cached[1]
     row = BY_NAME[op]
@@ -209,12 +265,18 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
     """Run the contract operation `op` ("add" ...) on two operands and return a fresh tensor
     (an operand of a `DEFERRED` collection type hands the operation to that collection).
 
-    A cached plan of two tensors, with no trace or observer active, runs in one compiled call
-    (`kernels._fast`) when it is built: the same plan, kernel body and output as below."""
+    A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
+    or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
+    plan, kernel and output as below."""
     if _FAST is not None:
         fast = _FAST(op, a, b)
         if fast is not None:
             return fast
+    return _python_binary(op, a, b)
+
+
+def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
+    """`binary` on the Python path: coerce, plan (cached), run, notify."""
     try:
         tensors = coerce(a, b)
     except TypeError:
@@ -227,6 +289,20 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
     result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
     return result
+
+
+def compiled(fn: Callable[..., FuelTensor], op: str, reflected: bool) -> Callable[..., FuelTensor]:
+    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
+    operands, swapped when `reflected`), as one compiled callable where `kernels._fast` is
+    built: the fast path, else the Python path, with no Python frame in between. It carries
+    `fn`'s name, docstring and signature, and binds as a method as `fn` does."""
+    if _FAST_MODULE is None:
+        return fn
+    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, reflected, _python_binary)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return made
 
 
 def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
@@ -306,8 +382,9 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
         f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
         f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
     )
-    operation.__fueltensor_op__ = name  # type: ignore[attr-defined]
-    return operation
+    made = compiled(operation, name, reflected=False)
+    made.__fueltensor_op__ = name  # type: ignore[attr-defined]
+    return made
 
 
 OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {

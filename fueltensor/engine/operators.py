@@ -1,7 +1,8 @@
 """FuelTensor's operators, attached here so that the tensor (core) never imports the engine.
 
 The contract operations' operators come from the op table (`fueltensor.ops`): `x + y` calls
-dispatch directly, with no namespace lookup in between (it is the hot path of small arrays).
+dispatch directly, with no namespace lookup in between (it is the hot path of small arrays);
+where the fast path is built, `x + y` and `y + x` are compiled callables (`dispatch.compiled`).
 Every other operator is the array-API host function of the same meaning.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 from fueltensor.array_api import elementwise as _ew
 from fueltensor.array_api.linear_algebra import matmul
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine.dispatch import binary, binary_inplace
+from fueltensor.engine.dispatch import binary, binary_inplace, compiled
 from fueltensor.ops import CONTRACT_OPS
 
 Method = Callable[..., Any]
@@ -23,7 +24,8 @@ _OPERANDS: Final = (FuelTensor, bool, int, float, complex, np.ndarray, np.generi
 
 
 def _contract_methods(name: str) -> tuple[Method, Method, Method]:
-    """`x op y`, `y op x` and `x op= y` of contract operation `name`, straight to dispatch."""
+    """`x op y`, `y op x` and `x op= y` of contract operation `name`, straight to dispatch (the
+    first two compiled where the fast path is built)."""
 
     def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
         return binary(name, self, other)
@@ -34,7 +36,7 @@ def _contract_methods(name: str) -> tuple[Method, Method, Method]:
     def inplace(self: FuelTensor, other: Any, /) -> FuelTensor:
         return binary_inplace(name, self, other)
 
-    return forward, reflected, inplace
+    return compiled(forward, name, False), compiled(reflected, name, True), inplace
 
 
 def _host_methods(fn: Method) -> tuple[Method, Method, Method]:

@@ -1,10 +1,30 @@
-/* Dispatch's compiled fast path: a contract operation whose plan is already cached, runs a
- * compiled fuel-cpu-backend kernel with no step but BroadcastTo / Contiguize (done here with
- * `_native`'s strided copy, up to 1 MiB per operand), and has no trace or observer
- * watching, runs here in one C call: read the plan cache exactly as `dispatch.choose` does,
- * allocate a 64-byte-aligned output, run the kernel body of `_native` and wrap the result as
- * `FuelTensor._from_dense` would. Anything else returns None and dispatch's Python path runs,
- * so plans, bits, traces and observers are those of that path.
+/* Dispatch's compiled fast path: a contract operation on two tensors, or a tensor and a Python
+ * float / int / bool, whose plan is already cached with a fast entry (`entry`, made by dispatch
+ * when it caches the plan) and that no trace or observer watches, runs here in one C call: read
+ * the plan cache as `dispatch.choose` does (the last lookups remembered by the identity of the
+ * key's parts, see `cached`), allocate a 64-byte-aligned output, run the
+ * plan's kernel and wrap the result as `FuelTensor._from_dense` would. Anything else returns
+ * None and dispatch's Python path runs, so plans, bits, traces and observers are that path's.
+ *
+ * Two kinds of plans have entries:
+ * - a compiled fuel-cpu-backend kernel with no step but BroadcastTo / Contiguize: the body of
+ *   `_native` runs here. An operand the plan densifies is copied with `_native`'s strided copy
+ *   (up to 1 MiB; larger ones take the Python path, which reuses a per-thread buffer), except a
+ *   single element broadcast to the output (a scalar): that one is repeated into one small block
+ *   and the kernel runs over the output block by block. The plan still says BroadcastTo and
+ *   Contiguize; running those steps a block at a time is how this code executes them (the
+ *   kernels are element-wise, so the bits are the plan's), and it never makes the full copy.
+ * - a fuel-reference-backend oracle kernel whose operands are dense or Contiguized (up to
+ *   1 MiB) at their own shapes: the call the oracle makes, its ufunc on the broadcast views it
+ *   builds (`reference.broadcast_src_view`'s strides, given by dispatch) with `out=`, under
+ *   NumPy's all-ignore error state.
+ *
+ * A Python scalar becomes the 0-d tensor `dispatch._scalar` makes (which raises OverflowError
+ * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
+ * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
+ *
+ * `operator` makes the contract operations' namespace functions and `x op y` / `y op x`
+ * methods C callables that try this path first and call dispatch's Python path otherwise.
  *
  * `empty` is the aligned allocation both paths share: a buffer over-allocated by NumPy and
  * viewed at its first 64-byte boundary (no arena, so a small result holds only its own bytes).
@@ -18,10 +38,16 @@
 
 #include <fenv.h>
 #include <stdint.h>
+#include <string.h>
 
 #define ALIGNMENT 64
 /* Below this many elements the loop is shorter than releasing and retaking the GIL. */
 #define GIL_FREE_FROM 16384
+/* Bytes of the block a repeated single element fills: on the stack (never on the heap), small
+ * enough for a thread started with a small stack. */
+#define REPEAT_BYTES 8192
+/* Python scalars' 0-d tensors kept (a power of two: the cache is direct-mapped). */
+#define SCALAR_SLOTS 64
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
 typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
@@ -36,12 +62,90 @@ static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer 
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
+static Py_ssize_t off_dtype_np; /* DType's slot holding its NumPy dtype */
 static PyObject *policy_var, *trace_var, *observers_var, *current_policy;
 static PyObject *plans_name;    /* "plans" */
 static PyObject *default_name;  /* "_DEFAULT" */
+static PyObject *out_kwnames;   /* ("out",) */
 static PyObject *backends_dict; /* engine.backends' globals, where the default policy lives */
+static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
+static PyObject *errstate_var;  /* NumPy's extobj contextvar, or NULL: then no oracle entries */
+static PyObject *errstate_ignore; /* its value under np.errstate(all="ignore") */
+static PyObject *last_policy, *last_plans; /* the policy last read and its plan cache */
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+enum { NATIVE, ORACLE };              /* the kernel an entry runs */
+enum { AS_IS, DENSIFY, REPEAT };      /* how a native entry reads an operand */
+
+/* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
+typedef struct {
+    PyObject_VAR_HEAD
+    int kind, kop, kdtype, ndim;
+    int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
+    Py_ssize_t count, itemsize;
+    Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
+                                 ORACLE), and how many storage elements it needs from there */
+    Py_ssize_t need[2];
+    PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
+    npy_intp *dims;           /* the output's extents */
+    npy_intp *steps[2];       /* ORACLE: each operand's broadcast view, byte strides */
+    npy_intp data[];
+} Entry;
+
+static void entry_dealloc(PyObject *self) {
+    Entry *e = (Entry *)self;
+    Py_XDECREF(e->out_dtype);
+    Py_XDECREF(e->out_layout);
+    Py_XDECREF(e->np_dtype);
+    Py_XDECREF(e->shape);
+    Py_XDECREF(e->ufunc);
+    PyObject_Free(self);
+}
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Entry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_itemsize = sizeof(npy_intp),
+    .tp_dealloc = entry_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A cached plan as the fast path runs it (opaque; made by entry()).",
+};
+
+/* The caller's floating-point status flags, kept across a kernel run: the kernels raise flags
+ * (inexact, overflow...) that the caller never asked for. On x86-64 the SSE kernels raise them
+ * in MXCSR only, and rewriting MXCSR is far cheaper than fesetexceptflag's x87 environment
+ * round trip, so the x87 flags are only touched when they changed. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <xmmintrin.h>
+typedef struct {
+    unsigned int mxcsr;
+    unsigned short x87;
+} FpFlags;
+
+static inline unsigned short x87_status(void) {
+    unsigned short status;
+    __asm__ volatile("fnstsw %0" : "=am"(status));
+    return status;
+}
+
+static inline void fp_save(FpFlags *f) {
+    f->mxcsr = _mm_getcsr();
+    f->x87 = x87_status();
+}
+
+static inline void fp_restore(const FpFlags *f) {
+    int raised = (x87_status() & ~f->x87) & FE_ALL_EXCEPT;
+    if (raised) feclearexcept(raised);
+    if (_mm_getcsr() != f->mxcsr) _mm_setcsr(f->mxcsr);
+}
+#else
+typedef fexcept_t FpFlags;
+
+static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
+
+static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
+#endif
 
 /* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
  * 64-byte aligned: NumPy's allocator over-allocates, the result views the aligned part. */
@@ -91,6 +195,23 @@ static int busy(PyObject *var) {
     return any;
 }
 
+/* Lookups remembered by the identity of the key's parts: building and hashing the 5-tuple key
+ * (two Layouts of tuples, hashed afresh each time) was a third of a small operation. The parts
+ * are immutable and held here, so the same objects mean the same key; a policy's plans dict
+ * only grows until it is cleared whole, and a remembered plan is the one planning that key
+ * again gives (a Policy's registry and providers are fixed), so a hit serves what the dict
+ * would. A dict smaller than when a slot was filled has been cleared: the slot is not used. */
+#define FRONT_SLOTS 64
+
+typedef struct {
+    PyObject *parts[6]; /* plans dict, op, lhs NumPy dtype, lhs layout, rhs NumPy dtype, rhs
+                           layout */
+    PyObject *cell;     /* the dict's value: (plan, planning, entry) */
+    Py_ssize_t size;    /* the dict's size when the slot was filled */
+} Front;
+
+static Front front[FRONT_SLOTS];
+
 /* The cached entry for the key `dispatch.choose` builds, under the active policy (a new
  * reference), or NULL with no error set on a miss. */
 static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
@@ -105,158 +226,540 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
         else policy = PyObject_CallNoArgs(current_policy);
         if (policy == NULL) return NULL;
     }
-    PyObject *plans = PyObject_GetAttr(policy, plans_name);
-    Py_DECREF(policy);
-    if (plans == NULL) return NULL;
-    PyObject *key = PyTuple_Pack(5, op, SLOT(a, off_dtype), SLOT(a, off_layout),
-                                 SLOT(b, off_dtype), SLOT(b, off_layout));
-    PyObject *entry = key == NULL ? NULL : PyDict_GetItemWithError(plans, key);
-    Py_XINCREF(entry);
+    PyObject *plans;
+    if (policy == last_policy) { /* a Policy is frozen: its plans dict is its for life */
+        plans = Py_NewRef(last_plans);
+        Py_DECREF(policy);
+    } else {
+        plans = PyObject_GetAttr(policy, plans_name);
+        if (plans == NULL) {
+            Py_DECREF(policy);
+            return NULL;
+        }
+        PyObject *old_policy = last_policy, *old_plans = last_plans;
+        last_policy = policy; /* both set before a release can run any code */
+        last_plans = Py_NewRef(plans);
+        Py_XDECREF(old_policy);
+        Py_XDECREF(old_plans);
+    }
+    PyObject *parts[6] = {plans,
+                          op,
+                          SLOT(SLOT(a, off_dtype), off_dtype_np),
+                          SLOT(a, off_layout),
+                          SLOT(SLOT(b, off_dtype), off_dtype_np),
+                          SLOT(b, off_layout)};
+    uint64_t h = 0;
+    for (int k = 0; k < 6; k++) h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
+    Front *slot = &front[h >> 58 & (FRONT_SLOTS - 1)];
+    int same = slot->cell != NULL && PyDict_GET_SIZE(plans) >= slot->size;
+    for (int k = 0; same && k < 6; k++) same = slot->parts[k] == parts[k];
+    if (same) {
+        Py_DECREF(plans);
+        return Py_NewRef(slot->cell);
+    }
+    PyObject *key = PyTuple_Pack(5, op, parts[2], parts[3], parts[4], parts[5]);
+    PyObject *cell = key == NULL ? NULL : PyDict_GetItemWithError(plans, key);
     Py_XDECREF(key);
+    if (cell != NULL) {
+        Front old = *slot; /* every field set before a release can run any code */
+        for (int k = 0; k < 6; k++) slot->parts[k] = Py_NewRef(parts[k]);
+        slot->cell = Py_NewRef(cell);
+        slot->size = PyDict_GET_SIZE(plans);
+        for (int k = 0; k < 6; k++) Py_XDECREF(old.parts[k]);
+        Py_XDECREF(old.cell);
+        Py_INCREF(cell);
+    }
     Py_DECREF(plans);
-    return entry;
+    return cell;
 }
 
-/* The first byte of an operand's elements: its storage's, when the storage is a 1-D array of
- * `count` or more `itemsize`-byte elements side by side (how dispatch builds every tensor). */
-static const char *operand_data(PyObject *t, Py_ssize_t count, Py_ssize_t itemsize) {
+/* ---------------------------------------------------------------------------------------------
+ * Python scalars: the 0-d tensor `dispatch._scalar` makes, cached. */
+
+typedef struct {
+    int kind; /* 1 float, 2 int, 3 bool; 0: an empty slot */
+    uint64_t bits;
+    PyObject *like;   /* the other operand's DType (the scalar's dtype follows from it) */
+    PyObject *tensor; /* the 0-d tensor, its storage read-only */
+} Scalar;
+
+static Scalar scalars[SCALAR_SLOTS];
+
+/* Whether `value` is a Python scalar this code takes: exactly a float, an int or a bool. */
+static int is_scalar(PyObject *value) {
+    return PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value);
+}
+
+/* Make a cached scalar's arrays read-only, so no write can reach the cache. */
+static void freeze(PyObject *t) {
+    PyObject *storage = SLOT(t, off_storage), *np_ = SLOT(t, off_np);
+    if (storage != NULL && PyArray_Check(storage))
+        PyArray_CLEARFLAGS((PyArrayObject *)storage, NPY_ARRAY_WRITEABLE);
+    if (np_ != NULL && PyArray_Check(np_))
+        PyArray_CLEARFLAGS((PyArrayObject *)np_, NPY_ARRAY_WRITEABLE);
+}
+
+/* The Python scalar `value` as the 0-d tensor dispatch makes next to tensor `like` (a new
+ * reference), or NULL with `_scalar`'s exception (OverflowError for an int out of range). */
+static PyObject *scalar_operand(PyObject *value, PyObject *like) {
+    PyObject *like_dtype = SLOT(like, off_dtype);
+    uint64_t bits;
+    int kind;
+    if (PyFloat_CheckExact(value)) {
+        double d = PyFloat_AS_DOUBLE(value);
+        memcpy(&bits, &d, sizeof bits);
+        kind = 1;
+    } else if (PyBool_Check(value)) {
+        bits = value == Py_True;
+        kind = 3;
+    } else {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (overflow) return PyObject_CallFunctionObjArgs(make_scalar, value, like, NULL);
+        bits = (uint64_t)v;
+        kind = 2;
+    }
+    uint64_t h = (bits ^ (bits >> 31) ^ ((uintptr_t)like_dtype >> 4) ^ (uint64_t)kind);
+    Scalar *slot = &scalars[(h * 0x9E3779B97F4A7C15ull) >> 58 & (SCALAR_SLOTS - 1)];
+    if (slot->kind == kind && slot->bits == bits && slot->like == like_dtype)
+        return Py_NewRef(slot->tensor);
+    PyObject *t = PyObject_CallFunctionObjArgs(make_scalar, value, like, NULL);
+    if (t == NULL || Py_TYPE(t) != tensor) return t;
+    freeze(t);
+    PyObject *old_like = slot->like, *old_tensor = slot->tensor;
+    slot->kind = kind;
+    slot->bits = bits;
+    slot->like = Py_NewRef(like_dtype);
+    slot->tensor = Py_NewRef(t);
+    Py_XDECREF(old_like);
+    Py_XDECREF(old_tensor);
+    return t;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Entries. */
+
+/* Read a tuple of `n` ints into `dst`; -1 with an exception when it is not one. */
+static int read_ints(PyObject *tuple, Py_ssize_t n, npy_intp *dst, const char *what) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != n) {
+        PyErr_Format(PyExc_TypeError, "entry: %s must be a tuple of %zd ints", what, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        dst[k] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, k));
+        if (dst[k] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
+ * steps): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
+static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "entry() takes 11 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *shape = args[5], *ufunc = args[9], *steps = args[10];
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS ||
+        !PyArray_DescrCheck(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "entry: shape must be a tuple (at most NPY_MAXDIMS "
+                                         "ints) and np_dtype a NumPy dtype");
+        return NULL;
+    }
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    int oracle = ufunc != Py_None;
+    if (oracle && errstate_var == NULL) Py_RETURN_NONE; /* no silent error state to call under */
+    Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
+    if (e == NULL) return NULL;
+    e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = NULL;
+    e->kind = oracle ? ORACLE : NATIVE;
+    e->ndim = (int)ndim;
+    e->dims = e->data;
+    e->steps[0] = e->data + ndim;
+    e->steps[1] = e->data + 2 * ndim;
+    e->kop = (int)PyLong_AsLong(args[0]);
+    e->kdtype = (int)PyLong_AsLong(args[1]);
+    e->itemsize = PyDataType_ELSIZE((PyArray_Descr *)args[4]);
+    npy_intp modes[2], offsets[2], needs[2];
+    int bad = PyErr_Occurred() || read_ints(shape, ndim, e->dims, "shape") < 0 ||
+              read_ints(args[6], 2, modes, "modes") < 0 ||
+              read_ints(args[7], 2, offsets, "offsets") < 0 ||
+              read_ints(args[8], 2, needs, "needs") < 0;
+    if (!bad && oracle) {
+        bad = !PyTuple_Check(steps) || PyTuple_GET_SIZE(steps) != 2 ||
+              read_ints(PyTuple_GET_ITEM(steps, 0), ndim, e->steps[0], "steps[0]") < 0 ||
+              read_ints(PyTuple_GET_ITEM(steps, 1), ndim, e->steps[1], "steps[1]") < 0;
+        if (bad && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "entry: an oracle entry needs two stride tuples");
+    }
+    if (bad) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    e->count = 1;
+    for (Py_ssize_t k = 0; k < ndim; k++) e->count *= e->dims[k];
+    for (int k = 0; k < 2; k++) {
+        e->mode[k] = (int)modes[k];
+        e->offset[k] = offsets[k];
+        e->need[k] = needs[k];
+    }
+    e->out_dtype = Py_NewRef(args[2]);
+    e->out_layout = Py_NewRef(args[3]);
+    e->np_dtype = Py_NewRef(args[4]);
+    e->shape = Py_NewRef(shape);
+    e->ufunc = oracle ? Py_NewRef(ufunc) : NULL;
+    return (PyObject *)e;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Running an entry. */
+
+/* The byte `offset` elements into a tensor's storage, when the storage is a 1-D array of at
+ * least `offset + need` `itemsize`-byte elements side by side (how dispatch builds every
+ * tensor); else NULL. */
+static char *operand_at(PyObject *t, Py_ssize_t offset, Py_ssize_t need, Py_ssize_t itemsize) {
     PyObject *storage = SLOT(t, off_storage);
     if (storage == NULL || !PyArray_Check(storage)) return NULL;
     PyArrayObject *s = (PyArrayObject *)storage;
-    if (PyArray_NDIM(s) != 1 || PyArray_ITEMSIZE(s) != itemsize || PyArray_DIM(s, 0) < count)
+    if (PyArray_NDIM(s) != 1 || PyArray_ITEMSIZE(s) != itemsize ||
+        PyArray_DIM(s, 0) < offset + need)
         return NULL;
-    if (count > 1 && PyArray_STRIDE(s, 0) != itemsize) return NULL;
-    return PyArray_BYTES(s);
+    if (PyArray_DIM(s, 0) > 1 && PyArray_STRIDE(s, 0) != itemsize) return NULL;
+    return PyArray_BYTES(s) + offset * itemsize;
 }
 
 static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int *ndim,
                        Py_ssize_t *offset);
 
-/* The plan's BroadcastTo (to `out_shape`) and Contiguize of operand `t`, into a fresh buffer
- * `*temp` of `count` elements (to be freed with PyMem_RawFree); NULL with no error set when
- * the operand is not one this code copies. */
-static const char *densify(PyObject *t, PyObject *out_shape, Py_ssize_t count,
-                           Py_ssize_t itemsize, char **temp) {
+/* The plan's BroadcastTo (to the output's shape, when `broadcast`) and Contiguize of operand
+ * `t`, into a fresh buffer `*temp` (to be freed with PyMem_RawFree); NULL with no error set
+ * when the operand is not one this code copies. */
+static const char *densify(PyObject *t, const Entry *e, int broadcast, char **temp) {
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    Py_ssize_t dims[NPY_MAXDIMS], steps[NPY_MAXDIMS];
+    Py_ssize_t steps[NPY_MAXDIMS];
     int ndim;
-    Py_ssize_t out_ndim = PyTuple_GET_SIZE(out_shape);
-    if (count * itemsize > DENSIFY_MAX_BYTES || out_ndim > NPY_MAXDIMS) return NULL;
-    if (!read_layout(t, shape, strides, &ndim, &offset) || ndim > out_ndim) return NULL;
-    const char *base = operand_data(t, 0, itemsize);
-    if (base == NULL || PyArray_STRIDE((PyArrayObject *)SLOT(t, off_storage), 0) != itemsize)
-        return NULL;
-    for (Py_ssize_t k = 0; k < out_ndim; k++) {
-        Py_ssize_t j = k - (out_ndim - ndim);
-        dims[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(out_shape, k));
-        if (j >= 0 && shape[j] == dims[k]) steps[k] = dims[k] > 1 ? strides[j] * itemsize : 0;
+    Py_ssize_t itemsize = e->itemsize;
+    if (!read_layout(t, shape, strides, &ndim, &offset)) return NULL;
+    int out_ndim = broadcast ? e->ndim : ndim;
+    const Py_ssize_t *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
+    Py_ssize_t count = 1;
+    for (int k = 0; k < out_ndim; k++) count *= dims[k];
+    if (count * itemsize > DENSIFY_MAX_BYTES || ndim > out_ndim) return NULL;
+    const char *base = operand_at(t, 0, 0, itemsize);
+    if (base == NULL) return NULL;
+    for (int k = 0; k < out_ndim; k++) {
+        Py_ssize_t j = k - (out_ndim - ndim), n = dims[k];
+        if (j >= 0 && shape[j] == n) steps[k] = n > 1 ? strides[j] * itemsize : 0;
         else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
         else return NULL;
     }
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
-        return NULL;
-    }
     *temp = PyMem_RawMalloc((size_t)(count * itemsize) + 1);
     if (*temp == NULL) return NULL;
-    if (count) copy_dense(*temp, base + offset * itemsize, (int)out_ndim, dims, steps, itemsize);
+    if (count) copy_dense(*temp, base + offset * itemsize, out_ndim, dims, steps, itemsize);
     return *temp;
 }
 
+/* Fill `block` with `n` copies of the `itemsize`-byte element at `src`. */
+static void repeat(char *block, const char *src, Py_ssize_t n, Py_ssize_t itemsize) {
+    Py_ssize_t done, total = n * itemsize;
+    memcpy(block, src, (size_t)itemsize);
+    for (done = itemsize; done < total; done *= 2)
+        memcpy(block + done, block, (size_t)(total - done < done ? total - done : done));
+}
+
+/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`) and the N-D array
+ * `_from_dense` keeps beside it (the storage itself when 1-D); both new references. */
+static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
+    Py_INCREF(e->np_dtype);
+    PyArrayObject *out = aligned_array((PyArray_Descr *)e->np_dtype, e->count);
+    if (out == NULL) return -1;
+    PyObject *nd = (PyObject *)out;
+    if (e->ndim == 1) {
+        Py_INCREF(out);
+    } else {
+        Py_INCREF(e->np_dtype);
+        nd = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim, e->dims,
+                                  NULL, PyArray_DATA(out), NPY_ARRAY_CARRAY, NULL);
+        if (nd == NULL || PyArray_SetBaseObject((PyArrayObject *)nd, Py_NewRef(out)) < 0) {
+            Py_XDECREF(nd);
+            Py_DECREF(out);
+            return -1;
+        }
+    }
+    *storage = out;
+    *view = nd;
+    return 0;
+}
+
+/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads (the
+ * Python path runs), -1 on error. */
+static int run_native(const Entry *e, PyObject *const *operands, char *out) {
+    const char *src[2];
+    char *temp[2] = {NULL, NULL};
+    _Alignas(64) char blocks[2][REPEAT_BYTES];
+    Py_ssize_t isz = e->itemsize, step = e->count;
+    int status = 0;
+    for (int k = 0; k < 2; k++) {
+        if (e->mode[k] == DENSIFY) {
+            src[k] = densify(operands[k], e, 1, &temp[k]);
+        } else {
+            src[k] = operand_at(operands[k], e->offset[k], e->need[k], isz);
+            if (src[k] != NULL && e->mode[k] == REPEAT) {
+                if (step > REPEAT_BYTES / isz) step = REPEAT_BYTES / isz;
+            }
+        }
+        if (src[k] == NULL) goto done;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (e->mode[k] == REPEAT) {
+            repeat(blocks[k], src[k], step, isz);
+            src[k] = blocks[k];
+        }
+    }
+    int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
+    FpFlags flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t i = 0; i < e->count; i += step) {
+        Py_ssize_t n = e->count - i < step ? e->count - i : step, at = i * isz;
+        run_body(e->kop, e->kdtype, src[0] + (ra ? 0 : at), src[1] + (rb ? 0 : at), out + at, n);
+    }
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    status = 1;
+done:
+    PyMem_RawFree(temp[0]);
+    PyMem_RawFree(temp[1]);
+    return status;
+}
+
+/* A read-only view of the output's shape with byte `steps` at `data`, kept alive by `owner`
+ * (NULL: a temporary the caller frees after the view). */
+static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *steps,
+                              PyObject *owner) {
+    Py_INCREF(e->np_dtype);
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim,
+                                          e->dims, (npy_intp *)steps, (char *)data, 0, NULL);
+    if (view != NULL && owner != NULL &&
+        PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(owner)) < 0)
+        Py_CLEAR(view);
+    return view;
+}
+
+/* Run an oracle entry into `out`: the oracle's ufunc call on its broadcast views, silenced as
+ * np.errstate(all="ignore") silences it. 1 done, 0 when an operand is not one this code reads,
+ * -1 on error. */
+static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out) {
+    PyObject *args[3] = {NULL, NULL, out};
+    char *temp[2] = {NULL, NULL};
+    int status = -1;
+    for (int k = 0; k < 2; k++) {
+        const char *data = e->mode[k] == DENSIFY
+                               ? densify(operands[k], e, 0, &temp[k])
+                               : operand_at(operands[k], e->offset[k], e->need[k], e->itemsize);
+        if (data == NULL) {
+            status = 0;
+            goto done;
+        }
+        PyObject *owner = temp[k] == NULL ? SLOT(operands[k], off_storage) : NULL;
+        args[k] = strided_view(e, data, e->steps[k], owner);
+        if (args[k] == NULL) goto done;
+    }
+    PyObject *token = PyContextVar_Set(errstate_var, errstate_ignore);
+    if (token == NULL) goto done;
+    PyObject *got = PyObject_Vectorcall(e->ufunc, args, 2, out_kwnames);
+    int reset = PyContextVar_Reset(errstate_var, token);
+    Py_DECREF(token);
+    Py_XDECREF(got);
+    if (got != NULL && reset == 0) status = 1;
+done:
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    PyMem_RawFree(temp[0]);
+    PyMem_RawFree(temp[1]);
+    return status;
+}
+
 /* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
- * call is not one the fast path serves. An entry's third item, set by dispatch when it caches a
- * plan the fast path may run, is (op, dtype, count, itemsize, out dtype, out layout, NumPy
- * dtype, out shape, densify lhs, densify rhs), the last two true where the plan broadcasts
- * and/or contiguizes that operand; None otherwise. */
+ * call is not one the fast path serves: an operand other than a FuelTensor or an exact Python
+ * float / int / bool beside one, no cached plan with an entry, or a trace or observer active. */
+static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *operands[2] = {a, b}, *scalar = NULL;
+    if (tensor == NULL) Py_RETURN_NONE;
+    int ta = Py_TYPE(operands[0]) == tensor, tb = Py_TYPE(operands[1]) == tensor;
+    if (!(ta && tb) && !(ta && is_scalar(operands[1])) && !(tb && is_scalar(operands[0])))
+        Py_RETURN_NONE;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched < 0) return NULL;
+    if (watched) Py_RETURN_NONE;
+    if (!(ta && tb)) {
+        int k = ta ? 1 : 0;
+        scalar = scalar_operand(operands[k], operands[1 - k]);
+        if (scalar == NULL) return NULL;
+        if (Py_TYPE(scalar) != tensor) {
+            Py_DECREF(scalar);
+            Py_RETURN_NONE;
+        }
+        operands[k] = scalar;
+    }
+    PyObject *result = NULL, *cell = cached(op, operands[0], operands[1]);
+    if (cell == NULL) {
+        if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
+        Py_XDECREF(scalar);
+        return result;
+    }
+    PyObject *item = PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) == 3
+                         ? PyTuple_GET_ITEM(cell, 2)
+                         : Py_None;
+    Entry *e = Py_TYPE(item) == &EntryType ? (Entry *)item : NULL;
+    PyArrayObject *storage = NULL;
+    PyObject *view = NULL;
+    if (e == NULL) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (fresh_output(e, &storage, &view) < 0) goto done;
+    int ran = e->kind == ORACLE ? run_oracle(e, operands, view)
+                                : run_native(e, operands, PyArray_BYTES(storage));
+    if (ran <= 0) {
+        if (ran == 0) result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = tensor->tp_alloc(tensor, 0);
+    if (result == NULL) goto done;
+    SLOT(result, off_storage) = (PyObject *)storage;
+    SLOT(result, off_layout) = Py_NewRef(e->out_layout);
+    SLOT(result, off_dtype) = Py_NewRef(e->out_dtype);
+    SLOT(result, off_np) = view;
+    storage = NULL;
+    view = NULL;
+done:
+    Py_XDECREF(storage);
+    Py_XDECREF(view);
+    Py_DECREF(cell);
+    Py_XDECREF(scalar);
+    return result;
+}
+
 static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError, "binary(op, a, b) takes 3 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *op = args[0], *a = args[1], *b = args[2];
-    if (tensor == NULL || Py_TYPE(a) != tensor || Py_TYPE(b) != tensor) Py_RETURN_NONE;
-    int watched = busy(trace_var);
-    if (watched == 0) watched = busy(observers_var);
-    if (watched < 0) return NULL;
-    if (watched) Py_RETURN_NONE;
-    PyObject *entry = cached(op, a, b);
-    if (entry == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;
+    return fast_binary(args[0], args[1], args[2]);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Operators: `x + y`, `y + x` and `ft.add(x, y)` as one C callable each, so the common call
+ * costs no Python frame: the fast path, else dispatch's Python `binary(op, a, b)`. As a class
+ * attribute it binds like a function (a method descriptor); its __dict__ carries the name,
+ * docstring and signature the Python functions it stands for would have. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *op;       /* the contract operation's name */
+    PyObject *fallback; /* dispatch.binary */
+    PyObject *dict;
+    int reflected;      /* `y op x`: the instance is the right operand */
+    vectorcallfunc vectorcall;
+} Operator;
+
+static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Operator *o = (Operator *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "%U() takes exactly 2 positional arguments (%zd given%s)",
+                     o->op, nargs, kwnames != NULL && PyTuple_GET_SIZE(kwnames) ? ", and keywords"
+                                                                                 : "");
+        return NULL;
     }
-    PyObject *fast = PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 3
-                         ? PyTuple_GET_ITEM(entry, 2)
-                         : Py_None;
-    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 10) {
-        Py_DECREF(entry);
-        Py_RETURN_NONE;
+    PyObject *a = args[o->reflected], *b = args[1 - o->reflected];
+    PyObject *result = fast_binary(o->op, a, b);
+    if (result != Py_None) return result;
+    Py_DECREF(result);
+    PyObject *call[3] = {o->op, a, b};
+    return PyObject_Vectorcall(o->fallback, call, 3, NULL);
+}
+
+static PyObject *operator_get(PyObject *self, PyObject *obj, PyObject *type) {
+    (void)type;
+    if (obj == NULL || obj == Py_None) return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static void operator_dealloc(PyObject *self) {
+    Operator *o = (Operator *)self;
+    Py_XDECREF(o->op);
+    Py_XDECREF(o->fallback);
+    Py_XDECREF(o->dict);
+    PyObject_Free(self);
+}
+
+static PyObject *operator_repr(PyObject *self) {
+    PyObject *name = PyObject_GetAttrString(self, "__qualname__");
+    if (name == NULL) return NULL;
+    PyObject *repr = PyUnicode_FromFormat("<compiled function %S>", name);
+    Py_DECREF(name);
+    return repr;
+}
+
+/* Pickled by reference, as a function is: its module and qualified name. */
+static PyObject *operator_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyObject_GetAttrString(self, "__qualname__");
+}
+
+static PyMethodDef operator_methods[] = {
+    {"__reduce__", operator_reduce, METH_NOARGS, "Pickle by module and qualified name."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef operator_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject OperatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Operator",
+    .tp_basicsize = sizeof(Operator),
+    .tp_dealloc = operator_dealloc,
+    .tp_repr = operator_repr,
+    .tp_vectorcall_offset = offsetof(Operator, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "A contract operation's function or operator method (see operator()).",
+    .tp_methods = operator_methods,
+    .tp_getset = operator_getset,
+    .tp_descr_get = operator_get,
+    .tp_dictoffset = offsetof(Operator, dict),
+};
+
+/* operator(op, reflected, fallback): the callable `(a, b) -> fallback(op, a, b)` (or of
+ * `(b, a)` when reflected) that tries the fast path first. */
+static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "operator(op: str, reflected: bool, fallback) takes 3 "
+                                         "arguments");
+        return NULL;
     }
-    int kop = (int)PyLong_AsLong(PyTuple_GET_ITEM(fast, 0));
-    int kdtype = (int)PyLong_AsLong(PyTuple_GET_ITEM(fast, 1));
-    Py_ssize_t count = PyLong_AsSsize_t(PyTuple_GET_ITEM(fast, 2));
-    Py_ssize_t itemsize = PyLong_AsSsize_t(PyTuple_GET_ITEM(fast, 3));
-    PyObject *out_dtype = PyTuple_GET_ITEM(fast, 4), *out_layout = PyTuple_GET_ITEM(fast, 5);
-    PyObject *np_dtype = PyTuple_GET_ITEM(fast, 6), *shape = PyTuple_GET_ITEM(fast, 7);
-    int dense_a = PyObject_IsTrue(PyTuple_GET_ITEM(fast, 8));
-    int dense_b = PyObject_IsTrue(PyTuple_GET_ITEM(fast, 9));
-    PyObject *result = NULL;
-    char *temp_a = NULL, *temp_b = NULL;
-    if (PyErr_Occurred() || dense_a < 0 || dense_b < 0) goto done;
-    if (!PyArray_DescrCheck(np_dtype) || !PyTuple_Check(shape)) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    const char *x = dense_a ? densify(a, shape, count, itemsize, &temp_a)
-                            : operand_data(a, count, itemsize);
-    const char *y = dense_b ? densify(b, shape, count, itemsize, &temp_b)
-                            : operand_data(b, count, itemsize);
-    if (x == NULL || y == NULL) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    Py_INCREF(np_dtype);
-    PyArrayObject *out = aligned_array((PyArray_Descr *)np_dtype, count);
-    if (out == NULL) goto done;
-    fexcept_t flags; /* leave the caller's floating-point status flags as they were */
-    fegetexceptflag(&flags, FE_ALL_EXCEPT);
-    if (count >= GIL_FREE_FROM) {
-        Py_BEGIN_ALLOW_THREADS run_body(kop, kdtype, x, y, PyArray_DATA(out), count);
-        Py_END_ALLOW_THREADS
-    } else {
-        run_body(kop, kdtype, x, y, PyArray_DATA(out), count);
-    }
-    fesetexceptflag(&flags, FE_ALL_EXCEPT);
-    PyObject *view = (PyObject *)out; /* the N-D view `_from_dense` keeps beside the storage */
-    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    if (ndim != 1) {
-        npy_intp dims[NPY_MAXDIMS];
-        for (Py_ssize_t k = 0; k < ndim && k < NPY_MAXDIMS; k++)
-            dims[k] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
-        Py_INCREF(np_dtype);
-        view = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)np_dtype, (int)ndim, dims,
-                                    NULL, PyArray_DATA(out), NPY_ARRAY_CARRAY, NULL);
-        if (view == NULL || PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(out)) < 0) {
-            Py_XDECREF(view);
-            Py_DECREF(out);
-            goto done;
-        }
-    }
-    result = tensor->tp_alloc(tensor, 0);
-    if (result == NULL) {
-        Py_DECREF(out);
-        if (view != (PyObject *)out) Py_DECREF(view);
-        goto done;
-    }
-    SLOT(result, off_storage) = (PyObject *)out;
-    SLOT(result, off_layout) = Py_NewRef(out_layout);
-    SLOT(result, off_dtype) = Py_NewRef(out_dtype);
-    SLOT(result, off_np) = view == (PyObject *)out ? Py_NewRef(out) : view;
-done:
-    PyMem_RawFree(temp_a);
-    PyMem_RawFree(temp_b);
-    Py_DECREF(entry);
-    return result;
+    int reflected = PyObject_IsTrue(args[1]);
+    if (reflected < 0) return NULL;
+    Operator *o = PyObject_New(Operator, &OperatorType);
+    if (o == NULL) return NULL;
+    o->op = Py_NewRef(args[0]);
+    o->fallback = Py_NewRef(args[2]);
+    o->dict = NULL;
+    o->reflected = reflected;
+    o->vectorcall = operator_call;
+    return (PyObject *)o;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -410,11 +913,15 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
 
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 7 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6])) {
+    if (nargs != 10 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6]) ||
+        !PyType_Check(args[7]) || !PyCallable_Check(args[8]) ||
+        !(args[9] == Py_None || (PyTuple_Check(args[9]) && PyTuple_GET_SIZE(args[9]) == 2 &&
+                                 PyContextVar_CheckExact(PyTuple_GET_ITEM(args[9], 0))))) {
         PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
                                          "observers_var, current_policy, Layout, "
-                                         "backends_globals) takes 7 arguments");
+                                         "backends_globals, DType, make_scalar, "
+                                         "(errstate_var, ignore) | None) takes 10 arguments");
         return NULL;
     }
     for (Py_ssize_t i = 1; i < 4; i++) {
@@ -426,11 +933,13 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     PyTypeObject *type = (PyTypeObject *)args[0];
     Py_ssize_t storage = slot_offset(type, "_storage"), layout = slot_offset(type, "_layout");
     Py_ssize_t dtype = slot_offset(type, "_dtype"), np_ = slot_offset(type, "_np");
-    if (storage < 0 || layout < 0 || dtype < 0 || np_ < 0) return NULL;
+    Py_ssize_t dtype_np = slot_offset((PyTypeObject *)args[7], "np");
+    if (storage < 0 || layout < 0 || dtype < 0 || np_ < 0 || dtype_np < 0) return NULL;
     off_storage = storage;
     off_layout = layout;
     off_dtype = dtype;
     off_np = np_;
+    off_dtype_np = dtype_np;
     Py_XSETREF(tensor, (PyTypeObject *)Py_NewRef(args[0]));
     Py_XSETREF(policy_var, Py_NewRef(args[1]));
     Py_XSETREF(trace_var, Py_NewRef(args[2]));
@@ -438,13 +947,32 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_XSETREF(current_policy, Py_NewRef(args[4]));
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
     Py_XSETREF(backends_dict, Py_NewRef(args[6]));
+    Py_XSETREF(make_scalar, Py_NewRef(args[8]));
+    if (args[9] == Py_None) {
+        Py_CLEAR(errstate_var);
+        Py_CLEAR(errstate_ignore);
+    } else {
+        Py_XSETREF(errstate_var, Py_NewRef(PyTuple_GET_ITEM(args[9], 0)));
+        Py_XSETREF(errstate_ignore, Py_NewRef(PyTuple_GET_ITEM(args[9], 1)));
+    }
+    for (int k = 0; k < SCALAR_SLOTS; k++) { /* scalars made by the previous `make_scalar` */
+        scalars[k].kind = 0;
+        Py_CLEAR(scalars[k].like);
+        Py_CLEAR(scalars[k].tensor);
+    }
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
-     "binary(op, a, b) -> FuelTensor | None: dispatch.binary's result when the cached plan runs "
-     "a compiled kernel with no preparation and nothing traces or observes; else None."},
+     "binary(op, a, b) -> FuelTensor | None: dispatch.binary's result when the cached plan has "
+     "an entry and nothing traces or observes; else None."},
+    {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
+     "operator(op, reflected, fallback): a callable (a, b) that runs the fast path, else "
+     "fallback(op, a, b) ((b, a) when reflected); binds as a method."},
+    {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
+     "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
+     "steps): what binary runs for a cached plan (an opaque object), or None."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
@@ -453,7 +981,8 @@ static PyMethodDef methods[] = {
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout, "
-     "backends_globals): what binary and the views read (called once by dispatch)."},
+     "backends_globals, DType, make_scalar, errstate): what binary and the views read (called "
+     "once by dispatch)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -483,7 +1012,9 @@ PyMODINIT_FUNC PyInit__fast(void) {
     if (copy_dense == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
-    if (plans_name == NULL || default_name == NULL) return NULL;
+    out_kwnames = Py_BuildValue("(s)", "out");
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0) return NULL;
+    if (plans_name == NULL || default_name == NULL || out_kwnames == NULL) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0) {

@@ -8,8 +8,29 @@ ALIGNMENT: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
-    """dispatch.binary's result when the cached plan runs a compiled kernel with no preparation
-    and nothing traces or observes; else None."""
+    """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
+    when the cached plan has an entry and nothing traces or observes; else None."""
+
+def operator(op: str, reflected: bool, fallback: Callable[[str, Any, Any], Any], /) -> Any:
+    """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
+    (operands swapped when `reflected`); it binds as a method and takes attributes."""
+
+def entry(
+    kop: int,
+    kdtype: int,
+    out_dtype: Any,
+    out_layout: Any,
+    np_dtype: Any,
+    shape: tuple[int, ...],
+    modes: tuple[int, ...],
+    offsets: tuple[int, ...],
+    needs: tuple[int, ...],
+    ufunc: Any,
+    steps: tuple[tuple[int, ...], ...] | None,
+    /,
+) -> object | None:
+    """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
+    None for an oracle plan where NumPy's error state cannot be set from C."""
 
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
@@ -22,10 +43,15 @@ def configure(
     current_policy: Callable[[], Any],
     layout: type,
     backends_globals: dict[str, Any],
+    dtype: type,
+    make_scalar: Callable[[Any, Any], Any],
+    errstate: tuple[ContextVar[Any], Any] | None,
     /,
 ) -> None:
-    """Tell `binary` and the views what they read: the tensor and layout types, the policy /
-    trace / observer vars, and engine.backends' globals (its `_DEFAULT` policy)."""
+    """Tell `binary` and the views what they read: the tensor, layout and dtype types, the
+    policy / trace / observer vars, engine.backends' globals (its `_DEFAULT` policy), how a
+    Python scalar becomes a 0-d tensor, and NumPy's error-state var with its all-ignore value
+    (None: no oracle entries)."""
 
 def getitem(t: Any, key: Any, /) -> Any:
     """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""

@@ -131,6 +131,8 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
             ufunc(broadcast_src_view(a, shape), broadcast_src_view(b, shape), out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
+    # The ufunc of the call above, so dispatch's compiled path can make the same call.
+    kernel.__fueltensor_ufunc__ = ufunc  # type: ignore[attr-defined]
     kernel.__doc__ = f"fuel-reference-backend {name}: out = a {op} b with NumPy broadcasting."
     return kernel
 
