@@ -211,10 +211,14 @@ def test_verifier_catches_a_loop_without_a_band() -> None:
             x = f32([first])
             exact = x.astype(np.float64)[0] ** 2 if y == 2.0 else np.sqrt(x.astype(np.float64))[0]
             assert int(np.float32(exact).view(np.uint32)) != int(powf_bits(x, y)[0])
+    checks = pow_shortcut.check(native, *SLICE, band=0)
+    assert all(c.mismatches > 0 and c.first is not None and c.first >= SLICE[0] for c in checks)
+    assert all(c.inputs == SLICE[1] - SLICE[0] for c in checks)
 
 
 def test_check_reports_a_slice_as_unproven() -> None:
     checks = pow_shortcut.check(native, stop=1 << 16)
+    assert all(c.inputs == 1 << 16 for c in checks)
     verdict = pow_shortcut.Verdict(pow_shortcut.identity(native), checks)
     assert [c.y for c in checks] == list(YS) and all(c.mismatches == 0 for c in checks)
     assert not any(verdict.proven(y) for y in YS)  # 2^16 of 2^32 inputs prove nothing

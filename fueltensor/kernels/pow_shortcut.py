@@ -57,7 +57,7 @@ class Check:
 
     y: float
     inputs: int
-    """How many x bit patterns were compared (from 0 up)."""
+    """How many x bit patterns were compared."""
     mismatches: int
     """Lanes whose bits differ from `powf`'s, summed over the kernel bodies."""
     first: int | None
@@ -148,26 +148,27 @@ def _cpu() -> str:
 
 def check(
     native: ModuleType,
+    start: int = 0,
     stop: int = INPUTS,
     band: int | None = None,
     threads: int = THREADS,
 ) -> tuple[Check, ...]:
     """Compare the shortcut loop of every kernel body with `powf` for each y in `Y_VALUES`, over
-    the x bit patterns [0, stop). `band` other than `_native.POW_BAND` runs a loop the kernels
-    never run (to show that the check catches a wrong one)."""
+    the x bit patterns [start, stop). `band` other than `_native.POW_BAND` runs a loop the
+    kernels never run (to show that the check catches a wrong one)."""
     chosen = native.POW_BAND if band is None else band
     checks = []
     for y in Y_VALUES:
-        start = time.perf_counter()
-        per_body = native.verify_pow(y, 0, stop, chosen, threads)
+        began = time.perf_counter()
+        per_body = native.verify_pow(y, start, stop, chosen, threads)
         firsts = [first for _, first in per_body if first >= 0]
         checks.append(
             Check(
                 y=y,
-                inputs=stop,
+                inputs=stop - start,
                 mismatches=sum(count for count, _ in per_body),
                 first=min(firsts) if firsts else None,
-                seconds=round(time.perf_counter() - start, 1),
+                seconds=round(time.perf_counter() - began, 1),
             )
         )
     return tuple(checks)
