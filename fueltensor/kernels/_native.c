@@ -33,7 +33,7 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_AVX2_F16C 1
-#define TARGET_AVX2_F16C __attribute__((target("avx2,f16c")))
+#define TARGET_AVX2_F16C __attribute__((target("avx2,f16c,fma")))
 #endif
 
 #if defined(__GNUC__)
@@ -64,14 +64,17 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
  * far from a midpoint between two floats, any approximation as close as powf's rounds to the
  * same float; so a lane whose y is exactly 2 (or 0.5) and whose value is a normal float farther
  * than POW_BAND double ULPs from a midpoint takes the double value rounded once, and every other
- * lane (zero, negative for 0.5, subnormal, huge, inf, NaN, near a midpoint, other y) calls powf.
+ * lane (zero, negative for 0.5, subnormal, huge, inf, NaN, near a midpoint, other y) calls powf,
+ * as every lane does in another rounding mode. The AVX2 body applies the same rule in f32 with
+ * FMA residuals instead of doubles (its own exact arithmetic; proven the same way).
  * The band is measured (glibc 2.36 disagrees with the rounded exact value at most 888,704 double
  * ULPs from a midpoint over all 2^32 f32 inputs) and the shortcut stays off until `verify_pow`
  * has compared this loop with powf over all 2^32 inputs on this machine
  * (fueltensor/kernels/pow_shortcut.py keeps the verdict). */
 
-/* Double ULPs of the exact value (2^-52 of its binade) inside which powf decides: 2^22 is 4.7x
- * the largest distance measured, and sends 1/64 of the lanes to powf. */
+/* Double ULPs of the exact value (2^-52 of its binade; half a float ULP is 2^28 of them) inside
+ * which powf decides: 2^21 is 2.4x the largest distance measured (benchmarks/
+ * pow_shortcut_check.c) and sends 1/128 of the lanes to powf. */
 #define POW_BAND (1 << 21)
 #define POW_TILE 512
 
@@ -137,57 +140,52 @@ static Py_ssize_t pow_pass_generic(const float *a, const float *b, float *c, uin
 }
 
 #ifdef HAVE_AVX2_F16C
-/* The same rule, four lanes in double at a time; returns the bits of the lanes that take it.
- * For 0.5 the value in double comes from r = sqrtf(x) (what is stored) and one Newton step,
- * r + (x - r*r) / (2r) with x - r*r exact and 1/r from rcpps: within 2^16 double ULPs of the
- * exact root, far inside the band, and a vsqrtpd's cost saved. */
-TARGET_AVX2_F16C INLINE int pow_quad_avx2(__m128 a, __m128 b, __m128 want, int two, __m128 root,
-                                          __m128 inverse, __m256i shift, __m256i limit,
-                                          __m128 *c) {
-    __m256d x = _mm256_cvtps_pd(a), e;
-    if (two) {
-        e = _mm256_mul_pd(x, x);
-        *c = _mm256_cvtpd_ps(e);
-    } else {
-        __m256d r = _mm256_cvtps_pd(root);
-        __m256d step = _mm256_mul_pd(_mm256_sub_pd(x, _mm256_mul_pd(r, r)),
-                                     _mm256_cvtps_pd(inverse));
-        e = _mm256_add_pd(r, step);
-        *c = root;
-    }
-    __m256i u = _mm256_castpd_si256(e);
-    __m256i low = _mm256_set1_epi64x(NORMAL_LO - 1), high = _mm256_set1_epi64x(NORMAL_HI + 1);
-    __m256i near = _mm256_and_si256(_mm256_sub_epi64(u, shift), _mm256_set1_epi64x(0x1FFFFFFF));
-    __m256i take = _mm256_and_si256(_mm256_cmpgt_epi64(u, low), _mm256_cmpgt_epi64(high, u));
-    take = _mm256_and_si256(take, _mm256_cmpgt_epi64(near, limit));
-    int lanes = _mm_movemask_ps(_mm_cmpeq_ps(b, want));
-    return lanes & _mm256_movemask_pd(_mm256_castsi256_pd(take));
-}
-
-/* The whole 8-lane groups of a tile, for y == 2 (`two`) or 0.5; returns where it stopped. */
+/* The same rule in f32, eight lanes a step (FMA): r = x * x or sqrtf(x) is the stored value, and
+ * its residual d = x*x - r (exact for a product) or x - r*r (exact for a correctly rounded root)
+ * places the exact value r + d (for the root, r + d / 2r, with 1/r from rcpps) against the
+ * midpoint on its side: half an ULP of r away, a quarter below a power of two. A lane is near
+ * when its distance to that midpoint is within 2^-7 of half an ULP of r, POW_BAND's width
+ * (`band` in the same units, 2^28 to half an ULP). Results and residuals stay normal: r from
+ * 2^-100 (x from 2^-100 for the root) below 2^127. */
 TARGET_AVX2_F16C INLINE Py_ssize_t pow_groups_avx2(const float *a, const float *b, float *c,
                                                    uint8_t *slow, Py_ssize_t k, int two,
                                                    int64_t band, Py_ssize_t *count) {
-    __m256i shift = _mm256_set1_epi64x(0x10000000 - band), limit = _mm256_set1_epi64x(2 * band);
-    __m128 w = _mm_set1_ps(two ? 2.0f : 0.5f);
+    const __m256i exponent = _mm256_set1_epi32(0x7F800000), mantissa = _mm256_set1_epi32(0x7FFFFF);
+    const __m256i lo = _mm256_set1_epi32(0x0D7FFFFF), hi = _mm256_set1_epi32(0x7F000000);
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    /* band / 2^28 of half an ULP, as a factor: exact for the powers of two POW_BAND is */
+    const __m256 width = _mm256_set1_ps((float)band * 0x1p-28f);
+    const __m256 want = _mm256_set1_ps(two ? 2.0f : 0.5f), zero = _mm256_setzero_ps();
     Py_ssize_t g = 0;
     for (; g + 8 <= k; g += 8) {
-        __m256 x = _mm256_loadu_ps(a + g), root = _mm256_setzero_ps(), inverse = root;
-        if (!two) {
-            root = _mm256_sqrt_ps(x);
-            inverse = _mm256_mul_ps(_mm256_rcp_ps(root), _mm256_set1_ps(0.5f));
+        __m256 x = _mm256_loadu_ps(a + g), r, d, range;
+        if (two) {
+            r = _mm256_mul_ps(x, x);
+            d = _mm256_fmsub_ps(x, x, r);
+            range = r;
+        } else {
+            r = _mm256_sqrt_ps(x);
+            __m256 rest = _mm256_fnmadd_ps(r, r, x); /* x - r*r, exact */
+            d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));
+            range = x;
         }
-        __m128 lo, hi;
-        int take = pow_quad_avx2(_mm256_castps256_ps128(x), _mm_loadu_ps(b + g), w, two,
-                                 _mm256_castps256_ps128(root), _mm256_castps256_ps128(inverse),
-                                 shift, limit, &lo);
-        take |= pow_quad_avx2(_mm256_extractf128_ps(x, 1), _mm_loadu_ps(b + g + 4), w, two,
-                              _mm256_extractf128_ps(root, 1), _mm256_extractf128_ps(inverse, 1),
-                              shift, limit, &hi)
-                << 4;
-        _mm256_storeu_ps(c + g, _mm256_set_m128(hi, lo));
-        slow[g / 8] = (uint8_t)(~take & 0xFF);
-        *count += __builtin_popcount(~take & 0xFF);
+        __m256i rb = _mm256_castps_si256(r), in = _mm256_castps_si256(range);
+        /* lo < bits < hi as signed ints: positive, normal enough, finite (NaN, -0, negatives out) */
+        __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));
+        __m256 half = _mm256_castsi256_ps(
+            _mm256_sub_epi32(_mm256_and_si256(rb, exponent), _mm256_set1_epi32(24 << 23)));
+        __m256i bottom = _mm256_cmpeq_epi32(_mm256_and_si256(rb, mantissa), _mm256_setzero_si256());
+        __m256 below = _mm256_cmp_ps(d, zero, _CMP_LT_OQ);
+        __m256 quarter = _mm256_and_ps(_mm256_castsi256_ps(bottom), below);
+        __m256 side = _mm256_blendv_ps(half, _mm256_mul_ps(half, _mm256_set1_ps(0.5f)), quarter);
+        __m256 distance = _mm256_sub_ps(side, _mm256_and_ps(d, magnitude));
+        __m256 far = _mm256_cmp_ps(distance, _mm256_mul_ps(half, width), _CMP_GT_OQ);
+        __m256 take = _mm256_and_ps(_mm256_and_ps(far, _mm256_castsi256_ps(ok)),
+                                    _mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ));
+        _mm256_storeu_ps(c + g, r);
+        int bits = ~_mm256_movemask_ps(take) & 0xFF;
+        slow[g / 8] = (uint8_t)bits;
+        *count += __builtin_popcount((unsigned)bits);
     }
     return g;
 }
@@ -217,10 +215,13 @@ INLINE void f32_pow(const float *restrict a, const float *restrict b, float *res
             for (Py_ssize_t j = 0; j < k; j++) tc[j] = powf(ta[j], tb[j]);
             continue;
         }
+        if (k < POW_TILE) memset(slow, 0, sizeof slow); /* whole words past a short tile's end */
         if (s->pass(ta, tb, tc, slow, k, two ? 2.0f : 0.5f, s->band) == 0) continue;
-        for (Py_ssize_t w = 0; w < (k + 7) / 8; w++) {
-            for (unsigned bits = slow[w]; bits != 0; bits &= bits - 1) {
-                Py_ssize_t j = w * 8 + __builtin_ctz(bits);
+        for (Py_ssize_t w = 0; w < POW_TILE / 64; w++) {
+            uint64_t word = 0; /* 64 lanes' flags: one test for the common all-fast word */
+            for (int i = 0; i < 8; i++) word |= (uint64_t)slow[w * 8 + i] << (8 * i);
+            for (; word != 0; word &= word - 1) {
+                Py_ssize_t j = w * 64 + __builtin_ctzll(word);
                 tc[j] = powf(ta[j], tb[j]);
             }
         }
@@ -417,7 +418,8 @@ INLINE void half_loop(int op, Widen widen, Narrow narrow, const uint16_t *restri
 }
 
 /* ---------------------------------------------------------------------------------------------
- * One kernel body per instruction set: the same C, compiled for the baseline and for AVX2. */
+ * One kernel body per instruction set: the same C, compiled for the baseline and for AVX2 (with
+ * F16C and FMA, which the pow shortcut uses). */
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
 /* A body with its pow shortcut settings spelled out (the kernels pass `pow_settings()`). */
@@ -1154,7 +1156,8 @@ static int add_body(PyObject *module) {
 PyMODINIT_FUNC PyInit__native(void) {
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("fma")) {
         ISA_BODIES[1] = body_avx2;
         isa_count = 2;
         isa = 1;
