@@ -90,8 +90,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "pow-avx2-no-lower-range",
         NATIVE_C,
-        "__m256i take = _mm256_and_si256(_mm256_cmpgt_epi64(u, low), _mm256_cmpgt_epi64(high, u));",
-        "__m256i take = _mm256_cmpgt_epi64(high, u);",
+        "__m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));",
+        "__m256i ok = _mm256_cmpgt_epi32(hi, in);",
         POW_LOOP_TESTS,
         "AVX2: -0 ** 0.5 gives -0 and subnormal squares skip powf's own rounding",
     ),
@@ -106,8 +106,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "pow-avx2-any-exponent",
         NATIVE_C,
-        "return lanes & _mm256_movemask_pd(_mm256_castsi256_pd(take));",
-        "return _mm256_movemask_pd(_mm256_castsi256_pd(take));",
+        "_mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ)",
+        "_mm256_cmp_ps(want, want, _CMP_EQ_OQ)",
         POW_LOOP_TESTS,
         "AVX2: a lane with another y in a tile led by y = 2 is squared",
     ),
@@ -120,12 +120,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the shortcut runs under a rounding mode it was not verified in",
     ),
     M(
-        "pow-avx2-newton-step-off",
+        "pow-avx2-root-distance-doubled",
         NATIVE_C,
-        "inverse = _mm256_mul_ps(_mm256_rcp_ps(root), _mm256_set1_ps(0.5f));",
-        "inverse = _mm256_rcp_ps(root);",
+        "d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));",
+        "d = _mm256_mul_ps(rest, _mm256_rcp_ps(r));",
         POW_LOOP_TESTS,
-        "AVX2: the root's distance from a midpoint is misjudged",
+        "AVX2: the root's distance from a midpoint is misjudged (x - r*r over r, not 2r)",
     ),
     M(
         "pow-verifier-blind",
