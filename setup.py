@@ -4,7 +4,7 @@
 and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the same bits.
 
 After building `_native`, the build checks its f32 pow shortcut against the C library's `powf`
-over all 2^32 inputs (`fueltensor/kernels/pow_shortcut.py`; about a minute of two cores) and
+over all 2^32 inputs (`fueltensor/kernels/pow_shortcut.py`; about 200 s of CPU) and
 writes the verdict beside the extension, so an install on this machine starts with it.
 """
 
