@@ -76,6 +76,7 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
  * which powf decides: 2^21 is 2.4x the largest distance measured (benchmarks/
  * pow_shortcut_check.c) and sends 1/128 of the lanes to powf. */
 #define POW_BAND (1 << 21)
+/* Lanes per tile: one pass fills them and flags the slow ones, then powf fills those. */
 #define POW_TILE 512
 
 /* Fill a tile's c with the shortcut's values for y == `want` (2 or 0.5) and `slow` (one bit per
@@ -142,7 +143,7 @@ static Py_ssize_t pow_pass_generic(const float *a, const float *b, float *c, uin
 #ifdef HAVE_AVX2_F16C
 /* The same rule in f32, eight lanes a step (FMA): r = x * x or sqrtf(x) is the stored value, and
  * its residual d = x*x - r (exact for a product) or x - r*r (exact for a correctly rounded root)
- * places the exact value r + d (for the root, r + d / 2r, with 1/r from rcpps) against the
+ * places the exact value, r + d (for the root, r + d / 2r with 1/r from rcpps), against the
  * midpoint on its side: half an ULP of r away, a quarter below a power of two. A lane is near
  * when its distance to that midpoint is within 2^-7 of half an ULP of r, POW_BAND's width
  * (`band` in the same units, 2^28 to half an ULP). Results and residuals stay normal: r from
