@@ -5,10 +5,11 @@
  * of e (the low 29 significand bits of e against 2^28). The f32 pow shortcut in
  * fueltensor/kernels/_native.c sends every lane within POW_BAND (2^21) of a midpoint to powf:
  * this program is where that band comes from. glibc 2.36 on x86-64 (AVX2, FMA): y = 2 differs
- * for 1,548,806 inputs, the farthest 888,704 ULPs from a midpoint; y = 0.5 for 1,361,091, the
- * farthest 861,631 (benchmarks/RESULTS.md). The shortcut itself is proven by the kernels'
- * exhaustive check (fueltensor/kernels/pow_shortcut.py), not by this. About a minute per y on
- * one core:
+ * for 1,548,806 inputs (1,539,494 with a normal result), the farthest 888,704 ULPs from a
+ * midpoint; y = 0.5 for 1,361,093 (1,361,091; the other two are -0 and -inf, where powf gives
+ * +0 and +inf), the farthest 861,631 (benchmarks/RESULTS.md). The shortcut itself is proven by
+ * the kernels' exhaustive check (fueltensor/kernels/pow_shortcut.py), not by this. About 45 s
+ * of one core per y:
  *   gcc -O2 -ffp-contract=off -fno-fast-math benchmarks/pow_shortcut_check.c -lm && ./a.out
  */
 #include <float.h>
