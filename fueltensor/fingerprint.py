@@ -16,6 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from fueltensor.kernels import pow_shortcut
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 
@@ -38,6 +39,9 @@ class Fingerprint:
     python: str
     numpy: str
     ml_dtypes: str
+    pow_shortcut: str
+    """Whether f32 pow by 2 / 0.5 takes the shortcut proven bit-identical to powf here, or why
+    not (the bits are powf's either way)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (tuples as lists)."""
@@ -48,7 +52,8 @@ class Fingerprint:
         return (
             f"{self.cpu}; NumPy SIMD baseline {' '.join(self.numpy_baseline) or 'none'}, "
             f"dispatched {dispatch}; {self.libc}; kernels {self.kernels}; "
-            f"Python {self.python}, NumPy {self.numpy}, ml_dtypes {self.ml_dtypes}"
+            f"Python {self.python}, NumPy {self.numpy}, ml_dtypes {self.ml_dtypes}; "
+            f"pow shortcut {self.pow_shortcut}"
         )
 
 
@@ -111,4 +116,5 @@ def machine() -> Fingerprint:
         python=platform.python_version(),
         numpy=np.__version__,
         ml_dtypes=ml_dtypes.__version__,
+        pow_shortcut=pow_shortcut.describe(),
     )

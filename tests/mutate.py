@@ -46,6 +46,21 @@ PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/schema.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
+NATIVE_C = "fueltensor/kernels/_native.c"
+POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
+POW_LOOP_TESTS = tuple(
+    f"tests/test_pow_shortcut.py::{name}"
+    for name in (
+        "test_specials_and_band_edges_are_powf",
+        "test_random_bit_patterns_are_powf",
+        "test_every_length_offset_and_mixed_exponents",
+        "test_another_rounding_mode_runs_powf",
+        "test_verifier_catches_a_loop_without_a_band",
+    )
+)
+"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt without its
+build-time verdict (FUELTENSOR_POW_SHORTCUT=0, so no background check runs either)."""
+POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge.py"
 COMPARE = "fueltensor/tools/compare.py"
 DISPATCH = "fueltensor/engine/dispatch.py"
@@ -65,6 +80,87 @@ class Mutation:
 
 M = Mutation
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
+    M(
+        "pow-no-band",
+        NATIVE_C,
+        "#define POW_BAND (1 << 21)",
+        "#define POW_BAND 0",
+        POW_LOOP_TESTS,
+        "lanes next to a rounding midpoint take x*x or sqrt where powf rounds the other way",
+    ),
+    M(
+        "pow-avx2-no-lower-range",
+        NATIVE_C,
+        "__m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));",
+        "__m256i ok = _mm256_cmpgt_epi32(hi, in);",
+        POW_LOOP_TESTS,
+        "AVX2: -0 ** 0.5 gives -0 and subnormal squares skip powf's own rounding",
+    ),
+    M(
+        "pow-generic-no-range",
+        NATIVE_C,
+        "return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));",
+        "return !((b == want) & (near > 2 * band));",
+        POW_LOOP_TESTS,
+        "baseline: zeros, subnormal and overflowing results skip powf",
+    ),
+    M(
+        "pow-avx2-any-exponent",
+        NATIVE_C,
+        "_mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ)",
+        "_mm256_cmp_ps(want, want, _CMP_EQ_OQ)",
+        POW_LOOP_TESTS,
+        "AVX2: a lane with another y in a tile led by y = 2 is squared",
+    ),
+    M(
+        "pow-any-rounding-mode",
+        NATIVE_C,
+        "int on = (s->two | s->half) && default_fp_mode();",
+        "int on = s->two | s->half;",
+        POW_LOOP_TESTS,
+        "the shortcut runs under a rounding mode it was not verified in",
+    ),
+    M(
+        "pow-avx2-root-distance-doubled",
+        NATIVE_C,
+        "d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));",
+        "d = _mm256_mul_ps(rest, _mm256_rcp_ps(r));",
+        POW_LOOP_TESTS,
+        "AVX2: the root's distance from a midpoint is misjudged (x - r*r over r, not 2r)",
+    ),
+    M(
+        "pow-verifier-blind",
+        NATIVE_C,
+        "if (f32_bits(got[j]) == f32_bits(want[j])) continue;",
+        "if (f32_bits(got[j]) == f32_bits(got[j])) continue;",
+        POW_LOOP_TESTS,
+        "the exhaustive check reports no mismatch whatever the loop does",
+    ),
+    M(
+        "pow-verdict-partial-proves",
+        POW_VERDICT,
+        "c.y == y and c.inputs == INPUTS and c.mismatches == 0",
+        "c.y == y and c.mismatches == 0",
+        POW_VERDICT_TESTS,
+        "a check over a slice of the inputs switches the shortcut on",
+    ),
+    M(
+        "pow-verdict-any-machine",
+        POW_VERDICT,
+        "return verdict if verdict.identity == expected else None",
+        "return verdict",
+        POW_VERDICT_TESTS,
+        "a verdict from another machine, libm or build switches the shortcut on",
+    ),
+    M(
+        "pow-verdict-ignores-mismatches",
+        POW_VERDICT,
+        "mismatches=sum(count for count, _ in per_body)",
+        "mismatches=0",
+        POW_VERDICT_TESTS,
+        "a check that found mismatches reports none",
+    ),
     # -- planner ---------------------------------------------------------------------------
     M(
         "plan-offset-not-contiguized",
@@ -620,11 +716,12 @@ MUTATIONS: tuple[Mutation, ...] = (
 
 
 def copy_tree(dest: Path) -> None:
-    """The files git tracks (plus the built extensions) copied to `dest`."""
+    """The files git tracks (plus the built extensions and the pow verdict) copied to `dest`."""
     files = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
-    built = (ROOT / "fueltensor" / "kernels").glob("_*.so")  # _native and _fast
+    kernels = ROOT / "fueltensor" / "kernels"
+    built = [*kernels.glob("_*.so"), *kernels.glob("*.pow-verdict.json")]  # untracked
     extra = [p.relative_to(ROOT) for p in built]
     for rel in [Path(f.decode()) for f in files if f] + extra:
         src = ROOT / rel
@@ -633,9 +730,26 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
-def pytest_run(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
+def rebuild(copy: Path) -> bool:
+    """Build the copy's mutated C extension in place, without the pow shortcut's check; False
+    when it does not compile (the mutation is then caught by the build)."""
+    env = dict(os.environ, FUELTENSOR_POW_SHORTCUT="0")
+    done = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace", "--force"],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    built = list((copy / "fueltensor" / "kernels").glob("_native*.so"))
+    return done.returncode == 0 and b"failed" not in done.stderr.lower() and bool(built)
+
+
+def pytest_run(
+    copy: Path, tests: tuple[str, ...], timeout: float, env_extra: dict[str, str]
+) -> tuple[str, float]:
     """ "pass", "fail" or "timeout" of `pytest -x -q` on `tests` in the copy, and the seconds."""
-    env = dict(os.environ, PYTHONPATH=str(copy), CI="1")
+    env = dict(os.environ, PYTHONPATH=str(copy), CI="1", **env_extra)
     cmd = [
         sys.executable,
         "-m",
@@ -704,10 +818,22 @@ def main(argv: list[str]) -> int:
                 print(f"stale     {m.id}: snippet found {original.count(m.snippet)} times")
                 continue
             path.write_text(original.replace(m.snippet, m.replacement), encoding="utf-8")
+            compiled = m.file.endswith(".c")
+            saved = {p: p.read_bytes() for p in path.parent.glob("*.so")} if compiled else {}
             try:
-                verdict, seconds = pytest_run(copy, m.tests, args.timeout)
+                if compiled and not rebuild(copy):
+                    verdict, seconds = "fail", 0.0
+                else:
+                    extra = {"FUELTENSOR_POW_SHORTCUT": "0"} if compiled else {}
+                    verdict, seconds = pytest_run(copy, m.tests, args.timeout, extra)
             finally:
                 path.write_text(original, encoding="utf-8")
+                if compiled:  # back to the unmutated build, without the extensions it added
+                    for p in path.parent.glob("*.so"):
+                        if p not in saved:
+                            p.unlink()
+                    for p, data in saved.items():
+                        p.write_bytes(data)
             if verdict == "pass":
                 survivors.append(m)
             else:

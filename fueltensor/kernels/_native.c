@@ -13,6 +13,7 @@
 #include <Python.h>
 
 #include <fenv.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -20,10 +21,19 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#include <pthread.h>
+#define HAVE_DLADDR 1
+#define HAVE_PTHREAD 1
+#endif
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define HAVE_AVX2_F16C 1
-#define TARGET_AVX2_F16C __attribute__((target("avx2,f16c")))
+#define TARGET_AVX2_F16C __attribute__((target("avx2,f16c,fma")))
 #endif
 
 #if defined(__GNUC__)
@@ -46,9 +56,190 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
 #define GIL_FREE_FROM 16384
 
 /* ---------------------------------------------------------------------------------------------
+ * pow by 2 and by 0.5 without powf, lane by lane, where that is powf's own f32 result.
+ *
+ * The contract's pow is the platform powf, which is not correctly rounded (glibc: 0.82 ULP), so
+ * neither x * x nor sqrtf(x) is it. But the exact value is at hand in double: x * x is exact, and
+ * sqrt((double)x) is correctly rounded and never a float rounding midpoint. Where that value is
+ * far from a midpoint between two floats, any approximation as close as powf's rounds to the
+ * same float; so a lane whose y is exactly 2 (or 0.5) and whose value is a normal float farther
+ * than POW_BAND double ULPs from a midpoint takes the double value rounded once, and every other
+ * lane (zero, negative for 0.5, subnormal, huge, inf, NaN, near a midpoint, other y) calls powf,
+ * as every lane does in another rounding mode. The AVX2 body applies the same rule in f32 with
+ * FMA residuals instead of doubles (its own exact arithmetic; proven the same way).
+ * The band is measured (glibc 2.36 disagrees with the rounded exact value at most 888,704 double
+ * ULPs from a midpoint over all 2^32 f32 inputs) and the shortcut stays off until `verify_pow`
+ * has compared this loop with powf over all 2^32 inputs on this machine
+ * (fueltensor/kernels/pow_shortcut.py keeps the verdict). */
+
+/* Double ULPs of the exact value (2^-52 of its binade; half a float ULP is 2^28 of them) inside
+ * which powf decides: 2^21 is 2.4x the largest distance measured (benchmarks/
+ * pow_shortcut_check.c) and sends 1/128 of the lanes to powf. */
+#define POW_BAND (1 << 21)
+/* Lanes per tile: one pass fills them and flags the slow ones, then powf fills those. */
+#define POW_TILE 512
+
+/* Fill a tile's c with the shortcut's values for y == `want` (2 or 0.5) and `slow` (one bit per
+ * lane) with the lanes powf must decide; returns how many. */
+typedef Py_ssize_t (*PowPass)(const float *a, const float *b, float *c, uint8_t *slow,
+                              Py_ssize_t k, float want, int64_t band);
+
+typedef struct {
+    int two, half; /* take the shortcut for lanes with y == 2 / y == 0.5 */
+    int64_t band;  /* POW_BAND; another value only in `verify_pow`, to show it catches errors */
+    PowPass pass;  /* the instruction set's tile pass (set by the kernel body) */
+} PowShortcut;
+
+/* The settings the kernels use: off until `pow_shortcut` turns them on (after a verdict). */
+static int pow_on_two = 0, pow_on_half = 0;
+
+static PowShortcut pow_settings(void) {
+    PowShortcut s = {__atomic_load_n(&pow_on_two, __ATOMIC_RELAXED),
+                     __atomic_load_n(&pow_on_half, __ATOMIC_RELAXED), POW_BAND, NULL};
+    return s;
+}
+
+/* Whether the floating-point mode is the one the shortcut was verified in: round to nearest
+ * and, on x86, neither flush-to-zero nor denormals-are-zero (another mode changes powf's bits
+ * and the shortcut's differently). */
+INLINE int default_fp_mode(void) {
+#if defined(__SSE2__)
+    return (_mm_getcsr() & 0xE040u) == 0;
+#else
+    return fegetround() == FE_TONEAREST;
+#endif
+}
+
+/* The bits of the normal floats as doubles, FLT_MIN to FLT_MAX: positive doubles order as
+ * their bits do, and NaN, -0 and every negative value fall outside. */
+#define NORMAL_LO 0x3810000000000000LL
+#define NORMAL_HI 0x47EFFFFFE0000000LL
+
+/* The rule for one lane: *c = the double value rounded once; returns 1 where powf decides. The
+ * low 29 bits of the value's significand are what rounding to float drops: 2^28 is a midpoint,
+ * and the lane is near it when they are within `band` of it (wrapping arithmetic mod 2^29). */
+INLINE int pow_lane(float a, float b, float want, int64_t band, float *c) {
+    double x = a, e = want == 2.0f ? x * x : sqrt(x);
+    int64_t u;
+    memcpy(&u, &e, sizeof u);
+    int64_t near = (u - (0x10000000 - band)) & 0x1FFFFFFF;
+    *c = (float)e;
+    return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));
+}
+
+static Py_ssize_t pow_pass_generic(const float *a, const float *b, float *c, uint8_t *slow,
+                                   Py_ssize_t k, float want, int64_t band) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t g = 0; g < k; g += 8) {
+        unsigned bits = 0;
+        for (Py_ssize_t j = g; j < g + 8 && j < k; j++)
+            bits |= (unsigned)pow_lane(a[j], b[j], want, band, c + j) << (j - g);
+        slow[g / 8] = (uint8_t)bits;
+        count += __builtin_popcount(bits);
+    }
+    return count;
+}
+
+#ifdef HAVE_AVX2_F16C
+/* The same rule in f32, eight lanes a step (FMA): r = x * x or sqrtf(x) is the stored value, and
+ * its residual d = x*x - r (exact for a product) or x - r*r (exact for a correctly rounded root)
+ * places the exact value, r + d (for the root, r + d / 2r with 1/r from rcpps), against the
+ * midpoint on its side: half an ULP of r away, a quarter below a power of two. A lane is near
+ * when its distance to that midpoint is within 2^-7 of half an ULP of r, POW_BAND's width
+ * (`band` in the same units, 2^28 to half an ULP). Results and residuals stay normal: r from
+ * 2^-100 (x from 2^-100 for the root) below 2^127. */
+TARGET_AVX2_F16C INLINE Py_ssize_t pow_groups_avx2(const float *a, const float *b, float *c,
+                                                   uint8_t *slow, Py_ssize_t k, int two,
+                                                   int64_t band, Py_ssize_t *count) {
+    const __m256i exponent = _mm256_set1_epi32(0x7F800000), mantissa = _mm256_set1_epi32(0x7FFFFF);
+    const __m256i lo = _mm256_set1_epi32(0x0D7FFFFF), hi = _mm256_set1_epi32(0x7F000000);
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    /* band / 2^28 of half an ULP, as a factor: exact for the powers of two POW_BAND is */
+    const __m256 width = _mm256_set1_ps((float)band * 0x1p-28f);
+    const __m256 want = _mm256_set1_ps(two ? 2.0f : 0.5f), zero = _mm256_setzero_ps();
+    Py_ssize_t g = 0;
+    for (; g + 8 <= k; g += 8) {
+        __m256 x = _mm256_loadu_ps(a + g), r, d, range;
+        if (two) {
+            r = _mm256_mul_ps(x, x);
+            d = _mm256_fmsub_ps(x, x, r);
+            range = r;
+        } else {
+            r = _mm256_sqrt_ps(x);
+            __m256 rest = _mm256_fnmadd_ps(r, r, x); /* x - r*r, exact */
+            d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));
+            range = x;
+        }
+        __m256i rb = _mm256_castps_si256(r), in = _mm256_castps_si256(range);
+        /* lo < bits < hi as signed ints: positive, normal enough, finite (NaN, -0, negatives out) */
+        __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));
+        __m256 half = _mm256_castsi256_ps(
+            _mm256_sub_epi32(_mm256_and_si256(rb, exponent), _mm256_set1_epi32(24 << 23)));
+        __m256i bottom = _mm256_cmpeq_epi32(_mm256_and_si256(rb, mantissa), _mm256_setzero_si256());
+        __m256 below = _mm256_cmp_ps(d, zero, _CMP_LT_OQ);
+        __m256 quarter = _mm256_and_ps(_mm256_castsi256_ps(bottom), below);
+        __m256 side = _mm256_blendv_ps(half, _mm256_mul_ps(half, _mm256_set1_ps(0.5f)), quarter);
+        __m256 distance = _mm256_sub_ps(side, _mm256_and_ps(d, magnitude));
+        __m256 far = _mm256_cmp_ps(distance, _mm256_mul_ps(half, width), _CMP_GT_OQ);
+        __m256 take = _mm256_and_ps(_mm256_and_ps(far, _mm256_castsi256_ps(ok)),
+                                    _mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ));
+        _mm256_storeu_ps(c + g, r);
+        int bits = ~_mm256_movemask_ps(take) & 0xFF;
+        slow[g / 8] = (uint8_t)bits;
+        *count += __builtin_popcount((unsigned)bits);
+    }
+    return g;
+}
+
+TARGET_AVX2_F16C static Py_ssize_t pow_pass_avx2(const float *a, const float *b, float *c,
+                                                 uint8_t *slow, Py_ssize_t k, float want,
+                                                 int64_t band) {
+    Py_ssize_t count = 0, g = want == 2.0f ? pow_groups_avx2(a, b, c, slow, k, 1, band, &count)
+                                           : pow_groups_avx2(a, b, c, slow, k, 0, band, &count);
+    if (g < k) count += pow_pass_generic(a + g, b + g, c + g, slow + g / 8, k - g, want, band);
+    return count;
+}
+#endif
+
+/* Contract pow on f32: powf, with the verified shortcut for the lanes it holds for. A tile
+ * takes the shortcut for its first lane's y (2 or 0.5); every other lane calls powf. */
+INLINE void f32_pow(const float *restrict a, const float *restrict b, float *restrict c,
+                    Py_ssize_t n, const PowShortcut *s) {
+    int on = (s->two | s->half) && default_fp_mode();
+    uint8_t slow[POW_TILE / 8];
+    for (Py_ssize_t i = 0; i < n; i += POW_TILE) {
+        Py_ssize_t k = n - i < POW_TILE ? n - i : POW_TILE;
+        const float *ta = a + i, *tb = b + i;
+        float *tc = c + i;
+        int two = on & s->two & (tb[0] == 2.0f), half = on & s->half & (tb[0] == 0.5f);
+        if (!(two | half)) {
+            for (Py_ssize_t j = 0; j < k; j++) tc[j] = powf(ta[j], tb[j]);
+            continue;
+        }
+        if (k < POW_TILE) memset(slow, 0, sizeof slow); /* whole words past a short tile's end */
+        if (s->pass(ta, tb, tc, slow, k, two ? 2.0f : 0.5f, s->band) == 0) continue;
+        for (Py_ssize_t w = 0; w < POW_TILE / 64; w++) {
+            uint64_t word = 0; /* 64 lanes' flags: one test for the common all-fast word */
+            for (int i = 0; i < 8; i++) word |= (uint64_t)slow[w * 8 + i] << (8 * i);
+            for (; word != 0; word &= word - 1) {
+                Py_ssize_t j = w * 64 + __builtin_ctzll(word);
+                tc[j] = powf(ta[j], tb[j]);
+            }
+        }
+    }
+}
+
+/* Contract pow on f64: the platform pow for every element (2^64 inputs cannot be verified). */
+INLINE void f64_pow(const double *restrict a, const double *restrict b, double *restrict c,
+                    Py_ssize_t n, const PowShortcut *s) {
+    (void)s;
+    for (Py_ssize_t i = 0; i < n; i++) c[i] = pow(a[i], b[i]);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * The working-precision loops, stamped out for f32 and f64 from one definition. */
 
-#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, POW_FN)                                   \
+#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, POW_LOOP)                                 \
     INLINE U T##_bits(F x) {                                                                       \
         U u;                                                                                       \
         memcpy(&u, &x, sizeof u);                                                                  \
@@ -73,7 +264,7 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
         return T##_value(lhs ? ua : ub);                                                           \
     }                                                                                              \
     INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,          \
-                         Py_ssize_t n) {                                                           \
+                         Py_ssize_t n, const PowShortcut *s) {                                     \
         Py_ssize_t i;                                                                              \
         switch (op) {                                                                              \
         case ADD:                                                                                  \
@@ -95,7 +286,7 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
             for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 1);                              \
             break;                                                                                 \
         case POW:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = POW_FN(a[i], b[i]);                                     \
+            POW_LOOP(a, b, c, n, s);                                                               \
             break;                                                                                 \
         default:                                                                                   \
             for (i = 0; i < n; i++)                                                                \
@@ -103,9 +294,9 @@ static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
         }                                                                                          \
     }
 
-DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, powf)
+DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_pow)
 DEFINE_LOOPS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
-             0x0008000000000000ull, floor, pow)
+             0x0008000000000000ull, floor, f64_pow)
 
 /* ---------------------------------------------------------------------------------------------
  * Half floats. Widening is exact. Narrowing rounds to nearest-even; a NaN keeps its sign and top
@@ -207,7 +398,8 @@ static void bf16_narrow_fn(const float *src, uint16_t *dst, Py_ssize_t n) {
 
 /* BF16/F16: per tile widen both operands to f32, compute, and narrow once on store. */
 INLINE void half_loop(int op, Widen widen, Narrow narrow, const uint16_t *restrict a,
-                      const uint16_t *restrict b, uint16_t *restrict c, Py_ssize_t n) {
+                      const uint16_t *restrict b, uint16_t *restrict c, Py_ssize_t n,
+                      const PowShortcut *s) {
     float wa[TILE], wb[TILE], wc[TILE];
     for (Py_ssize_t i = 0; i < n; i += TILE) {
         Py_ssize_t k = n - i < TILE ? n - i : TILE;
@@ -221,54 +413,63 @@ INLINE void half_loop(int op, Widen widen, Narrow narrow, const uint16_t *restri
             quiet_nans(wa, k);
             quiet_nans(wb, k);
         }
-        f32_loop(op, wa, wb, wc, k);
+        f32_loop(op, wa, wb, wc, k, s);
         narrow(wc, c + i, k);
     }
 }
 
 /* ---------------------------------------------------------------------------------------------
- * One kernel body per instruction set: the same C, compiled for the baseline and for AVX2. */
+ * One kernel body per instruction set: the same C, compiled for the baseline and for AVX2 (with
+ * F16C and FMA, which the pow shortcut uses). */
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
+/* A body with its pow shortcut settings spelled out (the kernels pass `pow_settings()`). */
+typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
+                         const PowShortcut *s);
 
 INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
-                 Widen f16_to_f32, Narrow f32_to_f16) {
+                 Widen f16_to_f32, Narrow f32_to_f16, const PowShortcut *s) {
     switch (dtype) {
     case F32:
-        f32_loop(op, a, b, c, n);
+        f32_loop(op, a, b, c, n, s);
         break;
     case F64:
-        f64_loop(op, a, b, c, n);
+        f64_loop(op, a, b, c, n, s);
         break;
     case BF16:
-        half_loop(op, bf16_widen_fn, bf16_narrow_fn, a, b, c, n);
+        half_loop(op, bf16_widen_fn, bf16_narrow_fn, a, b, c, n, s);
         break;
     default:
-        half_loop(op, f16_to_f32, f32_to_f16, a, b, c, n);
+        half_loop(op, f16_to_f32, f32_to_f16, a, b, c, n, s);
     }
 }
 
 static void body_baseline(int op, int dtype, const void *a, const void *b, void *c,
-                          Py_ssize_t n) {
-    body(op, dtype, a, b, c, n, f16_widen, f16_narrow);
+                          Py_ssize_t n, const PowShortcut *s) {
+    PowShortcut t = *s;
+    t.pass = pow_pass_generic;
+    body(op, dtype, a, b, c, n, f16_widen, f16_narrow, &t);
 }
 
 #ifdef HAVE_AVX2_F16C
 TARGET_AVX2_F16C static void body_avx2(int op, int dtype, const void *a, const void *b, void *c,
-                                       Py_ssize_t n) {
-    body(op, dtype, a, b, c, n, f16_widen_f16c, f16_narrow_f16c);
+                                       Py_ssize_t n, const PowShortcut *s) {
+    PowShortcut t = *s;
+    t.pass = pow_pass_avx2;
+    body(op, dtype, a, b, c, n, f16_widen_f16c, f16_narrow_f16c, &t);
 }
 #endif
 
 static const char *const ISA_NAMES[] = {"baseline", "avx2"};
-static Body ISA_BODIES[2] = {body_baseline, NULL};
+static BodyWith ISA_BODIES[2] = {body_baseline, NULL};
 static int isa_count = 1;
 static int isa = 0;
 
 /* The body of the selected instruction set: what `_fast` runs, exported as the BODY capsule. */
 static void selected_body(int op, int dtype, const void *a, const void *b, void *c,
                           Py_ssize_t n) {
-    ISA_BODIES[isa](op, dtype, a, b, c, n);
+    PowShortcut s = pow_settings();
+    ISA_BODIES[isa](op, dtype, a, b, c, n, &s);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -611,7 +812,7 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
         PyErr_NoMemory();
         goto done;
     }
-    Body run = ISA_BODIES[isa];
+    Body run = selected_body;
     fexcept_t flags; /* leave the caller's floating-point status flags as they were */
     fegetexceptflag(&flags, FE_ALL_EXCEPT);
     if (n == 0) {
@@ -710,6 +911,159 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The pow shortcut's switch and its proof: `verify_pow` runs every instruction set's body with the
+ * shortcut on over a range of f32 bit patterns x (y fixed) and compares it with powf, bit for bit. */
+
+static PyObject *pow_shortcut(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "pow_shortcut(two, half) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    int two = PyObject_IsTrue(args[0]), half = PyObject_IsTrue(args[1]);
+    if (two < 0 || half < 0) return NULL;
+    PyObject *previous = Py_BuildValue("(OO)", pow_on_two ? Py_True : Py_False,
+                                       pow_on_half ? Py_True : Py_False);
+    __atomic_store_n(&pow_on_two, two, __ATOMIC_RELAXED);
+    __atomic_store_n(&pow_on_half, half, __ATOMIC_RELAXED);
+    return previous;
+}
+
+#define CHECK_CHUNK 4096
+
+typedef struct {
+    float y;
+    uint64_t start, stop;
+    int64_t band;
+    uint64_t mismatches[2]; /* per instruction set */
+    int64_t first[2];       /* the first mismatching x's bits, or -1 */
+} Check;
+
+/* Compare the bodies with powf over x in [start, stop), in the default rounding mode (the only
+ * one the shortcut runs in), leaving the thread's floating-point environment as it was. */
+static void *check_range(void *arg) {
+    Check *ck = arg;
+    PowShortcut s = {ck->y == 2.0f, ck->y == 0.5f, ck->band, NULL};
+    float x[CHECK_CHUNK], y[CHECK_CHUNK], want[CHECK_CHUNK], got[CHECK_CHUNK];
+    fenv_t env;
+    fegetenv(&env);
+    fesetenv(FE_DFL_ENV);
+    for (int j = 0; j < CHECK_CHUNK; j++) y[j] = ck->y;
+    for (int v = 0; v < isa_count; v++) {
+        ck->mismatches[v] = 0;
+        ck->first[v] = -1;
+    }
+    for (uint64_t u = ck->start; u < ck->stop; u += CHECK_CHUNK) {
+        Py_ssize_t k = (Py_ssize_t)(ck->stop - u < CHECK_CHUNK ? ck->stop - u : CHECK_CHUNK);
+        for (Py_ssize_t j = 0; j < k; j++) x[j] = f32_value((uint32_t)(u + (uint64_t)j));
+        for (Py_ssize_t j = 0; j < k; j++) want[j] = powf(x[j], y[j]);
+        for (int v = 0; v < isa_count; v++) {
+            ISA_BODIES[v](POW, F32, x, y, got, k, &s);
+            for (Py_ssize_t j = 0; j < k; j++) {
+                if (f32_bits(got[j]) == f32_bits(want[j])) continue;
+                if (ck->first[v] < 0) ck->first[v] = (int64_t)(u + (uint64_t)j);
+                ck->mismatches[v]++;
+            }
+        }
+    }
+    fesetenv(&env);
+    return NULL;
+}
+
+#define MAX_CHECK_THREADS 64
+
+/* Split [start, stop) over `threads` threads (this one included) and run `check_range` on each
+ * part; the results are summed into `parts[0]`. */
+static void check_split(Check *parts, int threads) {
+    uint64_t start = parts[0].start, stop = parts[0].stop, step = (stop - start) / (uint64_t)threads;
+    for (int t = 0; t < threads; t++) {
+        parts[t] = parts[0];
+        parts[t].start = start + step * (uint64_t)t;
+        parts[t].stop = t == threads - 1 ? stop : parts[t].start + step;
+    }
+#if defined(HAVE_PTHREAD)
+    pthread_t ids[MAX_CHECK_THREADS];
+    int started[MAX_CHECK_THREADS] = {0};
+    for (int t = 1; t < threads; t++) started[t] = pthread_create(&ids[t], NULL, check_range, &parts[t]) == 0;
+    for (int t = 1; t < threads; t++)
+        if (!started[t]) check_range(&parts[t]);
+    check_range(&parts[0]);
+    for (int t = 1; t < threads; t++)
+        if (started[t]) pthread_join(ids[t], NULL);
+#else
+    for (int t = 0; t < threads; t++) check_range(&parts[t]);
+#endif
+    for (int t = 1; t < threads; t++) {
+        for (int v = 0; v < isa_count; v++) {
+            if (parts[0].first[v] < 0) parts[0].first[v] = parts[t].first[v];
+            parts[0].mismatches[v] += parts[t].mismatches[v];
+        }
+    }
+}
+
+static PyObject *verify_pow(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError,
+                     "verify_pow(y, start, stop, band, threads) takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Check parts[MAX_CHECK_THREADS];
+    double y = PyFloat_AsDouble(args[0]);
+    unsigned long long start = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long stop = PyLong_AsUnsignedLongLong(args[2]);
+    long long band = PyLong_AsLongLong(args[3]);
+    long threads = PyLong_AsLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if ((y != 2.0 && y != 0.5) || start > stop || stop > (1ull << 32) || band < 0 ||
+        threads < 1 || threads > MAX_CHECK_THREADS) {
+        PyErr_Format(PyExc_ValueError,
+                     "verify_pow: y must be 2.0 or 0.5, 0 <= start <= stop <= 2**32, band >= 0 "
+                     "and threads in [1, %d]; got y=%R start=%llu stop=%llu band=%lld threads=%ld",
+                     MAX_CHECK_THREADS, args[0], start, stop, band, threads);
+        return NULL;
+    }
+    parts[0].y = (float)y;
+    parts[0].start = start;
+    parts[0].stop = stop;
+    parts[0].band = band;
+    if ((uint64_t)threads > stop - start) threads = 1;
+    Py_BEGIN_ALLOW_THREADS check_split(parts, (int)threads);
+    Py_END_ALLOW_THREADS
+    PyObject *result = PyTuple_New(isa_count);
+    for (int v = 0; result != NULL && v < isa_count; v++) {
+        PyObject *item = Py_BuildValue("(KL)", (unsigned long long)parts[0].mismatches[v],
+                                       (long long)parts[0].first[v]);
+        if (item == NULL) Py_CLEAR(result);
+        else PyTuple_SET_ITEM(result, v, item);
+    }
+    return result;
+}
+
+/* Where the powf the kernels call comes from: the C library's version, the file that holds it
+ * and the implementation's place there (glibc picks one for the CPU, e.g. __powf_fma). */
+static PyObject *pow_identity(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    const char *libc = "", *file = "";
+    char where[64] = "";
+#if defined(__GLIBC__)
+    libc = gnu_get_libc_version();
+#endif
+#if defined(HAVE_DLADDR)
+    float (*volatile fn)(float, float) = powf;
+    Dl_info info;
+    if (dladdr((void *)fn, &info)) {
+        file = info.dli_fname ? info.dli_fname : "";
+        /* The implementation picked (a local symbol, often nameless): its offset in the file. */
+        snprintf(where, sizeof where, "%s+0x%tx", info.dli_sname ? info.dli_sname : "",
+                 (char *)(void *)fn - (char *)info.dli_fbase);
+    }
+#endif
+    return Py_BuildValue("{ssssss}", "libc", libc, "libm", file, "powf", where);
+}
+
 static PyObject *select_isa(PyObject *module, PyObject *name) {
     (void)module;
     const char *want = PyUnicode_AsUTF8(name);
@@ -732,6 +1086,13 @@ static PyMethodDef methods[] = {
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
+    {"pow_shortcut", (PyCFunction)(void (*)(void))pow_shortcut, METH_FASTCALL,
+     "pow_shortcut(two, half) -> previous: take f32 pow's verified shortcut for y == 2 / 0.5."},
+    {"verify_pow", (PyCFunction)(void (*)(void))verify_pow, METH_FASTCALL,
+     "verify_pow(y, start, stop, band, threads) -> ((mismatches, first x bits or -1) per ISA): "
+     "compare f32 pow with the shortcut on against powf over the x bit patterns [start, stop)."},
+    {"pow_identity", pow_identity, METH_NOARGS,
+     "pow_identity() -> {libc, libm, powf}: the C library, file and symbol of the powf called."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -796,7 +1157,8 @@ static int add_body(PyObject *module) {
 PyMODINIT_FUNC PyInit__native(void) {
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("fma")) {
         ISA_BODIES[1] = body_avx2;
         isa_count = 2;
         isa = 1;
@@ -806,7 +1168,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
-        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0) {
+        add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -17,3 +17,20 @@ def select_isa(name: str, /) -> str:
 
 def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""
+
+POW_BAND: int
+"""Double ULPs from a float rounding midpoint inside which the f32 pow shortcut calls powf."""
+
+def pow_shortcut(two: bool, half: bool, /) -> tuple[bool, bool]:
+    """Take f32 pow's shortcut for y == 2 / y == 0.5 (only after a verdict); returns the
+    previous settings."""
+
+def verify_pow(
+    y: float, start: int, stop: int, band: int, threads: int, /
+) -> tuple[tuple[int, int], ...]:
+    """Per kernel body (ISAS order): (mismatches, first mismatching x bits or -1) of f32 pow
+    with the shortcut on for `y` (2.0 or 0.5) and `band`, against powf over x bits [start, stop)."""
+
+def pow_identity() -> dict[str, str]:
+    """The C library's version ("libc"), the file holding the powf called ("libm"), and that
+    implementation's symbol and offset in it ("powf")."""

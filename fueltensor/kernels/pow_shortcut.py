@@ -1,0 +1,292 @@
+"""Whether f32 pow may take its shortcut for y = 2 and y = 0.5 on this machine: the verdict.
+
+The contract's pow is the platform C library's `powf`. The compiled kernels can take a shortcut
+for lanes whose y is exactly 2 or 0.5 (the exact value in double, rounded once; `powf` for the
+lanes near a rounding midpoint and for special values; see "pow by 2 and by 0.5" in
+`_native.c`), but only where that loop gives `powf`'s bits for every one of the 2^32 f32 inputs
+on this machine. `check` compares them exhaustively (`_native.verify_pow`, C, GIL released);
+the verdict is keyed by `identity`, what the bits depend on (CPU, C library, libm file and the
+`powf` it resolves to, the extension's bytes), and comes from, in this order:
+
+- the build: setup.py checks after building `_native` and writes `VERDICT_FILE` beside it;
+- the per-user cache (the contract cache's directory), written by an earlier background check;
+- else a background thread checks now, while `powf` runs for every lane (the same bits, so
+  switching on later is invisible), caches the verdict and applies it.
+
+A negative or missing verdict keeps the shortcut off and is reported (`status`), never raised.
+Only the standard library is imported at module level: setup.py loads this file by path in the
+build environment, where fueltensor's dependencies may be missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+FORMAT: Final = 1
+"""Layout of the verdict files; bumped when `Verdict.to_dict` changes shape."""
+Y_VALUES: Final = (2.0, 0.5)
+"""The exponents the shortcut serves, in `_native.pow_shortcut`'s argument order."""
+INPUTS: Final = 1 << 32
+"""Every f32 bit pattern: a check over fewer proves nothing."""
+VERDICT_FILE: Final = "_native.pow-verdict.json"
+"""The build-time verdict's name, in the extension's directory."""
+ENV_VAR: Final = "FUELTENSOR_POW_SHORTCUT"
+"""Set to "0" to keep the shortcut off and never check."""
+THREADS: Final = 2
+"""Threads of one check (the build's and the background one)."""
+_CPU_KEYS: Final = frozenset(
+    {"vendor_id", "cpu family", "model", "model name", "stepping", "flags", "features"}
+    | {"cpu implementer", "cpu architecture", "cpu variant", "cpu part", "cpu revision"}
+)
+"""/proc/cpuinfo fields that name the core and its instruction set (not its clock or id)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One exhaustive comparison of the shortcut loop (every kernel body) with `powf`."""
+
+    y: float
+    inputs: int
+    """How many x bit patterns were compared."""
+    mismatches: int
+    """Lanes whose bits differ from `powf`'s, summed over the kernel bodies."""
+    first: int | None
+    """The bits of the first x that differs, if any."""
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The checks of both exponents on the machine `identity` describes."""
+
+    identity: dict[str, str]
+    checks: tuple[Check, ...]
+
+    def proven(self, y: float) -> bool:
+        """Whether the shortcut for `y` matched `powf` on all 2^32 inputs."""
+        return any(c.y == y and c.inputs == INPUTS and c.mismatches == 0 for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "format": FORMAT,
+            "identity": self.identity,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Verdict:
+        """The inverse of `to_dict`; ValueError when `data` is not a verdict of this format."""
+        try:
+            if data["format"] != FORMAT:
+                raise ValueError(f"verdict format {data['format']!r}, this reader's is {FORMAT}")
+            identity = {str(k): str(v) for k, v in data["identity"].items()}
+            checks = tuple(
+                Check(
+                    float(c["y"]),
+                    int(c["inputs"]),
+                    int(c["mismatches"]),
+                    None if c["first"] is None else int(c["first"]),
+                    float(c["seconds"]),
+                )
+                for c in data["checks"]
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"not a pow shortcut verdict: {e!r}") from e
+        return cls(identity, checks)
+
+
+def identity(native: ModuleType) -> dict[str, str]:
+    """What the shortcut's and `powf`'s bits depend on here, as strings: the CPU (its model and
+    instruction set flags: glibc picks a `powf` by them, and rcpps differs between cores), glibc
+    tunables, the C library, the libm file holding the `powf` called and that symbol, and the
+    compiled kernels' bytes (their code, band and bodies)."""
+    lib = native.pow_identity()
+    libm = lib["libm"]
+    try:
+        st = os.stat(libm)
+        libm_file = f"{os.path.realpath(libm)} ({st.st_size} bytes, mtime_ns {st.st_mtime_ns})"
+    except OSError:
+        libm_file = libm or "unknown"
+    return {
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpu": _cpu(),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
+        "libc": lib["libc"],
+        "libm": libm_file,
+        "powf": lib["powf"],
+        "native": hashlib.sha256(_file(native).read_bytes()).hexdigest(),
+    }
+
+
+def _cpu() -> str:
+    """The first core's model and flags from /proc/cpuinfo, hashed (else the processor name)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    first = text.split("\n\n", 1)[0]
+    fields = sorted(
+        f"{key.strip().lower()}={value.strip()}"
+        for key, _, value in (line.partition(":") for line in first.splitlines())
+        if key.strip().lower() in _CPU_KEYS
+    )
+    names = [f.partition("=")[2] for f in fields if f.startswith("model name=")]
+    digest = hashlib.sha256("\n".join(fields).encode()).hexdigest()[:32]
+    return f"{names[0] if names else platform.machine()} (cpuinfo sha256 {digest})"
+
+
+def check(
+    native: ModuleType,
+    start: int = 0,
+    stop: int = INPUTS,
+    band: int | None = None,
+    threads: int = THREADS,
+) -> tuple[Check, ...]:
+    """Compare the shortcut loop of every kernel body with `powf` for each y in `Y_VALUES`, over
+    the x bit patterns [start, stop). `band` other than `_native.POW_BAND` runs a loop the
+    kernels never run (to show that the check catches a wrong one)."""
+    chosen = native.POW_BAND if band is None else band
+    checks = []
+    for y in Y_VALUES:
+        began = time.perf_counter()
+        per_body = native.verify_pow(y, start, stop, chosen, threads)
+        firsts = [first for _, first in per_body if first >= 0]
+        checks.append(
+            Check(
+                y=y,
+                inputs=stop - start,
+                mismatches=sum(count for count, _ in per_body),
+                first=min(firsts) if firsts else None,
+                seconds=round(time.perf_counter() - began, 1),
+            )
+        )
+    return tuple(checks)
+
+
+def write(verdict: Verdict, path: Path) -> None:
+    """Write `verdict` to `path` atomically (readers see the old file or the whole new one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(verdict.to_dict(), indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read(path: Path, expected: dict[str, str]) -> Verdict | None:
+    """The verdict at `path` when it was reached on the machine `expected` describes; None when
+    it is absent, unreadable, malformed or from another machine, libm or build."""
+    try:
+        verdict = Verdict.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+    return verdict if verdict.identity == expected else None
+
+
+def build_path(native: ModuleType) -> Path:
+    """Where the build writes its verdict: beside the extension."""
+    return _file(native).with_name(VERDICT_FILE)
+
+
+def _file(native: ModuleType) -> Path:
+    """The extension module's file."""
+    if native.__file__ is None:
+        raise ValueError(f"{native.__name__} has no file: not a compiled extension")
+    return Path(native.__file__)
+
+
+def cache_path(expected: dict[str, str]) -> Path | None:
+    """The per-user cache entry for the machine `expected` describes (None: cache turned off)."""
+    from fueltensor.fkc.cache import cache_dir  # here: setup.py imports this module bare
+
+    directory = cache_dir()
+    if directory is None:
+        return None
+    key = hashlib.sha256(json.dumps(expected, sort_keys=True).encode()).hexdigest()[:32]
+    return directory / f"pow-verdict-{key}.json"
+
+
+_STATUS: dict[float, str] = {}
+"""y -> what the kernels do for it and why (`status`)."""
+_LOCK: Final = threading.Lock()
+
+
+def status() -> dict[float, str]:
+    """Per y: "verified on this machine (...)" or "off: <why>"."""
+    with _LOCK:
+        return dict(_STATUS) or {y: "off: the compiled kernels are not in use" for y in Y_VALUES}
+
+
+def describe() -> str:
+    """`status` in one line, as the machine fingerprint shows it."""
+    return "; ".join(f"y={y:g} {text}" for y, text in status().items())
+
+
+def _report(texts: dict[float, str]) -> None:
+    with _LOCK:
+        _STATUS.update(texts)
+
+
+def apply(native: ModuleType, verdict: Verdict, where: str) -> None:
+    """Switch the shortcut on for each y the verdict proves, off for the others, and say why."""
+    native.pow_shortcut(*(verdict.proven(y) for y in Y_VALUES))
+    texts = {}
+    for y in Y_VALUES:
+        found = [c for c in verdict.checks if c.y == y]
+        if verdict.proven(y):
+            texts[y] = f"verified on this machine ({where}: all 2^32 inputs equal powf's bits)"
+        elif not found:
+            texts[y] = f"off: the {where} verdict has no check of y={y:g}"
+        elif found[0].inputs != INPUTS:
+            texts[y] = f"off: the {where} check covered {found[0].inputs} of 2^32 inputs"
+        else:
+            first = found[0].first
+            texts[y] = (
+                f"off: {found[0].mismatches} of 2^32 inputs differ from powf ({where} check, "
+                f"first x bits 0x{first or 0:08x}); powf runs"
+            )
+    _report(texts)
+
+
+def activate(native: ModuleType) -> None:
+    """At import: apply the build's or the cache's verdict for this machine, else check in a
+    background thread (powf runs for every lane meanwhile)."""
+    if os.environ.get(ENV_VAR) == "0":
+        native.pow_shortcut(False, False)
+        _report({y: f"off: {ENV_VAR}=0" for y in Y_VALUES})
+        return
+    expected = identity(native)
+    cached = cache_path(expected)
+    for where, path in (("build", build_path(native)), ("cache", cached)):
+        verdict = read(path, expected) if path is not None else None
+        if verdict is not None:
+            apply(native, verdict, where)
+            return
+    _report({y: "off while the background check runs (powf meanwhile)" for y in Y_VALUES})
+    threading.Thread(
+        target=_background,
+        args=(native, expected, cached),
+        name="fueltensor-pow-check",
+        daemon=True,
+    ).start()
+
+
+def _background(native: ModuleType, expected: dict[str, str], cached: Path | None) -> None:
+    """Check, cache and apply the verdict; a failure leaves the shortcut off, with the reason."""
+    try:
+        verdict = Verdict(expected, check(native))
+        if cached is not None:
+            with contextlib.suppress(OSError):  # unwritable: the next process checks again
+                write(verdict, cached)
+        apply(native, verdict, "background")
+    except Exception as e:  # never raised into the user's program: the shortcut stays off
+        _report({y: f"off: the check failed ({e!r})" for y in Y_VALUES})
