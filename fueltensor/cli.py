@@ -311,6 +311,45 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_judge)
 
 
+def _run_pow_shortcut(args: argparse.Namespace) -> int:
+    from .kernels import pow_shortcut
+    from .kernels._chassis import NATIVE
+
+    if NATIVE is None:
+        print("pow shortcut: the compiled kernels are not built here; powf runs for every lane")
+        return 0 if not args.check else 1
+    if args.check:
+        print("checking every f32 input against this machine's powf (a few minutes of CPU)...")
+        try:
+            pow_shortcut.verify(
+                NATIVE,
+                lambda c: print(
+                    f"  y={c.y:g}: {c.mismatches} of {c.inputs} differ ({c.seconds} s)"
+                ),
+            )
+        except OSError as e:
+            print(f"pow shortcut: verdict applied to this process only ({e})", file=sys.stderr)
+            return 1
+    for y, text in pow_shortcut.status().items():
+        print(f"pow shortcut y={y:g}: {text}")
+    return 0
+
+
+def add_pow_shortcut(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fueltensor pow-shortcut`: whether f32 pow by 2 and by 0.5 takes its proven shortcut."""
+    p = sub.add_parser(
+        "pow-shortcut",
+        help="show whether f32 x**2 and x**0.5 take the shortcut proven on this machine",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the shortcut with this machine's powf over all 2^32 inputs now and cache "
+        "the verdict (needed where the package was built on another machine)",
+    )
+    p.set_defaults(run=_run_pow_shortcut)
+
+
 def _version() -> str:
     """The installed distribution's version (pyproject.toml's `version`)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -340,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain(sub)
     add_tour(sub)
     add_judge(sub)
+    add_pow_shortcut(sub)
     return parser
 
 

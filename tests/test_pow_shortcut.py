@@ -323,23 +323,55 @@ def test_off_by_environment(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert pow_shortcut.status()[2.0] == f"off: {pow_shortcut.ENV_VAR}=0"
 
 
-def test_without_a_verdict_the_check_runs_in_the_background_and_is_cached(
-    isolated: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The background thread checks (here over a slice, so its verdict proves nothing), caches
-    the verdict for the next process and applies it; the kernels run powf meanwhile."""
-    real = pow_shortcut.check
-    monkeypatch.setattr(pow_shortcut, "check", lambda n: real(n, stop=1 << 16))
+def test_without_a_verdict_nothing_runs_and_the_status_says_how_to_check(isolated: Path) -> None:
+    """No verdict for this machine: the shortcut stays off, no thread starts behind the
+    user's back, and the status names the command that checks."""
+    threads = threading.active_count()
     pow_shortcut.activate(native)
-    for thread in threading.enumerate():
-        if thread.name == "fueltensor-pow-check":
-            thread.join(60)
+    assert state() == (False, False)
+    assert threading.active_count() == threads
+    assert "fueltensor pow-shortcut --check" in pow_shortcut.status()[2.0]
+
+
+def test_verify_checks_caches_and_applies(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify` (the command's work) caches its verdict for the next process and applies it;
+    here over a slice, so the verdict proves nothing and the shortcut stays off."""
+    real = pow_shortcut.check
+    monkeypatch.setattr(
+        pow_shortcut, "check", lambda n, y_values: real(n, stop=1 << 16, y_values=y_values)
+    )
+    seen: list[float] = []
+    pow_shortcut.verify(native, lambda c: seen.append(c.y))
+    assert seen == list(YS)
     assert state() == (False, False)
     cached = pow_shortcut.cache_path(pow_shortcut.identity(native))
     assert cached is not None and pow_shortcut.read(cached, pow_shortcut.identity(native))
     assert "covered 65536 of 2^32" in pow_shortcut.status()[2.0]
+    pow_shortcut.activate(native)  # the next process reads it from the cache
+    assert "covered 65536 of 2^32" in pow_shortcut.status()[0.5]
+
+
+def test_verify_without_a_cache_applies_and_says_it_did_not_save(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = pow_shortcut.check
+    monkeypatch.setattr(
+        pow_shortcut, "check", lambda n, y_values: real(n, stop=1 << 12, y_values=y_values)
+    )
+    monkeypatch.setenv("FUELTENSOR_CACHE_DIR", "")
+    with pytest.raises(OSError, match="cache is off"):
+        pow_shortcut.verify(native)
+    assert "covered 4096 of 2^32" in pow_shortcut.status()[2.0]
 
 
 def test_the_fingerprint_shows_the_shortcut_state() -> None:
     assert "y=2 " in machine().pow_shortcut and "y=0.5 " in machine().pow_shortcut
     assert machine().pow_shortcut in str(machine())
+
+
+def test_the_command_shows_the_state(capsys: pytest.CaptureFixture[str]) -> None:
+    from fueltensor.cli import main
+
+    assert main(["pow-shortcut"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"pow shortcut y={y:g}: {pow_shortcut.status()[y]}" for y in YS]

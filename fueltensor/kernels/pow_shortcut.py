@@ -9,24 +9,25 @@ the verdict is keyed by `identity`, what the bits depend on (CPU, C library, lib
 `powf` it resolves to, the extension's bytes), and comes from, in this order:
 
 - the build: setup.py checks after building `_native` and writes `VERDICT_FILE` beside it;
-- the per-user cache (the contract cache's directory), written by an earlier background check;
-- else a background thread checks now, while `powf` runs for every lane (the same bits, so
-  switching on later is invisible), caches the verdict and applies it.
+- the per-user cache (the contract cache's directory), written by `fueltensor pow-shortcut
+  --check` (`verify`) where the extension was built elsewhere or the C library changed since.
 
-A negative or missing verdict keeps the shortcut off and is reported (`status`), never raised.
+Nothing is checked behind the user's back: a missing verdict keeps the shortcut off (`powf`
+runs for every lane, the same bits) and `status` says how to check. A negative verdict keeps
+it off too and is reported, never raised.
 Only the standard library is imported at module level: setup.py loads this file by path in the
 build environment, where fueltensor's dependencies may be missing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import platform
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -43,7 +44,7 @@ VERDICT_FILE: Final = "_native.pow-verdict.json"
 ENV_VAR: Final = "FUELTENSOR_POW_SHORTCUT"
 """Set to "0" to keep the shortcut off and never check."""
 THREADS: Final = 2
-"""Threads of one check (the build's and the background one)."""
+"""Threads of one check (the build's and `verify`'s)."""
 _CPU_KEYS: Final = frozenset(
     {"vendor_id", "cpu family", "model", "model name", "stepping", "flags", "features"}
     | {"cpu implementer", "cpu architecture", "cpu variant", "cpu part", "cpu revision"}
@@ -152,13 +153,14 @@ def check(
     stop: int = INPUTS,
     band: int | None = None,
     threads: int = THREADS,
+    y_values: tuple[float, ...] = Y_VALUES,
 ) -> tuple[Check, ...]:
-    """Compare the shortcut loop of every kernel body with `powf` for each y in `Y_VALUES`, over
+    """Compare the shortcut loop of every kernel body with `powf` for each of `y_values`, over
     the x bit patterns [start, stop). `band` other than `_native.POW_BAND` runs a loop the
     kernels never run (to show that the check catches a wrong one)."""
     chosen = native.POW_BAND if band is None else band
     checks = []
-    for y in Y_VALUES:
+    for y in y_values:
         began = time.perf_counter()
         per_body = native.verify_pow(y, start, stop, chosen, threads)
         firsts = [first for _, first in per_body if first >= 0]
@@ -258,35 +260,42 @@ def apply(native: ModuleType, verdict: Verdict, where: str) -> None:
 
 
 def activate(native: ModuleType) -> None:
-    """At import: apply the build's or the cache's verdict for this machine, else check in a
-    background thread (powf runs for every lane meanwhile)."""
+    """At import: apply the build's or the cache's verdict for this machine; without one the
+    shortcut stays off and `status` says how to check (no check runs behind the user's back)."""
     if os.environ.get(ENV_VAR) == "0":
         native.pow_shortcut(False, False)
         _report({y: f"off: {ENV_VAR}=0" for y in Y_VALUES})
         return
     expected = identity(native)
-    cached = cache_path(expected)
-    for where, path in (("build", build_path(native)), ("cache", cached)):
+    for where, path in (("build", build_path(native)), ("cache", cache_path(expected))):
         verdict = read(path, expected) if path is not None else None
         if verdict is not None:
             apply(native, verdict, where)
             return
-    _report({y: "off while the background check runs (powf meanwhile)" for y in Y_VALUES})
-    threading.Thread(
-        target=_background,
-        args=(native, expected, cached),
-        name="fueltensor-pow-check",
-        daemon=True,
-    ).start()
+    native.pow_shortcut(False, False)
+    _report(
+        {
+            y: "off: not verified on this machine (run `fueltensor pow-shortcut --check`, a few "
+            "minutes of CPU; powf runs meanwhile)"
+            for y in Y_VALUES
+        }
+    )
 
 
-def _background(native: ModuleType, expected: dict[str, str], cached: Path | None) -> None:
-    """Check, cache and apply the verdict; a failure leaves the shortcut off, with the reason."""
-    try:
-        verdict = Verdict(expected, check(native))
-        if cached is not None:
-            with contextlib.suppress(OSError):  # unwritable: the next process checks again
-                write(verdict, cached)
-        apply(native, verdict, "background")
-    except Exception as e:  # never raised into the user's program: the shortcut stays off
-        _report({y: f"off: the check failed ({e!r})" for y in Y_VALUES})
+def verify(native: ModuleType, progress: Callable[[Check], None] | None = None) -> Verdict:
+    """Check this machine exhaustively now, cache the verdict per user and apply it; OSError
+    when the cache is off or unwritable (the verdict is applied to this process regardless)."""
+    expected = identity(native)
+    checks = []
+    for y in Y_VALUES:
+        (done,) = check(native, y_values=(y,))
+        checks.append(done)
+        if progress is not None:
+            progress(done)
+    verdict = Verdict(expected, tuple(checks))
+    apply(native, verdict, "cache")
+    cached = cache_path(expected)
+    if cached is None:
+        raise OSError("the per-user cache is off (FUELTENSOR_CACHE_DIR is empty): not saved")
+    write(verdict, cached)
+    return verdict
