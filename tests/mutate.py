@@ -40,13 +40,14 @@ CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
-FAST_TESTS = ("tests/test_fast_path.py",)
+FAST_TESTS = ("tests/test_fast_path.py", "tests/test_fast_inplace.py")
 
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/schema.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
+FAST_C = "fueltensor/kernels/_fast.c"
 POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
 POW_LOOP_TESTS = tuple(
     f"tests/test_pow_shortcut.py::{name}"
@@ -711,6 +712,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "key = (op, a._layout, a._layout, b._layout, b._layout)",
         FAST_TESTS + PLAN_TESTS,
         "an F64 operation finds the plan cached for F32 operands of the same layouts",
+    ),
+    M(
+        "fast-inplace-falls-back-out-of-place",
+        DISPATCH,
+        '"inplace": (2, _python_binary_inplace),',
+        '"inplace": (0, _python_binary),',
+        FAST_TESTS,
+        "`x += y` returns a new tensor and leaves x as it was",
+    ),
+    M(
+        "fast-inplace-strided-target-as-dense",
+        FAST_C,
+        "if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;",
+        "if (shape[k] != e->dims[k]) return NULL;",
+        FAST_TESTS,
+        "`x[:, ::2] += y` writes the result over the target's first elements, side by side",
+    ),
+    M(
+        "fast-inplace-read-only-target-written",
+        FAST_C,
+        "        !PyArray_ISWRITEABLE((PyArrayObject *)storage))",
+        "        0)",
+        FAST_TESTS,
+        "`x += 1.0` writes into read-only memory (a tensor over a read-only NumPy array)",
+    ),
+    M(
+        "fast-inplace-unchecked-strided-target",
+        FAST_C,
+        "if (checked == NULL) goto done;\n        Py_DECREF(checked);",
+        "if (checked == NULL) PyErr_Clear();\n        Py_XDECREF(checked);",
+        FAST_TESTS,
+        "a refused in-place result (another shape, a broadcast target) is written anyway",
     ),
 )
 

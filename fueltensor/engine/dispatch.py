@@ -12,7 +12,7 @@ import inspect
 import math
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -72,6 +72,7 @@ def _load_fast() -> ModuleType | None:
         _dtypes.DType,
         _scalar,
         ERRSTATE,
+        check_inplace,
     )
     return _fast
 
@@ -188,6 +189,10 @@ _FAST: Final[Callable[[str, Any, Any], FuelTensor | None] | None] = (
     _FAST_MODULE.binary if _FAST_MODULE is not None else None
 )
 """`kernels._fast.binary`, or None where it is not built."""
+_FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None] = (
+    _FAST_MODULE.inplace if _FAST_MODULE is not None else None
+)
+"""`kernels._fast.inplace`, or None where it is not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
@@ -291,23 +296,21 @@ def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
     return result
 
 
-def compiled(fn: Callable[..., FuelTensor], op: str, reflected: bool) -> Callable[..., FuelTensor]:
-    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
-    operands, swapped when `reflected`), as one compiled callable where `kernels._fast` is
-    built: the fast path, else the Python path, with no Python frame in between. It carries
-    `fn`'s name, docstring and signature, and binds as a method as `fn` does."""
-    if _FAST_MODULE is None:
-        return fn
-    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, reflected, _python_binary)
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(made, attr, getattr(fn, attr))
-    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
-    return made
-
-
 def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`target op= other`: computed fresh, then written through `target`'s strides; refused
-    (target untouched) when the result's dtype or shape is not the target's."""
+    (target untouched) when the result's dtype or shape is not the target's.
+
+    Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
+    same plan, output and refusals as below."""
+    if _FAST_INPLACE is not None:
+        fast = _FAST_INPLACE(op, target, other)
+        if fast is not None:
+            return fast
+    return _python_binary_inplace(op, target, other)
+
+
+def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
+    """`binary_inplace` on the Python path: coerce, plan (cached), check, run, notify, copy."""
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
@@ -315,6 +318,31 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
     return target
+
+
+Form = Literal["forward", "reflected", "inplace"]
+_FORMS: Final[dict[Form, tuple[int, Callable[[str, Any, Any], FuelTensor]]]] = {
+    "forward": (0, _python_binary),
+    "reflected": (1, _python_binary),
+    "inplace": (2, _python_binary_inplace),
+}
+"""`_fast.operator`'s code of each form, and the Python path it falls back to."""
+
+
+def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[..., FuelTensor]:
+    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
+    operands, swapped when "reflected"; `binary_inplace(op, a, b)` when "inplace"), as one
+    compiled callable where `kernels._fast` is built: the fast path, else the Python path, with
+    no Python frame in between. It carries `fn`'s name, docstring and signature, and binds as a
+    method as `fn` does."""
+    if _FAST_MODULE is None:
+        return fn
+    code, fallback = _FORMS[form]
+    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, code, fallback)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return made
 
 
 def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> None:
@@ -382,7 +410,7 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
         f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
         f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
     )
-    made = compiled(operation, name, reflected=False)
+    made = compiled(operation, name, "forward")
     made.__fueltensor_op__ = name  # type: ignore[attr-defined]
     return made
 
