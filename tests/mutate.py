@@ -40,7 +40,11 @@ CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
-FAST_TESTS = ("tests/test_fast_path.py", "tests/test_fast_inplace.py")
+FAST_TESTS = (
+    "tests/test_fast_path.py",
+    "tests/test_fast_inplace.py",
+    "tests/test_fast_casts.py",
+)
 
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/schema.py"
@@ -744,6 +748,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if (checked == NULL) PyErr_Clear();\n        Py_XDECREF(checked);",
         FAST_TESTS,
         "a refused in-place result (another shape, a broadcast target) is written anyway",
+    ),
+    M(
+        "fast-cast-offset-kept",
+        DISPATCH,
+        "offsets = tuple(o.layout.offset for o in operands)",
+        "offsets = tuple(o.layout.offset for o in plan.operands)",
+        FAST_TESTS,
+        "a cast operand (dense, from its first element) is read at the uncast view's offset",
+    ),
+    M(
+        "fast-cast-not-applied",
+        FAST_C,
+        "        c->operands[k] = c->cast[k];\n",
+        "",
+        FAST_TESTS,
+        "`x + d` (f32 + f64) runs the f64 kernel on x's f32 bytes, or leaves the call to Python",
     ),
 )
 

@@ -20,6 +20,7 @@ from fueltensor.core.layout import normalize_axis
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.backends import tracing
 from fueltensor.engine.dispatch import coerce, host_operation, record_host
+from fueltensor.kernels._chassis import restore, silence
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,8 +31,13 @@ def host(fn: F) -> F:
 
     @functools.wraps(fn)
     def operation(*args: Any, **kwargs: Any) -> Any:
-        with np.errstate(all="ignore"):
+        token = (
+            silence()
+        )  # NumPy's all-ignore error state, as np.errstate sets it, at ~1/10 the cost
+        try:
             out = fn(*args, **kwargs)
+        finally:
+            restore(token)
         if tracing():
             outputs = _tensors((out,))
             if outputs:

@@ -79,18 +79,30 @@ def _load_fast() -> ModuleType | None:
 
 def _fast_entry(plan: Plan) -> object | None:
     """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
-    a host plan, a Cast step, an output alignment finer than the fast path's 64 bytes, or a
-    kernel that is neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at
-    most) nor the bundled oracle on operands of the output's dtype (Contiguize at most)."""
+    a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
+    neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
+    Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
+    Cast). A Cast makes the operand a dense tensor of its own shape, as `execute.prepare` does
+    (the same `astype` call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
         return None
     dt = plan.out_dtype
     out = (dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape)
-    offsets = tuple(o.layout.offset for o in plan.operands)
-    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
+    operands: list[Operand] = []
+    kinds: list[tuple[StepKind, ...]] = []
+    casts: list[tuple[np.dtype[Any], Layout, _dtypes.DType] | None] = []
+    for operand, steps in zip(plan.operands, plan.prep, strict=True):
+        cast = steps[0].dtype if steps and steps[0].kind is StepKind.CAST else None
+        if cast is not None:
+            operand = Operand(cast, Layout.dense(operand.layout.shape))
+            steps = steps[1:]
+        operands.append(operand)
+        kinds.append(tuple(s.kind for s in steps))
+        casts.append(None if cast is None else (cast.np, operand.layout, cast))
+    offsets = tuple(o.layout.offset for o in operands)
     # An operand read as it is must be dense (a user's contract may link a bundled kernel to
     # layouts the kernel itself refuses: the Python path then raises the kernel's error).
-    for operand, prep in zip(plan.operands, kinds, strict=True):
+    for operand, prep in zip(operands, kinds, strict=True):
         if not prep and not operand.layout.flags.contiguous:
             return None
     codes = getattr(plan.fn, "__fueltensor_native__", None)
@@ -99,23 +111,27 @@ def _fast_entry(plan: Plan) -> object | None:
             return None
         modes = tuple(
             (REPEAT if o.layout.size == 1 else DENSIFY) if k else AS_IS
-            for o, k in zip(plan.operands, kinds, strict=True)
+            for o, k in zip(operands, kinds, strict=True)
         )
         needs = tuple({AS_IS: plan.size, REPEAT: 1, DENSIFY: 0}[m] for m in modes)
-        native: object | None = _FAST_MODULE.entry(*codes, *out, modes, offsets, needs, None, None)
+        native: object | None = _FAST_MODULE.entry(
+            *codes, *out, modes, offsets, needs, None, None, tuple(casts)
+        )
         return native
     ufunc = _ORACLE.get(plan.fn) if plan.fn is not None else None
-    if ufunc is None or any(o.dtype is not dt for o in plan.operands):
+    if ufunc is None or any(o.dtype is not dt for o in operands):
         return None
     if any(k not in _ORACLE_PREP for k in kinds):
         return None
-    steps = tuple(
+    strides = tuple(
         tuple(s * dt.itemsize for s in reference.src_strides(o.layout.shape, plan.out_shape))
-        for o in plan.operands
+        for o in operands
     )
     modes = tuple(DENSIFY if k else AS_IS for k in kinds)
-    needs = tuple(o.layout.size for o in plan.operands)
-    oracle: object | None = _FAST_MODULE.entry(0, 0, *out, modes, offsets, needs, ufunc, steps)
+    needs = tuple(o.layout.size for o in operands)
+    oracle: object | None = _FAST_MODULE.entry(
+        0, 0, *out, modes, offsets, needs, ufunc, strides, tuple(casts)
+    )
     return oracle
 
 

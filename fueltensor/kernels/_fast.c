@@ -18,6 +18,9 @@
  *   1 MiB) at their own shapes: the call the oracle makes, its ufunc on the broadcast views it
  *   builds (`reference.broadcast_src_view`'s strides, given by dispatch) with `out=`, under
  *   NumPy's all-ignore error state.
+ * An operand either kind reads may first have a Cast step (mixed dtypes): the `astype` call
+ * `execute.prepare` makes, under the caller's error state as there, gives a dense operand of
+ * its own shape, read as above.
  *
  * A Python scalar becomes the 0-d tensor `dispatch._scalar` makes (which raises OverflowError
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
@@ -79,6 +82,9 @@ static PyObject *backends_dict; /* engine.backends' globals, where the default p
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
 static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, what) */
 static PyObject *array_name;    /* "_array" */
+static PyObject *astype_name;   /* "astype" */
+static PyObject *order_kwnames; /* ("order",) */
+static PyObject *order_c;       /* "C" */
 static PyObject *errstate_var;  /* NumPy's extobj contextvar, or NULL: then no oracle entries */
 static PyObject *errstate_ignore; /* its value under np.errstate(all="ignore") */
 static PyObject *last_policy, *last_plans; /* the policy last read and its plan cache */
@@ -98,6 +104,8 @@ typedef struct {
                                  ORACLE), and how many storage elements it needs from there */
     Py_ssize_t need[2];
     PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
+    PyObject *cast[2];        /* an operand's Cast step: (NumPy dtype, dense Layout of its
+                                 shape, DType), or NULL */
     npy_intp *dims;           /* the output's extents */
     npy_intp *steps[2];       /* ORACLE: each operand's broadcast view, byte strides */
     npy_intp data[];
@@ -110,6 +118,8 @@ static void entry_dealloc(PyObject *self) {
     Py_XDECREF(e->np_dtype);
     Py_XDECREF(e->shape);
     Py_XDECREF(e->ufunc);
+    Py_XDECREF(e->cast[0]);
+    Py_XDECREF(e->cast[1]);
     PyObject_Free(self);
 }
 
@@ -363,15 +373,30 @@ static int read_ints(PyObject *tuple, Py_ssize_t n, npy_intp *dst, const char *w
     return 0;
 }
 
+/* Whether `cast` is None or a (NumPy dtype, Layout, DType) triple, as an entry's Cast step. */
+static int is_cast(PyObject *cast) {
+    return cast == Py_None ||
+           (PyTuple_Check(cast) && PyTuple_GET_SIZE(cast) == 3 &&
+            PyArray_DescrCheck(PyTuple_GET_ITEM(cast, 0)) &&
+            Py_TYPE(PyTuple_GET_ITEM(cast, 1)) == layout_type &&
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(cast, 1)) == 3);
+}
+
 /* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
- * steps): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
+ * steps, casts): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
 static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 11) {
-        PyErr_Format(PyExc_TypeError, "entry() takes 11 arguments, got %zd", nargs);
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "entry() takes 12 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *shape = args[5], *ufunc = args[9], *steps = args[10];
+    PyObject *shape = args[5], *ufunc = args[9], *steps = args[10], *casts = args[11];
+    if (layout_type == NULL || !PyTuple_Check(casts) || PyTuple_GET_SIZE(casts) != 2 ||
+        !is_cast(PyTuple_GET_ITEM(casts, 0)) || !is_cast(PyTuple_GET_ITEM(casts, 1))) {
+        PyErr_SetString(PyExc_TypeError, "entry: casts must be two of None or (NumPy dtype, "
+                                         "Layout, DType)");
+        return NULL;
+    }
     if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS ||
         !PyArray_DescrCheck(args[4])) {
         PyErr_SetString(PyExc_TypeError, "entry: shape must be a tuple (at most NPY_MAXDIMS "
@@ -384,6 +409,10 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
     if (e == NULL) return NULL;
     e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = NULL;
+    for (int k = 0; k < 2; k++) {
+        PyObject *cast = PyTuple_GET_ITEM(casts, k);
+        e->cast[k] = cast == Py_None ? NULL : Py_NewRef(cast);
+    }
     e->kind = oracle ? ORACLE : NATIVE;
     e->ndim = (int)ndim;
     e->dims = e->data;
@@ -596,14 +625,45 @@ done:
  * cache's cell and the cell's entry. `operands`, `scalar` and `cell` are released by `release`. */
 typedef struct {
     PyObject *operands[2];
-    PyObject *scalar; /* the 0-d tensor standing for a Python scalar operand, or NULL */
-    PyObject *cell;   /* the plan cache's (plan, planning, entry), or NULL */
+    PyObject *scalar;  /* the 0-d tensor standing for a Python scalar operand, or NULL */
+    PyObject *cell;    /* the plan cache's (plan, planning, entry), or NULL */
+    PyObject *cast[2]; /* an operand after its Cast step, or NULL */
     Entry *e;
 } Call;
 
 static void release(Call *c) {
     Py_CLEAR(c->scalar);
     Py_CLEAR(c->cell);
+    Py_CLEAR(c->cast[0]);
+    Py_CLEAR(c->cast[1]);
+}
+
+/* The Cast step `cast` (see Entry) of operand `t`: the call `execute.prepare` makes,
+ * `t._array.astype(dtype, order="C")`, under the caller's error state as there, wrapped as
+ * the dense tensor `FuelTensor._from_dense` makes of it (a new reference), or NULL on error. */
+static PyObject *cast_operand(PyObject *t, PyObject *cast) {
+    PyObject *array = PyObject_GetAttr(t, array_name);
+    if (array == NULL) return NULL;
+    PyObject *args[3] = {array, PyTuple_GET_ITEM(cast, 0), order_c};
+    PyObject *dense = PyObject_VectorcallMethod(astype_name, args, 2, order_kwnames);
+    Py_DECREF(array);
+    if (dense == NULL) return NULL;
+    PyObject *flat = NULL, *made = NULL;
+    if (!PyArray_Check(dense) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)dense)) {
+        PyErr_SetString(PyExc_TypeError, "astype(order=\"C\") gave no C-contiguous array");
+        goto done;
+    }
+    flat = PyArray_Ravel((PyArrayObject *)dense, NPY_CORDER);
+    made = flat == NULL ? NULL : tensor->tp_alloc(tensor, 0);
+    if (made == NULL) goto done;
+    SLOT(made, off_storage) = Py_NewRef(flat);
+    SLOT(made, off_layout) = Py_NewRef(PyTuple_GET_ITEM(cast, 1));
+    SLOT(made, off_dtype) = Py_NewRef(PyTuple_GET_ITEM(cast, 2));
+    SLOT(made, off_np) = Py_NewRef(dense);
+done:
+    Py_XDECREF(flat);
+    Py_DECREF(dense);
+    return made;
 }
 
 /* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
@@ -613,7 +673,7 @@ static void release(Call *c) {
 static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     c->operands[0] = a;
     c->operands[1] = b;
-    c->scalar = c->cell = NULL;
+    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
     c->e = NULL;
     if (tensor == NULL) return 0;
     int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
@@ -647,10 +707,17 @@ static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     return 1;
 }
 
-/* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them):
- * 1 done, 0 when an operand is not one this code reads (the Python path runs), -1 on error. */
-static int compute(const Call *c, PyArrayObject **storage, PyObject **view) {
+/* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
+ * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
+ * Python path runs), -1 on error. */
+static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
     const Entry *e = c->e;
+    for (int k = 0; k < 2; k++) {
+        if (e->cast[k] == NULL) continue;
+        c->cast[k] = cast_operand(c->operands[k], e->cast[k]);
+        if (c->cast[k] == NULL) return -1;
+        c->operands[k] = c->cast[k];
+    }
     if (fresh_output(e, storage, view) < 0) return -1;
     int ran = e->kind == ORACLE ? run_oracle(e, c->operands, *view)
                                 : run_native(e, c->operands, PyArray_BYTES(*storage));
@@ -1104,7 +1171,7 @@ static PyMethodDef methods[] = {
      "method."},
     {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
      "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
-     "steps): what binary runs for a cached plan (an opaque object), or None."},
+     "steps, casts): what binary runs for a cached plan (an opaque object), or None."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
@@ -1145,9 +1212,13 @@ PyMODINIT_FUNC PyInit__fast(void) {
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     array_name = PyUnicode_InternFromString("_array");
+    astype_name = PyUnicode_InternFromString("astype");
+    order_c = PyUnicode_InternFromString("C");
+    order_kwnames = Py_BuildValue("(s)", "order");
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0) return NULL;
-    if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL)
+    if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
+        astype_name == NULL || order_c == NULL || order_kwnames == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;

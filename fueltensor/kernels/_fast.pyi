@@ -33,6 +33,7 @@ def entry(
     needs: tuple[int, ...],
     ufunc: Any,
     steps: tuple[tuple[int, ...], ...] | None,
+    casts: tuple[tuple[Any, Any, Any] | None, ...],
     /,
 ) -> object | None:
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
