@@ -40,6 +40,7 @@ CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
+HOST_TESTS = ("tests/test_host_calls.py",)
 FAST_TESTS = (
     "tests/test_fast_path.py",
     "tests/test_fast_inplace.py",
@@ -52,6 +53,7 @@ CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
 FAST_C = "fueltensor/kernels/_fast.c"
+HOST = "fueltensor/array_api/_host.py"
 POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
 POW_LOOP_TESTS = tuple(
     f"tests/test_pow_shortcut.py::{name}"
@@ -764,6 +766,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         FAST_TESTS,
         "`x + d` (f32 + f64) runs the f64 kernel on x's f32 bytes, or leaves the call to Python",
+    ),
+    # -- host functions' per-call machinery ------------------------------------------------------
+    M(
+        "host-errstate-not-restored",
+        HOST,
+        "        finally:\n            restore(token)\n",
+        "        finally:\n            pass\n",
+        HOST_TESTS,
+        "after `ft.sqrt(x)` NumPy ignores every floating-point error the caller asked to raise",
+    ),
+    M(
+        "host-adopts-a-view",
+        FAST_C,
+        "int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
+        "int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
+        HOST_TESTS,
+        "a host function's result that views its input (or other memory) is adopted uncopied",
     ),
 )
 

@@ -189,9 +189,12 @@ def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
 
 
 def _operand(value: Any, like: FuelTensor) -> FuelTensor:
-    """The non-tensor operand next to tensor `like`: a weak scalar, or a NumPy array adopted."""
+    """The non-tensor operand next to tensor `like`: a weak scalar (the fast path's cached,
+    read-only 0-d tensor where it is built: operands are only read), or a NumPy array
+    adopted."""
     if isinstance(value, bool | int | float | complex):
-        return _scalar(value, like)
+        cached = _CACHED_SCALAR(value, like) if _CACHED_SCALAR is not None else None
+        return cached if cached is not None else _scalar(value, like)
     if isinstance(value, np.ndarray | np.generic):
         return asarray(value)
     raise TypeError(
@@ -209,6 +212,10 @@ _FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None]
     _FAST_MODULE.inplace if _FAST_MODULE is not None else None
 )
 """`kernels._fast.inplace`, or None where it is not built."""
+_CACHED_SCALAR: Final[Callable[[Scalar, FuelTensor], FuelTensor | None] | None] = (
+    _FAST_MODULE.scalar if _FAST_MODULE is not None else None
+)
+"""`kernels._fast.scalar` (a Python scalar's 0-d tensor, cached), or None where not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:

@@ -72,6 +72,8 @@ static Body run_body;           /* `_native`'s kernel body for the selected inst
 static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer (Contiguize) */
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
+static PyTypeObject *dtype_type;  /* DType */
+static PyObject *dense_layout;    /* Layout.dense (memoized) */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
 static Py_ssize_t off_dtype_np; /* DType's slot holding its NumPy dtype */
 static PyObject *policy_var, *trace_var, *observers_var, *current_policy;
@@ -827,6 +829,62 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return fast_binary(args[0], args[1], args[2]);
 }
 
+/* adopt(array, dtype): `FuelTensor._from_dense(array, dtype)` when `array` is an exact ndarray
+ * of `dtype` that owns its memory, row-major and writable (a fresh NumPy result `_host.fresh`
+ * adopts without a copy); else None. */
+static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *array = args[0], *dtype = args[1];
+    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
+        Py_TYPE(dtype) != dtype_type)
+        Py_RETURN_NONE;
+    PyArrayObject *a = (PyArrayObject *)array;
+    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
+    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
+    int same = PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), SLOT(dtype, off_dtype_np),
+                                       Py_EQ);
+    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+    int ndim = PyArray_NDIM(a);
+    PyObject *shape = PyTuple_New(ndim), *layout = NULL, *storage = NULL, *made = NULL;
+    if (shape == NULL) return NULL;
+    for (int k = 0; k < ndim; k++) {
+        PyObject *n = PyLong_FromSsize_t(PyArray_DIM(a, k));
+        if (n == NULL) goto done;
+        PyTuple_SET_ITEM(shape, k, n);
+    }
+    layout = PyObject_CallOneArg(dense_layout, shape);
+    storage = layout == NULL ? NULL
+              : ndim == 1    ? Py_NewRef(array)
+                             : PyArray_Ravel(a, NPY_CORDER);
+    made = storage == NULL ? NULL : tensor->tp_alloc(tensor, 0);
+    if (made == NULL) goto done;
+    SLOT(made, off_storage) = Py_NewRef(storage);
+    SLOT(made, off_layout) = Py_NewRef(layout);
+    SLOT(made, off_dtype) = Py_NewRef(dtype);
+    SLOT(made, off_np) = Py_NewRef(array);
+done:
+    Py_DECREF(shape);
+    Py_XDECREF(layout);
+    Py_XDECREF(storage);
+    return made;
+}
+
+/* scalar(value, like): the cached 0-d tensor `dispatch._scalar(value, like)` makes (read-only),
+ * or None when `value` is not an exact Python float / int / bool or `like` not a tensor. */
+static PyObject *scalar(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "scalar(value, like) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (tensor == NULL || Py_TYPE(args[1]) != tensor || !is_scalar(args[0])) Py_RETURN_NONE;
+    return scalar_operand(args[0], args[1]);
+}
+
 static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 3) {
@@ -1139,7 +1197,11 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_XSETREF(trace_var, Py_NewRef(args[2]));
     Py_XSETREF(observers_var, Py_NewRef(args[3]));
     Py_XSETREF(current_policy, Py_NewRef(args[4]));
+    PyObject *dense = PyObject_GetAttrString(args[5], "dense");
+    if (dense == NULL) return NULL;
+    Py_XSETREF(dense_layout, dense);
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
+    Py_XSETREF(dtype_type, (PyTypeObject *)Py_NewRef(args[7]));
     Py_XSETREF(backends_dict, Py_NewRef(args[6]));
     Py_XSETREF(make_scalar, Py_NewRef(args[8]));
     Py_XSETREF(check_inplace, Py_NewRef(args[10]));
@@ -1165,6 +1227,12 @@ static PyMethodDef methods[] = {
     {"inplace", (PyCFunction)(void (*)(void))inplace, METH_FASTCALL,
      "inplace(op, target, other) -> FuelTensor | None: dispatch.binary_inplace's result (the "
      "target) when binary would serve the call; else None."},
+    {"adopt", (PyCFunction)(void (*)(void))adopt, METH_FASTCALL,
+     "adopt(array, dtype) -> FuelTensor | None: FuelTensor._from_dense(array, dtype) for an "
+     "exact ndarray of dtype owning its memory, row-major and writable; else None."},
+    {"scalar", (PyCFunction)(void (*)(void))scalar, METH_FASTCALL,
+     "scalar(value, like) -> FuelTensor | None: dispatch._scalar(value, like), cached and "
+     "read-only, for an exact Python float / int / bool; else None."},
     {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
      "operator(op, form, fallback): a callable (a, b) that runs the fast path, else "
      "fallback(op, a, b) ((b, a) when form is 1; in place, inplace's path, when 2); binds as a "

@@ -16,6 +16,14 @@ def inplace(op: str, target: Any, other: Any, /) -> Any:
     would serve `op(target, other)`; else None. A result the target cannot hold raises
     `check_inplace`'s error with the target untouched."""
 
+def adopt(array: Any, dtype: Any, /) -> Any:
+    """`FuelTensor._from_dense(array, dtype)` for an exact ndarray of `dtype` that owns its
+    memory, row-major and writable; else None."""
+
+def scalar(value: Any, like: Any, /) -> Any:
+    """`dispatch._scalar(value, like)`, cached (its arrays read-only), for an exact Python
+    float / int / bool beside tensor `like`; else None."""
+
 def operator(op: str, form: int, fallback: Callable[[str, Any, Any], Any], /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
     (form 1: operands swapped; form 2: `inplace(op, a, b)`'s fast path); it binds as a method
