@@ -232,3 +232,31 @@ def test_the_inplace_operators_stand_for_the_python_methods() -> None:
     np.testing.assert_array_equal(np.asarray(x), [2.0, 4.0, 8.0])
     with pytest.raises(TypeError, match="unsupported operand"):
         x += "a"
+
+
+def test_large_targets_from_many_threads() -> None:
+    import threading
+
+    n = 40_000  # over the size from which the copy into the target runs without the GIL
+    base = values(np.float32, (n,), 5)
+    others = [ft.asarray(values(np.float32, (n,), 6 + k)) for k in range(4)]
+    targets = [ft.asarray(base.copy()) for _ in range(4)]
+    targets[0] + others[0]
+    errors: list[int] = []
+
+    def worker(k: int) -> None:
+        for _ in range(20):
+            targets[k] += others[k]
+        want = base.copy()
+        with np.errstate(all="ignore"):  # inf + -inf: NaN, as the kernel gives it
+            for _ in range(20):
+                want += np.asarray(others[k])
+        if np.asarray(targets[k]).tobytes() != want.tobytes():
+            errors.append(k)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and not any(t.is_alive() for t in threads)

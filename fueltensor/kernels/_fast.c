@@ -807,9 +807,11 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
         if (ran == 0) result = Py_NewRef(Py_None);
         goto done;
     }
-    if (dense != NULL)
+    if (dense != NULL) {
+        PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
         memcpy(dense, PyArray_BYTES(storage), (size_t)(e->count * e->itemsize));
-    else if (PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)view) < 0)
+        if (state != NULL) PyEval_RestoreThread(state);
+    } else if (PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)view) < 0)
         goto done;
     result = Py_NewRef(target);
 done:
