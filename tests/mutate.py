@@ -682,7 +682,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-offsets-ignored",
         DISPATCH,
-        "offsets = tuple(o.layout.offset for o in plan.operands)",
+        "offsets = tuple(o.layout.offset for o in operands)",
         "offsets = (0, 0)",
         FAST_TESTS,
         "a one-element view at an offset is read from its storage's first element",
