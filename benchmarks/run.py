@@ -18,6 +18,7 @@ import argparse
 import datetime
 import json
 import math
+import operator
 import os
 import re
 import statistics
@@ -319,11 +320,38 @@ class _TorchScalar:
         return a.clamp_min(b)
 
 
+def _iadd(a: Any, b: Any) -> Any:
+    """`a += b`, as client code writes it (the same object back)."""
+    a += b
+    return a
+
+
+def small_call_cases() -> Iterator[Case]:
+    """4-element F32 calls beyond a same-dtype `x op y`: in place, mixed dtypes, host
+    element-wise functions (dispatch and call overhead, held to the 4-element sweep target)."""
+    lhs, _ = operands(4, np.float32)
+    other = np.ones(4, np.float32)
+    wide = np.ones(4, np.float64)
+    x, y, d = ft.asarray(lhs.copy()), ft.asarray(other), ft.asarray(wide)
+    a = lhs.copy()
+    cases: list[tuple[str, Thunk, Thunk]] = [
+        ("x += 1.0", partial(_iadd, x, 1.0), partial(_iadd, a, 1.0)),
+        ("x += y", partial(_iadd, x, y), partial(_iadd, a, other)),
+        ("x + d (f64)", partial(operator.add, x, d), partial(operator.add, lhs, wide)),
+        ("sqrt(x)", partial(ft.sqrt, x), partial(np.sqrt, lhs)),
+        ("x > 0", partial(operator.gt, x, 0), partial(operator.gt, lhs, 0)),
+    ]
+    for label, fuel, ref in cases:
+        yield Case(f"{label} f32 n=4", f"NumPy {label}", fuel, ref, None, SWEEP_TARGETS[4])
+
+
 def scalar_rows(repeats: int) -> None:
-    """Scalar operands at 10^6, then at 4 and 4,096 elements, then the small transposed op."""
+    """Scalar operands at 10^6, then at 4 and 4,096 elements, then the small transposed op and
+    the small calls beyond `x op y`."""
     run_cases(scalar_cases(), repeats)
     run_cases(small_scalar_cases(), max(repeats, 31))
     run_cases(small_layout_cases(), max(repeats, 31))
+    run_cases(small_call_cases(), max(repeats, 31))
 
 
 def small_layout_cases() -> Iterator[Case]:

@@ -40,13 +40,20 @@ CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
-FAST_TESTS = ("tests/test_fast_path.py",)
+HOST_TESTS = ("tests/test_host_calls.py",)
+FAST_TESTS = (
+    "tests/test_fast_path.py",
+    "tests/test_fast_inplace.py",
+    "tests/test_fast_casts.py",
+)
 
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/schema.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
+FAST_C = "fueltensor/kernels/_fast.c"
+HOST = "fueltensor/array_api/_host.py"
 POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
 POW_LOOP_TESTS = tuple(
     f"tests/test_pow_shortcut.py::{name}"
@@ -675,7 +682,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-offsets-ignored",
         DISPATCH,
-        "offsets = tuple(o.layout.offset for o in plan.operands)",
+        "offsets = tuple(o.layout.offset for o in operands)",
         "offsets = (0, 0)",
         FAST_TESTS,
         "a one-element view at an offset is read from its storage's first element",
@@ -711,6 +718,71 @@ MUTATIONS: tuple[Mutation, ...] = (
         "key = (op, a._layout, a._layout, b._layout, b._layout)",
         FAST_TESTS + PLAN_TESTS,
         "an F64 operation finds the plan cached for F32 operands of the same layouts",
+    ),
+    M(
+        "fast-inplace-falls-back-out-of-place",
+        DISPATCH,
+        '"inplace": (2, _python_binary_inplace),',
+        '"inplace": (0, _python_binary),',
+        FAST_TESTS,
+        "`x += y` returns a new tensor and leaves x as it was",
+    ),
+    M(
+        "fast-inplace-strided-target-as-dense",
+        FAST_C,
+        "if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;",
+        "if (shape[k] != e->dims[k]) return NULL;",
+        FAST_TESTS,
+        "`x[:, ::2] += y` writes the result over the target's first elements, side by side",
+    ),
+    M(
+        "fast-inplace-read-only-target-written",
+        FAST_C,
+        "        !PyArray_ISWRITEABLE((PyArrayObject *)storage))",
+        "        0)",
+        FAST_TESTS,
+        "`x += 1.0` writes into read-only memory (a tensor over a read-only NumPy array)",
+    ),
+    M(
+        "fast-inplace-unchecked-strided-target",
+        FAST_C,
+        "if (checked == NULL) goto done;\n        Py_DECREF(checked);",
+        "if (checked == NULL) PyErr_Clear();\n        Py_XDECREF(checked);",
+        FAST_TESTS,
+        "a refused in-place result (another shape, a broadcast target) is written anyway",
+    ),
+    M(
+        "fast-cast-offset-kept",
+        DISPATCH,
+        "offsets = tuple(o.layout.offset for o in operands)",
+        "offsets = tuple(o.layout.offset for o in plan.operands)",
+        FAST_TESTS,
+        "a cast operand (dense, from its first element) is read at the uncast view's offset",
+    ),
+    M(
+        "fast-cast-not-applied",
+        FAST_C,
+        "        c->operands[k] = c->cast[k];\n",
+        "",
+        FAST_TESTS,
+        "`x + d` (f32 + f64) runs the f64 kernel on x's f32 bytes, or leaves the call to Python",
+    ),
+    # -- host functions' per-call machinery ------------------------------------------------------
+    M(
+        "host-errstate-not-restored",
+        HOST,
+        "        finally:\n            restore(token)\n",
+        "        finally:\n            pass\n",
+        HOST_TESTS,
+        "after `ft.sqrt(x)` NumPy ignores every floating-point error the caller asked to raise",
+    ),
+    M(
+        "host-adopts-a-view",
+        FAST_C,
+        "int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
+        "int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
+        HOST_TESTS,
+        "a host function's result that views its input (or other memory) is adopted uncopied",
     ),
 )
 

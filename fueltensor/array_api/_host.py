@@ -20,8 +20,22 @@ from fueltensor.core.layout import normalize_axis
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.backends import tracing
 from fueltensor.engine.dispatch import coerce, host_operation, record_host
+from fueltensor.kernels._chassis import restore, silence
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _compiled_adopt() -> Callable[[np.ndarray, DType], FuelTensor | None] | None:
+    """`kernels._fast.adopt` (`FuelTensor._from_dense` of a fresh result), or None where the
+    fast path is not built."""
+    try:
+        from fueltensor.kernels import _fast
+    except ImportError:
+        return None
+    return _fast.adopt
+
+
+_ADOPT = _compiled_adopt()
 
 
 def host(fn: F) -> F:
@@ -30,8 +44,13 @@ def host(fn: F) -> F:
 
     @functools.wraps(fn)
     def operation(*args: Any, **kwargs: Any) -> Any:
-        with np.errstate(all="ignore"):
+        # NumPy's all-ignore error state set through its contextvar, as np.errstate(all="ignore")
+        # sets it, at a tenth of the context manager's cost (the caller's state comes back).
+        token = silence()
+        try:
             out = fn(*args, **kwargs)
+        finally:
+            restore(token)
         if tracing():
             outputs = _tensors((out,))
             if outputs:
@@ -57,6 +76,10 @@ def fresh(result: Any, dtype: DType | None = None) -> FuelTensor:
 
     A result that does not own its memory (a view, possibly of an input) is copied.
     """
+    if _ADOPT is not None and type(result) is np.ndarray:  # a ufunc's output, in one C call
+        adopted = _ADOPT(result, dtype or _dtypes.from_numpy(result.dtype))
+        if adopted is not None:
+            return adopted
     a = result if type(result) is np.ndarray else np.asarray(result)
     if dtype is not None and a.dtype != dtype.np:
         a = a.astype(dtype.np)
@@ -84,11 +107,11 @@ def promoted(*operands: Any) -> tuple[list[np.ndarray], DType]:
         tensors: tuple[FuelTensor, ...] = coerce(*operands)
     else:
         tensors = tuple(tensor(t, f"operand {i}") for i, t in enumerate(operands))
-    dt = tensors[0].dtype
+    dt = tensors[0]._dtype  # the slot, not the property: this runs on every host call
     for t in tensors[1:]:
-        if t.dtype is not dt:  # the common case skips the cache's key hashing
-            dt = _dtypes.result_type(dt, t.dtype)
-    arrays = [t._array if t.dtype is dt else t._array.astype(dt.np) for t in tensors]
+        if t._dtype is not dt:  # the common case skips the cache's key hashing
+            dt = _dtypes.result_type(dt, t._dtype)
+    arrays = [t._array if t._dtype is dt else t._array.astype(dt.np) for t in tensors]
     return arrays, dt
 
 

@@ -12,7 +12,7 @@ import inspect
 import math
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -72,24 +72,37 @@ def _load_fast() -> ModuleType | None:
         _dtypes.DType,
         _scalar,
         ERRSTATE,
+        check_inplace,
     )
     return _fast
 
 
 def _fast_entry(plan: Plan) -> object | None:
     """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
-    a host plan, a Cast step, an output alignment finer than the fast path's 64 bytes, or a
-    kernel that is neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at
-    most) nor the bundled oracle on operands of the output's dtype (Contiguize at most)."""
+    a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
+    neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
+    Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
+    Cast). A Cast makes the operand a dense tensor of its own shape, as `execute.prepare` does
+    (the same `astype` call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
         return None
     dt = plan.out_dtype
     out = (dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape)
-    offsets = tuple(o.layout.offset for o in plan.operands)
-    kinds = [tuple(s.kind for s in steps) for steps in plan.prep]
+    operands: list[Operand] = []
+    kinds: list[tuple[StepKind, ...]] = []
+    casts: list[tuple[np.dtype[Any], Layout, _dtypes.DType] | None] = []
+    for operand, steps in zip(plan.operands, plan.prep, strict=True):
+        cast = steps[0].dtype if steps and steps[0].kind is StepKind.CAST else None
+        if cast is not None:
+            operand = Operand(cast, Layout.dense(operand.layout.shape))
+            steps = steps[1:]
+        operands.append(operand)
+        kinds.append(tuple(s.kind for s in steps))
+        casts.append(None if cast is None else (cast.np, operand.layout, cast))
+    offsets = tuple(o.layout.offset for o in operands)
     # An operand read as it is must be dense (a user's contract may link a bundled kernel to
     # layouts the kernel itself refuses: the Python path then raises the kernel's error).
-    for operand, prep in zip(plan.operands, kinds, strict=True):
+    for operand, prep in zip(operands, kinds, strict=True):
         if not prep and not operand.layout.flags.contiguous:
             return None
     codes = getattr(plan.fn, "__fueltensor_native__", None)
@@ -98,23 +111,27 @@ def _fast_entry(plan: Plan) -> object | None:
             return None
         modes = tuple(
             (REPEAT if o.layout.size == 1 else DENSIFY) if k else AS_IS
-            for o, k in zip(plan.operands, kinds, strict=True)
+            for o, k in zip(operands, kinds, strict=True)
         )
         needs = tuple({AS_IS: plan.size, REPEAT: 1, DENSIFY: 0}[m] for m in modes)
-        native: object | None = _FAST_MODULE.entry(*codes, *out, modes, offsets, needs, None, None)
+        native: object | None = _FAST_MODULE.entry(
+            *codes, *out, modes, offsets, needs, None, None, tuple(casts)
+        )
         return native
     ufunc = _ORACLE.get(plan.fn) if plan.fn is not None else None
-    if ufunc is None or any(o.dtype is not dt for o in plan.operands):
+    if ufunc is None or any(o.dtype is not dt for o in operands):
         return None
     if any(k not in _ORACLE_PREP for k in kinds):
         return None
-    steps = tuple(
+    strides = tuple(
         tuple(s * dt.itemsize for s in reference.src_strides(o.layout.shape, plan.out_shape))
-        for o in plan.operands
+        for o in operands
     )
     modes = tuple(DENSIFY if k else AS_IS for k in kinds)
-    needs = tuple(o.layout.size for o in plan.operands)
-    oracle: object | None = _FAST_MODULE.entry(0, 0, *out, modes, offsets, needs, ufunc, steps)
+    needs = tuple(o.layout.size for o in operands)
+    oracle: object | None = _FAST_MODULE.entry(
+        0, 0, *out, modes, offsets, needs, ufunc, strides, tuple(casts)
+    )
     return oracle
 
 
@@ -172,9 +189,12 @@ def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
 
 
 def _operand(value: Any, like: FuelTensor) -> FuelTensor:
-    """The non-tensor operand next to tensor `like`: a weak scalar, or a NumPy array adopted."""
+    """The non-tensor operand next to tensor `like`: a weak scalar (the fast path's cached,
+    read-only 0-d tensor where it is built: operands are only read), or a NumPy array
+    adopted."""
     if isinstance(value, bool | int | float | complex):
-        return _scalar(value, like)
+        cached = _CACHED_SCALAR(value, like) if _CACHED_SCALAR is not None else None
+        return cached if cached is not None else _scalar(value, like)
     if isinstance(value, np.ndarray | np.generic):
         return asarray(value)
     raise TypeError(
@@ -188,6 +208,14 @@ _FAST: Final[Callable[[str, Any, Any], FuelTensor | None] | None] = (
     _FAST_MODULE.binary if _FAST_MODULE is not None else None
 )
 """`kernels._fast.binary`, or None where it is not built."""
+_FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None] = (
+    _FAST_MODULE.inplace if _FAST_MODULE is not None else None
+)
+"""`kernels._fast.inplace`, or None where it is not built."""
+_CACHED_SCALAR: Final[Callable[[Scalar, FuelTensor], FuelTensor | None] | None] = (
+    _FAST_MODULE.scalar if _FAST_MODULE is not None else None
+)
+"""`kernels._fast.scalar` (a Python scalar's 0-d tensor, cached), or None where not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
@@ -291,23 +319,21 @@ def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
     return result
 
 
-def compiled(fn: Callable[..., FuelTensor], op: str, reflected: bool) -> Callable[..., FuelTensor]:
-    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
-    operands, swapped when `reflected`), as one compiled callable where `kernels._fast` is
-    built: the fast path, else the Python path, with no Python frame in between. It carries
-    `fn`'s name, docstring and signature, and binds as a method as `fn` does."""
-    if _FAST_MODULE is None:
-        return fn
-    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, reflected, _python_binary)
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(made, attr, getattr(fn, attr))
-    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
-    return made
-
-
 def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`target op= other`: computed fresh, then written through `target`'s strides; refused
-    (target untouched) when the result's dtype or shape is not the target's."""
+    (target untouched) when the result's dtype or shape is not the target's.
+
+    Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
+    same plan, output and refusals as below."""
+    if _FAST_INPLACE is not None:
+        fast = _FAST_INPLACE(op, target, other)
+        if fast is not None:
+            return fast
+    return _python_binary_inplace(op, target, other)
+
+
+def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
+    """`binary_inplace` on the Python path: coerce, plan (cached), check, run, notify, copy."""
     tensors = coerce(target, other)
     plan, planning = choose(op, tensors, current_policy())
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
@@ -315,6 +341,31 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     notify(planning, plan, tensors, result)
     target._array[...] = result._array
     return target
+
+
+Form = Literal["forward", "reflected", "inplace"]
+_FORMS: Final[dict[Form, tuple[int, Callable[[str, Any, Any], FuelTensor]]]] = {
+    "forward": (0, _python_binary),
+    "reflected": (1, _python_binary),
+    "inplace": (2, _python_binary_inplace),
+}
+"""`_fast.operator`'s code of each form, and the Python path it falls back to."""
+
+
+def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[..., FuelTensor]:
+    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
+    operands, swapped when "reflected"; `binary_inplace(op, a, b)` when "inplace"), as one
+    compiled callable where `kernels._fast` is built: the fast path, else the Python path, with
+    no Python frame in between. It carries `fn`'s name, docstring and signature, and binds as a
+    method as `fn` does."""
+    if _FAST_MODULE is None:
+        return fn
+    code, fallback = _FORMS[form]
+    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, code, fallback)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return made
 
 
 def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> None:
@@ -382,7 +433,7 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
         f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
         f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
     )
-    made = compiled(operation, name, reflected=False)
+    made = compiled(operation, name, "forward")
     made.__fueltensor_op__ = name  # type: ignore[attr-defined]
     return made
 

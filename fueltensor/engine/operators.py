@@ -24,8 +24,8 @@ _OPERANDS: Final = (FuelTensor, bool, int, float, complex, np.ndarray, np.generi
 
 
 def _contract_methods(name: str) -> tuple[Method, Method, Method]:
-    """`x op y`, `y op x` and `x op= y` of contract operation `name`, straight to dispatch (the
-    first two compiled where the fast path is built)."""
+    """`x op y`, `y op x` and `x op= y` of contract operation `name`, straight to dispatch
+    (compiled where the fast path is built)."""
 
     def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
         return binary(name, self, other)
@@ -36,7 +36,11 @@ def _contract_methods(name: str) -> tuple[Method, Method, Method]:
     def inplace(self: FuelTensor, other: Any, /) -> FuelTensor:
         return binary_inplace(name, self, other)
 
-    return compiled(forward, name, False), compiled(reflected, name, True), inplace
+    return (
+        compiled(forward, name, "forward"),
+        compiled(reflected, name, "reflected"),
+        compiled(inplace, name, "inplace"),
+    )
 
 
 def _host_methods(fn: Method) -> tuple[Method, Method, Method]:

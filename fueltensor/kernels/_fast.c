@@ -18,13 +18,24 @@
  *   1 MiB) at their own shapes: the call the oracle makes, its ufunc on the broadcast views it
  *   builds (`reference.broadcast_src_view`'s strides, given by dispatch) with `out=`, under
  *   NumPy's all-ignore error state.
+ * An operand either kind reads may first have a Cast step (mixed dtypes): the `astype` call
+ * `execute.prepare` makes, under the caller's error state as there, gives a dense operand of
+ * its own shape, read as above.
  *
  * A Python scalar becomes the 0-d tensor `dispatch._scalar` makes (which raises OverflowError
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
  * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
  *
- * `operator` makes the contract operations' namespace functions and `x op y` / `y op x`
- * methods C callables that try this path first and call dispatch's Python path otherwise.
+ * `inplace` serves `x op= y` the same way: the plan's fresh output, as above (a kernel's output
+ * never aliases its inputs, so `x[1:] += x[:-1]` reads its operands whole), copied into the
+ * target (one memcpy into a dense one, NumPy's copy through a strided one's strides) once
+ * `tensor.check_inplace` accepts the output's dtype and shape (checked here, without a call,
+ * for a dense writable target of the output's dtype and shape; its error otherwise, the target
+ * untouched).
+ *
+ * `operator` makes the contract operations' namespace functions and `x op y` / `y op x` /
+ * `x op= y` methods C callables that try this path first and call dispatch's Python path
+ * otherwise.
  *
  * `empty` is the aligned allocation both paths share: a buffer over-allocated by NumPy and
  * viewed at its first 64-byte boundary (no arena, so a small result holds only its own bytes).
@@ -61,6 +72,8 @@ static Body run_body;           /* `_native`'s kernel body for the selected inst
 static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer (Contiguize) */
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
+static PyTypeObject *dtype_type;  /* DType */
+static PyObject *dense_layout;    /* Layout.dense (memoized) */
 static Py_ssize_t off_storage, off_layout, off_dtype, off_np; /* its slots' byte offsets */
 static Py_ssize_t off_dtype_np; /* DType's slot holding its NumPy dtype */
 static PyObject *policy_var, *trace_var, *observers_var, *current_policy;
@@ -69,6 +82,11 @@ static PyObject *default_name;  /* "_DEFAULT" */
 static PyObject *out_kwnames;   /* ("out",) */
 static PyObject *backends_dict; /* engine.backends' globals, where the default policy lives */
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
+static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, what) */
+static PyObject *array_name;    /* "_array" */
+static PyObject *astype_name;   /* "astype" */
+static PyObject *order_kwnames; /* ("order",) */
+static PyObject *order_c;       /* "C" */
 static PyObject *errstate_var;  /* NumPy's extobj contextvar, or NULL: then no oracle entries */
 static PyObject *errstate_ignore; /* its value under np.errstate(all="ignore") */
 static PyObject *last_policy, *last_plans; /* the policy last read and its plan cache */
@@ -88,6 +106,8 @@ typedef struct {
                                  ORACLE), and how many storage elements it needs from there */
     Py_ssize_t need[2];
     PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
+    PyObject *cast[2];        /* an operand's Cast step: (NumPy dtype, dense Layout of its
+                                 shape, DType), or NULL */
     npy_intp *dims;           /* the output's extents */
     npy_intp *steps[2];       /* ORACLE: each operand's broadcast view, byte strides */
     npy_intp data[];
@@ -100,6 +120,8 @@ static void entry_dealloc(PyObject *self) {
     Py_XDECREF(e->np_dtype);
     Py_XDECREF(e->shape);
     Py_XDECREF(e->ufunc);
+    Py_XDECREF(e->cast[0]);
+    Py_XDECREF(e->cast[1]);
     PyObject_Free(self);
 }
 
@@ -353,15 +375,30 @@ static int read_ints(PyObject *tuple, Py_ssize_t n, npy_intp *dst, const char *w
     return 0;
 }
 
+/* Whether `cast` is None or a (NumPy dtype, Layout, DType) triple, as an entry's Cast step. */
+static int is_cast(PyObject *cast) {
+    return cast == Py_None ||
+           (PyTuple_Check(cast) && PyTuple_GET_SIZE(cast) == 3 &&
+            PyArray_DescrCheck(PyTuple_GET_ITEM(cast, 0)) &&
+            Py_TYPE(PyTuple_GET_ITEM(cast, 1)) == layout_type &&
+            PyTuple_GET_SIZE(PyTuple_GET_ITEM(cast, 1)) == 3);
+}
+
 /* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
- * steps): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
+ * steps, casts): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
 static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 11) {
-        PyErr_Format(PyExc_TypeError, "entry() takes 11 arguments, got %zd", nargs);
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "entry() takes 12 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *shape = args[5], *ufunc = args[9], *steps = args[10];
+    PyObject *shape = args[5], *ufunc = args[9], *steps = args[10], *casts = args[11];
+    if (layout_type == NULL || !PyTuple_Check(casts) || PyTuple_GET_SIZE(casts) != 2 ||
+        !is_cast(PyTuple_GET_ITEM(casts, 0)) || !is_cast(PyTuple_GET_ITEM(casts, 1))) {
+        PyErr_SetString(PyExc_TypeError, "entry: casts must be two of None or (NumPy dtype, "
+                                         "Layout, DType)");
+        return NULL;
+    }
     if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS ||
         !PyArray_DescrCheck(args[4])) {
         PyErr_SetString(PyExc_TypeError, "entry: shape must be a tuple (at most NPY_MAXDIMS "
@@ -374,6 +411,10 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
     if (e == NULL) return NULL;
     e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = NULL;
+    for (int k = 0; k < 2; k++) {
+        PyObject *cast = PyTuple_GET_ITEM(casts, k);
+        e->cast[k] = cast == Py_None ? NULL : Py_NewRef(cast);
+    }
     e->kind = oracle ? ORACLE : NATIVE;
     e->ndim = (int)ndim;
     e->dims = e->data;
@@ -582,65 +623,202 @@ done:
     return status;
 }
 
-/* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
- * call is not one the fast path serves: an operand other than a FuelTensor or an exact Python
- * float / int / bool beside one, no cached plan with an entry, or a trace or observer active. */
-static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
-    PyObject *operands[2] = {a, b}, *scalar = NULL;
-    if (tensor == NULL) Py_RETURN_NONE;
-    int ta = Py_TYPE(operands[0]) == tensor, tb = Py_TYPE(operands[1]) == tensor;
-    if (!(ta && tb) && !(ta && is_scalar(operands[1])) && !(tb && is_scalar(operands[0])))
-        Py_RETURN_NONE;
-    int watched = busy(trace_var);
-    if (watched == 0) watched = busy(observers_var);
-    if (watched < 0) return NULL;
-    if (watched) Py_RETURN_NONE;
-    if (!(ta && tb)) {
-        int k = ta ? 1 : 0;
-        scalar = scalar_operand(operands[k], operands[1 - k]);
-        if (scalar == NULL) return NULL;
-        if (Py_TYPE(scalar) != tensor) {
-            Py_DECREF(scalar);
-            Py_RETURN_NONE;
-        }
-        operands[k] = scalar;
-    }
-    PyObject *result = NULL, *cell = cached(op, operands[0], operands[1]);
-    if (cell == NULL) {
-        if (!PyErr_Occurred()) result = Py_NewRef(Py_None);
-        Py_XDECREF(scalar);
-        return result;
-    }
-    PyObject *item = PyTuple_Check(cell) && PyTuple_GET_SIZE(cell) == 3
-                         ? PyTuple_GET_ITEM(cell, 2)
-                         : Py_None;
-    Entry *e = Py_TYPE(item) == &EntryType ? (Entry *)item : NULL;
-    PyArrayObject *storage = NULL;
-    PyObject *view = NULL;
-    if (e == NULL) {
-        result = Py_NewRef(Py_None);
+/* What a fast call runs: its operands (a Python scalar as its cached 0-d tensor), the plan
+ * cache's cell and the cell's entry. `operands`, `scalar` and `cell` are released by `release`. */
+typedef struct {
+    PyObject *operands[2];
+    PyObject *scalar;  /* the 0-d tensor standing for a Python scalar operand, or NULL */
+    PyObject *cell;    /* the plan cache's (plan, planning, entry), or NULL */
+    PyObject *cast[2]; /* an operand after its Cast step, or NULL */
+    Entry *e;
+} Call;
+
+static void release(Call *c) {
+    Py_CLEAR(c->scalar);
+    Py_CLEAR(c->cell);
+    Py_CLEAR(c->cast[0]);
+    Py_CLEAR(c->cast[1]);
+}
+
+/* The Cast step `cast` (see Entry) of operand `t`: the call `execute.prepare` makes,
+ * `t._array.astype(dtype, order="C")`, under the caller's error state as there, wrapped as
+ * the dense tensor `FuelTensor._from_dense` makes of it (a new reference), or NULL on error. */
+static PyObject *cast_operand(PyObject *t, PyObject *cast) {
+    PyObject *array = PyObject_GetAttr(t, array_name);
+    if (array == NULL) return NULL;
+    PyObject *args[3] = {array, PyTuple_GET_ITEM(cast, 0), order_c};
+    PyObject *dense = PyObject_VectorcallMethod(astype_name, args, 2, order_kwnames);
+    Py_DECREF(array);
+    if (dense == NULL) return NULL;
+    PyObject *flat = NULL, *made = NULL;
+    if (!PyArray_Check(dense) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)dense)) {
+        PyErr_SetString(PyExc_TypeError, "astype(order=\"C\") gave no C-contiguous array");
         goto done;
     }
-    if (fresh_output(e, &storage, &view) < 0) goto done;
-    int ran = e->kind == ORACLE ? run_oracle(e, operands, view)
-                                : run_native(e, operands, PyArray_BYTES(storage));
+    flat = PyArray_Ravel((PyArrayObject *)dense, NPY_CORDER);
+    made = flat == NULL ? NULL : tensor->tp_alloc(tensor, 0);
+    if (made == NULL) goto done;
+    SLOT(made, off_storage) = Py_NewRef(flat);
+    SLOT(made, off_layout) = Py_NewRef(PyTuple_GET_ITEM(cast, 1));
+    SLOT(made, off_dtype) = Py_NewRef(PyTuple_GET_ITEM(cast, 2));
+    SLOT(made, off_np) = Py_NewRef(dense);
+done:
+    Py_XDECREF(flat);
+    Py_DECREF(dense);
+    return made;
+}
+
+/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
+ * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
+ * / bool beside one, no cached plan with an entry, or a trace or observer active), -1 on error
+ * (`_scalar`'s OverflowError for an int the dtype cannot hold). */
+static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
+    c->operands[0] = a;
+    c->operands[1] = b;
+    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
+    c->e = NULL;
+    if (tensor == NULL) return 0;
+    int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
+    if (!(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (!(ta && tb)) {
+        int k = ta ? 1 : 0;
+        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
+        if (c->scalar == NULL) return -1;
+        if (Py_TYPE(c->scalar) != tensor) {
+            Py_CLEAR(c->scalar);
+            return 0;
+        }
+        c->operands[k] = c->scalar;
+    }
+    c->cell = cached(op, c->operands[0], c->operands[1]);
+    if (c->cell == NULL) {
+        release(c);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *item = PyTuple_Check(c->cell) && PyTuple_GET_SIZE(c->cell) == 3
+                         ? PyTuple_GET_ITEM(c->cell, 2)
+                         : Py_None;
+    if (Py_TYPE(item) != &EntryType) {
+        release(c);
+        return 0;
+    }
+    c->e = (Entry *)item;
+    return 1;
+}
+
+/* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
+ * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
+ * Python path runs), -1 on error. */
+static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
+    const Entry *e = c->e;
+    for (int k = 0; k < 2; k++) {
+        if (e->cast[k] == NULL) continue;
+        c->cast[k] = cast_operand(c->operands[k], e->cast[k]);
+        if (c->cast[k] == NULL) return -1;
+        c->operands[k] = c->cast[k];
+    }
+    if (fresh_output(e, storage, view) < 0) return -1;
+    int ran = e->kind == ORACLE ? run_oracle(e, c->operands, *view)
+                                : run_native(e, c->operands, PyArray_BYTES(*storage));
+    if (ran <= 0) {
+        Py_CLEAR(*storage);
+        Py_CLEAR(*view);
+    }
+    return ran;
+}
+
+/* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
+ * call is not one the fast path serves (see `resolve`). */
+static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
+    Call c;
+    int found = resolve(op, a, b, &c);
+    if (found <= 0) return found < 0 ? NULL : Py_NewRef(Py_None);
+    PyArrayObject *storage = NULL;
+    PyObject *view = NULL, *result = NULL;
+    int ran = compute(&c, &storage, &view);
+    if (ran <= 0) {
+        release(&c);
+        return ran < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    result = tensor->tp_alloc(tensor, 0);
+    if (result != NULL) {
+        SLOT(result, off_storage) = (PyObject *)storage;
+        SLOT(result, off_layout) = Py_NewRef(c.e->out_layout);
+        SLOT(result, off_dtype) = Py_NewRef(c.e->out_dtype);
+        SLOT(result, off_np) = view;
+    } else {
+        Py_DECREF(storage);
+        Py_DECREF(view);
+    }
+    release(&c);
+    return result;
+}
+
+/* Where entry `e`'s output is copied into in-place target `t` when `t` is of the output's
+ * dtype, row-major dense, not empty, of the output's extents and in a writable storage (a
+ * target `check_inplace` accepts, written by one memcpy); else NULL. */
+static char *dense_target(PyObject *t, const Entry *e) {
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
+    int ndim;
+    PyObject *storage = SLOT(t, off_storage);
+    if (SLOT(t, off_dtype) != e->out_dtype || e->count == 0 ||
+        !read_layout(t, shape, strides, &ndim, &offset) || ndim != e->ndim ||
+        storage == NULL || !PyArray_Check(storage) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)storage))
+        return NULL;
+    Py_ssize_t step = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;
+        step *= shape[k];
+    }
+    return operand_at(t, offset, e->count, e->itemsize);
+}
+
+/* inplace(op, target, other): `dispatch.binary_inplace(op, target, other)` (the target,
+ * written through its strides) or None when the call is not one the fast path serves. The
+ * output is computed fresh, as a kernel's output never aliases its inputs, then copied into
+ * the target; `check_inplace` refuses a result the target cannot hold before anything runs. */
+static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
+    Call c;
+    if (tensor == NULL || Py_TYPE(target) != tensor) Py_RETURN_NONE;
+    int found = resolve(op, target, other, &c);
+    if (found <= 0) return found < 0 ? NULL : Py_NewRef(Py_None);
+    const Entry *e = c.e;
+    PyArrayObject *storage = NULL;
+    PyObject *view = NULL, *result = NULL, *dst = NULL;
+    char *dense = dense_target(target, e);
+    if (dense == NULL) {
+        PyObject *checked = PyObject_CallFunctionObjArgs(check_inplace, target, e->out_dtype,
+                                                         e->shape, op, NULL);
+        if (checked == NULL) goto done;
+        Py_DECREF(checked);
+        dst = PyObject_GetAttr(target, array_name);
+        if (dst == NULL) goto done;
+        if (!PyArray_Check(dst)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    int ran = compute(&c, &storage, &view);
     if (ran <= 0) {
         if (ran == 0) result = Py_NewRef(Py_None);
         goto done;
     }
-    result = tensor->tp_alloc(tensor, 0);
-    if (result == NULL) goto done;
-    SLOT(result, off_storage) = (PyObject *)storage;
-    SLOT(result, off_layout) = Py_NewRef(e->out_layout);
-    SLOT(result, off_dtype) = Py_NewRef(e->out_dtype);
-    SLOT(result, off_np) = view;
-    storage = NULL;
-    view = NULL;
+    if (dense != NULL) {
+        PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+        memcpy(dense, PyArray_BYTES(storage), (size_t)(e->count * e->itemsize));
+        if (state != NULL) PyEval_RestoreThread(state);
+    } else if (PyArray_CopyInto((PyArrayObject *)dst, (PyArrayObject *)view) < 0)
+        goto done;
+    result = Py_NewRef(target);
 done:
     Py_XDECREF(storage);
     Py_XDECREF(view);
-    Py_DECREF(cell);
-    Py_XDECREF(scalar);
+    Py_XDECREF(dst);
+    release(&c);
     return result;
 }
 
@@ -653,18 +831,86 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     return fast_binary(args[0], args[1], args[2]);
 }
 
+/* adopt(array, dtype): `FuelTensor._from_dense(array, dtype)` when `array` is an exact ndarray
+ * of `dtype` that owns its memory, row-major and writable (a fresh NumPy result `_host.fresh`
+ * adopts without a copy); else None. */
+static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *array = args[0], *dtype = args[1];
+    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
+        Py_TYPE(dtype) != dtype_type)
+        Py_RETURN_NONE;
+    PyArrayObject *a = (PyArrayObject *)array;
+    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
+    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
+    int same = PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), SLOT(dtype, off_dtype_np),
+                                       Py_EQ);
+    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+    int ndim = PyArray_NDIM(a);
+    PyObject *shape = PyTuple_New(ndim), *layout = NULL, *storage = NULL, *made = NULL;
+    if (shape == NULL) return NULL;
+    for (int k = 0; k < ndim; k++) {
+        PyObject *n = PyLong_FromSsize_t(PyArray_DIM(a, k));
+        if (n == NULL) goto done;
+        PyTuple_SET_ITEM(shape, k, n);
+    }
+    layout = PyObject_CallOneArg(dense_layout, shape);
+    storage = layout == NULL ? NULL
+              : ndim == 1    ? Py_NewRef(array)
+                             : PyArray_Ravel(a, NPY_CORDER);
+    made = storage == NULL ? NULL : tensor->tp_alloc(tensor, 0);
+    if (made == NULL) goto done;
+    SLOT(made, off_storage) = Py_NewRef(storage);
+    SLOT(made, off_layout) = Py_NewRef(layout);
+    SLOT(made, off_dtype) = Py_NewRef(dtype);
+    SLOT(made, off_np) = Py_NewRef(array);
+done:
+    Py_DECREF(shape);
+    Py_XDECREF(layout);
+    Py_XDECREF(storage);
+    return made;
+}
+
+/* scalar(value, like): the cached 0-d tensor `dispatch._scalar(value, like)` makes (read-only),
+ * or None when `value` is not an exact Python float / int / bool or `like` not a tensor. */
+static PyObject *scalar(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "scalar(value, like) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (tensor == NULL || Py_TYPE(args[1]) != tensor || !is_scalar(args[0])) Py_RETURN_NONE;
+    return scalar_operand(args[0], args[1]);
+}
+
+static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "inplace(op, target, other) takes 3 arguments, got %zd",
+                     nargs);
+        return NULL;
+    }
+    return fast_inplace(args[0], args[1], args[2]);
+}
+
 /* ---------------------------------------------------------------------------------------------
- * Operators: `x + y`, `y + x` and `ft.add(x, y)` as one C callable each, so the common call
- * costs no Python frame: the fast path, else dispatch's Python `binary(op, a, b)`. As a class
+ * Operators: `x + y`, `y + x`, `x += y` and `ft.add(x, y)` as one C callable each, so the
+ * common call costs no Python frame: the fast path, else dispatch's Python path. As a class
  * attribute it binds like a function (a method descriptor); its __dict__ carries the name,
  * docstring and signature the Python functions it stands for would have. */
+
+enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
 
 typedef struct {
     PyObject_HEAD
     PyObject *op;       /* the contract operation's name */
-    PyObject *fallback; /* dispatch.binary */
+    PyObject *fallback; /* dispatch's Python path: fallback(op, a, b) */
     PyObject *dict;
-    int reflected;      /* `y op x`: the instance is the right operand */
+    int form;           /* FORWARD, REFLECTED or INPLACE */
     vectorcallfunc vectorcall;
 } Operator;
 
@@ -678,8 +924,9 @@ static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nar
                                                                                  : "");
         return NULL;
     }
-    PyObject *a = args[o->reflected], *b = args[1 - o->reflected];
-    PyObject *result = fast_binary(o->op, a, b);
+    int swap = o->form == REFLECTED;
+    PyObject *a = args[swap], *b = args[1 - swap];
+    PyObject *result = o->form == INPLACE ? fast_inplace(o->op, a, b) : fast_binary(o->op, a, b);
     if (result != Py_None) return result;
     Py_DECREF(result);
     PyObject *call[3] = {o->op, a, b};
@@ -741,23 +988,28 @@ static PyTypeObject OperatorType = {
     .tp_dictoffset = offsetof(Operator, dict),
 };
 
-/* operator(op, reflected, fallback): the callable `(a, b) -> fallback(op, a, b)` (or of
- * `(b, a)` when reflected) that tries the fast path first. */
+/* operator(op, form, fallback): the callable `(a, b) -> fallback(op, a, b)` (of `(b, a)` when
+ * form is 1, reflected) that tries the fast path first, `inplace`'s when form is 2 (`a op= b`). */
 static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "operator(op: str, reflected: bool, fallback) takes 3 "
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1]) ||
+        !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "operator(op: str, form: int, fallback) takes 3 "
                                          "arguments");
         return NULL;
     }
-    int reflected = PyObject_IsTrue(args[1]);
-    if (reflected < 0) return NULL;
+    long form = PyLong_AsLong(args[1]);
+    if (form < FORWARD || form > INPLACE) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "operator: form must be 0, 1 or 2, got %ld", form);
+        return NULL;
+    }
     Operator *o = PyObject_New(Operator, &OperatorType);
     if (o == NULL) return NULL;
     o->op = Py_NewRef(args[0]);
     o->fallback = Py_NewRef(args[2]);
     o->dict = NULL;
-    o->reflected = reflected;
+    o->form = (int)form;
     o->vectorcall = operator_call;
     return (PyObject *)o;
 }
@@ -913,15 +1165,17 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
 
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 10 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
+    if (nargs != 11 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
         !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6]) ||
         !PyType_Check(args[7]) || !PyCallable_Check(args[8]) ||
         !(args[9] == Py_None || (PyTuple_Check(args[9]) && PyTuple_GET_SIZE(args[9]) == 2 &&
-                                 PyContextVar_CheckExact(PyTuple_GET_ITEM(args[9], 0))))) {
+                                 PyContextVar_CheckExact(PyTuple_GET_ITEM(args[9], 0)))) ||
+        !PyCallable_Check(args[10])) {
         PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
                                          "observers_var, current_policy, Layout, "
                                          "backends_globals, DType, make_scalar, "
-                                         "(errstate_var, ignore) | None) takes 10 arguments");
+                                         "(errstate_var, ignore) | None, check_inplace) takes "
+                                         "11 arguments");
         return NULL;
     }
     for (Py_ssize_t i = 1; i < 4; i++) {
@@ -945,9 +1199,14 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
     Py_XSETREF(trace_var, Py_NewRef(args[2]));
     Py_XSETREF(observers_var, Py_NewRef(args[3]));
     Py_XSETREF(current_policy, Py_NewRef(args[4]));
+    PyObject *dense = PyObject_GetAttrString(args[5], "dense");
+    if (dense == NULL) return NULL;
+    Py_XSETREF(dense_layout, dense);
     Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
+    Py_XSETREF(dtype_type, (PyTypeObject *)Py_NewRef(args[7]));
     Py_XSETREF(backends_dict, Py_NewRef(args[6]));
     Py_XSETREF(make_scalar, Py_NewRef(args[8]));
+    Py_XSETREF(check_inplace, Py_NewRef(args[10]));
     if (args[9] == Py_None) {
         Py_CLEAR(errstate_var);
         Py_CLEAR(errstate_ignore);
@@ -967,12 +1226,22 @@ static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, a, b) -> FuelTensor | None: dispatch.binary's result when the cached plan has "
      "an entry and nothing traces or observes; else None."},
+    {"inplace", (PyCFunction)(void (*)(void))inplace, METH_FASTCALL,
+     "inplace(op, target, other) -> FuelTensor | None: dispatch.binary_inplace's result (the "
+     "target) when binary would serve the call; else None."},
+    {"adopt", (PyCFunction)(void (*)(void))adopt, METH_FASTCALL,
+     "adopt(array, dtype) -> FuelTensor | None: FuelTensor._from_dense(array, dtype) for an "
+     "exact ndarray of dtype owning its memory, row-major and writable; else None."},
+    {"scalar", (PyCFunction)(void (*)(void))scalar, METH_FASTCALL,
+     "scalar(value, like) -> FuelTensor | None: dispatch._scalar(value, like), cached and "
+     "read-only, for an exact Python float / int / bool; else None."},
     {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
-     "operator(op, reflected, fallback): a callable (a, b) that runs the fast path, else "
-     "fallback(op, a, b) ((b, a) when reflected); binds as a method."},
+     "operator(op, form, fallback): a callable (a, b) that runs the fast path, else "
+     "fallback(op, a, b) ((b, a) when form is 1; in place, inplace's path, when 2); binds as a "
+     "method."},
     {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
      "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
-     "steps): what binary runs for a cached plan (an opaque object), or None."},
+     "steps, casts): what binary runs for a cached plan (an opaque object), or None."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
@@ -981,8 +1250,8 @@ static PyMethodDef methods[] = {
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout, "
-     "backends_globals, DType, make_scalar, errstate): what binary and the views read (called "
-     "once by dispatch)."},
+     "backends_globals, DType, make_scalar, errstate, check_inplace): what binary, inplace and "
+     "the views read (called once by dispatch)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1012,9 +1281,15 @@ PyMODINIT_FUNC PyInit__fast(void) {
     if (copy_dense == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
+    array_name = PyUnicode_InternFromString("_array");
+    astype_name = PyUnicode_InternFromString("astype");
+    order_c = PyUnicode_InternFromString("C");
+    order_kwnames = Py_BuildValue("(s)", "order");
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0) return NULL;
-    if (plans_name == NULL || default_name == NULL || out_kwnames == NULL) return NULL;
+    if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
+        astype_name == NULL || order_c == NULL || order_kwnames == NULL)
+        return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0) {
