@@ -47,10 +47,12 @@ def views(draw: st.DrawFn, dtypes: list[str]) -> tuple[ft.FuelTensor, np.ndarray
     if math.prod(shape) == 0:
         twin = np.empty(shape, storage.dtype)
     else:
+        # An axis of extent 1 never moves, and fueltensor hands NumPy stride 0 there; the twin
+        # does the same, since NumPy picks its complex loops by stride (abs of a 1-element
+        # complex64 view differs in the last bit between strides -8 and 0).
         itemsize = storage.itemsize
-        twin = np.lib.stride_tricks.as_strided(
-            storage[offset:], shape, [s * itemsize for s in strides], writeable=False
-        )
+        steps = [0 if n == 1 else s * itemsize for n, s in zip(shape, strides, strict=True)]
+        twin = np.lib.stride_tricks.as_strided(storage[offset:], shape, steps, writeable=False)
     return view, twin
 
 
