@@ -43,8 +43,18 @@ VERDICT_FILE: Final = "_native.pow-verdict.json"
 """The build-time verdict's name, in the extension's directory."""
 ENV_VAR: Final = "FUELTENSOR_POW_SHORTCUT"
 """Set to "0" to keep the shortcut off and never check."""
-THREADS: Final = 2
-"""Threads of one check (the build's and `verify`'s)."""
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+THREADS: Final = min(_cores(), 64)
+"""Threads of one check (the build's and `verify`'s): every core this process may run on, up
+to the 64 `_native.verify_pow` takes (the check is a one-off wait for the whole machine)."""
 _CPU_KEYS: Final = frozenset(
     {"vendor_id", "cpu family", "model", "model name", "stepping", "flags", "features"}
     | {"cpu implementer", "cpu architecture", "cpu variant", "cpu part", "cpu revision"}
