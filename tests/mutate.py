@@ -752,6 +752,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a refused in-place result (another shape, a broadcast target) is written anyway",
     ),
     M(
+        "fast-large-output-freed",
+        FAST_C,
+        "    block_keep(b->data, b->size);",
+        "    block_free(b->data);",
+        FAST_TESTS,
+        "a dying large output is freed, so the next one of its size takes fresh pages to fault in",
+    ),
+    M(
+        "fast-large-output-untraced",
+        FAST_C,
+        "        PyTraceMalloc_Track(NUMPY_TRACE_DOMAIN, (uintptr_t)p, size);",
+        "",
+        FAST_TESTS,
+        "large outputs are invisible to tracemalloc (memory budgets then measure nothing)",
+    ),
+    M(
         "fast-cast-offset-kept",
         DISPATCH,
         "offsets = tuple(o.layout.offset for o in operands)",

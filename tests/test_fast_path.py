@@ -525,3 +525,31 @@ def test_a_cleared_plan_cache_is_not_served_from_remembered_lookups() -> None:
         assert dispatch._FAST("multiply", x, 2) is None  # the Python path plans again
         x * 2
         assert dispatch._FAST("multiply", x, 2) is not None
+
+
+def test_a_large_output_reuses_the_block_its_predecessor_left_and_is_traced() -> None:
+    """A large output is a block of its own, kept when it dies for the next output of its size
+    (no fresh pages to fault in), and traced by tracemalloc only while an array holds it."""
+    if dispatch._FAST is None:
+        pytest.skip("the compiled fast path is not built here")
+    n = 1 << 18  # 1 MiB of f32: a kept block
+    x = ft.asarray(np.arange(n, dtype=np.float32))
+    first = x + x
+    address = np.asarray(first).__array_interface__["data"][0]
+    assert address % 64 == 0
+    del first
+    blocker = np.ones(n * 4 - 4096, np.uint8)  # would take the freed memory, were it freed
+    tracemalloc.start()
+    try:
+        second = x * x
+        held, _ = tracemalloc.get_traced_memory()
+        assert np.asarray(second).__array_interface__["data"][0] == address
+        del second
+        released, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held >= n * 4 > released
+    assert blocker.all()
+    other = ft.asarray(np.arange(n + 16, dtype=np.float32))  # another size: a new block
+    third = other + other
+    np.testing.assert_array_equal(np.asarray(third), np.arange(n + 16, dtype=np.float32) * 2)

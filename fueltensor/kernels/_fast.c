@@ -37,8 +37,10 @@
  * `x op= y` methods C callables that try this path first and call dispatch's Python path
  * otherwise.
  *
- * `empty` is the aligned allocation both paths share: a buffer over-allocated by NumPy and
- * viewed at its first 64-byte boundary (no arena, so a small result holds only its own bytes).
+ * `empty` is the aligned allocation both paths share: a small buffer is over-allocated by NumPy
+ * and viewed at its first 64-byte boundary (no arena, so a small result holds only its own
+ * bytes); a large one is a block of its own, kept for the next output of its size when it dies
+ * (at most 64 MiB kept; see `aligned_array`).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -49,7 +51,11 @@
 
 #include <fenv.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
 
 #define ALIGNMENT 64
 /* Below this many elements the loop is shorter than releasing and retaking the GIL. */
@@ -169,23 +175,128 @@ static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
 static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
 #endif
 
-/* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
- * 64-byte aligned: NumPy's allocator over-allocates, the result views the aligned part. */
-static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
-    npy_intp nbytes = (npy_intp)(count * PyDataType_ELSIZE(descr)) + ALIGNMENT;
-    PyArrayObject *raw = (PyArrayObject *)PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
-    if (raw == NULL) {
-        Py_DECREF(descr);
-        return NULL;
+/* Large outputs live in blocks of their own (64-byte aligned, traced by tracemalloc in NumPy's
+ * domain), and a dying block is kept for the next output of the same size, up to KEEP_BUDGET
+ * bytes in all: a loop of same-shape operations then writes into memory already mapped instead
+ * of taking a page fault per 4 KiB of every fresh output, whatever other allocations (NumPy's,
+ * PyTorch's) did to the heap in between. Smaller outputs stay NumPy allocations (its allocator
+ * is as fast there). */
+#define KEEP_FROM (256 * 1024)
+#define KEEP_BUDGET ((size_t)64 << 20)
+#define KEEP_SLOTS 4
+#define NUMPY_TRACE_DOMAIN 389047
+
+typedef struct {
+    PyObject_HEAD void *data;
+    size_t size;
+} Block;
+
+static struct {
+    void *data;
+    size_t size;
+} kept[KEEP_SLOTS]; /* most recently kept first; guarded by the GIL */
+static size_t kept_bytes;
+
+static void *block_alloc(size_t size) {
+#if defined(_WIN32)
+    return _aligned_malloc(size, ALIGNMENT);
+#else
+    void *p = NULL;
+    return posix_memalign(&p, ALIGNMENT, size) == 0 ? p : NULL;
+#endif
+}
+
+static void block_free(void *p) {
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    free(p);
+#endif
+}
+
+/* A block of `size` bytes: a kept one of exactly that size, else a new one. */
+static void *block_take(size_t size) {
+    for (int k = 0; k < KEEP_SLOTS; k++) {
+        if (kept[k].data == NULL || kept[k].size != size) continue;
+        void *p = kept[k].data;
+        kept_bytes -= size;
+        for (int j = k; j + 1 < KEEP_SLOTS; j++) kept[j] = kept[j + 1];
+        kept[KEEP_SLOTS - 1].data = NULL;
+        return p;
     }
-    char *data = PyArray_BYTES(raw);
-    data += (ALIGNMENT - (uintptr_t)data % ALIGNMENT) % ALIGNMENT;
+    return block_alloc(size);
+}
+
+/* Keep a dying block first in line, freeing the least recently kept ones beyond the budget. */
+static void block_keep(void *p, size_t size) {
+    if (size > KEEP_BUDGET) {
+        block_free(p);
+        return;
+    }
+    for (int k = KEEP_SLOTS - 1; k >= 0; k--) {
+        int full = k == KEEP_SLOTS - 1 || kept_bytes + size > KEEP_BUDGET;
+        if (kept[k].data == NULL || !full) continue;
+        block_free(kept[k].data);
+        kept_bytes -= kept[k].size;
+        kept[k].data = NULL;
+    }
+    for (int j = KEEP_SLOTS - 1; j > 0; j--) kept[j] = kept[j - 1];
+    kept[0].data = p;
+    kept[0].size = size;
+    kept_bytes += size;
+}
+
+static void block_dealloc(PyObject *self) {
+    Block *b = (Block *)self;
+    PyTraceMalloc_Untrack(NUMPY_TRACE_DOMAIN, (uintptr_t)b->data);
+    block_keep(b->data, b->size);
+    PyObject_Free(self);
+}
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = block_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The memory of a large output (opaque; its array's base).",
+};
+
+/* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
+ * 64-byte aligned: a block of its own when large (above), else NumPy's allocation,
+ * over-allocated and viewed at its first aligned byte. */
+static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
+    size_t size = (size_t)count * (size_t)PyDataType_ELSIZE(descr);
+    PyObject *base;
+    char *data;
+    if (size >= KEEP_FROM) {
+        Block *b = PyObject_New(Block, &BlockType);
+        void *p = b == NULL ? NULL : block_take(size);
+        if (p == NULL) {
+            if (b != NULL) PyObject_Free(b);
+            Py_DECREF(descr);
+            return (PyArrayObject *)PyErr_NoMemory();
+        }
+        b->data = p;
+        b->size = size;
+        PyTraceMalloc_Track(NUMPY_TRACE_DOMAIN, (uintptr_t)p, size);
+        base = (PyObject *)b;
+        data = p;
+    } else {
+        npy_intp nbytes = (npy_intp)size + ALIGNMENT;
+        base = PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
+        if (base == NULL) {
+            Py_DECREF(descr);
+            return NULL;
+        }
+        data = PyArray_BYTES((PyArrayObject *)base);
+        data += (ALIGNMENT - (uintptr_t)data % ALIGNMENT) % ALIGNMENT;
+    }
     npy_intp dims = (npy_intp)count;
     PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
         &PyArray_Type, descr, 1, &dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
-    if (out == NULL || PyArray_SetBaseObject(out, (PyObject *)raw) < 0) {
+    if (out == NULL || PyArray_SetBaseObject(out, base) < 0) {
         Py_XDECREF(out);
-        if (out == NULL) Py_DECREF(raw);
+        if (out == NULL) Py_DECREF(base);
         return NULL;
     }
     return out;
@@ -1286,7 +1397,9 @@ PyMODINIT_FUNC PyInit__fast(void) {
     order_c = PyUnicode_InternFromString("C");
     order_kwnames = Py_BuildValue("(s)", "order");
     out_kwnames = Py_BuildValue("(s)", "out");
-    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0) return NULL;
+    if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
+        PyType_Ready(&BlockType) < 0)
+        return NULL;
     if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
         astype_name == NULL || order_c == NULL || order_kwnames == NULL)
         return NULL;
