@@ -1,8 +1,10 @@
 """Allocation of storage buffers aligned to what a kernel contract asks (`caps.alignment_bytes`).
 
-Each buffer is its own NumPy allocation, over-allocated and viewed at its first aligned byte, so a
-live result holds only its own bytes (no shared arena block). The compiled `_fast.empty` does
-this in one call; the NumPy fallback reads the address from `__array_interface__`.
+Each buffer is its own allocation, so a live result holds only its own bytes (no shared arena
+block). The compiled `_fast.empty` makes a small one as a NumPy buffer over-allocated and viewed
+at its first aligned byte, and a large one (256 KiB to 64 MiB) as an aligned block that is kept,
+when it dies, for the next buffer of its size; the NumPy fallback over-allocates and reads the
+address from `__array_interface__`.
 """
 
 from __future__ import annotations
