@@ -621,14 +621,6 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     return *temp;
 }
 
-/* Fill `block` with `n` copies of the `itemsize`-byte element at `src`. */
-static void repeat(char *block, const char *src, Py_ssize_t n, Py_ssize_t itemsize) {
-    Py_ssize_t done, total = n * itemsize;
-    memcpy(block, src, (size_t)itemsize);
-    for (done = itemsize; done < total; done *= 2)
-        memcpy(block + done, block, (size_t)(total - done < done ? total - done : done));
-}
-
 /* The fresh output of entry `e`: its 1-D aligned storage (`*storage`) and the N-D array
  * `_from_dense` keeps beside it (the storage itself when 1-D); both new references. */
 static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
@@ -673,8 +665,9 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
         if (src[k] == NULL) goto done;
     }
     for (int k = 0; k < 2; k++) {
-        if (e->mode[k] == REPEAT) {
-            repeat(blocks[k], src[k], step, isz);
+        if (e->mode[k] == REPEAT) { /* Contiguize's own copy of a stride-0 row: a fill */
+            Py_ssize_t repeated = 0;
+            copy_dense(blocks[k], src[k], 1, &step, &repeated, isz);
             src[k] = blocks[k];
         }
     }
