@@ -260,46 +260,39 @@ SCALAR_EXPRS: list[tuple[str, Callable[[Any], Any]]] = [
 """The scalar operands client code writes most, timed at every size of SCALAR_SMALL_SIZES."""
 
 
-def small_scalar_cases() -> Iterator[Case]:
-    """The common scalar operands on 4 and 4,096 F32 elements (dispatch and the scalar's 0-d
-    tensor, not bandwidth)."""
-    for n in SCALAR_SMALL_SIZES:
-        lhs, _ = operands(n, np.float32)
-        x = ft.asarray(lhs)
-        tx = None if torch is None else torch.from_numpy(lhs)
-        for label, expr in SCALAR_EXPRS:
-            yield Case(
-                f"{label} f32 n={n:,}",
-                f"NumPy {label}",
-                partial(expr, x),
-                partial(expr, lhs),
-                None if tx is None else partial(expr, tx),
-                SWEEP_TARGETS[n],
-            )
-
-
-def scalar_cases() -> Iterator[Case]:
-    """Python-scalar operands on 10^6 F32 elements, pow by 2 and 0.5 among them."""
-    lhs, _ = operands(SCALAR_N, np.float32)
+def _expr_cases(n: int, exprs: list[tuple[str, Callable[[Any], Any], float]]) -> Iterator[Case]:
+    """Each `expr` on the same n F32 elements as a fueltensor tensor, a NumPy array and (when
+    installed) a torch tensor, held to its target."""
+    lhs, _ = operands(n, np.float32)
     x = ft.asarray(lhs)
     tx = None if torch is None else torch.from_numpy(lhs)
-    exprs: list[tuple[str, Callable[[Any], Any], float]] = [
-        ("x + 1.0", lambda a: a + 1.0, SCALAR_TARGET),
-        ("x * 2", lambda a: a * 2, SCALAR_TARGET),
-        ("maximum(x, 0.0)", lambda a: _namespace(a).maximum(a, 0.0), SCALAR_TARGET),
-        ("x % 3.0", lambda a: a % 3.0, SCALAR_TARGET),
-        ("x ** 2.0", lambda a: a**2.0, SCALAR_POW_TARGET),
-        ("x ** 0.5", lambda a: a**0.5, SCALAR_POW_TARGET),
-    ]
     for label, expr, target in exprs:
         yield Case(
-            f"{label} f32 n={SCALAR_N:,}",
+            f"{label} f32 n={n:,}",
             f"NumPy {label}",
             partial(expr, x),
             partial(expr, lhs),
             None if tx is None else partial(expr, tx),
             target,
         )
+
+
+def small_scalar_cases() -> Iterator[Case]:
+    """The common scalar operands on 4 and 4,096 F32 elements (dispatch and the scalar's 0-d
+    tensor, not bandwidth)."""
+    for n in SCALAR_SMALL_SIZES:
+        yield from _expr_cases(n, [(label, e, SWEEP_TARGETS[n]) for label, e in SCALAR_EXPRS])
+
+
+def scalar_cases() -> Iterator[Case]:
+    """Python-scalar operands on 10^6 F32 elements, pow by 2 and 0.5 among them."""
+    exprs: list[tuple[str, Callable[[Any], Any], float]] = [
+        *((label, e, SCALAR_TARGET) for label, e in SCALAR_EXPRS),
+        ("x % 3.0", lambda a: a % 3.0, SCALAR_TARGET),
+        ("x ** 2.0", lambda a: a**2.0, SCALAR_POW_TARGET),
+        ("x ** 0.5", lambda a: a**0.5, SCALAR_POW_TARGET),
+    ]
+    yield from _expr_cases(SCALAR_N, exprs)
 
 
 def _namespace(a: Any) -> Any:
