@@ -101,6 +101,18 @@ static PyObject *last_policy, *last_plans; /* the policy last read and its plan 
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
+/* A FuelTensor with these slots, as `FuelTensor._make` builds one (the arguments are borrowed;
+ * the tensor takes references of its own), or NULL on error. */
+static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
+    PyObject *t = tensor->tp_alloc(tensor, 0);
+    if (t == NULL) return NULL;
+    SLOT(t, off_storage) = Py_NewRef(storage);
+    SLOT(t, off_layout) = Py_NewRef(layout);
+    SLOT(t, off_dtype) = Py_NewRef(dtype);
+    SLOT(t, off_np) = Py_NewRef(np_);
+    return t;
+}
+
 enum { NATIVE, ORACLE };              /* the kernel an entry runs */
 enum { AS_IS, DENSIFY, REPEAT };      /* how a native entry reads an operand */
 
@@ -768,12 +780,8 @@ static PyObject *cast_operand(PyObject *t, PyObject *cast) {
         goto done;
     }
     flat = PyArray_Ravel((PyArrayObject *)dense, NPY_CORDER);
-    made = flat == NULL ? NULL : tensor->tp_alloc(tensor, 0);
-    if (made == NULL) goto done;
-    SLOT(made, off_storage) = Py_NewRef(flat);
-    SLOT(made, off_layout) = Py_NewRef(PyTuple_GET_ITEM(cast, 1));
-    SLOT(made, off_dtype) = Py_NewRef(PyTuple_GET_ITEM(cast, 2));
-    SLOT(made, off_np) = Py_NewRef(dense);
+    if (flat != NULL)
+        made = new_tensor(flat, PyTuple_GET_ITEM(cast, 1), PyTuple_GET_ITEM(cast, 2), dense);
 done:
     Py_XDECREF(flat);
     Py_DECREF(dense);
@@ -855,16 +863,9 @@ static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
         release(&c);
         return ran < 0 ? NULL : Py_NewRef(Py_None);
     }
-    result = tensor->tp_alloc(tensor, 0);
-    if (result != NULL) {
-        SLOT(result, off_storage) = (PyObject *)storage;
-        SLOT(result, off_layout) = Py_NewRef(c.e->out_layout);
-        SLOT(result, off_dtype) = Py_NewRef(c.e->out_dtype);
-        SLOT(result, off_np) = view;
-    } else {
-        Py_DECREF(storage);
-        Py_DECREF(view);
-    }
+    result = new_tensor((PyObject *)storage, c.e->out_layout, c.e->out_dtype, view);
+    Py_DECREF(storage);
+    Py_DECREF(view);
     release(&c);
     return result;
 }
@@ -974,12 +975,7 @@ static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     storage = layout == NULL ? NULL
               : ndim == 1    ? Py_NewRef(array)
                              : PyArray_Ravel(a, NPY_CORDER);
-    made = storage == NULL ? NULL : tensor->tp_alloc(tensor, 0);
-    if (made == NULL) goto done;
-    SLOT(made, off_storage) = Py_NewRef(storage);
-    SLOT(made, off_layout) = Py_NewRef(layout);
-    SLOT(made, off_dtype) = Py_NewRef(dtype);
-    SLOT(made, off_np) = Py_NewRef(array);
+    if (storage != NULL) made = new_tensor(storage, layout, dtype, array);
 done:
     Py_DECREF(shape);
     Py_XDECREF(layout);
@@ -1149,12 +1145,9 @@ static PyObject *make_view(PyObject *t, const Py_ssize_t *shape, const Py_ssize_
     layout = args == NULL ? NULL : PyTuple_Type.tp_new(layout_type, args, NULL);
     Py_XDECREF(args);
     if (layout == NULL) goto fail;
-    PyObject *view = tensor->tp_alloc(tensor, 0);
+    PyObject *view = new_tensor(SLOT(t, off_storage), layout, SLOT(t, off_dtype), Py_None);
     if (view == NULL) goto fail;
-    SLOT(view, off_storage) = Py_NewRef(SLOT(t, off_storage));
-    SLOT(view, off_layout) = layout;
-    SLOT(view, off_dtype) = Py_NewRef(SLOT(t, off_dtype));
-    SLOT(view, off_np) = Py_NewRef(Py_None);
+    Py_DECREF(layout);
     Py_DECREF(sh);
     Py_DECREF(st);
     Py_DECREF(fields);
