@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 from .core.errors import ContractError, ContractWarning
 from .fkc import KernelContract, Provider, load_document
 from .fkc.files import read_regular
-from .fkc.schema import check_unique
+from .fkc.validate import check_unique
 from .kernels import KernelFn
 
 if TYPE_CHECKING:

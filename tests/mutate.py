@@ -48,7 +48,7 @@ FAST_TESTS = (
 )
 
 PLANNER = "fueltensor/engine/planner.py"
-SCHEMA = "fueltensor/fkc/schema.py"
+SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
