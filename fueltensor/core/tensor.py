@@ -1,6 +1,7 @@
 """`FuelTensor`: a 1-D storage buffer plus a checked `Layout`; its operators go through dispatch.
 
-The operators are attached by `fueltensor.engine.operators`, so this module imports no engine.
+Its operators come with the class (`core.operators`); what it needs from the layers above (the
+engine, the array API, the displays) it reaches through `core.hooks`, so core imports none.
 
 The tensor holds no values of its own: `shape`, `strides` and `offset` (in elements) say which
 storage elements it means. Views share the storage; every view is bounds-checked when made.
@@ -9,14 +10,16 @@ storage elements it means. Views share the storage; every view is bounds-checked
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import with_article
+from fueltensor.core.hooks import HOOKS, present
 from fueltensor.core.layout import (
     MAX_DIMS,
     Layout,
@@ -25,10 +28,13 @@ from fueltensor.core.layout import (
     as_shape,
     row_major_strides,
 )
+from fueltensor.core.operators import Operators
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
+SUPPORTED_API_VERSIONS: Final = ("2021.12", "2022.12", "2023.12", "2024.12")
+"""The array API versions `__array_namespace__` accepts (the namespace serves them all)."""
 
 
 def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
@@ -115,7 +121,7 @@ def _is_basic(key: Any) -> bool:
     )
 
 
-class FuelTensor:
+class FuelTensor(Operators):
     """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
 
     __slots__ = ("__weakref__", "_dtype", "_layout", "_np", "_storage")
@@ -329,9 +335,8 @@ class FuelTensor:
         return self._array.tolist()
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import tensor_html
-
-        return tensor_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
     def __len__(self) -> int:
         if not self.ndim:
@@ -352,17 +357,20 @@ class FuelTensor:
                 return view
         if _is_basic(key):
             return self._view(self._layout.select(key))
-        from fueltensor.array_api.indexing import getitem
-
-        return getitem(self, key)
+        return HOOKS.getitem(self, key)
 
     def __setitem__(self, key: Index, value: Any, /) -> None:
         """Write `value` (broadcast, cast to this dtype) through this tensor's strides."""
-        from fueltensor.array_api.indexing import setitem
-
-        setitem(self, key, value)
+        HOOKS.setitem(self, key, value)
 
     __hash__ = None  # type: ignore[assignment]
+
+    def _assign(self, result: FuelTensor, what: str) -> FuelTensor:
+        """Store in-place operation `what`'s `result` through this tensor and return it;
+        refused (this tensor untouched) when `check_inplace` refuses."""
+        check_inplace(self, result.dtype, result.shape, what)
+        self._array[...] = result._array
+        return self
 
     # -- Python scalars and interchange -------------------------------------------------------
 
@@ -432,85 +440,25 @@ class FuelTensor:
         return self
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
-        import fueltensor
-
-        if api_version not in (None, *fueltensor._SUPPORTED_API_VERSIONS):
+        """The `fueltensor` namespace (one namespace serves every supported version)."""
+        if api_version not in (None, *SUPPORTED_API_VERSIONS):
             raise ValueError(
-                f"api_version {api_version!r} is not supported; use one of "
-                f"{fueltensor._SUPPORTED_API_VERSIONS}"
+                f"api_version {api_version!r} is not supported; use one of {SUPPORTED_API_VERSIONS}"
             )
-        return fueltensor
+        return HOOKS.namespace
 
     # -- NumPy's protocols (issue 13): NumPy calls on tensors stay on fueltensor -------------
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """np.add & co. through the contracts; other ufuncs, methods and out= on the host."""
-        from fueltensor.array_api.numpy_protocols import array_ufunc
-
-        return array_ufunc(ufunc, method, *inputs, **kwargs)
+        return HOOKS.array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(
         self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """NumPy functions on tensors: fueltensor's own where it has one, else NumPy on the
         host, results returned as tensors."""
-        from fueltensor.array_api.numpy_protocols import array_function
-
-        return array_function(func, args, kwargs)
-
-    # -- operators: attached by fueltensor.engine.operators (the contract operations' from
-    # the op table, the rest from the array-API host functions); declared for type checkers.
-    if TYPE_CHECKING:
-
-        def __add__(self, other: Any, /) -> FuelTensor: ...
-        def __radd__(self, other: Any, /) -> FuelTensor: ...
-        def __iadd__(self, other: Any, /) -> FuelTensor: ...
-        def __sub__(self, other: Any, /) -> FuelTensor: ...
-        def __rsub__(self, other: Any, /) -> FuelTensor: ...
-        def __isub__(self, other: Any, /) -> FuelTensor: ...
-        def __mul__(self, other: Any, /) -> FuelTensor: ...
-        def __rmul__(self, other: Any, /) -> FuelTensor: ...
-        def __imul__(self, other: Any, /) -> FuelTensor: ...
-        def __truediv__(self, other: Any, /) -> FuelTensor: ...
-        def __rtruediv__(self, other: Any, /) -> FuelTensor: ...
-        def __itruediv__(self, other: Any, /) -> FuelTensor: ...
-        def __mod__(self, other: Any, /) -> FuelTensor: ...
-        def __rmod__(self, other: Any, /) -> FuelTensor: ...
-        def __imod__(self, other: Any, /) -> FuelTensor: ...
-        def __pow__(self, other: Any, /) -> FuelTensor: ...
-        def __rpow__(self, other: Any, /) -> FuelTensor: ...
-        def __ipow__(self, other: Any, /) -> FuelTensor: ...
-        def __floordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __rfloordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __ifloordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __matmul__(self, other: Any, /) -> FuelTensor: ...
-        def __rmatmul__(self, other: Any, /) -> FuelTensor: ...
-        def __imatmul__(self, other: Any, /) -> FuelTensor: ...
-        def __and__(self, other: Any, /) -> FuelTensor: ...
-        def __rand__(self, other: Any, /) -> FuelTensor: ...
-        def __iand__(self, other: Any, /) -> FuelTensor: ...
-        def __or__(self, other: Any, /) -> FuelTensor: ...
-        def __ror__(self, other: Any, /) -> FuelTensor: ...
-        def __ior__(self, other: Any, /) -> FuelTensor: ...
-        def __xor__(self, other: Any, /) -> FuelTensor: ...
-        def __rxor__(self, other: Any, /) -> FuelTensor: ...
-        def __ixor__(self, other: Any, /) -> FuelTensor: ...
-        def __lshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rlshift__(self, other: Any, /) -> FuelTensor: ...
-        def __ilshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rrshift__(self, other: Any, /) -> FuelTensor: ...
-        def __irshift__(self, other: Any, /) -> FuelTensor: ...
-        def __eq__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
-        def __ne__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
-        def __lt__(self, other: Any, /) -> FuelTensor: ...
-        def __le__(self, other: Any, /) -> FuelTensor: ...
-        def __gt__(self, other: Any, /) -> FuelTensor: ...
-        def __ge__(self, other: Any, /) -> FuelTensor: ...
-        def __neg__(self, /) -> FuelTensor: ...
-        def __pos__(self, /) -> FuelTensor: ...
-        def __abs__(self, /) -> FuelTensor: ...
-        def __invert__(self, /) -> FuelTensor: ...
+        return HOOKS.array_function(func, args, kwargs)
 
 
 # -- creation ---------------------------------------------------------------------------------
@@ -681,8 +629,6 @@ def as_strided(x: FuelTensor, shape: Any, strides: Any, offset: int | None = Non
 
 def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
     """A tuple of ints (negative allowed) from an int or a sequence; TypeError names `what`."""
-    import operator
-
     if isinstance(values, int):
         return (values,)
     try:

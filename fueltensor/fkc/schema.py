@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
+from ..core.hooks import present
 from .formula import Formula
 
 LAYOUT_FLAGS: Final = (
@@ -269,21 +270,16 @@ class KernelContract(_PicklesReadOnlyMaps):
     source: Source
 
     def __repr__(self) -> str:
-        from fueltensor.tools.display import contract_summary
-
-        return f"<KernelContract {self.name}: {contract_summary(self)}>"
+        """Its name and a one-line summary (registered by `fueltensor.tools.display`)."""
+        return present(self, "repr")
 
     def __str__(self) -> str:
-        from fueltensor.tools.display import contract_facts
-
-        facts = contract_facts(self)
-        width = max(len(k) for k, _ in facts)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in facts)
+        """A card of its facts (registered by `fueltensor.tools.display`)."""
+        return present(self, "str")
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import contract_html
-
-        return contract_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
     def input(self, name: str) -> InputSpec:
         """The input called `name`; KeyError naming the inputs this contract has."""

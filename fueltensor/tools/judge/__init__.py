@@ -19,13 +19,9 @@ on one contract at one dtype, `report` presents them; this module audits a regis
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, overload
 
-from fueltensor.core import dtypes as _dtypes
-from fueltensor.engine.backends import current_policy
 from fueltensor.registry import Registry
 from fueltensor.tools.judge.audit import (
     RUNS,
@@ -45,6 +41,7 @@ from fueltensor.tools.judge.report import (
     judge_row,
     write_outputs,
 )
+from fueltensor.tools.judge.run import judge_here
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -70,15 +67,6 @@ __all__ = [
     "round_to",
     "write_outputs",
 ]
-
-
-def _progress(done: int, total: int, label: str) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<24}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 @overload
@@ -137,38 +125,4 @@ def judge(
         from fueltensor.tools.cluster import judge_cluster
 
         return judge_cluster(client, kernels, quick, seed, every_worker, timeout)
-    reg = reg if reg is not None else current_policy().registry
-    if kernels is None:
-        chosen = [c for c in reg if c.registrable]
-    else:
-        chosen = [reg[name] for name in kernels]
-        for c in chosen:
-            if not c.registrable:
-                raise ValueError(
-                    f"{c.name} is describe-only (registrable: false); the judge "
-                    "audits contracts that link a kernel"
-                )
-    jobs = [
-        (c, _dtypes.BY_FKC[d])
-        for c in chosen
-        for d in dict.fromkeys(d for s in c.inputs[:1] for d in s.dtypes)
-    ]
-    show = sys.stderr.isatty() if progress is None else progress
-    settings = Settings.of(quick)
-    start = time.perf_counter()
-    copy_n = 3 * settings.large  # f32 elements: the working set of an f64 kernel's cost probe
-    copy_bps = copy_bandwidth(copy_n)
-    rows = []
-    for i, (contract, dtype) in enumerate(jobs):
-        if show:
-            _progress(i, len(jobs), contract.name)
-        rows.append(audit(contract, reg.kernel(contract.name), dtype, settings, copy_bps, seed))
-    if show:
-        _progress(len(jobs), len(jobs), "done")
-    return JudgeReport(
-        rows,
-        quick,
-        copy_bps / 1e9,
-        time.perf_counter() - start,
-        copy_working_set=8 * copy_n,
-    )
+    return judge_here(reg, kernels, quick, seed, progress)

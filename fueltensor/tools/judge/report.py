@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.tools.compare import text_table
+from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.judge.audit import Audit, cache_bytes
+from fueltensor.tools.textwidth import fit_lines
 
 if TYPE_CHECKING:
     from fueltensor.tools.cluster import ClusterJudgeReport
@@ -108,8 +111,6 @@ class JudgeReport:
         )
 
     def __str__(self) -> str:
-        from fueltensor.tools.textwidth import fit_lines
-
         table = text_table([COLUMNS, *map(judge_row, self.rows)], NARROW_DROPS)
         lines = [table, fit_lines(LEGEND), fit_lines(self.summary())]
         lines.append(fit_lines(f"measured on: {self.machine}"))
@@ -120,9 +121,17 @@ class JudgeReport:
         return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import judge_html
-
-        return judge_html(self)
+        """The judge's table, failing rows shaded, then every failure spelled out."""
+        table = html_table(
+            COLUMNS,
+            [judge_row(r) for r in self.rows],
+            caption=self.summary(),
+            marks=[bool(r.failures) for r in self.rows],
+        )
+        fails = [(r.label, f) for r in self.rows for f in r.failures]
+        extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
+        legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
+        return f"<div>{table}{legend}{extra}{machine_html(self.machine)}</div>"
 
     def to_dict(self) -> dict[str, Any]:
         """Everything measured, as JSON-ready data."""
