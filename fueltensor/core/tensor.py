@@ -10,13 +10,13 @@ storage elements it means. Views share the storage; every view is bounds-checked
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core import interchange
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import with_article
 from fueltensor.core.hooks import HOOKS, present
@@ -26,9 +26,12 @@ from fueltensor.core.layout import (
     LayoutFlags,
     Shape,
     as_shape,
+    as_shape_like,
+    byte_strides,
     row_major_strides,
 )
 from fueltensor.core.operators import Operators
+from fueltensor.core.pydata import from_python
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -99,14 +102,6 @@ def read_only(x: FuelTensor) -> FuelTensor:
     frozen = source.view(np.uint8).data.toreadonly()
     storage = np.frombuffer(frozen, source.dtype)
     return FuelTensor._make(storage, x._layout, x._dtype)
-
-
-def _byte_strides(layout: Layout, itemsize: int) -> list[int]:
-    """Strides in bytes for NumPy; 0 where a stride never moves (extent <= 1, or no elements),
-    so an arbitrary stride there cannot overflow NumPy's byte arithmetic."""
-    empty = layout.size == 0
-    pairs = zip(layout.shape, layout.strides, strict=True)
-    return [0 if n <= 1 or empty else s * itemsize for n, s in pairs]
 
 
 def _is_basic(key: Any) -> bool:
@@ -194,7 +189,7 @@ class FuelTensor(Operators):
                 self._storage.dtype,
                 buffer=self._storage,
                 offset=lay.offset * size,
-                strides=_byte_strides(lay, size),
+                strides=byte_strides(lay, size),
             )
             self._np = a
         return a
@@ -372,65 +367,15 @@ class FuelTensor(Operators):
         self._array[...] = result._array
         return self
 
-    # -- Python scalars and interchange -------------------------------------------------------
+    # -- Python scalars and interchange (`core.interchange`) ----------------------------------
 
-    def _item(self, kind: str) -> Any:
-        if self.ndim:
-            raise TypeError(
-                f"{kind}() needs a 0-d tensor, this one has shape {self.shape}; "
-                "index or reduce it first"
-            )
-        return self._array[()].item()
-
-    def __bool__(self, /) -> bool:
-        return bool(self._item("bool"))
-
-    def __int__(self, /) -> int:
-        self._refuse_complex("int")
-        return int(self._item("int"))
-
-    def __float__(self, /) -> float:
-        self._refuse_complex("float")
-        return float(self._item("float"))
-
-    def __complex__(self, /) -> complex:
-        return complex(self._item("complex"))
-
-    def __index__(self, /) -> int:
-        if self._dtype.category not in ("signed integer", "unsigned integer"):
-            raise TypeError(
-                f"only integer tensors can be used as an index, this one is {self._dtype.name}"
-            )
-        return int(self._item("index"))
-
-    def _refuse_complex(self, kind: str) -> None:
-        if self._dtype.category == "complex floating":
-            raise TypeError(
-                f"{kind}() of {with_article(self._dtype.name)} tensor; take real() or abs() first"
-            )
-
-    def __dlpack__(
-        self,
-        /,
-        *,
-        stream: Any = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule of these elements (NumPy exports it; bfloat16 has no NumPy export)."""
-        if self._dtype is _dtypes.bfloat16:
-            raise BufferError(
-                "NumPy cannot export bfloat16 through DLPack; export "
-                "astype(x, float32), or the bits as uint16"
-            )
-        return self._array.__dlpack__(
-            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
-        )
-
-    def __dlpack_device__(self, /) -> tuple[int, int]:
-        device: tuple[int, int] = self._array.__dlpack_device__()
-        return device
+    __bool__ = interchange.to_bool
+    __int__ = interchange.to_int
+    __float__ = interchange.to_float
+    __complex__ = interchange.to_complex
+    __index__ = interchange.to_index
+    __dlpack__ = interchange.dlpack
+    __dlpack_device__ = interchange.dlpack_device
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> FuelTensor:
         """This tensor on `device`; fueltensor has one device, 'cpu', so it is this tensor."""
@@ -513,84 +458,8 @@ def asarray(
         raise ValueError(
             f"converting a {type(obj).__name__} to a tensor needs a copy, but copy=False was given"
         )
-    array = _from_python(obj, want)
+    array = from_python(obj, want)
     return FuelTensor._from_dense(array, want or _dtypes.from_numpy(array.dtype))
-
-
-def _from_python(obj: Any, want: DType | None) -> np.ndarray:
-    """Nested Python sequences and scalars (or anything NumPy reads) as a fresh dense array."""
-    if hasattr(obj, "__dlpack__"):
-        array = np.from_dlpack(obj)
-        return np.array(array, dtype=None if want is None else want.np, copy=True)
-    try:
-        if want is not None:
-            return np.array(obj, dtype=want.np, copy=True)
-        array = np.array(obj, copy=True)
-    except ValueError as e:
-        if "inhomogeneous" in str(e) or "sequence" in str(e):
-            raise ValueError(
-                f"cannot make a tensor from ragged {type(obj).__name__} data: nested sequences "
-                f"must have equal lengths at each depth ({_ragged_where(obj)})"
-            ) from None
-        raise
-    except OverflowError:
-        if want is None:
-            raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype")) from None
-        info = np.iinfo(want.np)
-        raise OverflowError(_too_big(obj, int(info.min), int(info.max), want.name)) from None
-    if array.dtype == np.float32 and not _holds_numpy_values(obj):
-        array = array.astype(np.float64)
-    if array.dtype.kind == "i" and array.dtype != np.int64:
-        array = array.astype(np.int64)
-    if array.dtype.kind == "O" and any(isinstance(v, int) for v in _leaves(obj)):
-        raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype"))
-    if array.dtype.kind in "OUS":
-        raise TypeError(
-            f"cannot make a tensor from {type(obj).__name__} data "
-            f"(NumPy reads it as {array.dtype}); pass numbers or tensors"
-        )
-    _dtypes.from_numpy(array.dtype)
-    return array
-
-
-def _leaves(obj: Any) -> list[Any]:
-    """The scalars of nested lists/tuples, in order."""
-    if isinstance(obj, list | tuple):
-        return [leaf for item in obj for leaf in _leaves(item)]
-    return [obj]
-
-
-def _too_big(obj: Any, low: int, high: int, what: str) -> str:
-    """The message for Python ints of `obj` outside [low, high], naming the first one."""
-    big = [v for v in _leaves(obj) if isinstance(v, int) and not low <= v <= high]
-    value = f"the integer {big[0]}" if big else "an integer"
-    return f"{value} does not fit {what} (range {low} to {high}); " + (
-        "pass it as a float (e.g. 2.0**70)" if what.startswith("any") else "use a wider dtype"
-    )
-
-
-def _ragged_where(obj: Any, path: str = "data") -> str:
-    """Where nested sequences first differ in length: `data[1] has 1 items, data[0] has 2`."""
-    if not isinstance(obj, list | tuple) or not obj:
-        return "the lengths differ"
-    subs = [o for o in obj if isinstance(o, list | tuple)]
-    if subs and len(subs) != len(obj):
-        return f"{path} mixes sequences and scalars"
-    lengths = [len(o) for o in subs]
-    if lengths and len(set(lengths)) > 1:
-        first = next(i for i, n in enumerate(lengths) if n != lengths[0])
-        return f"{path}[{first}] has {lengths[first]} items, {path}[0] has {lengths[0]}"
-    for i, o in enumerate(subs):
-        found = _ragged_where(o, f"{path}[{i}]")
-        if found != "the lengths differ":
-            return found
-    return "the lengths differ"
-
-
-def _holds_numpy_values(obj: Any) -> bool:
-    return isinstance(obj, np.generic | np.ndarray) or (
-        isinstance(obj, list | tuple) and bool(obj) and _holds_numpy_values(obj[0])
-    )
 
 
 def _check_device(device: Any) -> None:
@@ -625,13 +494,3 @@ def as_strided(x: FuelTensor, shape: Any, strides: Any, offset: int | None = Non
     strides_t = tuple(int(s) for s in as_shape_like(strides, "strides"))
     off = x.offset if offset is None else int(offset)
     return FuelTensor._make(x._storage, Layout(shape_t, strides_t, off), x.dtype)
-
-
-def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
-    """A tuple of ints (negative allowed) from an int or a sequence; TypeError names `what`."""
-    if isinstance(values, int):
-        return (values,)
-    try:
-        return tuple(operator.index(v) for v in values)
-    except TypeError:
-        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
