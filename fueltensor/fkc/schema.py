@@ -153,6 +153,17 @@ class InputSpec:
     rank: int | None
     shape_constraint: ShapeConstraint | None
 
+    def to_dict(self) -> dict[str, Any]:
+        """This input as its document writes it (`KernelContract.to_dict`)."""
+        sc = self.shape_constraint
+        return {
+            "name": self.name,
+            "dtypes": list(self.dtypes),
+            "layout": dict(self.layout),
+            "rank": "any" if self.rank is None else self.rank,
+            "shape_constraint": None if sc is None else str(sc),
+        }
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -174,6 +185,16 @@ class OutputSpec:
     shape_rule: Rule
     layout_guarantee: str
     aliasing: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """This output as its document writes it (`KernelContract.to_dict`)."""
+        return {
+            "name": self.name,
+            "dtype_rule": str(self.dtype_rule),
+            "shape_rule": str(self.shape_rule),
+            "layout_guarantee": self.layout_guarantee,
+            "aliasing": self.aliasing,
+        }
 
 
 class _ReadOnlyMap(dict[str, Any]):
@@ -304,32 +325,10 @@ class KernelContract(_PicklesReadOnlyMaps):
             "entry_point": self.entry_point,
             "kernel_revision_hash": self.kernel_revision_hash,
             "accept": {
-                "inputs": [
-                    {
-                        "name": s.name,
-                        "dtypes": list(s.dtypes),
-                        "layout": dict(s.layout),
-                        "rank": "any" if s.rank is None else s.rank,
-                        "shape_constraint": None
-                        if s.shape_constraint is None
-                        else str(s.shape_constraint),
-                    }
-                    for s in self.inputs
-                ],
+                "inputs": [s.to_dict() for s in self.inputs],
                 "op_params": dict(self.op_params),
             },
-            "return": {
-                "outputs": [
-                    {
-                        "name": o.name,
-                        "dtype_rule": str(o.dtype_rule),
-                        "shape_rule": str(o.shape_rule),
-                        "layout_guarantee": o.layout_guarantee,
-                        "aliasing": o.aliasing,
-                    }
-                    for o in self.outputs
-                ]
-            },
+            "return": {"outputs": [o.to_dict() for o in self.outputs]},
             "caps": {
                 "awkward_layout_strategy": self.caps.awkward_layout_strategy,
                 "fast_paths": [dict(p) for p in self.caps.fast_paths],
