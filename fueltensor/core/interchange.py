@@ -1,7 +1,7 @@
 """A 0-d tensor as a Python scalar, and any tensor through DLPack: FuelTensor's protocol methods.
 
-The class binds these (`__bool__ = interchange.to_bool` ...); they read only the tensor's NumPy
-view and dtype.
+The class binds these as its methods (`__bool__ = interchange.to_bool` ...), so their tensor
+parameter is `self`, as the array API names it; they read only the tensor's NumPy view and dtype.
 """
 
 from __future__ import annotations
@@ -31,37 +31,39 @@ def _refuse_complex(t: FuelTensor, kind: str) -> None:
         )
 
 
-def to_bool(t: FuelTensor, /) -> bool:
+def to_bool(self: FuelTensor, /) -> bool:
     """`bool(t)` of a 0-d tensor."""
-    return bool(_item(t, "bool"))
+    return bool(_item(self, "bool"))
 
 
-def to_int(t: FuelTensor, /) -> int:
+def to_int(self: FuelTensor, /) -> int:
     """`int(t)` of a real 0-d tensor."""
-    _refuse_complex(t, "int")
-    return int(_item(t, "int"))
+    _refuse_complex(self, "int")
+    return int(_item(self, "int"))
 
 
-def to_float(t: FuelTensor, /) -> float:
+def to_float(self: FuelTensor, /) -> float:
     """`float(t)` of a real 0-d tensor."""
-    _refuse_complex(t, "float")
-    return float(_item(t, "float"))
+    _refuse_complex(self, "float")
+    return float(_item(self, "float"))
 
 
-def to_complex(t: FuelTensor, /) -> complex:
+def to_complex(self: FuelTensor, /) -> complex:
     """`complex(t)` of a 0-d tensor."""
-    return complex(_item(t, "complex"))
+    return complex(_item(self, "complex"))
 
 
-def to_index(t: FuelTensor, /) -> int:
+def to_index(self: FuelTensor, /) -> int:
     """`operator.index(t)` of an integer 0-d tensor."""
-    if t.dtype.category not in ("signed integer", "unsigned integer"):
-        raise TypeError(f"only integer tensors can be used as an index, this one is {t.dtype.name}")
-    return int(_item(t, "index"))
+    if self.dtype.category not in ("signed integer", "unsigned integer"):
+        raise TypeError(
+            f"only integer tensors can be used as an index, this one is {self.dtype.name}"
+        )
+    return int(_item(self, "index"))
 
 
 def dlpack(
-    t: FuelTensor,
+    self: FuelTensor,
     /,
     *,
     stream: Any = None,
@@ -70,17 +72,17 @@ def dlpack(
     copy: bool | None = None,
 ) -> Any:
     """A DLPack capsule of these elements (NumPy exports it; bfloat16 has no NumPy export)."""
-    if t.dtype is _dtypes.bfloat16:
+    if self.dtype is _dtypes.bfloat16:
         raise BufferError(
             "NumPy cannot export bfloat16 through DLPack; export "
             "astype(x, float32), or the bits as uint16"
         )
-    return t._array.__dlpack__(
+    return self._array.__dlpack__(
         stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
     )
 
 
-def dlpack_device(t: FuelTensor, /) -> tuple[int, int]:
+def dlpack_device(self: FuelTensor, /) -> tuple[int, int]:
     """`__dlpack_device__`: NumPy's (kDLCPU, 0)."""
-    device: tuple[int, int] = t._array.__dlpack_device__()
+    device: tuple[int, int] = self._array.__dlpack_device__()
     return device

@@ -85,9 +85,11 @@ def _compiled(
 
 
 def _name(fn: Callable[..., Any], name: str, what: str) -> None:
-    """Name `fn` as the operator method `name` of `Operators` (where pickle finds it)."""
+    """Name `fn` as FuelTensor's operator method `name`, where pickle finds it (the class, in
+    `core.tensor`, inherits it)."""
     fn.__name__ = name
-    fn.__qualname__ = f"Operators.{name}"
+    fn.__qualname__ = f"FuelTensor.{name}"
+    fn.__module__ = "fueltensor.core.tensor"
     fn.__doc__ = f"The array API's {what} as an operator."
 
 
