@@ -25,7 +25,7 @@ Method = Callable[[Any, Any], "FuelTensor"]
 _OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
 """Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
 FORWARD, REFLECTED, INPLACE = 0, 1, 2
-"""The forms of a binary operator: `x op y`, `y op x` (x the instance), `x op= y`."""
+"""`_fast.operator`'s codes of the forms `x op y`, `y op x` (x the instance) and `x op= y`."""
 
 
 def _compiled_module() -> Any:
@@ -63,12 +63,15 @@ def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
     def inplace(self: FuelTensor, other: Any, /) -> FuelTensor:
         return HOOKS.binary_inplace(op, self, other)
 
-    forms = (forward, reflected, inplace)
-    fallbacks = (_python_binary, _python_binary, _python_inplace)
+    forms = (
+        ("", forward, FORWARD, _python_binary),
+        ("r", reflected, REFLECTED, _python_binary),
+        ("i", inplace, INPLACE, _python_inplace),
+    )
     made = []
-    for prefix, (code, fn) in zip(("", "r", "i"), enumerate(forms), strict=True):
+    for prefix, fn, code, fallback in forms:
         _name(fn, f"__{prefix}{stem}__", op)
-        made.append(fn if _FAST is None else _compiled(fn, op, code, fallbacks[code]))
+        made.append(fn if _FAST is None else _compiled(fn, op, code, fallback))
     return made[0], made[1], made[2]
 
 
