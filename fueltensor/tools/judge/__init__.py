@@ -14,7 +14,9 @@ For each contract, and each dtype it accepts, four checks:
   size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth.
 
 `references` models each op kind's semantics (`REFERENCES`), `audit` runs the four checks
-on one contract at one dtype, `report` presents them; this module audits a registry.
+on one contract at one dtype, `report` presents them and `run` audits a registry on this
+machine; `judge` here is the public entry, on this machine or across a Dask cluster
+(`fueltensor.tools.cluster`).
 """
 
 from __future__ import annotations
