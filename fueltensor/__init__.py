@@ -10,6 +10,7 @@ remainder, pow, maximum, minimum) are planned from the FKC contract registry; `e
 from __future__ import annotations
 
 import math
+import sys
 
 from fueltensor.array_api import fft, linalg
 from fueltensor.array_api.creation import (
@@ -191,13 +192,10 @@ from fueltensor.engine.dispatch import (
     remainder,
     subtract,
 )
-from fueltensor.engine.operators import attach_operators as _attach_operators
 from fueltensor.engine.planner import Plan, Step
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
-
-_attach_operators()
 
 e = math.e
 inf = math.inf
@@ -206,7 +204,6 @@ pi = math.pi
 newaxis = None
 
 __array_api_version__ = "2024.12"
-_SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
 
 __all__ = [
     "ComparisonReport",
@@ -385,3 +382,32 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def _install_hooks() -> None:
+    """Fill the slots core reads (`fueltensor.core.hooks`): this namespace, dispatch (the
+    operators' Python path), indexing, NumPy's protocols and the displays."""
+    from fueltensor.array_api import indexing, numpy_protocols
+    from fueltensor.core.hooks import HOOKS
+    from fueltensor.engine import dispatch
+    from fueltensor.tools import display
+
+    HOOKS.namespace = sys.modules[__name__]
+    HOOKS.binary = dispatch.binary
+    HOOKS.binary_inplace = dispatch.binary_inplace
+    HOOKS.getitem = indexing.getitem
+    HOOKS.setitem = indexing.setitem
+    HOOKS.array_ufunc = numpy_protocols.array_ufunc
+    HOOKS.array_function = numpy_protocols.array_function
+    display.register()
+    dispatch.LOADERS["dask"] = _register_dask
+
+
+def _register_dask() -> None:
+    """Teach dispatch Dask's collections (on the first Dask operand it meets)."""
+    from fueltensor import dask
+
+    dask.register()
+
+
+_install_hooks()

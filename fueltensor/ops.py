@@ -1,7 +1,7 @@
 """The contract operations as data: one row per operation the kernel contracts can serve.
 
 Everything that names these operations is derived from `CONTRACT_OPS`: the namespace functions
-(`fueltensor.add` ...) and FuelTensor's operators (`fueltensor.engine.operators`), dispatch's
+(`fueltensor.add` ...) and FuelTensor's operators (`fueltensor.core.operators`), dispatch's
 op_kind and host fallback, the judge's references, and the kernels' op lists (the chassis, and
 the compiled module's `OPS`, checked against this table at import). What an operation computes
 is the contracts' business: read it from the FKC documents, never from here.

@@ -20,9 +20,10 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Final
 
 from .core.errors import ContractError, ContractWarning
+from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
 from .fkc.files import read_regular
-from .fkc.schema import check_unique
+from .fkc.validate import check_unique
 from .kernels import KernelFn
 
 if TYPE_CHECKING:
@@ -195,17 +196,12 @@ class Contracts(tuple[KernelContract, ...]):
     __slots__ = ()
 
     def __repr__(self) -> str:
-        from fueltensor.tools.display import CONTRACT_LIST_COLUMNS, contract_list_row
-        from fueltensor.tools.textwidth import fit_table
-
-        if not self:
-            return "Contracts()"
-        return fit_table([CONTRACT_LIST_COLUMNS, *map(contract_list_row, self)])
+        """A table of the contracts (registered by `fueltensor.tools.display`)."""
+        return present(self, "repr")
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import contracts_html
-
-        return contracts_html(self, f"{len(self)} contracts")
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
 
 class Registry:
@@ -288,9 +284,8 @@ class Registry:
         return f"<Registry: {len(self)} contracts from {names or 'no providers'}>"
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import registry_html
-
-        return registry_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
     @property
     def providers(self) -> tuple[Provider, ...]:

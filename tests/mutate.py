@@ -48,7 +48,7 @@ FAST_TESTS = (
 )
 
 PLANNER = "fueltensor/engine/planner.py"
-SCHEMA = "fueltensor/fkc/schema.py"
+SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
@@ -68,7 +68,7 @@ POW_LOOP_TESTS = tuple(
 """The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt without its
 build-time verdict (FUELTENSOR_POW_SHORTCUT=0, so no background check runs either)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
-JUDGE = "fueltensor/tools/judge.py"
+JUDGE = "fueltensor/tools/judge/audit.py"
 COMPARE = "fueltensor/tools/compare.py"
 DISPATCH = "fueltensor/engine/dispatch.py"
 

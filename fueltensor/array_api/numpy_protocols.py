@@ -17,6 +17,7 @@ import numpy as np
 
 from fueltensor.array_api._host import fresh
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.hooks import HOOKS
 from fueltensor.core.tensor import FuelTensor, check_writable
 from fueltensor.engine import dispatch
 from fueltensor.engine.dispatch import record_host
@@ -99,8 +100,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> An
 
 def _namespace_functions() -> dict[Callable[..., Any], Callable[..., Any]]:
     if not _FUNCTIONS:
-        import fueltensor as ft
-
+        ft = HOOKS.namespace
         _FUNCTIONS.update(
             {
                 np.concatenate: ft.concat,

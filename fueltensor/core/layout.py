@@ -11,7 +11,7 @@ import math
 import operator
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple, SupportsIndex
+from typing import Any, NamedTuple, SupportsIndex
 
 from numpy.exceptions import AxisError
 
@@ -351,3 +351,21 @@ def normalize_axis(axis: int, ndim: int) -> int:
     if not -ndim <= a < ndim:
         raise AxisError(f"axis {a} is out of bounds for a tensor of {ndim} dimensions")
     return a % ndim
+
+
+def byte_strides(layout: Layout, itemsize: int) -> list[int]:
+    """Strides in bytes for NumPy; 0 where a stride never moves (extent <= 1, or no elements),
+    so an arbitrary stride there cannot overflow NumPy's byte arithmetic."""
+    empty = layout.size == 0
+    pairs = zip(layout.shape, layout.strides, strict=True)
+    return [0 if n <= 1 or empty else s * itemsize for n, s in pairs]
+
+
+def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
+    """A tuple of ints (negative allowed) from an int or a sequence; TypeError names `what`."""
+    if isinstance(values, int):
+        return (values,)
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None

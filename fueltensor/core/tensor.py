@@ -1,6 +1,7 @@
 """`FuelTensor`: a 1-D storage buffer plus a checked `Layout`; its operators go through dispatch.
 
-The operators are attached by `fueltensor.engine.operators`, so this module imports no engine.
+Its operators come with the class (`core.operators`); what it needs from the layers above (the
+engine, the array API, the displays) it reaches through `core.hooks`, so core imports none.
 
 The tensor holds no values of its own: `shape`, `strides` and `offset` (in elements) say which
 storage elements it means. Views share the storage; every view is bounds-checked when made.
@@ -10,25 +11,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core import interchange
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import with_article
+from fueltensor.core.hooks import HOOKS, present
 from fueltensor.core.layout import (
     MAX_DIMS,
     Layout,
     LayoutFlags,
     Shape,
     as_shape,
+    as_shape_like,
+    byte_strides,
     row_major_strides,
 )
+from fueltensor.core.operators import Operators
+from fueltensor.core.pydata import from_python
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
+SUPPORTED_API_VERSIONS: Final = ("2021.12", "2022.12", "2023.12", "2024.12")
+"""The array API versions `__array_namespace__` accepts (the namespace serves them all)."""
 
 
 def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
@@ -95,14 +104,6 @@ def read_only(x: FuelTensor) -> FuelTensor:
     return FuelTensor._make(storage, x._layout, x._dtype)
 
 
-def _byte_strides(layout: Layout, itemsize: int) -> list[int]:
-    """Strides in bytes for NumPy; 0 where a stride never moves (extent <= 1, or no elements),
-    so an arbitrary stride there cannot overflow NumPy's byte arithmetic."""
-    empty = layout.size == 0
-    pairs = zip(layout.shape, layout.strides, strict=True)
-    return [0 if n <= 1 or empty else s * itemsize for n, s in pairs]
-
-
 def _is_basic(key: Any) -> bool:
     """True for a basic index: ints, slices, `...` and None (alone or in a tuple)."""
     items = key if type(key) is tuple else (key,)
@@ -115,7 +116,7 @@ def _is_basic(key: Any) -> bool:
     )
 
 
-class FuelTensor:
+class FuelTensor(Operators):
     """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
 
     __slots__ = ("__weakref__", "_dtype", "_layout", "_np", "_storage")
@@ -188,7 +189,7 @@ class FuelTensor:
                 self._storage.dtype,
                 buffer=self._storage,
                 offset=lay.offset * size,
-                strides=_byte_strides(lay, size),
+                strides=byte_strides(lay, size),
             )
             self._np = a
         return a
@@ -329,9 +330,8 @@ class FuelTensor:
         return self._array.tolist()
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import tensor_html
-
-        return tensor_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
     def __len__(self) -> int:
         if not self.ndim:
@@ -352,77 +352,30 @@ class FuelTensor:
                 return view
         if _is_basic(key):
             return self._view(self._layout.select(key))
-        from fueltensor.array_api.indexing import getitem
-
-        return getitem(self, key)
+        return HOOKS.getitem(self, key)
 
     def __setitem__(self, key: Index, value: Any, /) -> None:
         """Write `value` (broadcast, cast to this dtype) through this tensor's strides."""
-        from fueltensor.array_api.indexing import setitem
-
-        setitem(self, key, value)
+        HOOKS.setitem(self, key, value)
 
     __hash__ = None  # type: ignore[assignment]
 
-    # -- Python scalars and interchange -------------------------------------------------------
+    def _assign(self, result: FuelTensor, what: str) -> FuelTensor:
+        """Store in-place operation `what`'s `result` through this tensor and return it;
+        refused (this tensor untouched) when `check_inplace` refuses."""
+        check_inplace(self, result.dtype, result.shape, what)
+        self._array[...] = result._array
+        return self
 
-    def _item(self, kind: str) -> Any:
-        if self.ndim:
-            raise TypeError(
-                f"{kind}() needs a 0-d tensor, this one has shape {self.shape}; "
-                "index or reduce it first"
-            )
-        return self._array[()].item()
+    # -- Python scalars and interchange (`core.interchange`) ----------------------------------
 
-    def __bool__(self, /) -> bool:
-        return bool(self._item("bool"))
-
-    def __int__(self, /) -> int:
-        self._refuse_complex("int")
-        return int(self._item("int"))
-
-    def __float__(self, /) -> float:
-        self._refuse_complex("float")
-        return float(self._item("float"))
-
-    def __complex__(self, /) -> complex:
-        return complex(self._item("complex"))
-
-    def __index__(self, /) -> int:
-        if self._dtype.category not in ("signed integer", "unsigned integer"):
-            raise TypeError(
-                f"only integer tensors can be used as an index, this one is {self._dtype.name}"
-            )
-        return int(self._item("index"))
-
-    def _refuse_complex(self, kind: str) -> None:
-        if self._dtype.category == "complex floating":
-            raise TypeError(
-                f"{kind}() of {with_article(self._dtype.name)} tensor; take real() or abs() first"
-            )
-
-    def __dlpack__(
-        self,
-        /,
-        *,
-        stream: Any = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule of these elements (NumPy exports it; bfloat16 has no NumPy export)."""
-        if self._dtype is _dtypes.bfloat16:
-            raise BufferError(
-                "NumPy cannot export bfloat16 through DLPack; export "
-                "astype(x, float32), or the bits as uint16"
-            )
-        return self._array.__dlpack__(
-            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
-        )
-
-    def __dlpack_device__(self, /) -> tuple[int, int]:
-        device: tuple[int, int] = self._array.__dlpack_device__()
-        return device
+    __bool__ = interchange.to_bool
+    __int__ = interchange.to_int
+    __float__ = interchange.to_float
+    __complex__ = interchange.to_complex
+    __index__ = interchange.to_index
+    __dlpack__ = interchange.dlpack
+    __dlpack_device__ = interchange.dlpack_device
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> FuelTensor:
         """This tensor on `device`; fueltensor has one device, 'cpu', so it is this tensor."""
@@ -432,85 +385,25 @@ class FuelTensor:
         return self
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
-        import fueltensor
-
-        if api_version not in (None, *fueltensor._SUPPORTED_API_VERSIONS):
+        """The `fueltensor` namespace (one namespace serves every supported version)."""
+        if api_version not in (None, *SUPPORTED_API_VERSIONS):
             raise ValueError(
-                f"api_version {api_version!r} is not supported; use one of "
-                f"{fueltensor._SUPPORTED_API_VERSIONS}"
+                f"api_version {api_version!r} is not supported; use one of {SUPPORTED_API_VERSIONS}"
             )
-        return fueltensor
+        return HOOKS.namespace
 
     # -- NumPy's protocols (issue 13): NumPy calls on tensors stay on fueltensor -------------
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """np.add & co. through the contracts; other ufuncs, methods and out= on the host."""
-        from fueltensor.array_api.numpy_protocols import array_ufunc
-
-        return array_ufunc(ufunc, method, *inputs, **kwargs)
+        return HOOKS.array_ufunc(ufunc, method, *inputs, **kwargs)
 
     def __array_function__(
         self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """NumPy functions on tensors: fueltensor's own where it has one, else NumPy on the
         host, results returned as tensors."""
-        from fueltensor.array_api.numpy_protocols import array_function
-
-        return array_function(func, args, kwargs)
-
-    # -- operators: attached by fueltensor.engine.operators (the contract operations' from
-    # the op table, the rest from the array-API host functions); declared for type checkers.
-    if TYPE_CHECKING:
-
-        def __add__(self, other: Any, /) -> FuelTensor: ...
-        def __radd__(self, other: Any, /) -> FuelTensor: ...
-        def __iadd__(self, other: Any, /) -> FuelTensor: ...
-        def __sub__(self, other: Any, /) -> FuelTensor: ...
-        def __rsub__(self, other: Any, /) -> FuelTensor: ...
-        def __isub__(self, other: Any, /) -> FuelTensor: ...
-        def __mul__(self, other: Any, /) -> FuelTensor: ...
-        def __rmul__(self, other: Any, /) -> FuelTensor: ...
-        def __imul__(self, other: Any, /) -> FuelTensor: ...
-        def __truediv__(self, other: Any, /) -> FuelTensor: ...
-        def __rtruediv__(self, other: Any, /) -> FuelTensor: ...
-        def __itruediv__(self, other: Any, /) -> FuelTensor: ...
-        def __mod__(self, other: Any, /) -> FuelTensor: ...
-        def __rmod__(self, other: Any, /) -> FuelTensor: ...
-        def __imod__(self, other: Any, /) -> FuelTensor: ...
-        def __pow__(self, other: Any, /) -> FuelTensor: ...
-        def __rpow__(self, other: Any, /) -> FuelTensor: ...
-        def __ipow__(self, other: Any, /) -> FuelTensor: ...
-        def __floordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __rfloordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __ifloordiv__(self, other: Any, /) -> FuelTensor: ...
-        def __matmul__(self, other: Any, /) -> FuelTensor: ...
-        def __rmatmul__(self, other: Any, /) -> FuelTensor: ...
-        def __imatmul__(self, other: Any, /) -> FuelTensor: ...
-        def __and__(self, other: Any, /) -> FuelTensor: ...
-        def __rand__(self, other: Any, /) -> FuelTensor: ...
-        def __iand__(self, other: Any, /) -> FuelTensor: ...
-        def __or__(self, other: Any, /) -> FuelTensor: ...
-        def __ror__(self, other: Any, /) -> FuelTensor: ...
-        def __ior__(self, other: Any, /) -> FuelTensor: ...
-        def __xor__(self, other: Any, /) -> FuelTensor: ...
-        def __rxor__(self, other: Any, /) -> FuelTensor: ...
-        def __ixor__(self, other: Any, /) -> FuelTensor: ...
-        def __lshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rlshift__(self, other: Any, /) -> FuelTensor: ...
-        def __ilshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rshift__(self, other: Any, /) -> FuelTensor: ...
-        def __rrshift__(self, other: Any, /) -> FuelTensor: ...
-        def __irshift__(self, other: Any, /) -> FuelTensor: ...
-        def __eq__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
-        def __ne__(self, other: Any, /) -> FuelTensor: ...  # type: ignore[override]
-        def __lt__(self, other: Any, /) -> FuelTensor: ...
-        def __le__(self, other: Any, /) -> FuelTensor: ...
-        def __gt__(self, other: Any, /) -> FuelTensor: ...
-        def __ge__(self, other: Any, /) -> FuelTensor: ...
-        def __neg__(self, /) -> FuelTensor: ...
-        def __pos__(self, /) -> FuelTensor: ...
-        def __abs__(self, /) -> FuelTensor: ...
-        def __invert__(self, /) -> FuelTensor: ...
+        return HOOKS.array_function(func, args, kwargs)
 
 
 # -- creation ---------------------------------------------------------------------------------
@@ -565,84 +458,8 @@ def asarray(
         raise ValueError(
             f"converting a {type(obj).__name__} to a tensor needs a copy, but copy=False was given"
         )
-    array = _from_python(obj, want)
+    array = from_python(obj, want)
     return FuelTensor._from_dense(array, want or _dtypes.from_numpy(array.dtype))
-
-
-def _from_python(obj: Any, want: DType | None) -> np.ndarray:
-    """Nested Python sequences and scalars (or anything NumPy reads) as a fresh dense array."""
-    if hasattr(obj, "__dlpack__"):
-        array = np.from_dlpack(obj)
-        return np.array(array, dtype=None if want is None else want.np, copy=True)
-    try:
-        if want is not None:
-            return np.array(obj, dtype=want.np, copy=True)
-        array = np.array(obj, copy=True)
-    except ValueError as e:
-        if "inhomogeneous" in str(e) or "sequence" in str(e):
-            raise ValueError(
-                f"cannot make a tensor from ragged {type(obj).__name__} data: nested sequences "
-                f"must have equal lengths at each depth ({_ragged_where(obj)})"
-            ) from None
-        raise
-    except OverflowError:
-        if want is None:
-            raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype")) from None
-        info = np.iinfo(want.np)
-        raise OverflowError(_too_big(obj, int(info.min), int(info.max), want.name)) from None
-    if array.dtype == np.float32 and not _holds_numpy_values(obj):
-        array = array.astype(np.float64)
-    if array.dtype.kind == "i" and array.dtype != np.int64:
-        array = array.astype(np.int64)
-    if array.dtype.kind == "O" and any(isinstance(v, int) for v in _leaves(obj)):
-        raise OverflowError(_too_big(obj, -(2**63), 2**64 - 1, "any integer dtype"))
-    if array.dtype.kind in "OUS":
-        raise TypeError(
-            f"cannot make a tensor from {type(obj).__name__} data "
-            f"(NumPy reads it as {array.dtype}); pass numbers or tensors"
-        )
-    _dtypes.from_numpy(array.dtype)
-    return array
-
-
-def _leaves(obj: Any) -> list[Any]:
-    """The scalars of nested lists/tuples, in order."""
-    if isinstance(obj, list | tuple):
-        return [leaf for item in obj for leaf in _leaves(item)]
-    return [obj]
-
-
-def _too_big(obj: Any, low: int, high: int, what: str) -> str:
-    """The message for Python ints of `obj` outside [low, high], naming the first one."""
-    big = [v for v in _leaves(obj) if isinstance(v, int) and not low <= v <= high]
-    value = f"the integer {big[0]}" if big else "an integer"
-    return f"{value} does not fit {what} (range {low} to {high}); " + (
-        "pass it as a float (e.g. 2.0**70)" if what.startswith("any") else "use a wider dtype"
-    )
-
-
-def _ragged_where(obj: Any, path: str = "data") -> str:
-    """Where nested sequences first differ in length: `data[1] has 1 items, data[0] has 2`."""
-    if not isinstance(obj, list | tuple) or not obj:
-        return "the lengths differ"
-    subs = [o for o in obj if isinstance(o, list | tuple)]
-    if subs and len(subs) != len(obj):
-        return f"{path} mixes sequences and scalars"
-    lengths = [len(o) for o in subs]
-    if lengths and len(set(lengths)) > 1:
-        first = next(i for i, n in enumerate(lengths) if n != lengths[0])
-        return f"{path}[{first}] has {lengths[first]} items, {path}[0] has {lengths[0]}"
-    for i, o in enumerate(subs):
-        found = _ragged_where(o, f"{path}[{i}]")
-        if found != "the lengths differ":
-            return found
-    return "the lengths differ"
-
-
-def _holds_numpy_values(obj: Any) -> bool:
-    return isinstance(obj, np.generic | np.ndarray) or (
-        isinstance(obj, list | tuple) and bool(obj) and _holds_numpy_values(obj[0])
-    )
 
 
 def _check_device(device: Any) -> None:
@@ -677,15 +494,3 @@ def as_strided(x: FuelTensor, shape: Any, strides: Any, offset: int | None = Non
     strides_t = tuple(int(s) for s in as_shape_like(strides, "strides"))
     off = x.offset if offset is None else int(offset)
     return FuelTensor._make(x._storage, Layout(shape_t, strides_t, off), x.dtype)
-
-
-def as_shape_like(values: Any, what: str) -> tuple[int, ...]:
-    """A tuple of ints (negative allowed) from an int or a sequence; TypeError names `what`."""
-    import operator
-
-    if isinstance(values, int):
-        return (values,)
-    try:
-        return tuple(operator.index(v) for v in values)
-    except TypeError:
-        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None

@@ -277,14 +277,17 @@ def choose(
     return chosen
 
 
-def _collection(kind: type) -> Callable[[str, Any, Any], Any] | None:
-    """The `DEFERRED` handler for operands of type `kind`; Dask's collections are learnt on
-    first sight (the `dask` extra registers them), so no import of Dask happens before."""
-    handler = DEFERRED.get(kind)
-    if handler is None and kind.__module__.partition(".")[0] == "dask":
-        from fueltensor import dask as _dask
+LOADERS: dict[str, Callable[[], None]] = {}
+"""Top-level package of a collection type -> what fills its `DEFERRED` handlers on first sight
+(the package root installs Dask's: the `dask` extra), so no import of Dask happens before."""
 
-        _dask.register()
+
+def _collection(kind: type) -> Callable[[str, Any, Any], Any] | None:
+    """The `DEFERRED` handler for operands of type `kind` (learnt through `LOADERS`)."""
+    handler = DEFERRED.get(kind)
+    load = LOADERS.get(kind.__module__.partition(".")[0]) if handler is None else None
+    if load is not None:
+        load()
         handler = DEFERRED.get(kind)
     return handler
 

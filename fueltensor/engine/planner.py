@@ -18,6 +18,7 @@ from typing import Final, NamedTuple
 
 from fueltensor.core.dtypes import DType, result_type
 from fueltensor.core.errors import ContractError
+from fueltensor.core.hooks import present
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
@@ -163,9 +164,8 @@ class Plan:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import plan_html
-
-        return plan_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
 
 def _relinked(

@@ -25,10 +25,8 @@ from .schema import (
     Rule,
     ShapeConstraint,
     Source,
-    build_contract,
-    build_provider,
-    check_unique,
 )
+from .validate import build_contract, build_provider, check_unique
 
 __all__ = [
     "LAYOUT_FLAGS",

@@ -35,10 +35,8 @@ from .schema import (
     Node,
     Provider,
     Source,
-    build_contract,
-    build_provider,
-    check_unique,
 )
+from .validate import build_contract, build_provider, check_unique
 
 FORMAT: Final = 2
 """Layout of the JSON entries; bumped when `encode` changes shape."""

@@ -231,6 +231,56 @@ def renest(lines: list[str], shape: Shape) -> list[str]:
     return out
 
 
+class _Tree:
+    """The values a YAML event stream builds: finished documents and the open collections."""
+
+    __slots__ = ("composer", "docs", "in_dict", "key", "key_line", "outer", "top")
+
+    def __init__(self, composer: _Composer) -> None:
+        self.composer = composer
+        self.docs: list[Node] = []
+        self.outer: list[tuple[Any, bool, str | None, int]] = []  # enclosing collections
+        self.top: Any = None  # the innermost open collection: a dict or a list
+        self.in_dict = False
+        self.key: str | None = None  # in a dict: the key awaiting its value, and its line
+        self.key_line = 0
+
+    def scalar(self, value: Scalar, line: int) -> None:
+        """A mapping key (a plain string, once per mapping), a value, an item or a document."""
+        if self.in_dict and self.key is None:
+            if value.__class__ is not str:
+                self.composer.fail("mapping keys must be plain strings", line)
+            if value in self.top:
+                self.composer.fail("key appears twice in one mapping", line, str(value))
+            self.key, self.key_line = value, line
+        else:
+            self._place(value, line)
+
+    def open(self, container: dict[str, Node] | list[Node], is_map: bool, line: int) -> None:
+        """Place a new collection and make it the innermost open one (at most MAX_DEPTH)."""
+        if self.in_dict and self.key is None:
+            self.composer.fail("mapping keys must be plain strings", line)
+        self._place(container, line)
+        if len(self.outer) >= MAX_DEPTH:
+            self.composer.fail(f"YAML nested deeper than {MAX_DEPTH} levels", line)
+        self.outer.append((self.top, self.in_dict, None, self.key_line))
+        self.top, self.in_dict, self.key, self.key_line = container, is_map, None, 0
+
+    def close(self) -> None:
+        """The innermost collection is complete: its parent is open again."""
+        self.top, self.in_dict, self.key, self.key_line = self.outer.pop()
+
+    def _place(self, value: Any, line: int) -> None:
+        """`value` as the awaited key's value, the open list's next item, or a document."""
+        if self.in_dict:
+            self.top[self.key] = Node(value, self.key_line)
+            self.key = None
+        elif self.top is not None:
+            self.top.append(Node(value, line))
+        else:
+            self.docs.append(Node(value, line))
+
+
 class _Composer:
     """Builds Nodes from PyYAML's safe event stream (libyaml when available): one pass, no
     intermediate YAML nodes, refusing anchors, aliases, tags and non-string keys."""
@@ -266,12 +316,7 @@ class _Composer:
             raise ContractError(f"invalid YAML: {e}", path=self.path) from None
 
     def _documents(self, text: str) -> list[Node]:
-        docs: list[Node] = []
-        outer: list[tuple[Any, bool, str | None, int]] = []  # enclosing collections
-        top: Any = None  # the innermost open collection: a dict or a list
-        in_dict = False
-        key: str | None = None  # in a dict: the key awaiting its value, and its line
-        key_line = 0
+        tree = _Tree(self)
         loader = _LOADER(text)
         try:
             for count, ev in enumerate(iter(loader.get_event, None)):
@@ -283,56 +328,12 @@ class _Composer:
                     )
                 cls = ev.__class__
                 if cls is yaml.ScalarEvent:
-                    if ev.anchor is not None:
-                        self.fail(
-                            f"YAML anchor &{ev.anchor} is not accepted; write values out",
-                            ev.start_mark.line + 1,
-                        )
-                    if ev.tag is not None:
-                        value = self.tagged(ev)
-                    elif ev.implicit[0]:
-                        value = _plain(ev.value, ev.start_mark.line + 1, self)
-                    else:
-                        value = ev.value  # quoted: always a string
-                    if in_dict:
-                        if key is None:
-                            line = ev.start_mark.line + 1
-                            if value.__class__ is not str:
-                                self.fail("mapping keys must be plain strings", line)
-                            if value in top:
-                                self.fail("key appears twice in one mapping", line, str(value))
-                            key, key_line = value, line
-                        else:
-                            top[key] = Node(value, key_line)
-                            key = None
-                    elif top is not None:
-                        top.append(Node(value, ev.start_mark.line + 1))
-                    else:
-                        docs.append(Node(value, ev.start_mark.line + 1))
+                    tree.scalar(self._scalar(ev), ev.start_mark.line + 1)
                 elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
-                    line = ev.start_mark.line + 1
-                    if ev.anchor is not None:
-                        self.fail(
-                            f"YAML anchor &{ev.anchor} is not accepted; write values out", line
-                        )
                     is_map = cls is yaml.MappingStartEvent
-                    if ev.tag is not None and ev.tag != (_MAP if is_map else _SEQ):
-                        self.refuse_tag(ev.tag, line)
-                    container: Any = {} if is_map else []
-                    if in_dict:
-                        if key is None:
-                            self.fail("mapping keys must be plain strings", line)
-                        top[key] = Node(container, key_line)
-                    elif top is not None:
-                        top.append(Node(container, line))
-                    else:
-                        docs.append(Node(container, line))
-                    if len(outer) >= MAX_DEPTH:
-                        self.fail(f"YAML nested deeper than {MAX_DEPTH} levels", line)
-                    outer.append((top, in_dict, None, key_line))
-                    top, in_dict, key, key_line = container, is_map, None, 0
+                    tree.open(self._collection(ev, is_map), is_map, ev.start_mark.line + 1)
                 elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
-                    top, in_dict, key, key_line = outer.pop()
+                    tree.close()
                 elif cls is yaml.AliasEvent:
                     self.fail(
                         f"YAML alias *{ev.anchor} is not accepted; write values out",
@@ -340,7 +341,31 @@ class _Composer:
                     )
         finally:
             loader.dispose()
-        return docs
+        return tree.docs
+
+    def _refuse_anchor(self, ev: Any) -> None:
+        if ev.anchor is not None:
+            self.fail(
+                f"YAML anchor &{ev.anchor} is not accepted; write values out",
+                ev.start_mark.line + 1,
+            )
+
+    def _scalar(self, ev: Any) -> Scalar:
+        """A scalar event's value: tagged, plain (typed as YAML 1.2 core) or quoted (a str)."""
+        self._refuse_anchor(ev)
+        if ev.tag is not None:
+            return self.tagged(ev)
+        if ev.implicit[0]:
+            return _plain(ev.value, ev.start_mark.line + 1, self)
+        value: str = ev.value  # quoted: always a string
+        return value
+
+    def _collection(self, ev: Any, is_map: bool) -> dict[str, Node] | list[Node]:
+        """An empty mapping or list for a collection-start event (no anchor, no foreign tag)."""
+        self._refuse_anchor(ev)
+        if ev.tag is not None and ev.tag != (_MAP if is_map else _SEQ):
+            self.refuse_tag(ev.tag, ev.start_mark.line + 1)
+        return {} if is_map else []
 
     def tagged(self, ev: Any) -> Scalar:
         """The value of an explicitly tagged scalar; only the standard scalar tags are accepted."""

@@ -1,25 +1,21 @@
-"""The kernel-contract objects (frozen dataclasses) and the validation that builds them.
+"""The kernel-contract objects (frozen dataclasses) and the vocabulary of a document.
 
-`build_provider` and `build_contract` turn the line-annotated YAML values the parser produces
-(`Node`) into `Provider` and `KernelContract` objects, or raise `ContractError` naming the file,
-the line, the field and what is accepted. The `Shape` tree below is the single statement of
-which keys a document holds and how they nest; the parser uses it too, to re-nest flattened
-blocks.
+The `Shape` tree below is the single statement of which keys a document holds and how they
+nest; the parser uses it to re-nest flattened blocks and `fkc.validate` to check documents,
+which it turns into the objects defined here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, NoReturn, TypeAlias
+from typing import Any, Final, TypeAlias
 
-from ..core.dtypes import BY_FKC
-from ..core.errors import ContractError
-from .formula import Formula, FormulaError
+from ..core.hooks import present
+from .formula import Formula
 
 LAYOUT_FLAGS: Final = (
     "contiguous",
@@ -42,8 +38,6 @@ FKC_VERSIONS: Final = (1,)
 AUTO_HASH: Final = "auto"
 
 Scalar: TypeAlias = str | int | float | bool | None
-_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_RULE: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()]*)\)\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,29 +73,31 @@ def _shape(spec: str, **nested: Shape | list[Shape]) -> Shape:
 OPEN: Final = Shape((), frozenset(), {}, {}, open=True)
 PROVIDER_SHAPE: Final = _shape("name backend kernel_source link_registry revision_base")
 FRONT_MATTER_SHAPE: Final = _shape("fkc_version provider", provider=PROVIDER_SHAPE)
-_LAYOUT: Final = _shape(" ".join(LAYOUT_FLAGS))
-_INPUT: Final = _shape("name dtypes layout rank shape_constraint?", layout=_LAYOUT)
-_OUTPUT: Final = _shape("name dtype_rule shape_rule layout_guarantee aliasing")
-_FAST_PATH: Final = _shape("when class? note?")
-_MEMORY: Final = _shape("device_bytes host_bytes disk_bytes")
-_ACCEPT: Final = _shape("inputs op_params?", inputs=[_INPUT], op_params=OPEN)
-_RETURN: Final = _shape("outputs", outputs=[_OUTPUT])
-_CAPS: Final = _shape(
+LAYOUT_SHAPE: Final = _shape(" ".join(LAYOUT_FLAGS))
+INPUT_SHAPE: Final = _shape("name dtypes layout rank shape_constraint?", layout=LAYOUT_SHAPE)
+OUTPUT_SHAPE: Final = _shape("name dtype_rule shape_rule layout_guarantee aliasing")
+FAST_PATH_SHAPE: Final = _shape("when class? note?")
+MEMORY_SHAPE: Final = _shape("device_bytes host_bytes disk_bytes")
+ACCEPT_SHAPE: Final = _shape("inputs op_params?", inputs=[INPUT_SHAPE], op_params=OPEN)
+RETURN_SHAPE: Final = _shape("outputs", outputs=[OUTPUT_SHAPE])
+CAPS_SHAPE: Final = _shape(
     "awkward_layout_strategy fast_paths? in_place alignment_bytes access_granularity_bits",
-    fast_paths=[_FAST_PATH],
+    fast_paths=[FAST_PATH_SHAPE],
 )
-_COST: Final = _shape("provenance class flops bytes_moved overhead_ns? memory", memory=_MEMORY)
-_PRECISION: Final = _shape(
+COST_SHAPE: Final = _shape(
+    "provenance class flops bytes_moved overhead_ns? memory", memory=MEMORY_SHAPE
+)
+PRECISION_SHAPE: Final = _shape(
     "bit_stable_on_same_hardware max_ulp? max_relative? max_absolute? audited notes?"
 )
 CONTRACT_SHAPE: Final = _shape(
     "kernel op_kind registrable? blurb? backend kernel_source entry_point kernel_revision_hash? "
     "accept return caps cost precision determinism",
-    accept=_ACCEPT,
-    caps=_CAPS,
-    cost=_COST,
-    precision=_PRECISION,
-    **{"return": _RETURN},
+    accept=ACCEPT_SHAPE,
+    caps=CAPS_SHAPE,
+    cost=COST_SHAPE,
+    precision=PRECISION_SHAPE,
+    **{"return": RETURN_SHAPE},
 )
 PROSE_KEYS: Final = ("blurb",)
 """Document keys that are prose (our own words), not facts: left out of `to_dict()`."""
@@ -157,6 +153,17 @@ class InputSpec:
     rank: int | None
     shape_constraint: ShapeConstraint | None
 
+    def to_dict(self) -> dict[str, Any]:
+        """This input as its document writes it (`KernelContract.to_dict`)."""
+        sc = self.shape_constraint
+        return {
+            "name": self.name,
+            "dtypes": list(self.dtypes),
+            "layout": dict(self.layout),
+            "rank": "any" if self.rank is None else self.rank,
+            "shape_constraint": None if sc is None else str(sc),
+        }
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -178,6 +185,16 @@ class OutputSpec:
     shape_rule: Rule
     layout_guarantee: str
     aliasing: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """This output as its document writes it (`KernelContract.to_dict`)."""
+        return {
+            "name": self.name,
+            "dtype_rule": str(self.dtype_rule),
+            "shape_rule": str(self.shape_rule),
+            "layout_guarantee": self.layout_guarantee,
+            "aliasing": self.aliasing,
+        }
 
 
 class _ReadOnlyMap(dict[str, Any]):
@@ -274,21 +291,16 @@ class KernelContract(_PicklesReadOnlyMaps):
     source: Source
 
     def __repr__(self) -> str:
-        from fueltensor.tools.display import contract_summary
-
-        return f"<KernelContract {self.name}: {contract_summary(self)}>"
+        """Its name and a one-line summary (registered by `fueltensor.tools.display`)."""
+        return present(self, "repr")
 
     def __str__(self) -> str:
-        from fueltensor.tools.display import contract_facts
-
-        facts = contract_facts(self)
-        width = max(len(k) for k, _ in facts)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in facts)
+        """A card of its facts (registered by `fueltensor.tools.display`)."""
+        return present(self, "str")
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import contract_html
-
-        return contract_html(self)
+        """The notebook display (registered by `fueltensor.tools.display`)."""
+        return present(self, "html")
 
     def input(self, name: str) -> InputSpec:
         """The input called `name`; KeyError naming the inputs this contract has."""
@@ -313,32 +325,10 @@ class KernelContract(_PicklesReadOnlyMaps):
             "entry_point": self.entry_point,
             "kernel_revision_hash": self.kernel_revision_hash,
             "accept": {
-                "inputs": [
-                    {
-                        "name": s.name,
-                        "dtypes": list(s.dtypes),
-                        "layout": dict(s.layout),
-                        "rank": "any" if s.rank is None else s.rank,
-                        "shape_constraint": None
-                        if s.shape_constraint is None
-                        else str(s.shape_constraint),
-                    }
-                    for s in self.inputs
-                ],
+                "inputs": [s.to_dict() for s in self.inputs],
                 "op_params": dict(self.op_params),
             },
-            "return": {
-                "outputs": [
-                    {
-                        "name": o.name,
-                        "dtype_rule": str(o.dtype_rule),
-                        "shape_rule": str(o.shape_rule),
-                        "layout_guarantee": o.layout_guarantee,
-                        "aliasing": o.aliasing,
-                    }
-                    for o in self.outputs
-                ]
-            },
+            "return": {"outputs": [o.to_dict() for o in self.outputs]},
             "caps": {
                 "awkward_layout_strategy": self.caps.awkward_layout_strategy,
                 "fast_paths": [dict(p) for p in self.caps.fast_paths],
@@ -371,375 +361,3 @@ def revision_hash(revision_base: str, facts: Mapping[str, Any]) -> str:
     payload = {k: v for k, v in facts.items() if k != "kernel_revision_hash"}
     text = json.dumps([revision_base, payload], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-class _Reader:
-    """Typed accessors over `Node`s that raise ContractError with file, line and field."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, line: int, where: str, message: str) -> NoReturn:
-        raise ContractError(message, path=self.path, line=line, field=where)
-
-    def mapping(self, node: Node, shape: Shape, where: str) -> dict[str, Node]:
-        """The entries of a mapping node, refusing unknown keys and missing required ones."""
-        value = node.value
-        if not isinstance(value, dict):
-            self.fail(node.line, where, f"expected a mapping, got {_kind(value)}")
-        if shape.open:
-            return value
-        unknown = value.keys() - shape.keys
-        if unknown:
-            key = next(k for k in value if k in unknown)
-            accepted = ", ".join(shape.keys)
-            self.fail(value[key].line, _join(where, key), f"unknown key; accepted here: {accepted}")
-        if not shape.required <= value.keys():
-            missing = next(k for k in shape.keys if k in shape.required and k not in value)
-            self.fail(node.line, _join(where, missing), "missing required key")
-        return value
-
-    def items(self, node: Node, where: str) -> list[Node]:
-        if not isinstance(node.value, list):
-            self.fail(node.line, where, f"expected a list, got {_kind(node.value)}")
-        return node.value
-
-    def string(self, node: Node, where: str, choices: Iterable[str] = ()) -> str:
-        value = node.value
-        if not isinstance(value, str) or not value:
-            self.fail(node.line, where, f"expected a non-empty string, got {_kind(value)}")
-        allowed = tuple(choices)
-        if allowed and value not in allowed:
-            self.fail(
-                node.line, where, f"{value!r} is not accepted; accepted: {', '.join(allowed)}"
-            )
-        return value
-
-    def text(self, node: Node | None, where: str) -> str:
-        """A free text field (may be empty or absent)."""
-        if node is None:
-            return ""
-        if not isinstance(node.value, str):
-            self.fail(node.line, where, f"expected a string, got {_kind(node.value)}")
-        return node.value
-
-    def identifier(self, node: Node, where: str) -> str:
-        value = self.string(node, where)
-        if not _IDENT.match(value):
-            self.fail(
-                node.line,
-                where,
-                f"{value!r} is not accepted; accepted: an identifier [A-Za-z_][A-Za-z0-9_]*",
-            )
-        return value
-
-    def boolean(self, node: Node, where: str) -> bool:
-        if not isinstance(node.value, bool):
-            self.fail(node.line, where, f"expected true or false, got {_kind(node.value)}")
-        return node.value
-
-    def integer(self, node: Node, where: str, minimum: int = 0) -> int:
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.fail(node.line, where, f"expected an integer >= {minimum}, got {_kind(value)}")
-        return value
-
-    def bound(self, node: Node | None, where: str) -> float | None:
-        """A non-negative number, or None for `~` / absent (not declared)."""
-        if node is None or node.value is None:
-            return None
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            self.fail(node.line, where, f"expected a number >= 0 or ~, got {_kind(value)}")
-        return value
-
-    def formula(self, node: Node, where: str, variables: frozenset[str]) -> Formula:
-        accepted = ", ".join(sorted(variables))
-        try:
-            formula = Formula(node.value)  # type: ignore[arg-type]  # Formula checks the type
-        except FormulaError as e:
-            self.fail(
-                node.line,
-                where,
-                f"{e}; accepted: numbers, + - * / ( ) and the variables {accepted}",
-            )
-        unknown = formula.variables - variables
-        if unknown:
-            self.fail(
-                node.line,
-                where,
-                f"unknown variable {', '.join(sorted(unknown))}; accepted: {accepted}",
-            )
-        return formula
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, (dict, list)):
-        return "a mapping" if isinstance(value, dict) else "a list"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def build_provider(node: Node, path: str) -> Provider:
-    """The Provider a document's front matter declares."""
-    r = _Reader(path)
-    top = r.mapping(node, FRONT_MATTER_SHAPE, "")
-    version = r.integer(top["fkc_version"], "fkc_version")
-    if version not in FKC_VERSIONS:
-        r.fail(
-            top["fkc_version"].line,
-            "fkc_version",
-            f"version {version} is not supported; accepted: 1",
-        )
-    p = r.mapping(top["provider"], PROVIDER_SHAPE, "provider")
-    fields = {k: r.string(p[k], f"provider.{k}") for k in PROVIDER_SHAPE.keys}
-    return Provider(**fields, fkc_version=version, path=path)
-
-
-def build_contract(node: Node, provider: Provider, description: str) -> KernelContract:
-    """The KernelContract one ```fkc block declares, checked against its provider."""
-    r = _Reader(provider.path)
-    top = r.mapping(node, CONTRACT_SHAPE, "")
-    for key, expected in (("backend", provider.backend), ("kernel_source", provider.kernel_source)):
-        value = r.string(top[key], key)
-        if value != expected:
-            r.fail(
-                top[key].line,
-                key,
-                f"{value!r} disagrees with the front matter of provider {provider.name}; "
-                f"accepted: {expected!r}",
-            )
-    accept = r.mapping(top["accept"], _ACCEPT, "accept")
-    inputs = _inputs(r, accept["inputs"])
-    names = tuple(s.name for s in inputs)
-    contract = KernelContract(
-        name=r.identifier(top["kernel"], "kernel"),
-        op_kind=r.identifier(top["op_kind"], "op_kind"),
-        blurb=r.text(top.get("blurb"), "blurb"),
-        backend=provider.backend,
-        kernel_source=provider.kernel_source,
-        entry_point=r.string(top["entry_point"], "entry_point"),
-        kernel_revision_hash=r.string(top["kernel_revision_hash"], "kernel_revision_hash")
-        if "kernel_revision_hash" in top
-        else AUTO_HASH,
-        registrable=r.boolean(top["registrable"], "registrable") if "registrable" in top else True,
-        inputs=inputs,
-        op_params=_op_params(r, accept.get("op_params")),
-        outputs=_outputs(r, top["return"], names),
-        caps=_caps(r, top["caps"]),
-        cost=_cost(r, top["cost"], names),
-        precision=_precision(r, top["precision"]),
-        determinism=r.string(top["determinism"], "determinism"),
-        description=description,
-        provider=provider,
-        source=Source(provider.path, node.line, {k: v.line for k, v in top.items()}),
-    )
-    if contract.kernel_revision_hash == AUTO_HASH:
-        digest = revision_hash(provider.revision_base, contract.to_dict())
-        contract = replace(contract, kernel_revision_hash=digest)
-    return contract
-
-
-def check_unique(contracts: Iterable[KernelContract]) -> None:
-    """ContractError at the second declaration of any kernel name."""
-    first: dict[str, KernelContract] = {}
-    for c in contracts:
-        if c.name in first:
-            seen = first[c.name].source
-            raise ContractError(
-                f"duplicate kernel name {c.name!r} (first declared at {seen.path}:{seen.line}); "
-                "accepted: a name no other contract in the registry uses",
-                path=c.source.path,
-                line=c.source.lines.get("kernel", c.source.line),
-                field="kernel",
-            )
-        first[c.name] = c
-
-
-def _inputs(r: _Reader, node: Node) -> tuple[InputSpec, ...]:
-    nodes = r.items(node, "accept.inputs")
-    if not nodes:
-        r.fail(node.line, "accept.inputs", "expected at least one input")
-    raw: list[tuple[str, dict[str, Node]]] = []
-    for i, item in enumerate(nodes):
-        where = f"accept.inputs[{i}]"
-        entries = r.mapping(item, _INPUT, where)
-        name = r.identifier(entries["name"], f"{where}.name")
-        if any(name == n for n, _ in raw):
-            r.fail(entries["name"].line, f"{where}.name", f"duplicate input name {name!r}")
-        raw.append((name, entries))
-    names = [n for n, _ in raw]
-    return tuple(_input(r, f"accept.inputs[{i}]", e, names) for i, (_, e) in enumerate(raw))
-
-
-def _input(r: _Reader, where: str, e: dict[str, Node], names: list[str]) -> InputSpec:
-    name = e["name"].value
-    assert isinstance(name, str)
-    dtypes: list[str] = []
-    for d in r.items(e["dtypes"], f"{where}.dtypes"):
-        code = r.string(d, f"{where}.dtypes", BY_FKC)
-        if code in dtypes:
-            r.fail(d.line, f"{where}.dtypes", f"dtype {code} is listed twice")
-        dtypes.append(code)
-    if not dtypes:
-        r.fail(e["dtypes"].line, f"{where}.dtypes", f"expected at least one of {', '.join(BY_FKC)}")
-    flags = r.mapping(e["layout"], _LAYOUT, f"{where}.layout")
-    layout = tuple(
-        (f, r.string(flags[f], f"{where}.layout.{f}", LAYOUT_VALUES)) for f in LAYOUT_FLAGS
-    )
-    rank_node = e["rank"]
-    rank = None if rank_node.value == "any" else rank_node.value
-    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
-        r.fail(
-            rank_node.line, f"{where}.rank", f"got {_kind(rank)}; accepted: any or an integer >= 0"
-        )
-    return InputSpec(
-        name,
-        tuple(dtypes),
-        layout,
-        rank,
-        _shape_constraint(r, e.get("shape_constraint"), where, name, names),
-    )
-
-
-def _shape_constraint(
-    r: _Reader, node: Node | None, where: str, name: str, names: list[str]
-) -> ShapeConstraint | None:
-    if node is None or node.value is None:
-        return None
-    where = f"{where}.shape_constraint"
-    others = [n for n in names if n != name]
-    accepted = " | ".join(
-        f"{k}=<{'|'.join(others) or 'another input'}>" for k in SHAPE_CONSTRAINT_KINDS
-    )
-    text = r.string(node, where)
-    kind, sep, other = (part.strip() for part in text.partition("="))
-    if not sep or kind not in SHAPE_CONSTRAINT_KINDS or other not in others:
-        r.fail(node.line, where, f"{text!r} is not accepted; accepted: {accepted}")
-    return ShapeConstraint(kind, other)
-
-
-def _op_params(r: _Reader, node: Node | None) -> Mapping[str, Scalar]:
-    if node is None:
-        return MappingProxyType({})
-    return MappingProxyType(_scalars(r, node, "accept.op_params"))
-
-
-def _scalars(r: _Reader, node: Node, where: str) -> dict[str, Scalar]:
-    """A mapping of free keys to scalar values (op_params, a fast path)."""
-    entries = r.mapping(node, OPEN, where)
-    out: dict[str, Scalar] = {}
-    for key, child in entries.items():
-        if isinstance(child.value, (dict, list)):
-            r.fail(child.line, _join(where, key), "expected a scalar (string, number, bool or ~)")
-        out[key] = child.value
-    return out
-
-
-def _rule(
-    r: _Reader, node: Node, where: str, rules: Mapping[str, int], names: tuple[str, ...]
-) -> Rule:
-    text = r.string(node, where)
-    accepted = ", ".join(f"{k}({', '.join(['<input>'] * n)})" for k, n in rules.items())
-    m = _RULE.match(text.strip())
-    args = tuple(a.strip() for a in m.group(2).split(",")) if m else ()
-    if m is None or rules.get(m.group(1)) != len(args):
-        r.fail(node.line, where, f"{text!r} is not accepted; accepted: {accepted}")
-    for a in args:
-        if a not in names:
-            r.fail(
-                node.line,
-                where,
-                f"{text!r} names {a!r}, which is not an input; inputs: {', '.join(names)}",
-            )
-    if len(set(args)) != len(args):
-        r.fail(node.line, where, f"{text!r} names the same input twice")
-    return Rule(m.group(1), args)
-
-
-def _outputs(r: _Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec, ...]:
-    ret = r.mapping(node, _RETURN, "return")
-    items = r.items(ret["outputs"], "return.outputs")
-    if not items:
-        r.fail(ret["outputs"].line, "return.outputs", "expected at least one output")
-    outputs: list[OutputSpec] = []
-    for i, item in enumerate(items):
-        where = f"return.outputs[{i}]"
-        e = r.mapping(item, _OUTPUT, where)
-        name = r.identifier(e["name"], f"{where}.name")
-        if name in names or any(o.name == name for o in outputs):
-            r.fail(e["name"].line, f"{where}.name", f"output name {name!r} is already used")
-        outputs.append(
-            OutputSpec(
-                name=name,
-                dtype_rule=_rule(r, e["dtype_rule"], f"{where}.dtype_rule", DTYPE_RULES, names),
-                shape_rule=_rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
-                layout_guarantee=r.string(
-                    e["layout_guarantee"], f"{where}.layout_guarantee", LAYOUT_GUARANTEES
-                ),
-                aliasing=r.string(e["aliasing"], f"{where}.aliasing", ALIASING),
-            )
-        )
-    return tuple(outputs)
-
-
-def _caps(r: _Reader, node: Node) -> Caps:
-    c = r.mapping(node, _CAPS, "caps")
-    fast_paths: list[Mapping[str, Scalar]] = []
-    if "fast_paths" in c:
-        for i, item in enumerate(r.items(c["fast_paths"], "caps.fast_paths")):
-            where = f"caps.fast_paths[{i}]"
-            entries = r.mapping(item, _FAST_PATH, where)
-            r.string(entries["when"], f"{where}.when")
-            fast_paths.append(MappingProxyType(_scalars(r, item, where)))
-    alignment = r.integer(c["alignment_bytes"], "caps.alignment_bytes", minimum=1)
-    if alignment & (alignment - 1):
-        r.fail(
-            c["alignment_bytes"].line,
-            "caps.alignment_bytes",
-            f"{alignment} is not accepted; accepted: a power of two",
-        )
-    return Caps(
-        awkward_layout_strategy=r.string(
-            c["awkward_layout_strategy"], "caps.awkward_layout_strategy", AWKWARD_LAYOUT_STRATEGIES
-        ),
-        fast_paths=tuple(fast_paths),
-        in_place=r.boolean(c["in_place"], "caps.in_place"),
-        alignment_bytes=alignment,
-        access_granularity_bits=r.integer(
-            c["access_granularity_bits"], "caps.access_granularity_bits", minimum=1
-        ),
-    )
-
-
-def _cost(r: _Reader, node: Node, names: tuple[str, ...]) -> Cost:
-    c = r.mapping(node, _COST, "cost")
-    variables = frozenset({"n", "dtype_bytes", *(f"{n}_count" for n in names)})
-    memory = r.mapping(c["memory"], _MEMORY, "cost.memory")
-    return Cost(
-        provenance=r.string(c["provenance"], "cost.provenance"),
-        class_=r.string(c["class"], "cost.class"),
-        flops=r.formula(c["flops"], "cost.flops", variables),
-        bytes_moved=r.formula(c["bytes_moved"], "cost.bytes_moved", variables),
-        overhead_ns=r.bound(c.get("overhead_ns"), "cost.overhead_ns"),
-        memory=MappingProxyType(
-            {k: r.formula(memory[k], f"cost.memory.{k}", variables) for k in _MEMORY.keys}
-        ),
-    )
-
-
-def _precision(r: _Reader, node: Node) -> Precision:
-    p = r.mapping(node, _PRECISION, "precision")
-    return Precision(
-        bit_stable_on_same_hardware=r.boolean(
-            p["bit_stable_on_same_hardware"], "precision.bit_stable_on_same_hardware"
-        ),
-        max_ulp=r.bound(p.get("max_ulp"), "precision.max_ulp"),
-        max_relative=r.bound(p.get("max_relative"), "precision.max_relative"),
-        max_absolute=r.bound(p.get("max_absolute"), "precision.max_absolute"),
-        audited=r.boolean(p["audited"], "precision.audited"),
-        notes=r.text(p.get("notes"), "precision.notes"),
-    )

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.registry import registry
 from fueltensor.tools.compare import text_table
-from fueltensor.tools.judge import JudgeReport, judge
+from fueltensor.tools.judge.report import JudgeReport
+from fueltensor.tools.judge.run import judge_here
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -181,7 +182,7 @@ def _audit_here(
     """Run on a worker: its fingerprint and the judge's report over its own registry."""
     from fueltensor.fingerprint import machine
 
-    return machine().to_dict(), judge(kernels=kernels, quick=quick, seed=seed, progress=False)
+    return machine().to_dict(), judge_here(None, kernels, quick, seed, progress=False)
 
 
 def _machines(client: Client, every_worker: bool) -> dict[str, list[str]]:

@@ -22,7 +22,8 @@ from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
-from fueltensor.tools.textwidth import fit_lines
+from fueltensor.tools.display import html_table, machine_html
+from fueltensor.tools.textwidth import fit_lines, fit_table
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -194,8 +195,6 @@ def text_table(
     """Left-aligned columns separated by two spaces, the first row being the header, fitted to
     the terminal's width, leaving out `optional` columns if need be and never breaking the
     cells of `whole` ones (`tools.textwidth`)."""
-    from fueltensor.tools.textwidth import fit_table
-
     return fit_table(rows, optional=optional, whole=whole)
 
 
@@ -271,9 +270,17 @@ class ComparisonReport:
         return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
 
     def _repr_html_(self) -> str:
-        from fueltensor.tools.display import comparison_html
-
-        return comparison_html(self)
+        """The comparison table, mismatching operations shaded, worst elements listed below."""
+        rows = list(self)
+        table = html_table(
+            COLUMNS,
+            [comparison_row(c) for c in rows],
+            caption=f"compare_backends: {self.mismatches} mismatched elements",
+            marks=[c.compared and c.mismatches > 0 for c in rows],
+        )
+        worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
+        extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
+        return f"<div>{table}{extra}{machine_html(self.machine)}</div>"
 
     def assert_equal(self, max_ulp: float = 0, nan_payloads: bool = True) -> None:
         """Raise AssertionError naming the worst element of every comparison beyond `max_ulp`

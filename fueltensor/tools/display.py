@@ -1,25 +1,29 @@
 """Rich display for Jupyter: `_repr_html_` bodies for tensors, plans, registries and reports.
 
+The model classes do not import this module: `register()` (run when `fueltensor` is imported)
+installs these as their presentations in `fueltensor.core.hooks`.
+
 Every function returns a plain HTML string built from escaped text: small tables with a caption,
 so a notebook shows what a `print` shows, only easier to scan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fueltensor.core.hooks import HOOKS, Form
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine.planner import Plan
+from fueltensor.fkc.schema import InputSpec, KernelContract
+from fueltensor.registry import Contracts, Registry
+from fueltensor.tools.textwidth import fit_table
+
 if TYPE_CHECKING:
-    from fueltensor.core.tensor import FuelTensor
-    from fueltensor.engine.planner import Plan
     from fueltensor.fingerprint import Fingerprint
-    from fueltensor.fkc.schema import InputSpec, KernelContract
-    from fueltensor.registry import Registry
-    from fueltensor.tools.compare import ComparisonReport
-    from fueltensor.tools.judge import JudgeReport
 
 _STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;text-align:left"
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top"
@@ -226,38 +230,41 @@ def registry_html(reg: Registry) -> str:
     return f"<div>{providers}{contracts}</div>"
 
 
-def _machine(fingerprint: Fingerprint) -> str:
+def machine_html(fingerprint: Fingerprint) -> str:
     """The 'measured on' line under a report."""
     return f"<p><small>measured on: {escape(str(fingerprint))}</small></p>"
 
 
-def comparison_html(report: ComparisonReport) -> str:
-    """The comparison table, mismatching operations shaded, worst elements listed below."""
-    from fueltensor.tools.compare import COLUMNS, comparison_row
-
-    rows = list(report)
-    table = html_table(
-        COLUMNS,
-        [comparison_row(c) for c in rows],
-        caption=f"compare_backends: {report.mismatches} mismatched elements",
-        marks=[c.compared and c.mismatches > 0 for c in rows],
-    )
-    worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
-    extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
-    return f"<div>{table}{extra}{_machine(report.machine)}</div>"
+def contract_card(c: KernelContract) -> str:
+    """`str(contract)`: its facts, one per line, names aligned."""
+    facts = contract_facts(c)
+    width = max(len(k) for k, _ in facts)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in facts)
 
 
-def judge_html(report: JudgeReport) -> str:
-    """The judge's table, failing rows shaded, then every failure spelled out."""
-    from fueltensor.tools.judge import COLUMNS, LEGEND, judge_row
+def contract_repr(c: KernelContract) -> str:
+    """`repr(contract)`: its name and a one-line summary."""
+    return f"<KernelContract {c.name}: {contract_summary(c)}>"
 
-    table = html_table(
-        COLUMNS,
-        [judge_row(r) for r in report.rows],
-        caption=report.summary(),
-        marks=[bool(r.failures) for r in report.rows],
-    )
-    fails = [(r.label, f) for r in report.rows for f in r.failures]
-    extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
-    legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
-    return f"<div>{table}{legend}{extra}{_machine(report.machine)}</div>"
+
+def contract_list_text(contracts: Contracts) -> str:
+    """`repr(registry.for_op(...))`: a table of the contracts, fitted to the terminal."""
+    if not contracts:
+        return "Contracts()"
+    return fit_table([CONTRACT_LIST_COLUMNS, *map(contract_list_row, contracts)])
+
+
+def register() -> None:
+    """Make these the presentations of the model classes (`fueltensor.core.hooks.present`:
+    their `_repr_html_`, and a contract's `str` and `repr`), so no model class imports tools."""
+    presenters: dict[tuple[type, Form], Callable[[Any], str]] = {
+        (FuelTensor, "html"): tensor_html,
+        (Plan, "html"): plan_html,
+        (KernelContract, "html"): contract_html,
+        (KernelContract, "str"): contract_card,
+        (KernelContract, "repr"): contract_repr,
+        (Contracts, "html"): lambda c: contracts_html(c, f"{len(c)} contracts"),
+        (Contracts, "repr"): contract_list_text,
+        (Registry, "html"): registry_html,
+    }
+    HOOKS.presenters.update(presenters)

@@ -1,0 +1,193 @@
+"""FuelTensor's operators, defined with the class (a mixin it inherits).
+
+The contract operations' operators (`x + y`, `y + x`, `x += y`, from the op table's `dunder`
+column) are compiled callables where `kernels._fast` is built, so `x + y` runs the fast path
+with no Python frame in between; when the fast path declines, or where it is not built, they
+call dispatch through `HOOKS.binary` / `HOOKS.binary_inplace`. Every other operator is the
+array-API function of the same meaning, looked up in `HOOKS.namespace`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from fueltensor.core.hooks import HOOKS
+from fueltensor.ops import CONTRACT_OPS
+
+if TYPE_CHECKING:
+    from fueltensor.core.tensor import FuelTensor
+
+Method = Callable[[Any, Any], "FuelTensor"]
+_OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
+"""Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
+FORWARD, REFLECTED, INPLACE = 0, 1, 2
+"""`_fast.operator`'s codes of the forms `x op y`, `y op x` (x the instance) and `x op= y`."""
+
+
+def _compiled_module() -> Any:
+    """`kernels._fast` (its `operator` makes the compiled callables), or None where not built."""
+    try:
+        from fueltensor.kernels import _fast
+    except ImportError:
+        return None
+    return _fast
+
+
+_FAST: Final = _compiled_module()
+
+
+def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
+    """dispatch's `binary`, the compiled operators' fallback."""
+    return HOOKS.binary(op, a, b)
+
+
+def _python_inplace(op: str, a: Any, b: Any) -> FuelTensor:
+    """dispatch's `binary_inplace`, the compiled in-place operators' fallback."""
+    return HOOKS.binary_inplace(op, a, b)
+
+
+def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
+    """`__stem__`, `__rstem__` and `__istem__` of the contract operation with that operator."""
+    op = _OPS[stem]
+
+    def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
+        return HOOKS.binary(op, self, other)
+
+    def reflected(self: FuelTensor, other: Any, /) -> FuelTensor:
+        return HOOKS.binary(op, other, self)
+
+    def inplace(self: FuelTensor, other: Any, /) -> FuelTensor:
+        return HOOKS.binary_inplace(op, self, other)
+
+    forms = (
+        ("", forward, FORWARD, _python_binary),
+        ("r", reflected, REFLECTED, _python_binary),
+        ("i", inplace, INPLACE, _python_inplace),
+    )
+    made = []
+    for prefix, fn, code, fallback in forms:
+        _name(fn, f"__{prefix}{stem}__", op)
+        made.append(fn if _FAST is None else _compiled(fn, op, code, fallback))
+    return made[0], made[1], made[2]
+
+
+def _compiled(
+    fn: Method, op: str, form: int, fallback: Callable[[str, Any, Any], FuelTensor]
+) -> Method:
+    """`fn` as one compiled callable: the fast path, else `fallback(op, a, b)`. It carries
+    `fn`'s name, docstring and signature and binds as a method as `fn` does."""
+    made: Method = _FAST.operator(op, form, fallback)
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return made
+
+
+def _name(fn: Callable[..., Any], name: str, what: str) -> None:
+    """Name `fn` as FuelTensor's operator method `name`, where pickle finds it (the class, in
+    `core.tensor`, inherits it)."""
+    fn.__name__ = name
+    fn.__qualname__ = f"FuelTensor.{name}"
+    fn.__module__ = "fueltensor.core.tensor"
+    fn.__doc__ = f"The array API's {what} as an operator."
+
+
+_OPERANDS: Final = (bool, int, float, complex, np.ndarray, np.generic)
+"""Operands the host operators take beside a tensor (others get NotImplemented)."""
+
+
+def _host_forms(function: str) -> tuple[Method, Method, Method]:
+    """`x op y`, `y op x` and `x op= y` of the namespace function `function` (NotImplemented
+    for operands it does not take, so Python can try the other operand)."""
+    refused: FuelTensor = NotImplemented
+
+    def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
+        if not isinstance(other, (Operators, *_OPERANDS)):
+            return refused
+        result: FuelTensor = getattr(HOOKS.namespace, function)(self, other)
+        return result
+
+    def reflected(self: FuelTensor, other: Any, /) -> FuelTensor:
+        if not isinstance(other, (Operators, *_OPERANDS)):
+            return refused
+        result: FuelTensor = getattr(HOOKS.namespace, function)(other, self)
+        return result
+
+    def inplace(self: FuelTensor, other: Any, /) -> FuelTensor:
+        if not isinstance(other, (Operators, *_OPERANDS)):
+            return refused
+        return self._assign(getattr(HOOKS.namespace, function)(self, other), function)
+
+    for prefix, fn in zip(("", "r", "i"), (forward, reflected, inplace), strict=True):
+        _name(fn, f"__{prefix}{_STEM[function]}__", function)
+    return forward, reflected, inplace
+
+
+def _unary(function: str) -> Callable[[Any], FuelTensor]:
+    """The unary operator of the namespace function `function`."""
+
+    def method(self: FuelTensor, /) -> FuelTensor:
+        result: FuelTensor = getattr(HOOKS.namespace, function)(self)
+        return result
+
+    _name(method, f"__{_STEM[function]}__", function)
+    return method
+
+
+_STEM: Final = {
+    "floor_divide": "floordiv",
+    "matmul": "matmul",
+    "bitwise_and": "and",
+    "bitwise_or": "or",
+    "bitwise_xor": "xor",
+    "bitwise_left_shift": "lshift",
+    "bitwise_right_shift": "rshift",
+    "equal": "eq",
+    "not_equal": "ne",
+    "less": "lt",
+    "less_equal": "le",
+    "greater": "gt",
+    "greater_equal": "ge",
+    "negative": "neg",
+    "positive": "pos",
+    "abs": "abs",
+    "bitwise_invert": "invert",
+}
+"""Array-API function -> the operator stem the standard gives it (the host operators)."""
+
+
+class Operators:
+    """Every operator of the array API's array object, as FuelTensor inherits them."""
+
+    __slots__ = ()
+
+    __add__, __radd__, __iadd__ = _contract_forms("add")
+    __sub__, __rsub__, __isub__ = _contract_forms("sub")
+    __mul__, __rmul__, __imul__ = _contract_forms("mul")
+    __truediv__, __rtruediv__, __itruediv__ = _contract_forms("truediv")
+    __mod__, __rmod__, __imod__ = _contract_forms("mod")
+    __pow__, __rpow__, __ipow__ = _contract_forms("pow")
+
+    __floordiv__, __rfloordiv__, __ifloordiv__ = _host_forms("floor_divide")
+    __matmul__, __rmatmul__, __imatmul__ = _host_forms("matmul")
+    __and__, __rand__, __iand__ = _host_forms("bitwise_and")
+    __or__, __ror__, __ior__ = _host_forms("bitwise_or")
+    __xor__, __rxor__, __ixor__ = _host_forms("bitwise_xor")
+    __lshift__, __rlshift__, __ilshift__ = _host_forms("bitwise_left_shift")
+    __rshift__, __rrshift__, __irshift__ = _host_forms("bitwise_right_shift")
+
+    __eq__ = _host_forms("equal")[0]  # type: ignore[assignment]
+    __ne__ = _host_forms("not_equal")[0]  # type: ignore[assignment]
+    __lt__ = _host_forms("less")[0]
+    __le__ = _host_forms("less_equal")[0]
+    __gt__ = _host_forms("greater")[0]
+    __ge__ = _host_forms("greater_equal")[0]
+
+    __neg__ = _unary("negative")
+    __pos__ = _unary("positive")
+    __abs__ = _unary("abs")
+    __invert__ = _unary("bitwise_invert")

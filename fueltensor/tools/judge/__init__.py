@@ -1,0 +1,130 @@
+"""The judge: audit every registrable contract against the kernel it is linked to.
+
+For each contract, and each dtype it accepts, four checks:
+
+* **determinism**: one probe run 16 times into freshly garbage-filled buffers must give
+  byte-identical outputs (the seeds' own evidence standard);
+* **precision**: the maximum ULP distance from a higher-precision reference over random bit
+  patterns, random ordinary values and every pair of special values; a declared `max_ulp`
+  (or `max_relative` / `max_absolute`) that is exceeded is a failure, an undeclared one is
+  reported as measured;
+* **conformance**: output dtype, shape, layout and aliasing per the `return` clause, inputs left
+  untouched, and every output element written without reading `out`;
+* **cost**: the call overhead on one-element inputs, then ns per element and GB/s at a large
+  size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth.
+
+`references` models each op kind's semantics (`REFERENCES`), `audit` runs the four checks
+on one contract at one dtype, `report` presents them and `run` audits a registry on this
+machine; `judge` here is the public entry, on this machine or across a Dask cluster
+(`fueltensor.tools.cluster`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, overload
+
+from fueltensor.registry import Registry
+from fueltensor.tools.judge.audit import (
+    RUNS,
+    Audit,
+    Settings,
+    audit,
+    cache_bytes,
+    copy_bandwidth,
+    probes,
+)
+from fueltensor.tools.judge.references import REFERENCES, Reference, round_to
+from fueltensor.tools.judge.report import (
+    COLUMNS,
+    LEGEND,
+    NARROW_DROPS,
+    JudgeReport,
+    judge_row,
+    write_outputs,
+)
+from fueltensor.tools.judge.run import judge_here
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from fueltensor.tools.cluster import ClusterJudgeReport
+
+__all__ = [
+    "COLUMNS",
+    "LEGEND",
+    "NARROW_DROPS",
+    "REFERENCES",
+    "RUNS",
+    "Audit",
+    "JudgeReport",
+    "Reference",
+    "Settings",
+    "audit",
+    "cache_bytes",
+    "copy_bandwidth",
+    "judge",
+    "judge_row",
+    "probes",
+    "round_to",
+    "write_outputs",
+]
+
+
+@overload
+def judge(
+    reg: Registry | None = None,
+    kernels: Iterable[str] | None = None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    *,
+    client: None = None,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> JudgeReport: ...
+
+
+@overload
+def judge(
+    reg: None = None,
+    kernels: Iterable[str] | None = None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    *,
+    client: Client,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> ClusterJudgeReport: ...
+
+
+def judge(
+    reg: Registry | None = None,
+    kernels: Iterable[str] | None = None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+    *,
+    client: Client | None = None,
+    every_worker: bool = False,
+    timeout: float | None = None,
+) -> JudgeReport | ClusterJudgeReport:
+    """Audit the registrable contracts of `reg` (default: the active `use_registry` registry,
+    like `explain` and `compare_backends`), or only the named `kernels`; a progress bar goes to
+    stderr when it is a terminal.
+
+    With a Dask `client`, the audit runs on one worker per host (every worker when
+    `every_worker`) over each worker's own registry, each tagged with its machine's fingerprint,
+    and the machines are compared (see `fueltensor.tools.cluster`); `timeout` bounds the wait.
+    """
+    if client is not None:
+        if reg is not None:
+            raise ValueError(
+                "a judge across a cluster audits each worker's own registry; pass "
+                "kernels=[names] instead of a registry"
+            )
+        from fueltensor.tools.cluster import judge_cluster
+
+        return judge_cluster(client, kernels, quick, seed, every_worker, timeout)
+    return judge_here(reg, kernels, quick, seed, progress)

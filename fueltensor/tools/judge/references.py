@@ -1,0 +1,168 @@
+"""The judge's references: what a kernel should return for each op kind, in higher precision.
+
+One reference per row of the op table `fueltensor.ops` computes what the bundled contract
+documents of that op kind state, rounded once to the dtype: exactly rounded arithmetic (F64 in
+exact rationals on a subsample), selection returning an operand's own bits, the documented
+remainder formula step by step, and a wider `pow` (lanes a contract leaves open, such as a
+signaling-NaN operand of pow, are left out). The numerics themselves are the documents'
+(`fueltensor contracts --op OP_KIND`), not this module's.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final
+
+import ml_dtypes
+import numpy as np
+
+from fueltensor.ops import CONTRACT_OPS
+from fueltensor.tools.compare import bits
+
+Array = np.ndarray
+F64: Final = np.dtype(np.float64)
+F32: Final = np.dtype(np.float32)
+BF16: Final = np.dtype(ml_dtypes.bfloat16)
+
+
+def round_to(x: Array, dtype: np.dtype) -> Array:
+    """Round f64 (or long double) values once, to nearest even, into `dtype`.
+
+    NumPy rounds f64 -> f32/f16 directly; bf16 goes through f32 rounded to odd, which makes the
+    second rounding exact (a plain f64 -> f32 -> bf16 would round twice).
+    """
+    if dtype != BF16:
+        with np.errstate(all="ignore"):
+            return np.asarray(x).astype(dtype)
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        r = x.astype(np.float32)
+        back = r.astype(np.float64)
+    u = r.view(np.uint32).copy()
+    inexact = np.isfinite(r) & (back != x)
+    u[inexact & (np.abs(back) > np.abs(x))] -= 1
+    u[inexact] |= 1
+    rounded: Array = u.view(np.float32).astype(BF16)
+    return rounded
+
+
+def _exact(op: Callable[[Any, Any], Any], x: float, y: float) -> float:
+    """`op(x, y)` in exact rational arithmetic, rounded once to f64. IEEE special cases
+    (non-finite operands, division by zero, the sign of an exact zero) involve no rounding and
+    come from f64 arithmetic."""
+    ieee = float(op(np.float64(x), np.float64(y)))
+    if not (math.isfinite(x) and math.isfinite(y)) or (op is operator.truediv and y == 0):
+        return ieee
+    exact = op(Fraction(x), Fraction(y))
+    if exact == 0:
+        return ieee
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def _rational(op: Callable[[Any, Any], Any], a: Array, b: Array) -> Array:
+    with np.errstate(all="ignore"):
+        return np.array(
+            [_exact(op, float(x), float(y)) for x, y in zip(a, b, strict=True)], np.float64
+        )
+
+
+_UFUNC: Final = {
+    operator.add: np.add,
+    operator.sub: np.subtract,
+    operator.mul: np.multiply,
+    operator.truediv: np.divide,
+}
+
+
+def _rounded_op(op: Callable[[Any, Any], Any], a: Array, b: Array, working: np.dtype) -> Array:
+    """One arithmetic step exactly rounded once into `working` (via f64, F64 via Fraction)."""
+    if working == F64:
+        return _rational(op, a, b)
+    with np.errstate(all="ignore"):
+        return round_to(_UFUNC[op](a.astype(F64), b.astype(F64)), working)
+
+
+def _arith(op: Callable[[Any, Any], Any]) -> Reference:
+    """The reference of add/sub/mul/div: `op` exactly rounded once into the operands' dtype."""
+
+    def ref(a: Array, b: Array) -> Array:
+        return _rounded_op(op, a, b, a.dtype)
+
+    return Reference("exact: f64 (F64: rational), rounded once", ref, exact_f64=True)
+
+
+def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
+    def ref(a: Array, b: Array) -> Array:
+        with np.errstate(all="ignore"):
+            wa, wb = a.astype(F64), b.astype(F64)
+            lhs = np.isnan(wa) | (pick_lhs(wa, wb) & ~np.isnan(wb))
+        return np.where(lhs, a, b)
+
+    return Reference("selection: NaN operand unchanged (lhs first), lhs on a ±0 tie", ref)
+
+
+def _remainder(a: Array, b: Array) -> Array:
+    working = F64 if a.dtype == F64 else F32
+    wa, wb = a.astype(working), b.astype(working)
+    q = _rounded_op(operator.truediv, wa, wb, working)
+    with np.errstate(all="ignore"):
+        q = np.floor(q)
+    return round_to(
+        _rounded_op(operator.sub, wa, _rounded_op(operator.mul, q, wb, working), working), a.dtype
+    )
+
+
+def _signaling(x: Array) -> Array:
+    """Lanes holding a signaling NaN (quiet bit, the top fraction bit, clear)."""
+    quiet = {2: 0x0040 if x.dtype == BF16 else 0x0200, 4: 0x00400000, 8: 1 << 51}
+    with np.errstate(all="ignore"):
+        found: Array = np.isnan(x.astype(F64)) & ((bits(x) & quiet[x.dtype.itemsize]) == 0)
+    return found
+
+
+def _pow(a: Array, b: Array) -> Array:
+    wide = np.longdouble if a.dtype == F64 else np.float64
+    with np.errstate(all="ignore"):
+        return round_to(np.power(a.astype(wide), b.astype(wide)), a.dtype)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """How the judge computes what a kernel should return for one op kind."""
+
+    describe: str
+    fn: Callable[[Array, Array], Array]
+    exact_f64: bool = False
+    """F64 is computed in exact rational arithmetic: the probe is subsampled."""
+    skip: Callable[[Array, Array], Array] | None = None
+    """Lanes left out of the precision measure (the semantics leave them open)."""
+
+
+_BY_KERNEL_OP: Final[dict[str, Reference]] = {
+    "add": _arith(operator.add),
+    "sub": _arith(operator.sub),
+    "mul": _arith(operator.mul),
+    "div": _arith(operator.truediv),
+    "maximum": _select(np.greater_equal),
+    "minimum": _select(np.less_equal),
+    "rem": Reference(
+        "a - floor(a/b)*b, each step rounded to the working precision", _remainder, exact_f64=True
+    ),
+    "pow": Reference(
+        "pow in f64 (F64: long double), rounded once",
+        _pow,
+        skip=lambda a, b: _signaling(a) | _signaling(b),
+    ),
+}
+
+REFERENCES: Final[dict[str, Reference]] = {
+    op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in CONTRACT_OPS
+}
+"""The judge's model of each op kind's semantics (see the module docstring)."""

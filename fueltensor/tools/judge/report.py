@@ -1,0 +1,164 @@
+"""The judge's report: every audit as a table (text, Markdown, HTML) and as JSON-ready data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from fueltensor.fingerprint import Fingerprint, machine
+from fueltensor.tools.compare import text_table
+from fueltensor.tools.display import html_table, machine_html
+from fueltensor.tools.judge.audit import Audit, cache_bytes
+from fueltensor.tools.textwidth import fit_lines
+
+if TYPE_CHECKING:
+    from fueltensor.tools.cluster import ClusterJudgeReport
+
+COLUMNS: Final = (
+    "kernel",
+    "declared ULP",
+    "measured ULP",
+    "probes",
+    "deterministic",
+    "conformance",
+    "overhead ns",
+    "ns/elem",
+    "GB/s",
+    "formula B/elem",
+    "copy-speed ns/elem",
+    "other impl. differ",
+    "verdict",
+)
+
+
+LEGEND: Final = (
+    "~ = no bound declared (measured and reported, never a failure). measured ULP: the worst "
+    "distance to an exactly rounded reference over `probes` input pairs (every pair of special "
+    "values plus random ones; fewer for f64, whose exact reference is slow, and none where the "
+    "reference is undefined). deterministic: byte-identical outputs / runs. ns/elem and GB/s: "
+    "one call on a large input; copy-speed ns/elem: the formula's bytes at the copy bandwidth."
+)
+"""What the judge table's symbols and counts mean, printed under it."""
+
+NARROW_DROPS: Final = ("overhead ns", "copy-speed ns/elem", "formula B/elem", "GB/s", "ns/elem")
+"""Judge columns a narrow terminal may leave out, first to last."""
+
+
+def judge_row(a: Audit) -> tuple[str, ...]:
+    """One table row of an audit (shared by the text, Markdown and HTML tables)."""
+    declared = "~" if a.declared_ulp is None else f"{a.declared_ulp:g}"
+    return (
+        a.label,
+        declared,
+        f"{a.measured_ulp:g}",
+        str(a.probes),
+        f"{a.identical_runs}/{a.runs}",
+        "ok" if not a.conformance else f"{len(a.conformance)} problem(s)",
+        f"{a.overhead_ns:,.0f}",
+        f"{a.ns_per_element:.2f}",
+        f"{a.gb_per_s:.2f}",
+        f"{a.formula_bytes_per_element:g}",
+        f"{a.predicted_ns_per_element:.2f}",
+        ", ".join(f"{k}: {v}" for k, v in a.implementations.items()) or "-",
+        "ok" if a.ok else "FAIL",
+    )
+
+
+@dataclass
+class JudgeReport:
+    """Every audit, the copy bandwidth the cost predictions use, and how long it all took."""
+
+    rows: list[Audit]
+    quick: bool
+    copy_gb_per_s: float
+    seconds: float
+    machine: Fingerprint = field(default_factory=machine)
+    """Where it was measured: bits and timings depend on the CPU, NumPy's SIMD and the libm."""
+    copy_working_set: int = 0
+    """Bytes the copy-bandwidth measurement touched: the largest kernel working set."""
+
+    @property
+    def failures(self) -> list[tuple[str, str]]:
+        """Every failure as (audit label, why), in audit order."""
+        return [(a.label, f) for a in self.rows for f in a.failures]
+
+    @property
+    def ok(self) -> bool:
+        """True when every audit passed."""
+        return not self.failures
+
+    def _where(self) -> str:
+        """Where the copy bandwidth was measured: in cache or not, and how much it touched."""
+        if not self.copy_working_set:
+            return ""
+        cache = cache_bytes()
+        size = f"{self.copy_working_set / 2**20:.1f} MiB"
+        if cache is None:
+            return f" (working set {size}, like the kernels')"
+        where = "in cache" if self.copy_working_set <= cache else "beyond the cache"
+        return f" ({where}: working set {size}, largest cache {cache / 2**20:.0f} MiB)"
+
+    def summary(self) -> str:
+        """One line: audits, failing audits, the copy bandwidth and the time taken."""
+        bad = sum(not a.ok for a in self.rows)
+        return (
+            f"judge: {len(self.rows)} audits, {bad} failing, copy bandwidth "
+            f"{self.copy_gb_per_s:.1f} GB/s{self._where()}, {self.seconds:.1f} s"
+            + (" (--quick)" if self.quick else "")
+        )
+
+    def __str__(self) -> str:
+        table = text_table([COLUMNS, *map(judge_row, self.rows)], NARROW_DROPS)
+        lines = [table, fit_lines(LEGEND), fit_lines(self.summary())]
+        lines.append(fit_lines(f"measured on: {self.machine}"))
+        lines += [f"FAIL {label}: {why}" for label, why in self.failures]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
+
+    def _repr_html_(self) -> str:
+        """The judge's table, failing rows shaded, then every failure spelled out."""
+        table = html_table(
+            COLUMNS,
+            [judge_row(r) for r in self.rows],
+            caption=self.summary(),
+            marks=[bool(r.failures) for r in self.rows],
+        )
+        fails = [(r.label, f) for r in self.rows for f in r.failures]
+        extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
+        legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
+        return f"<div>{table}{legend}{extra}{machine_html(self.machine)}</div>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything measured, as JSON-ready data."""
+        return {
+            "quick": self.quick,
+            "copy_gb_per_s": self.copy_gb_per_s,
+            "seconds": self.seconds,
+            "machine": self.machine.to_dict(),
+            "ok": self.ok,
+            "audits": [{**asdict(a), "ok": a.ok} for a in self.rows],
+        }
+
+    def to_markdown(self) -> str:
+        """The table as GitHub Markdown, failures listed below it."""
+        rows = [COLUMNS, *map(judge_row, self.rows)]
+        out = ["| " + " | ".join(r) + " |" for r in rows]
+        out.insert(1, "|" + "---|" * len(COLUMNS))
+        out += ["", LEGEND, "", self.summary(), "", f"Measured on: {self.machine}"]
+        out += ["", *(f"- **FAIL** `{k}`: {w}" for k, w in self.failures)]
+        return "\n".join(out) + "\n"
+
+
+def write_outputs(
+    report: JudgeReport | ClusterJudgeReport, json_path: str | None, markdown_path: str | None
+) -> None:
+    """Write the report as JSON and/or Markdown files."""
+    if json_path:
+        Path(json_path).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if markdown_path:
+        Path(markdown_path).write_text(report.to_markdown(), encoding="utf-8")

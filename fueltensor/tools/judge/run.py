@@ -1,0 +1,75 @@
+"""The judge on this machine: every registrable contract of a registry, at each dtype."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.engine.backends import current_policy
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.registry import Registry
+from fueltensor.tools.judge.audit import Settings, audit, copy_bandwidth
+from fueltensor.tools.judge.report import JudgeReport
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<24}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def judge_here(
+    reg: Registry | None,
+    kernels: Iterable[str] | None,
+    quick: bool = False,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> JudgeReport:
+    """`judge` on this machine (see `fueltensor.tools.judge.judge`)."""
+    reg = reg if reg is not None else current_policy().registry
+    jobs = _jobs(reg, kernels)
+    show = sys.stderr.isatty() if progress is None else progress
+    settings = Settings.of(quick)
+    start = time.perf_counter()
+    copy_n = 3 * settings.large  # f32 elements: the working set of an f64 kernel's cost probe
+    copy_bps = copy_bandwidth(copy_n)
+    rows = []
+    for i, (contract, dtype) in enumerate(jobs):
+        if show:
+            _progress(i, len(jobs), contract.name)
+        rows.append(audit(contract, reg.kernel(contract.name), dtype, settings, copy_bps, seed))
+    if show:
+        _progress(len(jobs), len(jobs), "done")
+    return JudgeReport(
+        rows,
+        quick,
+        copy_bps / 1e9,
+        time.perf_counter() - start,
+        copy_working_set=8 * copy_n,
+    )
+
+
+def _jobs(reg: Registry, kernels: Iterable[str] | None) -> list[tuple[KernelContract, DType]]:
+    """(contract, dtype) for every dtype its first input accepts, of the registrable contracts
+    or the named `kernels` (a describe-only one refused)."""
+    if kernels is None:
+        chosen = [c for c in reg if c.registrable]
+    else:
+        chosen = [reg[name] for name in kernels]
+        for c in chosen:
+            if not c.registrable:
+                raise ValueError(
+                    f"{c.name} is describe-only (registrable: false); the judge "
+                    "audits contracts that link a kernel"
+                )
+    return [
+        (c, _dtypes.BY_FKC[d])
+        for c in chosen
+        for d in dict.fromkeys(d for s in c.inputs[:1] for d in s.dtypes)
+    ]
