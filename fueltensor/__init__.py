@@ -10,6 +10,7 @@ remainder, pow, maximum, minimum) are planned from the FKC contract registry; `e
 from __future__ import annotations
 
 import math
+import sys
 
 from fueltensor.array_api import fft, linalg
 from fueltensor.array_api.creation import (
@@ -98,6 +99,7 @@ from fueltensor.array_api.elementwise import (
     tanh,
     trunc,
 )
+from fueltensor.array_api.extensions import einsum, pad
 from fueltensor.array_api.indexing import (
     take,
     take_along_axis,
@@ -177,6 +179,7 @@ from fueltensor.core.dtypes import (
 )
 from fueltensor.core.dtypes import bool_ as bool
 from fueltensor.core.errors import ContractError, ContractViolation, NoKernelError
+from fueltensor.core.hooks import HOOKS as _HOOKS
 from fueltensor.core.layout import LayoutFlags
 from fueltensor.core.tensor import FuelTensor, as_strided, asarray
 from fueltensor.engine.backends import trace, use_backend, use_registry
@@ -265,6 +268,7 @@ __all__ = [
     "diff",
     "divide",
     "e",
+    "einsum",
     "empty",
     "empty_like",
     "equal",
@@ -330,6 +334,7 @@ __all__ = [
     "not_equal",
     "ones",
     "ones_like",
+    "pad",
     "permute_dims",
     "pi",
     "positive",
@@ -385,3 +390,7 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# Last, once every name above exists: the tensor's NumPy-style methods (core.methods) reach
+# the namespace's functions through this hook.
+_HOOKS.namespace = sys.modules[__name__]

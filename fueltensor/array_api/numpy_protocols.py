@@ -43,11 +43,13 @@ def _to_numpy(value: Any) -> Any:
 
 
 def _wrap(value: Any) -> Any:
-    """NumPy results as FuelTensors (arrays and NumPy scalars); tuples element-wise."""
+    """NumPy results as FuelTensors (arrays and NumPy scalars); tuples element-wise, a named
+    tuple (`np.linalg.qr`'s `QRResult`...) as the same named-tuple type."""
     if isinstance(value, np.ndarray | np.generic) and value.dtype in _SUPPORTED:
         return fresh(value)
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_wrap(v) for v in value)
+    if isinstance(value, tuple):
+        items = [_wrap(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if isinstance(value, list):
         return [_wrap(v) for v in value]
     return value

@@ -25,6 +25,7 @@ from fueltensor.core.layout import (
     as_shape,
     row_major_strides,
 )
+from fueltensor.core.methods import NdarrayMethods
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -115,7 +116,7 @@ def _is_basic(key: Any) -> bool:
     )
 
 
-class FuelTensor:
+class FuelTensor(NdarrayMethods):
     """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
 
     __slots__ = ("__weakref__", "_dtype", "_layout", "_np", "_storage")
