@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 from dask.array.chunk_types import register_chunk_type
-from dask.array.dispatch import concatenate_lookup
+from dask.array.dispatch import concatenate_lookup, percentile_lookup
+from dask.array.percentile import _percentile
 
 from fueltensor.array_api.creation import empty
 from fueltensor.array_api.manipulation import concat
@@ -41,13 +42,15 @@ _registered = False
 
 def register() -> None:
     """Make Dask hold FuelTensors: a chunk type (so `dask_array + tensor` stays a Dask array),
-    concatenated with `concat`, and the eight operations mapped blockwise on Dask arrays.
+    concatenated with `concat`, a block's percentiles by Dask's NumPy code (`np.percentile`
+    on a tensor stays one), and the eight operations mapped blockwise on Dask arrays.
     Idempotent; `from_tensor` calls it."""
     global _registered
     if _registered:
         return
     register_chunk_type(FuelTensor)
     concatenate_lookup.register(FuelTensor)(_concatenate)
+    percentile_lookup.register(FuelTensor)(_percentile)
     dispatch.DEFERRED[da.Array] = elementwise
     _registered = True
 

@@ -67,9 +67,19 @@ def _tensors(values: Any) -> list[FuelTensor]:
 
 def _on_host(name: str, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """Run `fn` on the NumPy views of the arguments; array results come back as tensors and
-    the call is recorded as a `host` operation."""
+    the call is recorded as a `host` operation.
+
+    A result whose dtype no tensor holds (structured, string, object...) is refused with a
+    TypeError, as CuPy refuses it: clients such as Dask (argmax along an axis, unique) then
+    take their path for array types without structured arrays, and nothing leaves fueltensor
+    unnoticed."""
     with np.errstate(all="ignore"):
         result = fn(*_to_numpy(args), **_to_numpy(kwargs))
+    if isinstance(result, np.ndarray) and result.dtype not in _SUPPORTED:
+        raise TypeError(
+            f"{name} on tensors gave a {result.dtype} array, which no FuelTensor holds "
+            "(bool, integer, float and complex dtypes only); call it on np.asarray(x)"
+        )
     wrapped = _wrap(result)
     outputs = _tensors((wrapped,))
     if outputs:
