@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
-from fueltensor.array_api import fft, linalg
+from fueltensor.array_api import fft, lib, linalg
 from fueltensor.array_api.creation import (
     arange,
     empty,
@@ -99,7 +99,7 @@ from fueltensor.array_api.elementwise import (
     tanh,
     trunc,
 )
-from fueltensor.array_api.extensions import einsum, pad
+from fueltensor.array_api.extensions import cumprod, cumsum, einsum, pad
 from fueltensor.array_api.indexing import (
     take,
     take_along_axis,
@@ -263,6 +263,8 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cumprod",
+    "cumsum",
     "cumulative_prod",
     "cumulative_sum",
     "diff",
@@ -305,6 +307,7 @@ __all__ = [
     "judge",
     "less",
     "less_equal",
+    "lib",
     "linalg",
     "linspace",
     "log",

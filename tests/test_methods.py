@@ -337,3 +337,30 @@ def test_einsum_promotes_and_sums_halves_in_float32() -> None:
     _same(wide, INTS.astype(np.float64).sum(axis=0))
     with pytest.raises(ValueError, match="at least one operand"):
         ft.einsum("ij")
+
+
+@pytest.mark.parametrize(
+    ("window", "axis"), [((2, 2, 2), None), ((1, 3, 2), None), (2, 1), ((2, 2), (1, 1)), (3, -1)]
+)
+def test_sliding_window_view_is_numpys_as_a_read_only_view(window: Any, axis: Any) -> None:
+    view = A3[:, ::-1, 1:]
+    x = ft.asarray(view)
+    got = ft.lib.stride_tricks.sliding_window_view(x, window, axis=axis)
+    want = np.lib.stride_tricks.sliding_window_view(view, window, axis=axis)
+    _same(got, want)
+    assert np.shares_memory(np.asarray(got), view)
+    with pytest.raises(ValueError, match="read-only"):
+        got[(0,) * got.ndim] = 1.0
+
+
+def test_sliding_window_view_refuses_a_window_that_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="a window of 5 does not fit axis 0 of extent 3"):
+        ft.lib.stride_tricks.sliding_window_view(ft.asarray(A), 5, axis=0)
+    with pytest.raises(ValueError, match="2 window extents for 1 axes"):
+        ft.lib.stride_tricks.sliding_window_view(ft.asarray(A), (2, 2), axis=1)
+
+
+def test_cumsum_and_cumprod_functions_are_numpys() -> None:
+    _same(ft.cumsum(ft.asarray(A3)), np.cumsum(A3))
+    _same(ft.cumprod(ft.asarray(INTS), axis=0), np.cumprod(INTS, axis=0))
+    _same(ft.cumsum(ft.asarray(INTS), 1, dtype=np.float32), np.cumsum(INTS, 1, dtype=np.float32))

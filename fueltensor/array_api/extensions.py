@@ -1,9 +1,11 @@
-"""NumPy-compatible functions outside the array API standard: `pad` and `einsum`.
+"""NumPy-compatible functions outside the array API standard: `pad`, `einsum`, `cumsum`,
+`cumprod`.
 
-Documented extensions, host operations on NumPy with NumPy's signatures and meaning: xarray
-calls `xp.pad` (shift with a fill value, pad, rolling windows, cumulative_integrate) and
-`xp.einsum` (weighted reductions, `xr.dot`) on the namespace of its data, and Dask's einsum
-calls `einsum` on every block.
+Documented extensions with NumPy's signatures and meaning: xarray calls `xp.pad` (shift with a
+fill value, pad, rolling windows, cumulative_integrate), `xp.einsum` (weighted reductions,
+`xr.dot`) and `xp.cumsum` (cumulative_integrate, cumsum) on the namespace of its data, and
+Dask's einsum calls `einsum` on every block. `pad` and `einsum` are host operations;
+`cumsum`/`cumprod` are the standard's `cumulative_sum`/`cumulative_prod` (traced as those).
 """
 
 from __future__ import annotations
@@ -56,3 +58,13 @@ def einsum(
     work = np.float32 if dt is _dtypes.float16 or dt is _dtypes.bfloat16 else dt.np
     arrays = [a.astype(work, copy=False) for a in arrays]
     return fresh(np.einsum(subscripts, *arrays, optimize=optimize), dt)
+
+
+def cumsum(x: FuelTensor, /, axis: int | None = None, dtype: Any = None) -> FuelTensor:
+    """Running sums along `axis` (of the flattened x when None), as `np.cumsum`."""
+    return tensor(x).cumsum(axis, dtype)
+
+
+def cumprod(x: FuelTensor, /, axis: int | None = None, dtype: Any = None) -> FuelTensor:
+    """Running products along `axis` (of the flattened x when None), as `np.cumprod`."""
+    return tensor(x).cumprod(axis, dtype)
