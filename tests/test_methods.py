@@ -364,3 +364,21 @@ def test_cumsum_and_cumprod_functions_are_numpys() -> None:
     _same(ft.cumsum(ft.asarray(A3)), np.cumsum(A3))
     _same(ft.cumprod(ft.asarray(INTS), axis=0), np.cumprod(INTS, axis=0))
     _same(ft.cumsum(ft.asarray(INTS), 1, dtype=np.float32), np.cumsum(INTS, 1, dtype=np.float32))
+
+
+def test_numpy_einsum_and_pad_on_tensors_are_fueltensors_own() -> None:
+    h = ft.asarray(A.astype(np.float16))
+    with ft.trace() as t:
+        product = np.einsum("ij,kj->ik", h, h)
+        padded = np.pad(ft.asarray(A), 1, constant_values=3.0)
+    assert [p.op for p in t] == ["einsum", "pad"]
+    _same(product, ft.einsum("ij,kj->ik", h, h))
+    _same(padded, np.pad(A, 1, constant_values=3.0))
+
+
+def test_order_is_checked_where_it_only_chooses_a_layout() -> None:
+    x = ft.asarray(A)
+    for call in (lambda: x.copy(order="Z"), lambda: x.astype(np.float32, order="Z")):
+        with pytest.raises(ValueError, match="order must be 'C', 'F', 'A' or 'K'"):
+            call()
+    _same(x.copy(order="F"), A.copy(order="F"))

@@ -4,7 +4,8 @@ stay on fueltensor.
 The eight contract ufuncs called plainly go through dispatch (the trace shows the kernel);
 every other ufunc call, method (`reduce`, `accumulate`...) or `out=` runs on the host and
 returns FuelTensors (`out=` tensors are written in place). NumPy functions map to fueltensor's
-own where one exists, otherwise run on the host with array results wrapped back. Code that
+own where one exists (concatenate, stack, transpose, where, matmul, reshape, einsum, pad),
+otherwise run on the host with array results wrapped back. Code that
 asks for NumPy (`np.asarray`) still gets NumPy.
 """
 
@@ -123,6 +124,8 @@ def _namespace_functions() -> dict[Callable[..., Any], Callable[..., Any]]:
                 np.where: ft.where,
                 np.matmul: ft.matmul,
                 np.reshape: lambda a, shape=None, **kw: ft.reshape(a, shape, **kw),
+                np.einsum: ft.einsum,
+                np.pad: ft.pad,
             }
         )
     return _FUNCTIONS

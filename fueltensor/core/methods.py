@@ -235,13 +235,16 @@ class NdarrayMethods:
     ) -> FuelTensor:
         """The elements cast to `dtype`, as `fueltensor.astype` (complex to real refused);
         `casting` other than 'unsafe' refuses a cast NumPy's rule of that name forbids. The
-        result is dense row-major whatever `order` (a layout choice, never the values)."""
+        result is dense row-major whatever `order` (a layout choice, never the values);
+        `subok` is accepted and moot (there are no FuelTensor subclasses)."""
+        _fortran(self, order)  # only checks that `order` is one of NumPy's four
         _check_casting(self.dtype, dtype, casting)
         result: FuelTensor = HOOKS.namespace.astype(self, dtype, copy=copy)
         return result
 
     def copy(self, order: Order = "C") -> FuelTensor:
         """A dense, independent copy (row-major whatever `order`: the values are the same)."""
+        _fortran(self, order)  # only checks that `order` is one of NumPy's four
         result: FuelTensor = HOOKS.namespace.asarray(self, copy=True)
         return result
 
