@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -382,3 +383,30 @@ def test_order_is_checked_where_it_only_chooses_a_layout() -> None:
         with pytest.raises(ValueError, match="order must be 'C', 'F', 'A' or 'K'"):
             call()
     _same(x.copy(order="F"), A.copy(order="F"))
+
+
+REDUCTIONS = ("sum", "prod", "mean", "var", "std", "max", "min", "any", "all")
+
+
+@given(
+    name=st.sampled_from(REDUCTIONS),
+    data=st.data(),
+    keepdims=st.booleans(),
+    transposed=st.booleans(),
+)
+def test_reductions_over_any_axes_of_a_view_match_numpy(
+    name: str, data: st.DataObject, keepdims: bool, transposed: bool
+) -> None:
+    a = A3.transpose(2, 0, 1) if transposed else A3[:, ::-1]
+    picked = data.draw(st.lists(st.integers(-a.ndim, a.ndim - 1), unique_by=lambda i: i % a.ndim))
+    axis = None if not picked else tuple(picked)
+    got = getattr(ft.asarray(a), name)(axis=axis, keepdims=keepdims)
+    _same(got, getattr(a, name)(axis=axis, keepdims=keepdims))
+
+
+def test_the_readme_lists_every_method() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| NumPy's ndarray methods"))
+    public = [n for n in vars(NdarrayMethods) if not n.startswith("_")]
+    missing = [n for n in public if f"`{n}`" not in row]
+    assert not missing, missing
