@@ -222,6 +222,12 @@ def test_reductions_rechunk_slicing_and_transpose(client: Any) -> None:
         np.testing.assert_array_equal(bits(g), bits(w))
 
 
+def test_dask_sizes_a_block_by_its_elements() -> None:
+    fd.register()
+    block = ft.asarray(np.zeros((100, 30), np.float32))[::2]
+    assert dask.sizeof.sizeof(block) == 50 * 30 * 4
+
+
 def test_a_view_pickles_only_its_visible_elements(client: Any) -> None:
     x = ft.asarray(np.arange(10_000, dtype=np.float32).reshape(100, 100))
     view = x[10:20, 30:40]

@@ -96,6 +96,13 @@ CALLS: dict[str, tuple[np.ndarray, Callable[[Any], Any]]] = {
     "repeat": (A, lambda a: a.repeat(2)),
     "repeat axis": (A, lambda a: a.repeat([1, 0, 2], axis=0)),
     "nonzero": (INTS, lambda a: a.nonzero()),
+    "diagonal": (A, lambda a: a.diagonal()),
+    "diagonal axes": (A3, lambda a: a.diagonal(1, 2, 0)),
+    "diagonal negative": (A3, lambda a: a.diagonal(-1, axis1=-1, axis2=1)),
+    "trace": (A, lambda a: a.trace()),
+    "trace axes": (A3, lambda a: a.trace(axis1=1, axis2=2)),
+    "trace ints": (INTS, lambda a: a.trace(-1)),
+    "trace dtype": (INTS, lambda a: a.trace(1, dtype=np.float32)),
 }
 
 
@@ -215,6 +222,8 @@ BAD: dict[str, tuple[Callable[[Any], Any], type[Exception], str]] = {
     "take bounds": (lambda x: x.take([12]), IndexError, "out of bounds"),
     "take mode": (lambda x: x.take([1], mode="nearest"), ValueError, "mode must be"),
     "dot shapes": (lambda x: x.dot(x), ValueError, "do not chain"),
+    "diagonal axes": (lambda x: x.diagonal(axis1=1, axis2=-1), ValueError, "both axis 1"),
+    "trace axis": (lambda x: x.trace(axis2=2), AxisError, "axis 2 is out of bounds"),
 }
 
 
@@ -410,3 +419,9 @@ def test_the_readme_lists_every_method() -> None:
     public = [n for n in vars(NdarrayMethods) if not n.startswith("_")]
     missing = [n for n in public if f"`{n}`" not in row]
     assert not missing, missing
+
+
+def test_nbytes_counts_the_visible_elements() -> None:
+    view = A3[:, ::2, 1:].astype(np.float32)[..., ::-1]
+    assert ft.asarray(view).nbytes == view.nbytes == 2 * 2 * 3 * 4
+    assert ft.asarray(A.astype(ml_dtypes.bfloat16)).nbytes == A.size * 2

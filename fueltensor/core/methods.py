@@ -45,6 +45,8 @@ class NdarrayMethods:
         @property
         def ndim(self) -> int: ...
         @property
+        def size(self) -> int: ...
+        @property
         def strides(self) -> Shape: ...
         @property
         def dtype(self) -> DType: ...
@@ -308,6 +310,33 @@ class NdarrayMethods:
             raise ValueError(f"take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
         return _done(ns.take(x, idx, axis=at), out)
 
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> FuelTensor:
+        """The `offset`-th diagonal of the matrices on axes (axis1, axis2), as a last axis
+        after the others (NumPy's layout), through `fueltensor.linalg.diagonal`."""
+        result: FuelTensor = HOOKS.namespace.linalg.diagonal(
+            _matrices_last(self, axis1, axis2), offset=offset
+        )
+        return result
+
+    def trace(
+        self,
+        offset: int = 0,
+        axis1: int = 0,
+        axis2: int = 1,
+        dtype: Any = None,
+        out: FuelTensor | None = None,
+    ) -> FuelTensor:
+        """The sums of the `offset`-th diagonals on axes (axis1, axis2), accumulated as `sum`
+        does, through `fueltensor.linalg.trace`."""
+        matrices = _matrices_last(self, axis1, axis2)
+        return _done(HOOKS.namespace.linalg.trace(matrices, offset=offset, dtype=dtype), out)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes these elements occupy (size times itemsize; a view counts its own), as
+        NumPy's attribute: what Dask's `sizeof` and xarray's reprs read."""
+        return self.size * self.dtype.itemsize
+
     def nonzero(self) -> tuple[FuelTensor, ...]:
         """The indices of the nonzero elements, one int64 tensor per axis."""
         result: tuple[FuelTensor, ...] = HOOKS.namespace.nonzero(self)
@@ -350,6 +379,15 @@ def _flat(x: NdarrayMethods, axis: int | None) -> tuple[Any, int]:
     if axis is None:
         return x.reshape(-1), 0
     return x, operator.index(axis)
+
+
+def _matrices_last(x: Any, axis1: int, axis2: int) -> Any:
+    """`x` with axes (axis1, axis2) moved last, in that order (a view); AxisError for an axis
+    out of range, ValueError when they are the same axis."""
+    a, b = normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)
+    if a == b:
+        raise ValueError(f"axis1 and axis2 are both axis {a}; a diagonal needs two axes")
+    return HOOKS.namespace.moveaxis(x, (a, b), (-2, -1))
 
 
 def _reversed(x: Any) -> FuelTensor:
