@@ -99,7 +99,15 @@ from fueltensor.array_api.elementwise import (
     tanh,
     trunc,
 )
-from fueltensor.array_api.extensions import cumprod, cumsum, einsum, pad
+from fueltensor.array_api.extensions import (
+    cumprod,
+    cumsum,
+    einsum,
+    gradient,
+    pad,
+    quantile,
+    transpose,
+)
 from fueltensor.array_api.indexing import (
     take,
     take_along_axis,
@@ -290,6 +298,7 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "gradient",
     "greater",
     "greater_equal",
     "hypot",
@@ -343,6 +352,7 @@ __all__ = [
     "positive",
     "pow",
     "prod",
+    "quantile",
     "real",
     "reciprocal",
     "register_provider",
@@ -373,6 +383,7 @@ __all__ = [
     "tensordot",
     "tile",
     "trace",
+    "transpose",
     "tril",
     "triu",
     "trunc",

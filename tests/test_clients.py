@@ -192,6 +192,8 @@ XARRAY_CALLS: dict[str, Callable[[Any], Any]] = {
     "dot": lambda da: da.dot(da, dim="v"),
     "round": lambda da: da.round(2),
     "real": lambda da: (da * (1 + 2j)).real,
+    "differentiate": lambda da: da.differentiate("t"),
+    "quantile": lambda da: da.quantile([0.25, 0.75], "t"),
 }
 
 

@@ -425,3 +425,32 @@ def test_nbytes_counts_the_visible_elements() -> None:
     view = A3[:, ::2, 1:].astype(np.float32)[..., ::-1]
     assert ft.asarray(view).nbytes == view.nbytes == 2 * 2 * 3 * 4
     assert ft.asarray(A.astype(ml_dtypes.bfloat16)).nbytes == A.size * 2
+
+
+EXTENSIONS: dict[str, tuple[Callable[[Any, Any], Any], Any]] = {
+    "transpose": (lambda xp, a: xp.transpose(a), A3),
+    "transpose axes": (lambda xp, a: xp.transpose(a, (1, 2, 0)), A3),
+    "gradient": (lambda xp, a: xp.gradient(a), A3),
+    "gradient axis": (lambda xp, a: xp.gradient(a, 0.5, axis=1, edge_order=2), A),
+    "gradient coordinates": (lambda xp, a: xp.gradient(a, np.array([0.0, 1.0, 3.0]), axis=0), A),
+    "gradient ints": (lambda xp, a: xp.gradient(a), INTS),
+    "quantile": (lambda xp, a: xp.quantile(a, 0.3), A3),
+    "quantile axis": (lambda xp, a: xp.quantile(a, [0.1, 0.9], axis=1, keepdims=True), A3),
+    "quantile method": (lambda xp, a: xp.quantile(a, 0.5, axis=0, method="nearest"), INTS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTENSIONS))
+def test_numpy_compatible_extensions_match_numpy(name: str) -> None:
+    call, data = EXTENSIONS[name]
+    got, want = call(ft, ft.asarray(data)), call(np, data)
+    _same(tuple(got) if isinstance(want, tuple) else got, want)
+
+
+def test_gradient_and_quantile_of_a_half_type_compute_in_float32() -> None:
+    h = A.astype(ml_dtypes.bfloat16)
+    wide = h.astype(np.float32)
+    _same(ft.quantile(ft.asarray(h), 0.25, axis=1), np.quantile(wide, 0.25, axis=1).astype(h.dtype))
+    grads = ft.gradient(ft.asarray(h))
+    assert isinstance(grads, tuple)
+    _same(grads, tuple(g.astype(h.dtype) for g in np.gradient(wide)))
