@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
-from fueltensor.array_api import fft, linalg
+from fueltensor.array_api import fft, lib, linalg
 from fueltensor.array_api.creation import (
     arange,
     empty,
@@ -98,6 +98,15 @@ from fueltensor.array_api.elementwise import (
     tan,
     tanh,
     trunc,
+)
+from fueltensor.array_api.extensions import (
+    cumprod,
+    cumsum,
+    einsum,
+    gradient,
+    pad,
+    quantile,
+    transpose,
 )
 from fueltensor.array_api.indexing import (
     take,
@@ -257,11 +266,14 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cumprod",
+    "cumsum",
     "cumulative_prod",
     "cumulative_sum",
     "diff",
     "divide",
     "e",
+    "einsum",
     "empty",
     "empty_like",
     "equal",
@@ -281,6 +293,7 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "gradient",
     "greater",
     "greater_equal",
     "hypot",
@@ -298,6 +311,7 @@ __all__ = [
     "judge",
     "less",
     "less_equal",
+    "lib",
     "linalg",
     "linspace",
     "log",
@@ -327,11 +341,13 @@ __all__ = [
     "not_equal",
     "ones",
     "ones_like",
+    "pad",
     "permute_dims",
     "pi",
     "positive",
     "pow",
     "prod",
+    "quantile",
     "real",
     "reciprocal",
     "register_provider",
@@ -362,6 +378,7 @@ __all__ = [
     "tensordot",
     "tile",
     "trace",
+    "transpose",
     "tril",
     "triu",
     "trunc",

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import dask.array as da
 import numpy as np
 from dask.array.chunk_types import register_chunk_type
-from dask.array.dispatch import concatenate_lookup
+from dask.array.dispatch import concatenate_lookup, percentile_lookup
+from dask.array.percentile import _percentile
+from dask.sizeof import sizeof
 
 from fueltensor.array_api.creation import empty
 from fueltensor.array_api.manipulation import concat
@@ -41,15 +43,24 @@ _registered = False
 
 def register() -> None:
     """Make Dask hold FuelTensors: a chunk type (so `dask_array + tensor` stays a Dask array),
-    concatenated with `concat`, and the eight operations mapped blockwise on Dask arrays.
+    concatenated with `concat`, sized by its `nbytes`, a block's percentiles by Dask's NumPy
+    code (`np.percentile` on a tensor stays one), and the eight operations mapped blockwise.
     Idempotent; `from_tensor` calls it."""
     global _registered
     if _registered:
         return
     register_chunk_type(FuelTensor)
     concatenate_lookup.register(FuelTensor)(_concatenate)
+    percentile_lookup.register(FuelTensor)(_percentile)
+    sizeof.register(FuelTensor)(_nbytes)
     dispatch.DEFERRED[da.Array] = elementwise
     _registered = True
+
+
+def _nbytes(t: FuelTensor) -> int:
+    """A block's size for Dask's memory accounting: its elements' bytes (not the Python
+    object's few dozen, which would hide every block from spilling and scheduling)."""
+    return t.nbytes
 
 
 def _concatenate(arrays: Sequence[Any], axis: int = 0) -> FuelTensor:

@@ -42,6 +42,7 @@ def _sklearn_calls() -> dict[str, tuple[Callable[[Any], Any], bool]]:
     from sklearn.model_selection import cross_val_score
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MinMaxScaler, StandardScaler
+    from sklearn.utils import resample
 
     return {
         "StandardScaler": (lambda xp: StandardScaler().fit_transform(xp.asarray(X)), True),
@@ -87,6 +88,15 @@ def _sklearn_calls() -> dict[str, tuple[Callable[[Any], Any], bool]]:
             lambda xp: metrics.cohen_kappa_score(xp.asarray(Y_CLASS), xp.asarray(Y_OTHER)),
             False,
         ),
+        "resample stratify": (
+            lambda xp: resample(
+                xp.asarray(X),
+                stratify=xp.asarray(Y_CLASS),
+                n_samples=20,
+                random_state=0,
+            ),
+            True,
+        ),
         "pipeline cross_val_score": (
             lambda xp: cross_val_score(
                 make_pipeline(StandardScaler(), Ridge(solver="svd")),
@@ -111,6 +121,7 @@ SKLEARN_NAMES = [
     "accuracy_score",
     "balanced_accuracy_score",
     "cohen_kappa_score",
+    "resample stratify",
     "pipeline cross_val_score",
 ]
 
@@ -135,6 +146,7 @@ SCIPY_CALLS: dict[str, Callable[[Any, Any], Any]] = {
     "stats.zscore": lambda sp, x: sp.stats.zscore(x, axis=0),
     "stats.moment": lambda sp, x: sp.stats.moment(x, order=3, axis=0),
     "stats.variation": lambda sp, x: sp.stats.variation(x, axis=0),
+    "ndimage.distance_transform_edt": lambda sp, x: sp.ndimage.distance_transform_edt(x > 0.5),
 }
 
 
@@ -143,6 +155,7 @@ def test_scipy(name: str) -> None:
     pytest.importorskip("scipy")
     if os.environ.get("SCIPY_ARRAY_API") != "1":
         pytest.skip("SciPy's array API support needs SCIPY_ARRAY_API=1 at import")
+    import scipy.ndimage
     import scipy.special
     import scipy.stats
 
@@ -167,12 +180,33 @@ XARRAY_CALLS: dict[str, Callable[[Any], Any]] = {
     "groupby": lambda da: da.groupby("g").mean(),
     "coarsen": lambda da: da.coarsen(t=3).mean(),
     "np.sin": lambda da: np.sin(da),
+    "shift fill_value": lambda da: da.shift(t=2, fill_value=-1.0),
+    "pad": lambda da: da.pad(t=(1, 2), v=1, constant_values=0.5),
+    "pad edge": lambda da: da.pad(t=2, mode="edge"),
+    "rolling construct": lambda da: da.rolling(t=3).construct("w", fill_value=0.0),
+    "rolling mean": lambda da: da.rolling(t=3).mean(),
+    "rolling sum": lambda da: da.rolling(t=4, center=True).sum(),
+    "cumulative_integrate": lambda da: da.cumulative_integrate("t"),
+    "weighted sum": lambda da: da.weighted(_weights(da)).sum("t"),
+    "weighted mean": lambda da: da.weighted(_weights(da)).mean("t"),
+    "dot": lambda da: da.dot(da, dim="v"),
+    "round": lambda da: da.round(2),
+    "real": lambda da: (da * (1 + 2j)).real,
+    "differentiate": lambda da: da.differentiate("t"),
+    "quantile": lambda da: da.quantile([0.25, 0.75], "t"),
 }
 
 
-XARRAY_OPEN = {"where", "shift", "fillna"}
-"""xarray's dtype promotion wants an `np.dtype` instance (`isinstance`), not a dtype-like; open
-in issue 13's report."""
+def _weights(da: Any) -> Any:
+    """Weights along t in the namespace of `da`'s data."""
+    xp = ft if isinstance(da.data, ft.FuelTensor) else np
+    return type(da)(xp.asarray(np.linspace(0.0, 2.0, 60)), dims=("t",))
+
+
+XARRAY_OPEN = {"where", "shift", "fillna", "rolling mean", "rolling sum", "weighted mean"}
+"""xarray's missing-value promotion (`maybe_promote`: NaN fills of where, shift, fillna, rolling
+windows, weighted means) wants an `np.dtype` instance (`isinstance`), not a dtype-like; a
+FuelTensor's dtype is fueltensor's own (the standard's attribute), so these stay open."""
 
 
 @pytest.mark.parametrize(
@@ -188,7 +222,8 @@ def test_xarray(name: str) -> None:
     xr = pytest.importorskip("xarray")
 
     def frame(data: Any) -> Any:
-        return xr.DataArray(data, dims=("t", "v"), coords={"g": ("t", np.arange(60) % 3)}, name="x")
+        coords = {"g": ("t", np.arange(60) % 3), "t": np.linspace(0.0, 3.0, 60)}
+        return xr.DataArray(data, dims=("t", "v"), coords=coords, name="x")
 
     got = XARRAY_CALLS[name](frame(ft.asarray(X)))
     want = XARRAY_CALLS[name](frame(X))

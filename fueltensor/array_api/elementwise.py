@@ -12,6 +12,7 @@ from the kernel contracts.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -114,9 +115,12 @@ def floor_divide(x1: Any, x2: Any, /) -> FuelTensor:
 
 
 @host
-def round(x: FuelTensor, /) -> FuelTensor:
-    """x rounded to the nearest integer-valued number, ties to even (integers unchanged)."""
-    return fresh(np.round(tensor(x)._array))
+def round(x: FuelTensor, /, *, decimals: int = 0) -> FuelTensor:
+    """x rounded to the nearest integer-valued number, ties to even (integers unchanged).
+
+    `decimals` (an extension, NumPy's meaning) rounds to that many decimal places instead
+    (negative: to tens, hundreds...), as `np.round` computes it in x's dtype."""
+    return fresh(np.round(tensor(x)._array, operator.index(decimals)))
 
 
 @host

@@ -4,7 +4,8 @@ stay on fueltensor.
 The eight contract ufuncs called plainly go through dispatch (the trace shows the kernel);
 every other ufunc call, method (`reduce`, `accumulate`...) or `out=` runs on the host and
 returns FuelTensors (`out=` tensors are written in place). NumPy functions map to fueltensor's
-own where one exists, otherwise run on the host with array results wrapped back. Code that
+own where one exists (concatenate, stack, transpose, where, matmul, reshape, einsum, pad),
+otherwise run on the host with array results wrapped back. Code that
 asks for NumPy (`np.asarray`) still gets NumPy.
 """
 
@@ -44,11 +45,13 @@ def _to_numpy(value: Any) -> Any:
 
 
 def _wrap(value: Any) -> Any:
-    """NumPy results as FuelTensors (arrays and NumPy scalars); tuples element-wise."""
+    """NumPy results as FuelTensors (arrays and NumPy scalars); tuples element-wise, a named
+    tuple (`np.linalg.qr`'s `QRResult`...) as the same named-tuple type."""
     if isinstance(value, np.ndarray | np.generic) and value.dtype in _SUPPORTED:
         return fresh(value)
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_wrap(v) for v in value)
+    if isinstance(value, tuple):
+        items = [_wrap(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if isinstance(value, list):
         return [_wrap(v) for v in value]
     return value
@@ -66,9 +69,19 @@ def _tensors(values: Any) -> list[FuelTensor]:
 
 def _on_host(name: str, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """Run `fn` on the NumPy views of the arguments; array results come back as tensors and
-    the call is recorded as a `host` operation."""
+    the call is recorded as a `host` operation.
+
+    A result whose dtype no tensor holds (structured, string, object...) is refused with a
+    TypeError, as CuPy refuses it: clients such as Dask (argmax along an axis, unique) then
+    take their path for array types without structured arrays, and nothing leaves fueltensor
+    unnoticed."""
     with np.errstate(all="ignore"):
         result = fn(*_to_numpy(args), **_to_numpy(kwargs))
+    if isinstance(result, np.ndarray) and result.dtype not in _SUPPORTED:
+        raise TypeError(
+            f"{name} on tensors gave a {result.dtype} array, which no FuelTensor holds "
+            "(bool, integer, float and complex dtypes only); call it on np.asarray(x)"
+        )
     wrapped = _wrap(result)
     outputs = _tensors((wrapped,))
     if outputs:
@@ -111,6 +124,8 @@ def _namespace_functions() -> dict[Callable[..., Any], Callable[..., Any]]:
                 np.where: ft.where,
                 np.matmul: ft.matmul,
                 np.reshape: lambda a, shape=None, **kw: ft.reshape(a, shape, **kw),
+                np.einsum: ft.einsum,
+                np.pad: ft.pad,
             }
         )
     return _FUNCTIONS

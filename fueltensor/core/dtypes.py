@@ -12,6 +12,7 @@ category rule for mixed kinds (an integer or bool with a float takes the float).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Final
 
@@ -47,8 +48,10 @@ class DType:
     def __repr__(self) -> str:
         return f"fueltensor.{self.name}"
 
-    def __reduce__(self) -> str:
-        return self.name
+    def __reduce__(self) -> tuple[Callable[[object], DType], tuple[str]]:
+        """Pickle by name; unpickling gives back this same object (`as_dtype` of the name), so
+        `pickle.loads(pickle.dumps(ft.bool)) is ft.bool` (the module attribute is `bool_`)."""
+        return as_dtype, (self.name,)
 
     def __eq__(self, other: object) -> bool:
         """Equal to itself, to the NumPy dtype it stores as and to that dtype's scalar type;

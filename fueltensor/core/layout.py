@@ -246,7 +246,8 @@ class Layout(NamedTuple):
         """The same elements in row-major order under `shape`, or None when a copy is needed."""
         if math.prod(shape) != self.size:
             raise ValueError(
-                f"cannot reshape {self.size} elements of shape {self.shape} into shape {shape}"
+                f"cannot reshape {self.size} elements of shape {self.shape} into shape {shape} "
+                f"of {math.prod(shape)} elements; the sizes must be equal"
             )
         if self.size == 0 or self.flags.contiguous:
             return Layout(shape, row_major_strides(shape), self.offset)

@@ -30,6 +30,7 @@ from fueltensor.core.layout import (
     byte_strides,
     row_major_strides,
 )
+from fueltensor.core.methods import NdarrayMethods
 from fueltensor.core.operators import Operators
 from fueltensor.core.pydata import from_python
 from fueltensor.core.storage import aligned_empty
@@ -116,7 +117,7 @@ def _is_basic(key: Any) -> bool:
     )
 
 
-class FuelTensor(Operators):
+class FuelTensor(Operators, NdarrayMethods):
     """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
 
     __slots__ = ("__weakref__", "_dtype", "_layout", "_np", "_storage")
