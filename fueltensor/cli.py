@@ -10,8 +10,11 @@ import argparse
 import json
 import math
 import sys
+import time
 import warnings
+from collections.abc import Callable
 from contextlib import nullcontext
+from typing import TextIO
 
 import numpy as np
 
@@ -21,9 +24,10 @@ from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
+from .kernels.pow_shortcut import Y_VALUES
 from .ops import BY_NAME
 from .registry import Registry, registry
-from .tools.textwidth import fit_table, table_width
+from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",
@@ -311,6 +315,31 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_judge)
 
 
+def _check_progress(stream: TextIO) -> Callable[[float, int, int], None]:
+    """A `pow_shortcut.Progress` that draws a bar with the time left on a terminal `stream`,
+    and otherwise prints one line per exponent when its check is done."""
+    began = time.monotonic()
+
+    def report(y: float, done: int, total: int) -> None:
+        if not stream.isatty():
+            if done == total:
+                print(f"  y={y:g}: all {total} inputs compared", file=stream, flush=True)
+            return
+        part = (Y_VALUES.index(y) + done / total) / len(Y_VALUES)
+        elapsed = time.monotonic() - began
+        left = elapsed * (1 - part) / part if part else 0.0
+        bar = "#" * round(30 * part)
+        end = "\n" if part >= 1 else ""
+        print(
+            f"\r  [{bar:<30}] {part:4.0%}  y={y:g}  {elapsed:.0f} s, about {left:.0f} s left ",
+            end=end,
+            file=stream,
+            flush=True,
+        )
+
+    return report
+
+
 def _run_pow_shortcut(args: argparse.Namespace) -> int:
     from .kernels import pow_shortcut
     from .kernels._chassis import NATIVE
@@ -319,19 +348,18 @@ def _run_pow_shortcut(args: argparse.Namespace) -> int:
         print("pow shortcut: the compiled kernels are not built here; powf runs for every lane")
         return 0 if not args.check else 1
     if args.check:
-        print("checking every f32 input against this machine's powf (a few minutes of CPU)...")
+        print(
+            "checking the shortcut against this machine's powf for every f32 input "
+            "(minutes of CPU)...",
+            file=sys.stderr,
+        )
         try:
-            pow_shortcut.verify(
-                NATIVE,
-                lambda c: print(
-                    f"  y={c.y:g}: {c.mismatches} of {c.inputs} differ ({c.seconds} s)"
-                ),
-            )
+            pow_shortcut.verify(NATIVE, _check_progress(sys.stderr))
         except OSError as e:
             print(f"pow shortcut: verdict applied to this process only ({e})", file=sys.stderr)
             return 1
     for y, text in pow_shortcut.status().items():
-        print(f"pow shortcut y={y:g}: {text}")
+        print(fit_lines(f"pow shortcut y={y:g}: {text}"))
     return 0
 
 
