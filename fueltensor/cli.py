@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -27,7 +28,7 @@ from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import BY_NAME
 from .registry import Registry, registry
-from .tools.textwidth import fit_lines, fit_table, table_width
+from .tools.textwidth import fit_lines, fit_table, plural, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",
@@ -74,7 +75,7 @@ def _run_contracts(args: argparse.Namespace) -> int:
         problems = reg.problems()
         for problem in problems:
             print(problem)
-        print(f"{len(reg)} contracts checked, {len(problems)} problem(s)")
+        print(f"{plural(len(reg), 'contract')} checked, {plural(len(problems), 'problem')}")
         return 1 if problems else 0
     contracts = list(reg)
     providers = None
@@ -98,7 +99,8 @@ def _run_contracts(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         rows = [CONTRACT_COLUMNS, *map(_row, selected)]
-        print(fit_table(rows, rule=False, optional=("audited", "layout strategy")))
+        optional = ("audited", "layout strategy", "dispatch", "bytes_moved")
+        print(fit_table(rows, rule=False, optional=optional))
     return 0
 
 
@@ -162,7 +164,7 @@ def _run_explain(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:
         print(f"fueltensor explain: {e}", file=sys.stderr)
         return 2
-    print(plan)
+    print(fit_lines(str(plan)))
     return 0
 
 
@@ -414,6 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `fueltensor` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    with table_width(None) if getattr(args, "wide", False) else nullcontext():
-        status: int = args.run(args)
+    try:
+        with table_width(None) if getattr(args, "wide", False) else nullcontext():
+            status: int = args.run(args)
+    except BrokenPipeError:  # `fueltensor ... | head` closed the pipe: nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return status

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fueltensor.tools.textwidth import plural
+
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
     from fueltensor.engine.planner import Plan
@@ -239,8 +241,9 @@ def comparison_html(report: ComparisonReport) -> str:
     table = html_table(
         COLUMNS,
         [comparison_row(c) for c in rows],
-        caption=f"compare_backends: {report.mismatches} mismatched elements",
-        marks=[c.compared and c.mismatches > 0 for c in rows],
+        caption=f"compare_backends: {plural(report.mismatches, 'mismatched element')}"
+        f"{report.nan_note()}",
+        marks=[c.compared and c.mismatches > c.nan_payloads for c in rows],
     )
     worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
     extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""

@@ -52,6 +52,7 @@ from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, CONTRACT_OPS
 from fueltensor.registry import Registry
 from fueltensor.tools.compare import bits, errors, text_table
+from fueltensor.tools.textwidth import plural
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -615,7 +616,7 @@ def judge_row(a: Audit) -> tuple[str, ...]:
         f"{a.measured_ulp:g}",
         str(a.probes),
         f"{a.identical_runs}/{a.runs}",
-        "ok" if not a.conformance else f"{len(a.conformance)} problem(s)",
+        "ok" if not a.conformance else plural(len(a.conformance), "problem"),
         f"{a.overhead_ns:,.0f}",
         f"{a.ns_per_element:.2f}",
         f"{a.gb_per_s:.2f}",
@@ -664,7 +665,7 @@ class JudgeReport:
         """One line: audits, failing audits, the copy bandwidth and the time taken."""
         bad = sum(not a.ok for a in self.rows)
         return (
-            f"judge: {len(self.rows)} audits, {bad} failing, copy bandwidth "
+            f"judge: {plural(len(self.rows), 'audit')}, {bad} failing, copy bandwidth "
             f"{self.copy_gb_per_s:.1f} GB/s{self._where()}, {self.seconds:.1f} s"
             + (" (--quick)" if self.quick else "")
         )
@@ -679,7 +680,10 @@ class JudgeReport:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
+        return (
+            f"<JudgeReport: {plural(len(self.rows), 'audit')}, "
+            f"{plural(len(self.failures), 'failure')}>"
+        )
 
     def _repr_html_(self) -> str:
         from fueltensor.tools.display import judge_html
