@@ -26,7 +26,7 @@ from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
-from .ops import BY_NAME
+from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
 from .tools.textwidth import fit_lines, fit_table, plural, table_width
 
@@ -80,9 +80,7 @@ def _run_contracts(args: argparse.Namespace) -> int:
     contracts = list(reg)
     providers = None
     try:
-        if args.op is not None and args.op not in {c.op_kind for c in contracts}:
-            known = ", ".join(sorted({c.op_kind for c in contracts}))
-            raise ValueError(f"unknown op kind {args.op!r}; known: {known}")
+        op_kind = _op_kind(args.op, {c.op_kind for c in contracts})
         if args.provider is not None:
             providers = reg.provider_names(args.provider)
     except ValueError as e:
@@ -91,7 +89,7 @@ def _run_contracts(args: argparse.Namespace) -> int:
     selected = [
         c
         for c in contracts
-        if (args.op is None or c.op_kind == args.op)
+        if (op_kind is None or c.op_kind == op_kind)
         and (providers is None or c.provider.name in providers)
     ]
     if args.json:
@@ -104,11 +102,37 @@ def _run_contracts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _op_kind(text: str | None, kinds: set[str]) -> str | None:
+    """The op kind `text` names: an operation in any spelling (`add`, `AddElementwise`, `sub`),
+    or another op kind the registry's contracts declare; ValueError listing both otherwise."""
+    if text is None:
+        return None
+    op = spelled(text)
+    if op is not None:
+        return op.op_kind.value
+    if text in kinds:
+        return text
+    names = ", ".join(op.name for op in CONTRACT_OPS)
+    raise ValueError(
+        f"unknown operation {text!r}; name one as the namespace does ({names}) or by its op "
+        f"kind ({', '.join(sorted(kinds))})"
+    )
+
+
+def _operation(text: str) -> str:
+    """`explain`'s OP argument in any spelling, as the namespace names it."""
+    op = spelled(text)
+    if op is None:
+        names = ", ".join(o.name for o in CONTRACT_OPS)
+        raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
+    return op.name
+
+
 def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor contracts`: list the registered kernel contracts."""
     p = sub.add_parser("contracts", help="list the kernel contracts of the registry")
     p.add_argument(
-        "--op", metavar="OP_KIND", help="only contracts at this op kind, e.g. AddElementwise"
+        "--op", metavar="OP", help="only contracts of this operation: add, AddElementwise, ..."
     )
     p.add_argument(
         "--provider", metavar="NAME", help="only this provider (its name or an alias: cpu, ...)"
@@ -176,7 +200,11 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Plan one operation without running it, e.g. "
         "`fueltensor explain add --shapes 3,4 4 --dtypes float32 float16 --transpose-lhs`.",
     )
-    p.add_argument("op", choices=sorted(BY_NAME), help="the operation")
+    p.add_argument(
+        "op",
+        type=_operation,
+        help="the operation: add, subtract, ... or its op kind (AddElementwise, ...)",
+    )
     p.add_argument(
         "--shapes",
         nargs="+",

@@ -82,3 +82,18 @@ BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 
 KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in CONTRACT_OPS)
 """The kernels' op ids, in table order."""
+
+SPELLINGS: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {
+        spelling.lower(): op
+        for op in CONTRACT_OPS
+        for spelling in (op.name, op.op_kind.value, op.kernel_op)
+    }
+)
+"""Every spelling of an operation the command line accepts, lower-cased: its namespace name
+("subtract"), its op kind ("SubElementwise") and its kernels' op id ("sub")."""
+
+
+def spelled(text: str) -> ContractOp | None:
+    """The operation `text` names in any of its `SPELLINGS` (any case), None if none."""
+    return SPELLINGS.get(text.strip().lower())
