@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
 from fueltensor.tools.textwidth import fit_lines, plural
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -293,6 +296,13 @@ class ComparisonReport:
         from fueltensor.tools.display import comparison_html
 
         return comparison_html(self)
+
+    def plot(self) -> Figure:
+        """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
+        extra; `tools.plots`)."""
+        from fueltensor.tools.plots import comparison_figure
+
+        return comparison_figure(self)
 
     def assert_equal(self, max_ulp: float = 0, nan_payloads: bool = True) -> None:
         """Raise AssertionError naming the worst element of every comparison beyond `max_ulp`

@@ -56,6 +56,7 @@ from fueltensor.tools.textwidth import plural
 
 if TYPE_CHECKING:
     from distributed import Client
+    from matplotlib.figure import Figure
 
     from fueltensor.tools.cluster import ClusterJudgeReport
 
@@ -689,6 +690,12 @@ class JudgeReport:
         from fueltensor.tools.display import judge_html
 
         return judge_html(self)
+
+    def plot(self) -> Figure:
+        """A titled matplotlib Figure of the cost findings (the `plot` extra; `tools.plots`)."""
+        from fueltensor.tools.plots import judge_figure
+
+        return judge_figure(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything measured, as JSON-ready data."""
