@@ -9,7 +9,9 @@ displays as a cell's value and saves with `fig.savefig(...)`.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,10 +40,32 @@ def _pyplot() -> Any:
     return plt
 
 
+@cache
+def _report_figure() -> type[Figure]:
+    """A Figure that shows itself as a PNG wherever IPython displays it, whatever matplotlib
+    backend is active (a plain Figure needs the inline backend's formatter for that)."""
+    from matplotlib.figure import Figure
+
+    class ReportFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png")
+            return buffer.getvalue()
+
+    return ReportFigure
+
+
 def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:
     """A new figure of `rows` stacked axes, laid out by constrained layout, closed in pyplot."""
     plt = _pyplot()
-    fig, axes = plt.subplots(rows, 1, figsize=(width, height), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        rows,
+        1,
+        figsize=(width, height),
+        layout="constrained",
+        squeeze=False,
+        FigureClass=_report_figure(),
+    )
     plt.close(fig)
     return fig, list(axes[:, 0])
 
