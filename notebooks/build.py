@@ -189,8 +189,8 @@ JUDGE: Cells = [
         "is those bytes at the copy bandwidth the judge measured over the working set of its "
         "largest kernel probe (the legend says whether that fits in this machine's largest "
         "cache: then both are cache, not memory, speeds). Below, one call on one-element "
-        "inputs per kernel, on a log axis: the oracle's index math costs tens of "
-        "microseconds, the CPU kernels well under one.",
+        "inputs per kernel, on a log axis, so that the CPU kernels and the oracle (whose "
+        "index math costs about ten times more per call here) both show.",
     ),
     ("py", "report.plot()"),
     (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fueltensor.tools.textwidth import plural
+from fueltensor.tools.textwidth import KEYS, plural
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
@@ -33,13 +33,19 @@ def html_table(
     caption: str = "",
     marks: Sequence[bool] | None = None,
 ) -> str:
-    """An HTML table of escaped cells; rows whose entry in `marks` is True are shaded red."""
+    """An HTML table of escaped cells; rows whose entry in `marks` is True are shaded red. The
+    cells of name columns (kernel, provider, op, dtypes: `textwidth.KEYS`) never wrap inside a
+    name."""
     cap = f"<caption style='text-align:left'><b>{escape(caption)}</b></caption>" if caption else ""
     head = "".join(f"<th style='{_CELL}'>{escape(h)}</th>" for h in header)
+    styles = [_CELL + (";white-space:nowrap" if h in KEYS else "") for h in header]
     body = []
     for i, row in enumerate(rows):
         bg = " style='background:#fdd'" if marks is not None and marks[i] else ""
-        cells = "".join(f"<td style='{_CELL}'>{escape(str(v))}</td>" for v in row)
+        cells = "".join(
+            f"<td style='{style}'>{escape(str(v))}</td>"
+            for style, v in zip(styles, row, strict=False)
+        )
         body.append(f"<tr{bg}>{cells}</tr>")
     return (
         f"<table style='{_STYLE}'>{cap}<thead><tr>{head}</tr></thead>"
