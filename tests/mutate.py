@@ -65,8 +65,8 @@ POW_LOOP_TESTS = tuple(
         "test_verifier_catches_a_loop_without_a_band",
     )
 )
-"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt without its
-build-time verdict (FUELTENSOR_POW_SHORTCUT=0, so no background check runs either)."""
+"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt and tested
+with the shortcut kept off otherwise (FUELTENSOR_POW_SHORTCUT=0: no cached verdict applies)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge.py"
 COMPARE = "fueltensor/tools/compare.py"
