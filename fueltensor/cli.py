@@ -20,7 +20,7 @@ from typing import TextIO
 import numpy as np
 
 from .array_api.manipulation import permute_dims
-from .core.errors import ContractError, ContractWarning
+from .core.errors import ContractError, ContractWarning, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
@@ -28,7 +28,7 @@ from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
-from .tools.textwidth import fit_lines, fit_table, plural, table_width
+from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",

@@ -14,9 +14,10 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS
+from fueltensor.core.errors import plural
 from fueltensor.tools.compare import COLUMNS as COMPARE_COLUMNS
 from fueltensor.tools.judge import COLUMNS as JUDGE_COLUMNS
-from fueltensor.tools.textwidth import fit_lines, fit_table, plural
+from fueltensor.tools.textwidth import fit_lines, fit_table
 
 WIDTHS = (60, 80, 100, 200)
 COMMANDS = (

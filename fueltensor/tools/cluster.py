@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from fueltensor.core.errors import plural
 from fueltensor.registry import registry
 from fueltensor.tools.compare import text_table
 from fueltensor.tools.judge import JudgeReport, judge
-from fueltensor.tools.textwidth import plural
 
 if TYPE_CHECKING:
     from distributed import Client

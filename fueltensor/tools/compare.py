@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
-from fueltensor.tools.textwidth import fit_lines, plural
+from fueltensor.tools.textwidth import fit_lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

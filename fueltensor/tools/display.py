@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fueltensor.tools.textwidth import KEYS, plural
+from fueltensor.core.errors import plural
+from fueltensor.tools.textwidth import KEYS
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor

@@ -41,6 +41,7 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
+from fueltensor.core.errors import plural
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.backends import current_policy
@@ -52,7 +53,6 @@ from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, CONTRACT_OPS
 from fueltensor.registry import Registry
 from fueltensor.tools.compare import bits, errors, text_table
-from fueltensor.tools.textwidth import plural
 
 if TYPE_CHECKING:
     from distributed import Client

@@ -201,8 +201,3 @@ def fit_lines(text: str, width: int | None = _UNSET) -> str:
         )
         out.extend(wrapped or [line])
     return "\n".join(out)
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """`count` and the noun in the number it takes: "1 audit", "2 audits", "0 audits"."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor, asarray
 from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
 from fueltensor.tools.compare import Comparison, ComparisonReport, compare_backends, text_table
-from fueltensor.tools.textwidth import current_width, fit_lines, plural
+from fueltensor.tools.textwidth import current_width, fit_lines
 
 
 def _heading(title: str) -> str:
