@@ -670,6 +670,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE_TESTS,
         "a NaN against a number counts as 0 ULP in the report",
     ),
+    M(
+        "compare-payload-as-value",
+        COMPARE,
+        "str(c.mismatches - c.nan_payloads),",
+        "str(c.mismatches),",
+        ("tests/test_compare.py", "tests/test_tour_cli.py"),
+        "a NaN that differs only in payload is shown as a value mismatch",
+    ),
+    M(
+        "textwidth-names-break",
+        "fueltensor/tools/textwidth.py",
+        '"key": re.compile(r"(?<=[ ,])"),',
+        '"key": re.compile(r"(?<=[ ,_-])"),',
+        ("tests/test_cli_width.py",),
+        "a narrow table breaks kernel and provider names at underscores and hyphens",
+    ),
     # -- dispatch's compiled fast path (its entries; the C code is tested through them) ---------
     M(
         "fast-repeat-any-operand",
