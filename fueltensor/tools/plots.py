@@ -162,13 +162,12 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     columns: dict[float, list[Audit]] = {}
     for r in slow:
         columns.setdefault(r.formula_bytes_per_element, []).append(r)
-    step = 0.05  # of the axes' height: about two lines of 7-point text
     for x, rows in columns.items():
         rows.sort(key=lambda r: -r.ns_per_element)
+        step = min(0.05, 0.94 / len(rows))  # of the axes' height: two lines of 7-point text
         heights = [(math.log10(r.ns_per_element) - low) / (high - low) for r in rows]
-        top = min(
-            0.97, max(sum(heights) / len(heights) + step * (len(rows) - 1) / 2, step * len(rows))
-        )
+        centred = sum(heights) / len(heights) + step * (len(rows) - 1) / 2
+        top = min(0.97, max(centred, 0.03 + step * (len(rows) - 1)))  # the stack stays inside
         for k, r in enumerate(rows):
             ax.annotate(
                 r.label,
@@ -182,8 +181,8 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
 
 
 def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
-    """Call overhead per kernel on one-element inputs, on a log axis (tens of ns and tens of µs
-    side by side), one colour per provider."""
+    """Call overhead per kernel on one-element inputs, on a log axis (sub-microsecond and
+    ten-microsecond calls side by side), one colour per provider."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
