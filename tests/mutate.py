@@ -65,8 +65,8 @@ POW_LOOP_TESTS = tuple(
         "test_verifier_catches_a_loop_without_a_band",
     )
 )
-"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt without its
-build-time verdict (FUELTENSOR_POW_SHORTCUT=0, so no background check runs either)."""
+"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt and tested
+with the shortcut kept off otherwise (FUELTENSOR_POW_SHORTCUT=0: no cached verdict applies)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge/audit.py"
 COMPARE = "fueltensor/tools/compare.py"
@@ -163,8 +163,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "pow-verdict-ignores-mismatches",
         POW_VERDICT,
-        "mismatches=sum(count for count, _ in per_body)",
-        "mismatches=0",
+        "mismatches += sum(count for count, _ in per_body)",
+        "mismatches += 0",
         POW_VERDICT_TESTS,
         "a check that found mismatches reports none",
     ),
@@ -670,6 +670,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE_TESTS,
         "a NaN against a number counts as 0 ULP in the report",
     ),
+    M(
+        "compare-payload-as-value",
+        COMPARE,
+        "str(c.mismatches - c.nan_payloads),",
+        "str(c.mismatches),",
+        ("tests/test_compare.py", "tests/test_tour_cli.py"),
+        "a NaN that differs only in payload is shown as a value mismatch",
+    ),
+    M(
+        "textwidth-names-break",
+        "fueltensor/tools/textwidth.py",
+        '"key": re.compile(r"(?<=[ ,])"),',
+        '"key": re.compile(r"(?<=[ ,_-])"),',
+        ("tests/test_cli_width.py",),
+        "a narrow table breaks kernel and provider names at underscores and hyphens",
+    ),
     # -- dispatch's compiled fast path (its entries; the C code is tested through them) ---------
     M(
         "fast-repeat-any-operand",
@@ -804,13 +820,12 @@ MUTATIONS: tuple[Mutation, ...] = (
 
 
 def copy_tree(dest: Path) -> None:
-    """The files git tracks (plus the built extensions and the pow verdict) copied to `dest`."""
+    """The files git tracks (plus the built extensions) copied to `dest`."""
     files = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
     kernels = ROOT / "fueltensor" / "kernels"
-    built = [*kernels.glob("_*.so"), *kernels.glob("*.pow-verdict.json")]  # untracked
-    extra = [p.relative_to(ROOT) for p in built]
+    extra = [p.relative_to(ROOT) for p in kernels.glob("_*.so")]  # untracked
     for rel in [Path(f.decode()) for f in files if f] + extra:
         src = ROOT / rel
         if src.is_file():

@@ -80,6 +80,14 @@ def setitem(x: FuelTensor, key: Any, value: Any) -> FuelTensor:
 
 def _value(x: FuelTensor, value: Any) -> np.ndarray:
     """`value` as a NumPy array of x's dtype, refused when promotion would change x's dtype."""
+    if not isinstance(value, FuelTensor | np.ndarray | np.generic | bool | int | float | complex):
+        missing = (
+            " (float('nan') marks a missing float)" if value is None and x.dtype.is_float else ""
+        )
+        raise TypeError(
+            f"cannot store {type(value).__name__} in {with_article(x.dtype.name)} tensor; "
+            f"assign a FuelTensor, a NumPy array or a Python bool, int, float or complex{missing}"
+        )
     _, v = coerce(x, value)
     if _dtypes.result_type(x.dtype, v.dtype) is not x.dtype:
         raise TypeError(

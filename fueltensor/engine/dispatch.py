@@ -22,7 +22,7 @@ from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
 from fueltensor.engine import backends
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
-from fueltensor.engine.execute import run
+from fueltensor.engine.execute import HostFn, run
 from fueltensor.engine.planner import (
     Operand,
     Plan,
@@ -34,7 +34,7 @@ from fueltensor.engine.planner import (
 )
 from fueltensor.kernels import reference
 from fueltensor.kernels._chassis import ERRSTATE, restore, silence
-from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
+from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
 
 Scalar = bool | int | float | complex
 
@@ -143,8 +143,8 @@ _ORACLE: Final[dict[Callable[..., Any], np.ufunc]] = {
 makes the same call)."""
 
 
-_HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
-"""Each contract operation's host ufunc, in a plain dict (read on every call)."""
+_HOSTS: dict[str, HostFn] = dict(HOST_CALLS)
+"""Each contract operation's host function, in a plain dict (read on every call)."""
 
 
 DEFERRED: dict[type, Callable[[str, Any, Any], Any]] = {}
