@@ -713,17 +713,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-key-without-dtype",
-        DISPATCH,
-        "key = (op, a._dtype.np, a._layout, b._dtype.np, b._layout)",
-        "key = (op, a._layout, a._layout, b._layout, b._layout)",
+        FAST_C,
+        "    parts[1] = da == NULL ? NULL : SLOT(da, off_dtype_np);\n"
+        "    parts[2] = SLOT(a, off_layout);\n"
+        "    parts[3] = db == NULL ? NULL : SLOT(db, off_dtype_np);\n",
+        "    parts[1] = SLOT(a, off_layout);\n"
+        "    parts[2] = SLOT(a, off_layout);\n"
+        "    parts[3] = SLOT(b, off_layout);\n",
         FAST_TESTS + PLAN_TESTS,
         "an F64 operation finds the plan cached for F32 operands of the same layouts",
     ),
     M(
         "fast-inplace-falls-back-out-of-place",
         DISPATCH,
-        '"inplace": (2, _python_binary_inplace),',
-        '"inplace": (0, _python_binary),',
+        '"inplace": ("INPLACE", _python_binary_inplace),',
+        '"inplace": ("FORWARD", _python_binary),',
         FAST_TESTS,
         "`x += y` returns a new tensor and leaves x as it was",
     ),

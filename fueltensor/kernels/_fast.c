@@ -114,7 +114,10 @@ static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype
 }
 
 enum { NATIVE, ORACLE };              /* the kernel an entry runs */
-enum { AS_IS, DENSIFY, REPEAT };      /* how a native entry reads an operand */
+/* How a native entry reads an operand, and the forms of `operator`: defined here only and
+ * exported as module constants, which dispatch reads (no Python copy). */
+enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
+enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
@@ -348,6 +351,50 @@ static int busy(PyObject *var) {
     return any;
 }
 
+/* The plan-cache key of `op(a, b)` on two tensors, as parts (borrowed): the operation's name,
+ * then each operand's NumPy dtype and Layout. This is the key's only definition: `key` packs
+ * these parts for `dispatch.choose`, which caches every plan under it, and `cached` looks the
+ * same parts up. (NumPy dtypes hash in C where DType.__hash__ is Python.) */
+#define KEY_PARTS 5
+
+static int key_parts(PyObject *op, PyObject *a, PyObject *b, PyObject **parts) {
+    PyObject *da = SLOT(a, off_dtype), *db = SLOT(b, off_dtype);
+    parts[0] = op;
+    parts[1] = da == NULL ? NULL : SLOT(da, off_dtype_np);
+    parts[2] = SLOT(a, off_layout);
+    parts[3] = db == NULL ? NULL : SLOT(db, off_dtype_np);
+    parts[4] = SLOT(b, off_layout);
+    for (int k = 1; k < KEY_PARTS; k++) {
+        if (parts[k] == NULL) {
+            PyErr_SetString(PyExc_TypeError, "plan key: an operand tensor is not initialized");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *pack_key(PyObject *const *parts) {
+    return PyTuple_Pack(KEY_PARTS, parts[0], parts[1], parts[2], parts[3], parts[4]);
+}
+
+/* key(op, a, b): the plan-cache key `dispatch.choose` stores op(a, b)'s plan under. */
+static PyObject *key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "key(op: str, a, b) takes 3 arguments");
+        return NULL;
+    }
+    if (tensor == NULL || !PyObject_TypeCheck(args[1], tensor) ||
+        !PyObject_TypeCheck(args[2], tensor)) {
+        PyErr_SetString(PyExc_TypeError, "key: both operands must be FuelTensors (and the "
+                                         "fast path configured)");
+        return NULL;
+    }
+    PyObject *parts[KEY_PARTS];
+    if (key_parts(args[0], args[1], args[2], parts) < 0) return NULL;
+    return pack_key(parts);
+}
+
 /* Lookups remembered by the identity of the key's parts: building and hashing the 5-tuple key
  * (two Layouts of tuples, hashed afresh each time) was a third of a small operation. The parts
  * are immutable and held here, so the same objects mean the same key; a policy's plans dict
@@ -357,17 +404,15 @@ static int busy(PyObject *var) {
 #define FRONT_SLOTS 64
 
 typedef struct {
-    PyObject *parts[6]; /* plans dict, op, lhs NumPy dtype, lhs layout, rhs NumPy dtype, rhs
-                           layout */
+    PyObject *parts[KEY_PARTS + 1]; /* the plans dict, then the key's parts */
     PyObject *cell;     /* the dict's value: (plan, planning, entry) */
     Py_ssize_t size;    /* the dict's size when the slot was filled */
 } Front;
 
 static Front front[FRONT_SLOTS];
 
-/* The cached entry for the key `dispatch.choose` builds, under the active policy (a new
- * reference), or NULL with no error set on a miss. */
-static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+/* The active policy's plan cache (a new reference), or NULL with an error set. */
+static PyObject *active_plans(void) {
     PyObject *policy;
     if (PyContextVar_Get(policy_var, NULL, &policy) < 0) return NULL;
     if (policy == NULL || policy == Py_None) {
@@ -379,46 +424,52 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
         else policy = PyObject_CallNoArgs(current_policy);
         if (policy == NULL) return NULL;
     }
-    PyObject *plans;
     if (policy == last_policy) { /* a Policy is frozen: its plans dict is its for life */
-        plans = Py_NewRef(last_plans);
         Py_DECREF(policy);
-    } else {
-        plans = PyObject_GetAttr(policy, plans_name);
-        if (plans == NULL) {
-            Py_DECREF(policy);
-            return NULL;
-        }
-        PyObject *old_policy = last_policy, *old_plans = last_plans;
-        last_policy = policy; /* both set before a release can run any code */
-        last_plans = Py_NewRef(plans);
-        Py_XDECREF(old_policy);
-        Py_XDECREF(old_plans);
+        return Py_NewRef(last_plans);
     }
-    PyObject *parts[6] = {plans,
-                          op,
-                          SLOT(SLOT(a, off_dtype), off_dtype_np),
-                          SLOT(a, off_layout),
-                          SLOT(SLOT(b, off_dtype), off_dtype_np),
-                          SLOT(b, off_layout)};
+    PyObject *plans = PyObject_GetAttr(policy, plans_name);
+    if (plans == NULL || !PyDict_Check(plans)) {
+        if (plans != NULL) PyErr_SetString(PyExc_TypeError, "a Policy's plans must be a dict");
+        Py_XDECREF(plans);
+        Py_DECREF(policy);
+        return NULL;
+    }
+    PyObject *old_policy = last_policy, *old_plans = last_plans;
+    last_policy = policy; /* both set before a release can run any code */
+    last_plans = Py_NewRef(plans);
+    Py_XDECREF(old_policy);
+    Py_XDECREF(old_plans);
+    return plans;
+}
+
+/* The plan cache's cell for `key(op, a, b)` under the active policy (a new reference), or NULL
+ * with no error set on a miss. */
+static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *parts[KEY_PARTS + 1];
+    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+    PyObject *plans = active_plans();
+    if (plans == NULL) return NULL;
+    parts[0] = plans;
     uint64_t h = 0;
-    for (int k = 0; k < 6; k++) h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
+    for (int k = 0; k <= KEY_PARTS; k++)
+        h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
     Front *slot = &front[h >> 58 & (FRONT_SLOTS - 1)];
     int same = slot->cell != NULL && PyDict_GET_SIZE(plans) >= slot->size;
-    for (int k = 0; same && k < 6; k++) same = slot->parts[k] == parts[k];
+    for (int k = 0; same && k <= KEY_PARTS; k++) same = slot->parts[k] == parts[k];
     if (same) {
         Py_DECREF(plans);
         return Py_NewRef(slot->cell);
     }
-    PyObject *key = PyTuple_Pack(5, op, parts[2], parts[3], parts[4], parts[5]);
-    PyObject *cell = key == NULL ? NULL : PyDict_GetItemWithError(plans, key);
-    Py_XDECREF(key);
+    PyObject *packed = pack_key(parts + 1);
+    PyObject *cell = packed == NULL ? NULL : PyDict_GetItemWithError(plans, packed);
+    Py_XDECREF(packed);
     if (cell != NULL) {
         Front old = *slot; /* every field set before a release can run any code */
-        for (int k = 0; k < 6; k++) slot->parts[k] = Py_NewRef(parts[k]);
+        for (int k = 0; k <= KEY_PARTS; k++) slot->parts[k] = Py_NewRef(parts[k]);
         slot->cell = Py_NewRef(cell);
         slot->size = PyDict_GET_SIZE(plans);
-        for (int k = 0; k < 6; k++) Py_XDECREF(old.parts[k]);
+        for (int k = 0; k <= KEY_PARTS; k++) Py_XDECREF(old.parts[k]);
         Py_XDECREF(old.cell);
         Py_INCREF(cell);
     }
@@ -1011,8 +1062,6 @@ static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nar
  * attribute it binds like a function (a method descriptor); its __dict__ carries the name,
  * docstring and signature the Python functions it stands for would have. */
 
-enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
-
 typedef struct {
     PyObject_HEAD
     PyObject *op;       /* the contract operation's name */
@@ -1109,7 +1158,7 @@ static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize
     long form = PyLong_AsLong(args[1]);
     if (form < FORWARD || form > INPLACE) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "operator: form must be 0, 1 or 2, got %ld", form);
+            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1) or INPLACE (2), got %ld", form);
         return NULL;
     }
     Operator *o = PyObject_New(Operator, &OperatorType);
@@ -1268,57 +1317,101 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     return member->offset;
 }
 
-static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+/* Field `name` of the configuration (a new reference), checked by `ok`; NULL with a TypeError
+ * naming the field otherwise. */
+static PyObject *config_field(PyObject *config, const char *name, int (*ok)(PyObject *),
+                              const char *what) {
+    PyObject *value = PyObject_GetAttrString(config, name);
+    if (value == NULL || ok(value)) return value;
+    PyErr_Format(PyExc_TypeError, "configure: config.%s must be %s, got %.100s", name, what,
+                 Py_TYPE(value)->tp_name);
+    Py_DECREF(value);
+    return NULL;
+}
+
+static int is_type(PyObject *v) { return PyType_Check(v); }
+static int is_tuple_type(PyObject *v) {
+    return PyType_Check(v) && PyType_IsSubtype((PyTypeObject *)v, &PyTuple_Type);
+}
+static int is_var(PyObject *v) { return PyContextVar_CheckExact(v); }
+static int is_callable(PyObject *v) { return PyCallable_Check(v); }
+static int is_dict(PyObject *v) { return PyDict_Check(v); }
+static int is_errstate(PyObject *v) {
+    return v == Py_None || (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 &&
+                            PyContextVar_CheckExact(PyTuple_GET_ITEM(v, 0)));
+}
+
+/* The configuration's fields, in the order `configure` stores them (see `_fast.pyi`). */
+static const struct {
+    const char *name;
+    int (*ok)(PyObject *);
+    const char *what;
+} FIELDS[] = {
+    {"tensor", is_type, "a type"},
+    {"layout", is_tuple_type, "a tuple subclass"},
+    {"dtype", is_type, "a type"},
+    {"policy_var", is_var, "a ContextVar"},
+    {"trace_var", is_var, "a ContextVar"},
+    {"observers_var", is_var, "a ContextVar"},
+    {"current_policy", is_callable, "callable"},
+    {"backends_globals", is_dict, "a dict"},
+    {"make_scalar", is_callable, "callable"},
+    {"errstate", is_errstate, "None or (ContextVar, value)"},
+    {"check_inplace", is_callable, "callable"},
+};
+#define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
+
+/* configure(config): what binary, inplace and the views read, from the named fields of one
+ * configuration object (dispatch's `FastConfig`); nothing is changed when a field is wrong. */
+static PyObject *configure(PyObject *module, PyObject *config) {
     (void)module;
-    if (nargs != 11 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6]) ||
-        !PyType_Check(args[7]) || !PyCallable_Check(args[8]) ||
-        !(args[9] == Py_None || (PyTuple_Check(args[9]) && PyTuple_GET_SIZE(args[9]) == 2 &&
-                                 PyContextVar_CheckExact(PyTuple_GET_ITEM(args[9], 0)))) ||
-        !PyCallable_Check(args[10])) {
-        PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
-                                         "observers_var, current_policy, Layout, "
-                                         "backends_globals, DType, make_scalar, "
-                                         "(errstate_var, ignore) | None, check_inplace) takes "
-                                         "11 arguments");
+    PyObject *v[N_FIELDS];
+    int got = 0;
+    for (; got < N_FIELDS; got++) {
+        v[got] = config_field(config, FIELDS[got].name, FIELDS[got].ok, FIELDS[got].what);
+        if (v[got] == NULL) break;
+    }
+    PyObject *dense = NULL;
+    Py_ssize_t storage = -1, layout = -1, dtype = -1, np_ = -1, dtype_np = -1;
+    if (got == N_FIELDS) {
+        PyTypeObject *type = (PyTypeObject *)v[0];
+        storage = slot_offset(type, "_storage");
+        layout = storage < 0 ? -1 : slot_offset(type, "_layout");
+        dtype = layout < 0 ? -1 : slot_offset(type, "_dtype");
+        np_ = dtype < 0 ? -1 : slot_offset(type, "_np");
+        dtype_np = np_ < 0 ? -1 : slot_offset((PyTypeObject *)v[2], "np");
+        dense = dtype_np < 0 ? NULL : PyObject_GetAttrString(v[1], "dense");
+    }
+    if (dense == NULL) {
+        for (int k = 0; k < got; k++) Py_DECREF(v[k]);
         return NULL;
     }
-    for (Py_ssize_t i = 1; i < 4; i++) {
-        if (!PyContextVar_CheckExact(args[i])) {
-            PyErr_SetString(PyExc_TypeError, "configure: arguments 2-4 must be ContextVars");
-            return NULL;
-        }
-    }
-    PyTypeObject *type = (PyTypeObject *)args[0];
-    Py_ssize_t storage = slot_offset(type, "_storage"), layout = slot_offset(type, "_layout");
-    Py_ssize_t dtype = slot_offset(type, "_dtype"), np_ = slot_offset(type, "_np");
-    Py_ssize_t dtype_np = slot_offset((PyTypeObject *)args[7], "np");
-    if (storage < 0 || layout < 0 || dtype < 0 || np_ < 0 || dtype_np < 0) return NULL;
     off_storage = storage;
     off_layout = layout;
     off_dtype = dtype;
     off_np = np_;
     off_dtype_np = dtype_np;
-    Py_XSETREF(tensor, (PyTypeObject *)Py_NewRef(args[0]));
-    Py_XSETREF(policy_var, Py_NewRef(args[1]));
-    Py_XSETREF(trace_var, Py_NewRef(args[2]));
-    Py_XSETREF(observers_var, Py_NewRef(args[3]));
-    Py_XSETREF(current_policy, Py_NewRef(args[4]));
-    PyObject *dense = PyObject_GetAttrString(args[5], "dense");
-    if (dense == NULL) return NULL;
+    Py_XSETREF(tensor, (PyTypeObject *)v[0]);
+    Py_XSETREF(layout_type, (PyTypeObject *)v[1]);
+    Py_XSETREF(dtype_type, (PyTypeObject *)v[2]);
+    Py_XSETREF(policy_var, v[3]);
+    Py_XSETREF(trace_var, v[4]);
+    Py_XSETREF(observers_var, v[5]);
+    Py_XSETREF(current_policy, v[6]);
+    Py_XSETREF(backends_dict, v[7]);
+    Py_XSETREF(make_scalar, v[8]);
+    Py_XSETREF(check_inplace, v[10]);
     Py_XSETREF(dense_layout, dense);
-    Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
-    Py_XSETREF(dtype_type, (PyTypeObject *)Py_NewRef(args[7]));
-    Py_XSETREF(backends_dict, Py_NewRef(args[6]));
-    Py_XSETREF(make_scalar, Py_NewRef(args[8]));
-    Py_XSETREF(check_inplace, Py_NewRef(args[10]));
-    if (args[9] == Py_None) {
+    if (v[9] == Py_None) {
         Py_CLEAR(errstate_var);
         Py_CLEAR(errstate_ignore);
     } else {
-        Py_XSETREF(errstate_var, Py_NewRef(PyTuple_GET_ITEM(args[9], 0)));
-        Py_XSETREF(errstate_ignore, Py_NewRef(PyTuple_GET_ITEM(args[9], 1)));
+        Py_XSETREF(errstate_var, Py_NewRef(PyTuple_GET_ITEM(v[9], 0)));
+        Py_XSETREF(errstate_ignore, Py_NewRef(PyTuple_GET_ITEM(v[9], 1)));
     }
+    Py_DECREF(v[9]);
+    Py_CLEAR(last_policy); /* the policy var may be another one now */
+    Py_CLEAR(last_plans);
     for (int k = 0; k < SCALAR_SLOTS; k++) { /* scalars made by the previous `make_scalar` */
         scalars[k].kind = 0;
         Py_CLEAR(scalars[k].like);
@@ -1353,10 +1446,12 @@ static PyMethodDef methods[] = {
      "getitem(t, key) -> FuelTensor | None: the view t[key] for ints and slices, else None."},
     {"transpose", transpose, METH_O,
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
-    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout, "
-     "backends_globals, DType, make_scalar, errstate, check_inplace): what binary, inplace and "
-     "the views read (called once by dispatch)."},
+    {"configure", configure, METH_O,
+     "configure(config): what binary, inplace and the views read, from the named fields of "
+     "one configuration object (dispatch's FastConfig; called once by dispatch)."},
+    {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
+     "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
+     "key's only definition in a compiled build)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1399,7 +1494,13 @@ PyMODINIT_FUNC PyInit__fast(void) {
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
-    if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0) {
+    if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0 ||
+        PyModule_AddIntConstant(module, "AS_IS", AS_IS) < 0 ||
+        PyModule_AddIntConstant(module, "DENSIFY", DENSIFY) < 0 ||
+        PyModule_AddIntConstant(module, "REPEAT", REPEAT) < 0 ||
+        PyModule_AddIntConstant(module, "FORWARD", FORWARD) < 0 ||
+        PyModule_AddIntConstant(module, "REFLECTED", REFLECTED) < 0 ||
+        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -2,10 +2,22 @@
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 ALIGNMENT: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
+AS_IS: int
+"""An entry's mode: the operand's own dense elements are read."""
+DENSIFY: int
+"""An entry's mode: a dense copy of the operand (its BroadcastTo and/or Contiguize) is read."""
+REPEAT: int
+"""An entry's mode: the operand's single element is repeated block by block."""
+FORWARD: int
+"""`operator`'s form: `x op y`."""
+REFLECTED: int
+"""`operator`'s form: `y op x`, x the instance."""
+INPLACE: int
+"""`operator`'s form: `x op= y`."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
@@ -50,24 +62,51 @@ def entry(
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
 
-def configure(
-    tensor: type,
-    policy_var: ContextVar[Any],
-    trace_var: ContextVar[Any],
-    observers_var: ContextVar[Any],
-    current_policy: Callable[[], Any],
-    layout: type,
-    backends_globals: dict[str, Any],
-    dtype: type,
-    make_scalar: Callable[[Any, Any], Any],
-    errstate: tuple[ContextVar[Any], Any] | None,
-    check_inplace: Callable[[Any, Any, tuple[int, ...], str], None],
-    /,
-) -> None:
-    """Tell `binary` and the views what they read: the tensor, layout and dtype types, the
-    policy / trace / observer vars, engine.backends' globals (its `_DEFAULT` policy), how a
-    Python scalar becomes a 0-d tensor, and NumPy's error-state var with its all-ignore value
-    (None: no oracle entries), and `tensor.check_inplace` (what `inplace` refuses)."""
+class Config(Protocol):
+    """The named fields `configure` reads (dispatch passes `engine.fast.FastConfig`)."""
+
+    @property
+    def tensor(self) -> type:
+        """FuelTensor: the type served and built (its `_storage`, `_layout`, `_dtype`, `_np`
+        slots)."""
+    @property
+    def layout(self) -> type:
+        """Layout, a tuple subclass with a memoized `dense(shape)`."""
+    @property
+    def dtype(self) -> type:
+        """DType, whose `np` slot is the NumPy dtype in the plan-cache key."""
+    @property
+    def policy_var(self) -> ContextVar[Any]:
+        """The active policy (None: the default policy)."""
+    @property
+    def trace_var(self) -> ContextVar[Any]:
+        """The active traces (while any, `binary` returns None)."""
+    @property
+    def observers_var(self) -> ContextVar[Any]:
+        """The active observers (while any, `binary` returns None)."""
+    @property
+    def current_policy(self) -> Callable[[], Any]:
+        """Makes the default policy the first time."""
+    @property
+    def backends_globals(self) -> dict[str, Any]:
+        """engine.backends' globals: `_DEFAULT`, the default policy once made."""
+    @property
+    def make_scalar(self) -> Callable[[Any, Any], Any]:
+        """A Python scalar as the 0-d tensor beside a tensor."""
+    @property
+    def errstate(self) -> tuple[ContextVar[Any], Any] | None:
+        """NumPy's error-state var and its all-ignore value (None: no oracle entries)."""
+    @property
+    def check_inplace(self) -> Callable[[Any, Any, tuple[int, ...], str], None]:
+        """What an in-place operation refuses (`tensor.check_inplace`)."""
+
+def configure(config: Config, /) -> None:
+    """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named
+    fields (a wrong field raises TypeError naming it, and nothing changes)."""
+
+def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
+    """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
+    key's only definition in a compiled build."""
 
 def getitem(t: Any, key: Any, /) -> Any:
     """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""

@@ -1,0 +1,149 @@
+"""The compiled fast path's interface with dispatch: every decision both paths share is defined
+once (issue 25). The plan-cache key is one function (`_fast.key`; `engine.fast.python_key` only
+where `_fast` is not built, tested equal here), the mode and form codes are `_fast`'s constants
+with no Python copy, the kernel numbers are `_native`'s, and `configure` reads named fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+from fueltensor.core.layout import Layout
+from fueltensor.engine import dispatch, fast
+from fueltensor.engine.backends import current_policy
+from fueltensor.kernels import cpu
+from fueltensor.kernels._chassis import NATIVE
+
+pytestmark = pytest.mark.skipif(
+    dispatch._FAST_MODULE is None, reason="the compiled fast path is not built here"
+)
+FAST: Any = dispatch._FAST_MODULE
+DTYPES = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16, np.int32, np.bool_)
+
+
+def _view(dtype: Any, shape: tuple[int, ...], how: str) -> ft.FuelTensor:
+    """A tensor of `shape` made dense, offset, flipped, transposed or broadcast."""
+    base = ft.asarray(np.arange(1, 2 + 2 * int(np.prod(shape))).astype(dtype))
+    n = int(np.prod(shape))
+    if how == "offset":
+        return ft.reshape(base[1 : 1 + n], shape)
+    if how == "flipped":
+        return ft.flip(ft.reshape(base[:n], shape), axis=0) if shape else base[0]
+    if how == "transposed" and len(shape) == 2:
+        return ft.reshape(base[:n], shape[::-1]).T
+    if how == "broadcast" and shape:
+        return ft.broadcast_to(base[:1], shape)
+    return ft.reshape(base[:n], shape)
+
+
+operand = st.builds(
+    _view,
+    st.sampled_from(DTYPES),
+    st.sampled_from([(), (1,), (4,), (2, 3), (3, 1)]),
+    st.sampled_from(["dense", "offset", "flipped", "transposed", "broadcast"]),
+)
+scalar = st.sampled_from([1.0, -0.0, float("nan"), 3, -2, True, False])
+
+
+@settings(max_examples=80, deadline=None)
+@given(a=operand, b=st.one_of(operand, scalar), op=st.sampled_from(sorted(dispatch.OPERATIONS)))
+def test_one_key_for_both_paths(a: ft.FuelTensor, b: Any, op: str) -> None:
+    """The compiled key equals the pure build's for the same operands, and it is the key the
+    Python path caches the plan under (views, weak scalars and mixed dtypes alike)."""
+    tensors = dispatch.coerce(a, b)
+    key = FAST.key(op, *tensors)
+    assert key == fast.python_key(op, *tensors)
+    assert key[0] == op and (key[1], key[3]) == (tensors[0].dtype.np, tensors[1].dtype.np)
+    assert (key[2], key[4]) == (tensors[0]._layout, tensors[1]._layout)
+    assert fast.key_function(FAST) is FAST.key
+    try:
+        dispatch.choose(op, tensors, current_policy())
+    except (TypeError, ValueError):  # no plan (e.g. shapes that do not broadcast)
+        return
+    assert key in current_policy().plans
+
+
+def test_key_distinguishes_what_the_plan_depends_on() -> None:
+    """Operands differing only in dtype, or only in offset, get different keys."""
+    x = ft.asarray(np.ones(5, np.float32))
+    d = ft.asarray(np.ones(5, np.float64))
+    assert FAST.key("add", x, x) != FAST.key("add", d, d)
+    assert FAST.key("add", x[1:], x[1:]) != FAST.key("add", x[:4], x[:4])
+    assert FAST.key("add", x, x) != FAST.key("subtract", x, x)
+
+
+def test_inplace_caches_under_the_same_key() -> None:
+    """`x += y` and `x + y` share one plan-cache entry, the compiled key's."""
+    x = ft.asarray(np.ones((3, 7), np.float32))
+    y = ft.asarray(np.arange(7, dtype=np.float32))
+    current_policy().plans.clear()
+    x += y
+    assert list(current_policy().plans) == [FAST.key("add", x, y)]
+    _ = x + y
+    assert len(current_policy().plans) == 1
+
+
+def test_key_refuses_what_is_not_a_tensor() -> None:
+    x = ft.asarray(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="both operands must be FuelTensors"):
+        FAST.key("add", x, 1.0)
+
+
+def test_mode_and_form_codes_live_in_the_compiled_module() -> None:
+    """Dispatch keeps no copy of the codes: it reads `_fast`'s, which are distinct."""
+    modes = (FAST.AS_IS, FAST.DENSIFY, FAST.REPEAT)
+    forms = (FAST.FORWARD, FAST.REFLECTED, FAST.INPLACE)
+    assert len(set(modes)) == 3 and len(set(forms)) == 3
+    for name in ("AS_IS", "DENSIFY", "REPEAT", "FORWARD", "REFLECTED", "INPLACE"):
+        assert not hasattr(dispatch, name)
+
+
+def test_forms_mean_what_they_are_named() -> None:
+    """REFLECTED swaps the operands and INPLACE writes the first one."""
+    x = ft.asarray(np.array([8.0, 6.0], np.float32))
+    y = ft.asarray(np.array([2.0, 3.0], np.float32))
+    fallback = dispatch._python_binary
+    assert np.array_equal(FAST.operator("subtract", FAST.FORWARD, fallback)(x, y), [6.0, 3.0])
+    assert np.array_equal(FAST.operator("subtract", FAST.REFLECTED, fallback)(x, y), [-6, -3])
+    inplace = FAST.operator("subtract", FAST.INPLACE, dispatch._python_binary_inplace)
+    assert inplace(x, y) is x and np.array_equal(x, [6.0, 3.0])
+    with pytest.raises(ValueError, match="FORWARD"):
+        FAST.operator("add", 7, fallback)
+
+
+SUFFIXES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16"}
+"""The contracts' dtype suffixes, as NumPy / ml_dtypes name the dtypes."""
+
+
+@pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+def test_kernel_numbers_are_the_compiled_kernels_own() -> None:
+    """A compiled kernel's (op, dtype) numbers name its own op and dtype in `_native`'s
+    tables, the one place they are defined."""
+    numbered = {
+        name.rpartition("::")[2]: fn.__fueltensor_native__
+        for name, fn in cpu.ENTRY_POINTS.items()
+        if hasattr(fn, "__fueltensor_native__")
+    }
+    assert len(numbered) == 32
+    for name, (op, dtype) in numbered.items():
+        kernel, _, suffix = name.rpartition("_")
+        assert NATIVE.OPS[op] == kernel
+        assert NATIVE.DTYPES[dtype] == SUFFIXES[suffix]
+
+
+def test_configure_names_a_wrong_field_and_changes_nothing() -> None:
+    config = dispatch._CONFIG
+    x = ft.asarray(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match=r"config\.trace_var must be a ContextVar"):
+        FAST.configure(config._replace(trace_var=None))
+    with pytest.raises(AttributeError):
+        FAST.configure(object())
+    with ft.trace() as plans:
+        assert np.array_equal(x + x, [2.0, 2.0, 2.0])
+    assert len(plans) == 1  # the trace var is still the one configured: the fast path stood aside
