@@ -147,3 +147,23 @@ def test_configure_names_a_wrong_field_and_changes_nothing() -> None:
     with ft.trace() as plans:
         assert np.array_equal(x + x, [2.0, 2.0, 2.0])
     assert len(plans) == 1  # the trace var is still the one configured: the fast path stood aside
+
+
+def test_one_constructor_for_both_paths() -> None:
+    """The Python path builds tensors with `_fast.new_tensor`, the constructor the compiled path
+    uses; the pure build's `python_new` makes the same object from the same slots."""
+    from fueltensor.core import tensor
+
+    assert tensor._new is FAST.new_tensor
+    storage = np.arange(6, dtype=np.float32)
+    layout = Layout((2, 2), (2, 1), 1)
+    made = [
+        new(ft.FuelTensor, storage, layout, ft.float32, None)
+        for new in (FAST.new_tensor, tensor.python_new)
+    ]
+    for t in made:
+        assert type(t) is ft.FuelTensor
+        assert t._storage is storage and t._layout is layout and t.dtype is ft.float32
+        assert np.array_equal(t, [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match="has no slot _storage"):
+        FAST.new_tensor(int, storage, layout, ft.float32, None)

@@ -31,16 +31,36 @@ Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
 
 
-def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
-    """The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
+def _compiled() -> Any:
+    """The compiled fast path (`kernels._fast`), or None where it is not built."""
     try:
         from fueltensor.kernels import _fast
     except ImportError:
         return None
-    return _fast.getitem, _fast.transpose
+    return _fast
 
 
-_VIEWS = _compiled_views()
+_FAST = _compiled()
+_VIEWS = None if _FAST is None else (_FAST.getitem, _FAST.transpose)
+"""The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
+
+
+def python_new(
+    cls: type[FuelTensor], storage: np.ndarray, layout: Layout, dtype: DType, np_: Any
+) -> FuelTensor:
+    """A `cls` with these four slots where `_fast` is not built (`_fast.new_tensor`'s twin)."""
+    t = object.__new__(cls)
+    t._storage = storage
+    t._layout = layout
+    t._dtype = dtype
+    t._np = np_
+    return t
+
+
+_new: Callable[[type[FuelTensor], np.ndarray, Layout, DType, Any], FuelTensor] = (
+    python_new if _FAST is None else _FAST.new_tensor
+)
+"""The one FuelTensor constructor of this build (the compiled path builds with it too)."""
 
 
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
@@ -132,22 +152,14 @@ class FuelTensor:
     def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:
         """Wrap `storage` (1-D, dtype's NumPy dtype) in a view; the layout is bounds-checked."""
         layout.check(storage.shape[0], storage.itemsize)
-        t = object.__new__(cls)
-        t._storage = storage
-        t._layout = layout
-        t._dtype = dtype
-        t._np = None
-        return t
+        return _new(cls, storage, layout, dtype, None)
 
     @classmethod
     def _from_dense(cls, array: np.ndarray, dtype: DType | None = None) -> FuelTensor:
         """Adopt a C-contiguous NumPy array (no copy) as a dense, zero-offset tensor."""
-        t = object.__new__(cls)
-        t._storage = array if array.ndim == 1 else array.reshape(-1)
-        t._layout = Layout.dense(array.shape)
-        t._dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
-        t._np = array
-        return t
+        storage = array if array.ndim == 1 else array.reshape(-1)
+        dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
+        return _new(cls, storage, Layout.dense(array.shape), dtype, array)
 
     def _view(self, layout: Layout) -> FuelTensor:
         """A view on this tensor's storage; an empty view keeps this tensor's (valid) offset."""
@@ -167,14 +179,10 @@ class FuelTensor:
             return None
         if math.prod(shape) != a.size:
             return None
-        t = object.__new__(FuelTensor)
-        t._storage = self._storage
         dense = Layout.dense(shape)
         offset = self._layout.offset
-        t._layout = Layout(shape, dense.strides, offset) if offset else dense
-        t._dtype = self._dtype
-        t._np = a.reshape(shape)
-        return t
+        layout = Layout(shape, dense.strides, offset) if offset else dense
+        return _new(FuelTensor, self._storage, layout, self._dtype, a.reshape(shape))
 
     @property
     def _array(self) -> np.ndarray:

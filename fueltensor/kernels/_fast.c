@@ -101,16 +101,52 @@ static PyObject *last_policy, *last_plans; /* the policy last read and its plan 
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-/* A FuelTensor with these slots, as `FuelTensor._make` builds one (the arguments are borrowed;
- * the tensor takes references of its own), or NULL on error. */
-static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
-    PyObject *t = tensor->tp_alloc(tensor, 0);
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name);
+
+/* A `type` instance with these four slots (the arguments are borrowed; the tensor takes
+ * references of its own), or NULL on error. The only code that builds a FuelTensor: the
+ * Python path's constructors call it as `new_tensor` (see `tensor._new`). */
+static PyObject *make_tensor(PyTypeObject *type, Py_ssize_t const *off, PyObject *storage,
+                             PyObject *layout, PyObject *dtype, PyObject *np_) {
+    PyObject *t = type->tp_alloc(type, 0);
     if (t == NULL) return NULL;
-    SLOT(t, off_storage) = Py_NewRef(storage);
-    SLOT(t, off_layout) = Py_NewRef(layout);
-    SLOT(t, off_dtype) = Py_NewRef(dtype);
-    SLOT(t, off_np) = Py_NewRef(np_);
+    SLOT(t, off[0]) = Py_NewRef(storage);
+    SLOT(t, off[1]) = Py_NewRef(layout);
+    SLOT(t, off[2]) = Py_NewRef(dtype);
+    SLOT(t, off[3]) = Py_NewRef(np_);
     return t;
+}
+
+/* A FuelTensor (the configured type) with these slots, the arguments borrowed. */
+static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
+    Py_ssize_t off[4] = {off_storage, off_layout, off_dtype, off_np};
+    return make_tensor(tensor, off, storage, layout, dtype, np_);
+}
+
+/* The byte offsets of `type`'s four tensor slots, in `make_tensor`'s order; -1 on error. */
+static int tensor_slots(PyTypeObject *type, Py_ssize_t *off) {
+    static const char *const names[4] = {"_storage", "_layout", "_dtype", "_np"};
+    for (int k = 0; k < 4; k++) {
+        off[k] = slot_offset(type, names[k]);
+        if (off[k] < 0) return -1;
+    }
+    return 0;
+}
+
+/* new_tensor(cls, storage, layout, dtype, np): a `cls` with these slots, unchecked (the
+ * caller has checked the layout against the storage). */
+static PyObject *export_new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "new_tensor(cls, storage, layout, dtype, np) takes 5 "
+                                         "arguments, cls a type");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    if (type == tensor) return new_tensor(args[1], args[2], args[3], args[4]);
+    Py_ssize_t off[4]; /* before configure, or a subclass: read its slots */
+    if (tensor_slots(type, off) < 0) return NULL;
+    return make_tensor(type, off, args[1], args[2], args[3], args[4]);
 }
 
 enum { NATIVE, ORACLE };              /* the kernel an entry runs */
@@ -1302,9 +1338,13 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
     return make_view(t, out_shape, out_strides, ndim, offset);
 }
 
-/* The byte offset of slot `name` of `type`, read from its member descriptor. */
+/* The byte offset of slot `name` of `type` (or of the first class in its MRO defining it),
+ * read from its member descriptor. */
 static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
+    PyObject *mro = type->tp_mro, *descr = NULL;
+    Py_ssize_t n = mro != NULL && PyTuple_Check(mro) ? PyTuple_GET_SIZE(mro) : 0;
+    for (Py_ssize_t k = 0; descr == NULL && k < n; k++)
+        descr = PyDict_GetItemString(((PyTypeObject *)PyTuple_GET_ITEM(mro, k))->tp_dict, name);
     if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
         PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, name);
         return -1;
@@ -1372,24 +1412,19 @@ static PyObject *configure(PyObject *module, PyObject *config) {
         if (v[got] == NULL) break;
     }
     PyObject *dense = NULL;
-    Py_ssize_t storage = -1, layout = -1, dtype = -1, np_ = -1, dtype_np = -1;
-    if (got == N_FIELDS) {
-        PyTypeObject *type = (PyTypeObject *)v[0];
-        storage = slot_offset(type, "_storage");
-        layout = storage < 0 ? -1 : slot_offset(type, "_layout");
-        dtype = layout < 0 ? -1 : slot_offset(type, "_dtype");
-        np_ = dtype < 0 ? -1 : slot_offset(type, "_np");
-        dtype_np = np_ < 0 ? -1 : slot_offset((PyTypeObject *)v[2], "np");
+    Py_ssize_t off[4], dtype_np = -1;
+    if (got == N_FIELDS && tensor_slots((PyTypeObject *)v[0], off) == 0) {
+        dtype_np = slot_offset((PyTypeObject *)v[2], "np");
         dense = dtype_np < 0 ? NULL : PyObject_GetAttrString(v[1], "dense");
     }
     if (dense == NULL) {
         for (int k = 0; k < got; k++) Py_DECREF(v[k]);
         return NULL;
     }
-    off_storage = storage;
-    off_layout = layout;
-    off_dtype = dtype;
-    off_np = np_;
+    off_storage = off[0];
+    off_layout = off[1];
+    off_dtype = off[2];
+    off_np = off[3];
     off_dtype_np = dtype_np;
     Py_XSETREF(tensor, (PyTypeObject *)v[0]);
     Py_XSETREF(layout_type, (PyTypeObject *)v[1]);
@@ -1449,6 +1484,9 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_O,
      "configure(config): what binary, inplace and the views read, from the named fields of "
      "one configuration object (dispatch's FastConfig; called once by dispatch)."},
+    {"new_tensor", (PyCFunction)(void (*)(void))export_new_tensor, METH_FASTCALL,
+     "new_tensor(cls, storage, layout, dtype, np): a cls with these four slots (the one "
+     "FuelTensor constructor of a compiled build; the layout is the caller's to check)."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
      "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
      "key's only definition in a compiled build)."},

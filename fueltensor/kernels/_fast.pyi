@@ -108,6 +108,10 @@ def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
     """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
     key's only definition in a compiled build."""
 
+def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> Any:
+    """A `cls` (FuelTensor) with these four slots: the one FuelTensor constructor of a compiled
+    build (`tensor._new`); the caller checks the layout against the storage."""
+
 def getitem(t: Any, key: Any, /) -> Any:
     """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""
 
