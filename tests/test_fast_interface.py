@@ -167,3 +167,58 @@ def test_one_constructor_for_both_paths() -> None:
         assert np.array_equal(t, [[1.0, 2.0], [3.0, 4.0]])
     with pytest.raises(TypeError, match="has no slot _storage"):
         FAST.new_tensor(int, storage, layout, ft.float32, None)
+
+
+basic_item = st.one_of(
+    st.none(),
+    st.just(...),
+    st.integers(-6, 6),
+    st.integers(-6, 6).map(np.int64),
+    st.builds(
+        slice,
+        st.none() | st.integers(-8, 8),
+        st.none() | st.integers(-8, 8),
+        st.none() | st.integers(-3, 3) | st.sampled_from([2**62, -(2**70), 2**70]),
+    ),
+    st.sampled_from([True, np.bool_(True), [0], 1.0]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), max_size=3).map(tuple),
+    how=st.sampled_from(["dense", "offset", "flipped", "transposed", "broadcast"]),
+    items=st.lists(basic_item, max_size=4),
+    alone=st.booleans(),
+)
+def test_one_basic_indexing_for_both_paths(
+    shape: tuple[int, ...], how: str, items: list[Any], alone: bool
+) -> None:
+    """The compiled `getitem` and the pure build's `python_basic_view` select the same view, or
+    raise the same error, or both leave the key to the host's indexing (not a basic index)."""
+    from fueltensor.core import tensor
+
+    x = _view(np.float32, shape, how)
+    key = items[0] if alone and items else tuple(items)
+    outcomes = []
+    for basic_view in (FAST.getitem, tensor.python_basic_view):
+        try:
+            view = basic_view(x, key)
+        except (IndexError, ValueError) as e:
+            outcomes.append((type(e), str(e)))
+        else:
+            outcomes.append(None if view is None else (view._layout, view._storage is x._storage))
+    assert outcomes[0] == outcomes[1]
+    assert tensor.basic_view is FAST.getitem
+
+
+@pytest.mark.parametrize(
+    "key", [(..., slice(None, None, -1)), (None, ..., slice(0, 1)), (0, slice(None)), (0, 0)]
+)
+def test_basic_indexing_keeps_strides_beyond_the_index_range(key: Any) -> None:
+    """A stride past 2**63 on an axis of extent 0 or 1 is kept exactly by both paths."""
+    from fueltensor.core import tensor
+
+    x = ft.as_strided(ft.asarray(np.ones(2, np.float32)), (1, 1), (2**64, 2**70), 1)
+    fast, pure = FAST.getitem(x, key), tensor.python_basic_view(x, key)
+    assert fast._layout == pure._layout and fast._storage is pure._storage

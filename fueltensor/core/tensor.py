@@ -41,8 +41,8 @@ def _compiled() -> Any:
 
 
 _FAST = _compiled()
-_VIEWS = None if _FAST is None else (_FAST.getitem, _FAST.transpose)
-"""The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
+_TRANSPOSE = None if _FAST is None else _FAST.transpose
+"""The compiled `.T` (`_fast.transpose`), or None where not built."""
 
 
 def python_new(
@@ -133,6 +133,12 @@ def _is_basic(key: Any) -> bool:
         or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
         for k in items
     )
+
+
+def python_basic_view(t: FuelTensor, key: Index) -> FuelTensor | None:
+    """`_fast.getitem` where `_fast` is not built: the view `t[key]` for a basic index (ints,
+    slices, `...`, None), else None."""
+    return t._view(t._layout.select(key)) if _is_basic(key) else None
 
 
 class FuelTensor:
@@ -252,8 +258,8 @@ class FuelTensor:
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
-        if _VIEWS is not None:
-            view: FuelTensor | None = _VIEWS[1](self)
+        if _TRANSPOSE is not None:
+            view: FuelTensor | None = _TRANSPOSE(self)
             if view is not None:
                 return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
@@ -354,12 +360,9 @@ class FuelTensor:
     def __getitem__(self, key: Index, /) -> FuelTensor:
         """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
         indexing are host operations that copy."""
-        if _VIEWS is not None:
-            view: FuelTensor | None = _VIEWS[0](self, key)
-            if view is not None:
-                return view
-        if _is_basic(key):
-            return self._view(self._layout.select(key))
+        view = basic_view(self, key)
+        if view is not None:
+            return view
         from fueltensor.array_api.indexing import getitem
 
         return getitem(self, key)
@@ -538,6 +541,13 @@ def _adopt_numpy(array: np.ndarray, dtype: DType) -> FuelTensor:
     first = array[tuple(slice(i, i + 1) for i in low)]
     storage = np.lib.stride_tricks.as_strided(first, shape=(hi - lo + 1,), strides=(size,))
     return FuelTensor._make(storage, Layout(array.shape, strides, -lo), dtype)
+
+
+basic_view: Callable[[FuelTensor, Index], FuelTensor | None] = (
+    python_basic_view if _FAST is None else _FAST.getitem
+)
+"""The view `t[key]` for a basic index, else None: basic indexing's one definition in this
+build (`x[key]` and `x[key] = v` both ask it)."""
 
 
 def asarray(

@@ -1267,60 +1267,189 @@ static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int 
     return 1;
 }
 
-/* getitem(t, key): t[key] for a key of ints and slices (alone or in a tuple), else None. */
+/* Whether `item` belongs to a basic index: None, `...`, a slice, or an integer that is not a
+ * bool (a Python int or a NumPy integer). */
+static int basic_item(PyObject *item) {
+    return item == Py_None || item == Py_Ellipsis || PySlice_Check(item) ||
+           (PyLong_Check(item) && !PyBool_Check(item)) || PyArray_IsScalar(item, Integer);
+}
+
+/* The stride of a slice with step `step_obj` (None: 1) over an axis of stride `s`, exactly (a
+ * Python int: a step beyond the index range is not clamped, as `slice.indices` keeps it). */
+static PyObject *slice_stride(PyObject *s_obj, Py_ssize_t s, int big, PyObject *step_obj,
+                              Py_ssize_t step) {
+    Py_ssize_t stride;
+    if (step_obj == Py_None) return Py_NewRef(s_obj);
+    if (!big && step != PY_SSIZE_T_MAX && step > -PY_SSIZE_T_MAX &&
+        !__builtin_mul_overflow(s, step, &stride))
+        return PyLong_FromSsize_t(stride);
+    PyObject *exact = PyNumber_Index(step_obj);
+    PyObject *made = exact == NULL ? NULL : PyNumber_Multiply(s_obj, exact);
+    Py_XDECREF(exact);
+    return made;
+}
+
+/* Add axis `o` of the selection: extent `n` and stride `st`, both stolen. */
+static int put_axis(PyObject *shape, PyObject *strides, Py_ssize_t o, PyObject *n, PyObject *st) {
+    if (n == NULL || st == NULL) {
+        Py_XDECREF(n);
+        Py_XDECREF(st);
+        return -1;
+    }
+    PyTuple_SET_ITEM(shape, o, n);
+    PyTuple_SET_ITEM(strides, o, st);
+    return 0;
+}
+
+/* Apply one int or slice `item` to input axis `axis` (extent and stride objects `n_obj`,
+ * `s_obj`): a slice adds output axis `o`; both move `*off`. 1 an axis added, 0 none, -1 error
+ * (an index out of bounds raises IndexError as `Layout.select` words it). A stride beyond the
+ * index range (a checked layout has one only on an axis of extent 0 or 1, where it never
+ * moves the offset) is kept exactly, as a Python int. */
+static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObject *s_obj,
+                       PyObject *shape, PyObject *strides, Py_ssize_t o, Py_ssize_t *off) {
+    Py_ssize_t n = PyLong_AsSsize_t(n_obj);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    Py_ssize_t s = PyLong_AsSsize_t(s_obj);
+    int big = s == -1 && PyErr_Occurred();
+    if (big) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();
+        if (n > 1) {
+            PyErr_Format(PyExc_ValueError, "stride %S of an axis of extent %zd exceeds the 64-bit "
+                         "index range", s_obj, n);
+            return -1;
+        }
+        s = 0; /* it only ever multiplies a start or index of 0 below */
+    }
+    if (PySlice_Check(item)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(item, &start, &stop, &step) < 0) return -1;
+        Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
+        PyObject *st = slice_stride(s_obj, s, big, ((PySliceObject *)item)->step, step);
+        if (put_axis(shape, strides, o, PyLong_FromSsize_t(len), st) < 0) return -1;
+        if (len) *off += start * s;
+        return 1;
+    }
+    PyObject *index = PyNumber_Index(item);
+    if (index == NULL) return -1;
+    int overflow;
+    long long i = PyLong_AsLongLongAndOverflow(index, &overflow);
+    if (overflow || i < -n || i >= n) {
+        PyErr_Format(PyExc_IndexError, "index %S is out of bounds for axis %zd with size %zd",
+                     index, axis, n);
+        Py_DECREF(index);
+        return -1;
+    }
+    Py_DECREF(index);
+    *off += (i < 0 ? i + n : i) * s;
+    return 0;
+}
+
+/* The Layout basic index `key` (ints, slices, `...` and None, alone or in a tuple) selects
+ * from `layout` (a new reference); None (a new reference) when `key` is not a basic index;
+ * NULL with `Layout.select`'s IndexError. The one definition of basic indexing in a compiled
+ * build (`Layout.select` is the pure build's, tested equal). */
+static PyObject *select_layout(PyObject *layout, PyObject *key) {
+    PyObject *in_shape = PyTuple_GET_ITEM(layout, 0), *in_strides = PyTuple_GET_ITEM(layout, 1);
+    Py_ssize_t ndim = PyTuple_GET_SIZE(in_shape), count = 1, consumed, nones = 0, ints = 0;
+    PyObject *const *items = &key;
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        count = PyTuple_GET_SIZE(key);
+    }
+    int ellipses = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (!basic_item(items[k])) Py_RETURN_NONE;
+        ellipses += items[k] == Py_Ellipsis;
+        nones += items[k] == Py_None;
+        ints += items[k] != Py_None && items[k] != Py_Ellipsis && !PySlice_Check(items[k]);
+    }
+    consumed = count - ellipses - nones;
+    if (ellipses > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        return NULL;
+    }
+    if (consumed > ndim) {
+        PyErr_Format(PyExc_IndexError, "too many indices: %zd given for %zd dimensions", consumed,
+                     ndim);
+        return NULL;
+    }
+    Py_ssize_t out_ndim = ndim - ints + nones, axis = 0, o = 0;
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    PyObject *shape = PyTuple_New(out_ndim), *strides = PyTuple_New(out_ndim), *made = NULL;
+    if (shape == NULL || strides == NULL || (off == -1 && PyErr_Occurred())) goto done;
+    for (Py_ssize_t k = 0; k < count + !ellipses; k++) {
+        PyObject *item = k < count ? items[k] : Py_Ellipsis; /* a trailing `...` is implied */
+        if (item == Py_None) {
+            if (put_axis(shape, strides, o++, PyLong_FromLong(1), PyLong_FromLong(0)) < 0)
+                goto done;
+        } else if (item == Py_Ellipsis) {
+            for (Py_ssize_t j = 0; j < ndim - consumed; j++, axis++) {
+                PyObject *n = PyTuple_GET_ITEM(in_shape, axis);
+                PyObject *st = PyTuple_GET_ITEM(in_strides, axis);
+                put_axis(shape, strides, o++, Py_NewRef(n), Py_NewRef(st));
+            }
+        } else {
+            int added = select_axis(item, axis, PyTuple_GET_ITEM(in_shape, axis),
+                                    PyTuple_GET_ITEM(in_strides, axis), shape, strides, o, &off);
+            if (added < 0) goto done;
+            o += added;
+            axis++;
+        }
+    }
+    PyObject *offset = PyLong_FromSsize_t(off);
+    PyObject *fields = offset == NULL ? NULL : PyTuple_Pack(3, shape, strides, offset);
+    Py_XDECREF(offset);
+    PyObject *args = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+    Py_XDECREF(fields);
+    made = args == NULL ? NULL : PyTuple_Type.tp_new(layout_type, args, NULL);
+    Py_XDECREF(args);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return made;
+}
+
+/* select(layout, key): the Layout basic index `key` selects, or None when `key` is not one. */
+static PyObject *export_select(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || layout_type == NULL || Py_TYPE(args[0]) != layout_type) {
+        PyErr_SetString(PyExc_TypeError, "select(layout: Layout, key) takes 2 arguments (and "
+                                         "the fast path configured)");
+        return NULL;
+    }
+    return select_layout(args[0], args[1]);
+}
+
+/* getitem(t, key): the view t[key] for a basic index (see `select_layout`), else None; an
+ * empty view keeps the tensor's (valid) offset, as `FuelTensor._view` does. */
 static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "getitem(t, key) takes 2 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *t = args[0], *key = args[1];
-    if (tensor == NULL || Py_TYPE(t) != tensor) Py_RETURN_NONE;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    Py_ssize_t out_shape[NPY_MAXDIMS], out_strides[NPY_MAXDIMS];
-    int ndim, out = 0;
-    if (!read_layout(t, shape, strides, &ndim, &offset)) Py_RETURN_NONE;
-    PyObject *const *items = &key;
-    Py_ssize_t count = 1;
-    if (PyTuple_CheckExact(key)) {
-        items = &PyTuple_GET_ITEM(key, 0);
-        count = PyTuple_GET_SIZE(key);
+    PyObject *t = args[0];
+    if (tensor == NULL || !PyObject_TypeCheck(t, tensor)) Py_RETURN_NONE;
+    PyObject *layout = SLOT(t, off_layout);
+    PyObject *selected = select_layout(layout, args[1]);
+    if (selected == NULL || selected == Py_None) return selected;
+    PyObject *shape = PyTuple_GET_ITEM(selected, 0);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++) {
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k)) != 0) continue;
+        PyObject *fields = PyTuple_Pack(3, shape, PyTuple_GET_ITEM(selected, 1),
+                                        PyTuple_GET_ITEM(layout, 2));
+        PyObject *fargs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+        Py_XDECREF(fields);
+        Py_SETREF(selected, fargs == NULL ? NULL : PyTuple_Type.tp_new(layout_type, fargs, NULL));
+        Py_XDECREF(fargs);
+        if (selected == NULL) return NULL;
+        break;
     }
-    if (count > ndim) Py_RETURN_NONE;
-    Py_ssize_t off = offset, size = 1;
-    for (int k = 0; k < ndim; k++) {
-        Py_ssize_t n = shape[k], s = strides[k];
-        PyObject *item = k < count ? items[k] : NULL;
-        if (item == NULL) {
-            out_shape[out] = n;
-            out_strides[out++] = s;
-            size *= n;
-        } else if (PyLong_CheckExact(item)) {
-            Py_ssize_t i = PyLong_AsSsize_t(item);
-            if (i == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                Py_RETURN_NONE;
-            }
-            if (i < -n || i >= n) Py_RETURN_NONE; /* Python raises the IndexError */
-            off += (i < 0 ? i + n : i) * s;
-        } else if (PySlice_Check(item)) {
-            Py_ssize_t start, stop, step, step_stride;
-            if (PySlice_Unpack(item, &start, &stop, &step) < 0) {
-                PyErr_Clear();
-                Py_RETURN_NONE;
-            }
-            Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
-            if (__builtin_mul_overflow(s, step, &step_stride)) Py_RETURN_NONE;
-            out_shape[out] = len;
-            out_strides[out++] = step_stride;
-            if (len) off += start * s;
-            size *= len;
-        } else {
-            Py_RETURN_NONE;
-        }
-    }
-    /* An empty view keeps the tensor's (valid) offset, as `FuelTensor._view` does. */
-    return make_view(t, out_shape, out_strides, out, size ? off : offset);
+    PyObject *view = new_tensor(SLOT(t, off_storage), selected, SLOT(t, off_dtype), Py_None);
+    Py_DECREF(selected);
+    return view;
 }
 
 /* transpose(t): t with its axes reversed (`.T` of a tensor of at most two dimensions). */
@@ -1478,7 +1607,11 @@ static PyMethodDef methods[] = {
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
-     "getitem(t, key) -> FuelTensor | None: the view t[key] for ints and slices, else None."},
+     "getitem(t, key) -> FuelTensor | None: the view t[key] for a basic index (ints, slices, "
+     "..., None), else None."},
+    {"select", (PyCFunction)(void (*)(void))export_select, METH_FASTCALL,
+     "select(layout, key) -> Layout | None: the layout a basic index selects (IndexError as "
+     "Layout.select raises it), or None when key is not a basic index."},
     {"transpose", transpose, METH_O,
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
     {"configure", configure, METH_O,
