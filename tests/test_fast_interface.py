@@ -222,3 +222,45 @@ def test_basic_indexing_keeps_strides_beyond_the_index_range(key: Any) -> None:
     x = ft.as_strided(ft.asarray(np.ones(2, np.float32)), (1, 1), (2**64, 2**70), 1)
     fast, pure = FAST.getitem(x, key), tensor.python_basic_view(x, key)
     assert fast._layout == pure._layout and fast._storage is pure._storage
+
+
+def _target(shape: tuple[int, ...], how: str) -> ft.FuelTensor:
+    """An in-place target: `_view`'s kinds, read-only, or an `as_strided` view whose elements
+    overlap."""
+    from fueltensor.core.tensor import read_only
+
+    if how == "read-only":
+        return read_only(_view(np.float32, shape, "dense"))
+    if how == "overlapping":
+        n = max(1, int(np.prod(shape)))
+        return ft.as_strided(ft.asarray(np.ones(n + 4, np.float32)), shape, (1,) * len(shape), 0)
+    return _view(np.float32, shape, how)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    how=st.sampled_from(
+        ["dense", "offset", "flipped", "transposed", "broadcast", "read-only", "overlapping"]
+    ),
+    dtype=st.sampled_from([None, ft.float32, ft.float64]),
+    other_shape=st.booleans(),
+)
+def test_one_inplace_rule_for_both_paths(
+    shape: tuple[int, ...], how: str, dtype: Any, other_shape: bool
+) -> None:
+    """The compiled rule and the pure build's refuse the same targets for the same reason;
+    both paths' errors come from `check_inplace`, which asks the compiled one."""
+    from fueltensor.core import tensor
+
+    target = _target(shape, how)
+    want = None if dtype is None else ((*target.shape, 2) if other_shape else target.shape)
+    reason = FAST.inplace_refusal(target, dtype, want)
+    assert reason == tensor.python_refusal(target, dtype, want)
+    assert tensor._refusal is FAST.inplace_refusal
+    if dtype is not None:
+        if reason is None:
+            tensor.check_inplace(target, dtype, want, "add")
+        else:
+            with pytest.raises((TypeError, ValueError)):
+                tensor.check_inplace(target, dtype, want, "add")

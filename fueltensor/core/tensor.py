@@ -63,41 +63,69 @@ _new: Callable[[type[FuelTensor], np.ndarray, Layout, DType, Any], FuelTensor] =
 """The one FuelTensor constructor of this build (the compiled path builds with it too)."""
 
 
+def python_refusal(target: FuelTensor, dtype: DType | None, shape: Shape | None) -> str | None:
+    """`_fast.inplace_refusal` where `_fast` is not built: why `target` cannot take an in-place
+    result of `dtype` and `shape` (None: not compared), or None when it can."""
+    if dtype is not None and dtype is not target._dtype:
+        return "dtype"
+    if shape is not None and shape != target._layout.shape:
+        return "shape"
+    if not target._storage.flags.writeable:
+        return "read-only"
+    dense = target._array
+    if dense.size and dense.flags.c_contiguous:
+        return None  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
+    flags = target.layout
+    if flags.broadcast_stride0:
+        return "stride0"
+    if not flags.contiguous and target._layout.may_self_overlap:
+        return "overlap"
+    return None
+
+
+_refusal: Callable[[FuelTensor, DType | None, Shape | None], str | None] = (
+    python_refusal if _FAST is None else _FAST.inplace_refusal
+)
+"""The in-place rule's one definition in this build (the compiled path asks it too)."""
+
+
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
     """Refuse an in-place operation whose result (`dtype`, `shape`) cannot be stored in
     `target` as it is, before anything is written."""
-    if dtype is not target.dtype:
+    reason = _refusal(target, dtype, shape)
+    if reason == "dtype":
         raise TypeError(
             f"in-place {what} would store {with_article(dtype.name)} result in "
             f"{with_article(target.dtype.name)} tensor; use the out-of-place form"
         )
-    if shape != target.shape:
+    if reason == "shape":
         raise ValueError(
             f"in-place {what}: the result has shape {shape}, the target "
             f"{target.shape}; the operands must broadcast to the target's shape"
         )
-    check_writable(target, f"in-place {what}")
+    _refuse_write(target, reason, f"in-place {what}")
 
 
 def check_writable(target: FuelTensor, what: str) -> None:
     """Refuse to write through a read-only view (`broadcast_to`, read-only memory), as NumPy
     does, and through a view whose elements may share storage (stride 0, or an `as_strided`
     view failing `Layout.may_self_overlap`): one element would be written many times."""
-    if not target._storage.flags.writeable:
+    _refuse_write(target, _refusal(target, None, None), what)
+
+
+def _refuse_write(target: FuelTensor, reason: str | None, what: str) -> None:
+    """Raise the error of a write `reason` (see `python_refusal`) refuses; None: allowed."""
+    if reason == "read-only":
         raise ValueError(
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
             "memory); copy the target first"
         )
-    dense = target._array
-    if dense.size and dense.flags.c_contiguous:
-        return  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
-    flags = target.layout
-    if flags.broadcast_stride0:
+    if reason == "stride0":
         raise ValueError(
             f"{what} into a stride-0 (broadcast) view would write one element "
             "many times; copy the target first"
         )
-    if not flags.contiguous and target._layout.may_self_overlap:
+    if reason == "overlap":
         raise ValueError(
             f"{what} into a view whose elements may overlap (shape {target.shape}, strides "
             f"{target.strides}) would write some elements many times; copy the target first"

@@ -957,17 +957,72 @@ static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
     return result;
 }
 
-/* Where entry `e`'s output is copied into in-place target `t` when `t` is of the output's
- * dtype, row-major dense, not empty, of the output's extents and in a writable storage (a
- * target `check_inplace` accepts, written by one memcpy); else NULL. */
+/* Why tensor `t` cannot take an in-place result of `dtype` and `shape` (either NULL: not
+ * compared, as for an assignment), as `*reason`, one of the interned REFUSALS strings, or NULL
+ * when it can; -1 on error. The in-place rule's one definition in a compiled build
+ * (`tensor.check_inplace` and `check_writable` ask it and word its reasons; the pure build's
+ * `python_refusal` is tested equal): the dtype and shape are the result's, the storage is
+ * writable, and a target that is not dense row-major has no stride-0 axis and, when not
+ * contiguous, provably no two elements at one storage index (`Layout.may_self_overlap`). */
+static PyObject *REFUSALS[5]; /* "dtype", "shape", "read-only", "stride0", "overlap" */
+
+static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObject **reason) {
+    PyObject *layout = SLOT(t, off_layout), *storage = SLOT(t, off_storage);
+    *reason = NULL;
+    if (dtype != NULL && SLOT(t, off_dtype) != dtype) return *reason = REFUSALS[0], 0;
+    if (shape != NULL) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(layout, 0), shape, Py_EQ);
+        if (same <= 0) return same < 0 ? -1 : (*reason = REFUSALS[1], 0);
+    }
+    if (!PyArray_Check(storage) || !PyArray_ISWRITEABLE((PyArrayObject *)storage))
+        return *reason = REFUSALS[2], 0;
+    PyObject *sh = PyTuple_GET_ITEM(layout, 0), *st = PyTuple_GET_ITEM(layout, 1);
+    Py_ssize_t step = 1, nd = PyTuple_GET_SIZE(sh);
+    int dense = 1, stride0 = 0, empty = 0;
+    for (Py_ssize_t k = nd - 1; k >= 0; k--) { /* the axes of extent > 1, fastest first */
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(sh, k)), s;
+        if (n == -1 && PyErr_Occurred()) return -1;
+        empty |= n == 0;
+        if (n <= 1) continue;
+        s = PyLong_AsSsize_t(PyTuple_GET_ITEM(st, k)); /* it fits: the layout was checked */
+        if (s == -1 && PyErr_Occurred()) return -1;
+        dense &= s == step;
+        stride0 |= s == 0;
+        step *= n;
+    }
+    if (dense && !empty) return 0;
+    if (stride0) return *reason = REFUSALS[3], 0;
+    if (empty) return 0; /* contiguous, no two elements anywhere */
+    PyObject *overlap = PyObject_GetAttrString(layout, "may_self_overlap"); /* not contiguous */
+    if (overlap == NULL) return -1;
+    int yes = PyObject_IsTrue(overlap);
+    Py_DECREF(overlap);
+    if (yes > 0) *reason = REFUSALS[4];
+    return yes < 0 ? -1 : 0;
+}
+
+/* inplace_refusal(t, dtype, shape): `inplace_reason`'s verdict for tensor `t` (dtype and
+ * shape may be None: not compared), the reason string or None. */
+static PyObject *inplace_refusal(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || tensor == NULL || !PyObject_TypeCheck(args[0], tensor)) {
+        PyErr_SetString(PyExc_TypeError, "inplace_refusal(t: FuelTensor, dtype, shape) takes 3 "
+                                         "arguments (and the fast path configured)");
+        return NULL;
+    }
+    PyObject *reason;
+    if (inplace_reason(args[0], args[1] == Py_None ? NULL : args[1],
+                       args[2] == Py_None ? NULL : args[2], &reason) < 0)
+        return NULL;
+    return Py_NewRef(reason == NULL ? Py_None : reason);
+}
+
+/* Where entry `e`'s output is copied into an accepted in-place target `t` by one memcpy: `t`
+ * row-major dense (of the output's extents, as accepted), not empty; else NULL. */
 static char *dense_target(PyObject *t, const Entry *e) {
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
     int ndim;
-    PyObject *storage = SLOT(t, off_storage);
-    if (SLOT(t, off_dtype) != e->out_dtype || e->count == 0 ||
-        !read_layout(t, shape, strides, &ndim, &offset) || ndim != e->ndim ||
-        storage == NULL || !PyArray_Check(storage) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)storage))
+    if (e->count == 0 || !read_layout(t, shape, strides, &ndim, &offset) || ndim != e->ndim)
         return NULL;
     Py_ssize_t step = 1;
     for (int k = ndim - 1; k >= 0; k--) {
@@ -980,7 +1035,8 @@ static char *dense_target(PyObject *t, const Entry *e) {
 /* inplace(op, target, other): `dispatch.binary_inplace(op, target, other)` (the target,
  * written through its strides) or None when the call is not one the fast path serves. The
  * output is computed fresh, as a kernel's output never aliases its inputs, then copied into
- * the target; `check_inplace` refuses a result the target cannot hold before anything runs. */
+ * the target; a result the target cannot hold (`inplace_reason`) raises `check_inplace`'s
+ * error before anything runs. */
 static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     Call c;
     if (tensor == NULL || Py_TYPE(target) != tensor) Py_RETURN_NONE;
@@ -988,13 +1044,19 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     if (found <= 0) return found < 0 ? NULL : Py_NewRef(Py_None);
     const Entry *e = c.e;
     PyArrayObject *storage = NULL;
-    PyObject *view = NULL, *result = NULL, *dst = NULL;
-    char *dense = dense_target(target, e);
-    if (dense == NULL) {
+    PyObject *view = NULL, *result = NULL, *dst = NULL, *reason;
+    if (inplace_reason(target, e->out_dtype, e->shape, &reason) < 0) goto done;
+    if (reason != NULL) { /* its error, worded by the Python side */
         PyObject *checked = PyObject_CallFunctionObjArgs(check_inplace, target, e->out_dtype,
                                                          e->shape, op, NULL);
-        if (checked == NULL) goto done;
-        Py_DECREF(checked);
+        Py_XDECREF(checked);
+        if (checked != NULL)
+            PyErr_Format(PyExc_SystemError, "check_inplace accepted a target refused for %U",
+                         reason);
+        goto done;
+    }
+    char *dense = dense_target(target, e);
+    if (dense == NULL) {
         dst = PyObject_GetAttr(target, array_name);
         if (dst == NULL) goto done;
         if (!PyArray_Check(dst)) {
@@ -1620,6 +1682,10 @@ static PyMethodDef methods[] = {
     {"new_tensor", (PyCFunction)(void (*)(void))export_new_tensor, METH_FASTCALL,
      "new_tensor(cls, storage, layout, dtype, np): a cls with these four slots (the one "
      "FuelTensor constructor of a compiled build; the layout is the caller's to check)."},
+    {"inplace_refusal", (PyCFunction)(void (*)(void))inplace_refusal, METH_FASTCALL,
+     "inplace_refusal(t, dtype, shape) -> str | None: why t cannot take an in-place result of "
+     "dtype and shape (None: not compared), one of dtype, shape, read-only, stride0, overlap; "
+     "None when it can."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
      "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
      "key's only definition in a compiled build)."},
@@ -1656,6 +1722,11 @@ PyMODINIT_FUNC PyInit__fast(void) {
     astype_name = PyUnicode_InternFromString("astype");
     order_c = PyUnicode_InternFromString("C");
     order_kwnames = Py_BuildValue("(s)", "order");
+    static const char *const refusals[5] = {"dtype", "shape", "read-only", "stride0", "overlap"};
+    for (int k = 0; k < 5; k++) {
+        REFUSALS[k] = PyUnicode_InternFromString(refusals[k]);
+        if (REFUSALS[k] == NULL) return NULL;
+    }
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
         PyType_Ready(&BlockType) < 0)
