@@ -29,9 +29,13 @@
  * `inplace` serves `x op= y` the same way: the plan's fresh output, as above (a kernel's output
  * never aliases its inputs, so `x[1:] += x[:-1]` reads its operands whole), copied into the
  * target (one memcpy into a dense one, NumPy's copy through a strided one's strides) once
- * `tensor.check_inplace` accepts the output's dtype and shape (checked here, without a call,
- * for a dense writable target of the output's dtype and shape; its error otherwise, the target
- * untouched).
+ * `inplace_reason` accepts the output's dtype and shape (`tensor.check_inplace`'s error
+ * otherwise, the target untouched).
+ *
+ * Every decision this code shares with dispatch's Python path is defined here once and called
+ * by that path too: the plan-cache key (`key`), basic indexing (`getitem`, `select`), the
+ * in-place rule (`inplace_refusal`) and tensor construction (`new_tensor`); see "One
+ * dispatcher" in docs/interfaces.md.
  *
  * `operator` makes the contract operations' namespace functions and `x op y` / `y op x` /
  * `x op= y` methods C callables that try this path first and call dispatch's Python path

@@ -38,8 +38,8 @@ def scalar(value: Any, like: Any, /) -> Any:
 
 def operator(op: str, form: int, fallback: Callable[[str, Any, Any], Any], /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form 1: operands swapped; form 2: `inplace(op, a, b)`'s fast path); it binds as a method
-    and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path); it binds as
+    a method and takes attributes."""
 
 def entry(
     kop: int,
@@ -113,7 +113,18 @@ def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> 
     build (`tensor._new`); the caller checks the layout against the storage."""
 
 def getitem(t: Any, key: Any, /) -> Any:
-    """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""
+    """The view t[key] for a basic index (ints, NumPy ints, slices, `...`, None, alone or in a
+    tuple), raising `Layout.select`'s IndexError; None for any other key (the host's
+    indexing). Basic indexing's one definition in a compiled build (`tensor.basic_view`)."""
+
+def select(layout: Any, key: Any, /) -> Any:
+    """The Layout a basic index selects from `layout` (as `getitem`), or None when `key` is
+    not a basic index."""
+
+def inplace_refusal(t: Any, dtype: Any, shape: tuple[int, ...] | None, /) -> str | None:
+    """Why tensor `t` cannot take an in-place result of `dtype` and `shape` (None: not
+    compared): "dtype", "shape", "read-only", "stride0" or "overlap"; None when it can. The
+    in-place rule's one definition in a compiled build (`tensor.check_inplace`)."""
 
 def transpose(t: Any, /) -> Any:
     """The view of t with its axes reversed, else None."""
