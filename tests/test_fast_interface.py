@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
+from fueltensor.core import shared
 from fueltensor.core.layout import Layout
+from fueltensor.core.tensor import check_inplace, read_only
 from fueltensor.engine import dispatch, fast
 from fueltensor.engine.backends import current_policy
 from fueltensor.kernels import cpu
@@ -152,14 +154,12 @@ def test_configure_names_a_wrong_field_and_changes_nothing() -> None:
 def test_one_constructor_for_both_paths() -> None:
     """The Python path builds tensors with `_fast.new_tensor`, the constructor the compiled path
     uses; the pure build's `python_new` makes the same object from the same slots."""
-    from fueltensor.core import tensor
-
-    assert tensor._new is FAST.new_tensor
+    assert shared.new_tensor is FAST.new_tensor
     storage = np.arange(6, dtype=np.float32)
     layout = Layout((2, 2), (2, 1), 1)
     made = [
         new(ft.FuelTensor, storage, layout, ft.float32, None)
-        for new in (FAST.new_tensor, tensor.python_new)
+        for new in (FAST.new_tensor, shared.python_new)
     ]
     for t in made:
         assert type(t) is ft.FuelTensor
@@ -196,12 +196,10 @@ def test_one_basic_indexing_for_both_paths(
 ) -> None:
     """The compiled `getitem` and the pure build's `python_basic_view` select the same view, or
     raise the same error, or both leave the key to the host's indexing (not a basic index)."""
-    from fueltensor.core import tensor
-
     x = _view(np.float32, shape, how)
     key = items[0] if alone and items else tuple(items)
     outcomes = []
-    for basic_view in (FAST.getitem, tensor.python_basic_view):
+    for basic_view in (FAST.getitem, shared.python_basic_view):
         try:
             view = basic_view(x, key)
         except (IndexError, ValueError) as e:
@@ -209,7 +207,7 @@ def test_one_basic_indexing_for_both_paths(
         else:
             outcomes.append(None if view is None else (view._layout, view._storage is x._storage))
     assert outcomes[0] == outcomes[1]
-    assert tensor.basic_view is FAST.getitem
+    assert shared.basic_view is FAST.getitem
 
 
 @pytest.mark.parametrize(
@@ -217,18 +215,14 @@ def test_one_basic_indexing_for_both_paths(
 )
 def test_basic_indexing_keeps_strides_beyond_the_index_range(key: Any) -> None:
     """A stride past 2**63 on an axis of extent 0 or 1 is kept exactly by both paths."""
-    from fueltensor.core import tensor
-
     x = ft.as_strided(ft.asarray(np.ones(2, np.float32)), (1, 1), (2**64, 2**70), 1)
-    fast, pure = FAST.getitem(x, key), tensor.python_basic_view(x, key)
+    fast, pure = FAST.getitem(x, key), shared.python_basic_view(x, key)
     assert fast._layout == pure._layout and fast._storage is pure._storage
 
 
 def _target(shape: tuple[int, ...], how: str) -> ft.FuelTensor:
     """An in-place target: `_view`'s kinds, read-only, or an `as_strided` view whose elements
     overlap."""
-    from fueltensor.core.tensor import read_only
-
     if how == "read-only":
         return read_only(_view(np.float32, shape, "dense"))
     if how == "overlapping":
@@ -251,16 +245,14 @@ def test_one_inplace_rule_for_both_paths(
 ) -> None:
     """The compiled rule and the pure build's refuse the same targets for the same reason;
     both paths' errors come from `check_inplace`, which asks the compiled one."""
-    from fueltensor.core import tensor
-
     target = _target(shape, how)
     want = None if dtype is None else ((*target.shape, 2) if other_shape else target.shape)
     reason = FAST.inplace_refusal(target, dtype, want)
-    assert reason == tensor.python_refusal(target, dtype, want)
-    assert tensor._refusal is FAST.inplace_refusal
+    assert reason == shared.python_refusal(target, dtype, want)
+    assert shared.refusal is FAST.inplace_refusal
     if dtype is not None:
         if reason is None:
-            tensor.check_inplace(target, dtype, want, "add")
+            check_inplace(target, dtype, want, "add")
         else:
             with pytest.raises((TypeError, ValueError)):
-                tensor.check_inplace(target, dtype, want, "add")
+                check_inplace(target, dtype, want, "add")

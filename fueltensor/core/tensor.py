@@ -25,74 +25,17 @@ from fueltensor.core.layout import (
     as_shape,
     row_major_strides,
 )
+from fueltensor.core.shared import basic_view, new_tensor, refusal, transpose
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
 """An index: ints, slices, `...`, None, integer tensors or a boolean tensor (or a tuple)."""
 
 
-def _compiled() -> Any:
-    """The compiled fast path (`kernels._fast`), or None where it is not built."""
-    try:
-        from fueltensor.kernels import _fast
-    except ImportError:
-        return None
-    return _fast
-
-
-_FAST = _compiled()
-_TRANSPOSE = None if _FAST is None else _FAST.transpose
-"""The compiled `.T` (`_fast.transpose`), or None where not built."""
-
-
-def python_new(
-    cls: type[FuelTensor], storage: np.ndarray, layout: Layout, dtype: DType, np_: Any
-) -> FuelTensor:
-    """A `cls` with these four slots where `_fast` is not built (`_fast.new_tensor`'s twin)."""
-    t = object.__new__(cls)
-    t._storage = storage
-    t._layout = layout
-    t._dtype = dtype
-    t._np = np_
-    return t
-
-
-_new: Callable[[type[FuelTensor], np.ndarray, Layout, DType, Any], FuelTensor] = (
-    python_new if _FAST is None else _FAST.new_tensor
-)
-"""The one FuelTensor constructor of this build (the compiled path builds with it too)."""
-
-
-def python_refusal(target: FuelTensor, dtype: DType | None, shape: Shape | None) -> str | None:
-    """`_fast.inplace_refusal` where `_fast` is not built: why `target` cannot take an in-place
-    result of `dtype` and `shape` (None: not compared), or None when it can."""
-    if dtype is not None and dtype is not target._dtype:
-        return "dtype"
-    if shape is not None and shape != target._layout.shape:
-        return "shape"
-    if not target._storage.flags.writeable:
-        return "read-only"
-    dense = target._array
-    if dense.size and dense.flags.c_contiguous:
-        return None  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
-    flags = target.layout
-    if flags.broadcast_stride0:
-        return "stride0"
-    if not flags.contiguous and target._layout.may_self_overlap:
-        return "overlap"
-    return None
-
-
-_refusal: Callable[[FuelTensor, DType | None, Shape | None], str | None] = (
-    python_refusal if _FAST is None else _FAST.inplace_refusal
-)
-"""The in-place rule's one definition in this build (the compiled path asks it too)."""
-
-
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
     """Refuse an in-place operation whose result (`dtype`, `shape`) cannot be stored in
     `target` as it is, before anything is written."""
-    reason = _refusal(target, dtype, shape)
+    reason = refusal(target, dtype, shape)
     if reason == "dtype":
         raise TypeError(
             f"in-place {what} would store {with_article(dtype.name)} result in "
@@ -110,7 +53,7 @@ def check_writable(target: FuelTensor, what: str) -> None:
     """Refuse to write through a read-only view (`broadcast_to`, read-only memory), as NumPy
     does, and through a view whose elements may share storage (stride 0, or an `as_strided`
     view failing `Layout.may_self_overlap`): one element would be written many times."""
-    _refuse_write(target, _refusal(target, None, None), what)
+    _refuse_write(target, refusal(target, None, None), what)
 
 
 def _refuse_write(target: FuelTensor, reason: str | None, what: str) -> None:
@@ -151,24 +94,6 @@ def _byte_strides(layout: Layout, itemsize: int) -> list[int]:
     return [0 if n <= 1 or empty else s * itemsize for n, s in pairs]
 
 
-def _is_basic(key: Any) -> bool:
-    """True for a basic index: ints, slices, `...` and None (alone or in a tuple)."""
-    items = key if type(key) is tuple else (key,)
-    return all(
-        k is None
-        or k is Ellipsis
-        or type(k) is slice
-        or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
-        for k in items
-    )
-
-
-def python_basic_view(t: FuelTensor, key: Index) -> FuelTensor | None:
-    """`_fast.getitem` where `_fast` is not built: the view `t[key]` for a basic index (ints,
-    slices, `...`, None), else None."""
-    return t._view(t._layout.select(key)) if _is_basic(key) else None
-
-
 class FuelTensor:
     """A strided view on a storage buffer; arithmetic is planned from the kernel contracts."""
 
@@ -186,14 +111,14 @@ class FuelTensor:
     def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:
         """Wrap `storage` (1-D, dtype's NumPy dtype) in a view; the layout is bounds-checked."""
         layout.check(storage.shape[0], storage.itemsize)
-        return _new(cls, storage, layout, dtype, None)
+        return new_tensor(cls, storage, layout, dtype, None)
 
     @classmethod
     def _from_dense(cls, array: np.ndarray, dtype: DType | None = None) -> FuelTensor:
         """Adopt a C-contiguous NumPy array (no copy) as a dense, zero-offset tensor."""
         storage = array if array.ndim == 1 else array.reshape(-1)
         dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
-        return _new(cls, storage, Layout.dense(array.shape), dtype, array)
+        return new_tensor(cls, storage, Layout.dense(array.shape), dtype, array)
 
     def _view(self, layout: Layout) -> FuelTensor:
         """A view on this tensor's storage; an empty view keeps this tensor's (valid) offset."""
@@ -216,7 +141,7 @@ class FuelTensor:
         dense = Layout.dense(shape)
         offset = self._layout.offset
         layout = Layout(shape, dense.strides, offset) if offset else dense
-        return _new(FuelTensor, self._storage, layout, self._dtype, a.reshape(shape))
+        return new_tensor(FuelTensor, self._storage, layout, self._dtype, a.reshape(shape))
 
     @property
     def _array(self) -> np.ndarray:
@@ -286,8 +211,8 @@ class FuelTensor:
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
-        if _TRANSPOSE is not None:
-            view: FuelTensor | None = _TRANSPOSE(self)
+        if transpose is not None:
+            view: FuelTensor | None = transpose(self)
             if view is not None:
                 return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
@@ -569,13 +494,6 @@ def _adopt_numpy(array: np.ndarray, dtype: DType) -> FuelTensor:
     first = array[tuple(slice(i, i + 1) for i in low)]
     storage = np.lib.stride_tricks.as_strided(first, shape=(hi - lo + 1,), strides=(size,))
     return FuelTensor._make(storage, Layout(array.shape, strides, -lo), dtype)
-
-
-basic_view: Callable[[FuelTensor, Index], FuelTensor | None] = (
-    python_basic_view if _FAST is None else _FAST.getitem
-)
-"""The view `t[key]` for a basic index, else None: basic indexing's one definition in this
-build (`x[key]` and `x[key] = v` both ask it)."""
 
 
 def asarray(

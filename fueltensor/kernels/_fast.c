@@ -109,7 +109,7 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name);
 
 /* A `type` instance with these four slots (the arguments are borrowed; the tensor takes
  * references of its own), or NULL on error. The only code that builds a FuelTensor: the
- * Python path's constructors call it as `new_tensor` (see `tensor._new`). */
+ * Python path's constructors call it as `new_tensor` (see `shared.new_tensor`). */
 static PyObject *make_tensor(PyTypeObject *type, Py_ssize_t const *off, PyObject *storage,
                              PyObject *layout, PyObject *dtype, PyObject *np_) {
     PyObject *t = type->tp_alloc(type, 0);

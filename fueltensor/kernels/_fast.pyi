@@ -110,12 +110,12 @@ def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
 
 def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> Any:
     """A `cls` (FuelTensor) with these four slots: the one FuelTensor constructor of a compiled
-    build (`tensor._new`); the caller checks the layout against the storage."""
+    build (`shared.new_tensor`); the caller checks the layout against the storage."""
 
 def getitem(t: Any, key: Any, /) -> Any:
     """The view t[key] for a basic index (ints, NumPy ints, slices, `...`, None, alone or in a
     tuple), raising `Layout.select`'s IndexError; None for any other key (the host's
-    indexing). Basic indexing's one definition in a compiled build (`tensor.basic_view`)."""
+    indexing). Basic indexing's one definition in a compiled build (`shared.basic_view`)."""
 
 def select(layout: Any, key: Any, /) -> Any:
     """The Layout a basic index selects from `layout` (as `getitem`), or None when `key` is
