@@ -220,11 +220,24 @@ def test_basic_indexing_keeps_strides_beyond_the_index_range(key: Any) -> None:
     assert fast._layout == pure._layout and fast._storage is pure._storage
 
 
+SAYS = {
+    "dtype": "would store a float",
+    "shape": "the result has shape",
+    "read-only": "destination is read-only",
+    "stride0": "stride-0",
+    "overlap": "may overlap",
+}
+"""What the error of each refusal says (a reason worded as another one would pass unseen)."""
+
+
 def _target(shape: tuple[int, ...], how: str) -> ft.FuelTensor:
     """An in-place target: `_view`'s kinds, read-only, or an `as_strided` view whose elements
     overlap."""
     if how == "read-only":
         return read_only(_view(np.float32, shape, "dense"))
+    if how == "stride0":
+        strides = (0, *(1,) * (len(shape) - 1)) if shape else ()
+        return ft.as_strided(ft.asarray(np.ones(8, np.float32)), shape, strides, 0)
     if how == "overlapping":
         n = max(1, int(np.prod(shape)))
         return ft.as_strided(ft.asarray(np.ones(n + 4, np.float32)), shape, (1,) * len(shape), 0)
@@ -235,7 +248,16 @@ def _target(shape: tuple[int, ...], how: str) -> ft.FuelTensor:
 @given(
     shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
     how=st.sampled_from(
-        ["dense", "offset", "flipped", "transposed", "broadcast", "read-only", "overlapping"]
+        [
+            "dense",
+            "offset",
+            "flipped",
+            "transposed",
+            "broadcast",
+            "read-only",
+            "stride0",
+            "overlapping",
+        ]
     ),
     dtype=st.sampled_from([None, ft.float32, ft.float64]),
     other_shape=st.booleans(),
@@ -254,5 +276,5 @@ def test_one_inplace_rule_for_both_paths(
         if reason is None:
             check_inplace(target, dtype, want, "add")
         else:
-            with pytest.raises((TypeError, ValueError)):
+            with pytest.raises((TypeError, ValueError), match=SAYS[reason]):
                 check_inplace(target, dtype, want, "add")
