@@ -967,12 +967,15 @@ static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
  * (`tensor.check_inplace` and `check_writable` ask it and word its reasons; the pure build's
  * `python_refusal` is tested equal): the dtype and shape are the result's, the storage is
  * writable, and a target that is not dense row-major has no stride-0 axis and, when not
- * contiguous, provably no two elements at one storage index (`Layout.may_self_overlap`). */
+ * contiguous, provably no two elements at one storage index (`Layout.may_self_overlap`).
+ * `*dense_out` says whether an accepted target is dense row-major and not empty. */
 static PyObject *REFUSALS[5]; /* "dtype", "shape", "read-only", "stride0", "overlap" */
 
-static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObject **reason) {
+static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObject **reason,
+                          int *dense_out) {
     PyObject *layout = SLOT(t, off_layout), *storage = SLOT(t, off_storage);
     *reason = NULL;
+    *dense_out = 0;
     if (dtype != NULL && SLOT(t, off_dtype) != dtype) return *reason = REFUSALS[0], 0;
     if (shape != NULL) {
         int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(layout, 0), shape, Py_EQ);
@@ -994,7 +997,7 @@ static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObjec
         stride0 |= s == 0;
         step *= n;
     }
-    if (dense && !empty) return 0;
+    if (dense && !empty) return *dense_out = 1, 0;
     if (stride0) return *reason = REFUSALS[3], 0;
     if (empty) return 0; /* contiguous, no two elements anywhere */
     PyObject *overlap = PyObject_GetAttrString(layout, "may_self_overlap"); /* not contiguous */
@@ -1015,25 +1018,11 @@ static PyObject *inplace_refusal(PyObject *module, PyObject *const *args, Py_ssi
         return NULL;
     }
     PyObject *reason;
+    int dense;
     if (inplace_reason(args[0], args[1] == Py_None ? NULL : args[1],
-                       args[2] == Py_None ? NULL : args[2], &reason) < 0)
+                       args[2] == Py_None ? NULL : args[2], &reason, &dense) < 0)
         return NULL;
     return Py_NewRef(reason == NULL ? Py_None : reason);
-}
-
-/* Where entry `e`'s output is copied into an accepted in-place target `t` by one memcpy: `t`
- * row-major dense (of the output's extents, as accepted), not empty; else NULL. */
-static char *dense_target(PyObject *t, const Entry *e) {
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    int ndim;
-    if (e->count == 0 || !read_layout(t, shape, strides, &ndim, &offset) || ndim != e->ndim)
-        return NULL;
-    Py_ssize_t step = 1;
-    for (int k = ndim - 1; k >= 0; k--) {
-        if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;
-        step *= shape[k];
-    }
-    return operand_at(t, offset, e->count, e->itemsize);
 }
 
 /* inplace(op, target, other): `dispatch.binary_inplace(op, target, other)` (the target,
@@ -1049,7 +1038,8 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     const Entry *e = c.e;
     PyArrayObject *storage = NULL;
     PyObject *view = NULL, *result = NULL, *dst = NULL, *reason;
-    if (inplace_reason(target, e->out_dtype, e->shape, &reason) < 0) goto done;
+    int is_dense;
+    if (inplace_reason(target, e->out_dtype, e->shape, &reason, &is_dense) < 0) goto done;
     if (reason != NULL) { /* its error, worded by the Python side */
         PyObject *checked = PyObject_CallFunctionObjArgs(check_inplace, target, e->out_dtype,
                                                          e->shape, op, NULL);
@@ -1059,7 +1049,10 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
                          reason);
         goto done;
     }
-    char *dense = dense_target(target, e);
+    /* An accepted dense target of the output's shape takes the output by one memcpy. */
+    Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(SLOT(target, off_layout), 2));
+    if (offset == -1 && PyErr_Occurred()) goto done;
+    char *dense = is_dense ? operand_at(target, offset, e->count, e->itemsize) : NULL;
     if (dense == NULL) {
         dst = PyObject_GetAttr(target, array_name);
         if (dst == NULL) goto done;
