@@ -716,12 +716,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-key-without-dtype",
         FAST_C,
-        "    parts[1] = da == NULL ? NULL : SLOT(da, off_dtype_np);\n"
-        "    parts[2] = SLOT(a, off_layout);\n"
-        "    parts[3] = db == NULL ? NULL : SLOT(db, off_dtype_np);\n",
-        "    parts[1] = SLOT(a, off_layout);\n"
-        "    parts[2] = SLOT(a, off_layout);\n"
-        "    parts[3] = SLOT(b, off_layout);\n",
+        "        parts[1] = SLOT(da, off_dtype_np);\n"
+        "        parts[2] = SLOT(a, off_layout);\n"
+        "        parts[3] = SLOT(db, off_dtype_np);\n",
+        "        parts[1] = SLOT(a, off_layout);\n"
+        "        parts[2] = SLOT(a, off_layout);\n"
+        "        parts[3] = SLOT(b, off_layout);\n",
         FAST_TESTS + PLAN_TESTS,
         "an F64 operation finds the plan cached for F32 operands of the same layouts",
     ),

@@ -397,20 +397,18 @@ static int busy(PyObject *var) {
  * same parts up. (NumPy dtypes hash in C where DType.__hash__ is Python.) */
 #define KEY_PARTS 5
 
-static int key_parts(PyObject *op, PyObject *a, PyObject *b, PyObject **parts) {
+static inline int key_parts(PyObject *op, PyObject *a, PyObject *b, PyObject **parts) {
     PyObject *da = SLOT(a, off_dtype), *db = SLOT(b, off_dtype);
-    parts[0] = op;
-    parts[1] = da == NULL ? NULL : SLOT(da, off_dtype_np);
-    parts[2] = SLOT(a, off_layout);
-    parts[3] = db == NULL ? NULL : SLOT(db, off_dtype_np);
-    parts[4] = SLOT(b, off_layout);
-    for (int k = 1; k < KEY_PARTS; k++) {
-        if (parts[k] == NULL) {
-            PyErr_SetString(PyExc_TypeError, "plan key: an operand tensor is not initialized");
-            return -1;
-        }
+    if (da != NULL && db != NULL) {
+        parts[0] = op;
+        parts[1] = SLOT(da, off_dtype_np);
+        parts[2] = SLOT(a, off_layout);
+        parts[3] = SLOT(db, off_dtype_np);
+        parts[4] = SLOT(b, off_layout);
+        if (parts[1] != NULL && parts[2] != NULL && parts[3] != NULL && parts[4] != NULL) return 0;
     }
-    return 0;
+    PyErr_SetString(PyExc_TypeError, "plan key: an operand tensor is not initialized");
+    return -1;
 }
 
 static PyObject *pack_key(PyObject *const *parts) {
@@ -452,7 +450,7 @@ typedef struct {
 static Front front[FRONT_SLOTS];
 
 /* The active policy's plan cache (a new reference), or NULL with an error set. */
-static PyObject *active_plans(void) {
+static inline PyObject *active_plans(void) {
     PyObject *policy;
     if (PyContextVar_Get(policy_var, NULL, &policy) < 0) return NULL;
     if (policy == NULL || policy == Py_None) {
