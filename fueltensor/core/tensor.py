@@ -57,7 +57,7 @@ def check_writable(target: FuelTensor, what: str) -> None:
 
 
 def _refuse_write(target: FuelTensor, reason: str | None, what: str) -> None:
-    """Raise the error of a write `reason` (see `python_refusal`) refuses; None: allowed."""
+    """Raise the error for a write refused for `reason` (`core.shared.refusal`); None: allowed."""
     if reason == "read-only":
         raise ValueError(
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
