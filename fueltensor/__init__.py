@@ -176,7 +176,13 @@ from fueltensor.core.dtypes import (
     uint64,
 )
 from fueltensor.core.dtypes import bool_ as bool
-from fueltensor.core.errors import ContractError, ContractViolation, NoKernelError
+from fueltensor.core.errors import (
+    ContractError,
+    ContractViolation,
+    KernelStatusError,
+    LibraryError,
+    NoKernelError,
+)
 from fueltensor.core.layout import LayoutFlags
 from fueltensor.core.tensor import FuelTensor, as_strided, asarray
 from fueltensor.engine.backends import trace, use_backend, use_registry
@@ -193,6 +199,7 @@ from fueltensor.engine.dispatch import (
 )
 from fueltensor.engine.operators import attach_operators as _attach_operators
 from fueltensor.engine.planner import Plan, Step
+from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
@@ -214,7 +221,9 @@ __all__ = [
     "ContractViolation",
     "FuelTensor",
     "JudgeReport",
+    "KernelStatusError",
     "LayoutFlags",
+    "LibraryError",
     "NoKernelError",
     "Plan",
     "Registry",
@@ -303,6 +312,7 @@ __all__ = [
     "less_equal",
     "linalg",
     "linspace",
+    "load_library",
     "log",
     "log1p",
     "log2",
