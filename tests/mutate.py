@@ -586,8 +586,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "reference-half-nan-rhs-first",
         REFERENCE,
-        "got[nan] = np.where((a & 0x7FFF) > inf, a | quiet, rhs_first)",
-        "got[nan] = np.where((b & 0x7FFF) > inf, b | quiet, a | quiet)",
+        "(a & 0x7FFF) > inf, a | quiet, np.where((b & 0x7FFF) > inf, b | quiet, made)",
+        "(b & 0x7FFF) > inf, b | quiet, np.where((a & 0x7FFF) > inf, a | quiet, made)",
         REFERENCE_TESTS,
         "a half-type NaN pair gives the rhs NaN, not the lhs NaN first",
     ),
