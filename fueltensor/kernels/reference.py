@@ -137,9 +137,10 @@ def half_nans(lhs: Array, rhs: Array, out: Array) -> None:
     `lhs` and `rhs` have `out`'s shape (the broadcast views)."""
     inf, quiet = _HALF[out.dtype]
     got = out.view(np.uint16)
-    nan = (got & 0x7FFF) > inf
-    if not nan.any():
+    magnitude = got & 0x7FFF
+    if int(magnitude.max(initial=0)) <= inf:  # no NaN: one reduction, no mask
         return
+    nan = magnitude > inf
     a, b = lhs.view(np.uint16)[nan], rhs.view(np.uint16)[nan]
     made = narrow_nan(_INVALID, out.dtype)
     got[nan] = np.where(
