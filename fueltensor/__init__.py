@@ -186,7 +186,13 @@ from fueltensor.core.dtypes import (
     uint64,
 )
 from fueltensor.core.dtypes import bool_ as bool
-from fueltensor.core.errors import ContractError, ContractViolation, NoKernelError
+from fueltensor.core.errors import (
+    ContractError,
+    ContractViolation,
+    KernelStatusError,
+    LibraryError,
+    NoKernelError,
+)
 from fueltensor.core.layout import LayoutFlags
 from fueltensor.core.tensor import FuelTensor, as_strided, asarray
 from fueltensor.engine.backends import trace, use_backend, use_registry
@@ -202,6 +208,7 @@ from fueltensor.engine.dispatch import (
     subtract,
 )
 from fueltensor.engine.planner import Plan, Step
+from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
@@ -220,7 +227,9 @@ __all__ = [
     "ContractViolation",
     "FuelTensor",
     "JudgeReport",
+    "KernelStatusError",
     "LayoutFlags",
+    "LibraryError",
     "NoKernelError",
     "Plan",
     "Registry",
@@ -314,6 +323,7 @@ __all__ = [
     "lib",
     "linalg",
     "linspace",
+    "load_library",
     "log",
     "log1p",
     "log2",

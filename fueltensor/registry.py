@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 
 PROVIDER_GROUP: Final = "fueltensor.providers"
-"""Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS."""
+"""Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS
+(ENTRY_POINTS may be an `ft.load_library` result: a compiled library's kernels)."""
 
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}

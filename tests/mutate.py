@@ -38,6 +38,7 @@ PLAN_TESTS = ("tests/test_plans.py", "tests/test_dispatch.py", "tests/test_views
 SCHEMA_TESTS = ("tests/test_fkc_validation.py", "tests/test_fkc_parse.py", "tests/test_registry.py")
 CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
 REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
+COMPILED_TESTS = ("tests/test_compiled_providers.py",)
 JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
 COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
 HOST_TESTS = ("tests/test_host_calls.py",)
@@ -53,6 +54,7 @@ PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
+COMPILED = "fueltensor/kernels/compiled.py"
 NATIVE_C = "fueltensor/kernels/_native.c"
 FAST_C = "fueltensor/kernels/_fast.c"
 HOST = "fueltensor/array_api/_host.py"
@@ -575,6 +577,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         REFERENCE_TESTS,
         "the oracle writes into an out of the wrong shape",
     ),
+    M(
+        "reference-half-nan-rule-skipped",
+        REFERENCE,
+        "    if dtype not in _HALF:\n        return ufunc",
+        "    if True:\n        return ufunc",
+        REFERENCE_TESTS,
+        "half-type NaNs are whatever ml_dtypes / NumPy give, not the seeds' `half` arithmetic",
+    ),
+    M(
+        "reference-half-nan-rhs-first",
+        REFERENCE,
+        "(a & 0x7FFF) > inf, a | quiet, np.where((b & 0x7FFF) > inf, b | quiet, made)",
+        "(b & 0x7FFF) > inf, b | quiet, np.where((a & 0x7FFF) > inf, a | quiet, made)",
+        REFERENCE_TESTS,
+        "a half-type NaN pair gives the rhs NaN, not the lhs NaN first",
+    ),
+    M(
+        "compiled-status-ignored",
+        COMPILED,
+        "        if status:\n",
+        "        if False:\n",
+        COMPILED_TESTS,
+        "a compiled kernel's nonzero status (its Err) is ignored and its output returned",
+    ),
     # -- reports: judge and compare ------------------------------------------------------------
     M(
         "judge-bound-inclusive",
@@ -720,6 +746,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fn: np.add",
         FAST_TESTS,
         "the compiled path calls another ufunc than the oracle kernel's",
+    ),
+    M(
+        "fast-oracle-half-nans-skipped",
+        DISPATCH,
+        "call = reference.in_type(ufunc, dt.np)",
+        "call = ufunc",
+        FAST_TESTS,
+        "the compiled path leaves out the oracle's half-type NaN rule the Python path applies",
     ),
     M(
         "fast-strided-read-as-dense",

@@ -175,28 +175,13 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
 
     nb = run("03_backends.ipynb")
     # 2 half dtypes x 5 ops of 20000 random bit patterns; maximum has no second provider, so 10
-    # operations. CPU (widen, compute, round once, NaN payloads kept) and the oracle (in the
-    # half type: ml_dtypes / NumPy float16) differ only where a NaN's payload or sign does:
-    # count those here with NumPy's own half arithmetic.
+    # operations. CPU (widen, compute, round once) and the oracle (in the half type, NaNs as the
+    # seeds' `half` arithmetic makes them) agree bit for bit, NaN payloads included.
     rng = np.random.default_rng(0)  # the notebook's draws, in the notebook's order
-    nan_lanes = 0
     for dtype in ("bfloat16", "float16"):
-        a, b = random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)
-        na, nb_ = np.asarray(a), np.asarray(b)
-        for op, ufunc in (
-            (ft.add, np.add),
-            (ft.subtract, np.subtract),
-            (ft.multiply, np.multiply),
-            (ft.divide, np.divide),
-        ):
-            with np.errstate(all="ignore"):
-                in_type = ufunc(na, nb_)
-            cpu = np.asarray(op(a, b))
-            differ = cpu.view(np.uint16) != in_type.view(np.uint16)
-            assert np.isnan(cpu.astype(np.float32))[differ].all()  # never a number
-            nan_lanes += int(differ.sum())
+        random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)
     report = shown(nb, "with compare_backends() as report:")
-    assert report == f"<ComparisonReport: 10 operations, {nan_lanes} mismatches>"
+    assert report == "<ComparisonReport: 10 operations, 0 mismatches>"
     want: dict[tuple[str, str], int] = {}
     for name, op, kind in (
         ("pow", ft.pow, "PowElementwise"),
@@ -210,9 +195,7 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
             want[name, dtype] = int(ulps(got, reference).max())
     worst = ast.literal_eval(shown(nb, "worst[name, dtype] = int(d.max())"))
     assert worst == want
-    assert any(v > 0 for v in want.values())
-    first = shown(nb, "report.assert_equal()")
-    assert first.startswith("kernels agree on every value") and "nan_payloads=False" in first
+    assert any(v > 0 for v in want.values())  # the plot has something to show
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

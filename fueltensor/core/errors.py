@@ -32,6 +32,20 @@ class ContractViolation(RuntimeError):
     """A kernel produced an output that breaks its contract's `return` clause."""
 
 
+class KernelStatusError(RuntimeError):
+    """A compiled kernel returned a nonzero status (its thunk's `Err`); it produced no output."""
+
+    def __init__(self, message: str, *, status: int, symbol: str) -> None:
+        self.status = status
+        self.symbol = symbol
+        super().__init__(message)
+
+
+class LibraryError(OSError):
+    """A compiled kernel library is missing, is not a loadable shared library, or lacks a
+    symbol it was asked for."""
+
+
 class ContractWarning(UserWarning):
     """A contract loads but cannot do what its author meant (e.g. an op_kind nothing dispatches)."""
 

@@ -16,7 +16,7 @@ from functools import cache
 
 import numpy as np
 
-from fueltensor.core.errors import ContractViolation
+from fueltensor.core.errors import ContractViolation, KernelStatusError
 from fueltensor.core.storage import aligned_empty
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan, Step, StepKind
@@ -156,6 +156,8 @@ def _call_guarded(
     call: Callable[..., object] = fn  # a provider's kernel may return its own array
     try:
         got = call(*frozen, out=out)
+    except KernelStatusError as e:
+        raise _failed(plan, e) from None
     except ValueError as e:
         if "read-only" not in str(e):
             raise
@@ -166,6 +168,18 @@ def _call_guarded(
             f"inputs; kernels write only `out` ({e})"
         ) from e
     return got
+
+
+def _failed(plan: Plan, error: KernelStatusError) -> KernelStatusError:
+    """A compiled kernel's nonzero status, said with its contract's name and document line."""
+    assert plan.kernel is not None
+    source = plan.kernel.source
+    return KernelStatusError(
+        f"kernel {plan.kernel.name} ({source.path}:{source.line}) failed with status "
+        f"{error.status}: {error}; no output was produced",
+        status=error.status,
+        symbol=error.symbol,
+    )
 
 
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -8,13 +8,17 @@ functions transcribed), applied in bulk as the equivalent element strides over e
 (`broadcast_src_view`: 0 where a dim stretches). Arithmetic is in the operand type: NumPy's
 own loops for F32/F64, and for BF16/F16 the half type's own arithmetic (ml_dtypes' bfloat16
 ufunc loops, NumPy's float16 loops), never the CPU kernels' widen-compute-narrow chassis.
-NaN results are whichever NaN those loops give: the contract says NaN passes through, not
-which operand's payload survives when both are NaN.
+A half-type NaN result is then made as the seeds' arithmetic makes it (the `half` crate computes
+through f32), by this module's own code (`half_nans`): the lhs NaN first, else the rhs NaN,
+quieted; a NaN made from two numbers is this machine's f32 invalid-operation NaN; narrowed
+keeping the high bits, as `half`'s from_f32 does. F32/F64 NaNs are whichever NaN NumPy's loops
+give: the contract says NaN passes through, not which payload survives a NaN pair.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any, Final
 
 import ml_dtypes
@@ -108,6 +112,56 @@ def broadcast_src_view(src: Array, out_shape: Sequence[int]) -> Array:
     return view
 
 
+_HALF: Final[dict[np.dtype[Any], tuple[int, int]]] = {
+    np.dtype(ml_dtypes.bfloat16): (0x7F80, 0x0040),
+    np.dtype(np.float16): (0x7C00, 0x0200),
+}
+"""Per half type: its all-ones exponent field and its quiet bit."""
+
+
+def narrow_nan(bits: int, dtype: np.dtype[Any]) -> int:
+    """`half`'s from_f32 of the f32 NaN `bits`: sign and high payload bits kept, quiet bit set."""
+    if dtype == np.dtype(np.float16):
+        return ((bits >> 16) & 0x8000) | 0x7E00 | ((bits & 0x007FFFFF) >> 13)
+    return (bits >> 16) | 0x0040
+
+
+with np.errstate(invalid="ignore"):
+    _INVALID: Final = int(np.subtract(np.float32(np.inf), np.float32(np.inf)).view(np.uint32))
+"""This machine's f32 invalid-operation NaN (x86: 0xffc00000), what inf - inf gives in f32."""
+
+
+def half_nans(lhs: Array, rhs: Array, out: Array) -> None:
+    """Redo `out`'s NaN lanes as the seeds' half arithmetic (through f32) gives them: the lhs
+    NaN if lhs is one, else the rhs NaN, quieted; else the f32 invalid-operation NaN, narrowed.
+    `lhs` and `rhs` have `out`'s shape (the broadcast views)."""
+    inf, quiet = _HALF[out.dtype]
+    got = out.view(np.uint16)
+    magnitude = got & 0x7FFF
+    if int(magnitude.max(initial=0)) <= inf:  # no NaN: one reduction, no mask
+        return
+    nan = magnitude > inf
+    a, b = lhs.view(np.uint16)[nan], rhs.view(np.uint16)[nan]
+    made = narrow_nan(_INVALID, out.dtype)
+    got[nan] = np.where(
+        (a & 0x7FFF) > inf, a | quiet, np.where((b & 0x7FFF) > inf, b | quiet, made)
+    )
+
+
+@cache
+def in_type(ufunc: np.ufunc, dtype: np.dtype[Any]) -> Callable[..., object]:
+    """The call `call(lhs, rhs, out=out)` the oracle makes on its broadcast views for `dtype`:
+    the ufunc itself, and for a half type the ufunc followed by `half_nans`."""
+    if dtype not in _HALF:
+        return ufunc
+
+    def call(lhs: Array, rhs: Array, *, out: Array) -> None:
+        ufunc(lhs, rhs, out=out)
+        half_nans(lhs, rhs, out)
+
+    return call
+
+
 def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
     """Build `broadcast_<op>`: check layout, dtypes and output shape, then compute in-type."""
     name = f"broadcast_{op}"
@@ -127,8 +181,9 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
                     f"{name}: {label} must be a C-contiguous array (the contract admits dense "
                     "buffers only; make a strided operand dense at its own shape first)"
                 )
+        lhs, rhs = broadcast_src_view(a, shape), broadcast_src_view(b, shape)
         with np.errstate(all="ignore"):  # IEEE results (x/0, inf-inf) are the contract, silent
-            ufunc(broadcast_src_view(a, shape), broadcast_src_view(b, shape), out=out)
+            in_type(ufunc, out.dtype)(lhs, rhs, out=out)
 
     kernel.__name__ = kernel.__qualname__ = name
     # The ufunc of the call above, so dispatch's compiled path can make the same call.
@@ -148,6 +203,9 @@ __all__ = [
     "broadcast_shape",
     "broadcast_src_flat",
     "broadcast_src_view",
+    "half_nans",
+    "in_type",
+    "narrow_nan",
     "row_major_strides",
     "src_strides",
 ]

@@ -68,14 +68,13 @@ def _half_verdict(compared: list[Comparison]) -> str:
     if not any(c.mismatches for c in compared):
         return (
             " The CPU kernels widen to f32 and round once, the oracle computes in the half "
-            "type: for + - * / the two agree bit for bit."
+            "type: for + - * / the two agree bit for bit, NaN payloads included."
         )
     if all(c.mismatches == c.nan_payloads for c in compared):
         return (
             " None differs in value: every one is a NaN whose payload or sign differs (every "
-            "other element is bit-equal), a payload difference, not a failure. The CPU "
-            "kernels keep NaN payloads as the `half` crate does, the oracle's in-half-type "
-            "arithmetic (ml_dtypes, NumPy float16) does not."
+            "other element is bit-equal): the two providers' NaN rules differ on this machine, "
+            "a payload difference, not a failure."
         )
     return ""
 

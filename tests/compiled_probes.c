@@ -1,0 +1,39 @@
+/* Byte kernels that misbehave on purpose, for tests/test_compiled_providers.py (FKC C ABI). */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+static atomic_long arrived;
+
+/* Returns 0 once a second caller is inside this function at the same time, 2 if none came in
+ * about 30 s: two threads both get 0 only if a call releases the GIL while it runs. */
+int32_t probe_rendezvous(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs,
+                         size_t rhs_bytes, uint8_t *out, size_t out_bytes) {
+    (void)lhs, (void)lhs_bytes, (void)rhs, (void)rhs_bytes, (void)out, (void)out_bytes;
+    long ticket = atomic_fetch_add(&arrived, 1);
+    long pair_full = ticket - ticket % 2 + 2;
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 30000; i++) {
+        if (atomic_load(&arrived) >= pair_full) return 0;
+        nanosleep(&ms, NULL);
+    }
+    return 2;
+}
+
+/* out = lhs + rhs over f32, but first flips the sign of lhs[0]: it writes its input. */
+int32_t probe_vandal_f32(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs,
+                         size_t rhs_bytes, uint8_t *out, size_t out_bytes) {
+    if (lhs_bytes != rhs_bytes || rhs_bytes != out_bytes || lhs_bytes % 4) return 1;
+    if (lhs_bytes) ((uint8_t *)lhs)[3] ^= 0x80;
+    for (size_t i = 0; i < out_bytes; i += 4) {
+        float a, b, r;
+        memcpy(&a, lhs + i, 4);
+        memcpy(&b, rhs + i, 4);
+        r = a + b;
+        memcpy(out + i, &r, 4);
+    }
+    return 0;
+}
