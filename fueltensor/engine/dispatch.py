@@ -47,6 +47,29 @@ _NATIVE_PREP: Final = (
 copy) and for the compiled ones (a dense copy, broadcast first)."""
 
 
+Cast = tuple[np.dtype[Any], Layout, _dtypes.DType]
+
+
+def _after_casts(
+    plan: Plan,
+) -> tuple[list[Operand], list[tuple[StepKind, ...]], list[Cast | None]]:
+    """Each operand as the fast path reads it after the plan's Cast (a dense tensor of the new
+    dtype and the operand's own shape), the kinds of its remaining steps, and the cast's
+    (NumPy dtype, dense layout, dtype), None where the plan casts nothing."""
+    operands: list[Operand] = []
+    kinds: list[tuple[StepKind, ...]] = []
+    casts: list[Cast | None] = []
+    for operand, steps in zip(plan.operands, plan.prep, strict=True):
+        cast = steps[0].dtype if steps and steps[0].kind is StepKind.CAST else None
+        if cast is not None:
+            operand = Operand(cast, Layout.dense(operand.layout.shape))
+            steps = steps[1:]
+        operands.append(operand)
+        kinds.append(tuple(s.kind for s in steps))
+        casts.append(None if cast is None else (cast.np, operand.layout, cast))
+    return operands, kinds, casts
+
+
 def _fast_entry(plan: Plan) -> object | None:
     """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
     a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
@@ -62,17 +85,7 @@ def _fast_entry(plan: Plan) -> object | None:
     AS_IS, DENSIFY, REPEAT = _FAST_MODULE.AS_IS, _FAST_MODULE.DENSIFY, _FAST_MODULE.REPEAT
     dt = plan.out_dtype
     out = (dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape)
-    operands: list[Operand] = []
-    kinds: list[tuple[StepKind, ...]] = []
-    casts: list[tuple[np.dtype[Any], Layout, _dtypes.DType] | None] = []
-    for operand, steps in zip(plan.operands, plan.prep, strict=True):
-        cast = steps[0].dtype if steps and steps[0].kind is StepKind.CAST else None
-        if cast is not None:
-            operand = Operand(cast, Layout.dense(operand.layout.shape))
-            steps = steps[1:]
-        operands.append(operand)
-        kinds.append(tuple(s.kind for s in steps))
-        casts.append(None if cast is None else (cast.np, operand.layout, cast))
+    operands, kinds, casts = _after_casts(plan)
     offsets = tuple(o.layout.offset for o in operands)
     # An operand read as it is must be dense (a user's contract may link a bundled kernel to
     # layouts the kernel itself refuses: the Python path then raises the kernel's error).
