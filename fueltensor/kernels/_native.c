@@ -111,18 +111,18 @@ INLINE int default_fp_mode(void) {
 }
 
 /* The bits of the normal floats as doubles, FLT_MIN to FLT_MAX: positive doubles order as
- * their bits do, and NaN, -0 and every negative value fall outside. */
-#define NORMAL_LO 0x3810000000000000LL
-#define NORMAL_HI 0x47EFFFFFE0000000LL
+ * their bits do, and NaN, -0 and every negative value (sign bit set) fall outside. */
+#define NORMAL_LO 0x3810000000000000ULL
+#define NORMAL_HI 0x47EFFFFFE0000000ULL
 
 /* The rule for one lane: *c = the double value rounded once; returns 1 where powf decides. The
  * low 29 bits of the value's significand are what rounding to float drops: 2^28 is a midpoint,
  * and the lane is near it when they are within `band` of it (wrapping arithmetic mod 2^29). */
 INLINE int pow_lane(float a, float b, float want, int64_t band, float *c) {
     double x = a, e = want == 2.0f ? x * x : sqrt(x);
-    int64_t u;
+    uint64_t u; /* unsigned: the bits of -0.0 minus anything would overflow an int64_t */
     memcpy(&u, &e, sizeof u);
-    int64_t near = (u - (0x10000000 - band)) & 0x1FFFFFFF;
+    int64_t near = (int64_t)((u - (uint64_t)(0x10000000 - band)) & 0x1FFFFFFF);
     *c = (float)e;
     return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));
 }
