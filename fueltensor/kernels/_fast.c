@@ -281,11 +281,35 @@ static PyTypeObject BlockType = {
     .tp_doc = "The memory of a large output (opaque; its array's base).",
 };
 
+/* The element count of `dims` (`*count`) and its bytes of `itemsize` each (`*bytes`), or -1
+ * when either exceeds Py_ssize_t: an output's shape comes from broadcasting its operands, so
+ * no layout check bounds it. */
+static int checked_size(const npy_intp *dims, int ndim, Py_ssize_t itemsize, Py_ssize_t *count,
+                        Py_ssize_t *bytes) {
+    Py_ssize_t n = 1;
+    for (int k = 0; k < ndim; k++)
+        if (__builtin_mul_overflow(n, (Py_ssize_t)dims[k], &n)) return -1;
+    *count = n;
+    return __builtin_mul_overflow(n, itemsize, bytes) ? -1 : 0;
+}
+
 /* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
  * 64-byte aligned: a block of its own when large (above), else NumPy's allocation,
- * over-allocated and viewed at its first aligned byte. */
+ * over-allocated and viewed at its first aligned byte. MemoryError when the bytes (alignment
+ * included) exceed what a 64-bit index reaches; nothing is allocated then. */
 static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
-    size_t size = (size_t)count * (size_t)PyDataType_ELSIZE(descr);
+    npy_intp dims = (npy_intp)count, nbytes;
+    Py_ssize_t elements, bytes, itemsize = PyDataType_ELSIZE(descr);
+    if (checked_size(&dims, 1, itemsize, &elements, &bytes) < 0 ||
+        __builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {
+        PyErr_Format(PyExc_MemoryError,
+                     "cannot allocate %zd elements of %zd bytes: more than the largest buffer a "
+                     "64-bit index reaches; nothing was allocated",
+                     count, itemsize);
+        Py_DECREF(descr);
+        return NULL;
+    }
+    size_t size = (size_t)bytes;
     PyObject *base;
     char *data;
     if (size >= KEEP_FROM && size <= KEEP_BUDGET) {
@@ -302,7 +326,6 @@ static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
         base = (PyObject *)b;
         data = p;
     } else {
-        npy_intp nbytes = (npy_intp)size + ALIGNMENT;
         base = PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
         if (base == NULL) {
             Py_DECREF(descr);
@@ -311,7 +334,6 @@ static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
         data = PyArray_BYTES((PyArrayObject *)base);
         data += (ALIGNMENT - (uintptr_t)data % ALIGNMENT) % ALIGNMENT;
     }
-    npy_intp dims = (npy_intp)count;
     PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
         &PyArray_Type, descr, 1, &dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
     if (out == NULL || PyArray_SetBaseObject(out, base) < 0) {
@@ -570,8 +592,11 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         Py_DECREF(e);
         return NULL;
     }
-    e->count = 1;
-    for (Py_ssize_t k = 0; k < ndim; k++) e->count *= e->dims[k];
+    Py_ssize_t bytes;
+    if (checked_size(e->dims, (int)ndim, e->itemsize, &e->count, &bytes) < 0) {
+        Py_DECREF(e); /* no output of this shape can exist: the Python path refuses it */
+        Py_RETURN_NONE;
+    }
     for (int k = 0; k < 2; k++) {
         e->mode[k] = (int)modes[k];
         e->offset[k] = offsets[k];
@@ -616,9 +641,10 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     if (!read_layout(t, shape, strides, &ndim, &offset)) return NULL;
     int out_ndim = broadcast ? e->ndim : ndim;
     const Py_ssize_t *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
-    Py_ssize_t count = 1;
-    for (int k = 0; k < out_ndim; k++) count *= dims[k];
-    if (count * itemsize > DENSIFY_MAX_BYTES || ndim > out_ndim) return NULL;
+    Py_ssize_t count, bytes;
+    if (checked_size(dims, out_ndim, itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES ||
+        ndim > out_ndim)
+        return NULL;
     const char *base = operand_at(t, 0, 0, itemsize);
     if (base == NULL) return NULL;
     for (int k = 0; k < out_ndim; k++) {
@@ -627,7 +653,7 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
         else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
         else return NULL;
     }
-    *temp = PyMem_RawMalloc((size_t)(count * itemsize) + 1);
+    *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
     if (count) copy_dense(*temp, base + offset * itemsize, out_ndim, dims, steps, itemsize);
     return *temp;
