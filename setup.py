@@ -6,6 +6,10 @@ and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the s
 After building `_native`, the build checks its f32 pow shortcut against the C library's `powf`
 over all 2^32 inputs (`fueltensor/kernels/pow_shortcut.py`; about 200 s of CPU) and
 writes the verdict beside the extension, so an install on this machine starts with it.
+
+`FUELTENSOR_SANITIZE=1` builds both extensions with AddressSanitizer and UndefinedBehaviorSanitizer,
+aborting at the first report (`.ci/sanitize` installs such a build beside the normal one and runs
+the C-touching tests and the differential fuzzer on it).
 """
 
 import importlib.util
@@ -20,6 +24,12 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NATIVE = "fueltensor.kernels._native"
+SANITIZE = (
+    ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
+    if os.environ.get("FUELTENSOR_SANITIZE") == "1"
+    else []
+)
+"""Compile and link flags of the sanitizer build (none otherwise)."""
 
 
 def _load(name: str, path: str) -> ModuleType:
@@ -82,8 +92,9 @@ setup(
                 "-fno-trapping-math",
                 "-fno-math-errno",
                 "-pthread",
+                *SANITIZE,
             ],
-            extra_link_args=["-pthread"],
+            extra_link_args=["-pthread", *SANITIZE],
             libraries=["m"],
             optional=True,
         ),
@@ -92,7 +103,8 @@ setup(
             "fueltensor.kernels._fast",
             sources=["fueltensor/kernels/_fast.c"],
             include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O2", *SANITIZE],
+            extra_link_args=SANITIZE,
             optional=True,
         ),
     ],
