@@ -25,11 +25,19 @@ from setuptools.command.build_ext import build_ext
 
 NATIVE = "fueltensor.kernels._native"
 SANITIZE = (
-    ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
+    [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        "-fno-wrapv",
+        "-fno-omit-frame-pointer",
+        "-g",
+    ]
     if os.environ.get("FUELTENSOR_SANITIZE") == "1"
     else []
 )
-"""Compile and link flags of the sanitizer build (none otherwise)."""
+"""Compile and link flags of the sanitizer build (none otherwise). `-fno-wrapv` undoes the
+`-fwrapv` of Python's own CFLAGS, under which UBSan cannot see a signed overflow: the kernels
+must be correct C for any compiler, not only for one that wraps."""
 
 
 def _load(name: str, path: str) -> ModuleType:
