@@ -25,6 +25,7 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.core.dtypes import DType
+from fueltensor.kernels._chassis import IMPLEMENTATION
 
 fast: Any = None
 with contextlib.suppress(ImportError):
@@ -35,6 +36,10 @@ pytestmark = pytest.mark.skipif(fast is None, reason="the compiled fast path is 
 CASES = int(os.environ.get("FUELTENSOR_FUZZ_CASES", "400"))
 CHUNKS = 8
 """Seeds are split over this many tests, so a failure names a small range."""
+SHARE = 4 if IMPLEMENTATION == "native" else 50
+"""At least 1/SHARE of the cases must be served by the fast path: a quarter with the compiled
+kernels; with the pure-NumPy ones (FUELTENSOR_PURE_NUMPY=1) it serves only the oracle's
+broadcast plans, a few cases in a chunk."""
 
 FLOATS = (ft.float32, ft.float64, ft.bfloat16, ft.float16)
 OTHERS = (ft.int8, ft.int32, ft.int64, ft.uint8, ft.uint16, ft.bool)
@@ -210,4 +215,4 @@ def test_the_fast_path_gives_the_python_paths_bits(chunk: int) -> None:
     (else the fuzzer checks nothing)."""
     seeds = range(chunk, CASES, CHUNKS)
     served = sum(check(seed) for seed in seeds)
-    assert served >= len(seeds) // 4, f"the fast path served {served} of {len(seeds)} cases"
+    assert served >= len(seeds) // SHARE, f"the fast path served {served} of {len(seeds)} cases"
