@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
 
 import fueltensor as ft
 from fueltensor.core import storage
@@ -116,3 +117,13 @@ def test_outputs_that_fit_are_not_refused() -> None:
     assert storage.output_fits((storage.MACHINE_BYTES // 8,), 8)
     assert not storage.output_fits((storage.MACHINE_BYTES // 8 + 1,), 8)
     assert storage.MACHINE_BYTES <= storage.MAX_BYTES
+
+
+@pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+def test_the_compiled_copy_refuses_strides_whose_reach_overflows() -> None:
+    """`_native.copy_strided` checks the byte range its source spans: (3 - 1) * 2**62 bytes
+    overflows a 64-bit index (before the fix the range wrapped and the copy read wild memory).
+    NumPy's as_strided makes such a view without checking it; nothing is read from it here."""
+    src = as_strided(np.zeros(1, np.float32), shape=(3,), strides=(2**62,))
+    with pytest.raises(ValueError, match="strides reach past any buffer"):
+        NATIVE.copy_strided(src, np.empty(3, np.float32))

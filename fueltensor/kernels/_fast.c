@@ -620,8 +620,9 @@ static char *operand_at(PyObject *t, Py_ssize_t offset, Py_ssize_t need, Py_ssiz
     PyObject *storage = SLOT(t, off_storage);
     if (storage == NULL || !PyArray_Check(storage)) return NULL;
     PyArrayObject *s = (PyArrayObject *)storage;
+    Py_ssize_t end;
     if (PyArray_NDIM(s) != 1 || PyArray_ITEMSIZE(s) != itemsize ||
-        PyArray_DIM(s, 0) < offset + need)
+        __builtin_add_overflow(offset, need, &end) || PyArray_DIM(s, 0) < end)
         return NULL;
     if (PyArray_DIM(s, 0) > 1 && PyArray_STRIDE(s, 0) != itemsize) return NULL;
     return PyArray_BYTES(s) + offset * itemsize;
@@ -645,17 +646,19 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     if (checked_size(dims, out_ndim, itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES ||
         ndim > out_ndim)
         return NULL;
-    const char *base = operand_at(t, 0, 0, itemsize);
-    if (base == NULL) return NULL;
+    const char *start = operand_at(t, offset, 0, itemsize); /* the storage holds the offset */
+    if (start == NULL) return NULL;
     for (int k = 0; k < out_ndim; k++) {
         Py_ssize_t j = k - (out_ndim - ndim), n = dims[k];
-        if (j >= 0 && shape[j] == n) steps[k] = n > 1 ? strides[j] * itemsize : 0;
-        else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
+        if (j >= 0 && shape[j] == n) {
+            if (n < 2) steps[k] = 0;
+            else if (__builtin_mul_overflow(strides[j], itemsize, &steps[k])) return NULL;
+        } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
         else return NULL;
     }
     *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
-    if (count) copy_dense(*temp, base + offset * itemsize, out_ndim, dims, steps, itemsize);
+    if (count) copy_dense(*temp, start, out_ndim, dims, steps, itemsize);
     return *temp;
 }
 
@@ -911,7 +914,7 @@ static char *dense_target(PyObject *t, const Entry *e) {
     Py_ssize_t step = 1;
     for (int k = ndim - 1; k >= 0; k--) {
         if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;
-        step *= shape[k];
+        if (__builtin_mul_overflow(step, shape[k], &step)) return NULL;
     }
     return operand_at(t, offset, e->count, e->itemsize);
 }
@@ -1235,7 +1238,7 @@ static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nar
         if (item == NULL) {
             out_shape[out] = n;
             out_strides[out++] = s;
-            size *= n;
+            if (__builtin_mul_overflow(size, n, &size)) Py_RETURN_NONE;
         } else if (PyLong_CheckExact(item)) {
             Py_ssize_t i = PyLong_AsSsize_t(item);
             if (i == -1 && PyErr_Occurred()) {
@@ -1243,7 +1246,10 @@ static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nar
                 Py_RETURN_NONE;
             }
             if (i < -n || i >= n) Py_RETURN_NONE; /* Python raises the IndexError */
-            off += (i < 0 ? i + n : i) * s;
+            Py_ssize_t moved; /* Python's indexing raises what an overflow here means */
+            if (__builtin_mul_overflow(i < 0 ? i + n : i, s, &moved) ||
+                __builtin_add_overflow(off, moved, &off))
+                Py_RETURN_NONE;
         } else if (PySlice_Check(item)) {
             Py_ssize_t start, stop, step, step_stride;
             if (PySlice_Unpack(item, &start, &stop, &step) < 0) {
@@ -1254,8 +1260,11 @@ static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nar
             if (__builtin_mul_overflow(s, step, &step_stride)) Py_RETURN_NONE;
             out_shape[out] = len;
             out_strides[out++] = step_stride;
-            if (len) off += start * s;
-            size *= len;
+            Py_ssize_t moved;
+            if (len && (__builtin_mul_overflow(start, s, &moved) ||
+                        __builtin_add_overflow(off, moved, &off)))
+                Py_RETURN_NONE;
+            if (__builtin_mul_overflow(size, len, &size)) Py_RETURN_NONE;
         } else {
             Py_RETURN_NONE;
         }
