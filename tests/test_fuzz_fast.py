@@ -42,7 +42,7 @@ kernels; with the pure-NumPy ones (FUELTENSOR_PURE_NUMPY=1) it serves only the o
 broadcast plans, a few cases in a chunk."""
 
 FLOATS = (ft.float32, ft.float64, ft.bfloat16, ft.float16)
-OTHERS = (ft.int8, ft.int32, ft.int64, ft.uint8, ft.uint16, ft.bool)
+OTHERS = (ft.int8, ft.int16, ft.int32, ft.int64, ft.uint8, ft.uint16, ft.uint32, ft.uint64, ft.bool)
 OPS = ("add", "subtract", "multiply", "divide", "remainder", "pow", "maximum", "minimum")
 IN_PLACE = {
     "add": operator.iadd,
