@@ -66,9 +66,11 @@ def output_fits(shape: tuple[int, ...], itemsize: int) -> bool:
     return math.prod(shape) * itemsize <= MACHINE_BYTES
 
 
-def refuse_output(shape: tuple[int, ...], itemsize: int, dtype_name: str) -> None:
-    """Raise MemoryError, naming the shape and its bytes, when an output of `shape` cannot
-    exist (as NumPy raises MemoryError for an allocation that fails); else nothing."""
+def refuse_output(
+    shape: tuple[int, ...], itemsize: int, dtype_name: str, what: str = "the output"
+) -> None:
+    """Raise MemoryError, naming `what`, its shape and its bytes, when an output of `shape`
+    cannot exist (as NumPy raises MemoryError for an allocation that fails); else nothing."""
     nbytes = math.prod(shape) * itemsize
     if nbytes <= MACHINE_BYTES:
         return
@@ -78,7 +80,7 @@ def refuse_output(shape: tuple[int, ...], itemsize: int, dtype_name: str) -> Non
         else f"this machine's memory, RAM plus swap ({MACHINE_BYTES:,} bytes)"
     )
     raise MemoryError(
-        f"the output, shape {shape} of {dtype_name}, would take {nbytes:,} bytes, more than "
+        f"{what}, shape {shape} of {dtype_name}, would take {nbytes:,} bytes, more than "
         f"{limit}; nothing was allocated"
     )
 
@@ -86,7 +88,7 @@ def refuse_output(shape: tuple[int, ...], itemsize: int, dtype_name: str) -> Non
 def aligned_empty(count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMENT) -> np.ndarray:
     """An uninitialized 1-D array of `count` elements whose first byte is `alignment`-aligned
     (MemoryError from `refuse_output` when it cannot exist)."""
-    refuse_output((count,), dtype.itemsize, dtype.name)
+    refuse_output((count,), dtype.itemsize, dtype.name, "a buffer")
     if _COMPILED is not None and _COMPILED[1] % alignment == 0:
         out: np.ndarray = _COMPILED[0](count, dtype)
         return out
