@@ -56,7 +56,7 @@ def client() -> Iterator[Any]:
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: None still binds 8787, which another run may hold
         timeout=WAIT,
     )
     try:
