@@ -6,12 +6,32 @@ and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the s
 The build does not prove the f32 pow shortcut (an exhaustive check against the C library's
 `powf`, minutes of CPU): until `fueltensor pow-shortcut --check` has, the shortcut stays off
 and `powf` runs for every lane, with the same bits.
+
+`FUELTENSOR_SANITIZE=1` builds both extensions with AddressSanitizer and UndefinedBehaviorSanitizer,
+aborting at the first report (`.ci/sanitize` installs such a build beside the normal one and runs
+the C-touching tests and the differential fuzzer on it).
 """
+
+import os
 
 import numpy
 from setuptools import Extension, setup
 
 NATIVE = "fueltensor.kernels._native"
+SANITIZE = (
+    [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        "-fno-wrapv",
+        "-fno-omit-frame-pointer",
+        "-g",
+    ]
+    if os.environ.get("FUELTENSOR_SANITIZE") == "1"
+    else []
+)
+"""Compile and link flags of the sanitizer build (none otherwise). `-fno-wrapv` undoes the
+`-fwrapv` of Python's own CFLAGS, under which UBSan cannot see a signed overflow: the kernels
+must be correct C for any compiler, not only for one that wraps."""
 
 
 setup(
@@ -30,8 +50,9 @@ setup(
                 "-fno-trapping-math",
                 "-fno-math-errno",
                 "-pthread",
+                *SANITIZE,
             ],
-            extra_link_args=["-pthread"],
+            extra_link_args=["-pthread", *SANITIZE],
             libraries=["m"],
             optional=True,
         ),
@@ -40,7 +61,8 @@ setup(
             "fueltensor.kernels._fast",
             sources=["fueltensor/kernels/_fast.c"],
             include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O2", *SANITIZE],
+            extra_link_args=SANITIZE,
             optional=True,
         ),
     ],

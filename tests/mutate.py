@@ -75,6 +75,13 @@ POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge/audit.py"
 COMPARE = "fueltensor/tools/compare.py"
 DISPATCH = "fueltensor/engine/dispatch.py"
+EXECUTE = "fueltensor/engine/execute.py"
+STORAGE = "fueltensor/core/storage.py"
+CLUSTER = "fueltensor/tools/cluster.py"
+FP_STATUS_TESTS = ("tests/test_fp_status.py",)
+REFUSAL_TESTS = ("tests/test_refusals.py",)
+CLUSTER_TESTS = ("tests/test_cluster.py",)
+"""Run without Dask: test_dask.py's cluster test needs it, these do not."""
 
 
 @dataclass(frozen=True)
@@ -878,6 +885,73 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         FAST_TESTS,
         "`x + d` (f32 + f64) runs the f64 kernel on x's f32 bytes, or leaves the call to Python",
+    ),
+    # -- safe C: floating-point status, refusals before allocation, checked sizes ---------------
+    M(
+        "fast-fp-status-not-restored",
+        FAST_C,
+        "    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
+        "    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
+        FP_STATUS_TESTS,
+        "a fast `x / 0` leaves the divide-by-zero flag raised in the caller's C environment",
+    ),
+    M(
+        "refuse-after-densifying",
+        EXECUTE,
+        "    if plan.size * plan.out_dtype.itemsize > MACHINE_BYTES:",
+        "    if False:",
+        REFUSAL_TESTS,
+        "an impossible broadcast output densifies its operands before the allocator refuses it",
+    ),
+    M(
+        "fast-entry-for-an-impossible-output",
+        DISPATCH,
+        "    if not output_fits(plan.out_shape, plan.out_dtype.itemsize):",
+        "    if False:",
+        REFUSAL_TESTS,
+        "the compiled path tries an impossible output and raises NumPy's words, not fueltensor's",
+    ),
+    M(
+        "fast-entry-count-wraps",
+        FAST_C,
+        "if (checked_size(e->dims, (int)ndim, e->itemsize, &e->count, &bytes) < 0) {",
+        "e->count = 1;\n    for (Py_ssize_t k = 0; k < ndim; k++) e->count *= e->dims[k];\n"
+        "    if (0) {",
+        REFUSAL_TESTS,
+        "an output of more than 2**64 elements gets an entry whose count wrapped around",
+    ),
+    M(
+        "aligned-array-alignment-unchecked",
+        FAST_C,
+        "__builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {",
+        "((nbytes = (npy_intp)((size_t)bytes + ALIGNMENT)), 0)) {",
+        REFUSAL_TESTS,
+        "size plus the alignment wraps negative: 'negative dimensions are not allowed'",
+    ),
+    M(
+        "machine-memory-ignored",
+        STORAGE,
+        "MACHINE_BYTES = _machine_bytes()",
+        "MACHINE_BYTES = MAX_BYTES",
+        REFUSAL_TESTS,
+        "a 16 PiB output is attempted (NumPy's MemoryError) where the machine could never hold it",
+    ),
+    # -- the judge across a cluster ----------------------------------------------------------
+    M(
+        "cluster-same-hardware-mismatch-only-reported",
+        CLUSTER,
+        "            if d.breaks_claim\n",
+        "            if d.breaks_claim and not d.same_hardware\n",
+        CLUSTER_TESTS,
+        "bits differing on equal fingerprints are listed as a difference, never a failure",
+    ),
+    M(
+        "cluster-fingerprints-ignored",
+        CLUSTER,
+        "        key = repr(sorted(m.fingerprint.items()))",
+        "        key = m.name",
+        CLUSTER_TESTS,
+        "machines are told apart by name, so none ever shares hardware and no claim can break",
     ),
     # -- host functions' per-call machinery ------------------------------------------------------
     M(

@@ -59,7 +59,7 @@ def client() -> Iterator[Any]:
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=":0",  # any free port: another cluster on this machine may hold 8787
+        dashboard_address=":0",  # any free port: None still binds 8787, which another run may hold
         timeout=WAIT,
     )
     try:

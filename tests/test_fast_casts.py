@@ -13,6 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _modes import NATIVE_FAST_PATH
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,12 +106,14 @@ def cases(draw: st.DrawFn) -> tuple[str, Any, Any]:
     return (op, x, y) if draw(st.booleans()) else (op, y, x)
 
 
+@NATIVE_FAST_PATH
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_mixed_dtypes_are_the_python_path_bit_for_bit(case: tuple[str, Any, Any]) -> None:
     check(*case)
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("first", FLOATS)
 def test_every_dtype_pair(op: str, first: Any) -> None:
@@ -123,6 +126,7 @@ def test_every_dtype_pair(op: str, first: Any) -> None:
         check(op, y.T, x.T)
 
 
+@NATIVE_FAST_PATH
 def test_cast_warnings_are_the_python_paths() -> None:
     big = ft.asarray(np.array([70000, -3, 1], np.int32))  # over float16's range
     half = ft.asarray(np.ones(3, np.float16))
@@ -135,6 +139,7 @@ def test_cast_warnings_are_the_python_paths() -> None:
     check("maximum", wide, half)
 
 
+@NATIVE_FAST_PATH
 def test_an_inplace_cast_is_the_python_path() -> None:
     for target_dtype, other in ((np.float64, np.float32), (np.float32, np.float16)):
         runs = []

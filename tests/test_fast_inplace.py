@@ -14,6 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _modes import NATIVE_FAST_PATH
 from _oracle import FORMATS, cpu_expected
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -123,12 +124,14 @@ def cases(draw: st.DrawFn) -> Case:
     return op, fmt, draw(st.integers(0, 2**32 - 1)), target, other, draw(st.booleans())
 
 
+@NATIVE_FAST_PATH
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_inplace_is_the_python_path_bit_for_bit(case: Case) -> None:
     check_case(*case)
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
 def test_inplace_on_every_target_and_operand(op: str, fmt: str) -> None:
@@ -151,6 +154,7 @@ def test_an_overlapping_operand_is_read_whole_before_the_write() -> None:
     np.testing.assert_array_equal(np.asarray(y), base * base[::-1])
 
 
+@NATIVE_FAST_PATH
 def test_a_refused_result_leaves_the_target_untouched() -> None:
     x = ft.asarray(np.arange(4, dtype=np.float32))
     wide, tall = ft.asarray(np.ones(4, np.float64)), ft.asarray(np.ones((2, 4), np.float32))
@@ -184,6 +188,7 @@ def test_an_int_that_does_not_fit_raises_and_changes_nothing() -> None:
     np.testing.assert_array_equal(np.asarray(x), np.full(3, 2.0, np.float32))
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("n", [1, 4096 * 3 + 7, 300_001])
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
 def test_large_and_repeated_scalar_operands(n: int, fmt: str) -> None:
@@ -197,6 +202,7 @@ def test_large_and_repeated_scalar_operands(n: int, fmt: str) -> None:
             np.testing.assert_array_equal(storage_bits(got), storage_bits(slow))
 
 
+@NATIVE_FAST_PATH
 def test_small_results_are_the_kernels_bits() -> None:
     lhs, rhs = values(np.float32, (6,), 7), values(np.float32, (6,), 8)
     for op, name in (("add", "add"), ("pow", "pow"), ("remainder", "rem")):

@@ -13,6 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _modes import NATIVE_FAST_PATH
 from _oracle import FORMATS, cpu_expected
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,7 @@ def bits(x: ft.FuelTensor, fmt: str) -> np.ndarray:
     return np.asarray(x).view(FORMATS[fmt].uint)
 
 
+@NATIVE_FAST_PATH
 @settings(max_examples=60, deadline=None)
 @given(
     op=st.sampled_from(sorted(OPS)),
@@ -93,6 +95,7 @@ LAYOUTS = {
 """Operand pairs whose plans broadcast and/or contiguize one or both operands."""
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
@@ -112,6 +115,7 @@ def test_densified_operands_are_the_python_path_bit_for_bit(layout: str, op: str
     np.testing.assert_array_equal(bits(fast, fmt), cpu_expected(OPS[op], la, lb, FORMATS[fmt]))
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("n", [1, 3, 64, 16384, 40000])
 def test_fast_outputs_are_aligned_and_own_their_bytes(n: int) -> None:
     x = ft.asarray(np.arange(n, dtype=np.float32))
@@ -125,6 +129,7 @@ def test_fast_outputs_are_aligned_and_own_their_bytes(n: int) -> None:
     np.testing.assert_array_equal(np.asarray(y), np.arange(n, dtype=np.float32) * 2)
 
 
+@NATIVE_FAST_PATH
 def test_an_n_d_result_is_what_from_dense_builds() -> None:
     m = ft.asarray(np.arange(12.0).reshape(3, 4))
     m * m
@@ -166,6 +171,7 @@ def test_what_the_fast_path_leaves_to_python() -> None:
     assert dispatch._FAST("add", big.T, 1.0) is None  # a Contiguize over 1 MiB
 
 
+@NATIVE_FAST_PATH
 def test_a_user_registry_runs_its_own_plans() -> None:
     x = ft.asarray(np.ones(4, np.float32))
     x + x
@@ -326,6 +332,7 @@ def check_scalar_case(op: str, fmt: str, a: Any, b: Any) -> None:
     np.testing.assert_array_equal(bits(fast, fmt), bits(slow, fmt))
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
 def test_scalar_operands_are_the_python_path_bit_for_bit(op: str, fmt: str) -> None:
@@ -385,6 +392,7 @@ def test_scalar_operations_are_traced_and_observed() -> None:
     assert len(report.comparisons) == 2
 
 
+@NATIVE_FAST_PATH
 @pytest.mark.parametrize("n", [1, 5, 4096, 4096 * 3 + 7, 300_001])
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
 def test_a_repeated_scalar_runs_block_by_block(n: int, fmt: str) -> None:
@@ -396,6 +404,7 @@ def test_a_repeated_scalar_runs_block_by_block(n: int, fmt: str) -> None:
             check_scalar_case(op, fmt, value, x)
 
 
+@NATIVE_FAST_PATH
 def test_a_repeated_scalar_allocates_only_the_output() -> None:
     n = 3_000_000  # 12 MB: over the 1 MiB up to which a full copy would be made here
     x = ft.asarray(np.linspace(-5, 5, n, dtype=np.float32))
@@ -437,6 +446,7 @@ def scalar_cases(draw: st.DrawFn) -> tuple[str, str, Any, Any]:
     return (op, fmt, x, value) if draw(st.booleans()) else (op, fmt, value, x)
 
 
+@NATIVE_FAST_PATH
 @settings(max_examples=150, deadline=None)
 @given(scalar_cases())
 def test_scalars_beside_any_layout(case: tuple[str, str, Any, Any]) -> None:
@@ -496,6 +506,7 @@ def test_scalars_from_many_threads_each_get_their_own_value() -> None:
     assert errors == [] and not any(t.is_alive() for t in threads)
 
 
+@NATIVE_FAST_PATH
 def test_a_contract_admitting_layouts_its_kernel_refuses_stays_on_the_python_path(
     contract_text: Any, write: Any
 ) -> None:
@@ -516,6 +527,7 @@ def test_a_contract_admitting_layouts_its_kernel_refuses_stays_on_the_python_pat
         assert dispatch._FAST("add", x, x) is None  # never reads it as dense memory
 
 
+@NATIVE_FAST_PATH
 def test_a_cleared_plan_cache_is_not_served_from_remembered_lookups() -> None:
     x = ft.asarray(np.arange(5, dtype=np.float32))
     fresh = ft.Registry.from_paths([bundled_contracts_dir()])

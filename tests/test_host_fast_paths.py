@@ -119,7 +119,9 @@ def test_reductions_on_views_are_numpy_on_the_same_view(
         with pytest.raises(ValueError):
             getattr(ft, name)(view, **kwargs)
         return
-    want = np.asarray(want).astype(twin.dtype) if half else want
+    if half:  # rounded once to the half type, as the host does: overflow gives inf
+        with np.errstate(over="ignore"):
+            want = np.asarray(want).astype(twin.dtype)
     assert_same(getattr(ft, name)(view, **kwargs), want)
 
 

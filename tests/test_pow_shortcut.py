@@ -168,6 +168,20 @@ def test_every_length_offset_and_mixed_exponents(forced: None, isa: str) -> None
         native.select_isa(previous)
 
 
+@pytest.mark.parametrize("isa", ISAS)
+def test_negative_zero_in_every_tail_lane_of_a_square_root(forced: None, isa: str) -> None:
+    """-0.0 ** 0.5 in the lanes after the last full 8-lane group (the scalar rule's): its bits
+    as a double are INT64_MIN, which the lane's midpoint arithmetic once overflowed as a signed
+    integer (undefined behaviour; fails under the sanitizer build's UBSan before the fix)."""
+    previous = native.select_isa(isa)
+    try:
+        for n in range(1, 17):
+            x = np.full(n, -0.0, np.float32)
+            assert np.array_equal(kernel_bits(x, np.full(n, 0.5, np.float32)), powf_bits(x, 0.5))
+    finally:
+        native.select_isa(previous)
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 rounding codes")
 def test_another_rounding_mode_runs_powf(forced: None) -> None:
     """Rounding upward changes powf's bits; the shortcut (verified to nearest) must step aside."""

@@ -3,7 +3,8 @@
 Every mutant either loads to the same facts (`to_dict()` of every contract and the provider),
 changes only the contract whose block it touched, or raises `ContractError` naming the file and
 a line of it; never another exception, never a change to the bundled registry or the provider
-link maps, and always in bounded time and memory.
+link maps, and always in bounded memory (time belongs in benchmarks: a load is not timed here,
+and a document that made the loader hang would hang the suite, which CI notices).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import importlib
 import random
 import re
 import sys
-import time
 import tracemalloc
 import warnings
 from collections.abc import Callable, Iterator
@@ -30,8 +30,6 @@ registry_module = importlib.import_module("fueltensor.registry")
 
 SEED = 20240607
 MUTANTS_PER_DOCUMENT = {"fuel-cpu-backend.md": 300, "fuel-reference-backend.md": 200}
-LOAD_SECONDS = 2.0
-"""Longest any single load may take on this (slow) machine."""
 MB = 2**20
 
 Facts = tuple[list[dict[str, Any]], list[dict[str, Any]]]
@@ -46,14 +44,12 @@ def facts(reg: ft.Registry) -> Facts:
     return [c.to_dict() for c in reg], [p.to_dict() for p in reg.providers]
 
 
-def load(path: Path) -> tuple[Facts | ft.ContractError, float]:
-    """Load `path` on its own; the facts or the ContractError, and the seconds it took."""
-    start = time.perf_counter()
+def load(path: Path) -> Facts | ft.ContractError:
+    """Load `path` on its own; the facts or the ContractError."""
     try:
-        outcome: Facts | ft.ContractError = facts(ft.Registry.from_paths([path]))
+        return facts(ft.Registry.from_paths([path]))
     except ft.ContractError as e:
-        outcome = e
-    return outcome, time.perf_counter() - start
+        return e
 
 
 def assert_names_file_and_line(error: ft.ContractError, path: Path, data: bytes) -> None:
@@ -80,12 +76,11 @@ def check_mutant(mutant: Mutant, must_fail: bool, original: bytes, base: Facts, 
     try:
         with warnings.catch_warnings(record=True) as warned:  # e.g. a misspelled op_kind
             warnings.simplefilter("always", ContractWarning)
-            outcome, seconds = load(path)
+            outcome = load(path)
     except Exception as e:  # anything but ContractError is a loader bug: say which mutant
         raise AssertionError(f"{mutant.label}: {type(e).__name__}: {e}") from e
     for w in warned:  # a document that loads with a warning: the warning points at the file
         assert str(w.message).startswith(f"{path}:"), f"{mutant.label}: {w.message}"
-    assert seconds < LOAD_SECONDS, f"{mutant.label}: took {seconds:.2f} s"
     if isinstance(outcome, ft.ContractError):
         assert_names_file_and_line(outcome, path, mutant.data)
         return "refused"
@@ -172,7 +167,7 @@ def _binary_noise(data: bytes) -> bytes:
     ],
     ids=lambda v: getattr(v, "__name__", str(v)),
 )
-def test_ten_megabyte_documents_load_or_fail_in_bounded_time_and_memory(
+def test_ten_megabyte_documents_load_or_fail_in_bounded_memory(
     build: Callable[[bytes], bytes], loads: bool | None, tmp_path: Path
 ) -> None:
     """`loads`: True = same facts as the original, False = refused, None = either."""
@@ -183,11 +178,10 @@ def test_ten_megabyte_documents_load_or_fail_in_bounded_time_and_memory(
     path.write_bytes(data)
     tracemalloc.start()
     try:
-        outcome, seconds = load(path)
+        outcome = load(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert seconds < LOAD_SECONDS * 3  # tracemalloc itself slows the load down about twofold
     assert peak < 12 * len(data), f"peak {peak / MB:.0f} MB for a {len(data) / MB:.0f} MB file"
     if isinstance(outcome, ft.ContractError):
         assert loads is not True, outcome
@@ -326,15 +320,13 @@ def test_non_utf8_bytes_are_refused_at_their_line(
     assert info.value.line == data.count(b"\n", 0, pos) + 1
 
 
-def test_a_document_over_the_yaml_value_limit_is_refused_quickly(tmp_path: Path) -> None:
+def test_a_document_over_the_yaml_value_limit_is_refused(tmp_path: Path) -> None:
     keys = ", ".join(f"k{i}: 1" for i in range(MAX_EVENTS))
     text = _reference().replace("op_params: {variant: None}", "op_params: {" + keys + "}", 1)
     path = tmp_path / "doc.md"
     path.write_text(text, encoding="utf-8")
-    start = time.perf_counter()
     with pytest.raises(ft.ContractError, match=f"more than {MAX_EVENTS} YAML values; accepted"):
         ft.Registry.from_paths([path])
-    assert time.perf_counter() - start < LOAD_SECONDS
 
 
 # -- no code from documents -------------------------------------------------------------------

@@ -189,6 +189,10 @@ HOST_BINARY = ("logaddexp", "atan2", "hypot", "equal", "less")
 FLOAT_REDUCTIONS = frozenset({"sum", "mean", "cumulative_sum", "prod", "std"})
 """Their float summation order follows the memory layout (NumPy's pairwise and SIMD loops), so a
 view and its dense copy agree to rounding, not bit for bit."""
+LAYOUT_ROUNDED = frozenset({"exp", "sin", "logaddexp", "atan2", "hypot"})
+"""NumPy runs these through its SIMD loops on contiguous operands and its scalar loops on strided
+ones, which round differently (atan2 of a stride-0 float32 view and of its dense copy differ by
+an ULP, in either kernel mode): a view and its dense copy agree within 2 ULP, not bit for bit."""
 
 
 @settings(max_examples=120, deadline=None)
@@ -215,6 +219,8 @@ def test_host_operations_never_modify_their_inputs(
         want = getattr(ft, name)(*(dense(a) for a in args))
         if name in FLOAT_REDUCTIONS and np.asarray(want).dtype.kind == "f":  # std of ints too
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+        elif name in LAYOUT_ROUNDED and np.asarray(want).dtype.kind == "f":
+            np.testing.assert_array_max_ulp(np.asarray(got), np.asarray(want), maxulp=2)
         else:
             same_bits(got, want)
     assert (checksum(first), checksum(second)) == before

@@ -18,6 +18,7 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core import operators
 from fueltensor.core.errors import NoKernelError
 from fueltensor.core.layout import Layout, broadcast_shapes
+from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
 from fueltensor.engine import backends, fast
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
@@ -75,9 +76,12 @@ def _fast_entry(plan: Plan) -> object | None:
     a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
     neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
     Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
-    Cast). A Cast makes the operand a dense tensor of its own shape, as `execute.prepare` does
-    (the same `astype` call), which the entry then reads like any dense operand."""
+    Cast), or an output that cannot exist (the Python path refuses it). A Cast makes the
+    operand a dense tensor of its own shape, as `execute.prepare` does (the same `astype`
+    call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
+        return None
+    if not output_fits(plan.out_shape, plan.out_dtype.itemsize):  # `run` refuses it
         return None
     # How the fast path reads an operand: its own dense elements, a dense copy (the plan's
     # BroadcastTo and/or Contiguize), or its single element repeated block by block (the same

@@ -17,7 +17,7 @@ from functools import cache
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation, KernelStatusError
-from fueltensor.core.storage import aligned_empty
+from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan, Step, StepKind
 from fueltensor.kernels import KernelFn
@@ -199,7 +199,12 @@ def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> 
 
 
 def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None) -> FuelTensor:
-    """Execute `plan` on `tensors` and wrap the fresh output as a dense FuelTensor."""
+    """Execute `plan` on `tensors` and wrap the fresh output as a dense FuelTensor.
+
+    An output that cannot exist is refused first (MemoryError), before any operand is cast or
+    densified: a broadcast's operands may fit where their output never will."""
+    if plan.size * plan.out_dtype.itemsize > MACHINE_BYTES:
+        refuse_output(plan.out_shape, plan.out_dtype.itemsize, plan.out_dtype.name)
     if plan.prepared:
         arrays = tuple(
             [

@@ -324,11 +324,35 @@ static PyTypeObject BlockType = {
     .tp_doc = "The memory of a large output (opaque; its array's base).",
 };
 
+/* The element count of `dims` (`*count`) and its bytes of `itemsize` each (`*bytes`), or -1
+ * when either exceeds Py_ssize_t: an output's shape comes from broadcasting its operands, so
+ * no layout check bounds it. */
+static int checked_size(const npy_intp *dims, int ndim, Py_ssize_t itemsize, Py_ssize_t *count,
+                        Py_ssize_t *bytes) {
+    Py_ssize_t n = 1;
+    for (int k = 0; k < ndim; k++)
+        if (__builtin_mul_overflow(n, (Py_ssize_t)dims[k], &n)) return -1;
+    *count = n;
+    return __builtin_mul_overflow(n, itemsize, bytes) ? -1 : 0;
+}
+
 /* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
  * 64-byte aligned: a block of its own when large (above), else NumPy's allocation,
- * over-allocated and viewed at its first aligned byte. */
+ * over-allocated and viewed at its first aligned byte. MemoryError when the bytes (alignment
+ * included) exceed what a 64-bit index reaches; nothing is allocated then. */
 static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
-    size_t size = (size_t)count * (size_t)PyDataType_ELSIZE(descr);
+    npy_intp dims = (npy_intp)count, nbytes;
+    Py_ssize_t elements, bytes, itemsize = PyDataType_ELSIZE(descr);
+    if (checked_size(&dims, 1, itemsize, &elements, &bytes) < 0 ||
+        __builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {
+        PyErr_Format(PyExc_MemoryError,
+                     "cannot allocate %zd elements of %zd bytes: more than the largest buffer a "
+                     "64-bit index reaches; nothing was allocated",
+                     count, itemsize);
+        Py_DECREF(descr);
+        return NULL;
+    }
+    size_t size = (size_t)bytes;
     PyObject *base;
     char *data;
     if (size >= KEEP_FROM && size <= KEEP_BUDGET) {
@@ -345,7 +369,6 @@ static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
         base = (PyObject *)b;
         data = p;
     } else {
-        npy_intp nbytes = (npy_intp)size + ALIGNMENT;
         base = PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
         if (base == NULL) {
             Py_DECREF(descr);
@@ -354,7 +377,6 @@ static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
         data = PyArray_BYTES((PyArrayObject *)base);
         data += (ALIGNMENT - (uintptr_t)data % ALIGNMENT) % ALIGNMENT;
     }
-    npy_intp dims = (npy_intp)count;
     PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
         &PyArray_Type, descr, 1, &dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
     if (out == NULL || PyArray_SetBaseObject(out, base) < 0) {
@@ -659,8 +681,11 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         Py_DECREF(e);
         return NULL;
     }
-    e->count = 1;
-    for (Py_ssize_t k = 0; k < ndim; k++) e->count *= e->dims[k];
+    Py_ssize_t bytes;
+    if (checked_size(e->dims, (int)ndim, e->itemsize, &e->count, &bytes) < 0) {
+        Py_DECREF(e); /* no output of this shape can exist: the Python path refuses it */
+        Py_RETURN_NONE;
+    }
     for (int k = 0; k < 2; k++) {
         e->mode[k] = (int)modes[k];
         e->offset[k] = offsets[k];
@@ -684,8 +709,9 @@ static char *operand_at(PyObject *t, Py_ssize_t offset, Py_ssize_t need, Py_ssiz
     PyObject *storage = SLOT(t, off_storage);
     if (storage == NULL || !PyArray_Check(storage)) return NULL;
     PyArrayObject *s = (PyArrayObject *)storage;
+    Py_ssize_t end;
     if (PyArray_NDIM(s) != 1 || PyArray_ITEMSIZE(s) != itemsize ||
-        PyArray_DIM(s, 0) < offset + need)
+        __builtin_add_overflow(offset, need, &end) || PyArray_DIM(s, 0) < end)
         return NULL;
     if (PyArray_DIM(s, 0) > 1 && PyArray_STRIDE(s, 0) != itemsize) return NULL;
     return PyArray_BYTES(s) + offset * itemsize;
@@ -705,20 +731,23 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     if (!read_layout(t, shape, strides, &ndim, &offset)) return NULL;
     int out_ndim = broadcast ? e->ndim : ndim;
     const Py_ssize_t *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
-    Py_ssize_t count = 1;
-    for (int k = 0; k < out_ndim; k++) count *= dims[k];
-    if (count * itemsize > DENSIFY_MAX_BYTES || ndim > out_ndim) return NULL;
-    const char *base = operand_at(t, 0, 0, itemsize);
-    if (base == NULL) return NULL;
+    Py_ssize_t count, bytes;
+    if (checked_size(dims, out_ndim, itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES ||
+        ndim > out_ndim)
+        return NULL;
+    const char *start = operand_at(t, offset, 0, itemsize); /* the storage holds the offset */
+    if (start == NULL) return NULL;
     for (int k = 0; k < out_ndim; k++) {
         Py_ssize_t j = k - (out_ndim - ndim), n = dims[k];
-        if (j >= 0 && shape[j] == n) steps[k] = n > 1 ? strides[j] * itemsize : 0;
-        else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
+        if (j >= 0 && shape[j] == n) {
+            if (n < 2) steps[k] = 0;
+            else if (__builtin_mul_overflow(strides[j], itemsize, &steps[k])) return NULL;
+        } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
         else return NULL;
     }
-    *temp = PyMem_RawMalloc((size_t)(count * itemsize) + 1);
+    *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
-    if (count) copy_dense(*temp, base + offset * itemsize, out_ndim, dims, steps, itemsize);
+    if (count) copy_dense(*temp, start, out_ndim, dims, steps, itemsize);
     return *temp;
 }
 
@@ -993,7 +1022,7 @@ static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObjec
         if (s == -1 && PyErr_Occurred()) return -1;
         dense &= s == step;
         stride0 |= s == 0;
-        step *= n;
+        if (__builtin_mul_overflow(step, n, &step)) dense = 0; /* a broadcast beyond 2^63 */
     }
     if (dense && !empty) return *dense_out = 1, 0;
     if (stride0) return *reason = REFUSALS[3], 0;
@@ -1363,6 +1392,16 @@ static int put_axis(PyObject *shape, PyObject *strides, Py_ssize_t o, PyObject *
  * (an index out of bounds raises IndexError as `Layout.select` words it). A stride beyond the
  * index range (a checked layout has one only on an axis of extent 0 or 1, where it never
  * moves the offset) is kept exactly, as a Python int. */
+/* *off += i * s, checked: -1 with a ValueError where the view's offset leaves the 64-bit index
+ * range (a bounds-checked layout never does; the check keeps the arithmetic defined). */
+static int add_offset(Py_ssize_t *off, Py_ssize_t i, Py_ssize_t s) {
+    Py_ssize_t moved;
+    if (!__builtin_mul_overflow(i, s, &moved) && !__builtin_add_overflow(*off, moved, off))
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "a view's offset exceeds the 64-bit index range");
+    return -1;
+}
+
 static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObject *s_obj,
                        PyObject *shape, PyObject *strides, Py_ssize_t o, Py_ssize_t *off) {
     Py_ssize_t n = PyLong_AsSsize_t(n_obj);
@@ -1385,8 +1424,7 @@ static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObjec
         Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
         PyObject *st = slice_stride(s_obj, s, big, ((PySliceObject *)item)->step, step);
         if (put_axis(shape, strides, o, PyLong_FromSsize_t(len), st) < 0) return -1;
-        if (len) *off += start * s;
-        return 1;
+        return len && add_offset(off, start, s) < 0 ? -1 : 1;
     }
     PyObject *index = PyNumber_Index(item);
     if (index == NULL) return -1;
@@ -1399,8 +1437,7 @@ static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObjec
         return -1;
     }
     Py_DECREF(index);
-    *off += (i < 0 ? i + n : i) * s;
-    return 0;
+    return add_offset(off, (Py_ssize_t)(i < 0 ? i + n : i), s);
 }
 
 /* The Layout basic index `key` (ints, slices, `...` and None, alone or in a tuple) selects

@@ -111,18 +111,18 @@ INLINE int default_fp_mode(void) {
 }
 
 /* The bits of the normal floats as doubles, FLT_MIN to FLT_MAX: positive doubles order as
- * their bits do, and NaN, -0 and every negative value fall outside. */
-#define NORMAL_LO 0x3810000000000000LL
-#define NORMAL_HI 0x47EFFFFFE0000000LL
+ * their bits do, and NaN, -0 and every negative value (sign bit set) fall outside. */
+#define NORMAL_LO 0x3810000000000000ULL
+#define NORMAL_HI 0x47EFFFFFE0000000ULL
 
 /* The rule for one lane: *c = the double value rounded once; returns 1 where powf decides. The
  * low 29 bits of the value's significand are what rounding to float drops: 2^28 is a midpoint,
  * and the lane is near it when they are within `band` of it (wrapping arithmetic mod 2^29). */
 INLINE int pow_lane(float a, float b, float want, int64_t band, float *c) {
     double x = a, e = want == 2.0f ? x * x : sqrt(x);
-    int64_t u;
+    uint64_t u; /* unsigned: the bits of -0.0 minus anything would overflow an int64_t */
     memcpy(&u, &e, sizeof u);
-    int64_t near = (u - (0x10000000 - band)) & 0x1FFFFFFF;
+    int64_t near = (int64_t)((u - (uint64_t)(0x10000000 - band)) & 0x1FFFFFFF);
     *c = (float)e;
     return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));
 }
@@ -832,15 +832,19 @@ done:
     return result;
 }
 
-/* The byte range a strided buffer's elements span. */
-static void extent(const Py_buffer *v, const char **lo, const char **hi) {
-    *lo = *hi = v->buf;
+/* The byte range a non-empty strided buffer's elements span; -1 when an axis's reach
+ * overflows (no buffer in memory has one). */
+static int extent(const Py_buffer *v, const char **lo, const char **hi) {
+    Py_ssize_t below = 0, above = v->itemsize;
     for (int k = 0; k < v->ndim; k++) {
-        Py_ssize_t reach = (v->shape[k] - 1) * v->strides[k];
-        if (reach < 0) *lo += reach;
-        else *hi += reach;
+        Py_ssize_t reach;
+        if (__builtin_mul_overflow(v->shape[k] - 1, v->strides[k], &reach) ||
+            __builtin_add_overflow(reach < 0 ? below : above, reach, reach < 0 ? &below : &above))
+            return -1;
     }
-    *hi += v->itemsize;
+    *lo = (const char *)v->buf + below;
+    *hi = (const char *)v->buf + above;
+    return 0;
 }
 
 static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -883,7 +887,10 @@ static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_
         goto done;
     }
     const char *lo, *hi, *d = dst.buf;
-    extent(&src, &lo, &hi);
+    if (extent(&src, &lo, &hi) < 0) {
+        PyErr_SetString(PyExc_ValueError, "copy_strided: src's strides reach past any buffer");
+        goto done;
+    }
     if (lo < d + dst.len && d < hi) {
         PyErr_SetString(PyExc_ValueError, "copy_strided: dst overlaps src");
         goto done;
@@ -895,7 +902,10 @@ static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_
         w.shape[k] = src.shape[k];
         w.step[0][k] = src.strides[k];
         w.step[1][k] = step;
-        step *= src.shape[k];
+        if (__builtin_mul_overflow(step, src.shape[k], &step)) { /* no buffer is that long */
+            PyErr_SetString(PyExc_ValueError, "copy_strided: src's shape overflows its length");
+            goto done;
+        }
     }
     walk_collapse(&w, 2);
     if (src.len / size >= GIL_FREE_FROM) {
@@ -1124,7 +1134,9 @@ static int add_names(PyObject *module, const char *name, const char *const *item
 }
 
 /* Contiguize for `_fast`: copy the `ndim`-D view at `src` (byte strides, any sign, 0 where an
- * axis repeats) into the dense row-major `dst`, as `copy_strided` does once it has the buffers. */
+ * axis repeats) into the dense row-major `dst`, as `copy_strided` does once it has the buffers.
+ * `_fast` has checked that `shape`'s bytes fit a Py_ssize_t (its `checked_size`), which bounds
+ * every product here and in `walk_collapse`. */
 static void copy_dense(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
                        const Py_ssize_t *strides, Py_ssize_t size) {
     Walk w;
