@@ -1392,18 +1392,20 @@ static int put_axis(PyObject *shape, PyObject *strides, Py_ssize_t o, PyObject *
  * (an index out of bounds raises IndexError as `Layout.select` words it). A stride beyond the
  * index range (a checked layout has one only on an axis of extent 0 or 1, where it never
  * moves the offset) is kept exactly, as a Python int. */
-/* *off += i * s, checked: -1 with a ValueError where the view's offset leaves the 64-bit index
- * range (a bounds-checked layout never does; the check keeps the arithmetic defined). */
-static int add_offset(Py_ssize_t *off, Py_ssize_t i, Py_ssize_t s) {
-    Py_ssize_t moved;
-    if (!__builtin_mul_overflow(i, s, &moved) && !__builtin_add_overflow(*off, moved, off))
-        return 0;
-    PyErr_SetString(PyExc_ValueError, "a view's offset exceeds the 64-bit index range");
-    return -1;
+/* *off += i * s, checked: where the offset leaves the 64-bit index range it sets *wrapped and
+ * leaves *off as it was. Only an empty view can get there (a bounds-checked layout's elements
+ * all lie in its storage), and an empty view's offset means nothing: `select_layout` decides. */
+static void add_offset(Py_ssize_t *off, Py_ssize_t i, Py_ssize_t s, int *wrapped) {
+    Py_ssize_t moved, sum;
+    if (__builtin_mul_overflow(i, s, &moved) || __builtin_add_overflow(*off, moved, &sum))
+        *wrapped = 1;
+    else
+        *off = sum;
 }
 
 static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObject *s_obj,
-                       PyObject *shape, PyObject *strides, Py_ssize_t o, Py_ssize_t *off) {
+                       PyObject *shape, PyObject *strides, Py_ssize_t o, Py_ssize_t *off,
+                       int *wrapped) {
     Py_ssize_t n = PyLong_AsSsize_t(n_obj);
     if (n == -1 && PyErr_Occurred()) return -1;
     Py_ssize_t s = PyLong_AsSsize_t(s_obj);
@@ -1424,7 +1426,8 @@ static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObjec
         Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
         PyObject *st = slice_stride(s_obj, s, big, ((PySliceObject *)item)->step, step);
         if (put_axis(shape, strides, o, PyLong_FromSsize_t(len), st) < 0) return -1;
-        return len && add_offset(off, start, s) < 0 ? -1 : 1;
+        if (len) add_offset(off, start, s, wrapped);
+        return 1;
     }
     PyObject *index = PyNumber_Index(item);
     if (index == NULL) return -1;
@@ -1437,7 +1440,8 @@ static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObjec
         return -1;
     }
     Py_DECREF(index);
-    return add_offset(off, (Py_ssize_t)(i < 0 ? i + n : i), s);
+    add_offset(off, (Py_ssize_t)(i < 0 ? i + n : i), s, wrapped);
+    return 0;
 }
 
 /* The Layout basic index `key` (ints, slices, `...` and None, alone or in a tuple) selects
@@ -1471,6 +1475,7 @@ static PyObject *select_layout(PyObject *layout, PyObject *key) {
     }
     Py_ssize_t out_ndim = ndim - ints + nones, axis = 0, o = 0;
     Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    int wrapped = 0;
     PyObject *shape = PyTuple_New(out_ndim), *strides = PyTuple_New(out_ndim), *made = NULL;
     if (shape == NULL || strides == NULL || (off == -1 && PyErr_Occurred())) goto done;
     for (Py_ssize_t k = 0; k < count + !ellipses; k++) {
@@ -1486,11 +1491,22 @@ static PyObject *select_layout(PyObject *layout, PyObject *key) {
             }
         } else {
             int added = select_axis(item, axis, PyTuple_GET_ITEM(in_shape, axis),
-                                    PyTuple_GET_ITEM(in_strides, axis), shape, strides, o, &off);
+                                    PyTuple_GET_ITEM(in_strides, axis), shape, strides, o, &off,
+                                    &wrapped);
             if (added < 0) goto done;
             o += added;
             axis++;
         }
+    }
+    if (wrapped) { /* empty (see add_offset): it keeps the layout's own offset, as getitem does */
+        int empty = 0;
+        for (Py_ssize_t k = 0; k < out_ndim; k++)
+            empty |= PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k)) == 0;
+        if (!empty) {
+            PyErr_SetString(PyExc_ValueError, "a view's offset exceeds the 64-bit index range");
+            goto done;
+        }
+        off = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
     }
     PyObject *offset = PyLong_FromSsize_t(off);
     PyObject *fields = offset == NULL ? NULL : PyTuple_Pack(3, shape, strides, offset);
