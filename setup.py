@@ -3,70 +3,18 @@
 `optional=True`: where an extension cannot be built (no C compiler), the install still succeeds
 and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the same bits.
 
-After building `_native`, the build checks its f32 pow shortcut against the C library's `powf`
-over all 2^32 inputs (`fueltensor/kernels/pow_shortcut.py`; about 200 s of CPU) and
-writes the verdict beside the extension, so an install on this machine starts with it.
+The build does not prove the f32 pow shortcut (an exhaustive check against the C library's
+`powf`, minutes of CPU): until `fueltensor pow-shortcut --check` has, the shortcut stays off
+and `powf` runs for every lane, with the same bits.
 """
-
-import importlib.util
-import os
-import sys
-import time
-from pathlib import Path
-from types import ModuleType
 
 import numpy
 from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
 
 NATIVE = "fueltensor.kernels._native"
 
 
-def _load(name: str, path: str) -> ModuleType:
-    """The module in the file `path`, imported as `name` without importing its package."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {name} from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-class BuildAndVerify(build_ext):
-    """build_ext, then the pow shortcut's exhaustive check of the `_native` just built."""
-
-    def run(self) -> None:
-        super().run()
-        built = Path(self.get_ext_fullpath(NATIVE))
-        if not built.exists():  # optional: no C compiler, so no shortcut to verify
-            return
-        if os.environ.get("FUELTENSOR_POW_SHORTCUT") == "0":  # kept off: nothing to prove
-            print("pow shortcut: not checked (FUELTENSOR_POW_SHORTCUT=0)", file=sys.stderr)
-            return
-        here = Path(__file__).resolve().parent
-        verdicts = _load(
-            "_fueltensor_pow_shortcut", str(here / "fueltensor/kernels/pow_shortcut.py")
-        )
-        native = _load(NATIVE, str(built))
-        start = time.perf_counter()
-        try:
-            verdict = verdicts.Verdict(verdicts.identity(native), verdicts.check(native))
-            verdicts.write(verdict, verdicts.build_path(native))
-        except (OSError, RuntimeError, ValueError) as e:  # first use will check instead
-            print(f"pow shortcut: no build-time verdict ({e!r})", file=sys.stderr)
-            return
-        for c in verdict.checks:
-            print(
-                f"pow shortcut y={c.y:g}: {c.mismatches} of {c.inputs} inputs differ from powf "
-                f"({c.seconds} s)",
-                file=sys.stderr,
-            )
-        print(f"pow shortcut verdict: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-
-
 setup(
-    cmdclass={"build_ext": BuildAndVerify},
     ext_modules=[
         Extension(
             NATIVE,

@@ -9,21 +9,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import time
 import warnings
+from collections.abc import Callable
 from contextlib import nullcontext
+from typing import TextIO
 
 import numpy as np
 
 from .array_api.manipulation import permute_dims
-from .core.errors import ContractError, ContractWarning
+from .core.errors import ContractError, ContractWarning, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
-from .ops import BY_NAME
+from .kernels.pow_shortcut import Y_VALUES
+from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
-from .tools.textwidth import fit_table, table_width
+from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
     "kernel",
@@ -70,14 +75,12 @@ def _run_contracts(args: argparse.Namespace) -> int:
         problems = reg.problems()
         for problem in problems:
             print(problem)
-        print(f"{len(reg)} contracts checked, {len(problems)} problem(s)")
+        print(f"{plural(len(reg), 'contract')} checked, {plural(len(problems), 'problem')}")
         return 1 if problems else 0
     contracts = list(reg)
     providers = None
     try:
-        if args.op is not None and args.op not in {c.op_kind for c in contracts}:
-            known = ", ".join(sorted({c.op_kind for c in contracts}))
-            raise ValueError(f"unknown op kind {args.op!r}; known: {known}")
+        op_kind = _op_kind(args.op, {c.op_kind for c in contracts})
         if args.provider is not None:
             providers = reg.provider_names(args.provider)
     except ValueError as e:
@@ -86,7 +89,7 @@ def _run_contracts(args: argparse.Namespace) -> int:
     selected = [
         c
         for c in contracts
-        if (args.op is None or c.op_kind == args.op)
+        if (op_kind is None or c.op_kind == op_kind)
         and (providers is None or c.provider.name in providers)
     ]
     if args.json:
@@ -94,15 +97,42 @@ def _run_contracts(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         rows = [CONTRACT_COLUMNS, *map(_row, selected)]
-        print(fit_table(rows, rule=False, optional=("audited", "layout strategy")))
+        optional = ("audited", "layout strategy", "dispatch", "bytes_moved")
+        print(fit_table(rows, rule=False, optional=optional))
     return 0
+
+
+def _op_kind(text: str | None, kinds: set[str]) -> str | None:
+    """The op kind `text` names: an operation in any spelling (`add`, `AddElementwise`, `sub`),
+    or another op kind the registry's contracts declare; ValueError listing both otherwise."""
+    if text is None:
+        return None
+    op = spelled(text)
+    if op is not None:
+        return op.op_kind.value
+    if text in kinds:
+        return text
+    names = ", ".join(op.name for op in CONTRACT_OPS)
+    raise ValueError(
+        f"unknown operation {text!r}; name one as the namespace does ({names}) or by its op "
+        f"kind ({', '.join(sorted(kinds))})"
+    )
+
+
+def _operation(text: str) -> str:
+    """`explain`'s OP argument in any spelling, as the namespace names it."""
+    op = spelled(text)
+    if op is None:
+        names = ", ".join(o.name for o in CONTRACT_OPS)
+        raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
+    return op.name
 
 
 def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor contracts`: list the registered kernel contracts."""
     p = sub.add_parser("contracts", help="list the kernel contracts of the registry")
     p.add_argument(
-        "--op", metavar="OP_KIND", help="only contracts at this op kind, e.g. AddElementwise"
+        "--op", metavar="OP", help="only contracts of this operation: add, AddElementwise, ..."
     )
     p.add_argument(
         "--provider", metavar="NAME", help="only this provider (its name or an alias: cpu, ...)"
@@ -158,7 +188,7 @@ def _run_explain(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as e:
         print(f"fueltensor explain: {e}", file=sys.stderr)
         return 2
-    print(plan)
+    print(fit_lines(str(plan)))
     return 0
 
 
@@ -170,7 +200,11 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Plan one operation without running it, e.g. "
         "`fueltensor explain add --shapes 3,4 4 --dtypes float32 float16 --transpose-lhs`.",
     )
-    p.add_argument("op", choices=sorted(BY_NAME), help="the operation")
+    p.add_argument(
+        "op",
+        type=_operation,
+        help="the operation: add, subtract, ... or its op kind (AddElementwise, ...)",
+    )
     p.add_argument(
         "--shapes",
         nargs="+",
@@ -311,6 +345,31 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run_judge)
 
 
+def _check_progress(stream: TextIO) -> Callable[[float, int, int], None]:
+    """A `pow_shortcut.Progress` that draws a bar with the time left on a terminal `stream`,
+    and otherwise prints one line per exponent when its check is done."""
+    began = time.monotonic()
+
+    def report(y: float, done: int, total: int) -> None:
+        if not stream.isatty():
+            if done == total:
+                print(f"  y={y:g}: all {total} inputs compared", file=stream, flush=True)
+            return
+        part = (Y_VALUES.index(y) + done / total) / len(Y_VALUES)
+        elapsed = time.monotonic() - began
+        left = elapsed * (1 - part) / part if part else 0.0
+        bar = "#" * round(30 * part)
+        end = "\n" if part >= 1 else ""
+        print(
+            f"\r  [{bar:<30}] {part:4.0%}  y={y:g}  {elapsed:.0f} s, about {left:.0f} s left ",
+            end=end,
+            file=stream,
+            flush=True,
+        )
+
+    return report
+
+
 def _run_pow_shortcut(args: argparse.Namespace) -> int:
     from .kernels import pow_shortcut
     from .kernels._chassis import NATIVE
@@ -319,19 +378,18 @@ def _run_pow_shortcut(args: argparse.Namespace) -> int:
         print("pow shortcut: the compiled kernels are not built here; powf runs for every lane")
         return 0 if not args.check else 1
     if args.check:
-        print("checking every f32 input against this machine's powf (a few minutes of CPU)...")
+        print(
+            "checking the shortcut against this machine's powf for every f32 input "
+            "(minutes of CPU)...",
+            file=sys.stderr,
+        )
         try:
-            pow_shortcut.verify(
-                NATIVE,
-                lambda c: print(
-                    f"  y={c.y:g}: {c.mismatches} of {c.inputs} differ ({c.seconds} s)"
-                ),
-            )
+            pow_shortcut.verify(NATIVE, _check_progress(sys.stderr))
         except OSError as e:
             print(f"pow shortcut: verdict applied to this process only ({e})", file=sys.stderr)
             return 1
     for y, text in pow_shortcut.status().items():
-        print(f"pow shortcut y={y:g}: {text}")
+        print(fit_lines(f"pow shortcut y={y:g}: {text}"))
     return 0
 
 
@@ -386,6 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `fueltensor` command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    with table_width(None) if getattr(args, "wide", False) else nullcontext():
-        status: int = args.run(args)
+    try:
+        with table_width(None) if getattr(args, "wide", False) else nullcontext():
+            status: int = args.run(args)
+    except BrokenPipeError:  # `fueltensor ... | head` closed the pipe: nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return status

@@ -118,3 +118,15 @@ def machine() -> Fingerprint:
         ml_dtypes=ml_dtypes.__version__,
         pow_shortcut=pow_shortcut.describe(),
     )
+
+
+def cache_bytes() -> int | None:
+    """The size of this CPU's largest cache (Linux sysfs), None where it cannot be read."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None

@@ -9,7 +9,7 @@ is the contracts' business: read it from the FKC documents, never from here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -105,3 +105,41 @@ SCALAR_FORMS: Final[tuple[ScalarForm, ...]] = tuple(
     op.integer_scalar for op in CONTRACT_OPS if op.integer_scalar is not None
 )
 """The integer-scalar forms (their op kinds are dispatched too), in table order."""
+
+
+SPELLINGS: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {
+        spelling.lower(): op
+        for op in CONTRACT_OPS
+        for spelling in (op.name, op.op_kind.value, op.kernel_op)
+    }
+)
+"""Every spelling of an operation the command line accepts, lower-cased: its namespace name
+("subtract"), its op kind ("SubElementwise") and its kernels' op id ("sub")."""
+
+
+def spelled(text: str) -> ContractOp | None:
+    """The operation `text` names in any of its `SPELLINGS` (any case), None if none."""
+    return SPELLINGS.get(text.strip().lower())
+
+
+def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """`np.power` for dtypes no contract admits, its refusal of a negative integer exponent for
+    an integer base said in fueltensor's words."""
+    try:
+        out: np.ndarray = np.power(x1, x2)
+    except ValueError:
+        if x1.dtype.kind in "iub" and x2.dtype.kind in "iub":
+            raise ValueError(
+                f"an integer ({x1.dtype}) raised to a negative integer ({x2.dtype}) power has no "
+                "integer result; make the base a float first, e.g. x.astype(ft.float64) ** y"
+            ) from None
+        raise
+    return out
+
+
+HOST_CALLS: Final[Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = MappingProxyType(
+    {op.name: op.host for op in CONTRACT_OPS} | {"pow": _host_power}
+)
+"""What runs each operation on the host (dtypes no contract admits): its ufunc, with NumPy's
+refusals translated where NumPy's words would puzzle a fueltensor user."""

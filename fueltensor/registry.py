@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Final
 
-from .core.errors import ContractError, ContractWarning
+from .core.errors import ContractError, ContractWarning, plural
 from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
 from .fkc.files import read_regular
@@ -267,7 +267,7 @@ class Registry:
             close = difflib.get_close_matches(str(name), self._by_name, n=5, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise KeyError(
-                f"no contract named {name!r} among {len(self)} contracts{hint}"
+                f"no contract named {name!r} among {plural(len(self), 'contract')}{hint}"
             ) from None
 
     def __contains__(self, name: object) -> bool:
@@ -281,7 +281,7 @@ class Registry:
 
     def __repr__(self) -> str:
         names = ", ".join(p.name for p in self._providers)
-        return f"<Registry: {len(self)} contracts from {names or 'no providers'}>"
+        return f"<Registry: {plural(len(self), 'contract')} from {names or 'no providers'}>"
 
     def _repr_html_(self) -> str:
         """The notebook display (registered by `fueltensor.tools.display`)."""

@@ -4,6 +4,7 @@ located, NaN payloads, policies, threads."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import fueltensor as ft
 from fueltensor.fingerprint import machine
 from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.compare import compare_backends, ulp_distance
+from fueltensor.tools.textwidth import table_width
 
 F32 = np.float32
 PLANTED_AT = 7
@@ -266,7 +268,14 @@ def test_reports_name_the_machine_and_count_nan_payload_mismatches() -> None:
     (c,) = list(report)
     nan = ((raw & 0x7F80) == 0x7F80) & ((raw & 0x007F) != 0)
     assert 0 < c.nan_payloads <= int((nan[0] | nan[1]).sum()) and c.mismatches == c.nan_payloads
-    assert f"({c.nan_payloads} of them only in a NaN's payload or sign)" in str(report)
+    assert f"{c.mismatches} of 4096 elements differ (all only in a NaN's payload or sign)" in str(
+        report
+    )
+    with table_width(None):
+        header, _, row = str(report).splitlines()[:3]
+    cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", row), strict=True))
+    assert cells["value mismatches"] == "0"  # a payload difference is not a failure
+    assert cells["NaN payload/sign"] == str(c.nan_payloads)
     assert str(report).endswith(f"measured on: {machine()}")
     data = report.to_dict()
     assert data["machine"] == machine().to_dict() and data["mismatches"] == c.mismatches
@@ -281,7 +290,11 @@ def test_nan_payloads_false_forgives_only_nan_against_nan() -> None:
         a + a
     (c,) = report.comparisons
     assert c.nan_payloads > 0  # ml_dtypes' in-type add drops payloads the CPU kernel keeps
-    with pytest.raises(AssertionError, match="ULP"):
+    with pytest.raises(AssertionError) as raised:
         report.assert_equal(max_ulp=0)
+    message = str(raised.value)
+    assert message.startswith("kernels agree on every value, but some NaNs differ in payload")
+    assert "nan_payloads=False" in message and "ULP" not in message
+    assert f"{c.nan_payloads} of 4096 elements are NaNs that differ only in payload" in message
     report.assert_equal(max_ulp=0, nan_payloads=False)
     assert c.mismatches == c.nan_payloads

@@ -304,7 +304,7 @@ def test_judge_command_with_a_scheduler(client: Any, tmp_path: Any, capsys: Any)
     found = json.loads(out.read_text())
     assert found["ok"] and len(found["machines"]) == 2 and found["differences"] == []
     assert all(m["fingerprint"]["cpu"] for m in found["machines"])
-    assert "judge across 2 machine(s)" in capsys.readouterr().out
+    assert "judge across 2 machines" in capsys.readouterr().out
     assert main(["judge", "--scheduler", address, "--contracts", str(out)]) == 2
 
 

@@ -1,8 +1,12 @@
 """Errors in fueltensor's words, not NumPy's: ragged lists, `x @ y` shapes, integers too big
-for any dtype, and "an int64"."""
+for any dtype, "an int64", shapes too big to allocate, integers to negative integer powers and
+assigning None."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import pytest
 
 import fueltensor as ft
@@ -50,3 +54,51 @@ def test_articles_before_dtype_names() -> None:
         x += ft.ones((2,))
     with pytest.raises(TypeError, match="of a complex128 tensor"):
         int(ft.asarray(1 + 2j))
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda: ft.zeros((2**40,) * 2), "zeros: a float64 tensor of shape (1099511627776, "),
+        (lambda: ft.ones((2**62,), dtype=ft.float32), "ones: a float32 tensor of shape"),
+        (lambda: ft.full((2**31,) * 3, 1.0), "full: a float64 tensor of shape"),
+        (lambda: ft.eye(2**33), "eye: a float64 tensor of shape (8589934592, 8589934592)"),
+    ],
+)
+def test_a_shape_beyond_the_address_space_is_refused_before_allocating(
+    make: Callable[[], ft.FuelTensor], words: str
+) -> None:
+    with pytest.raises(MemoryError) as info:
+        make()
+    assert words in str(info.value) and "EiB, more than a 64-bit address space" in str(info.value)
+    assert "too big" not in str(info.value)
+
+
+def test_a_failed_allocation_says_how_many_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 8.00 MiB for an array")
+
+    monkeypatch.setattr(np, "zeros", refuse)
+    with pytest.raises(
+        MemoryError,
+        match=r"zeros: a float64 tensor of shape \(1024, 1024\) needs "
+        r"8 MiB, more than this machine could allocate",
+    ):
+        ft.zeros((1024, 1024))
+
+
+def test_an_integer_to_a_negative_integer_power() -> None:
+    x = ft.asarray([1, 2, 3])
+    for exponent in (-1, ft.asarray([2, -1, 0])):
+        with pytest.raises(ValueError, match=r"an integer \(int64\) raised to a negative integer"):
+            x**exponent
+    assert (x ** ft.asarray([2, 1, 0])).tolist() == [1, 2, 1]
+
+
+def test_assigning_none_names_what_can_be_assigned() -> None:
+    x = ft.asarray([1.0, 2.0])
+    with pytest.raises(TypeError) as info:
+        x[0] = None
+    assert str(info.value).startswith("cannot store NoneType in a float64 tensor; assign a ")
+    assert "float('nan')" in str(info.value)
+    assert x.tolist() == [1.0, 2.0]

@@ -224,10 +224,12 @@ def test_compiled_views_are_the_python_views(case: tuple[ft.FuelTensor, Any]) ->
 
 
 def test_keys_the_compiled_views_leave_to_python() -> None:
+    """Only keys that are not basic indices (bools, lists, arrays) go to the host's indexing;
+    the compiled views raise basic indexing's errors themselves."""
     from fueltensor.kernels import _fast
 
     x = ft.asarray(np.arange(6.0).reshape(2, 3))
-    for key in (None, ..., (0, None), np.int64(1), True, 2, (0, 5), (0, 1, 2), slice(0, 1, 0)):
+    for key in (True, np.bool_(False), [0], np.array([0, 1]), (0, [1]), 1.0):
         assert _fast.getitem(x, key) is None, key
     with pytest.raises(IndexError):
         x[2]

@@ -210,7 +210,19 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
             want[name, dtype] = int(ulps(got, reference).max())
     worst = ast.literal_eval(shown(nb, "worst[name, dtype] = int(d.max())"))
     assert worst == want
-    assert any(v > 0 for v in want.values())  # the plot has something to show
+    assert any(v > 0 for v in want.values())
+    first = shown(nb, "report.assert_equal()")
+    assert first.startswith("kernels agree on every value") and "nan_payloads=False" in first
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("name", ["03_backends.ipynb", "04_judge.ipynb"])
+def test_the_reports_plot_themselves_once(name: str, run: Callable[[str], Any]) -> None:
+    """The notebooks carry no plotting code: `report.plot()` draws, and is shown once."""
+    nb = run(name)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and c.source == "report.plot()"]
+    assert [sorted(o.get("data", {})) for o in cell.outputs] == [["image/png", "text/plain"]]
+    assert not any("matplotlib" in c.source or "plt." in c.source for c in nb.cells)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import io
 import json
 import platform
 import threading
@@ -224,16 +225,24 @@ def test_check_reports_a_slice_as_unproven() -> None:
     assert not any(verdict.proven(y) for y in YS)  # 2^16 of 2^32 inputs prove nothing
 
 
-def test_the_build_left_a_verdict_for_this_machine() -> None:
-    """setup.py checks after building `_native` (pip install, build_ext --inplace): whatever
-    its outcome, a verdict for this very machine, libm and build must be beside the extension,
-    cover every input, and be what the kernels run by."""
-    verdict = pow_shortcut.read(pow_shortcut.build_path(native), pow_shortcut.identity(native))
-    assert verdict is not None
-    assert sorted(c.y for c in verdict.checks) == sorted(YS)
-    assert all(c.inputs == 1 << 32 for c in verdict.checks)
-    if pow_shortcut.status()[2.0].startswith("verified"):
-        assert "build" in pow_shortcut.status()[2.0]
+def test_a_check_in_chunks_counts_as_one_and_reports_progress(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`check` runs `CHUNK` inputs per call: over several chunks it must find the same
+    mismatches and first lane as one call over the whole range, and report every chunk."""
+    lo, hi = SLICE
+    whole = [native.verify_pow(y, lo, hi, 0, 2) for y in YS]
+    seen: list[tuple[float, int, int]] = []
+    chunk = (hi - lo) // 5 + 1
+    monkeypatch.setattr(pow_shortcut, "CHUNK", chunk)
+    checks = pow_shortcut.check(native, lo, hi, band=0, progress=lambda *a: seen.append(a))
+    for c, per_body in zip(checks, whole, strict=True):
+        assert c.mismatches == sum(n for n, _ in per_body) > 0
+        assert c.first == min(f for _, f in per_body if f >= 0)
+    assert [done for y, done, _ in seen if y == 2.0] == [chunk * k for k in (1, 2, 3, 4)] + [
+        hi - lo
+    ]
+    assert {total for *_, total in seen} == {hi - lo}
 
 
 # -- the verdict logic -----------------------------------------------------------------------
@@ -241,9 +250,8 @@ def test_the_build_left_a_verdict_for_this_machine() -> None:
 
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A fresh cache directory and no build verdict; the kernels' state restored afterwards."""
+    """A fresh cache directory (no verdict); the kernels' state restored afterwards."""
     monkeypatch.setenv("FUELTENSOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(pow_shortcut, "build_path", lambda _: tmp_path / "absent.json")
     state = native.pow_shortcut(False, False)
     native.pow_shortcut(*state)
     status = pow_shortcut.status()
@@ -275,7 +283,7 @@ def test_a_cached_verdict_for_this_machine_is_used(isolated: Path) -> None:
     assert state() == (True, True)
     texts = pow_shortcut.status().values()
     assert all(t.startswith("verified on this machine (cache") for t in texts)
-    assert "y=2 verified" in pow_shortcut.describe()
+    assert pow_shortcut.describe().startswith("y=2 and y=0.5 verified on this machine (cache")
 
 
 @pytest.mark.parametrize(
@@ -338,11 +346,11 @@ def test_verify_checks_caches_and_applies(isolated: Path, monkeypatch: pytest.Mo
     here over a slice, so the verdict proves nothing and the shortcut stays off."""
     real = pow_shortcut.check
     monkeypatch.setattr(
-        pow_shortcut, "check", lambda n, y_values: real(n, stop=1 << 16, y_values=y_values)
+        pow_shortcut, "check", lambda n, progress: real(n, stop=1 << 16, progress=progress)
     )
-    seen: list[float] = []
-    pow_shortcut.verify(native, lambda c: seen.append(c.y))
-    assert seen == list(YS)
+    seen: list[tuple[float, int, int]] = []
+    pow_shortcut.verify(native, lambda *a: seen.append(a))
+    assert seen == [(y, 1 << 16, 1 << 16) for y in YS]
     assert state() == (False, False)
     cached = pow_shortcut.cache_path(pow_shortcut.identity(native))
     assert cached is not None and pow_shortcut.read(cached, pow_shortcut.identity(native))
@@ -356,7 +364,7 @@ def test_verify_without_a_cache_applies_and_says_it_did_not_save(
 ) -> None:
     real = pow_shortcut.check
     monkeypatch.setattr(
-        pow_shortcut, "check", lambda n, y_values: real(n, stop=1 << 12, y_values=y_values)
+        pow_shortcut, "check", lambda n, progress: real(n, stop=1 << 12, progress=progress)
     )
     monkeypatch.setenv("FUELTENSOR_CACHE_DIR", "")
     with pytest.raises(OSError, match="cache is off"):
@@ -375,3 +383,22 @@ def test_the_command_shows_the_state(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["pow-shortcut"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [f"pow shortcut y={y:g}: {pow_shortcut.status()[y]}" for y in YS]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_check_draws_a_bar_with_the_time_left_only_on_a_terminal() -> None:
+    from fueltensor.cli import _check_progress
+
+    tty, pipe = _Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        report = _check_progress(stream)
+        report(2.0, 1 << 31, 1 << 32)
+        report(0.5, 1 << 32, 1 << 32)
+    first, last = tty.getvalue().split("\r")[1:]
+    assert first.startswith("  [" + "#" * 8 + " " * 22 + "]  25%  y=2 ") and "s left" in first
+    assert last.startswith("  [" + "#" * 30 + "] 100%  y=0.5 ") and last.endswith("\n")
+    assert pipe.getvalue() == "  y=0.5: all 4294967296 inputs compared\n"

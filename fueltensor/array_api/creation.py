@@ -1,11 +1,14 @@
 """The array API's creation functions (asarray lives with the tensor in `_tensor`).
 
-Each builds a fresh dense tensor with NumPy. Without a dtype, Python ints give int64, floats
+Each builds a fresh dense tensor with NumPy; a shape too big to allocate is a MemoryError that
+says how many bytes it would need. Without a dtype, Python ints give int64, floats
 float64 and complex numbers complex128, as the standard's default dtypes say.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -42,11 +45,39 @@ def _check_scalars(values: tuple[Any, ...]) -> None:
             )
 
 
-def _filled(make: Callable[..., np.ndarray], shape: Any, dtype: Any, device: Any) -> FuelTensor:
+def _bytes(n: int) -> str:
+    """`n` bytes in the largest binary unit that keeps it at least 1, e.g. `8.0 TiB`."""
+    units = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    power = min(max((n.bit_length() - 1) // 10, 0), len(units) - 1)
+    return f"{n:,} bytes" if power == 0 else f"{n / 1024**power:.3g} {units[power]}"
+
+
+def _allocate(
+    name: str, shape: tuple[int, ...], dt: DType, make: Callable[[], np.ndarray]
+) -> FuelTensor:
+    """`make()`, a new `shape` tensor of `dt` that function `name` creates, as a tensor; a
+    MemoryError naming the bytes it would need when no address space holds it (checked before
+    asking NumPy) or the allocation fails."""
+    if any(d > sys.maxsize for d in shape):
+        raise ValueError(f"{name}: shape {shape} has an extent beyond 2**63 - 1")
+    need = math.prod(shape) * dt.itemsize
+    where = f"{name}: a {dt.name} tensor of shape {shape} needs {_bytes(need)}"
+    if need > sys.maxsize:
+        raise MemoryError(f"{where}, more than a {sys.maxsize.bit_length() + 1}-bit address space")
+    try:
+        return fresh(make(), dt)
+    except MemoryError:
+        raise MemoryError(f"{where}, more than this machine could allocate") from None
+
+
+def _filled(
+    name: str, make: Callable[..., np.ndarray], shape: Any, dtype: Any, device: Any
+) -> FuelTensor:
     """`make(shape, dtype)` as a tensor (float64 unless `dtype` says): empty, ones, zeros."""
     _check_device(device)
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
-    return fresh(make(as_shape(shape), dt.np), dt)
+    dims = as_shape(shape)
+    return _allocate(name, dims, dt, lambda: make(dims, dt.np))
 
 
 def _filled_like(
@@ -85,7 +116,7 @@ def empty(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """An uninitialized tensor of `shape` (float64 by default)."""
-    return _filled(np.empty, shape, dtype, device)
+    return _filled("empty", np.empty, shape, dtype, device)
 
 
 @host
@@ -107,7 +138,8 @@ def eye(
     """A 2-D tensor with ones on the k-th diagonal and zeros elsewhere."""
     _check_device(device)
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.default_float
-    return fresh(np.eye(n_rows, n_cols, k=k, dtype=dt.np), dt)
+    dims = (n_rows, n_rows if n_cols is None else n_cols)
+    return _allocate("eye", dims, dt, lambda: np.eye(n_rows, n_cols, k=k, dtype=dt.np))
 
 
 @host
@@ -121,7 +153,8 @@ def full(
     """A tensor of `shape` filled with `fill_value` (its dtype inferred from the value)."""
     _check_device(device)
     dt = _default(dtype, fill_value)
-    return fresh(np.full(as_shape(shape), fill_value, dtype=dt.np), dt)
+    dims = as_shape(shape)
+    return _allocate("full", dims, dt, lambda: np.full(dims, fill_value, dtype=dt.np))
 
 
 @host
@@ -168,7 +201,7 @@ def ones(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """A tensor of `shape` filled with ones (float64 by default)."""
-    return _filled(np.ones, shape, dtype, device)
+    return _filled("ones", np.ones, shape, dtype, device)
 
 
 @host
@@ -182,7 +215,7 @@ def zeros(
     shape: int | tuple[int, ...], *, dtype: DType | None = None, device: Any = None
 ) -> FuelTensor:
     """A tensor of `shape` filled with zeros (float64 by default)."""
-    return _filled(np.zeros, shape, dtype, device)
+    return _filled("zeros", np.zeros, shape, dtype, device)
 
 
 @host

@@ -13,7 +13,8 @@ import numpy as np
 from fueltensor.array_api._host import axes, fresh, host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import with_article
-from fueltensor.core.tensor import FuelTensor, _is_basic, check_writable
+from fueltensor.core.shared import basic_view
+from fueltensor.core.tensor import FuelTensor, check_writable
 from fueltensor.engine.dispatch import coerce
 
 
@@ -68,8 +69,8 @@ def setitem(x: FuelTensor, key: Any, value: Any) -> FuelTensor:
     """x[key] = value, written through x's strides; `value` must promote to x's dtype (a
     Python scalar must fit it). Returns x."""
     value = _value(x, value)
-    if _is_basic(key):
-        target = x[key]
+    target = basic_view(x, key)
+    if target is not None:
         check_writable(target, "assignment")
         target._array[...] = value
     else:
@@ -80,6 +81,14 @@ def setitem(x: FuelTensor, key: Any, value: Any) -> FuelTensor:
 
 def _value(x: FuelTensor, value: Any) -> np.ndarray:
     """`value` as a NumPy array of x's dtype, refused when promotion would change x's dtype."""
+    if not isinstance(value, FuelTensor | np.ndarray | np.generic | bool | int | float | complex):
+        missing = (
+            " (float('nan') marks a missing float)" if value is None and x.dtype.is_float else ""
+        )
+        raise TypeError(
+            f"cannot store {type(value).__name__} in {with_article(x.dtype.name)} tensor; "
+            f"assign a FuelTensor, a NumPy array or a Python bool, int, float or complex{missing}"
+        )
     _, v = coerce(x, value)
     if _dtypes.result_type(x.dtype, v.dtype) is not x.dtype:
         raise TypeError(

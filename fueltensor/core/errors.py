@@ -39,3 +39,8 @@ class ContractWarning(UserWarning):
 def with_article(word: str) -> str:
     """`word` with "a" or "an" for messages: "an int64", "a uint8", "a float32"."""
     return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`count` and the noun in the number it takes: "1 audit", "2 audits", "0 audits"."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

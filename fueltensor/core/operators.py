@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 Method = Callable[[Any, Any], "FuelTensor"]
 _OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
 """Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
-FORWARD, REFLECTED, INPLACE = 0, 1, 2
-"""`_fast.operator`'s codes of the forms `x op y`, `y op x` (x the instance) and `x op= y`."""
 
 
 def _compiled_module() -> Any:
@@ -64,23 +62,27 @@ def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
         return HOOKS.binary_inplace(op, self, other)
 
     forms = (
-        ("", forward, FORWARD, _python_binary),
-        ("r", reflected, REFLECTED, _python_binary),
-        ("i", inplace, INPLACE, _python_inplace),
+        ("", forward, "FORWARD", _python_binary),
+        ("r", reflected, "REFLECTED", _python_binary),
+        ("i", inplace, "INPLACE", _python_inplace),
     )
     made = []
-    for prefix, fn, code, fallback in forms:
+    for prefix, fn, form, fallback in forms:
         _name(fn, f"__{prefix}{stem}__", op)
-        made.append(fn if _FAST is None else _compiled(fn, op, code, fallback))
+        made.append(fn if _FAST is None else compiled(fn, op, form, fallback))
     return made[0], made[1], made[2]
 
 
-def _compiled(
-    fn: Method, op: str, form: int, fallback: Callable[[str, Any, Any], FuelTensor]
-) -> Method:
-    """`fn` as one compiled callable: the fast path, else `fallback(op, a, b)`. It carries
-    `fn`'s name, docstring and signature and binds as a method as `fn` does."""
-    made: Method = _FAST.operator(op, form, fallback)
+def compiled(
+    fn: Callable[..., FuelTensor],
+    op: str,
+    form: str,
+    fallback: Callable[[str, Any, Any], FuelTensor],
+) -> Callable[..., FuelTensor]:
+    """`fn` as one compiled callable (`_fast` must be built): the fast path, else
+    `fallback(op, a, b)`; `form` names `_fast`'s constant ("FORWARD", "REFLECTED" or "INPLACE").
+    It carries `fn`'s name, docstring and signature and binds as a method as `fn` does."""
+    made: Callable[..., FuelTensor] = _FAST.operator(op, getattr(_FAST, form), fallback)
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))
     made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from fueltensor.core.layout import (
 from fueltensor.core.methods import NdarrayMethods
 from fueltensor.core.operators import Operators
 from fueltensor.core.pydata import from_python
+from fueltensor.core.shared import basic_view, new_tensor, refusal, transpose
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -41,53 +42,43 @@ SUPPORTED_API_VERSIONS: Final = ("2021.12", "2022.12", "2023.12", "2024.12")
 """The array API versions `__array_namespace__` accepts (the namespace serves them all)."""
 
 
-def _compiled_views() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
-    """The compiled views (`_fast.getitem`, `_fast.transpose`), or None where not built."""
-    try:
-        from fueltensor.kernels import _fast
-    except ImportError:
-        return None
-    return _fast.getitem, _fast.transpose
-
-
-_VIEWS = _compiled_views()
-
-
 def check_inplace(target: FuelTensor, dtype: DType, shape: Shape, what: str) -> None:
     """Refuse an in-place operation whose result (`dtype`, `shape`) cannot be stored in
     `target` as it is, before anything is written."""
-    if dtype is not target.dtype:
+    reason = refusal(target, dtype, shape)
+    if reason == "dtype":
         raise TypeError(
             f"in-place {what} would store {with_article(dtype.name)} result in "
             f"{with_article(target.dtype.name)} tensor; use the out-of-place form"
         )
-    if shape != target.shape:
+    if reason == "shape":
         raise ValueError(
             f"in-place {what}: the result has shape {shape}, the target "
             f"{target.shape}; the operands must broadcast to the target's shape"
         )
-    check_writable(target, f"in-place {what}")
+    _refuse_write(target, reason, f"in-place {what}")
 
 
 def check_writable(target: FuelTensor, what: str) -> None:
     """Refuse to write through a read-only view (`broadcast_to`, read-only memory), as NumPy
     does, and through a view whose elements may share storage (stride 0, or an `as_strided`
     view failing `Layout.may_self_overlap`): one element would be written many times."""
-    if not target._storage.flags.writeable:
+    _refuse_write(target, refusal(target, None, None), what)
+
+
+def _refuse_write(target: FuelTensor, reason: str | None, what: str) -> None:
+    """Raise the error for a write refused for `reason` (`core.shared.refusal`); None: allowed."""
+    if reason == "read-only":
         raise ValueError(
             f"{what}: assignment destination is read-only (a broadcast_to view or read-only "
             "memory); copy the target first"
         )
-    dense = target._array
-    if dense.size and dense.flags.c_contiguous:
-        return  # dense row-major: no stride 0, no overlap (NumPy's flag, without our five)
-    flags = target.layout
-    if flags.broadcast_stride0:
+    if reason == "stride0":
         raise ValueError(
             f"{what} into a stride-0 (broadcast) view would write one element "
             "many times; copy the target first"
         )
-    if not flags.contiguous and target._layout.may_self_overlap:
+    if reason == "overlap":
         raise ValueError(
             f"{what} into a view whose elements may overlap (shape {target.shape}, strides "
             f"{target.strides}) would write some elements many times; copy the target first"
@@ -103,18 +94,6 @@ def read_only(x: FuelTensor) -> FuelTensor:
     frozen = source.view(np.uint8).data.toreadonly()
     storage = np.frombuffer(frozen, source.dtype)
     return FuelTensor._make(storage, x._layout, x._dtype)
-
-
-def _is_basic(key: Any) -> bool:
-    """True for a basic index: ints, slices, `...` and None (alone or in a tuple)."""
-    items = key if type(key) is tuple else (key,)
-    return all(
-        k is None
-        or k is Ellipsis
-        or type(k) is slice
-        or (isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_))
-        for k in items
-    )
 
 
 class FuelTensor(Operators, NdarrayMethods):
@@ -134,22 +113,14 @@ class FuelTensor(Operators, NdarrayMethods):
     def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:
         """Wrap `storage` (1-D, dtype's NumPy dtype) in a view; the layout is bounds-checked."""
         layout.check(storage.shape[0], storage.itemsize)
-        t = object.__new__(cls)
-        t._storage = storage
-        t._layout = layout
-        t._dtype = dtype
-        t._np = None
-        return t
+        return new_tensor(cls, storage, layout, dtype, None)
 
     @classmethod
     def _from_dense(cls, array: np.ndarray, dtype: DType | None = None) -> FuelTensor:
         """Adopt a C-contiguous NumPy array (no copy) as a dense, zero-offset tensor."""
-        t = object.__new__(cls)
-        t._storage = array if array.ndim == 1 else array.reshape(-1)
-        t._layout = Layout.dense(array.shape)
-        t._dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
-        t._np = array
-        return t
+        storage = array if array.ndim == 1 else array.reshape(-1)
+        dtype = dtype if dtype is not None else _dtypes.from_numpy(array.dtype)
+        return new_tensor(cls, storage, Layout.dense(array.shape), dtype, array)
 
     def _view(self, layout: Layout) -> FuelTensor:
         """A view on this tensor's storage; an empty view keeps this tensor's (valid) offset."""
@@ -169,14 +140,10 @@ class FuelTensor(Operators, NdarrayMethods):
             return None
         if math.prod(shape) != a.size:
             return None
-        t = object.__new__(FuelTensor)
-        t._storage = self._storage
         dense = Layout.dense(shape)
         offset = self._layout.offset
-        t._layout = Layout(shape, dense.strides, offset) if offset else dense
-        t._dtype = self._dtype
-        t._np = a.reshape(shape)
-        return t
+        layout = Layout(shape, dense.strides, offset) if offset else dense
+        return new_tensor(FuelTensor, self._storage, layout, self._dtype, a.reshape(shape))
 
     @property
     def _array(self) -> np.ndarray:
@@ -246,8 +213,8 @@ class FuelTensor(Operators, NdarrayMethods):
                 f".T needs at most 2 dimensions, this tensor has {self.ndim}; "
                 "use .mT or permute_dims"
             )
-        if _VIEWS is not None:
-            view: FuelTensor | None = _VIEWS[1](self)
+        if transpose is not None:
+            view: FuelTensor | None = transpose(self)
             if view is not None:
                 return view
         return self._view(self._layout.permute(tuple(reversed(range(self.ndim)))))
@@ -347,12 +314,9 @@ class FuelTensor(Operators, NdarrayMethods):
     def __getitem__(self, key: Index, /) -> FuelTensor:
         """Basic indexing (ints, slices, `...`, None) is a view; integer-array and boolean-mask
         indexing are host operations that copy."""
-        if _VIEWS is not None:
-            view: FuelTensor | None = _VIEWS[0](self, key)
-            if view is not None:
-                return view
-        if _is_basic(key):
-            return self._view(self._layout.select(key))
+        view = basic_view(self, key)
+        if view is not None:
+            return view
         return HOOKS.getitem(self, key)
 
     def __setitem__(self, key: Index, value: Any, /) -> None:

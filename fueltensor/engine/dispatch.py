@@ -8,21 +8,20 @@ candidate and why it was rejected.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from typing import Any, Final, Literal
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core import operators
 from fueltensor.core.errors import NoKernelError
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
-from fueltensor.engine import backends
+from fueltensor.engine import backends, fast
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
-from fueltensor.engine.execute import run
+from fueltensor.engine.execute import HostFn, run
 from fueltensor.engine.planner import (
     Operand,
     Plan,
@@ -34,7 +33,7 @@ from fueltensor.engine.planner import (
 )
 from fueltensor.kernels import reference
 from fueltensor.kernels._chassis import ERRSTATE, restore, silence
-from fueltensor.ops import BY_NAME, CONTRACT_OPS, ContractOp
+from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
 
 Scalar = bool | int | float | complex
 
@@ -47,35 +46,6 @@ _NATIVE_PREP: Final = (
 """The operand preparations the fast path performs itself, for the oracle's kernels (a dense
 copy) and for the compiled ones (a dense copy, broadcast first)."""
 
-AS_IS, DENSIFY, REPEAT = 0, 1, 2
-"""How the fast path reads a compiled kernel's operand: its own dense elements, a dense copy
-(the plan's BroadcastTo and/or Contiguize), or its single element repeated block by block
-(the same steps on a one-element operand, never materialized at the output's size)."""
-
-
-def _load_fast() -> ModuleType | None:
-    """The compiled fast path (`kernels._fast`), configured, or None where it is not built. It
-    serves only plans `_fast_entry` gives an entry, which the pure-NumPy kernels and the host
-    never get."""
-    try:
-        from fueltensor.kernels import _fast
-    except ImportError:
-        return None
-    _fast.configure(
-        FuelTensor,
-        backends._POLICY,
-        backends._TRACE,
-        backends._OBSERVERS,
-        current_policy,
-        Layout,
-        vars(backends),
-        _dtypes.DType,
-        _scalar,
-        ERRSTATE,
-        check_inplace,
-    )
-    return _fast
-
 
 def _fast_entry(plan: Plan) -> object | None:
     """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
@@ -86,6 +56,10 @@ def _fast_entry(plan: Plan) -> object | None:
     (the same `astype` call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
         return None
+    # How the fast path reads an operand: its own dense elements, a dense copy (the plan's
+    # BroadcastTo and/or Contiguize), or its single element repeated block by block (the same
+    # steps on a one-element operand, never materialized at the output's size).
+    AS_IS, DENSIFY, REPEAT = _FAST_MODULE.AS_IS, _FAST_MODULE.DENSIFY, _FAST_MODULE.REPEAT
     dt = plan.out_dtype
     out = (dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape)
     operands: list[Operand] = []
@@ -143,8 +117,8 @@ _ORACLE: Final[dict[Callable[..., Any], np.ufunc]] = {
 makes the same call)."""
 
 
-_HOSTS: dict[str, np.ufunc] = {op.name: op.host for op in CONTRACT_OPS}
-"""Each contract operation's host ufunc, in a plain dict (read on every call)."""
+_HOSTS: dict[str, HostFn] = dict(HOST_CALLS)
+"""Each contract operation's host function, in a plain dict (read on every call)."""
 
 
 DEFERRED: dict[type, Callable[[str, Any, Any], Any]] = {}
@@ -203,7 +177,24 @@ def _operand(value: Any, like: FuelTensor) -> FuelTensor:
     )
 
 
-_FAST_MODULE: Final = _load_fast()
+_CONFIG: Final = fast.FastConfig(
+    tensor=FuelTensor,
+    layout=Layout,
+    dtype=_dtypes.DType,
+    policy_var=backends._POLICY,
+    trace_var=backends._TRACE,
+    observers_var=backends._OBSERVERS,
+    current_policy=current_policy,
+    backends_globals=vars(backends),
+    make_scalar=_scalar,
+    errstate=ERRSTATE,
+    check_inplace=check_inplace,
+)
+"""What the compiled fast path reads, by name (`_fast.configure`)."""
+_FAST_MODULE: Final = fast.load(_CONFIG)
+"""The compiled fast path (`kernels._fast`), configured, or None where it is not built. It
+serves only plans `_fast_entry` gives an entry, which the pure-NumPy kernels and the host never
+get."""
 _FAST: Final[Callable[[str, Any, Any], FuelTensor | None] | None] = (
     _FAST_MODULE.binary if _FAST_MODULE is not None else None
 )
@@ -212,6 +203,8 @@ _FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None]
     _FAST_MODULE.inplace if _FAST_MODULE is not None else None
 )
 """`kernels._fast.inplace`, or None where it is not built."""
+_PLAN_KEY: Final = fast.key_function(_FAST_MODULE)
+"""The plan-cache key's one definition in this build (`_fast.key` where compiled)."""
 _CACHED_SCALAR: Final[Callable[[Scalar, FuelTensor], FuelTensor | None] | None] = (
     _FAST_MODULE.scalar if _FAST_MODULE is not None else None
 )
@@ -253,9 +246,7 @@ def choose(
 ) -> tuple[Plan, Planning]:
     """The plan an operation runs under `policy` (cached by operand signature), and the
     planning it came from."""
-    a, b = tensors
-    # Spelled out, the hit path is hot; NumPy dtypes hash in C where DType.__hash__ is Python.
-    key = (op, a._dtype.np, a._layout, b._dtype.np, b._layout)
+    key = _PLAN_KEY(op, *tensors)
     cached: tuple[Plan, Planning, object] | None = policy.plans.get(key)  # type: ignore[assignment]
     if cached is not None:
         return cached[0], cached[1]
@@ -347,12 +338,13 @@ def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTenso
 
 
 Form = Literal["forward", "reflected", "inplace"]
-_FORMS: Final[dict[Form, tuple[int, Callable[[str, Any, Any], FuelTensor]]]] = {
-    "forward": (0, _python_binary),
-    "reflected": (1, _python_binary),
-    "inplace": (2, _python_binary_inplace),
+_FORMS: Final[dict[Form, tuple[str, Callable[[str, Any, Any], FuelTensor]]]] = {
+    "forward": ("FORWARD", _python_binary),
+    "reflected": ("REFLECTED", _python_binary),
+    "inplace": ("INPLACE", _python_binary_inplace),
 }
-"""`_fast.operator`'s code of each form, and the Python path it falls back to."""
+"""The name of `_fast.operator`'s constant for each form, and the Python path it falls back
+to."""
 
 
 def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[..., FuelTensor]:
@@ -363,12 +355,8 @@ def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[...
     method as `fn` does."""
     if _FAST_MODULE is None:
         return fn
-    code, fallback = _FORMS[form]
-    made: Callable[..., FuelTensor] = _FAST_MODULE.operator(op, code, fallback)
-    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-        setattr(made, attr, getattr(fn, attr))
-    made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
-    return made
+    name, fallback = _FORMS[form]
+    return operators.compiled(fn, op, name, fallback)
 
 
 def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> None:

@@ -29,9 +29,13 @@
  * `inplace` serves `x op= y` the same way: the plan's fresh output, as above (a kernel's output
  * never aliases its inputs, so `x[1:] += x[:-1]` reads its operands whole), copied into the
  * target (one memcpy into a dense one, NumPy's copy through a strided one's strides) once
- * `tensor.check_inplace` accepts the output's dtype and shape (checked here, without a call,
- * for a dense writable target of the output's dtype and shape; its error otherwise, the target
- * untouched).
+ * `inplace_reason` accepts the output's dtype and shape (`tensor.check_inplace`'s error
+ * otherwise, the target untouched).
+ *
+ * Every decision this code shares with dispatch's Python path is defined here once and called
+ * by that path too: the plan-cache key (`key`), basic indexing (`getitem`, `select`), the
+ * in-place rule (`inplace_refusal`) and tensor construction (`new_tensor`); see "One
+ * dispatcher" in docs/interfaces.md.
  *
  * `operator` makes the contract operations' namespace functions and `x op y` / `y op x` /
  * `x op= y` methods C callables that try this path first and call dispatch's Python path
@@ -101,20 +105,59 @@ static PyObject *last_policy, *last_plans; /* the policy last read and its plan 
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-/* A FuelTensor with these slots, as `FuelTensor._make` builds one (the arguments are borrowed;
- * the tensor takes references of its own), or NULL on error. */
-static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
-    PyObject *t = tensor->tp_alloc(tensor, 0);
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name);
+
+/* A `type` instance with these four slots (the arguments are borrowed; the tensor takes
+ * references of its own), or NULL on error. The only code that builds a FuelTensor: the
+ * Python path's constructors call it as `new_tensor` (see `shared.new_tensor`). */
+static PyObject *make_tensor(PyTypeObject *type, Py_ssize_t const *off, PyObject *storage,
+                             PyObject *layout, PyObject *dtype, PyObject *np_) {
+    PyObject *t = type->tp_alloc(type, 0);
     if (t == NULL) return NULL;
-    SLOT(t, off_storage) = Py_NewRef(storage);
-    SLOT(t, off_layout) = Py_NewRef(layout);
-    SLOT(t, off_dtype) = Py_NewRef(dtype);
-    SLOT(t, off_np) = Py_NewRef(np_);
+    SLOT(t, off[0]) = Py_NewRef(storage);
+    SLOT(t, off[1]) = Py_NewRef(layout);
+    SLOT(t, off[2]) = Py_NewRef(dtype);
+    SLOT(t, off[3]) = Py_NewRef(np_);
     return t;
 }
 
+/* A FuelTensor (the configured type) with these slots, the arguments borrowed. */
+static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
+    Py_ssize_t off[4] = {off_storage, off_layout, off_dtype, off_np};
+    return make_tensor(tensor, off, storage, layout, dtype, np_);
+}
+
+/* The byte offsets of `type`'s four tensor slots, in `make_tensor`'s order; -1 on error. */
+static int tensor_slots(PyTypeObject *type, Py_ssize_t *off) {
+    static const char *const names[4] = {"_storage", "_layout", "_dtype", "_np"};
+    for (int k = 0; k < 4; k++) {
+        off[k] = slot_offset(type, names[k]);
+        if (off[k] < 0) return -1;
+    }
+    return 0;
+}
+
+/* new_tensor(cls, storage, layout, dtype, np): a `cls` with these slots, unchecked (the
+ * caller has checked the layout against the storage). */
+static PyObject *export_new_tensor(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "new_tensor(cls, storage, layout, dtype, np) takes 5 "
+                                         "arguments, cls a type");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    if (type == tensor) return new_tensor(args[1], args[2], args[3], args[4]);
+    Py_ssize_t off[4]; /* before configure, or a subclass: read its slots */
+    if (tensor_slots(type, off) < 0) return NULL;
+    return make_tensor(type, off, args[1], args[2], args[3], args[4]);
+}
+
 enum { NATIVE, ORACLE };              /* the kernel an entry runs */
-enum { AS_IS, DENSIFY, REPEAT };      /* how a native entry reads an operand */
+/* How a native entry reads an operand, and the forms of `operator`: defined here only and
+ * exported as module constants, which dispatch reads (no Python copy). */
+enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
+enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
@@ -348,6 +391,48 @@ static int busy(PyObject *var) {
     return any;
 }
 
+/* The plan-cache key of `op(a, b)` on two tensors, as parts (borrowed): the operation's name,
+ * then each operand's NumPy dtype and Layout. This is the key's only definition: `key` packs
+ * these parts for `dispatch.choose`, which caches every plan under it, and `cached` looks the
+ * same parts up. (NumPy dtypes hash in C where DType.__hash__ is Python.) */
+#define KEY_PARTS 5
+
+static inline int key_parts(PyObject *op, PyObject *a, PyObject *b, PyObject **parts) {
+    PyObject *da = SLOT(a, off_dtype), *db = SLOT(b, off_dtype);
+    if (da != NULL && db != NULL) {
+        parts[0] = op;
+        parts[1] = SLOT(da, off_dtype_np);
+        parts[2] = SLOT(a, off_layout);
+        parts[3] = SLOT(db, off_dtype_np);
+        parts[4] = SLOT(b, off_layout);
+        if (parts[1] != NULL && parts[2] != NULL && parts[3] != NULL && parts[4] != NULL) return 0;
+    }
+    PyErr_SetString(PyExc_TypeError, "plan key: an operand tensor is not initialized");
+    return -1;
+}
+
+static PyObject *pack_key(PyObject *const *parts) {
+    return PyTuple_Pack(KEY_PARTS, parts[0], parts[1], parts[2], parts[3], parts[4]);
+}
+
+/* key(op, a, b): the plan-cache key `dispatch.choose` stores op(a, b)'s plan under. */
+static PyObject *key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "key(op: str, a, b) takes 3 arguments");
+        return NULL;
+    }
+    if (tensor == NULL || !PyObject_TypeCheck(args[1], tensor) ||
+        !PyObject_TypeCheck(args[2], tensor)) {
+        PyErr_SetString(PyExc_TypeError, "key: both operands must be FuelTensors (and the "
+                                         "fast path configured)");
+        return NULL;
+    }
+    PyObject *parts[KEY_PARTS];
+    if (key_parts(args[0], args[1], args[2], parts) < 0) return NULL;
+    return pack_key(parts);
+}
+
 /* Lookups remembered by the identity of the key's parts: building and hashing the 5-tuple key
  * (two Layouts of tuples, hashed afresh each time) was a third of a small operation. The parts
  * are immutable and held here, so the same objects mean the same key; a policy's plans dict
@@ -357,17 +442,15 @@ static int busy(PyObject *var) {
 #define FRONT_SLOTS 64
 
 typedef struct {
-    PyObject *parts[6]; /* plans dict, op, lhs NumPy dtype, lhs layout, rhs NumPy dtype, rhs
-                           layout */
+    PyObject *parts[KEY_PARTS + 1]; /* the plans dict, then the key's parts */
     PyObject *cell;     /* the dict's value: (plan, planning, entry) */
     Py_ssize_t size;    /* the dict's size when the slot was filled */
 } Front;
 
 static Front front[FRONT_SLOTS];
 
-/* The cached entry for the key `dispatch.choose` builds, under the active policy (a new
- * reference), or NULL with no error set on a miss. */
-static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+/* The active policy's plan cache (a new reference), or NULL with an error set. */
+static inline PyObject *active_plans(void) {
     PyObject *policy;
     if (PyContextVar_Get(policy_var, NULL, &policy) < 0) return NULL;
     if (policy == NULL || policy == Py_None) {
@@ -379,46 +462,52 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
         else policy = PyObject_CallNoArgs(current_policy);
         if (policy == NULL) return NULL;
     }
-    PyObject *plans;
     if (policy == last_policy) { /* a Policy is frozen: its plans dict is its for life */
-        plans = Py_NewRef(last_plans);
         Py_DECREF(policy);
-    } else {
-        plans = PyObject_GetAttr(policy, plans_name);
-        if (plans == NULL) {
-            Py_DECREF(policy);
-            return NULL;
-        }
-        PyObject *old_policy = last_policy, *old_plans = last_plans;
-        last_policy = policy; /* both set before a release can run any code */
-        last_plans = Py_NewRef(plans);
-        Py_XDECREF(old_policy);
-        Py_XDECREF(old_plans);
+        return Py_NewRef(last_plans);
     }
-    PyObject *parts[6] = {plans,
-                          op,
-                          SLOT(SLOT(a, off_dtype), off_dtype_np),
-                          SLOT(a, off_layout),
-                          SLOT(SLOT(b, off_dtype), off_dtype_np),
-                          SLOT(b, off_layout)};
+    PyObject *plans = PyObject_GetAttr(policy, plans_name);
+    if (plans == NULL || !PyDict_Check(plans)) {
+        if (plans != NULL) PyErr_SetString(PyExc_TypeError, "a Policy's plans must be a dict");
+        Py_XDECREF(plans);
+        Py_DECREF(policy);
+        return NULL;
+    }
+    PyObject *old_policy = last_policy, *old_plans = last_plans;
+    last_policy = policy; /* both set before a release can run any code */
+    last_plans = Py_NewRef(plans);
+    Py_XDECREF(old_policy);
+    Py_XDECREF(old_plans);
+    return plans;
+}
+
+/* The plan cache's cell for `key(op, a, b)` under the active policy (a new reference), or NULL
+ * with no error set on a miss. */
+static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *parts[KEY_PARTS + 1];
+    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+    PyObject *plans = active_plans();
+    if (plans == NULL) return NULL;
+    parts[0] = plans;
     uint64_t h = 0;
-    for (int k = 0; k < 6; k++) h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
+    for (int k = 0; k <= KEY_PARTS; k++)
+        h = (h ^ ((uintptr_t)parts[k] >> 4)) * 0x9E3779B97F4A7C15ull;
     Front *slot = &front[h >> 58 & (FRONT_SLOTS - 1)];
     int same = slot->cell != NULL && PyDict_GET_SIZE(plans) >= slot->size;
-    for (int k = 0; same && k < 6; k++) same = slot->parts[k] == parts[k];
+    for (int k = 0; same && k <= KEY_PARTS; k++) same = slot->parts[k] == parts[k];
     if (same) {
         Py_DECREF(plans);
         return Py_NewRef(slot->cell);
     }
-    PyObject *key = PyTuple_Pack(5, op, parts[2], parts[3], parts[4], parts[5]);
-    PyObject *cell = key == NULL ? NULL : PyDict_GetItemWithError(plans, key);
-    Py_XDECREF(key);
+    PyObject *packed = pack_key(parts + 1);
+    PyObject *cell = packed == NULL ? NULL : PyDict_GetItemWithError(plans, packed);
+    Py_XDECREF(packed);
     if (cell != NULL) {
         Front old = *slot; /* every field set before a release can run any code */
-        for (int k = 0; k < 6; k++) slot->parts[k] = Py_NewRef(parts[k]);
+        for (int k = 0; k <= KEY_PARTS; k++) slot->parts[k] = Py_NewRef(parts[k]);
         slot->cell = Py_NewRef(cell);
         slot->size = PyDict_GET_SIZE(plans);
-        for (int k = 0; k < 6; k++) Py_XDECREF(old.parts[k]);
+        for (int k = 0; k <= KEY_PARTS; k++) Py_XDECREF(old.parts[k]);
         Py_XDECREF(old.cell);
         Py_INCREF(cell);
     }
@@ -870,30 +959,75 @@ static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
     return result;
 }
 
-/* Where entry `e`'s output is copied into in-place target `t` when `t` is of the output's
- * dtype, row-major dense, not empty, of the output's extents and in a writable storage (a
- * target `check_inplace` accepts, written by one memcpy); else NULL. */
-static char *dense_target(PyObject *t, const Entry *e) {
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    int ndim;
-    PyObject *storage = SLOT(t, off_storage);
-    if (SLOT(t, off_dtype) != e->out_dtype || e->count == 0 ||
-        !read_layout(t, shape, strides, &ndim, &offset) || ndim != e->ndim ||
-        storage == NULL || !PyArray_Check(storage) ||
-        !PyArray_ISWRITEABLE((PyArrayObject *)storage))
-        return NULL;
-    Py_ssize_t step = 1;
-    for (int k = ndim - 1; k >= 0; k--) {
-        if (shape[k] != e->dims[k] || (shape[k] > 1 && strides[k] != step)) return NULL;
-        step *= shape[k];
+/* Why tensor `t` cannot take an in-place result of `dtype` and `shape` (either NULL: not
+ * compared, as for an assignment), as `*reason`, one of the interned REFUSALS strings, or NULL
+ * when it can; -1 on error. The in-place rule's one definition in a compiled build
+ * (`tensor.check_inplace` and `check_writable` ask it and word its reasons; the pure build's
+ * `python_refusal` is tested equal): the dtype and shape are the result's, the storage is
+ * writable, and a target that is not dense row-major has no stride-0 axis and, when not
+ * contiguous, provably no two elements at one storage index (`Layout.may_self_overlap`).
+ * `*dense_out` says whether an accepted target is dense row-major and not empty. */
+static PyObject *REFUSALS[5]; /* "dtype", "shape", "read-only", "stride0", "overlap" */
+
+static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObject **reason,
+                          int *dense_out) {
+    PyObject *layout = SLOT(t, off_layout), *storage = SLOT(t, off_storage);
+    *reason = NULL;
+    *dense_out = 0;
+    if (dtype != NULL && SLOT(t, off_dtype) != dtype) return *reason = REFUSALS[0], 0;
+    if (shape != NULL) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(layout, 0), shape, Py_EQ);
+        if (same <= 0) return same < 0 ? -1 : (*reason = REFUSALS[1], 0);
     }
-    return operand_at(t, offset, e->count, e->itemsize);
+    if (!PyArray_Check(storage) || !PyArray_ISWRITEABLE((PyArrayObject *)storage))
+        return *reason = REFUSALS[2], 0;
+    PyObject *sh = PyTuple_GET_ITEM(layout, 0), *st = PyTuple_GET_ITEM(layout, 1);
+    Py_ssize_t step = 1, nd = PyTuple_GET_SIZE(sh);
+    int dense = 1, stride0 = 0, empty = 0;
+    for (Py_ssize_t k = nd - 1; k >= 0; k--) { /* the axes of extent > 1, fastest first */
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(sh, k)), s;
+        if (n == -1 && PyErr_Occurred()) return -1;
+        empty |= n == 0;
+        if (n <= 1) continue;
+        s = PyLong_AsSsize_t(PyTuple_GET_ITEM(st, k)); /* it fits: the layout was checked */
+        if (s == -1 && PyErr_Occurred()) return -1;
+        dense &= s == step;
+        stride0 |= s == 0;
+        step *= n;
+    }
+    if (dense && !empty) return *dense_out = 1, 0;
+    if (stride0) return *reason = REFUSALS[3], 0;
+    if (empty) return 0; /* contiguous, no two elements anywhere */
+    PyObject *overlap = PyObject_GetAttrString(layout, "may_self_overlap"); /* not contiguous */
+    if (overlap == NULL) return -1;
+    int yes = PyObject_IsTrue(overlap);
+    Py_DECREF(overlap);
+    if (yes > 0) *reason = REFUSALS[4];
+    return yes < 0 ? -1 : 0;
+}
+
+/* inplace_refusal(t, dtype, shape): `inplace_reason`'s verdict for tensor `t` (dtype and
+ * shape may be None: not compared), the reason string or None. */
+static PyObject *inplace_refusal(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || tensor == NULL || !PyObject_TypeCheck(args[0], tensor)) {
+        PyErr_SetString(PyExc_TypeError, "inplace_refusal(t: FuelTensor, dtype, shape) takes 3 "
+                                         "arguments (and the fast path configured)");
+        return NULL;
+    }
+    PyObject *reason;
+    int dense;
+    if (inplace_reason(args[0], args[1] == Py_None ? NULL : args[1],
+                       args[2] == Py_None ? NULL : args[2], &reason, &dense) < 0)
+        return NULL;
+    return Py_NewRef(reason == NULL ? Py_None : reason);
 }
 
 /* inplace(op, target, other): `dispatch.binary_inplace(op, target, other)` (the target,
  * written through its strides) or None when the call is not one the fast path serves. The
  * output is computed fresh, as a kernel's output never aliases its inputs, then copied into
- * the target; `check_inplace` refuses a result the target cannot hold before anything runs. */
+ * the target; a result the target cannot hold (`inplace_reason`) raises `check_inplace`'s
+ * error before anything runs. */
 static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     Call c;
     if (tensor == NULL || Py_TYPE(target) != tensor) Py_RETURN_NONE;
@@ -901,13 +1035,23 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     if (found <= 0) return found < 0 ? NULL : Py_NewRef(Py_None);
     const Entry *e = c.e;
     PyArrayObject *storage = NULL;
-    PyObject *view = NULL, *result = NULL, *dst = NULL;
-    char *dense = dense_target(target, e);
-    if (dense == NULL) {
+    PyObject *view = NULL, *result = NULL, *dst = NULL, *reason;
+    int is_dense;
+    if (inplace_reason(target, e->out_dtype, e->shape, &reason, &is_dense) < 0) goto done;
+    if (reason != NULL) { /* its error, worded by the Python side */
         PyObject *checked = PyObject_CallFunctionObjArgs(check_inplace, target, e->out_dtype,
                                                          e->shape, op, NULL);
-        if (checked == NULL) goto done;
-        Py_DECREF(checked);
+        Py_XDECREF(checked);
+        if (checked != NULL)
+            PyErr_Format(PyExc_SystemError, "check_inplace accepted a target refused for %U",
+                         reason);
+        goto done;
+    }
+    /* An accepted dense target of the output's shape takes the output by one memcpy. */
+    Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(SLOT(target, off_layout), 2));
+    if (offset == -1 && PyErr_Occurred()) goto done;
+    char *dense = is_dense ? operand_at(target, offset, e->count, e->itemsize) : NULL;
+    if (dense == NULL) {
         dst = PyObject_GetAttr(target, array_name);
         if (dst == NULL) goto done;
         if (!PyArray_Check(dst)) {
@@ -1011,8 +1155,6 @@ static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nar
  * attribute it binds like a function (a method descriptor); its __dict__ carries the name,
  * docstring and signature the Python functions it stands for would have. */
 
-enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
-
 typedef struct {
     PyObject_HEAD
     PyObject *op;       /* the contract operation's name */
@@ -1109,7 +1251,7 @@ static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize
     long form = PyLong_AsLong(args[1]);
     if (form < FORWARD || form > INPLACE) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "operator: form must be 0, 1 or 2, got %ld", form);
+            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1) or INPLACE (2), got %ld", form);
         return NULL;
     }
     Operator *o = PyObject_New(Operator, &OperatorType);
@@ -1182,60 +1324,189 @@ static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int 
     return 1;
 }
 
-/* getitem(t, key): t[key] for a key of ints and slices (alone or in a tuple), else None. */
+/* Whether `item` belongs to a basic index: None, `...`, a slice, or an integer that is not a
+ * bool (a Python int or a NumPy integer). */
+static int basic_item(PyObject *item) {
+    return item == Py_None || item == Py_Ellipsis || PySlice_Check(item) ||
+           (PyLong_Check(item) && !PyBool_Check(item)) || PyArray_IsScalar(item, Integer);
+}
+
+/* The stride of a slice with step `step_obj` (None: 1) over an axis of stride `s`, exactly (a
+ * Python int: a step beyond the index range is not clamped, as `slice.indices` keeps it). */
+static PyObject *slice_stride(PyObject *s_obj, Py_ssize_t s, int big, PyObject *step_obj,
+                              Py_ssize_t step) {
+    Py_ssize_t stride;
+    if (step_obj == Py_None) return Py_NewRef(s_obj);
+    if (!big && step != PY_SSIZE_T_MAX && step > -PY_SSIZE_T_MAX &&
+        !__builtin_mul_overflow(s, step, &stride))
+        return PyLong_FromSsize_t(stride);
+    PyObject *exact = PyNumber_Index(step_obj);
+    PyObject *made = exact == NULL ? NULL : PyNumber_Multiply(s_obj, exact);
+    Py_XDECREF(exact);
+    return made;
+}
+
+/* Add axis `o` of the selection: extent `n` and stride `st`, both stolen. */
+static int put_axis(PyObject *shape, PyObject *strides, Py_ssize_t o, PyObject *n, PyObject *st) {
+    if (n == NULL || st == NULL) {
+        Py_XDECREF(n);
+        Py_XDECREF(st);
+        return -1;
+    }
+    PyTuple_SET_ITEM(shape, o, n);
+    PyTuple_SET_ITEM(strides, o, st);
+    return 0;
+}
+
+/* Apply one int or slice `item` to input axis `axis` (extent and stride objects `n_obj`,
+ * `s_obj`): a slice adds output axis `o`; both move `*off`. 1 an axis added, 0 none, -1 error
+ * (an index out of bounds raises IndexError as `Layout.select` words it). A stride beyond the
+ * index range (a checked layout has one only on an axis of extent 0 or 1, where it never
+ * moves the offset) is kept exactly, as a Python int. */
+static int select_axis(PyObject *item, Py_ssize_t axis, PyObject *n_obj, PyObject *s_obj,
+                       PyObject *shape, PyObject *strides, Py_ssize_t o, Py_ssize_t *off) {
+    Py_ssize_t n = PyLong_AsSsize_t(n_obj);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    Py_ssize_t s = PyLong_AsSsize_t(s_obj);
+    int big = s == -1 && PyErr_Occurred();
+    if (big) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();
+        if (n > 1) {
+            PyErr_Format(PyExc_ValueError, "stride %S of an axis of extent %zd exceeds the 64-bit "
+                         "index range", s_obj, n);
+            return -1;
+        }
+        s = 0; /* it only ever multiplies a start or index of 0 below */
+    }
+    if (PySlice_Check(item)) {
+        Py_ssize_t start, stop, step;
+        if (PySlice_Unpack(item, &start, &stop, &step) < 0) return -1;
+        Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
+        PyObject *st = slice_stride(s_obj, s, big, ((PySliceObject *)item)->step, step);
+        if (put_axis(shape, strides, o, PyLong_FromSsize_t(len), st) < 0) return -1;
+        if (len) *off += start * s;
+        return 1;
+    }
+    PyObject *index = PyNumber_Index(item);
+    if (index == NULL) return -1;
+    int overflow;
+    long long i = PyLong_AsLongLongAndOverflow(index, &overflow);
+    if (overflow || i < -n || i >= n) {
+        PyErr_Format(PyExc_IndexError, "index %S is out of bounds for axis %zd with size %zd",
+                     index, axis, n);
+        Py_DECREF(index);
+        return -1;
+    }
+    Py_DECREF(index);
+    *off += (i < 0 ? i + n : i) * s;
+    return 0;
+}
+
+/* The Layout basic index `key` (ints, slices, `...` and None, alone or in a tuple) selects
+ * from `layout` (a new reference); None (a new reference) when `key` is not a basic index;
+ * NULL with `Layout.select`'s IndexError. The one definition of basic indexing in a compiled
+ * build (`Layout.select` is the pure build's, tested equal). */
+static PyObject *select_layout(PyObject *layout, PyObject *key) {
+    PyObject *in_shape = PyTuple_GET_ITEM(layout, 0), *in_strides = PyTuple_GET_ITEM(layout, 1);
+    Py_ssize_t ndim = PyTuple_GET_SIZE(in_shape), count = 1, consumed, nones = 0, ints = 0;
+    PyObject *const *items = &key;
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        count = PyTuple_GET_SIZE(key);
+    }
+    int ellipses = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (!basic_item(items[k])) Py_RETURN_NONE;
+        ellipses += items[k] == Py_Ellipsis;
+        nones += items[k] == Py_None;
+        ints += items[k] != Py_None && items[k] != Py_Ellipsis && !PySlice_Check(items[k]);
+    }
+    consumed = count - ellipses - nones;
+    if (ellipses > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        return NULL;
+    }
+    if (consumed > ndim) {
+        PyErr_Format(PyExc_IndexError, "too many indices: %zd given for %zd dimensions", consumed,
+                     ndim);
+        return NULL;
+    }
+    Py_ssize_t out_ndim = ndim - ints + nones, axis = 0, o = 0;
+    Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    PyObject *shape = PyTuple_New(out_ndim), *strides = PyTuple_New(out_ndim), *made = NULL;
+    if (shape == NULL || strides == NULL || (off == -1 && PyErr_Occurred())) goto done;
+    for (Py_ssize_t k = 0; k < count + !ellipses; k++) {
+        PyObject *item = k < count ? items[k] : Py_Ellipsis; /* a trailing `...` is implied */
+        if (item == Py_None) {
+            if (put_axis(shape, strides, o++, PyLong_FromLong(1), PyLong_FromLong(0)) < 0)
+                goto done;
+        } else if (item == Py_Ellipsis) {
+            for (Py_ssize_t j = 0; j < ndim - consumed; j++, axis++) {
+                PyObject *n = PyTuple_GET_ITEM(in_shape, axis);
+                PyObject *st = PyTuple_GET_ITEM(in_strides, axis);
+                put_axis(shape, strides, o++, Py_NewRef(n), Py_NewRef(st));
+            }
+        } else {
+            int added = select_axis(item, axis, PyTuple_GET_ITEM(in_shape, axis),
+                                    PyTuple_GET_ITEM(in_strides, axis), shape, strides, o, &off);
+            if (added < 0) goto done;
+            o += added;
+            axis++;
+        }
+    }
+    PyObject *offset = PyLong_FromSsize_t(off);
+    PyObject *fields = offset == NULL ? NULL : PyTuple_Pack(3, shape, strides, offset);
+    Py_XDECREF(offset);
+    PyObject *args = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+    Py_XDECREF(fields);
+    made = args == NULL ? NULL : PyTuple_Type.tp_new(layout_type, args, NULL);
+    Py_XDECREF(args);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    return made;
+}
+
+/* select(layout, key): the Layout basic index `key` selects, or None when `key` is not one. */
+static PyObject *export_select(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || layout_type == NULL || Py_TYPE(args[0]) != layout_type) {
+        PyErr_SetString(PyExc_TypeError, "select(layout: Layout, key) takes 2 arguments (and "
+                                         "the fast path configured)");
+        return NULL;
+    }
+    return select_layout(args[0], args[1]);
+}
+
+/* getitem(t, key): the view t[key] for a basic index (see `select_layout`), else None; an
+ * empty view keeps the tensor's (valid) offset, as `FuelTensor._view` does. */
 static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "getitem(t, key) takes 2 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *t = args[0], *key = args[1];
-    if (tensor == NULL || Py_TYPE(t) != tensor) Py_RETURN_NONE;
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    Py_ssize_t out_shape[NPY_MAXDIMS], out_strides[NPY_MAXDIMS];
-    int ndim, out = 0;
-    if (!read_layout(t, shape, strides, &ndim, &offset)) Py_RETURN_NONE;
-    PyObject *const *items = &key;
-    Py_ssize_t count = 1;
-    if (PyTuple_CheckExact(key)) {
-        items = &PyTuple_GET_ITEM(key, 0);
-        count = PyTuple_GET_SIZE(key);
+    PyObject *t = args[0];
+    if (tensor == NULL || !PyObject_TypeCheck(t, tensor)) Py_RETURN_NONE;
+    PyObject *layout = SLOT(t, off_layout);
+    PyObject *selected = select_layout(layout, args[1]);
+    if (selected == NULL || selected == Py_None) return selected;
+    PyObject *shape = PyTuple_GET_ITEM(selected, 0);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++) {
+        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k)) != 0) continue;
+        PyObject *fields = PyTuple_Pack(3, shape, PyTuple_GET_ITEM(selected, 1),
+                                        PyTuple_GET_ITEM(layout, 2));
+        PyObject *fargs = fields == NULL ? NULL : PyTuple_Pack(1, fields);
+        Py_XDECREF(fields);
+        Py_SETREF(selected, fargs == NULL ? NULL : PyTuple_Type.tp_new(layout_type, fargs, NULL));
+        Py_XDECREF(fargs);
+        if (selected == NULL) return NULL;
+        break;
     }
-    if (count > ndim) Py_RETURN_NONE;
-    Py_ssize_t off = offset, size = 1;
-    for (int k = 0; k < ndim; k++) {
-        Py_ssize_t n = shape[k], s = strides[k];
-        PyObject *item = k < count ? items[k] : NULL;
-        if (item == NULL) {
-            out_shape[out] = n;
-            out_strides[out++] = s;
-            size *= n;
-        } else if (PyLong_CheckExact(item)) {
-            Py_ssize_t i = PyLong_AsSsize_t(item);
-            if (i == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                Py_RETURN_NONE;
-            }
-            if (i < -n || i >= n) Py_RETURN_NONE; /* Python raises the IndexError */
-            off += (i < 0 ? i + n : i) * s;
-        } else if (PySlice_Check(item)) {
-            Py_ssize_t start, stop, step, step_stride;
-            if (PySlice_Unpack(item, &start, &stop, &step) < 0) {
-                PyErr_Clear();
-                Py_RETURN_NONE;
-            }
-            Py_ssize_t len = PySlice_AdjustIndices(n, &start, &stop, step);
-            if (__builtin_mul_overflow(s, step, &step_stride)) Py_RETURN_NONE;
-            out_shape[out] = len;
-            out_strides[out++] = step_stride;
-            if (len) off += start * s;
-            size *= len;
-        } else {
-            Py_RETURN_NONE;
-        }
-    }
-    /* An empty view keeps the tensor's (valid) offset, as `FuelTensor._view` does. */
-    return make_view(t, out_shape, out_strides, out, size ? off : offset);
+    PyObject *view = new_tensor(SLOT(t, off_storage), selected, SLOT(t, off_dtype), Py_None);
+    Py_DECREF(selected);
+    return view;
 }
 
 /* transpose(t): t with its axes reversed (`.T` of a tensor of at most two dimensions). */
@@ -1253,9 +1524,13 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
     return make_view(t, out_shape, out_strides, ndim, offset);
 }
 
-/* The byte offset of slot `name` of `type`, read from its member descriptor. */
+/* The byte offset of slot `name` of `type` (or of the first class in its MRO defining it),
+ * read from its member descriptor. */
 static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
+    PyObject *mro = type->tp_mro, *descr = NULL;
+    Py_ssize_t n = mro != NULL && PyTuple_Check(mro) ? PyTuple_GET_SIZE(mro) : 0;
+    for (Py_ssize_t k = 0; descr == NULL && k < n; k++)
+        descr = PyDict_GetItemString(((PyTypeObject *)PyTuple_GET_ITEM(mro, k))->tp_dict, name);
     if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
         PyErr_Format(PyExc_TypeError, "%s has no slot %s", type->tp_name, name);
         return -1;
@@ -1268,57 +1543,96 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     return member->offset;
 }
 
-static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+/* Field `name` of the configuration (a new reference), checked by `ok`; NULL with a TypeError
+ * naming the field otherwise. */
+static PyObject *config_field(PyObject *config, const char *name, int (*ok)(PyObject *),
+                              const char *what) {
+    PyObject *value = PyObject_GetAttrString(config, name);
+    if (value == NULL || ok(value)) return value;
+    PyErr_Format(PyExc_TypeError, "configure: config.%s must be %s, got %.100s", name, what,
+                 Py_TYPE(value)->tp_name);
+    Py_DECREF(value);
+    return NULL;
+}
+
+static int is_type(PyObject *v) { return PyType_Check(v); }
+static int is_tuple_type(PyObject *v) {
+    return PyType_Check(v) && PyType_IsSubtype((PyTypeObject *)v, &PyTuple_Type);
+}
+static int is_var(PyObject *v) { return PyContextVar_CheckExact(v); }
+static int is_callable(PyObject *v) { return PyCallable_Check(v); }
+static int is_dict(PyObject *v) { return PyDict_Check(v); }
+static int is_errstate(PyObject *v) {
+    return v == Py_None || (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 &&
+                            PyContextVar_CheckExact(PyTuple_GET_ITEM(v, 0)));
+}
+
+/* The configuration's fields, in the order `configure` stores them (see `_fast.pyi`). */
+static const struct {
+    const char *name;
+    int (*ok)(PyObject *);
+    const char *what;
+} FIELDS[] = {
+    {"tensor", is_type, "a type"},
+    {"layout", is_tuple_type, "a tuple subclass"},
+    {"dtype", is_type, "a type"},
+    {"policy_var", is_var, "a ContextVar"},
+    {"trace_var", is_var, "a ContextVar"},
+    {"observers_var", is_var, "a ContextVar"},
+    {"current_policy", is_callable, "callable"},
+    {"backends_globals", is_dict, "a dict"},
+    {"make_scalar", is_callable, "callable"},
+    {"errstate", is_errstate, "None or (ContextVar, value)"},
+    {"check_inplace", is_callable, "callable"},
+};
+#define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
+
+/* configure(config): what binary, inplace and the views read, from the named fields of one
+ * configuration object (dispatch's `FastConfig`); nothing is changed when a field is wrong. */
+static PyObject *configure(PyObject *module, PyObject *config) {
     (void)module;
-    if (nargs != 11 || !PyType_Check(args[0]) || !PyType_Check(args[5]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyDict_Check(args[6]) ||
-        !PyType_Check(args[7]) || !PyCallable_Check(args[8]) ||
-        !(args[9] == Py_None || (PyTuple_Check(args[9]) && PyTuple_GET_SIZE(args[9]) == 2 &&
-                                 PyContextVar_CheckExact(PyTuple_GET_ITEM(args[9], 0)))) ||
-        !PyCallable_Check(args[10])) {
-        PyErr_SetString(PyExc_TypeError, "configure(FuelTensor, policy_var, trace_var, "
-                                         "observers_var, current_policy, Layout, "
-                                         "backends_globals, DType, make_scalar, "
-                                         "(errstate_var, ignore) | None, check_inplace) takes "
-                                         "11 arguments");
+    PyObject *v[N_FIELDS];
+    int got = 0;
+    for (; got < N_FIELDS; got++) {
+        v[got] = config_field(config, FIELDS[got].name, FIELDS[got].ok, FIELDS[got].what);
+        if (v[got] == NULL) break;
+    }
+    PyObject *dense = NULL;
+    Py_ssize_t off[4], dtype_np = -1;
+    if (got == N_FIELDS && tensor_slots((PyTypeObject *)v[0], off) == 0) {
+        dtype_np = slot_offset((PyTypeObject *)v[2], "np");
+        dense = dtype_np < 0 ? NULL : PyObject_GetAttrString(v[1], "dense");
+    }
+    if (dense == NULL) {
+        for (int k = 0; k < got; k++) Py_DECREF(v[k]);
         return NULL;
     }
-    for (Py_ssize_t i = 1; i < 4; i++) {
-        if (!PyContextVar_CheckExact(args[i])) {
-            PyErr_SetString(PyExc_TypeError, "configure: arguments 2-4 must be ContextVars");
-            return NULL;
-        }
-    }
-    PyTypeObject *type = (PyTypeObject *)args[0];
-    Py_ssize_t storage = slot_offset(type, "_storage"), layout = slot_offset(type, "_layout");
-    Py_ssize_t dtype = slot_offset(type, "_dtype"), np_ = slot_offset(type, "_np");
-    Py_ssize_t dtype_np = slot_offset((PyTypeObject *)args[7], "np");
-    if (storage < 0 || layout < 0 || dtype < 0 || np_ < 0 || dtype_np < 0) return NULL;
-    off_storage = storage;
-    off_layout = layout;
-    off_dtype = dtype;
-    off_np = np_;
+    off_storage = off[0];
+    off_layout = off[1];
+    off_dtype = off[2];
+    off_np = off[3];
     off_dtype_np = dtype_np;
-    Py_XSETREF(tensor, (PyTypeObject *)Py_NewRef(args[0]));
-    Py_XSETREF(policy_var, Py_NewRef(args[1]));
-    Py_XSETREF(trace_var, Py_NewRef(args[2]));
-    Py_XSETREF(observers_var, Py_NewRef(args[3]));
-    Py_XSETREF(current_policy, Py_NewRef(args[4]));
-    PyObject *dense = PyObject_GetAttrString(args[5], "dense");
-    if (dense == NULL) return NULL;
+    Py_XSETREF(tensor, (PyTypeObject *)v[0]);
+    Py_XSETREF(layout_type, (PyTypeObject *)v[1]);
+    Py_XSETREF(dtype_type, (PyTypeObject *)v[2]);
+    Py_XSETREF(policy_var, v[3]);
+    Py_XSETREF(trace_var, v[4]);
+    Py_XSETREF(observers_var, v[5]);
+    Py_XSETREF(current_policy, v[6]);
+    Py_XSETREF(backends_dict, v[7]);
+    Py_XSETREF(make_scalar, v[8]);
+    Py_XSETREF(check_inplace, v[10]);
     Py_XSETREF(dense_layout, dense);
-    Py_XSETREF(layout_type, (PyTypeObject *)Py_NewRef(args[5]));
-    Py_XSETREF(dtype_type, (PyTypeObject *)Py_NewRef(args[7]));
-    Py_XSETREF(backends_dict, Py_NewRef(args[6]));
-    Py_XSETREF(make_scalar, Py_NewRef(args[8]));
-    Py_XSETREF(check_inplace, Py_NewRef(args[10]));
-    if (args[9] == Py_None) {
+    if (v[9] == Py_None) {
         Py_CLEAR(errstate_var);
         Py_CLEAR(errstate_ignore);
     } else {
-        Py_XSETREF(errstate_var, Py_NewRef(PyTuple_GET_ITEM(args[9], 0)));
-        Py_XSETREF(errstate_ignore, Py_NewRef(PyTuple_GET_ITEM(args[9], 1)));
+        Py_XSETREF(errstate_var, Py_NewRef(PyTuple_GET_ITEM(v[9], 0)));
+        Py_XSETREF(errstate_ignore, Py_NewRef(PyTuple_GET_ITEM(v[9], 1)));
     }
+    Py_DECREF(v[9]);
+    Py_CLEAR(last_policy); /* the policy var may be another one now */
+    Py_CLEAR(last_plans);
     for (int k = 0; k < SCALAR_SLOTS; k++) { /* scalars made by the previous `make_scalar` */
         scalars[k].kind = 0;
         Py_CLEAR(scalars[k].like);
@@ -1350,13 +1664,26 @@ static PyMethodDef methods[] = {
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
-     "getitem(t, key) -> FuelTensor | None: the view t[key] for ints and slices, else None."},
+     "getitem(t, key) -> FuelTensor | None: the view t[key] for a basic index (ints, slices, "
+     "..., None), else None."},
+    {"select", (PyCFunction)(void (*)(void))export_select, METH_FASTCALL,
+     "select(layout, key) -> Layout | None: the layout a basic index selects (IndexError as "
+     "Layout.select raises it), or None when key is not a basic index."},
     {"transpose", transpose, METH_O,
      "transpose(t) -> FuelTensor | None: the view of t with its axes reversed."},
-    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(FuelTensor, policy_var, trace_var, observers_var, current_policy, Layout, "
-     "backends_globals, DType, make_scalar, errstate, check_inplace): what binary, inplace and "
-     "the views read (called once by dispatch)."},
+    {"configure", configure, METH_O,
+     "configure(config): what binary, inplace and the views read, from the named fields of "
+     "one configuration object (dispatch's FastConfig; called once by dispatch)."},
+    {"new_tensor", (PyCFunction)(void (*)(void))export_new_tensor, METH_FASTCALL,
+     "new_tensor(cls, storage, layout, dtype, np): a cls with these four slots (the one "
+     "FuelTensor constructor of a compiled build; the layout is the caller's to check)."},
+    {"inplace_refusal", (PyCFunction)(void (*)(void))inplace_refusal, METH_FASTCALL,
+     "inplace_refusal(t, dtype, shape) -> str | None: why t cannot take an in-place result of "
+     "dtype and shape (None: not compared), one of dtype, shape, read-only, stride0, overlap; "
+     "None when it can."},
+    {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
+     "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
+     "key's only definition in a compiled build)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1390,6 +1717,11 @@ PyMODINIT_FUNC PyInit__fast(void) {
     astype_name = PyUnicode_InternFromString("astype");
     order_c = PyUnicode_InternFromString("C");
     order_kwnames = Py_BuildValue("(s)", "order");
+    static const char *const refusals[5] = {"dtype", "shape", "read-only", "stride0", "overlap"};
+    for (int k = 0; k < 5; k++) {
+        REFUSALS[k] = PyUnicode_InternFromString(refusals[k]);
+        if (REFUSALS[k] == NULL) return NULL;
+    }
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
         PyType_Ready(&BlockType) < 0)
@@ -1399,7 +1731,13 @@ PyMODINIT_FUNC PyInit__fast(void) {
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
-    if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0) {
+    if (PyModule_AddIntConstant(module, "ALIGNMENT", ALIGNMENT) < 0 ||
+        PyModule_AddIntConstant(module, "AS_IS", AS_IS) < 0 ||
+        PyModule_AddIntConstant(module, "DENSIFY", DENSIFY) < 0 ||
+        PyModule_AddIntConstant(module, "REPEAT", REPEAT) < 0 ||
+        PyModule_AddIntConstant(module, "FORWARD", FORWARD) < 0 ||
+        PyModule_AddIntConstant(module, "REFLECTED", REFLECTED) < 0 ||
+        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -2,10 +2,22 @@
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 ALIGNMENT: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
+AS_IS: int
+"""An entry's mode: the operand's own dense elements are read."""
+DENSIFY: int
+"""An entry's mode: a dense copy of the operand (its BroadcastTo and/or Contiguize) is read."""
+REPEAT: int
+"""An entry's mode: the operand's single element is repeated block by block."""
+FORWARD: int
+"""`operator`'s form: `x op y`."""
+REFLECTED: int
+"""`operator`'s form: `y op x`, x the instance."""
+INPLACE: int
+"""`operator`'s form: `x op= y`."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
@@ -26,8 +38,8 @@ def scalar(value: Any, like: Any, /) -> Any:
 
 def operator(op: str, form: int, fallback: Callable[[str, Any, Any], Any], /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form 1: operands swapped; form 2: `inplace(op, a, b)`'s fast path); it binds as a method
-    and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path); it binds as
+    a method and takes attributes."""
 
 def entry(
     kop: int,
@@ -50,27 +62,69 @@ def entry(
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
 
-def configure(
-    tensor: type,
-    policy_var: ContextVar[Any],
-    trace_var: ContextVar[Any],
-    observers_var: ContextVar[Any],
-    current_policy: Callable[[], Any],
-    layout: type,
-    backends_globals: dict[str, Any],
-    dtype: type,
-    make_scalar: Callable[[Any, Any], Any],
-    errstate: tuple[ContextVar[Any], Any] | None,
-    check_inplace: Callable[[Any, Any, tuple[int, ...], str], None],
-    /,
-) -> None:
-    """Tell `binary` and the views what they read: the tensor, layout and dtype types, the
-    policy / trace / observer vars, engine.backends' globals (its `_DEFAULT` policy), how a
-    Python scalar becomes a 0-d tensor, and NumPy's error-state var with its all-ignore value
-    (None: no oracle entries), and `tensor.check_inplace` (what `inplace` refuses)."""
+class Config(Protocol):
+    """The named fields `configure` reads (dispatch passes `engine.fast.FastConfig`)."""
+
+    @property
+    def tensor(self) -> type:
+        """FuelTensor: the type served and built (its `_storage`, `_layout`, `_dtype`, `_np`
+        slots)."""
+    @property
+    def layout(self) -> type:
+        """Layout, a tuple subclass with a memoized `dense(shape)`."""
+    @property
+    def dtype(self) -> type:
+        """DType, whose `np` slot is the NumPy dtype in the plan-cache key."""
+    @property
+    def policy_var(self) -> ContextVar[Any]:
+        """The active policy (None: the default policy)."""
+    @property
+    def trace_var(self) -> ContextVar[Any]:
+        """The active traces (while any, `binary` returns None)."""
+    @property
+    def observers_var(self) -> ContextVar[Any]:
+        """The active observers (while any, `binary` returns None)."""
+    @property
+    def current_policy(self) -> Callable[[], Any]:
+        """Makes the default policy the first time."""
+    @property
+    def backends_globals(self) -> dict[str, Any]:
+        """engine.backends' globals: `_DEFAULT`, the default policy once made."""
+    @property
+    def make_scalar(self) -> Callable[[Any, Any], Any]:
+        """A Python scalar as the 0-d tensor beside a tensor."""
+    @property
+    def errstate(self) -> tuple[ContextVar[Any], Any] | None:
+        """NumPy's error-state var and its all-ignore value (None: no oracle entries)."""
+    @property
+    def check_inplace(self) -> Callable[[Any, Any, tuple[int, ...], str], None]:
+        """What an in-place operation refuses (`tensor.check_inplace`)."""
+
+def configure(config: Config, /) -> None:
+    """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named
+    fields (a wrong field raises TypeError naming it, and nothing changes)."""
+
+def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
+    """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
+    key's only definition in a compiled build."""
+
+def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> Any:
+    """A `cls` (FuelTensor) with these four slots: the one FuelTensor constructor of a compiled
+    build (`shared.new_tensor`); the caller checks the layout against the storage."""
 
 def getitem(t: Any, key: Any, /) -> Any:
-    """The view t[key] for a key of ints and slices (alone or in a tuple), else None."""
+    """The view t[key] for a basic index (ints, NumPy ints, slices, `...`, None, alone or in a
+    tuple), raising `Layout.select`'s IndexError; None for any other key (the host's
+    indexing). Basic indexing's one definition in a compiled build (`shared.basic_view`)."""
+
+def select(layout: Any, key: Any, /) -> Any:
+    """The Layout a basic index selects from `layout` (as `getitem`), or None when `key` is
+    not a basic index."""
+
+def inplace_refusal(t: Any, dtype: Any, shape: tuple[int, ...] | None, /) -> str | None:
+    """Why tensor `t` cannot take an in-place result of `dtype` and `shape` (None: not
+    compared): "dtype", "shape", "read-only", "stride0" or "overlap"; None when it can. The
+    in-place rule's one definition in a compiled build (`tensor.check_inplace`)."""
 
 def transpose(t: Any, /) -> Any:
     """The view of t with its axes reversed, else None."""

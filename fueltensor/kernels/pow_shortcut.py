@@ -6,17 +6,13 @@ lanes near a rounding midpoint and for special values; see "pow by 2 and by 0.5"
 `_native.c`), but only where that loop gives `powf`'s bits for every one of the 2^32 f32 inputs
 on this machine. `check` compares them exhaustively (`_native.verify_pow`, C, GIL released);
 the verdict is keyed by `identity`, what the bits depend on (CPU, C library, libm file and the
-`powf` it resolves to, the extension's bytes), and comes from, in this order:
+`powf` it resolves to, the extension's bytes), and lives in the per-user cache (the contract
+cache's directory), written by `fueltensor pow-shortcut --check` (`verify`).
 
-- the build: setup.py checks after building `_native` and writes `VERDICT_FILE` beside it;
-- the per-user cache (the contract cache's directory), written by `fueltensor pow-shortcut
-  --check` (`verify`) where the extension was built elsewhere or the C library changed since.
-
-Nothing is checked behind the user's back: a missing verdict keeps the shortcut off (`powf`
-runs for every lane, the same bits) and `status` says how to check. A negative verdict keeps
-it off too and is reported, never raised.
-Only the standard library is imported at module level: setup.py loads this file by path in the
-build environment, where fueltensor's dependencies may be missing.
+The install does not check (it would add minutes of CPU to every `pip install`), and nothing is
+checked behind the user's back: a missing verdict keeps the shortcut off (`powf` runs for every
+lane: the same bits, slower) and `status` says how to check. A negative verdict keeps it off
+too and is reported, never raised.
 """
 
 from __future__ import annotations
@@ -39,8 +35,8 @@ Y_VALUES: Final = (2.0, 0.5)
 """The exponents the shortcut serves, in `_native.pow_shortcut`'s argument order."""
 INPUTS: Final = 1 << 32
 """Every f32 bit pattern: a check over fewer proves nothing."""
-VERDICT_FILE: Final = "_native.pow-verdict.json"
-"""The build-time verdict's name, in the extension's directory."""
+CHUNK: Final = 1 << 26
+"""x bit patterns per `_native.verify_pow` call: 64 steps per exponent for progress reports."""
 ENV_VAR: Final = "FUELTENSOR_POW_SHORTCUT"
 """Set to "0" to keep the shortcut off and never check."""
 
@@ -53,7 +49,7 @@ def _cores() -> int:
 
 
 THREADS: Final = min(_cores(), 64)
-"""Threads of one check (the build's and `verify`'s): every core this process may run on, up
+"""Threads of one check (`verify`'s): every core this process may run on, up
 to the 64 `_native.verify_pow` takes (the check is a one-off wait for the whole machine)."""
 _CPU_KEYS: Final = frozenset(
     {"vendor_id", "cpu family", "model", "model name", "stepping", "flags", "features"}
@@ -157,6 +153,10 @@ def _cpu() -> str:
     return f"{names[0] if names else platform.machine()} (cpuinfo sha256 {digest})"
 
 
+Progress = Callable[[float, int, int], None]
+"""Called as (y, inputs done for that y, inputs of that y) after every chunk of a check."""
+
+
 def check(
     native: ModuleType,
     start: int = 0,
@@ -164,21 +164,29 @@ def check(
     band: int | None = None,
     threads: int = THREADS,
     y_values: tuple[float, ...] = Y_VALUES,
+    progress: Progress | None = None,
 ) -> tuple[Check, ...]:
     """Compare the shortcut loop of every kernel body with `powf` for each of `y_values`, over
-    the x bit patterns [start, stop). `band` other than `_native.POW_BAND` runs a loop the
-    kernels never run (to show that the check catches a wrong one)."""
+    the x bit patterns [start, stop), `CHUNK` at a time (`progress` hears of each). `band` other
+    than `_native.POW_BAND` runs a loop the kernels never run (to show that the check catches a
+    wrong one)."""
     chosen = native.POW_BAND if band is None else band
     checks = []
     for y in y_values:
         began = time.perf_counter()
-        per_body = native.verify_pow(y, start, stop, chosen, threads)
-        firsts = [first for _, first in per_body if first >= 0]
+        mismatches, firsts = 0, []
+        for lo in range(start, stop, CHUNK):
+            hi = min(lo + CHUNK, stop)
+            per_body = native.verify_pow(y, lo, hi, chosen, threads)
+            mismatches += sum(count for count, _ in per_body)
+            firsts += [first for _, first in per_body if first >= 0]
+            if progress is not None:
+                progress(y, hi - start, stop - start)
         checks.append(
             Check(
                 y=y,
                 inputs=stop - start,
-                mismatches=sum(count for count, _ in per_body),
+                mismatches=mismatches,
                 first=min(firsts) if firsts else None,
                 seconds=round(time.perf_counter() - began, 1),
             )
@@ -204,11 +212,6 @@ def read(path: Path, expected: dict[str, str]) -> Verdict | None:
     return verdict if verdict.identity == expected else None
 
 
-def build_path(native: ModuleType) -> Path:
-    """Where the build writes its verdict: beside the extension."""
-    return _file(native).with_name(VERDICT_FILE)
-
-
 def _file(native: ModuleType) -> Path:
     """The extension module's file."""
     if native.__file__ is None:
@@ -218,7 +221,7 @@ def _file(native: ModuleType) -> Path:
 
 def cache_path(expected: dict[str, str]) -> Path | None:
     """The per-user cache entry for the machine `expected` describes (None: cache turned off)."""
-    from fueltensor.fkc.cache import cache_dir  # here: setup.py imports this module bare
+    from fueltensor.fkc.cache import cache_dir
 
     directory = cache_dir()
     if directory is None:
@@ -239,8 +242,12 @@ def status() -> dict[float, str]:
 
 
 def describe() -> str:
-    """`status` in one line, as the machine fingerprint shows it."""
-    return "; ".join(f"y={y:g} {text}" for y, text in status().items())
+    """`status` in one line, as the machine fingerprint shows it (exponents in the same state
+    named together)."""
+    by_text: dict[str, list[str]] = {}
+    for y, text in status().items():
+        by_text.setdefault(text, []).append(f"y={y:g}")
+    return "; ".join(f"{' and '.join(ys)} {text}" for text, ys in by_text.items())
 
 
 def _report(texts: dict[float, str]) -> None:
@@ -270,39 +277,33 @@ def apply(native: ModuleType, verdict: Verdict, where: str) -> None:
 
 
 def activate(native: ModuleType) -> None:
-    """At import: apply the build's or the cache's verdict for this machine; without one the
-    shortcut stays off and `status` says how to check (no check runs behind the user's back)."""
+    """At import: apply the cached verdict for this machine; without one the shortcut stays off
+    and `status` says how to check (no check runs behind the user's back)."""
     if os.environ.get(ENV_VAR) == "0":
         native.pow_shortcut(False, False)
         _report({y: f"off: {ENV_VAR}=0" for y in Y_VALUES})
         return
     expected = identity(native)
-    for where, path in (("build", build_path(native)), ("cache", cache_path(expected))):
-        verdict = read(path, expected) if path is not None else None
-        if verdict is not None:
-            apply(native, verdict, where)
-            return
+    path = cache_path(expected)
+    verdict = read(path, expected) if path is not None else None
+    if verdict is not None:
+        apply(native, verdict, "cache")
+        return
     native.pow_shortcut(False, False)
     _report(
         {
-            y: "off: not verified on this machine (run `fueltensor pow-shortcut --check`, a few "
-            "minutes of CPU; powf runs meanwhile)"
+            y: "off: not verified on this machine, so powf runs for every lane "
+            "(the same bits, slower); `fueltensor pow-shortcut --check` proves it (minutes of CPU)"
             for y in Y_VALUES
         }
     )
 
 
-def verify(native: ModuleType, progress: Callable[[Check], None] | None = None) -> Verdict:
+def verify(native: ModuleType, progress: Progress | None = None) -> Verdict:
     """Check this machine exhaustively now, cache the verdict per user and apply it; OSError
     when the cache is off or unwritable (the verdict is applied to this process regardless)."""
     expected = identity(native)
-    checks = []
-    for y in Y_VALUES:
-        (done,) = check(native, y_values=(y,))
-        checks.append(done)
-        if progress is not None:
-            progress(done)
-    verdict = Verdict(expected, tuple(checks))
+    verdict = Verdict(expected, check(native, progress=progress))
     apply(native, verdict, "cache")
     cached = cache_path(expected)
     if cached is None:

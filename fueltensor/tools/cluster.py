@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from fueltensor.core.errors import plural
 from fueltensor.registry import registry
 from fueltensor.tools.compare import text_table
 from fueltensor.tools.judge.report import JudgeReport
@@ -110,13 +111,16 @@ class ClusterJudgeReport:
         audits = sum(len(m.report.rows) for m in self.machines)
         broken = sum(d.breaks_claim for d in self.differences)
         return (
-            f"judge across {len(self.machines)} machine(s): {audits} audits, "
-            f"{len(self.differences)} difference(s) between machines, {broken} broken "
-            f"same-hardware claim(s), {self.seconds:.1f} s"
+            f"judge across {plural(len(self.machines), 'machine')}: {plural(audits, 'audit')}, "
+            f"{plural(len(self.differences), 'difference')} between machines, "
+            f"{plural(broken, 'broken same-hardware claim')}, {self.seconds:.1f} s"
         )
 
     def __str__(self) -> str:
-        lines = [f"{m.name} ({len(m.workers)} worker(s)): {_fingerprint(m)}" for m in self.machines]
+        lines = [
+            f"{m.name} ({plural(len(m.workers), 'worker')}): {_fingerprint(m)}"
+            for m in self.machines
+        ]
         lines += ["", text_table([self.header(), *self.rows()]), self.summary()]
         lines += [f"DIFFER {d.label} {d.aspect}: {_values(d)}" for d in self.differences]
         lines += [f"FAIL {label}: {why}" for label, why in self.failures]
@@ -124,8 +128,9 @@ class ClusterJudgeReport:
 
     def __repr__(self) -> str:
         return (
-            f"<ClusterJudgeReport: {len(self.machines)} machines, "
-            f"{len(self.differences)} differences, {len(self.failures)} failures>"
+            f"<ClusterJudgeReport: {plural(len(self.machines), 'machine')}, "
+            f"{plural(len(self.differences), 'difference')}, "
+            f"{plural(len(self.failures), 'failure')}>"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
@@ -24,6 +25,9 @@ from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
 _UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -156,7 +160,8 @@ COLUMNS = (
     "kernels",
     "elements",
     "bit-equal",
-    "mismatches",
+    "value mismatches",
+    "NaN payload/sign",
     "max ULP",
     "max abs",
     "max rel",
@@ -174,13 +179,14 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     times = ", ".join(f"{k} {_seconds(v)}" for k, v in c.times.items())
     head = (c.op, ", ".join(c.dtypes), "x".join(map(str, c.shape)) or "()")
     if not c.compared:
-        return (*head, c.kernels[0], str(c.count), "not compared", "", "", "", "", "", c.note)
+        return (*head, c.kernels[0], str(c.count), "not compared", *[""] * 6, c.note)
     return (
         *head,
         " vs ".join(c.kernels),
         str(c.count),
         str(c.equal),
-        str(c.mismatches),
+        str(c.mismatches - c.nan_payloads),
+        str(c.nan_payloads),
         f"{c.max_ulp:g}",
         f"{c.max_abs:.3g}",
         f"{c.max_rel:.3g}",
@@ -198,8 +204,16 @@ def text_table(
     return fit_table(rows, optional=optional, whole=whole)
 
 
-NARROW_DROPS: Final = ("max rel", "max abs", "shape", "elements", "bit-equal", "time per kernel")
-"""Comparison columns a narrow terminal may leave out, first to last."""
+NARROW_DROPS: Final = (
+    "time per kernel",
+    "shape",
+    "elements",
+    "bit-equal",
+    "NaN patterns",
+    "max rel",
+    "max abs",
+)
+"""Comparison columns a narrow terminal may leave out, first to last: prose before numbers."""
 
 
 class ComparisonReport:
@@ -244,16 +258,22 @@ class ComparisonReport:
         compared = [c for c in self.comparisons if c.compared]
         total = sum(c.count for c in compared)
         summary = (
-            f"{len(compared)} of {len(self.comparisons)} operations compared; "
-            f"{self.mismatches} of {total} elements differ{self._nan_note()}"
+            f"{len(compared)} of {plural(len(self.comparisons), 'operation')} compared; "
+            f"{self.mismatches} of {plural(total, 'element')} differ{self.nan_note()}"
         )
         table = text_table(rows, NARROW_DROPS, whole=("kernels",))
         return f"{table}\n{summary}\n{fit_lines(f'measured on: {self.machine}')}"
 
-    def _nan_note(self) -> str:
+    def nan_note(self) -> str:
         """' (N of them only in a NaN's payload or sign)' when there are such mismatches."""
         n = sum(c.nan_payloads for c in self.comparisons if c.compared)
-        return f" ({n} of them only in a NaN's payload or sign)" if n else ""
+        if not n:
+            return ""
+        return (
+            " (all only in a NaN's payload or sign)"
+            if n == self.mismatches
+            else (f" ({n} of them only in a NaN's payload or sign)")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the machine, and each comparison's figures."""
@@ -267,7 +287,10 @@ class ComparisonReport:
         }
 
     def __repr__(self) -> str:
-        return f"<ComparisonReport: {len(self)} operations, {self.mismatches} mismatches>"
+        return (
+            f"<ComparisonReport: {plural(len(self), 'operation')}, "
+            f"{plural(self.mismatches, 'mismatch', 'mismatches')}>"
+        )
 
     def _repr_html_(self) -> str:
         """The comparison table, mismatching operations shaded, worst elements listed below."""
@@ -275,12 +298,20 @@ class ComparisonReport:
         table = html_table(
             COLUMNS,
             [comparison_row(c) for c in rows],
-            caption=f"compare_backends: {self.mismatches} mismatched elements",
-            marks=[c.compared and c.mismatches > 0 for c in rows],
+            caption=f"compare_backends: {plural(self.mismatches, 'mismatched element')}"
+            f"{self.nan_note()}",
+            marks=[c.compared and c.mismatches > c.nan_payloads for c in rows],
         )
         worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
         return f"<div>{table}{extra}{machine_html(self.machine)}</div>"
+
+    def plot(self) -> Figure:
+        """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
+        extra; `tools.plots`)."""
+        from fueltensor.tools.plots import comparison_figure
+
+        return comparison_figure(self)
 
     def assert_equal(self, max_ulp: float = 0, nan_payloads: bool = True) -> None:
         """Raise AssertionError naming the worst element of every comparison beyond `max_ulp`
@@ -288,15 +319,34 @@ class ComparisonReport:
         bad = [c for c in self.comparisons if not c.within(max_ulp, nan_payloads)]
         if not bad:
             return
-        lines = []
-        for c in bad:
-            nan = "" if c.nan_patterns_agree else ", NaN patterns differ"
-            lines.append(
-                f"{c.op}({', '.join(c.dtypes)}) {' vs '.join(c.kernels)}: "
-                f"{c.mismatches} of {c.count} elements differ, max {c.max_ulp:g} ULP"
-                f"{nan}; worst {c.worst}"
+        lines = [f"{c.op}({', '.join(c.dtypes)}) {' vs '.join(c.kernels)}: {_how(c)}" for c in bad]
+        if all(c.mismatches == c.nan_payloads for c in bad):
+            head = (
+                "kernels agree on every value, but some NaNs differ in payload or sign "
+                "(nan_payloads=False lets a NaN meet any NaN)"
             )
-        raise AssertionError(f"kernels disagree beyond {max_ulp:g} ULP:\n  " + "\n  ".join(lines))
+        else:
+            head = f"kernels disagree beyond {max_ulp:g} ULP"
+        raise AssertionError(f"{head}:\n  " + "\n  ".join(lines))
+
+
+def _how(c: Comparison) -> str:
+    """How a comparison's kernels differ: values, NaN positions and NaN payloads apart."""
+    values, nans = c.mismatches - c.nan_payloads, c.nan_payloads
+    parts = []
+    if values:
+        nan = "" if c.nan_patterns_agree else ", NaN positions differ"
+        parts.append(
+            f"{values} of {plural(c.count, 'element')} differ{'s' * (values == 1)} in value, "
+            f"max {c.max_ulp:g} ULP{nan}; worst {c.worst}"
+        )
+    if nans:
+        parts.append(
+            f"{nans} of {plural(c.count, 'element')} "
+            f"{'is a NaN that differs' if nans == 1 else 'are NaNs that differ'} only in "
+            "payload or sign"
+        )
+    return "; ".join(parts)
 
 
 def _timed(

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fueltensor.core.errors import plural
 from fueltensor.core.hooks import HOOKS, Form
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan
 from fueltensor.fkc.schema import InputSpec, KernelContract
 from fueltensor.registry import Contracts, Registry
-from fueltensor.tools.textwidth import fit_table
+from fueltensor.tools.textwidth import KEYS, fit_table
 
 if TYPE_CHECKING:
     from fueltensor.fingerprint import Fingerprint
@@ -35,13 +36,19 @@ def html_table(
     caption: str = "",
     marks: Sequence[bool] | None = None,
 ) -> str:
-    """An HTML table of escaped cells; rows whose entry in `marks` is True are shaded red."""
+    """An HTML table of escaped cells; rows whose entry in `marks` is True are shaded red. The
+    cells of name columns (kernel, provider, op, dtypes: `textwidth.KEYS`) never wrap inside a
+    name."""
     cap = f"<caption style='text-align:left'><b>{escape(caption)}</b></caption>" if caption else ""
     head = "".join(f"<th style='{_CELL}'>{escape(h)}</th>" for h in header)
+    styles = [_CELL + (";white-space:nowrap" if h in KEYS else "") for h in header]
     body = []
     for i, row in enumerate(rows):
         bg = " style='background:#fdd'" if marks is not None and marks[i] else ""
-        cells = "".join(f"<td style='{_CELL}'>{escape(str(v))}</td>" for v in row)
+        cells = "".join(
+            f"<td style='{style}'>{escape(str(v))}</td>"
+            for style, v in zip(styles, row, strict=False)
+        )
         body.append(f"<tr{bg}>{cells}</tr>")
     return (
         f"<table style='{_STYLE}'>{cap}<thead><tr>{head}</tr></thead>"
@@ -264,7 +271,7 @@ def register() -> None:
         (KernelContract, "html"): contract_html,
         (KernelContract, "str"): contract_card,
         (KernelContract, "repr"): contract_repr,
-        (Contracts, "html"): lambda c: contracts_html(c, f"{len(c)} contracts"),
+        (Contracts, "html"): lambda c: contracts_html(c, plural(len(c), "contract")),
         (Contracts, "repr"): contract_list_text,
         (Registry, "html"): registry_html,
     }

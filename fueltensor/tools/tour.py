@@ -13,15 +13,17 @@ from typing import Any
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor, asarray
 from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
 from fueltensor.tools.compare import Comparison, ComparisonReport, compare_backends, text_table
-from fueltensor.tools.textwidth import fit_lines
+from fueltensor.tools.textwidth import current_width, fit_lines
 
 
 def _heading(title: str) -> str:
-    return f"\n{title}\n{'=' * len(title)}"
+    """`title` underlined, the rule no wider than the terminal (the title wraps there)."""
+    return f"\n{title}\n{'=' * min(len(title), current_width() or len(title))}"
 
 
 def registry_summary(reg: Registry) -> str:
@@ -70,9 +72,10 @@ def _half_verdict(compared: list[Comparison]) -> str:
         )
     if all(c.mismatches == c.nan_payloads for c in compared):
         return (
-            " Every one is a NaN whose payload or sign differs (every other element is "
-            "bit-equal): the CPU kernels keep NaN payloads as the `half` crate does, the "
-            "oracle's in-half-type arithmetic (ml_dtypes, NumPy float16) does not."
+            " None differs in value: every one is a NaN whose payload or sign differs (every "
+            "other element is bit-equal), a payload difference, not a failure. The CPU "
+            "kernels keep NaN payloads as the `half` crate does, the oracle's in-half-type "
+            "arithmetic (ml_dtypes, NumPy float16) does not."
         )
     return ""
 
@@ -109,9 +112,9 @@ def tour() -> str:
     parts += [
         _heading("3. Providers side by side: half types on random bit patterns"),
         str(report),
-        f"\n{len(compared)} comparisons, {total} elements of random bfloat16/float16 bit "
-        f"patterns (NaNs and infinities included): {report.mismatches} mismatches."
-        + _half_verdict(compared),
+        f"\n{plural(len(compared), 'comparison')}, {total} elements of random bfloat16/float16 "
+        f"bit patterns (NaNs and infinities included): "
+        f"{plural(report.mismatches, 'element')} differ." + _half_verdict(compared),
         "Not compared (a single provider admits them): "
         + ", ".join(dict.fromkeys(c.op for c in report if not c.compared)),
         "\nNext: `fueltensor explain add --shapes 3,4 4`, `fueltensor contracts`, "

@@ -30,7 +30,6 @@ from fueltensor.tools.judge.audit import (
     Audit,
     Settings,
     audit,
-    cache_bytes,
     copy_bandwidth,
     probes,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "Reference",
     "Settings",
     "audit",
-    "cache_bytes",
     "copy_bandwidth",
     "judge",
     "judge_row",

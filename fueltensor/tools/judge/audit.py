@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any, Final, cast
 
 import ml_dtypes
@@ -246,18 +245,6 @@ def copy_bandwidth(n: int = 1 << 22) -> float:
     src = np.ones(n, np.float32)
     dst = np.empty_like(src)
     return 2 * src.nbytes / _time(lambda: np.copyto(dst, src), 1, 5)
-
-
-def cache_bytes() -> int | None:
-    """The size of this CPU's largest cache (Linux sysfs), None where it cannot be read."""
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = entry.read_text().strip().upper()
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes) if sizes else None
 
 
 def _measure(a: Audit, got: Array, want: Array) -> None:

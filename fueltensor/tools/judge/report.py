@@ -8,13 +8,16 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from fueltensor.fingerprint import Fingerprint, machine
+from fueltensor.core.errors import plural
+from fueltensor.fingerprint import Fingerprint, cache_bytes, machine
 from fueltensor.tools.compare import text_table
 from fueltensor.tools.display import html_table, machine_html
-from fueltensor.tools.judge.audit import Audit, cache_bytes
+from fueltensor.tools.judge.audit import Audit
 from fueltensor.tools.textwidth import fit_lines
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from fueltensor.tools.cluster import ClusterJudgeReport
 
 COLUMNS: Final = (
@@ -56,7 +59,7 @@ def judge_row(a: Audit) -> tuple[str, ...]:
         f"{a.measured_ulp:g}",
         str(a.probes),
         f"{a.identical_runs}/{a.runs}",
-        "ok" if not a.conformance else f"{len(a.conformance)} problem(s)",
+        "ok" if not a.conformance else plural(len(a.conformance), "problem"),
         f"{a.overhead_ns:,.0f}",
         f"{a.ns_per_element:.2f}",
         f"{a.gb_per_s:.2f}",
@@ -105,7 +108,7 @@ class JudgeReport:
         """One line: audits, failing audits, the copy bandwidth and the time taken."""
         bad = sum(not a.ok for a in self.rows)
         return (
-            f"judge: {len(self.rows)} audits, {bad} failing, copy bandwidth "
+            f"judge: {plural(len(self.rows), 'audit')}, {bad} failing, copy bandwidth "
             f"{self.copy_gb_per_s:.1f} GB/s{self._where()}, {self.seconds:.1f} s"
             + (" (--quick)" if self.quick else "")
         )
@@ -118,7 +121,10 @@ class JudgeReport:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<JudgeReport: {len(self.rows)} audits, {len(self.failures)} failures>"
+        return (
+            f"<JudgeReport: {plural(len(self.rows), 'audit')}, "
+            f"{plural(len(self.failures), 'failure')}>"
+        )
 
     def _repr_html_(self) -> str:
         """The judge's table, failing rows shaded, then every failure spelled out."""
@@ -132,6 +138,12 @@ class JudgeReport:
         extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
         legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
         return f"<div>{table}{legend}{extra}{machine_html(self.machine)}</div>"
+
+    def plot(self) -> Figure:
+        """A titled matplotlib Figure of the cost findings (the `plot` extra; `tools.plots`)."""
+        from fueltensor.tools.plots import judge_figure
+
+        return judge_figure(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything measured, as JSON-ready data."""

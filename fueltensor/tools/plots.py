@@ -1,0 +1,219 @@
+"""Figures of the reports: `ComparisonReport.plot()` and `JudgeReport.plot()` call these.
+
+matplotlib is the `plot` extra (`pip install "fueltensor[plot]"`), imported on the first call:
+`import fueltensor` never pays for it. Each function returns a titled matplotlib `Figure`, laid
+out by matplotlib's constrained layout so that labels neither overlap nor leave the figure. The
+figure is closed in pyplot (it is not shown twice in Jupyter, nor kept alive by pyplot); it
+displays as a cell's value and saves with `fig.savefig(...)`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from fueltensor.tools.compare import Comparison, ComparisonReport
+    from fueltensor.tools.judge import Audit, JudgeReport
+
+EXTRA = "plot"
+"""The optional dependency group that brings matplotlib."""
+VALUE, PAYLOAD = "tab:red", "tab:orange"
+"""Colours of elements that differ in value, and of NaNs that differ only in payload or sign."""
+OUTLIER = 4.0
+"""A kernel this many times slower per element than the median is named on the cost chart."""
+
+
+def _pyplot() -> Any:
+    """matplotlib.pyplot, or an ImportError naming the extra that installs it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError(
+            f"plotting needs matplotlib: pip install 'fueltensor[{EXTRA}]' (or matplotlib)"
+        ) from e
+    return plt
+
+
+@cache
+def _report_figure() -> type[Figure]:
+    """A Figure that shows itself as a PNG wherever IPython displays it, whatever matplotlib
+    backend is active (a plain Figure needs the inline backend's formatter for that)."""
+    from matplotlib.figure import Figure
+
+    class ReportFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            buffer = io.BytesIO()
+            self.savefig(buffer, format="png")
+            return buffer.getvalue()
+
+    return ReportFigure
+
+
+def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Axes]]:
+    """A new figure of `rows` stacked axes, laid out by constrained layout, closed in pyplot."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(
+        rows,
+        1,
+        figsize=(width, height),
+        layout="constrained",
+        squeeze=False,
+        FigureClass=_report_figure(),
+    )
+    plt.close(fig)
+    return fig, list(axes[:, 0])
+
+
+def _comparison_label(c: Comparison) -> str:
+    return f"{c.op} {'/'.join(dict.fromkeys(c.dtypes))}: {' vs '.join(c.kernels)}"
+
+
+def comparison_figure(report: ComparisonReport) -> Figure:
+    """Per compared operation, the elements whose bits differ: in value (red) and NaNs that
+    differ only in payload or sign (orange), out of the elements compared."""
+    compared = [c for c in report if c.compared]
+    fig, (ax,) = _figure(9.0, 1.2 + 0.38 * max(len(compared), 1))
+    labels = [_comparison_label(c) for c in compared]
+    values = [c.mismatches - c.nan_payloads for c in compared]
+    nans = [c.nan_payloads for c in compared]
+    ax.barh(labels, values, color=VALUE, label="differ in value")
+    ax.barh(labels, nans, left=values, color=PAYLOAD, label="NaN payload or sign only")
+    for y, c in enumerate(compared):
+        ax.annotate(
+            f"{c.mismatches} of {c.count}, max {c.max_ulp:g} ULP",
+            (c.mismatches, y),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
+    ax.invert_yaxis()  # in the order the operations ran
+    ax.set_xlim(0, max([c.mismatches for c in compared] + [1]) * 1.45)
+    ax.set_xlabel("elements whose bits differ between the two kernels")
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
+    skipped = sorted({c.op for c in report if not c.compared})
+    note = f"; not compared (one provider admits them): {', '.join(skipped)}" if skipped else ""
+    ax.set_title(
+        f"compare_backends: {report.mismatches} of {sum(c.count for c in compared)} "
+        f"elements differ{report.nan_note()}{note}",
+        fontsize=10,
+        wrap=True,
+    )
+    return fig
+
+
+def _by_provider(rows: Sequence[Audit]) -> dict[str, list[Audit]]:
+    providers: dict[str, list[Audit]] = {}
+    for r in rows:
+        providers.setdefault(r.provider, []).append(r)
+    return providers
+
+
+def _cost_axes(ax: Axes, report: JudgeReport) -> None:
+    """Measured ns per element against the `bytes_moved` formula's bytes per element, log-log,
+    with those bytes at the measured copy bandwidth as a dashed line; outliers named."""
+    from fueltensor.fingerprint import cache_bytes
+
+    for i, (provider, rows) in enumerate(_by_provider(report.rows).items()):
+        shift = 1 + 0.05 * (i - 0.5)  # providers side by side at the same formula, not on top
+        xs = [r.formula_bytes_per_element * shift for r in rows]
+        ax.scatter(xs, [r.ns_per_element for r in rows], label=provider, alpha=0.75)
+    xs = sorted({r.formula_bytes_per_element for r in report.rows})
+    cache = cache_bytes()
+    fits = cache is not None and report.copy_working_set <= cache
+    where = "in cache" if fits else "beyond the cache" if cache else "cache size unknown"
+    ax.plot(
+        xs,
+        [x / report.copy_gb_per_s for x in xs],
+        "k--",
+        label=f"the formula's bytes at the copy bandwidth, {report.copy_gb_per_s:.0f} GB/s "
+        f"({where})",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(x=0.3, y=0.15)
+    median = sorted(r.ns_per_element for r in report.rows)[len(report.rows) // 2]
+    _name_outliers(ax, [r for r in report.rows if r.ns_per_element > OUTLIER * median])
+    ax.set_xticks(xs, [f"{x:g}" for x in xs])
+    ax.minorticks_off()
+    ax.set_xlabel("bytes_moved formula (bytes per element)")
+    ax.set_ylabel("measured ns per element")
+    n = report.rows[0].large_n if report.rows else 0
+    ax.set_title(f"Measured time against declared bytes moved (n = {n:,} elements)", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
+
+
+def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
+    """Label each point of `slow` to its right, the labels of one formula column stacked
+    evenly in the axes (ordered as their points are) so that none overlaps another."""
+    import math
+
+    from matplotlib.transforms import blended_transform_factory
+
+    data_x_axes_y = blended_transform_factory(ax.transData, ax.transAxes)
+    low, high = (math.log10(v) for v in ax.get_ylim())
+    columns: dict[float, list[Audit]] = {}
+    for r in slow:
+        columns.setdefault(r.formula_bytes_per_element, []).append(r)
+    for x, rows in columns.items():
+        rows.sort(key=lambda r: -r.ns_per_element)
+        step = min(0.05, 0.94 / len(rows))  # of the axes' height: two lines of 7-point text
+        heights = [(math.log10(r.ns_per_element) - low) / (high - low) for r in rows]
+        centred = sum(heights) / len(heights) + step * (len(rows) - 1) / 2
+        top = min(0.97, max(centred, 0.03 + step * (len(rows) - 1)))  # the stack stays inside
+        for k, r in enumerate(rows):
+            ax.annotate(
+                r.label,
+                (x, r.ns_per_element),
+                xytext=(x * 1.12, top - step * k),
+                textcoords=data_x_axes_y,
+                fontsize=7,
+                va="center",
+                arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.6"},
+            )
+
+
+def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
+    """Call overhead per kernel on one-element inputs, on a log axis (sub-microsecond and
+    ten-microsecond calls side by side), one colour per provider."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    colors = {p: f"C{i}" for i, p in enumerate(_by_provider(report.rows))}
+    times = [r.overhead_ns for r in report.rows]
+    ax.bar([r.label for r in report.rows], times, color=[colors[r.provider] for r in report.rows])
+    ax.legend(
+        handles=[Patch(color=c, label=p) for p, c in colors.items()], fontsize=7, loc="upper left"
+    )
+    ax.set_yscale("log")
+    ax.set_ylim(min(times) / 4, max(times) * 4)  # bars rise from well below the shortest
+    ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel("ns per call (log scale)")
+    ax.set_title("Call overhead: one kernel call on one-element inputs", fontsize=10)
+    ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+    ax.margins(x=0.01)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def judge_figure(report: JudgeReport) -> Figure:
+    """The judge's cost findings: measured time against the `bytes_moved` formula, and the
+    call overhead of every kernel on a log axis."""
+    fig, (cost, overhead) = _figure(10.0, 10.0, rows=2)
+    _cost_axes(cost, report)
+    _overhead_axes(overhead, report)
+    bad = sum(not a.ok for a in report.rows)
+    fig.suptitle(
+        f"judge{' --quick' if report.quick else ''}: {len(report.rows)} audits, {bad} failing "
+        f"(measured on {report.machine.cpu})",
+        fontsize=11,
+    )
+    return fig

@@ -1,0 +1,280 @@
+"""The compiled fast path's interface with dispatch: every decision both paths share is defined
+once (issue 25). The plan-cache key is one function (`_fast.key`; `engine.fast.python_key` only
+where `_fast` is not built, tested equal here), the mode and form codes are `_fast`'s constants
+with no Python copy, the kernel numbers are `_native`'s, and `configure` reads named fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fueltensor as ft
+from fueltensor.core import shared
+from fueltensor.core.layout import Layout
+from fueltensor.core.tensor import check_inplace, read_only
+from fueltensor.engine import dispatch, fast
+from fueltensor.engine.backends import current_policy
+from fueltensor.kernels import cpu
+from fueltensor.kernels._chassis import NATIVE
+
+pytestmark = pytest.mark.skipif(
+    dispatch._FAST_MODULE is None, reason="the compiled fast path is not built here"
+)
+FAST: Any = dispatch._FAST_MODULE
+DTYPES = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16, np.int32, np.bool_)
+
+
+def _view(dtype: Any, shape: tuple[int, ...], how: str) -> ft.FuelTensor:
+    """A tensor of `shape` made dense, offset, flipped, transposed or broadcast."""
+    base = ft.asarray(np.arange(1, 2 + 2 * int(np.prod(shape))).astype(dtype))
+    n = int(np.prod(shape))
+    if how == "offset":
+        return ft.reshape(base[1 : 1 + n], shape)
+    if how == "flipped":
+        return ft.flip(ft.reshape(base[:n], shape), axis=0) if shape else base[0]
+    if how == "transposed" and len(shape) == 2:
+        return ft.reshape(base[:n], shape[::-1]).T
+    if how == "broadcast" and shape:
+        return ft.broadcast_to(base[:1], shape)
+    return ft.reshape(base[:n], shape)
+
+
+operand = st.builds(
+    _view,
+    st.sampled_from(DTYPES),
+    st.sampled_from([(), (1,), (4,), (2, 3), (3, 1)]),
+    st.sampled_from(["dense", "offset", "flipped", "transposed", "broadcast"]),
+)
+scalar = st.sampled_from([1.0, -0.0, float("nan"), 3, -2, True, False])
+
+
+@settings(max_examples=80, deadline=None)
+@given(a=operand, b=st.one_of(operand, scalar), op=st.sampled_from(sorted(dispatch.OPERATIONS)))
+def test_one_key_for_both_paths(a: ft.FuelTensor, b: Any, op: str) -> None:
+    """The compiled key equals the pure build's for the same operands, and it is the key the
+    Python path caches the plan under (views, weak scalars and mixed dtypes alike)."""
+    tensors = dispatch.coerce(a, b)
+    key = FAST.key(op, *tensors)
+    assert key == fast.python_key(op, *tensors)
+    assert key[0] == op and (key[1], key[3]) == (tensors[0].dtype.np, tensors[1].dtype.np)
+    assert (key[2], key[4]) == (tensors[0]._layout, tensors[1]._layout)
+    assert fast.key_function(FAST) is FAST.key
+    try:
+        dispatch.choose(op, tensors, current_policy())
+    except (TypeError, ValueError):  # no plan (e.g. shapes that do not broadcast)
+        return
+    assert key in current_policy().plans
+
+
+def test_key_distinguishes_what_the_plan_depends_on() -> None:
+    """Operands differing only in dtype, or only in offset, get different keys."""
+    x = ft.asarray(np.ones(5, np.float32))
+    d = ft.asarray(np.ones(5, np.float64))
+    assert FAST.key("add", x, x) != FAST.key("add", d, d)
+    assert FAST.key("add", x[1:], x[1:]) != FAST.key("add", x[:4], x[:4])
+    assert FAST.key("add", x, x) != FAST.key("subtract", x, x)
+
+
+def test_inplace_caches_under_the_same_key() -> None:
+    """`x += y` and `x + y` share one plan-cache entry, the compiled key's."""
+    x = ft.asarray(np.ones((3, 7), np.float32))
+    y = ft.asarray(np.arange(7, dtype=np.float32))
+    current_policy().plans.clear()
+    x += y
+    assert list(current_policy().plans) == [FAST.key("add", x, y)]
+    _ = x + y
+    assert len(current_policy().plans) == 1
+
+
+def test_key_refuses_what_is_not_a_tensor() -> None:
+    x = ft.asarray(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="both operands must be FuelTensors"):
+        FAST.key("add", x, 1.0)
+
+
+def test_mode_and_form_codes_live_in_the_compiled_module() -> None:
+    """Dispatch keeps no copy of the codes: it reads `_fast`'s, which are distinct."""
+    modes = (FAST.AS_IS, FAST.DENSIFY, FAST.REPEAT)
+    forms = (FAST.FORWARD, FAST.REFLECTED, FAST.INPLACE)
+    assert len(set(modes)) == 3 and len(set(forms)) == 3
+    for name in ("AS_IS", "DENSIFY", "REPEAT", "FORWARD", "REFLECTED", "INPLACE"):
+        assert not hasattr(dispatch, name)
+
+
+def test_forms_mean_what_they_are_named() -> None:
+    """REFLECTED swaps the operands and INPLACE writes the first one."""
+    x = ft.asarray(np.array([8.0, 6.0], np.float32))
+    y = ft.asarray(np.array([2.0, 3.0], np.float32))
+    fallback = dispatch._python_binary
+    assert np.array_equal(FAST.operator("subtract", FAST.FORWARD, fallback)(x, y), [6.0, 3.0])
+    assert np.array_equal(FAST.operator("subtract", FAST.REFLECTED, fallback)(x, y), [-6, -3])
+    inplace = FAST.operator("subtract", FAST.INPLACE, dispatch._python_binary_inplace)
+    assert inplace(x, y) is x and np.array_equal(x, [6.0, 3.0])
+    with pytest.raises(ValueError, match="FORWARD"):
+        FAST.operator("add", 7, fallback)
+
+
+SUFFIXES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16"}
+"""The contracts' dtype suffixes, as NumPy / ml_dtypes name the dtypes."""
+
+
+@pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+def test_kernel_numbers_are_the_compiled_kernels_own() -> None:
+    """A compiled kernel's (op, dtype) numbers name its own op and dtype in `_native`'s
+    tables, the one place they are defined."""
+    numbered = {
+        name.rpartition("::")[2]: fn.__fueltensor_native__
+        for name, fn in cpu.ENTRY_POINTS.items()
+        if hasattr(fn, "__fueltensor_native__")
+    }
+    assert len(numbered) == 32
+    for name, (op, dtype) in numbered.items():
+        kernel, _, suffix = name.rpartition("_")
+        assert NATIVE.OPS[op] == kernel
+        assert NATIVE.DTYPES[dtype] == SUFFIXES[suffix]
+
+
+def test_configure_names_a_wrong_field_and_changes_nothing() -> None:
+    config = dispatch._CONFIG
+    x = ft.asarray(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match=r"config\.trace_var must be a ContextVar"):
+        FAST.configure(config._replace(trace_var=None))
+    with pytest.raises(AttributeError):
+        FAST.configure(object())
+    with ft.trace() as plans:
+        assert np.array_equal(x + x, [2.0, 2.0, 2.0])
+    assert len(plans) == 1  # the trace var is still the one configured: the fast path stood aside
+
+
+def test_one_constructor_for_both_paths() -> None:
+    """The Python path builds tensors with `_fast.new_tensor`, the constructor the compiled path
+    uses; the pure build's `python_new` makes the same object from the same slots."""
+    assert shared.new_tensor is FAST.new_tensor
+    storage = np.arange(6, dtype=np.float32)
+    layout = Layout((2, 2), (2, 1), 1)
+    made = [
+        new(ft.FuelTensor, storage, layout, ft.float32, None)
+        for new in (FAST.new_tensor, shared.python_new)
+    ]
+    for t in made:
+        assert type(t) is ft.FuelTensor
+        assert t._storage is storage and t._layout is layout and t.dtype is ft.float32
+        assert np.array_equal(t, [[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match="has no slot _storage"):
+        FAST.new_tensor(int, storage, layout, ft.float32, None)
+
+
+basic_item = st.one_of(
+    st.none(),
+    st.just(...),
+    st.integers(-6, 6),
+    st.integers(-6, 6).map(np.int64),
+    st.builds(
+        slice,
+        st.none() | st.integers(-8, 8),
+        st.none() | st.integers(-8, 8),
+        st.none() | st.integers(-3, 3) | st.sampled_from([2**62, -(2**70), 2**70]),
+    ),
+    st.sampled_from([True, np.bool_(True), [0], 1.0]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), max_size=3).map(tuple),
+    how=st.sampled_from(["dense", "offset", "flipped", "transposed", "broadcast"]),
+    items=st.lists(basic_item, max_size=4),
+    alone=st.booleans(),
+)
+def test_one_basic_indexing_for_both_paths(
+    shape: tuple[int, ...], how: str, items: list[Any], alone: bool
+) -> None:
+    """The compiled `getitem` and the pure build's `python_basic_view` select the same view, or
+    raise the same error, or both leave the key to the host's indexing (not a basic index)."""
+    x = _view(np.float32, shape, how)
+    key = items[0] if alone and items else tuple(items)
+    outcomes = []
+    for basic_view in (FAST.getitem, shared.python_basic_view):
+        try:
+            view = basic_view(x, key)
+        except (IndexError, ValueError) as e:
+            outcomes.append((type(e), str(e)))
+        else:
+            outcomes.append(None if view is None else (view._layout, view._storage is x._storage))
+    assert outcomes[0] == outcomes[1]
+    assert shared.basic_view is FAST.getitem
+
+
+@pytest.mark.parametrize(
+    "key", [(..., slice(None, None, -1)), (None, ..., slice(0, 1)), (0, slice(None)), (0, 0)]
+)
+def test_basic_indexing_keeps_strides_beyond_the_index_range(key: Any) -> None:
+    """A stride past 2**63 on an axis of extent 0 or 1 is kept exactly by both paths."""
+    x = ft.as_strided(ft.asarray(np.ones(2, np.float32)), (1, 1), (2**64, 2**70), 1)
+    fast, pure = FAST.getitem(x, key), shared.python_basic_view(x, key)
+    assert fast._layout == pure._layout and fast._storage is pure._storage
+
+
+SAYS = {
+    "dtype": "would store a float",
+    "shape": "the result has shape",
+    "read-only": "destination is read-only",
+    "stride0": "stride-0",
+    "overlap": "may overlap",
+}
+"""What the error of each refusal says (a reason worded as another one would pass unseen)."""
+
+
+def _target(shape: tuple[int, ...], how: str) -> ft.FuelTensor:
+    """An in-place target: `_view`'s kinds, read-only, or an `as_strided` view whose elements
+    overlap."""
+    if how == "read-only":
+        return read_only(_view(np.float32, shape, "dense"))
+    if how == "stride0":
+        strides = (0, *(1,) * (len(shape) - 1)) if shape else ()
+        return ft.as_strided(ft.asarray(np.ones(8, np.float32)), shape, strides, 0)
+    if how == "overlapping":
+        n = max(1, int(np.prod(shape)))
+        return ft.as_strided(ft.asarray(np.ones(n + 4, np.float32)), shape, (1,) * len(shape), 0)
+    return _view(np.float32, shape, how)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 3), max_size=3).map(tuple),
+    how=st.sampled_from(
+        [
+            "dense",
+            "offset",
+            "flipped",
+            "transposed",
+            "broadcast",
+            "read-only",
+            "stride0",
+            "overlapping",
+        ]
+    ),
+    dtype=st.sampled_from([None, ft.float32, ft.float64]),
+    other_shape=st.booleans(),
+)
+def test_one_inplace_rule_for_both_paths(
+    shape: tuple[int, ...], how: str, dtype: Any, other_shape: bool
+) -> None:
+    """The compiled rule and the pure build's refuse the same targets for the same reason;
+    both paths' errors come from `check_inplace`, which asks the compiled one."""
+    target = _target(shape, how)
+    want = None if dtype is None else ((*target.shape, 2) if other_shape else target.shape)
+    reason = FAST.inplace_refusal(target, dtype, want)
+    assert reason == shared.python_refusal(target, dtype, want)
+    assert shared.refusal is FAST.inplace_refusal
+    if dtype is not None:
+        if reason is None:
+            check_inplace(target, dtype, want, "add")
+        else:
+            with pytest.raises((TypeError, ValueError), match=SAYS[reason]):
+                check_inplace(target, dtype, want, "add")

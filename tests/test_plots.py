@@ -1,0 +1,104 @@
+"""`ComparisonReport.plot()` and `JudgeReport.plot()`: titled matplotlib Figures whose text
+neither overlaps nor leaves the figure, overhead on a log axis; matplotlib imported only on
+call, and its absence an ImportError naming the extra."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import fueltensor as ft
+from fueltensor.tools.judge import JudgeReport
+from fueltensor.tools.tour import half_comparison
+
+pytest.importorskip("matplotlib")
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+
+@pytest.fixture(scope="module")
+def judged() -> JudgeReport:
+    return ft.judge(quick=True)
+
+
+def shown(fig: Figure) -> Iterator[Text]:
+    """The figure's texts a reader sees: titles, axis labels, tick labels inside the view,
+    annotations and legends."""
+    yield from (t for t in (fig.get_suptitle() and fig._suptitle,) if t)
+    for legend in fig.legends:
+        yield from legend.get_texts()
+    for ax in fig.axes:
+        yield from (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts)
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            ticks = axis.get_major_ticks() + axis.get_minor_ticks()
+            yield from (t.label1 for t in ticks if lo <= t.get_loc() <= hi)
+        if ax.get_legend() is not None:
+            yield from ax.get_legend().get_texts()
+
+
+def texts(fig: Figure) -> Iterator[tuple[str, Bbox]]:
+    """Every visible, non-empty text of the drawn figure with its extent in pixels."""
+    canvas = FigureCanvasAgg(fig)  # the figure is closed in pyplot: draw it as savefig would
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for text in shown(fig):
+        if text.get_visible() and text.get_text().strip():
+            yield text.get_text(), Text.get_window_extent(text, renderer)  # an arrow not counted
+
+
+def assert_readable(fig: Figure) -> None:
+    """No text leaves the figure; no two texts of one kind overlap (labels, titles, notes)."""
+    page = fig.bbox
+    placed = list(texts(fig))
+    for label, box in placed:
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, label
+        assert page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, label
+    for i, (a, box_a) in enumerate(placed):
+        for b, box_b in placed[i + 1 :]:
+            assert not box_a.overlaps(box_b), (a, b)
+
+
+def test_a_comparison_plot_is_a_titled_figure_of_the_differing_elements() -> None:
+    report = half_comparison()
+    fig = report.plot()
+    assert isinstance(fig, Figure)
+    (ax,) = fig.axes
+    assert ax.get_title().startswith("compare_backends: ")
+    compared = [c for c in report if c.compared]
+    bars = ax.containers
+    assert [b.datavalues.tolist() for b in bars] == [
+        [c.mismatches - c.nan_payloads for c in compared],
+        [c.nan_payloads for c in compared],
+    ]
+    assert_readable(fig)
+
+
+def test_a_judge_plot_puts_overhead_on_a_log_axis(judged: JudgeReport) -> None:
+    fig = judged.plot()
+    assert isinstance(fig, Figure) and fig.get_suptitle().startswith("judge --quick: ")
+    cost, overhead = fig.axes
+    assert cost.get_xscale() == cost.get_yscale() == "log"
+    assert overhead.get_yscale() == "log"
+    heights = [p.get_height() for p in overhead.patches]
+    assert np.allclose(heights, [r.overhead_ns for r in judged.rows])
+    assert overhead.get_ylim()[0] < min(heights)  # every bar visible above the axis
+    assert_readable(fig)
+
+
+def test_without_matplotlib_plot_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install 'fueltensor\[plot\]'"):
+        half_comparison().plot()
+
+
+def test_import_fueltensor_does_not_import_matplotlib() -> None:
+    code = "import sys, fueltensor; print('matplotlib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
