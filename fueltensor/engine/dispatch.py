@@ -31,6 +31,7 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
+from fueltensor.engine.scalar_forms import FORMS, integer_scalar, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels._chassis import ERRSTATE, restore, silence
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
@@ -289,7 +290,12 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
     A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
     or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
-    plan, kernel and output as below."""
+    plan, kernel and output as below. An operation with an integer-scalar form (`x ** 2`) is
+    planned in that form first, on the Python path (`engine.scalar_forms`)."""
+    if op in FORMS:
+        done = run_form(op, a, b, current_policy())
+        if done is not None:
+            return done
     if _FAST is not None:
         fast = _FAST(op, a, b)
         if fast is not None:
@@ -318,7 +324,9 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     (target untouched) when the result's dtype or shape is not the target's.
 
     Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
-    same plan, output and refusals as below."""
+    same plan, output and refusals as below (`x **= 2` runs below: see `binary`)."""
+    if op in FORMS and integer_scalar(other) is not None:
+        return _python_binary_inplace(op, target, other)
     if _FAST_INPLACE is not None:
         fast = _FAST_INPLACE(op, target, other)
         if fast is not None:
@@ -328,8 +336,14 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
 
 def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`binary_inplace` on the Python path: coerce, plan (cached), check, run, notify, copy."""
-    tensors = coerce(target, other)
-    plan, planning = choose(op, tensors, current_policy())
+    policy = current_policy()
+    form = planned(op, target, other, policy)
+    tensors: tuple[FuelTensor, ...]
+    if form is None:
+        tensors = coerce(target, other)
+        plan, planning = choose(op, tensors, policy)
+    else:
+        tensors, (plan, planning) = (target,), form
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
     result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
@@ -353,8 +367,8 @@ def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[...
     compiled callable where `kernels._fast` is built: the fast path, else the Python path, with
     no Python frame in between. It carries `fn`'s name, docstring and signature, and binds as a
     method as `fn` does."""
-    if _FAST_MODULE is None:
-        return fn
+    if _FAST_MODULE is None or (op in FORMS and form != "reflected"):
+        return fn  # x ** 2 must reach `binary`, which plans the integer-scalar form first
     name, fallback = _FORMS[form]
     return operators.compiled(fn, op, name, fallback)
 
@@ -409,7 +423,9 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         )
     if len(args) != 2:
         raise TypeError(f"{op} takes 2 operands, explain() got {len(args)}")
-    return choose(op, coerce(*args), current_policy())[0]
+    policy = current_policy()
+    form = planned(op, args[0], args[1], policy)
+    return form[0] if form is not None else choose(op, coerce(*args), policy)[0]
 
 
 def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
