@@ -189,6 +189,9 @@ HOST_BINARY = ("logaddexp", "atan2", "hypot", "equal", "less")
 FLOAT_REDUCTIONS = frozenset({"sum", "mean", "cumulative_sum", "prod", "std"})
 """Their float summation order follows the memory layout (NumPy's pairwise and SIMD loops), so a
 view and its dense copy agree to rounding, not bit for bit."""
+LAYOUT_DEPENDENT = FLOAT_REDUCTIONS | {"atan2"}
+"""...and NumPy's atan2 runs its AVX-512 vector loop on contiguous operands only: on this
+machine a reversed f32 view and its dense copy differ in the last bit in about a third of lanes."""
 
 
 @settings(max_examples=120, deadline=None)
@@ -213,7 +216,7 @@ def test_host_operations_never_modify_their_inputs(
         # the result on views is the result on dense copies of them (bit for bit but for the
         # summation order of float reductions)
         want = getattr(ft, name)(*(dense(a) for a in args))
-        if name in FLOAT_REDUCTIONS and np.asarray(want).dtype.kind == "f":  # std of ints too
+        if name in LAYOUT_DEPENDENT and np.asarray(want).dtype.kind == "f":  # std of ints too
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
         else:
             same_bits(got, want)
