@@ -59,6 +59,12 @@ def test_float_and_bool_exponents_keep_pow(fmt: str, k: Any) -> None:
     assert ft.explain(ft.pow, x, k).op_kind == "PowElementwise"
 
 
+def test_a_numpy_array_base_is_adopted_and_planned_as_powi() -> None:
+    x = np.array([1.5, -2.0, 3.0], np.float32)
+    assert kinds(lambda: ft.pow(x, 3)) == ["PowIElementwise"]
+    assert_contract_bits(ft.pow(x, 3), x, 3, "f32")
+
+
 def test_a_tensor_exponent_and_a_scalar_base_keep_pow() -> None:
     x = tensor("f32")
     assert kinds(lambda: x ** ft.asarray(np.float32(2))) == ["PowElementwise"]

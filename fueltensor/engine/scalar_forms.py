@@ -15,7 +15,7 @@ from typing import Any, Final, cast
 
 import numpy as np
 
-from fueltensor.core.tensor import FuelTensor
+from fueltensor.core.tensor import FuelTensor, asarray
 from fueltensor.engine.backends import Policy, notify
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, plan_contracts
@@ -56,23 +56,37 @@ def choose(op: str, x: FuelTensor, k: int, policy: Policy) -> tuple[Plan, Planni
     return chosen
 
 
+def _call(op: str, a: Any, b: Any) -> tuple[FuelTensor, int] | None:
+    """`op(a, b)` as (tensor, integer) when its integer-scalar form applies (a NumPy array `a`
+    adopted, as dispatch coerces it), else None."""
+    k = integer_scalar(b) if op in FORMS else None
+    if k is None:
+        return None
+    if isinstance(a, FuelTensor):
+        return a, k
+    return (asarray(a), k) if isinstance(a, np.ndarray) else None
+
+
+def _planned(op: str, a: Any, b: Any, policy: Policy) -> tuple[FuelTensor, Plan, Planning] | None:
+    """The tensor, plan and planning of `op(a, b)` in its integer-scalar form, or None."""
+    call = _call(op, a, b)
+    chosen = choose(op, *call, policy) if call is not None else None
+    return None if call is None or chosen is None else (call[0], *chosen)
+
+
 def planned(op: str, a: Any, b: Any, policy: Policy) -> tuple[Plan, Planning] | None:
     """The integer-scalar plan of `op(a, b)` when the form applies and a contract admits it,
     else None (an integer tensor to a negative power then meets the host's refusal)."""
-    if op not in FORMS or not isinstance(a, FuelTensor):
-        return None
-    k = integer_scalar(b)
-    if k is None:
-        return None
-    return choose(op, a, k, policy)
+    found = _planned(op, a, b, policy)
+    return None if found is None else found[1:]
 
 
 def run_form(op: str, a: Any, b: Any, policy: Policy) -> FuelTensor | None:
     """Run `op(a, b)` in its integer-scalar form, or return None when it does not apply."""
-    chosen = planned(op, a, b, policy)
-    if chosen is None:
+    found = _planned(op, a, b, policy)
+    if found is None:
         return None
-    plan, planning = chosen
-    result = run(plan, (a,))
-    notify(planning, plan, (a,), result)
+    x, plan, planning = found
+    result = run(plan, (x,))
+    notify(planning, plan, (x,), result)
     return result
