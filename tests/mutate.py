@@ -916,6 +916,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "x ** 1 runs the loop, whose 1 * x quiets a signalling NaN, instead of copying x",
     ),
     M(
+        "powi-fast-path-serves-int-exponents",
+        FAST_C,
+        "if (ta && PyLong_CheckExact(b)) {",
+        "if (0 && ta && PyLong_CheckExact(b)) {",
+        ("tests/test_powi_dispatch.py", *FAST_TESTS),
+        "the compiled path runs x ** 3 with x ** 3.0's cached PowElementwise plan (powf)",
+    ),
+    M(
         "param-range-off-by-one",
         "fueltensor/fkc/schema.py",
         "if not low <= number <= high:",

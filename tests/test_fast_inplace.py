@@ -75,8 +75,10 @@ def run_inplace(op: str, target: ft.FuelTensor, other: Any, fast: bool) -> ft.Fu
         assert len(plans) == 1
         return result
     if op in scalar_forms.FORMS and scalar_forms.integer_scalar(other) is not None:
-        # x **= 3 is PowIElementwise, planned and run on the Python path only (its scalar's 0-d
-        # tensor would find x **= 3.0's PowElementwise plan in the compiled path's cache)
+        # x **= 3 (an int) is planned in Python (PowIElementwise, or pow when no contract admits
+        # the int); the compiled call declines it: its scalar's 0-d tensor would find
+        # x **= 3.0's PowElementwise plan in the cache
+        assert dispatch._FAST_INPLACE(op, target, other) is None
         return dispatch.binary_inplace(op, target, other)
     getattr(ft, op)(target, other)  # caches the plan binary_inplace plans (the same key)
     served = dispatch._FAST_INPLACE(op, target, other)

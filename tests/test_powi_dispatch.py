@@ -59,6 +59,21 @@ def test_float_and_bool_exponents_keep_pow(fmt: str, k: Any) -> None:
     assert ft.explain(ft.pow, x, k).op_kind == "PowElementwise"
 
 
+@pytest.mark.parametrize("fmt", DTYPES)
+def test_untraced_integer_powers_are_not_served_a_float_exponents_plan(fmt: str) -> None:
+    """With `x ** 3.0`'s plan cached and nothing tracing, `x ** 3` and `x **= 3` still give the
+    PowI loop's bits (powf's differ in some lanes), so the compiled path declined them."""
+    values = np.random.default_rng(5).uniform(-4, 4, 4096)
+    x = tensor(fmt, values)
+    x**3.0
+    assert_contract_bits(x**3, np.asarray(x), 3, fmt)
+    y = tensor(fmt, values)
+    y **= 3.0
+    y = tensor(fmt, values)
+    y **= 3
+    assert_contract_bits(y, np.asarray(x), 3, fmt)
+
+
 def test_a_numpy_array_base_is_adopted_and_planned_as_powi() -> None:
     x = np.array([1.5, -2.0, 3.0], np.float32)
     assert kinds(lambda: ft.pow(x, 3)) == ["PowIElementwise"]

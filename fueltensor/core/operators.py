@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 Method = Callable[[Any, Any], "FuelTensor"]
 _OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
 """Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
-_INTEGER_FORMS: Final = frozenset(op.name for op in CONTRACT_OPS if op.integer_scalar is not None)
-"""Operations whose `x op k` and `x op= k` must reach dispatch, which plans the integer-scalar
-form first (`x ** 2`: PowIElementwise); the compiled operator would not."""
 
 
 def _compiled_module() -> Any:
@@ -72,8 +69,7 @@ def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
     made = []
     for prefix, fn, form, fallback in forms:
         _name(fn, f"__{prefix}{stem}__", op)
-        python_only = op in _INTEGER_FORMS and form != "REFLECTED"
-        made.append(fn if _FAST is None or python_only else compiled(fn, op, form, fallback))
+        made.append(fn if _FAST is None else compiled(fn, op, form, fallback))
     return made[0], made[1], made[2]
 
 

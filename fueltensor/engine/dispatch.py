@@ -31,7 +31,7 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
-from fueltensor.engine.scalar_forms import FORMS, integer_scalar, planned, run_form
+from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels._chassis import ERRSTATE, restore, silence
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
@@ -190,6 +190,7 @@ _CONFIG: Final = fast.FastConfig(
     make_scalar=_scalar,
     errstate=ERRSTATE,
     check_inplace=check_inplace,
+    integer_forms=frozenset(FORMS),
 )
 """What the compiled fast path reads, by name (`_fast.configure`)."""
 _FAST_MODULE: Final = fast.load(_CONFIG)
@@ -290,12 +291,8 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
     A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
     or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
-    plan, kernel and output as below. An operation with an integer-scalar form (`x ** 2`) is
-    planned in that form first, on the Python path (`engine.scalar_forms`)."""
-    if op in FORMS:
-        done = run_form(op, a, b, current_policy())
-        if done is not None:
-            return done
+    plan, kernel and output as below. The compiled call declines `x ** 3` (an int exponent):
+    the Python path plans its integer-scalar form (`engine.scalar_forms`)."""
     if _FAST is not None:
         fast = _FAST(op, a, b)
         if fast is not None:
@@ -304,7 +301,12 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
 
 def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """`binary` on the Python path: coerce, plan (cached), run, notify."""
+    """`binary` on the Python path: the integer-scalar form when it applies (`x ** 3`), else
+    coerce, plan (cached), run, notify."""
+    if op in FORMS:
+        done = run_form(op, a, b, current_policy())
+        if done is not None:
+            return done
     try:
         tensors = coerce(a, b)
     except TypeError:
@@ -324,9 +326,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     (target untouched) when the result's dtype or shape is not the target's.
 
     Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
-    same plan, output and refusals as below (`x **= 2` runs below: see `binary`)."""
-    if op in FORMS and integer_scalar(other) is not None:
-        return _python_binary_inplace(op, target, other)
+    same plan, output and refusals as below (it declines `x **= 3`: see `binary`)."""
     if _FAST_INPLACE is not None:
         fast = _FAST_INPLACE(op, target, other)
         if fast is not None:
@@ -367,8 +367,8 @@ def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[...
     compiled callable where `kernels._fast` is built: the fast path, else the Python path, with
     no Python frame in between. It carries `fn`'s name, docstring and signature, and binds as a
     method as `fn` does."""
-    if _FAST_MODULE is None or (op in FORMS and form != "reflected"):
-        return fn  # x ** 2 must reach `binary`, which plans the integer-scalar form first
+    if _FAST_MODULE is None:
+        return fn
     name, fallback = _FORMS[form]
     return operators.compiled(fn, op, name, fallback)
 
