@@ -79,6 +79,19 @@ def _fast_native(x: Array, k: int, out: Array) -> bool:
     return True
 
 
+def _blocks(
+    block: Callable[[Array, int, Array, Scratch], None], x: Array, k: int, out: Array
+) -> None:
+    """Run `block` over cache-sized blocks of the flat input and output, with borrowed scratch."""
+    s = take_scratch()
+    try:
+        for i in range(0, out.size, BLOCK):
+            j = min(i + BLOCK, out.size)
+            block(x[i:j], k, out[i:j], s)
+    finally:
+        give_scratch(s)
+
+
 def powi_body(dtype: np.dtype[Any]) -> ParamBody:
     """The pure-NumPy PowI body on `dtype`, run with NumPy's warnings silenced."""
     native = dtype is F32 or dtype is F64
@@ -90,15 +103,10 @@ def powi_body(dtype: np.dtype[Any]) -> ParamBody:
             np.copyto(of, xf)  # x itself: same dtype, so its bits (signalling NaNs included)
             return
         token = silence()
-        s = take_scratch()
         try:
-            if native and _fast_native(xf, k, of):
-                return
-            for i in range(0, of.size, BLOCK):
-                j = min(i + BLOCK, of.size)
-                block(xf[i:j], k, of[i:j], s)
+            if not (native and _fast_native(xf, k, of)):
+                _blocks(block, xf, k, of)
         finally:
-            give_scratch(s)
             restore(token)
 
     body.__doc__ = f"Pure-NumPy powi on {dtype}."
