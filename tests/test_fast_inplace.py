@@ -229,6 +229,18 @@ def test_inplace_operations_are_traced_and_observed() -> None:
     assert len(report.comparisons) == 2
 
 
+def test_a_declined_inplace_operator_writes_its_target() -> None:
+    """Where the compiled call declines (a trace is active; `x **= 3`), `x op= y` falls back to
+    the Python in-place path: the target itself is written, not rebound to a new tensor."""
+    x = ft.asarray(np.arange(4, dtype=np.float32))
+    same = x
+    with ft.trace():
+        x += 1.0
+    x **= 2
+    assert x is same
+    np.testing.assert_array_equal(np.asarray(same), [1.0, 4.0, 9.0, 16.0])
+
+
 def test_the_inplace_operators_stand_for_the_python_methods() -> None:
     x = ft.asarray(np.array([1.0, 2.0, 4.0], np.float32))
     method = ft.FuelTensor.__imul__
