@@ -38,8 +38,21 @@ class OpKind(StrEnum):
     DIV = "DivElementwise"
     REM = "RemElementwise"
     POW = "PowElementwise"
+    POWI = "PowIElementwise"
     MAXIMUM = "MaximumElementwise"
     MINIMUM = "MinimumElementwise"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarForm:
+    """What an operation plans when its second operand is an integer scalar (a Python int or
+    a NumPy integer): contracts of another op kind that take that scalar as their one typed
+    parameter (`accept.params`), over the first operand alone."""
+
+    op_kind: OpKind
+    """The op_kind of those contracts, e.g. "PowIElementwise"."""
+    kernel_op: str
+    """Their kernels' op id: the thunk-name stem in entry points (`powi_f32`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +71,9 @@ class ContractOp:
     """The kernels' op id: the thunk-name stem in entry points (`sub_f32`), the C module's name."""
     summary: str
     """What the operation is, for its docstring (its numerics are in the contracts)."""
+    integer_scalar: ScalarForm | None = None
+    """The form planned first when x2 is an integer scalar (x ** 2), None without one; when
+    no contract of it admits the call, the operation is planned as usual."""
 
 
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
@@ -66,7 +82,9 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("multiply", OpKind.MUL, "mul", np.multiply, "mul", "x1 * x2"),
     ContractOp("divide", OpKind.DIV, "truediv", np.divide, "div", "x1 / x2"),
     ContractOp("remainder", OpKind.REM, "mod", np.remainder, "rem", "x1 % x2"),
-    ContractOp("pow", OpKind.POW, "pow", np.power, "pow", "x1 ** x2"),
+    ContractOp(
+        "pow", OpKind.POW, "pow", np.power, "pow", "x1 ** x2", ScalarForm(OpKind.POWI, "powi")
+    ),
     ContractOp("maximum", OpKind.MAXIMUM, None, np.maximum, "maximum", "the larger of x1 and x2"),
     ContractOp("minimum", OpKind.MINIMUM, None, np.minimum, "minimum", "the smaller of x1 and x2"),
 )
@@ -82,6 +100,12 @@ BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 
 KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in CONTRACT_OPS)
 """The kernels' op ids, in table order."""
+
+SCALAR_FORMS: Final[tuple[ScalarForm, ...]] = tuple(
+    op.integer_scalar for op in CONTRACT_OPS if op.integer_scalar is not None
+)
+"""The integer-scalar forms (their op kinds are dispatched too), in table order."""
+
 
 SPELLINGS: Final[Mapping[str, ContractOp]] = MappingProxyType(
     {

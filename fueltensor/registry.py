@@ -333,9 +333,11 @@ def provider_aliases(provider: Provider) -> tuple[str, ...]:
 
 def known_op_kinds() -> tuple[str, ...]:
     """The op kinds the engine dispatches to contracts (read from the engine's operation table)."""
-    from fueltensor.ops import CONTRACT_OPS
+    from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
 
-    return tuple(op.op_kind.value for op in CONTRACT_OPS)
+    return tuple(op.op_kind.value for op in CONTRACT_OPS) + tuple(
+        form.op_kind.value for form in SCALAR_FORMS
+    )
 
 
 def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:

@@ -276,3 +276,33 @@ def cpu_expected(op: str, lhs: np.ndarray[Any, Any], rhs: np.ndarray[Any, Any], 
         cpu_scalar(op, a, b, fmt) for a, b in zip(bits_of(lhs, fmt), bits_of(rhs, fmt), strict=True)
     ]
     return np.array(out, dtype=fmt.uint).reshape(lhs.shape)
+
+
+def powi(a: int, k: int, fmt: Fmt) -> int:
+    """The PowIElementwise contract on bit patterns in the working format: `a` itself for
+    k = 1; otherwise compiler-rt's `__powisf2` loop as written in C (`b & 1`, `b /= 2`
+    truncating toward zero), each product rounded in `fmt`, and `1 / r` for negative k."""
+    if k == 1:
+        return a
+    one = encode(1.0, fmt)
+    r, y, b = one, a, k
+    while True:
+        if b & 1:
+            r = mul(r, y, fmt)
+        b = -(-b // 2) if b < 0 else b // 2
+        if b == 0:
+            break
+        y = mul(y, y, fmt)
+    return div(one, r, fmt) if k < 0 else r
+
+
+def powi_expected(x: np.ndarray[Any, Any], k: int, fmt: Fmt) -> Any:
+    """Expected result bits of `powi_<fmt>`: native for f32/f64; halves widen exactly, run in
+    f32 and narrow once (k = 1 is the operand's own bits in every format)."""
+    out = []
+    for a in bits_of(x, fmt):
+        if fmt in (F32, F64) or k == 1:
+            out.append(powi(a, k, fmt))
+        else:
+            out.append(narrow_from_f32(powi(widen_to_f32(a, fmt), k, F32), fmt))
+    return np.array(out, dtype=fmt.uint).reshape(x.shape)

@@ -48,6 +48,10 @@ FAST_TESTS = (
     "tests/test_fast_casts.py",
     "tests/test_fast_interface.py",
 )
+POWI = "fueltensor/kernels/_powi.py"
+SCALAR_FORMS = "fueltensor/engine/scalar_forms.py"
+POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
+PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
 PLANNER = "fueltensor/engine/planner.py"
@@ -969,6 +973,87 @@ MUTATIONS: tuple[Mutation, ...] = (
         "int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
         HOST_TESTS,
         "a host function's result that views its input (or other memory) is adopted uncopied",
+    ),
+    # -- integer powers (PowIElementwise) --------------------------------------------------
+    M(
+        "powi-wrong-exponent",
+        SCALAR_FORMS,
+        "policy.registry, policy.providers, (k,)",
+        "policy.registry, policy.providers, (k + 1,)",
+        POWI_TESTS,
+        "x ** k runs the kernel with exponent k + 1",
+    ),
+    M(
+        "powi-loop-drops-a-bit",
+        POWI,
+        "    m = abs(k)\n",
+        "    m = abs(k) & ~4\n",
+        POWI_TESTS,
+        "the square-and-multiply loop skips bit 2 of |k| (x ** 7 is x ** 3)",
+    ),
+    M(
+        "powi-python-int-plans-pow",
+        SCALAR_FORMS,
+        "if isinstance(value, int | np.integer):",
+        "if isinstance(value, np.integer):",
+        POWI_TESTS,
+        "a Python int exponent plans PowElementwise (powf) instead of PowIElementwise",
+    ),
+    M(
+        "powi-minus-one-in-f32",
+        POWI,
+        "        np.divide(1, x, out=out)\n",
+        "        np.divide(1, x.astype(np.float32), out=out)\n",
+        POWI_TESTS,
+        "x ** -1 on F64 is a reciprocal rounded to f32",
+    ),
+    M(
+        "powi-minus-one-not-reciprocated",
+        POWI,
+        "    if k < 0:\n",
+        "    if k < -1:\n",
+        POWI_TESTS,
+        "the loop returns x for k = -1 (the half types' path), not 1 / x",
+    ),
+    M(
+        "powi-one-quiets-nans",
+        POWI,
+        "        if k == 1:\n",
+        "        if k == 1 and x.dtype.itemsize > 8:\n",
+        POWI_TESTS,
+        "x ** 1 runs the loop, whose 1 * x quiets a signalling NaN, instead of copying x",
+    ),
+    M(
+        "powi-fast-path-serves-int-exponents",
+        FAST_C,
+        "if (ta && PyLong_CheckExact(b)) {",
+        "if (0 && ta && PyLong_CheckExact(b)) {",
+        ("tests/test_powi_dispatch.py", *FAST_TESTS),
+        "the compiled path runs x ** 3 with x ** 3.0's cached PowElementwise plan (powf)",
+    ),
+    M(
+        "param-range-off-by-one",
+        "fueltensor/fkc/schema.py",
+        "if not low <= number <= high:",
+        "if not low <= number <= high + 1:",
+        PARAM_TESTS,
+        "an i32 parameter admits 2**31, so x ** 2**31 reaches the PowI kernel",
+    ),
+    M(
+        "param-type-unchecked",
+        SCHEMA,
+        'r.string(entries["type"], f"{where}.type", PARAM_TYPES)',
+        'r.string(entries["type"], f"{where}.type")',
+        PARAM_TESTS,
+        "a parameter of an unknown type loads (and fails later, far from its line)",
+    ),
+    M(
+        "judge-powi-outside-domain",
+        "fueltensor/tools/judge/references.py",
+        "    return out | (abs(k) > POWI_SWEEP)",
+        "    return out & (abs(k) > POWI_SWEEP)",
+        JUDGE_TESTS,
+        "the judge measures PowI lanes whose intermediate powers overflow (no bound holds there)",
     ),
 )
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
-from fueltensor.engine import dispatch
+from fueltensor.engine import dispatch, scalar_forms
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST_INPLACE is None, reason="the compiled fast path is not built here"
@@ -75,6 +75,12 @@ def run_inplace(op: str, target: ft.FuelTensor, other: Any, fast: bool) -> ft.Fu
             result = dispatch.binary_inplace(op, target, other)
         assert len(plans) == 1
         return result
+    if op in scalar_forms.FORMS and scalar_forms.integer_scalar(other) is not None:
+        # x **= 3 (an int) is planned in Python (PowIElementwise, or pow when no contract admits
+        # the int); the compiled call declines it: its scalar's 0-d tensor would find
+        # x **= 3.0's PowElementwise plan in the cache
+        assert dispatch._FAST_INPLACE(op, target, other) is None
+        return dispatch.binary_inplace(op, target, other)
     getattr(ft, op)(target, other)  # caches the plan binary_inplace plans (the same key)
     served = dispatch._FAST_INPLACE(op, target, other)
     assert served is not None, (op, target, other)
@@ -227,6 +233,18 @@ def test_inplace_operations_are_traced_and_observed() -> None:
         x -= y
         x **= 2.0
     assert len(report.comparisons) == 2
+
+
+def test_a_declined_inplace_operator_writes_its_target() -> None:
+    """Where the compiled call declines (a trace is active; `x **= 3`), `x op= y` falls back to
+    the Python in-place path: the target itself is written, not rebound to a new tensor."""
+    x = ft.asarray(np.arange(4, dtype=np.float32))
+    same = x
+    with ft.trace():
+        x += 1.0
+    x **= 2
+    assert x is same
+    np.testing.assert_array_equal(np.asarray(same), [1.0, 4.0, 9.0, 16.0])
 
 
 def test_the_inplace_operators_stand_for_the_python_methods() -> None:

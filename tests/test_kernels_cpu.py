@@ -89,10 +89,11 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
         )
 
 
-def test_entry_points_are_the_32_documented_thunks() -> None:
+def test_entry_points_are_the_documented_thunks() -> None:
+    """The 32 binary thunks and the 4 integer powers (`powi_<dtype>`), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
-    assert len(cpu.ENTRY_POINTS) == 32
-    for op, fmt in KERNELS:
+    assert len(cpu.ENTRY_POINTS) == 32 + 4
+    for op, fmt in [*KERNELS, *(("powi", f) for f in ("f32", "f64", "bf16", "f16"))]:
         fn = cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
         assert fn.__name__ == f"{op}_{fmt}"
 

@@ -29,7 +29,11 @@ from fueltensor.fkc.parse import MAX_EVENTS
 registry_module = importlib.import_module("fueltensor.registry")
 
 SEED = 20240607
-MUTANTS_PER_DOCUMENT = {"fuel-cpu-backend.md": 300, "fuel-reference-backend.md": 200}
+MUTANTS_PER_DOCUMENT = {
+    "fuel-cpu-backend.md": 300,
+    "fuel-cpu-backend-powi.md": 150,
+    "fuel-reference-backend.md": 200,
+}
 MB = 2**20
 
 Facts = tuple[list[dict[str, Any]], list[dict[str, Any]]]

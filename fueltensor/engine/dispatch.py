@@ -32,6 +32,7 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
+from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels._chassis import ERRSTATE, restore, silence
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
@@ -207,6 +208,7 @@ _CONFIG: Final = fast.FastConfig(
     make_scalar=_scalar,
     errstate=ERRSTATE,
     check_inplace=check_inplace,
+    integer_forms=frozenset(FORMS),
 )
 """What the compiled fast path reads, by name (`_fast.configure`)."""
 _FAST_MODULE: Final = fast.load(_CONFIG)
@@ -307,7 +309,8 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
     A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
     or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
-    plan, kernel and output as below."""
+    plan, kernel and output as below. The compiled call declines `x ** 3` (an int exponent):
+    the Python path plans its integer-scalar form (`engine.scalar_forms`)."""
     if _FAST is not None:
         fast = _FAST(op, a, b)
         if fast is not None:
@@ -316,7 +319,12 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
 
 def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
-    """`binary` on the Python path: coerce, plan (cached), run, notify."""
+    """`binary` on the Python path: the integer-scalar form when it applies (`x ** 3`), else
+    coerce, plan (cached), run, notify."""
+    if op in FORMS:
+        done = run_form(op, a, b, current_policy())
+        if done is not None:
+            return done
     try:
         tensors = coerce(a, b)
     except TypeError:
@@ -336,7 +344,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     (target untouched) when the result's dtype or shape is not the target's.
 
     Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
-    same plan, output and refusals as below."""
+    same plan, output and refusals as below (it declines `x **= 3`: see `binary`)."""
     if _FAST_INPLACE is not None:
         fast = _FAST_INPLACE(op, target, other)
         if fast is not None:
@@ -346,8 +354,14 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
 
 def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`binary_inplace` on the Python path: coerce, plan (cached), check, run, notify, copy."""
-    tensors = coerce(target, other)
-    plan, planning = choose(op, tensors, current_policy())
+    policy = current_policy()
+    form = planned(op, target, other, policy)
+    tensors: tuple[FuelTensor, ...]
+    if form is None:
+        tensors = coerce(target, other)
+        plan, planning = choose(op, tensors, policy)
+    else:
+        tensors, (plan, planning) = (target,), form
     check_inplace(target, plan.out_dtype, plan.out_shape, op)
     result = run(plan, tensors, _HOSTS[op])
     notify(planning, plan, tensors, result)
@@ -427,7 +441,9 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         )
     if len(args) != 2:
         raise TypeError(f"{op} takes 2 operands, explain() got {len(args)}")
-    return choose(op, coerce(*args), current_policy())[0]
+    policy = current_policy()
+    form = planned(op, args[0], args[1], policy)
+    return form[0] if form is not None else choose(op, coerce(*args), policy)[0]
 
 
 def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:

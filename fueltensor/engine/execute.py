@@ -155,7 +155,7 @@ def _call_guarded(
         frozen.append(view)
     call: Callable[..., object] = fn  # a provider's kernel may return its own array
     try:
-        got = call(*frozen, out=out)
+        got = call(*frozen, *plan.params, out=out)
     except KernelStatusError as e:
         raise _failed(plan, e) from None
     except ValueError as e:
@@ -223,7 +223,11 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
     if len(plan.out_shape) != 1:
         out = out.reshape(plan.out_shape)
-    got = fn(*arrays, out=out) if fn in _bundled_kernels() else _call_guarded(plan, fn, arrays, out)
+    got = (
+        fn(*arrays, *plan.params, out=out)
+        if fn in _bundled_kernels()
+        else _call_guarded(plan, fn, arrays, out)
+    )
     if got is not None:
         out = _check_returned(plan, got, arrays)
     return FuelTensor._from_dense(out, plan.out_dtype)

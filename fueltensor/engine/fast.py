@@ -46,6 +46,9 @@ class FastConfig(NamedTuple):
     """NumPy's error-state var and its all-ignore value (None: no oracle entries)."""
     check_inplace: Callable[[Any, Any, tuple[int, ...], str], None]
     """`tensor.check_inplace`: what an in-place operation refuses, and its error."""
+    integer_forms: frozenset[str]
+    """Operations with an integer-scalar form (`engine.scalar_forms.FORMS`): the compiled path
+    declines `x op k` for an exact int k, which dispatch plans in that form."""
 
 
 def load(config: FastConfig) -> ModuleType | None:

@@ -21,9 +21,11 @@ from fueltensor.core.errors import ContractError
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
+from fueltensor.engine.steps import Operand as Operand
+from fueltensor.engine.steps import Step as Step
+from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import StrEnum
 from fueltensor.registry import Registry
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
@@ -31,53 +33,6 @@ ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 
 _STRATEGY_REPAIRS: Final = {"requires_contiguous": True}
 """Whether an `awkward_layout_strategy` lets the planner densify operands in front of the kernel."""
-
-
-@dataclass(frozen=True, slots=True)
-class Operand:
-    """What the planner knows of a tensor: its dtype and layout (never its values)."""
-
-    dtype: DType
-    layout: Layout
-
-    @property
-    def count(self) -> int:
-        """The number of elements the operand holds."""
-        return self.layout.size
-
-
-class StepKind(StrEnum):
-    """What a step does: prepare an operand (Cast, BroadcastTo, Contiguize), then compute."""
-
-    CAST = "Cast"
-    BROADCAST_TO = "BroadcastTo"
-    CONTIGUIZE = "Contiguize"
-    KERNEL = "Kernel"
-    HOST = "Host"
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One thing a plan does: Cast, BroadcastTo or Contiguize an operand, then a Kernel or Host."""
-
-    kind: StepKind
-    operand: int | None
-    label: str
-    bytes: int
-    dtype: DType | None = None
-    shape: Shape | None = None
-    why: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        why = f"  [{'; '.join(self.why)}]" if self.why else ""
-        if self.kind is StepKind.CAST:
-            assert self.dtype is not None
-            return f"Cast({self.label} -> {self.dtype.name}){why}"
-        if self.kind is StepKind.BROADCAST_TO:
-            return f"BroadcastTo({self.label} -> {self.shape}){why}"
-        if self.kind is StepKind.CONTIGUIZE:
-            return f"Contiguize({self.label}){why}"
-        return f"{self.label}{why}"
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -99,6 +54,8 @@ class Plan:
     operands: tuple[Operand, ...]
     prep: tuple[tuple[Step, ...], ...] = field(repr=False)
     fn: KernelFn | None = field(default=None, repr=False, compare=False)
+    params: tuple[int, ...] = ()
+    """The values of the kernel's `accept.params` (an exponent), passed after its inputs."""
     size: int = field(init=False, repr=False, compare=False)
     """Element count of the output."""
     alignment: int = field(init=False, repr=False, compare=False)
@@ -127,6 +84,7 @@ class Plan:
             self.out_dtype,
             self.operands,
             self.prep,
+            self.params,
         )
 
     @property
@@ -152,6 +110,9 @@ class Plan:
 
     def __str__(self) -> str:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in self.operands)
+        if self.kernel is not None and self.params:
+            named = zip(self.kernel.params, self.params, strict=True)
+            args += "".join(f", {p.name}={v}" for p, v in named)
         head = (
             f"{self.op}({args}) -> {self.out_dtype.name}{list(self.out_shape)}"
             f"  via {self.provider}" + (f" [{self.op_kind}]" if self.op_kind else "")
@@ -179,6 +140,7 @@ def _relinked(
     out_dtype: DType,
     operands: tuple[Operand, ...],
     prep: tuple[tuple[Step, ...], ...],
+    params: tuple[int, ...] = (),
 ) -> Plan:
     """An unpickled Plan. When the active registry holds the same contract (same facts), the
     plan takes that registry's contract object and linked kernel, so it equals the sender's plan
@@ -203,6 +165,7 @@ def _relinked(
         operands,
         prep,
         fn,
+        params,
     )
 
 
@@ -371,11 +334,25 @@ def _kernel_step(
     )
 
 
+def _param_verdict(contract: KernelContract, params: tuple[int, ...]) -> Verdict:
+    """Why the call's scalar parameters do not fit the contract's `accept.params` (or ())."""
+    specs = contract.params
+    if len(params) != len(specs):
+        names = ", ".join(f"{p.name}: {p.type}" for p in specs) or "none"
+        return (f"takes {len(specs)} parameter(s) ({names}); the call passes {len(params)}",)
+    return tuple(r for p, v in zip(specs, params, strict=True) if (r := p.refusal(v)) is not None)
+
+
 def admit(
-    contract: KernelContract, op: str, operands: tuple[Operand, ...], out_shape: Shape
+    contract: KernelContract,
+    op: str,
+    operands: tuple[Operand, ...],
+    out_shape: Shape,
+    params: tuple[int, ...] = (),
 ) -> Plan | Verdict:
-    """A plan for running `contract` on `operands`, or the reasons it cannot run them."""
-    fatal = _dtype_verdict(contract.inputs, operands)
+    """A plan for running `contract` on `operands` (and the call's scalar `params`), or the
+    reasons it cannot run them."""
+    fatal = _dtype_verdict(contract.inputs, operands) + _param_verdict(contract, params)
     if fatal:
         return fatal
     repairs = _STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
@@ -404,6 +381,7 @@ def admit(
         out_dtype=dtype,
         operands=operands,
         prep=tuple(tuple(p) for p in prep),
+        params=tuple(int(v) for v in params),  # a NumPy integer exponent as a Python int
     )
 
 
@@ -442,8 +420,10 @@ def plan_contracts(
     operands: tuple[Operand, ...],
     registry: Registry,
     providers: frozenset[str] | None,
+    params: tuple[int, ...] = (),
 ) -> Planning:
-    """Every viable contract plan for the operation (best first) and why the others lost."""
+    """Every viable contract plan for the operation (best first) and why the others lost;
+    `params` are the call's scalar parameters, checked against each contract's `accept.params`."""
     out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
     cast, casts = promote(operands)
     cast_steps = tuple(s for c in casts for s in c)
@@ -456,7 +436,7 @@ def plan_contracts(
                 f"provider {contract.provider.name} is excluded by use_backend",
             )
             continue
-        verdict = admit(contract, op, cast, out_shape)
+        verdict = admit(contract, op, cast, out_shape, params)
         if isinstance(verdict, tuple):
             rejected[contract.name] = verdict
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -34,6 +35,17 @@ SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2}
 """Rule name -> number of input names it takes, for `shape_rule`."""
 LAYOUT_GUARANTEES: Final = ("contiguous",)
 ALIASING: Final = ("none",)
+PARAM_TYPES: Final = {
+    "i8": (-(2**7), 2**7 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+    "u8": (0, 2**8 - 1),
+    "u16": (0, 2**16 - 1),
+    "u32": (0, 2**32 - 1),
+    "u64": (0, 2**64 - 1),
+}
+"""Parameter type -> the closed range of integers a value of it may take (`accept.params`)."""
 FKC_VERSIONS: Final = (1,)
 AUTO_HASH: Final = "auto"
 
@@ -75,10 +87,13 @@ PROVIDER_SHAPE: Final = _shape("name backend kernel_source link_registry revisio
 FRONT_MATTER_SHAPE: Final = _shape("fkc_version provider", provider=PROVIDER_SHAPE)
 LAYOUT_SHAPE: Final = _shape(" ".join(LAYOUT_FLAGS))
 INPUT_SHAPE: Final = _shape("name dtypes layout rank shape_constraint?", layout=LAYOUT_SHAPE)
+PARAM_SHAPE: Final = _shape("name type")
 OUTPUT_SHAPE: Final = _shape("name dtype_rule shape_rule layout_guarantee aliasing")
 FAST_PATH_SHAPE: Final = _shape("when class? note?")
 MEMORY_SHAPE: Final = _shape("device_bytes host_bytes disk_bytes")
-ACCEPT_SHAPE: Final = _shape("inputs op_params?", inputs=[INPUT_SHAPE], op_params=OPEN)
+ACCEPT_SHAPE: Final = _shape(
+    "inputs params? op_params?", inputs=[INPUT_SHAPE], params=[PARAM_SHAPE], op_params=OPEN
+)
 RETURN_SHAPE: Final = _shape("outputs", outputs=[OUTPUT_SHAPE])
 CAPS_SHAPE: Final = _shape(
     "awkward_layout_strategy fast_paths? in_place alignment_bytes access_granularity_bits",
@@ -163,6 +178,35 @@ class InputSpec:
             "rank": "any" if self.rank is None else self.rank,
             "shape_constraint": None if sc is None else str(sc),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """A typed scalar the caller passes with the operands at each call (an integer exponent,
+    say): unlike `op_params`, whose values the document fixes, its value is the call's."""
+
+    name: str
+    type: str
+    """A key of `PARAM_TYPES` ("i32")."""
+
+    def refusal(self, value: object) -> str | None:
+        """Why `value` cannot be passed as this parameter, or None when it can."""
+        low, high = PARAM_TYPES[self.type]
+        try:
+            number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            number = None
+        if number is None:
+            return (
+                f"parameter {self.name} takes an integer ({self.type}), got {type(value).__name__}"
+            )
+        if not low <= number <= high:
+            return f"parameter {self.name}={number} is outside {self.type} [{low}, {high}]"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """This parameter as its document writes it (`KernelContract.to_dict`)."""
+        return {"name": self.name, "type": self.type}
 
 
 @dataclass(frozen=True)
@@ -280,6 +324,8 @@ class KernelContract(_PicklesReadOnlyMaps):
     kernel_revision_hash: str
     registrable: bool
     inputs: tuple[InputSpec, ...]
+    params: tuple[ParamSpec, ...]
+    """The call-time parameters (`accept.params`), in declared order; () for most kernels."""
     op_params: Mapping[str, Scalar]
     outputs: tuple[OutputSpec, ...]
     caps: Caps
@@ -326,6 +372,8 @@ class KernelContract(_PicklesReadOnlyMaps):
             "kernel_revision_hash": self.kernel_revision_hash,
             "accept": {
                 "inputs": [s.to_dict() for s in self.inputs],
+                # Only when declared, so documents without parameters keep their revision hashes.
+                **({"params": [p.to_dict() for p in self.params]} if self.params else {}),
                 "op_params": dict(self.op_params),
             },
             "return": {"outputs": [o.to_dict() for o in self.outputs]},

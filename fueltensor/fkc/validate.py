@@ -36,6 +36,8 @@ from .schema import (
     MEMORY_SHAPE,
     OPEN,
     OUTPUT_SHAPE,
+    PARAM_SHAPE,
+    PARAM_TYPES,
     PRECISION_SHAPE,
     PROVIDER_SHAPE,
     RETURN_SHAPE,
@@ -47,6 +49,7 @@ from .schema import (
     KernelContract,
     Node,
     OutputSpec,
+    ParamSpec,
     Precision,
     Provider,
     Rule,
@@ -215,6 +218,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         else AUTO_HASH,
         registrable=r.boolean(top["registrable"], "registrable") if "registrable" in top else True,
         inputs=inputs,
+        params=_params(r, accept.get("params"), names),
         op_params=_op_params(r, accept.get("op_params")),
         outputs=_outputs(r, top["return"], names),
         caps=_caps(r, top["caps"]),
@@ -308,6 +312,25 @@ def _shape_constraint(
     if not sep or kind not in SHAPE_CONSTRAINT_KINDS or other not in others:
         r.fail(node.line, where, f"{text!r} is not accepted; accepted: {accepted}")
     return ShapeConstraint(kind, other)
+
+
+def _params(r: _Reader, node: Node | None, inputs: tuple[str, ...]) -> tuple[ParamSpec, ...]:
+    """The typed call-time parameters: identifiers unique among parameters and inputs."""
+    if node is None or node.value is None:
+        return ()
+    params: list[ParamSpec] = []
+    for i, item in enumerate(r.items(node, "accept.params")):
+        where = f"accept.params[{i}]"
+        entries = r.mapping(item, PARAM_SHAPE, where)
+        name = r.identifier(entries["name"], f"{where}.name")
+        if name in inputs or any(p.name == name for p in params):
+            r.fail(
+                entries["name"].line,
+                f"{where}.name",
+                f"{name!r} already names an input or parameter; accepted: a name of its own",
+            )
+        params.append(ParamSpec(name, r.string(entries["type"], f"{where}.type", PARAM_TYPES)))
+    return tuple(params)
 
 
 def _op_params(r: _Reader, node: Node | None) -> Mapping[str, Scalar]:

@@ -95,6 +95,7 @@ static PyObject *out_kwnames;   /* ("out",) */
 static PyObject *backends_dict; /* engine.backends' globals, where the default policy lives */
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
 static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, what) */
+static PyObject *integer_forms; /* ops whose `x op k`, k an int, dispatch plans itself */
 static PyObject *array_name;    /* "_array" */
 static PyObject *astype_name;   /* "astype" */
 static PyObject *order_kwnames; /* ("order",) */
@@ -918,6 +919,10 @@ static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     if (tensor == NULL) return 0;
     int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
     if (!(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
+    if (ta && PyLong_CheckExact(b)) { /* x ** 3: an integer-scalar form, planned in Python */
+        int form = PySet_Contains(integer_forms, op);
+        if (form != 0) return form < 0 ? -1 : 0;
+    }
     int watched = busy(trace_var);
     if (watched == 0) watched = busy(observers_var);
     if (watched != 0) return watched < 0 ? -1 : 0;
@@ -1615,6 +1620,7 @@ static int is_tuple_type(PyObject *v) {
 static int is_var(PyObject *v) { return PyContextVar_CheckExact(v); }
 static int is_callable(PyObject *v) { return PyCallable_Check(v); }
 static int is_dict(PyObject *v) { return PyDict_Check(v); }
+static int is_frozenset(PyObject *v) { return PyFrozenSet_CheckExact(v); }
 static int is_errstate(PyObject *v) {
     return v == Py_None || (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 &&
                             PyContextVar_CheckExact(PyTuple_GET_ITEM(v, 0)));
@@ -1637,6 +1643,7 @@ static const struct {
     {"make_scalar", is_callable, "callable"},
     {"errstate", is_errstate, "None or (ContextVar, value)"},
     {"check_inplace", is_callable, "callable"},
+    {"integer_forms", is_frozenset, "a frozenset"},
 };
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 
@@ -1675,6 +1682,7 @@ static PyObject *configure(PyObject *module, PyObject *config) {
     Py_XSETREF(backends_dict, v[7]);
     Py_XSETREF(make_scalar, v[8]);
     Py_XSETREF(check_inplace, v[10]);
+    Py_XSETREF(integer_forms, v[11]);
     Py_XSETREF(dense_layout, dense);
     if (v[9] == Py_None) {
         Py_CLEAR(errstate_var);

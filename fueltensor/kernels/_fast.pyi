@@ -99,6 +99,10 @@ class Config(Protocol):
     @property
     def check_inplace(self) -> Callable[[Any, Any, tuple[int, ...], str], None]:
         """What an in-place operation refuses (`tensor.check_inplace`)."""
+    @property
+    def integer_forms(self) -> frozenset[str]:
+        """Operations whose `x op k` with an exact int k `binary` and `inplace` decline
+        (dispatch plans their integer-scalar form: `x ** 3` is PowIElementwise)."""
 
 def configure(config: Config, /) -> None:
     """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named

@@ -1,4 +1,4 @@
-"""fuel-cpu-backend: the 32 same-shape byte kernels, generated from one chassis.
+"""fuel-cpu-backend: the 32 same-shape byte kernels and the integer powers, from one chassis.
 
 Every thunk is `kernel(lhs, rhs, *, out) -> None` over C-contiguous arrays of equal element
 count (the contract's `same_as` shapes): it checks the three byte lengths as the Rust chassis
@@ -6,6 +6,8 @@ does, then writes `out[i] = op(lhs[i], rhs[i])` in place. F32/F64 compute native
 widen to f32, compute, and round once to nearest-even on store (see `_chassis`). The bodies come
 from the chassis' current implementation (compiled or pure NumPy; both are tested bit for bit
 against one independent scalar reference, pow included: both call the C library's powf/pow).
+The integer-scalar forms of the op table (`powi_<dtype>`, `kernel(x, k, *, out)`) take their
+parameter positionally after the input, as the planner passes a contract's `accept.params`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from fueltensor.kernels._chassis import (
     Body,
     Op,
 )
+from fueltensor.kernels._powi import BODIES, ParamBody
+from fueltensor.ops import SCALAR_FORMS
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
@@ -55,15 +59,47 @@ def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
     return kernel
 
 
+def _param_thunk(stem: str, suffix: str, dtype: np.dtype[Any], body: ParamBody) -> KernelFn:
+    """Build the thunk `<stem>_<suffix>(x, k, *, out)` of an integer-scalar form."""
+    name = f"{stem}_{suffix}"
+
+    def kernel(x: Array, k: int, *, out: Array) -> None:
+        if x.nbytes != out.nbytes:
+            raise ValueError(f"{name}: byte lengths differ: x {x.nbytes}, out {out.nbytes}")
+        if x.dtype != dtype or out.dtype != dtype:
+            raise TypeError(
+                f"{name}: expected {dtype} input and output, got x {x.dtype}, out {out.dtype}"
+            )
+        body(x, out, k)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {stem}(x[i], k) in {dtype}."
+    return kernel
+
+
+if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
+    raise ImportError(
+        f"the integer-scalar bodies {sorted(BODIES)} are not the op table's integer-scalar "
+        f"kernel ops {[f.kernel_op for f in SCALAR_FORMS]} (fueltensor.ops)"
+    )
+
+
 def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
-    """The 32 thunks by full `entry_point` string, their bodies from one chassis implementation."""
+    """Every thunk by full `entry_point` string: the 32 binary ones with bodies from one chassis
+    implementation, and the integer-scalar forms' (pure NumPy in every implementation)."""
     make = IMPLEMENTATIONS[implementation]
-    return {
+    binary = {
         f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
         for op in OPS
         for suffix, dtype in DTYPES
     }
+    scalar = {
+        f"{_PREFIX}{stem}_{suffix}": _param_thunk(stem, suffix, dtype, BODIES[stem](dtype))
+        for stem in BODIES
+        for suffix, dtype in DTYPES
+    }
+    return binary | scalar
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()
-"""The provider's link registry: full `entry_point` string -> thunk (the 32 registrable ones)."""
+"""The provider's link registry: full `entry_point` string -> thunk (every registrable one)."""

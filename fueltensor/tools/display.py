@@ -125,6 +125,7 @@ def contract_facts(c: KernelContract) -> list[tuple[str, str]]:
         ("provider", f"{c.provider.name} (kernel_source {c.kernel_source})"),
         ("what", c.blurb),
         *((f"input {s.name}", input_text(s)) for s in c.inputs),
+        *((f"param {p.name}", f"{p.type} scalar, passed with each call") for p in c.params),
         (
             "output",
             "none"

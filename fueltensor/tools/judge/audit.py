@@ -41,6 +41,11 @@ from fueltensor.tools.judge.references import BF16, F64, REFERENCES, Array, Refe
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
 
+PARAM_SWEEP: Final = (3, -1, 0, 1, 2, -2, -3, 7, -7, 31, -31, 32, -32)
+"""The values the judge gives a contract's integer parameters (`accept.params`), each where
+the parameter's type admits it: the first for conformance, determinism and cost, every one of
+them for precision."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -149,16 +154,30 @@ def _fresh_out(plan: Plan, fill: int) -> Array:
 def _call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) -> Array:
     """Run the kernel as the executor does; an array it returns instead of writing `out` wins."""
     out = _fresh_out(plan, fill)
-    got = cast(Callable[..., object], fn)(*inputs, out=out)
+    got = cast(Callable[..., object], fn)(*inputs, *plan.params, out=out)
     return got if isinstance(got, np.ndarray) else out
 
 
-def _plan(contract: KernelContract, dtype: DType, shapes: Sequence[tuple[int, ...]]) -> Plan:
-    """The contract's plan for dense operands of `shapes` (its dtype and shape rules applied)."""
+def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
+    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
+    if not contract.params:
+        return [()]
+    specs = contract.params
+    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
+
+
+def _plan(
+    contract: KernelContract,
+    dtype: DType,
+    shapes: Sequence[tuple[int, ...]],
+    params: tuple[int, ...] = (),
+) -> Plan:
+    """The contract's plan for dense operands of `shapes` and the parameter values `params`
+    (its dtype and shape rules applied)."""
     operands = tuple(Operand(dtype, Layout.dense(s)) for s in shapes)
     row = BY_KIND.get(contract.op_kind)
     op = row.name if row is not None else contract.op_kind
-    verdict = admit(contract, op, operands, broadcast_shapes(*shapes))
+    verdict = admit(contract, op, operands, broadcast_shapes(*shapes), params)
     if isinstance(verdict, tuple):
         raise ValueError(
             f"{contract.name} does not admit its own probe {list(shapes)}: " + "; ".join(verdict)
@@ -199,7 +218,7 @@ def _conformance(
 ) -> tuple[list[str], Array, tuple[Array, ...]]:
     """Problems with the kernel's output per the `return` clause; also its output and the
     inputs, which the precision check reuses."""
-    plan = _plan(contract, dtype, _conformance_shapes(contract))
+    plan = _plan(contract, dtype, _conformance_shapes(contract), _param_values(contract)[0])
     inputs = tuple(
         round_to(rng.uniform(-4, 4, s), dtype.np) for s in (o.layout.shape for o in plan.operands)
     )
@@ -290,7 +309,8 @@ def _checks(
     a.failures += [f"conformance: {p}" for p in problems]
 
     lhs, rhs = probes(dtype.np, settings.random, rng)
-    plan = _plan(contract, dtype, _flat_shapes(contract, lhs.size))
+    sweep = _param_values(contract)
+    plan = _plan(contract, dtype, _flat_shapes(contract, lhs.size), sweep[0])
     operands = tuple(
         x.reshape(o.layout.shape)
         for x, o in zip((lhs, rhs)[: len(plan.operands)], plan.operands, strict=True)
@@ -307,7 +327,10 @@ def _checks(
 
     _implementations(a, contract, operands, plan, outputs[0])
     ref = REFERENCES.get(contract.op_kind)
-    if ref is not None and len(contract.inputs) == 2:
+    if ref is not None and contract.params:
+        _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
+        _check_bounds(a, contract)
+    elif ref is not None and len(contract.inputs) == 2:
         _precision(a, ref, outputs[0], (lhs, rhs), settings, rng)
         wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
@@ -363,6 +386,30 @@ def _precision(
     _measure(a, got[keep], ref.fn(lhs[keep], rhs[keep]))
 
 
+def _swept_precision(
+    a: Audit,
+    ref: Reference,
+    contract: KernelContract,
+    fn: KernelFn,
+    dtype: DType,
+    probe: Array,
+    sweep: list[tuple[int, ...]],
+    settings: Settings,
+    rng: np.random.Generator,
+) -> None:
+    """Precision of a one-input contract with parameters: the probe's distinct values at every
+    parameter tuple of the sweep (a subsample where F64's reference is exact and slow)."""
+    x = np.unique(probe.view(f"u{probe.itemsize}")).view(probe.dtype)
+    if ref.exact_f64 and x.dtype == F64 and x.size > settings.exact:
+        specials = _specials(F64)
+        x = np.concatenate([specials, rng.choice(x, settings.exact, replace=False)])
+    for params in sweep:
+        plan = _plan(contract, dtype, _flat_shapes(contract, x.size), params)
+        got = _call(fn, plan, (x.reshape(plan.operands[0].layout.shape),)).reshape(-1)
+        keep = ~ref.skip(x, *params) if ref.skip is not None else np.ones(x.size, bool)
+        _measure(a, got[keep], ref.fn(x[keep], *params))
+
+
 def _check_bounds(a: Audit, contract: KernelContract) -> None:
     p = contract.precision
     if p.max_ulp is not None and a.measured_ulp > p.max_ulp:
@@ -385,16 +432,17 @@ def _cost(
     settings: Settings,
     copy_bps: float,
 ) -> None:
-    tiny = _plan(contract, dtype, _flat_shapes(contract, 1))
+    params = _param_values(contract)[0]
+    tiny = _plan(contract, dtype, _flat_shapes(contract, 1), params)
     ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
     out = _fresh_out(tiny, 0)
-    a.overhead_ns = 1e9 * _time(lambda: fn(*ones, out=out), settings.tiny_calls)
+    a.overhead_ns = 1e9 * _time(lambda: fn(*ones, *params, out=out), settings.tiny_calls)
     n = settings.large
-    big = _plan(contract, dtype, _flat_shapes(contract, n))
+    big = _plan(contract, dtype, _flat_shapes(contract, n), params)
     rng = np.random.default_rng(1)
     xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
     out = _fresh_out(big, 0)
-    seconds = _time(lambda: fn(*xs, out=out), 1)
+    seconds = _time(lambda: fn(*xs, *params, out=out), 1)
     predicted = float(big.steps[-1].bytes)
     a.large_n = n
     a.ns_per_element = 1e9 * seconds / n

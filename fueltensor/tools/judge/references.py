@@ -20,7 +20,7 @@ from typing import Any, Final
 import ml_dtypes
 import numpy as np
 
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
 from fueltensor.tools.compare import bits
 
 Array = np.ndarray
@@ -133,15 +133,62 @@ def _pow(a: Array, b: Array) -> Array:
         return round_to(np.power(a.astype(wide), b.astype(wide)), a.dtype)
 
 
+POWI_SWEEP: Final = 32
+"""The largest |k| the judge runs PowI at: the contracts declare max_ulp up to there."""
+
+
+def _odd_f64(exact: Fraction) -> float:
+    """`exact` rounded to f64 to odd (an inexact result gets an odd last bit), so rounding it
+    once more to nearest, into a format of at most 51 significant bits, rounds `exact` once."""
+    f = float(exact)
+    if Fraction(f) != exact and not int(np.float64(f).view(np.uint64)) & 1:
+        f = math.nextafter(f, math.inf if exact > Fraction(f) else -math.inf)
+    return f
+
+
+def _powi_value(x: float, k: int, nearest: bool) -> float:
+    """x**k as IEEE `pown` says for zeros, infinities and NaN; else exactly (rational), rounded
+    to f64 to nearest when `nearest`, else to odd (for one more rounding into the dtype)."""
+    if k == 0:
+        return 1.0
+    if math.isnan(x):
+        return x
+    if x == 0 or math.isinf(x):
+        big = (x == 0) == (k < 0)
+        return math.copysign(math.inf if big else 0.0, x if k % 2 else 1.0)
+    exact = Fraction(x) ** k
+    return float(exact) if nearest else _odd_f64(exact)
+
+
+def _powi(a: Array, k: int) -> Array:
+    with np.errstate(all="ignore"):
+        values = [_powi_value(x, k, a.dtype == F64) for x in a.astype(F64).tolist()]
+        return round_to(np.array(values, F64), a.dtype)
+
+
+def _powi_outside(a: Array, k: int) -> Array:
+    """Lanes outside the domain the PowI contracts bound: |k| above the sweep, or a finite
+    nonzero x whose powers |x|**1 .. |x|**|k| leave the working precision's normal range."""
+    info = np.finfo(F64 if a.dtype == F64 else F32)
+    with np.errstate(all="ignore"):
+        m = np.abs(a.astype(F64 if a.dtype == F64 else np.longdouble))
+        top = m ** abs(k)
+        ends = np.minimum(m, top), np.maximum(m, top)
+        finite = np.isfinite(m) & (m != 0)
+    out: Array = finite & ((ends[0] < info.tiny) | (ends[1] > info.max))
+    return out | (abs(k) > POWI_SWEEP)
+
+
 @dataclass(frozen=True)
 class Reference:
     """How the judge computes what a kernel should return for one op kind."""
 
     describe: str
-    fn: Callable[[Array, Array], Array]
+    fn: Callable[..., Array]
+    """`fn(*inputs, *params)`: the expected values in the inputs' dtype."""
     exact_f64: bool = False
     """F64 is computed in exact rational arithmetic: the probe is subsampled."""
-    skip: Callable[[Array, Array], Array] | None = None
+    skip: Callable[..., Array] | None = None
     """Lanes left out of the precision measure (the semantics leave them open)."""
 
 
@@ -160,9 +207,17 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
         _pow,
         skip=lambda a, b: _signaling(a) | _signaling(b),
     ),
+    "powi": Reference(
+        f"x**k exact (rational), rounded once; |k| <= {POWI_SWEEP}, no intermediate "
+        "overflow or underflow",
+        _powi,
+        exact_f64=True,
+        skip=_powi_outside,
+    ),
 }
 
 REFERENCES: Final[dict[str, Reference]] = {
-    op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in CONTRACT_OPS
+    **{op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in CONTRACT_OPS},
+    **{form.op_kind.value: _BY_KERNEL_OP[form.kernel_op] for form in SCALAR_FORMS},
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""

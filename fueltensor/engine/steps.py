@@ -1,0 +1,56 @@
+"""What plans are made of: the operands as the planner sees them, and the steps a plan runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fueltensor.core.dtypes import DType
+from fueltensor.core.layout import Layout, Shape
+from fueltensor.ops import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """What the planner knows of a tensor: its dtype and layout (never its values)."""
+
+    dtype: DType
+    layout: Layout
+
+    @property
+    def count(self) -> int:
+        """The number of elements the operand holds."""
+        return self.layout.size
+
+
+class StepKind(StrEnum):
+    """What a step does: prepare an operand (Cast, BroadcastTo, Contiguize), then compute."""
+
+    CAST = "Cast"
+    BROADCAST_TO = "BroadcastTo"
+    CONTIGUIZE = "Contiguize"
+    KERNEL = "Kernel"
+    HOST = "Host"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing a plan does: Cast, BroadcastTo or Contiguize an operand, then a Kernel or Host."""
+
+    kind: StepKind
+    operand: int | None
+    label: str
+    bytes: int
+    dtype: DType | None = None
+    shape: Shape | None = None
+    why: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        why = f"  [{'; '.join(self.why)}]" if self.why else ""
+        if self.kind is StepKind.CAST:
+            assert self.dtype is not None
+            return f"Cast({self.label} -> {self.dtype.name}){why}"
+        if self.kind is StepKind.BROADCAST_TO:
+            return f"BroadcastTo({self.label} -> {self.shape}){why}"
+        if self.kind is StepKind.CONTIGUIZE:
+            return f"Contiguize({self.label}){why}"
+        return f"{self.label}{why}"
