@@ -171,6 +171,13 @@ def contract_list_row(c: KernelContract) -> tuple[str, ...]:
     )
 
 
+def _registry_row(c: KernelContract) -> tuple[str, ...]:
+    """A contract's row in the registry's table: the list row with its op kind and whether
+    dispatch may pick it."""
+    name, *facts = contract_list_row(c)
+    return (name, c.op_kind, *facts, "yes" if c.registrable else "describe-only")
+
+
 def contracts_html(contracts: Sequence[KernelContract], caption: str) -> str:
     """A table of contracts, one row each."""
     return html_table(CONTRACT_LIST_COLUMNS, map(contract_list_row, contracts), caption=caption)
@@ -220,19 +227,7 @@ def registry_html(reg: Registry) -> str:
     )
     contracts = html_table(
         ("kernel", "op_kind", "provider", "dtypes", "shapes", "bytes_moved", "max_ulp", "dispatch"),
-        [
-            (
-                c.name,
-                c.op_kind,
-                c.provider.name,
-                ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes)),
-                ", ".join(f"{s.name}: {s.shape_constraint}" for s in c.inputs),
-                str(c.cost.bytes_moved),
-                "~" if c.precision.max_ulp is None else f"{c.precision.max_ulp:g}",
-                "yes" if c.registrable else "describe-only",
-            )
-            for c in reg
-        ],
+        [_registry_row(c) for c in reg],
         caption="contracts",
     )
     return f"<div>{providers}{contracts}</div>"
