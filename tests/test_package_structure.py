@@ -134,3 +134,18 @@ def test_the_package_root_installs_every_hook() -> None:
     assert HOOKS.namespace is ft
     for slot in Hooks.__slots__:
         getattr(HOOKS, slot)
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    """pyproject.toml lists packages by hand: a new subpackage left out installs without its
+    files, which an editable install never shows (the installed wheel then fails to import)."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(root).parts)
+        for init in (root / "fueltensor").rglob("__init__.py")
+    }
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
