@@ -375,7 +375,11 @@ def _run_pow_shortcut(args: argparse.Namespace) -> int:
     from .kernels._chassis import NATIVE
 
     if NATIVE is None:
-        print("pow shortcut: the compiled kernels are not built here; powf runs for every lane")
+        print(
+            fit_lines(
+                "pow shortcut: the compiled kernels are not built here; powf runs for every lane"
+            )
+        )
         return 0 if not args.check else 1
     if args.check:
         print(
