@@ -10,6 +10,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _modes import NATIVE_FAST_PATH
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,7 +124,7 @@ SUFFIXES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "floa
 """The contracts' dtype suffixes, as NumPy / ml_dtypes name the dtypes."""
 
 
-@pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+@NATIVE_FAST_PATH
 def test_kernel_numbers_are_the_compiled_kernels_own() -> None:
     """A compiled kernel's (op, dtype) numbers name its own op and dtype in `_native`'s
     tables, the one place they are defined."""
