@@ -34,8 +34,6 @@ def cores() -> int:
 def checked(n: object, source: str) -> int:
     """`n` as a thread count, or ValueError naming `source` and the accepted range."""
     count = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
-    if count is None and isinstance(n, str) and n.strip().isdigit():
-        count = int(n)
     if count is None or not 1 <= count <= MAX_THREADS:
         raise ValueError(
             f"{source} must be a thread count from 1 to {MAX_THREADS}, got {n!r} (a count above "
@@ -47,8 +45,9 @@ def checked(n: object, source: str) -> int:
 def _initial() -> int:
     """The setting at import: $FUELTENSOR_NUM_THREADS when set, else every core."""
     text = os.environ.get(ENV_VAR)
-    count = cores() if text is None else checked(text, f"${ENV_VAR}")
-    return min(count, MAX_THREADS)
+    if text is None:
+        return min(cores(), MAX_THREADS)
+    return checked(int(text) if text.strip().lstrip("-").isdigit() else text, f"${ENV_VAR}")
 
 
 _SETTING: list[int] = [_initial()]
