@@ -486,6 +486,9 @@ static int isa = 0;
 
 /* The threads a large body may use (`set_threads`); capped by the cores it may run on. */
 static int thread_setting = 1;
+/* Elements from which a body splits: PARALLEL_FROM, another value only while benchmarks/run.py
+ * measures where splitting starts to pay (`set_parallel_from`). */
+static Py_ssize_t parallel_from = PARALLEL_FROM;
 
 /* The cores this process may run on now (its affinity mask where the platform has one). */
 static int usable_cores(void) {
@@ -510,7 +513,7 @@ static Py_ssize_t chunk_length(Py_ssize_t n, int threads) {
  * and by the chunks n makes (one where threads cannot be made). */
 static int threads_for(Py_ssize_t n) {
 #if defined(HAVE_PTHREAD)
-    if (n < PARALLEL_FROM) return 1;
+    if (n < __atomic_load_n(&parallel_from, __ATOMIC_RELAXED)) return 1;
     int want = __atomic_load_n(&thread_setting, __ATOMIC_RELAXED), cores = usable_cores();
     int threads = want < cores ? want : cores > 1 ? cores : 1;
     Py_ssize_t per = chunk_length(n, threads);
@@ -967,6 +970,18 @@ static PyObject *set_threads(PyObject *module, PyObject *count) {
     return PyLong_FromLong(__atomic_exchange_n(&thread_setting, (int)n, __ATOMIC_RELAXED));
 }
 
+static PyObject *set_parallel_from(PyObject *module, PyObject *count) {
+    (void)module;
+    Py_ssize_t n = PyLong_AsSsize_t(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < CHUNK_ALIGN) {
+        PyErr_Format(PyExc_ValueError, "set_parallel_from: at least %d elements, got %zd",
+                     CHUNK_ALIGN, n);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(__atomic_exchange_n(&parallel_from, n, __ATOMIC_RELAXED));
+}
+
 static PyObject *threads(PyObject *module, PyObject *count) {
     (void)module;
     Py_ssize_t n = PyLong_AsSsize_t(count);
@@ -1241,6 +1256,9 @@ static PyMethodDef methods[] = {
     {"set_threads", set_threads, METH_O,
      "set_threads(n) -> previous: the threads a body over PARALLEL_FROM elements or more may "
      "use, 1 to MAX_THREADS (capped by the cores this process may run on)."},
+    {"set_parallel_from", set_parallel_from, METH_O,
+     "set_parallel_from(n) -> previous: split bodies from n elements (PARALLEL_FROM by default; "
+     "for measuring where splitting pays)."},
     {"threads", threads, METH_O,
      "threads(n) -> int: how many threads a body over n elements runs on now."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
