@@ -231,3 +231,25 @@ def test_only_the_compiled_bodies_split() -> None:
     native = [fn for fn in cpu.thunks().values() if hasattr(fn, "__fueltensor_native__")]
     want = min(threads.cores(), threads.MAX_THREADS) if IMPLEMENTATION == "native" else 1
     assert {threads.threads_for(fn, BIG) for fn in native} <= {want}
+
+
+@TWO_CORES
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="only compiled bodies split")
+def test_the_judge_times_one_thread_and_all_of_them() -> None:
+    """The judge's cost audit records the threads its large call split over and the time on
+    them beside the one-thread time, and shows both in its table."""
+    ft.set_num_threads(2)
+    (audit,) = ft.judge(kernels=["add_f32"]).rows
+    assert audit.large_n >= _native.PARALLEL_FROM and audit.threads == 2
+    assert audit.ns_per_element > 0 and audit.ns_per_element_all > 0
+    ft.set_num_threads(1)
+    report = ft.judge(kernels=["add_f32"])
+    assert report.rows[0].threads == 1
+    assert "all threads" in report.to_markdown() and "×1" in report.to_markdown()
+
+
+def test_set_parallel_from_refuses_less_than_a_chunk() -> None:
+    """The threshold (lowered only to measure it) is at least one 512-element chunk."""
+    with pytest.raises(ValueError, match="at least 512 elements, got 511"):
+        _native.set_parallel_from(511)
+    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
