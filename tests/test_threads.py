@@ -37,6 +37,7 @@ BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine())
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
+Bytes = np.ndarray[Any, np.dtype[np.uint8]]
 TWO_CORES = pytest.mark.skipif(threads.cores() < 2, reason="one core: nothing to split over")
 
 
@@ -59,13 +60,21 @@ def bits(fmt: Fmt, n: int, seed: int) -> np.ndarray[Any, Any]:
     return out
 
 
-def run(op: str, dtype: str, lhs: Any, rhs: Any, fill: int, count: int) -> bytes:
+def run(op: str, dtype: str, lhs: Any, rhs: Any, fill: int, count: int) -> Bytes:
     """`_native.binary` of op on `count` threads into an output prefilled with byte `fill` (so a
-    chunk no thread wrote shows)."""
-    out = np.full(lhs.nbytes, fill, np.uint8).view(lhs.dtype)
+    chunk no thread wrote shows), as its bytes."""
+    out = np.full(lhs.nbytes, fill, np.uint8)
     ft.set_num_threads(count)
-    _native.binary(_native.OPS.index(op), _native.DTYPES.index(dtype), lhs, rhs, out)
-    return out.tobytes()
+    _native.binary(
+        _native.OPS.index(op), _native.DTYPES.index(dtype), lhs, rhs, out.view(lhs.dtype)
+    )
+    return out
+
+
+def differing(got: Bytes, want: Bytes) -> str:
+    """Where two outputs' bytes differ (a short message: pytest would diff megabytes)."""
+    bad = np.flatnonzero(got != want)
+    return f"{bad.size} of {want.size} bytes differ, the first at {bad[:1]}"
 
 
 @TWO_CORES
@@ -78,8 +87,8 @@ def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
     lhs, rhs = (bits(fmt, BIG + 3, seed).view(fmt.np_dtype) for seed in (1, 2))
     for a, b in ((lhs[:BIG], rhs[:BIG]), (lhs[3:], rhs[1:-2])):
         assert _native.threads(a.size) == 2
-        one = run(op, dtype, a, b, 0x00, 1)
-        assert run(op, dtype, a, b, 0xFF, 2) == one
+        one, two = run(op, dtype, a, b, 0x00, 1), run(op, dtype, a, b, 0xFF, 2)
+        assert np.array_equal(two, one), differing(two, one)
 
 
 @TWO_CORES
@@ -88,7 +97,8 @@ def test_pow_tiles_of_the_shortcut_exponents_give_one_threads_bits() -> None:
     x = bits(FORMATS["f32"], BIG, 3).view(np.float32)
     for y in (2.0, 0.5):
         rhs = np.full(BIG, y, np.float32)
-        assert run("pow", "float32", x, rhs, 0xFF, 2) == run("pow", "float32", x, rhs, 0, 1)
+        two, one = run("pow", "float32", x, rhs, 0xFF, 2), run("pow", "float32", x, rhs, 0, 1)
+        assert np.array_equal(two, one), differing(two, one)
 
 
 @TWO_CORES
@@ -123,8 +133,9 @@ def test_every_thread_rounds_as_the_caller() -> None:
         upward = run("add", "float32", a, b, 0xFF, 2), run("add", "float32", a, b, 0, 1)
     finally:
         LIBM.fesetround(0)
-    assert upward[0] == upward[1] != nearest
-    assert set(np.frombuffer(upward[0], np.float32)) == {np.nextafter(np.float32(1), 2)}
+    assert np.array_equal(upward[0], upward[1]), differing(*upward)
+    assert set(upward[0].view(np.float32)) == {np.nextafter(np.float32(1), 2)}
+    assert set(nearest.view(np.float32)) == {1.0}
 
 
 @pytest.mark.parametrize("bad", [0, -1, -64, 65, 10**6, True, 2.0, "2", None])
@@ -219,8 +230,8 @@ def test_the_fast_path_splits_to_one_threads_bits(dtype: Any) -> None:
     for count in (1, 2):
         ft.set_num_threads(count)
         ft.multiply(a, b)  # plans it, so the next call is the fast path's
-        results.append(np.asarray(ft.multiply(a, b)).tobytes())
-    assert results[0] == results[1]
+        results.append(np.asarray(ft.multiply(a, b)).view(np.uint8))
+    assert np.array_equal(results[1], results[0]), differing(results[1], results[0])
 
 
 def test_only_the_compiled_bodies_split() -> None:
