@@ -134,3 +134,18 @@ def test_the_package_root_installs_every_hook() -> None:
     assert HOOKS.namespace is ft
     for slot in Hooks.__slots__:
         getattr(HOOKS, slot)
+
+
+def test_every_subpackage_is_installed() -> None:
+    """pyproject.toml lists every package under fueltensor/ (a non-editable install, such as
+    the sanitizer pass's, leaves out one it does not list, and `import fueltensor` fails)."""
+    import tomllib
+
+    pyproject = PACKAGE.parent / "pyproject.toml"
+    if not pyproject.exists():
+        pytest.skip("fueltensor is installed, not run from its checkout")
+    listed = set(tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")
+    }
+    assert found - listed == set()
