@@ -12,6 +12,7 @@ implementation (FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one threa
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
@@ -85,7 +86,7 @@ def threads_for(fn: KernelFn | None, count: int) -> int:
     kernel but the compiled fuel-cpu-backend bodies)."""
     if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
         return 1
-    threads: int = NATIVE.threads(count)
+    threads: int = NATIVE.threads(min(count, sys.maxsize))  # a plan may outsize any buffer
     return threads
 
 
