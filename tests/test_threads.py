@@ -158,6 +158,7 @@ def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
     ft.set_num_threads(threads.MAX_THREADS)
     assert ft.get_num_threads() == threads.MAX_THREADS
     assert _native.threads(BIG) == cores
+    assert _native.threads(sys.maxsize) == cores  # no overflow in the chunk arithmetic
     assert _native.threads(_native.PARALLEL_FROM - 1) == 1
 
 

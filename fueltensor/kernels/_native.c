@@ -503,10 +503,11 @@ static int usable_cores(void) {
     return 1;
 }
 
-/* Elements per chunk when n elements are split `threads` ways: whole CHUNK_ALIGN blocks. */
+/* Elements per chunk when n elements are split `threads` (two or more) ways: whole CHUNK_ALIGN
+ * blocks. No sum here overflows for any n (`threads` takes any Py_ssize_t). */
 static Py_ssize_t chunk_length(Py_ssize_t n, int threads) {
-    Py_ssize_t per = (n + threads - 1) / threads;
-    return (per + CHUNK_ALIGN - 1) / CHUNK_ALIGN * CHUNK_ALIGN;
+    Py_ssize_t per = n / threads + (n % threads != 0), part = per % CHUNK_ALIGN;
+    return part ? per + (CHUNK_ALIGN - part) : per;
 }
 
 /* How many threads a body over `n` elements runs on now: the setting, capped by the cores,
@@ -516,8 +517,9 @@ static int threads_for(Py_ssize_t n) {
     if (n < __atomic_load_n(&parallel_from, __ATOMIC_RELAXED)) return 1;
     int want = __atomic_load_n(&thread_setting, __ATOMIC_RELAXED), cores = usable_cores();
     int threads = want < cores ? want : cores > 1 ? cores : 1;
+    if (threads == 1) return 1;
     Py_ssize_t per = chunk_length(n, threads);
-    return (int)((n + per - 1) / per);
+    return (int)(n / per + (n % per != 0));
 #else
     (void)n;
     return 1;
