@@ -20,7 +20,7 @@ from fueltensor.core.tensor import check_inplace, read_only
 from fueltensor.engine import dispatch, fast
 from fueltensor.engine.backends import current_policy
 from fueltensor.kernels import cpu
-from fueltensor.kernels._chassis import NATIVE
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST_MODULE is None, reason="the compiled fast path is not built here"
@@ -123,7 +123,10 @@ SUFFIXES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "floa
 """The contracts' dtype suffixes, as NumPy / ml_dtypes name the dtypes."""
 
 
-@pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+@pytest.mark.skipif(
+    NATIVE is None or IMPLEMENTATION != "native",
+    reason="the compiled kernels are not built here, or not used (FUELTENSOR_PURE_NUMPY=1)",
+)
 def test_kernel_numbers_are_the_compiled_kernels_own() -> None:
     """A compiled kernel's (op, dtype) numbers name its own op and dtype in `_native`'s
     tables, the one place they are defined."""
