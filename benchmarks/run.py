@@ -36,6 +36,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from thread_rows import thread_rows  # benchmarks/ is the script's directory, first on sys.path
 
 import fueltensor as ft
 from fueltensor.fingerprint import machine as fingerprint
@@ -800,6 +801,7 @@ SECTIONS = (
     "elementwise",
     "layouts",
     "sweep",
+    "threads",
     "scalars",
     "views",
     "live",
@@ -847,6 +849,7 @@ def main() -> None:
         "elementwise": lambda: run_cases(elementwise_cases(n), repeats),
         "layouts": lambda: run_cases(layout_cases(n), repeats),
         "sweep": lambda: run_cases(sweep_cases(n), repeats),
+        "threads": lambda: thread_rows(repeats),
         "scalars": lambda: scalar_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,

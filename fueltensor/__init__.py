@@ -208,6 +208,7 @@ from fueltensor.engine.dispatch import (
     subtract,
 )
 from fueltensor.engine.planner import Plan, Step
+from fueltensor.engine.threads import get_num_threads, set_num_threads
 from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
@@ -302,6 +303,7 @@ __all__ = [
     "from_dlpack",
     "full",
     "full_like",
+    "get_num_threads",
     "gradient",
     "greater",
     "greater_equal",
@@ -369,6 +371,7 @@ __all__ = [
     "roll",
     "round",
     "searchsorted",
+    "set_num_threads",
     "sign",
     "signbit",
     "sin",

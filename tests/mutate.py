@@ -83,6 +83,8 @@ EXECUTE = "fueltensor/engine/execute.py"
 STORAGE = "fueltensor/core/storage.py"
 CLUSTER = "fueltensor/tools/cluster.py"
 FP_STATUS_TESTS = ("tests/test_fp_status.py",)
+THREAD_TESTS = ("tests/test_threads.py",)
+THREADS_PY = "fueltensor/engine/threads.py"
 REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
 """Run without Dask: test_dask.py's cluster test needs it, these do not."""
@@ -102,6 +104,55 @@ class Mutation:
 
 M = Mutation
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- all cores at large sizes (the C is rebuilt in the copy) -------------------------------
+    M(
+        "threads-last-chunk-skipped",
+        NATIVE_C,
+        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
+        "Py_ssize_t len = n - at < per ? 0 : per, skip = at * size;",
+        THREAD_TESTS,
+        "the last chunk of a split body is never computed",
+    ),
+    M(
+        "threads-worker-flags-lost",
+        NATIVE_C,
+        "if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);",
+        "(void)parts[t].flags;",
+        THREAD_TESTS,
+        "a flag raised only in a worker's chunk never reaches the caller's view of the run",
+    ),
+    M(
+        "threads-threshold-ignored",
+        NATIVE_C,
+        "if (n < __atomic_load_n(&parallel_from, __ATOMIC_RELAXED)) return 1;",
+        "if (n < CHUNK_ALIGN) return 1;",
+        THREAD_TESTS,
+        "small bodies pay for threads",
+    ),
+    M(
+        "threads-affinity-ignored",
+        NATIVE_C,
+        "int threads = want < cores ? want : cores > 1 ? cores : 1;",
+        "int threads = want;",
+        THREAD_TESTS,
+        "more threads than the cores the process may run on",
+    ),
+    M(
+        "threads-plans-kept",
+        THREADS_PY,
+        "    forget_plans()\n",
+        "",
+        THREAD_TESTS,
+        "explain shows the thread count of the setting a cached plan was made under",
+    ),
+    M(
+        "threads-not-in-plans",
+        PLANNER,
+        "return steps if threads == 1 else",
+        "return steps if True else",
+        THREAD_TESTS,
+        "explain and trace never say a kernel step ran on several threads",
+    ),
     # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
     M(
         "pow-no-band",

@@ -154,3 +154,10 @@ def notify(
         plans.append(plan)
     for observer in _OBSERVERS.get():
         observer(planning, plan, tensors, result)
+
+
+def forget_plans() -> None:
+    """Empty every policy's plan cache (plans record facts of the setting they were made
+    under, such as the threads a kernel step runs on)."""
+    for policy in (*_POLICIES.values(), *((_DEFAULT,) if _DEFAULT is not None else ())):
+        policy.plans.clear()

@@ -26,6 +26,7 @@ from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.threads import threads_for
 from fueltensor.registry import Registry
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
@@ -385,6 +386,12 @@ def admit(
     )
 
 
+def _threaded(steps: tuple[Step, ...], fn: KernelFn | None, count: int) -> tuple[Step, ...]:
+    """`steps` with the Kernel step (the last) saying how many threads `fn` runs on."""
+    threads = threads_for(fn, count)
+    return steps if threads == 1 else (*steps[:-1], replace(steps[-1], threads=threads))
+
+
 def promote(
     operands: tuple[Operand, ...],
 ) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:
@@ -463,13 +470,14 @@ def plan_contracts(
     viable = tuple(
         replace(
             p,
-            steps=cast_steps + p.steps,
+            steps=cast_steps + _threaded(p.steps, fn, p.size),
             cost=key[0],
             rejected=frozen,
             prep=tuple(c + q for c, q in zip(casts, p.prep, strict=True)),
             operands=operands,
-            fn=registry.kernel(p.kernel.name) if p.kernel else None,
+            fn=fn,
         )
         for key, p in ranked
+        for fn in (registry.kernel(p.kernel.name) if p.kernel else None,)
     )
     return Planning(viable, frozen)

@@ -43,6 +43,8 @@ class Step:
     dtype: DType | None = None
     shape: Shape | None = None
     why: tuple[str, ...] = ()
+    threads: int = 1
+    """The threads a Kernel step runs on (a compiled body over 2^20 elements or more splits)."""
 
     def __str__(self) -> str:
         why = f"  [{'; '.join(self.why)}]" if self.why else ""
@@ -53,4 +55,5 @@ class Step:
             return f"BroadcastTo({self.label} -> {self.shape}){why}"
         if self.kind is StepKind.CONTIGUIZE:
             return f"Contiguize({self.label}){why}"
-        return f"{self.label}{why}"
+        threads = f" on {self.threads} threads" if self.threads > 1 else ""
+        return f"{self.label}{threads}{why}"

@@ -27,8 +27,12 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 #define HAVE_DLADDR 1
 #define HAVE_PTHREAD 1
+#endif
+#if defined(__linux__)
+#include <sched.h>
 #endif
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -465,10 +469,124 @@ static BodyWith ISA_BODIES[2] = {body_baseline, NULL};
 static int isa_count = 1;
 static int isa = 0;
 
-/* The body of the selected instruction set: what `_fast` runs, exported as the BODY capsule. */
+/* ---------------------------------------------------------------------------------------------
+ * All cores at large sizes: a body over PARALLEL_FROM elements or more runs in contiguous chunks,
+ * one per thread (this one included), each a whole number of CHUNK_ALIGN elements, so every
+ * thread runs the tiles one thread would (every op is lane by lane: the bits are the same). A
+ * thread starts with its creator's floating-point environment (POSIX), clears the status flags,
+ * and hands back the flags its chunk raised; the caller merges them into its own, so it sees the
+ * flags one thread would have raised. Threads are made per call: no pool lives between calls. */
+
+/* Elements from which a body splits (benchmarks/run.py's "threads" rows measured it: below, a
+ * thread's start costs more than it saves). */
+#define PARALLEL_FROM (1 << 20)
+/* Chunk boundaries: whole half-float and pow tiles, 64-byte aligned for every element size. */
+#define CHUNK_ALIGN 512
+#define MAX_THREADS 64
+
+/* The threads a large body may use (`set_threads`); capped by the cores it may run on. */
+static int thread_setting = 1;
+/* Elements from which a body splits: PARALLEL_FROM, another value only while benchmarks/run.py
+ * measures where splitting starts to pay (`set_parallel_from`). */
+static Py_ssize_t parallel_from = PARALLEL_FROM;
+
+/* The cores this process may run on now (its affinity mask where the platform has one). */
+static int usable_cores(void) {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+#endif
+#if defined(_SC_NPROCESSORS_ONLN)
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0) return online < MAX_THREADS ? (int)online : MAX_THREADS;
+#endif
+    return 1;
+}
+
+/* Elements per chunk when n elements are split `threads` (two or more) ways: whole CHUNK_ALIGN
+ * blocks. No sum here overflows for any n (`threads` takes any Py_ssize_t). */
+static Py_ssize_t chunk_length(Py_ssize_t n, int threads) {
+    Py_ssize_t per = n / threads + (n % threads != 0), part = per % CHUNK_ALIGN;
+    return part ? per + (CHUNK_ALIGN - part) : per;
+}
+
+/* How many threads a body over `n` elements runs on now: the setting, capped by the cores,
+ * and by the chunks n makes (one where threads cannot be made). */
+static int threads_for(Py_ssize_t n) {
+#if defined(HAVE_PTHREAD)
+    if (n < __atomic_load_n(&parallel_from, __ATOMIC_RELAXED)) return 1;
+    int want = __atomic_load_n(&thread_setting, __ATOMIC_RELAXED), cores = usable_cores();
+    int threads = want < cores ? want : cores > 1 ? cores : 1;
+    if (threads == 1) return 1;
+    Py_ssize_t per = chunk_length(n, threads);
+    return (int)(n / per + (n % per != 0));
+#else
+    (void)n;
+    return 1;
+#endif
+}
+
+#if defined(HAVE_PTHREAD)
+typedef struct {
+    BodyWith fn;
+    int op, dtype;
+    const char *a, *b;
+    char *c;
+    Py_ssize_t n;
+    const PowShortcut *s;
+    fexcept_t flags; /* the status flags the chunk raised, and which (`raised`) */
+    int raised;
+} Chunk;
+
+static void *run_chunk(void *arg) {
+    Chunk *k = arg;
+    feclearexcept(FE_ALL_EXCEPT);
+    k->fn(k->op, k->dtype, k->a, k->b, k->c, k->n, k->s);
+    k->raised = fetestexcept(FE_ALL_EXCEPT);
+    fegetexceptflag(&k->flags, FE_ALL_EXCEPT);
+    return NULL;
+}
+
+/* Run `fn` over n elements on `threads` threads: chunk 0 here, the others on threads of their
+ * own (or here, where one cannot be started); then merge the others' flags into this thread's. */
+static void split_body(BodyWith fn, int op, int dtype, const char *a, const char *b, char *c,
+                       Py_ssize_t n, const PowShortcut *s, int threads) {
+    Chunk parts[MAX_THREADS];
+    Py_ssize_t size = ITEMSIZE[dtype], per = chunk_length(n, threads);
+    int count = 0;
+    for (Py_ssize_t at = 0; at < n && count < threads; at += per, count++) {
+        Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;
+        Chunk part = {.fn = fn, .op = op, .dtype = dtype, .a = a + skip, .b = b + skip,
+                      .c = c + skip, .n = len, .s = s};
+        parts[count] = part;
+    }
+    pthread_t ids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 1; t < count; t++)
+        started[t] = pthread_create(&ids[t], NULL, run_chunk, &parts[t]) == 0;
+    for (int t = 0; t < count; t++) /* here, in this thread's own flags */
+        if (!started[t]) fn(op, dtype, parts[t].a, parts[t].b, parts[t].c, parts[t].n, s);
+    for (int t = 1; t < count; t++) {
+        if (!started[t]) continue;
+        pthread_join(ids[t], NULL);
+        if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);
+    }
+}
+#endif
+
+/* The body of the selected instruction set, on as many threads as `threads_for` gives: what
+ * `_fast` runs, exported as the BODY capsule. */
 static void selected_body(int op, int dtype, const void *a, const void *b, void *c,
                           Py_ssize_t n) {
     PowShortcut s = pow_settings();
+    int threads = threads_for(n);
+#if defined(HAVE_PTHREAD)
+    if (threads > 1) {
+        split_body(ISA_BODIES[isa], op, dtype, a, b, c, n, &s, threads);
+        return;
+    }
+#endif
+    (void)threads;
     ISA_BODIES[isa](op, dtype, a, b, c, n, &s);
 }
 
@@ -792,11 +910,13 @@ static void release_operands(void *lcopy, void *rcopy, Py_buffer *lhs, Py_buffer
     PyBuffer_Release(out);
 }
 
-static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
+/* Run `binary`'s arguments, leaving the caller's floating-point status flags as they were;
+ * returns None, or (`report`) the flags the run raised as an int of <fenv.h>'s FE_* bits. */
+static PyObject *run_binary(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                            int report) {
     long op, dtype;
     Py_buffer lhs, rhs, out;
-    if (operands("binary", args, nargs, &op, &dtype, &lhs, &rhs, &out) < 0) return NULL;
+    if (operands(name, args, nargs, &op, &dtype, &lhs, &rhs, &out) < 0) return NULL;
     PyObject *result = NULL;
     void *lcopy = NULL, *rcopy = NULL;
     Py_ssize_t size = ITEMSIZE[dtype], n = out.len / size;
@@ -815,21 +935,60 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
     Body run = selected_body;
     fexcept_t flags; /* leave the caller's floating-point status flags as they were */
     fegetexceptflag(&flags, FE_ALL_EXCEPT);
-    if (n == 0) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
+    feclearexcept(FE_ALL_EXCEPT);
     if (n >= GIL_FREE_FROM) {
         Py_BEGIN_ALLOW_THREADS run((int)op, (int)dtype, a, b, out.buf, n);
         Py_END_ALLOW_THREADS
-    } else {
+    } else if (n > 0) {
         run((int)op, (int)dtype, a, b, out.buf, n);
     }
+    int raised = fetestexcept(FE_ALL_EXCEPT);
     fesetexceptflag(&flags, FE_ALL_EXCEPT);
-    result = Py_NewRef(Py_None);
+    result = report ? PyLong_FromLong(raised) : Py_NewRef(Py_None);
 done:
     release_operands(lcopy, rcopy, &lhs, &rhs, &out);
     return result;
+}
+
+static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    return run_binary("binary", args, nargs, 0);
+}
+
+static PyObject *raised(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    return run_binary("raised", args, nargs, 1);
+}
+
+static PyObject *set_threads(PyObject *module, PyObject *count) {
+    (void)module;
+    long n = PyLong_AsLong(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || n > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "set_threads: a thread count in [1, %d], got %ld",
+                     MAX_THREADS, n);
+        return NULL;
+    }
+    return PyLong_FromLong(__atomic_exchange_n(&thread_setting, (int)n, __ATOMIC_RELAXED));
+}
+
+static PyObject *set_parallel_from(PyObject *module, PyObject *count) {
+    (void)module;
+    Py_ssize_t n = PyLong_AsSsize_t(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < CHUNK_ALIGN) {
+        PyErr_Format(PyExc_ValueError, "set_parallel_from: at least %d elements, got %zd",
+                     CHUNK_ALIGN, n);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(__atomic_exchange_n(&parallel_from, n, __ATOMIC_RELAXED));
+}
+
+static PyObject *threads(PyObject *module, PyObject *count) {
+    (void)module;
+    Py_ssize_t n = PyLong_AsSsize_t(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(threads_for(n));
 }
 
 /* The byte range a non-empty strided buffer's elements span; -1 when an axis's reach
@@ -1093,6 +1252,17 @@ static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, dtype, lhs, rhs, out): out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous "
      "buffers of DTYPES[dtype]."},
+    {"raised", (PyCFunction)(void (*)(void))raised, METH_FASTCALL,
+     "raised(op, dtype, lhs, rhs, out) -> int: binary's run, returning the floating-point status "
+     "flags it raised (<fenv.h>'s FE_* bits; the caller's own flags are left as they were)."},
+    {"set_threads", set_threads, METH_O,
+     "set_threads(n) -> previous: the threads a body over PARALLEL_FROM elements or more may "
+     "use, 1 to MAX_THREADS (capped by the cores this process may run on)."},
+    {"set_parallel_from", set_parallel_from, METH_O,
+     "set_parallel_from(n) -> previous: split bodies from n elements (PARALLEL_FROM by default; "
+     "for measuring where splitting pays)."},
+    {"threads", threads, METH_O,
+     "threads(n) -> int: how many threads a body over n elements runs on now."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -1181,7 +1351,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0 ||
-        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0) {
+        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0 ||
+        PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -34,6 +34,7 @@ from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.threads import running_on, threads_for
 from fueltensor.ops import BY_KIND
 from fueltensor.tools.compare import bits, errors
 from fueltensor.tools.judge.references import BF16, F64, REFERENCES, Array, Reference, round_to
@@ -128,6 +129,10 @@ class Audit:
     conformance: list[str] = field(default_factory=list)
     overhead_ns: float = 0.0
     ns_per_element: float = 0.0
+    """One call on `large_n` elements, on one thread."""
+    ns_per_element_all: float = 0.0
+    """The same call on every thread the kernel splits it over (`threads`)."""
+    threads: int = 1
     gb_per_s: float = 0.0
     formula_bytes_per_element: float = 0.0
     predicted_ns_per_element: float = 0.0
@@ -244,6 +249,13 @@ def _time(call: Callable[[], object], calls: int, repeats: int = 3) -> float:
             call()
         best = min(best, (time.perf_counter() - start) / calls)
     return best
+
+
+def _time_on_threads(call: Callable[[], object], n: int) -> tuple[float, float]:
+    """Seconds per call on one thread, and ns per element on every thread the setting gives."""
+    with running_on(1):
+        one = _time(call, 1)
+    return one, 1e9 * _time(call, 1) / n
 
 
 def copy_bandwidth(n: int = 1 << 22) -> float:
@@ -442,7 +454,8 @@ def _cost(
     rng = np.random.default_rng(1)
     xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
     out = _fresh_out(big, 0)
-    seconds = _time(lambda: fn(*xs, *params, out=out), 1)
+    seconds, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
+    a.threads = threads_for(fn, n)
     predicted = float(big.steps[-1].bytes)
     a.large_n = n
     a.ns_per_element = 1e9 * seconds / n

@@ -1,0 +1,115 @@
+"""Issue 24 item 3's rows for benchmarks/run.py: f32 add and multiply at large sizes, results
+dropped each call, fueltensor on one thread and on every core the process may use, beside NumPy
+and numexpr on two threads (when importable; not a dependency of fueltensor).
+
+"split" runs the compiled body split from any size (the threshold lowered for that call only),
+so the rows below 2^20 show where splitting starts to pay: the shipped threshold (`default`)
+is `_native.PARALLEL_FROM`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+import fueltensor as ft
+from fueltensor.kernels import threads
+from fueltensor.kernels._chassis import NATIVE
+
+try:
+    import numexpr  # type: ignore[import-not-found, unused-ignore]
+except ImportError:
+    numexpr = None
+
+SIZES = (2**16, 2**18, 2**19, 2**20, 10**6, 2**22, 10**7)
+TARGETS = {10**6: 0.8, 10**7: 0.6}
+"""Issue 24: fueltensor on every core at most this many times NumPy's time."""
+OPS: dict[str, tuple[Callable[[Any, Any], Any], np.ufunc, str]] = {
+    "add": (ft.add, np.add, "a + b"),
+    "mul": (ft.multiply, np.multiply, "a * b"),
+}
+
+
+@contextmanager
+def setting(count: int, parallel_from: int | None = None) -> Iterator[None]:
+    """Run with `count` threads (and, when given, a lowered splitting threshold), set in the
+    compiled kernels alone: `ft.set_num_threads` would also forget every plan."""
+    assert NATIVE is not None
+    before = NATIVE.set_threads(count)
+    old = NATIVE.set_parallel_from(parallel_from) if parallel_from else None
+    try:
+        yield
+    finally:
+        NATIVE.set_threads(before)
+        if old is not None:
+            NATIVE.set_parallel_from(old)
+
+
+def timed(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median wall seconds per call of each, in rotation (each sample about 2 ms of calls)."""
+    inner = [max(1, int(2e-3 / max(_once(fn), 1e-7))) for fn in fns]
+    samples: list[list[float]] = [[] for _ in fns]
+    for r in range(repeats):
+        for i in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
+            start = time.perf_counter()
+            for _ in range(inner[i]):
+                fns[i]()
+            samples[i].append((time.perf_counter() - start) / inner[i])
+    return [statistics.median(s) for s in samples]
+
+
+def _once(fn: Callable[[], object]) -> float:
+    fn()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _variants(fuel: Callable[[Any, Any], Any], x: Any, y: Any) -> list[Callable[[], object]]:
+    """fueltensor on one thread, split from any size, and as shipped (every core)."""
+    cores = threads.cores()
+
+    def one() -> object:
+        with setting(1):
+            return fuel(x, y)
+
+    def split() -> object:
+        with setting(cores, 512):
+            return fuel(x, y)
+
+    def default() -> object:
+        with setting(cores):
+            return fuel(x, y)
+
+    return [one, split, default]
+
+
+def thread_rows(repeats: int) -> None:
+    """Print the rows as a Markdown table (ms per call; ratios against NumPy)."""
+    if numexpr is not None:
+        numexpr.set_num_threads(2)
+    print(f"cores this process may use: {threads.cores()}; threshold {threads.PARALLEL_FROM:,}")
+    head = "| case | NumPy | ft 1 thr | ft split | ft default | default ÷ NumPy | target | |"
+    print(head + " numexpr 2 thr | numexpr ÷ NumPy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    rng = np.random.default_rng(0)
+    for n in SIZES:
+        a, b = rng.random(n, np.float32) + 0.5, rng.random(n, np.float32) - 0.5
+        x, y = ft.asarray(a), ft.asarray(b)
+        for name, (fuel, ufunc, expr) in OPS.items():
+            fns: list[Callable[[], object]] = [partial(ufunc, a, b), *_variants(fuel, x, y)]
+            if numexpr is not None:
+                fns.append(partial(numexpr.evaluate, expr, local_dict={"a": a, "b": b}))
+            t = [s * 1e3 for s in timed(fns, repeats)]
+            ratio, target = t[3] / t[0], TARGETS.get(n)
+            verdict = "" if target is None else ("pass" if ratio <= target else "MISS")
+            cells = [f"{name} f32 n={n:,}", *(f"{v:.4g}" for v in t[:4]), f"{ratio:.2f}"]
+            cells += [f"≤ {target}" if target else "—", verdict]
+            cells += [f"{t[4]:.4g}", f"{t[4] / t[0]:.2f}"] if numexpr is not None else ["", ""]
+            print("| " + " | ".join(cells) + " |", flush=True)

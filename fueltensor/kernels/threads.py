@@ -1,0 +1,93 @@
+"""All cores at large sizes: how many threads the compiled kernels split a large body over.
+
+A compiled body over `PARALLEL_FROM` elements or more (2^20, `_native.c`, set by measurement in
+benchmarks/run.py's "threads" rows) runs in contiguous chunks on up to `setting()` threads, never
+more than the cores the process may run on when it runs (`os.sched_getaffinity`): a larger
+setting is accepted and capped there, so one script serves machines of any size. Every op is
+lane by lane, so the bits are one thread's; the status flags the caller sees are one thread's
+too. The setting starts at $FUELTENSOR_NUM_THREADS, else the process's cores. The pure-NumPy
+implementation (FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one thread.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels._chassis import NATIVE
+
+ENV_VAR: Final = "FUELTENSOR_NUM_THREADS"
+MAX_THREADS: Final[int] = NATIVE.MAX_THREADS if NATIVE is not None else 64
+"""The largest setting (the compiled kernels' own bound; the same where they are not built)."""
+PARALLEL_FROM: Final[int | None] = NATIVE.PARALLEL_FROM if NATIVE is not None else None
+"""Elements from which a compiled body splits (None: no compiled kernels here)."""
+
+
+def cores() -> int:
+    """The cores this process may run on now."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def checked(n: object, source: str) -> int:
+    """`n` as a thread count, or ValueError naming `source` and the accepted range."""
+    count = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+    if count is None or not 1 <= count <= MAX_THREADS:
+        raise ValueError(
+            f"{source} must be a thread count from 1 to {MAX_THREADS}, got {n!r} (a count above "
+            f"the {cores()} core(s) this process may run on is accepted and capped to them)"
+        )
+    return count
+
+
+def _initial() -> int:
+    """The setting at import: $FUELTENSOR_NUM_THREADS when set, else every core."""
+    text = os.environ.get(ENV_VAR)
+    if text is None:
+        return min(cores(), MAX_THREADS)
+    return checked(int(text) if text.strip().lstrip("-").isdigit() else text, f"${ENV_VAR}")
+
+
+_SETTING: list[int] = [_initial()]
+
+
+def setting() -> int:
+    """The thread count large bodies may use (before the cap by cores)."""
+    return _SETTING[0]
+
+
+def apply(n: int) -> int:
+    """Make `n` (checked already) the setting; returns the previous one."""
+    previous, _SETTING[0] = _SETTING[0], n
+    if NATIVE is not None:
+        NATIVE.set_threads(n)
+    return previous
+
+
+@contextmanager
+def running_on(n: int) -> Iterator[None]:
+    """Run the compiled kernels on at most `n` threads inside the block (plans keep the count
+    they recorded: for timing a kernel called directly, as the judge does)."""
+    previous = NATIVE.set_threads(n) if NATIVE is not None else None
+    try:
+        yield
+    finally:
+        if NATIVE is not None and previous is not None:
+            NATIVE.set_threads(previous)
+
+
+def threads_for(fn: KernelFn | None, count: int) -> int:
+    """How many threads kernel `fn` runs on over `count` output elements now (one for every
+    kernel but the compiled fuel-cpu-backend bodies)."""
+    if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
+        return 1
+    threads: int = NATIVE.threads(min(count, sys.maxsize))  # a plan may outsize any buffer
+    return threads
+
+
+apply(_SETTING[0])

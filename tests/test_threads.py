@@ -1,0 +1,267 @@
+"""All cores at large sizes: a compiled body over `PARALLEL_FROM` elements or more splits into
+chunks on threads, and nothing the caller sees changes but the time.
+
+Every op and dtype gives one thread's bits on several threads (random bit patterns: NaN
+payloads, subnormals, infinities), at odd sizes and at offsets; a flag raised only in the last
+chunk reaches the caller's view of the run; the caller's rounding mode holds in every thread;
+the setting is refused outside 1 to MAX_THREADS and capped by the process's affinity; plans say
+how many threads their kernel step runs on. One thread's bits are the reference here because
+test_kernels_native holds them to the scalar contract reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from _oracle import FORMATS, Fmt
+
+import fueltensor as ft
+from fueltensor.kernels import cpu, threads
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
+
+_native: Any = NATIVE
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
+
+FMT_OF = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
+BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
+"""An odd size past the threshold: the last chunk is not a whole 512-element block."""
+LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine())
+"""<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
+Bytes = np.ndarray[Any, np.dtype[np.uint8]]
+TWO_CORES = pytest.mark.skipif(threads.cores() < 2, reason="one core: nothing to split over")
+
+
+@pytest.fixture(autouse=True)
+def keep_setting() -> Iterator[None]:
+    """Every test leaves the thread setting as it found it."""
+    before = ft.get_num_threads()
+    yield
+    ft.set_num_threads(before)
+
+
+def bits(fmt: Fmt, n: int, seed: int) -> np.ndarray[Any, Any]:
+    """n random bit patterns of `fmt` (every NaN payload, subnormal and infinity can occur),
+    with the specials every 97th element."""
+    rng = np.random.default_rng(seed)
+    out = rng.integers(0, (1 << fmt.width) - 1, n, dtype=fmt.uint, endpoint=True)
+    top = fmt.exp_mask
+    specials = [0, 1, top, top | 1, top | (1 << (fmt.man_bits - 1)) | 5, fmt.sign, top - 1]
+    out[::97] = np.resize(np.array(specials, dtype=fmt.uint), out[::97].size)
+    return out
+
+
+def run(op: str, dtype: str, lhs: Any, rhs: Any, fill: int, count: int) -> Bytes:
+    """`_native.binary` of op on `count` threads into an output prefilled with byte `fill` (so a
+    chunk no thread wrote shows), as its bytes."""
+    out = np.full(lhs.nbytes, fill, np.uint8)
+    ft.set_num_threads(count)
+    _native.binary(
+        _native.OPS.index(op), _native.DTYPES.index(dtype), lhs, rhs, out.view(lhs.dtype)
+    )
+    return out
+
+
+def differing(got: Bytes, want: Bytes) -> str:
+    """Where two outputs' bytes differ (a short message: pytest would diff megabytes)."""
+    bad = np.flatnonzero(got != want)
+    return f"{bad.size} of {want.size} bytes differ, the first at {bad[:1]}"
+
+
+@TWO_CORES
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem"])
+def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
+    """Split over two threads, at an odd size and at an odd element offset, the bytes are one
+    thread's, whatever the output held before."""
+    fmt = FORMATS[FMT_OF[dtype]]
+    lhs, rhs = (bits(fmt, BIG + 3, seed).view(fmt.np_dtype) for seed in (1, 2))
+    for a, b in ((lhs[:BIG], rhs[:BIG]), (lhs[3:], rhs[1:-2])):
+        assert _native.threads(a.size) == 2
+        one, two = run(op, dtype, a, b, 0x00, 1), run(op, dtype, a, b, 0xFF, 2)
+        assert np.array_equal(two, one), differing(two, one)
+
+
+@TWO_CORES
+def test_pow_tiles_of_the_shortcut_exponents_give_one_threads_bits() -> None:
+    """f32 pow by 2 and by 0.5 (the tiles the verified shortcut may take) split the same way."""
+    x = bits(FORMATS["f32"], BIG, 3).view(np.float32)
+    for y in (2.0, 0.5):
+        rhs = np.full(BIG, y, np.float32)
+        two, one = run("pow", "float32", x, rhs, 0xFF, 2), run("pow", "float32", x, rhs, 0, 1)
+        assert np.array_equal(two, one), differing(two, one)
+
+
+@TWO_CORES
+@pytest.mark.skipif(FE is None, reason=f"FE_* bits of {platform.machine()} not listed")
+@pytest.mark.parametrize("where", [0, -1])
+def test_a_flag_raised_in_one_chunk_reaches_the_caller(where: int) -> None:
+    """A division by zero in only the first or only the last element raises FE_DIVBYZERO in the
+    run on two threads as on one, and the caller's own flags stay as they were."""
+    assert FE is not None
+    lhs = np.ones(BIG, np.float32)
+    rhs = np.ones(BIG, np.float32)
+    rhs[where] = 0.0
+    div = _native.OPS.index("div"), _native.DTYPES.index("float32")
+    for count in (1, 2):
+        ft.set_num_threads(count)
+        assert _native.raised(*div, lhs, rhs, np.empty_like(lhs)) == FE[0]
+    rhs[where] = 1.0
+    assert _native.raised(*div, lhs, rhs, np.empty_like(lhs)) == 0
+
+
+@TWO_CORES
+@pytest.mark.skipif(FE is None, reason=f"FE_* bits of {platform.machine()} not listed")
+def test_every_thread_rounds_as_the_caller() -> None:
+    """Under the caller's FE_UPWARD, two threads give one thread's sums, which differ from the
+    sums rounded to nearest."""
+    assert FE is not None
+    a = np.full(BIG, 1.0, np.float32)
+    b = np.full(BIG, 2.0**-30, np.float32)  # 1 + 2^-30 rounds up to the next float only upward
+    nearest = run("add", "float32", a, b, 0, 2)
+    LIBM.fesetround(FE[1])
+    try:
+        upward = run("add", "float32", a, b, 0xFF, 2), run("add", "float32", a, b, 0, 1)
+    finally:
+        LIBM.fesetround(0)
+    assert np.array_equal(upward[0], upward[1]), differing(*upward)
+    assert set(upward[0].view(np.float32)) == {np.nextafter(np.float32(1), 2)}
+    assert set(nearest.view(np.float32)) == {1.0}
+
+
+@pytest.mark.parametrize("bad", [0, -1, -64, 65, 10**6, True, 2.0, "2", None])
+def test_set_num_threads_refuses_counts_outside_the_range(bad: Any) -> None:
+    """0, negatives, more than MAX_THREADS and non-integers are refused naming the range, and
+    the setting stays as it was."""
+    before = ft.get_num_threads()
+    with pytest.raises(ValueError, match=rf"from 1 to {threads.MAX_THREADS}, got"):
+        ft.set_num_threads(bad)
+    assert ft.get_num_threads() == before
+
+
+def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
+    """Above the process's cores the setting is accepted and the cores are used; below
+    PARALLEL_FROM elements a body runs here alone; setting returns the previous value."""
+    cores = len(os.sched_getaffinity(0))
+    assert ft.set_num_threads(threads.MAX_THREADS) >= 1
+    assert ft.set_num_threads(1) == threads.MAX_THREADS
+    assert _native.threads(BIG) == 1
+    ft.set_num_threads(threads.MAX_THREADS)
+    assert ft.get_num_threads() == threads.MAX_THREADS
+    assert _native.threads(BIG) == cores
+    assert _native.threads(sys.maxsize) == cores  # no overflow in the chunk arithmetic
+    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+
+
+@TWO_CORES
+def test_an_affinity_of_one_core_runs_one_thread() -> None:
+    """The cap follows the affinity mask when the body runs, not the machine's core count."""
+    ft.set_num_threads(2)
+    mask = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(mask)})
+    try:
+        assert _native.threads(BIG) == 1
+    finally:
+        os.sched_setaffinity(0, mask)
+    assert _native.threads(BIG) == 2
+
+
+@pytest.mark.parametrize(("value", "want"), [("1", "1"), ("3", "3"), (" 2 ", "2")])
+def test_the_environment_variable_sets_the_start(value: str, want: str) -> None:
+    """FUELTENSOR_NUM_THREADS is the setting at import."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import fueltensor as ft; print(ft.get_num_threads())"],
+        env={**os.environ, threads.ENV_VAR: value},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == want
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "65"])
+def test_a_bad_environment_variable_is_refused_by_name(value: str) -> None:
+    """A count outside the range stops the import with a message naming the variable."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import fueltensor"],
+        env={**os.environ, threads.ENV_VAR: value},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert f"${threads.ENV_VAR} must be a thread count from 1 to" in out.stderr
+
+
+@TWO_CORES
+def test_plans_say_how_many_threads_their_kernel_step_runs_on() -> None:
+    """explain and trace show the Kernel step's threads: two past the threshold (on the
+    compiled kernels), one below it, and one after set_num_threads(1) for a plan made before."""
+    split = 2 if IMPLEMENTATION == "native" else 1
+    big = ft.asarray(np.ones(BIG, np.float32))
+    small = ft.asarray(np.ones(BIG // 2, np.float32))
+    ft.set_num_threads(2)
+    assert ft.explain(ft.add, big, big).steps[-1].threads == split
+    assert ft.explain(ft.add, small, small).steps[-1].threads == 1
+    with ft.trace() as plans:
+        ft.multiply(big, big)
+    assert plans[-1].steps[-1].threads == split
+    assert ("on 2 threads" in str(plans[-1])) == (split == 2)
+    ft.set_num_threads(1)
+    assert ft.explain(ft.add, big, big).steps[-1].threads == 1
+
+
+@TWO_CORES
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="the fast path serves native kernels only")
+@pytest.mark.parametrize("dtype", [ft.float32, ft.float16])
+def test_the_fast_path_splits_to_one_threads_bits(dtype: Any) -> None:
+    """Operations through the compiled fast path (offset views) give one thread's bits."""
+    fmt = FORMATS[FMT_OF[dtype.name]]
+    a = ft.asarray(bits(fmt, BIG + 5, 4).view(fmt.np_dtype))[5:]
+    b = ft.asarray(bits(fmt, BIG + 5, 5).view(fmt.np_dtype))[:-5]
+    results = []
+    for count in (1, 2):
+        ft.set_num_threads(count)
+        ft.multiply(a, b)  # plans it, so the next call is the fast path's
+        results.append(np.asarray(ft.multiply(a, b)).view(np.uint8))
+    assert np.array_equal(results[1], results[0]), differing(results[1], results[0])
+
+
+def test_only_the_compiled_bodies_split() -> None:
+    """The pure-NumPy thunks and the integer-power forms run on one thread at any size."""
+    ft.set_num_threads(threads.MAX_THREADS)
+    pure = cpu.thunks("pure")
+    assert {threads.threads_for(fn, BIG) for fn in pure.values()} == {1}
+    native = [fn for fn in cpu.thunks().values() if hasattr(fn, "__fueltensor_native__")]
+    want = min(threads.cores(), threads.MAX_THREADS) if IMPLEMENTATION == "native" else 1
+    assert {threads.threads_for(fn, BIG) for fn in native} <= {want}
+
+
+@TWO_CORES
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="only compiled bodies split")
+def test_the_judge_times_one_thread_and_all_of_them() -> None:
+    """The judge's cost audit records the threads its large call split over and the time on
+    them beside the one-thread time, and shows both in its table."""
+    ft.set_num_threads(2)
+    (audit,) = ft.judge(kernels=["add_f32"]).rows
+    assert audit.large_n >= _native.PARALLEL_FROM and audit.threads == 2
+    assert audit.ns_per_element > 0 and audit.ns_per_element_all > 0
+    ft.set_num_threads(1)
+    report = ft.judge(kernels=["add_f32"])
+    assert report.rows[0].threads == 1
+    assert "all threads" in report.to_markdown() and "×1" in report.to_markdown()
+
+
+def test_set_parallel_from_refuses_less_than_a_chunk() -> None:
+    """The threshold (lowered only to measure it) is at least one 512-element chunk."""
+    with pytest.raises(ValueError, match="at least 512 elements, got 511"):
+        _native.set_parallel_from(511)
+    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
