@@ -73,6 +73,7 @@
 #define SCALAR_SLOTS 64
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
+typedef void (*PowI)(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n);
 typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
                      const Py_ssize_t *strides, Py_ssize_t size);
 
@@ -82,6 +83,8 @@ typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *sha
 
 static Body run_body;           /* `_native`'s kernel body for the selected instruction set */
 static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer (Contiguize) */
+static PowI run_powi;           /* `_native`'s integer-power body (PowIElementwise) */
+static int powi_op;             /* its kernel op number (`_native.POWI`) */
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
 static PyTypeObject *dtype_type;  /* DType */
@@ -96,6 +99,7 @@ static PyObject *backends_dict; /* engine.backends' globals, where the default p
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
 static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, what) */
 static PyObject *integer_forms; /* ops whose `x op k`, k an int, dispatch plans itself */
+static PyObject *form_marker;   /* the first part of an integer-scalar form's plan-cache key */
 static PyObject *array_name;    /* "_array" */
 static PyObject *astype_name;   /* "astype" */
 static PyObject *order_kwnames; /* ("order",) */
@@ -154,7 +158,7 @@ static PyObject *export_new_tensor(PyObject *module, PyObject *const *args, Py_s
     return make_tensor(type, off, args[1], args[2], args[3], args[4]);
 }
 
-enum { NATIVE, ORACLE };              /* the kernel an entry runs */
+enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
 enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
@@ -164,6 +168,7 @@ enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x
 typedef struct {
     PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
+    int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
     Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
@@ -504,11 +509,9 @@ static inline PyObject *active_plans(void) {
     return plans;
 }
 
-/* The plan cache's cell for `key(op, a, b)` under the active policy (a new reference), or NULL
- * with no error set on a miss. */
-static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
-    PyObject *parts[KEY_PARTS + 1];
-    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+/* The plan cache's cell for the key of `parts[1..KEY_PARTS]` under the active policy (a new
+ * reference), or NULL with no error set on a miss; `parts[0]` is scratch. */
+static PyObject *cached_parts(PyObject **parts) {
     PyObject *plans = active_plans();
     if (plans == NULL) return NULL;
     parts[0] = plans;
@@ -536,6 +539,44 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
     }
     Py_DECREF(plans);
     return cell;
+}
+
+/* The plan cache's cell for `key(op, a, b)` (see `cached_parts`). */
+static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *parts[KEY_PARTS + 1];
+    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+    return cached_parts(parts);
+}
+
+/* The plan-cache key of `op(x, k)` in its integer-scalar form, as parts (borrowed): the form's
+ * marker, the operation, x's NumPy dtype and Layout, and the exponent k. Its only definition in
+ * a compiled build: `form_key` packs it for `scalar_forms.choose`, `resolve` looks it up. The
+ * marker (no operation is named so) keeps it apart from every key of two tensors, so an int
+ * exponent never meets the plan of a float one. */
+static inline int form_parts(PyObject *op, PyObject *x, PyObject *k, PyObject **parts) {
+    PyObject *dx = SLOT(x, off_dtype);
+    parts[0] = form_marker;
+    parts[1] = op;
+    parts[2] = dx == NULL ? NULL : SLOT(dx, off_dtype_np);
+    parts[3] = SLOT(x, off_layout);
+    parts[4] = k;
+    if (parts[2] != NULL && parts[3] != NULL) return 0;
+    PyErr_SetString(PyExc_TypeError, "plan key: the operand tensor is not initialized");
+    return -1;
+}
+
+/* form_key(op, x, k): the key `scalar_forms.choose` stores op(x, k)'s integer-scalar plan under. */
+static PyObject *form_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || tensor == NULL ||
+        !PyObject_TypeCheck(args[1], tensor) || !PyLong_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "form_key(op: str, x: FuelTensor, k: int) takes 3 "
+                                         "arguments (and the fast path configured)");
+        return NULL;
+    }
+    PyObject *parts[KEY_PARTS];
+    if (form_parts(args[0], args[1], args[2], parts) < 0) return NULL;
+    return pack_key(parts);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -627,12 +668,36 @@ static int is_cast(PyObject *cast) {
             PyTuple_GET_SIZE(PyTuple_GET_ITEM(cast, 1)) == 3);
 }
 
+/* An entry's kernel parameters (`plan.params`, NULL: none): the exponent of a POWI entry, a
+ * 1-tuple of an int in i32 (as its contract types it); none for any other. -1 with a TypeError
+ * when they are not that. */
+static int read_params(PyObject *params, Entry *e) {
+    Py_ssize_t n = params == NULL ? 0 : PyTuple_Check(params) ? PyTuple_GET_SIZE(params) : -1;
+    if (e->kind != POWI) {
+        if (n == 0) return 0;
+        PyErr_SetString(PyExc_TypeError, "entry: only a powi kernel takes params");
+        return -1;
+    }
+    if (n == 1 && PyLong_CheckExact(PyTuple_GET_ITEM(params, 0))) {
+        int overflow;
+        long long k = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(params, 0), &overflow);
+        if (!overflow && k >= INT32_MIN && k <= INT32_MAX) {
+            e->exponent = (int32_t)k;
+            return 0;
+        }
+    }
+    PyErr_SetString(PyExc_TypeError, "entry: a powi kernel's params must be (k,), k an int in "
+                                     "i32");
+    return -1;
+}
+
 /* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
- * steps, casts): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
+ * steps, casts[, params]): the fast path's opaque view of a cached plan (see
+ * `dispatch._fast_entry`); `params` is the plan's kernel parameters (a POWI kernel's (k,)). */
 static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 12) {
-        PyErr_Format(PyExc_TypeError, "entry() takes 12 arguments, got %zd", nargs);
+    if (nargs != 12 && nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "entry() takes 12 or 13 arguments, got %zd", nargs);
         return NULL;
     }
     PyObject *shape = args[5], *ufunc = args[9], *steps = args[10], *casts = args[11];
@@ -658,7 +723,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyObject *cast = PyTuple_GET_ITEM(casts, k);
         e->cast[k] = cast == Py_None ? NULL : Py_NewRef(cast);
     }
-    e->kind = oracle ? ORACLE : NATIVE;
+    e->kind = ORACLE;
     e->ndim = (int)ndim;
     e->dims = e->data;
     e->steps[0] = e->data + ndim;
@@ -666,8 +731,10 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->kop = (int)PyLong_AsLong(args[0]);
     e->kdtype = (int)PyLong_AsLong(args[1]);
     e->itemsize = PyDataType_ELSIZE((PyArray_Descr *)args[4]);
+    if (!oracle) e->kind = e->kop == powi_op ? POWI : NATIVE;
     npy_intp modes[2], offsets[2], needs[2];
-    int bad = PyErr_Occurred() || read_ints(shape, ndim, e->dims, "shape") < 0 ||
+    int bad = PyErr_Occurred() || read_params(nargs == 13 ? args[12] : NULL, e) < 0 ||
+              read_ints(shape, ndim, e->dims, "shape") < 0 ||
               read_ints(args[6], 2, modes, "modes") < 0 ||
               read_ints(args[7], 2, offsets, "offsets") < 0 ||
               read_ints(args[8], 2, needs, "needs") < 0;
@@ -819,6 +886,23 @@ done:
     return status;
 }
 
+/* Run a POWI entry into `out`: x ** k on its one operand (dense, or the plan's Contiguize), as
+ * `run_native` does. 1 done, 0 when the operand is not one this code reads, -1 on error. */
+static int run_powi_entry(const Entry *e, PyObject *x, char *out) {
+    char *temp = NULL;
+    const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp)
+                                            : operand_at(x, e->offset[0], e->need[0], e->itemsize);
+    if (src == NULL) return 0;
+    FpFlags flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    run_powi(e->kdtype, src, e->exponent, out, e->count);
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    PyMem_RawFree(temp);
+    return 1;
+}
+
 /* A read-only view of the output's shape with byte `steps` at `data`, kept alive by `owner`
  * (NULL: a temporary the caller frees after the view). */
 static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *steps,
@@ -907,36 +991,15 @@ done:
     return made;
 }
 
-/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
- * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
- * / bool beside one, no cached plan with an entry, or a trace or observer active), -1 on error
- * (`_scalar`'s OverflowError for an int the dtype cannot hold). */
-static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
-    c->operands[0] = a;
-    c->operands[1] = b;
-    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
-    c->e = NULL;
-    if (tensor == NULL) return 0;
-    int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
-    if (!(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
-    if (ta && PyLong_CheckExact(b)) { /* x ** 3: an integer-scalar form, planned in Python */
-        int form = PySet_Contains(integer_forms, op);
-        if (form != 0) return form < 0 ? -1 : 0;
-    }
-    int watched = busy(trace_var);
-    if (watched == 0) watched = busy(observers_var);
-    if (watched != 0) return watched < 0 ? -1 : 0;
-    if (!(ta && tb)) {
-        int k = ta ? 1 : 0;
-        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
-        if (c->scalar == NULL) return -1;
-        if (Py_TYPE(c->scalar) != tensor) {
-            Py_CLEAR(c->scalar);
-            return 0;
-        }
-        c->operands[k] = c->scalar;
-    }
-    c->cell = cached(op, c->operands[0], c->operands[1]);
+/* Whether `value` is an exponent of an integer-scalar form: an exact Python int or a NumPy
+ * integer scalar (`scalar_forms.integer_scalar`; never a bool). */
+static int is_integer(PyObject *value) {
+    return PyLong_CheckExact(value) || PyArray_IsScalar(value, Integer);
+}
+
+/* `resolve`'s verdict on the plan cache's cell `c->cell` (NULL: a miss, or an error set): 1 with
+ * `c->e` set when the cell holds an entry, else 0 (-1 on error), `c` released. */
+static int found_entry(Call *c) {
     if (c->cell == NULL) {
         release(c);
         return PyErr_Occurred() ? -1 : 0;
@@ -952,6 +1015,44 @@ static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     return 1;
 }
 
+/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
+ * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
+ * / bool beside one, or a NumPy integer exponent of an integer-scalar form; no cached plan
+ * with an entry; a trace or observer active), -1 on error (`_scalar`'s OverflowError for an
+ * int the dtype cannot hold). An integer-scalar form (`x ** 3`) is looked up by `form_parts`. */
+static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
+    c->operands[0] = a;
+    c->operands[1] = b;
+    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
+    c->e = NULL;
+    if (tensor == NULL) return 0;
+    int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
+    int form = ta && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;
+    if (form < 0) return -1;
+    if (!form && !(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (form) { /* x ** 3: its integer-scalar form's plan (`scalar_forms`), cached in Python */
+        PyObject *parts[KEY_PARTS + 1];
+        if (form_parts(op, a, b, parts + 1) < 0) return -1;
+        c->cell = cached_parts(parts);
+        return found_entry(c);
+    }
+    if (!(ta && tb)) {
+        int k = ta ? 1 : 0;
+        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
+        if (c->scalar == NULL) return -1;
+        if (Py_TYPE(c->scalar) != tensor) {
+            Py_CLEAR(c->scalar);
+            return 0;
+        }
+        c->operands[k] = c->scalar;
+    }
+    c->cell = cached(op, c->operands[0], c->operands[1]);
+    return found_entry(c);
+}
+
 /* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
  * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
  * Python path runs), -1 on error. */
@@ -965,6 +1066,7 @@ static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
     }
     if (fresh_output(e, storage, view) < 0) return -1;
     int ran = e->kind == ORACLE ? run_oracle(e, c->operands, *view)
+              : e->kind == POWI ? run_powi_entry(e, c->operands[0], PyArray_BYTES(*storage))
                                 : run_native(e, c->operands, PyArray_BYTES(*storage));
     if (ran <= 0) {
         Py_CLEAR(*storage);
@@ -1621,6 +1723,7 @@ static int is_var(PyObject *v) { return PyContextVar_CheckExact(v); }
 static int is_callable(PyObject *v) { return PyCallable_Check(v); }
 static int is_dict(PyObject *v) { return PyDict_Check(v); }
 static int is_frozenset(PyObject *v) { return PyFrozenSet_CheckExact(v); }
+static int is_str(PyObject *v) { return PyUnicode_CheckExact(v); }
 static int is_errstate(PyObject *v) {
     return v == Py_None || (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 &&
                             PyContextVar_CheckExact(PyTuple_GET_ITEM(v, 0)));
@@ -1644,6 +1747,7 @@ static const struct {
     {"errstate", is_errstate, "None or (ContextVar, value)"},
     {"check_inplace", is_callable, "callable"},
     {"integer_forms", is_frozenset, "a frozenset"},
+    {"form_marker", is_str, "a str"},
 };
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 
@@ -1683,6 +1787,7 @@ static PyObject *configure(PyObject *module, PyObject *config) {
     Py_XSETREF(make_scalar, v[8]);
     Py_XSETREF(check_inplace, v[10]);
     Py_XSETREF(integer_forms, v[11]);
+    Py_XSETREF(form_marker, v[12]);
     Py_XSETREF(dense_layout, dense);
     if (v[9] == Py_None) {
         Py_CLEAR(errstate_var);
@@ -1742,6 +1847,8 @@ static PyMethodDef methods[] = {
      "inplace_refusal(t, dtype, shape) -> str | None: why t cannot take an in-place result of "
      "dtype and shape (None: not compared), one of dtype, shape, read-only, stride0, overlap; "
      "None when it can."},
+    {"form_key", (PyCFunction)(void (*)(void))form_key, METH_FASTCALL,
+     "form_key(op, x, k) -> the plan-cache key of op(x, k)'s integer-scalar form."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
      "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
      "key's only definition in a compiled build)."},
@@ -1772,6 +1879,19 @@ PyMODINIT_FUNC PyInit__fast(void) {
     copy_dense = (Copy)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.COPY");
     Py_DECREF(capsule);
     if (copy_dense == NULL) return NULL;
+    native = PyImport_ImportModule("fueltensor.kernels._native");
+    capsule = native == NULL ? NULL : PyObject_GetAttrString(native, "POWI");
+    PyObject *number = native == NULL ? NULL : PyObject_GetAttrString(native, "POWI_OP");
+    Py_XDECREF(native);
+    powi_op = number == NULL ? -1 : (int)PyLong_AsLong(number);
+    Py_XDECREF(number);
+    if (capsule == NULL || PyErr_Occurred()) {
+        Py_XDECREF(capsule);
+        return NULL;
+    }
+    run_powi = (PowI)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.POWI");
+    Py_DECREF(capsule);
+    if (run_powi == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     array_name = PyUnicode_InternFromString("_array");

@@ -20,8 +20,9 @@ INPLACE: int
 """`operator`'s form: `x op= y`."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
-    """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
-    when the cached plan has an entry and nothing traces or observes; else None."""
+    """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
+    (or a NumPy integer exponent of an integer-scalar form), when the cached plan has an
+    entry and nothing traces or observes; else None."""
 
 def inplace(op: str, target: Any, other: Any, /) -> Any:
     """dispatch.binary_inplace's result (the target, written through its strides) when `binary`
@@ -54,10 +55,12 @@ def entry(
     ufunc: Any,
     steps: tuple[tuple[int, ...], ...] | None,
     casts: tuple[tuple[Any, Any, Any] | None, ...],
+    params: tuple[int, ...] = (),
     /,
 ) -> object | None:
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
-    None for an oracle plan where NumPy's error state cannot be set from C."""
+    None for an oracle plan where NumPy's error state cannot be set from C. `params` is a
+    `_native.POWI_OP` kernel's (k,), k in i32 (none for any other kernel)."""
 
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
@@ -101,8 +104,12 @@ class Config(Protocol):
         """What an in-place operation refuses (`tensor.check_inplace`)."""
     @property
     def integer_forms(self) -> frozenset[str]:
-        """Operations whose `x op k` with an exact int k `binary` and `inplace` decline
-        (dispatch plans their integer-scalar form: `x ** 3` is PowIElementwise)."""
+        """Operations whose `x op k`, k an exact int or a NumPy integer scalar, `binary` and
+        `inplace` serve from their integer-scalar form's cached plan (`x ** 3` is
+        PowIElementwise), looked up under `form_key`."""
+    @property
+    def form_marker(self) -> str:
+        """The first part of an integer-scalar form's plan-cache key (`form_key`)."""
 
 def configure(config: Config, /) -> None:
     """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named
@@ -111,6 +118,11 @@ def configure(config: Config, /) -> None:
 def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
     """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
     key's only definition in a compiled build."""
+
+def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
+    """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
+    (the form's marker, op, x's NumPy dtype and Layout, k): its only definition in a compiled
+    build, which `binary` and `inplace` look up."""
 
 def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> Any:
     """A `cls` (FuelTensor) with these four slots: the one FuelTensor constructor of a compiled
