@@ -1227,24 +1227,20 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
 /* adopt(array, dtype): `FuelTensor._from_dense(array, dtype)` when `array` is an exact ndarray
  * of `dtype` that owns its memory, row-major and writable (a fresh NumPy result `_host.fresh`
  * adopts without a copy); else None. */
-static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    PyObject *array = args[0], *dtype = args[1];
-    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
-        Py_TYPE(dtype) != dtype_type)
-        Py_RETURN_NONE;
-    PyArrayObject *a = (PyArrayObject *)array;
-    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
-    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
-    int same = PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), SLOT(dtype, off_dtype_np),
-                                       Py_EQ);
-    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+static PyObject *adopt_array(PyObject *array, PyObject *dtype, PyObject **kept);
+
+/* `Layout.dense` of array `a`'s shape (a new reference), or NULL on error; `*kept` (when not
+ * NULL) is the last one made for the caller, reused while the shape is the same. */
+static PyObject *dense_of(PyArrayObject *a, PyObject **kept) {
     int ndim = PyArray_NDIM(a);
-    PyObject *shape = PyTuple_New(ndim), *layout = NULL, *storage = NULL, *made = NULL;
+    if (kept != NULL && *kept != NULL) {
+        PyObject *shape = PyTuple_GET_ITEM(*kept, 0);
+        int same = PyTuple_GET_SIZE(shape) == ndim;
+        for (int k = 0; same && k < ndim; k++)
+            same = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k)) == PyArray_DIM(a, k);
+        if (same) return Py_NewRef(*kept);
+    }
+    PyObject *shape = PyTuple_New(ndim), *layout = NULL;
     if (shape == NULL) return NULL;
     for (int k = 0; k < ndim; k++) {
         PyObject *n = PyLong_FromSsize_t(PyArray_DIM(a, k));
@@ -1252,12 +1248,42 @@ static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyTuple_SET_ITEM(shape, k, n);
     }
     layout = PyObject_CallOneArg(dense_layout, shape);
+    if (layout != NULL && kept != NULL) {
+        if (Py_TYPE(layout) == layout_type && PyTuple_GET_SIZE(layout) == 3)
+            Py_XSETREF(*kept, Py_NewRef(layout));
+    }
+done:
+    Py_DECREF(shape);
+    return layout;
+}
+
+static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    return adopt_array(args[0], args[1], NULL);
+}
+
+/* `adopt`'s verdict: the tensor, None, or NULL on error. */
+static PyObject *adopt_array(PyObject *array, PyObject *dtype, PyObject **kept) {
+    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
+        Py_TYPE(dtype) != dtype_type)
+        Py_RETURN_NONE;
+    PyArrayObject *a = (PyArrayObject *)array;
+    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
+    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
+    PyObject *want = SLOT(dtype, off_dtype_np);
+    int same = (PyObject *)PyArray_DESCR(a) == want ||
+               PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), want, Py_EQ);
+    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+    int ndim = PyArray_NDIM(a);
+    PyObject *layout = dense_of(a, kept), *storage = NULL, *made = NULL;
     storage = layout == NULL ? NULL
               : ndim == 1    ? Py_NewRef(array)
                              : PyArray_Ravel(a, NPY_CORDER);
     if (storage != NULL) made = new_tensor(storage, layout, dtype, array);
-done:
-    Py_DECREF(shape);
     Py_XDECREF(layout);
     Py_XDECREF(storage);
     return made;
@@ -1398,6 +1424,152 @@ static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize
     o->form = (int)form;
     o->vectorcall = operator_call;
     return (PyObject *)o;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Host trampolines: a host element-wise function (`elementwise._unary` / `_binary`: a NumPy
+ * ufunc on its operands' arrays, the result adopted by `_host.fresh`) as one C callable. It
+ * runs the same ufunc on the same arrays under the same silenced error state, and adopts the
+ * result as `fresh` does; any other call (a view whose array is not made yet, mixed dtypes, a
+ * keyword, an error, a trace or observer active: the host function records itself) runs the
+ * Python function, which then raises its own errors. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;     /* the Python host function */
+    PyObject *ufunc;  /* the ufunc it calls */
+    PyObject *fresh;  /* `_host.fresh`, for a result `adopt` does not take */
+    PyObject *descr;  /* the last result dtype `fresh` adopted other than the operands' */
+    PyObject *dtype;  /* and its DType */
+    PyObject *layout; /* the dense Layout of the last result's shape */
+    PyObject *dict;
+    int arity;        /* 1 or 2 operands */
+    vectorcallfunc vectorcall;
+} Host;
+
+/* The operand arrays of a host call into `arrays` (borrowed; `*scalar` a new reference to a
+ * Python scalar's 0-d tensor): 1 when the trampoline takes the call, 0 when not, -1 on error. */
+static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays,
+                         PyObject **scalar) {
+    PyObject *x = args[0], *y = h->arity == 2 ? args[1] : NULL;
+    if (tensor == NULL || errstate_var == NULL || Py_TYPE(x) != tensor) return 0;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (y != NULL && Py_TYPE(y) != tensor) {
+        if (!is_scalar(y)) return 0;
+        y = *scalar = scalar_operand(y, x);
+        if (y == NULL) return -1;
+        if (Py_TYPE(y) != tensor) return 0;
+    }
+    if (y != NULL && SLOT(y, off_dtype) != SLOT(x, off_dtype)) return 0;
+    for (int k = 0; k < h->arity; k++) {
+        arrays[k] = SLOT(k ? y : x, off_np);
+        if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
+    }
+    return 1;
+}
+
+/* `fresh(result)` for the ufunc's result on operands of DType `like`: adopted in C when its
+ * dtype is the operands' or the last one `fresh` named, else by `fresh` (remembered). */
+static PyObject *host_result(Host *h, PyObject *result, PyObject *like) {
+    PyObject *descr =
+        PyArray_Check(result) ? (PyObject *)PyArray_DESCR((PyArrayObject *)result) : NULL;
+    PyObject *dtype = descr == NULL                     ? NULL
+                      : descr == SLOT(like, off_dtype_np) ? like
+                      : descr == h->descr                 ? h->dtype
+                                                          : NULL;
+    if (dtype != NULL) {
+        PyObject *made = adopt_array(result, dtype, &h->layout);
+        if (made != Py_None) return made;
+        Py_DECREF(made);
+    }
+    PyObject *made = PyObject_CallOneArg(h->fresh, result);
+    if (made != NULL && descr != NULL && Py_TYPE(made) == tensor && dtype == NULL) {
+        Py_XSETREF(h->descr, Py_NewRef(descr));
+        Py_XSETREF(h->dtype, Py_NewRef(SLOT(made, off_dtype)));
+    }
+    return made;
+}
+
+/* The trampoline's result, or NULL (an error set or not) when the Python function runs. */
+static PyObject *host_fast(Host *h, PyObject *const *args) {
+    PyObject *arrays[2] = {NULL, NULL}, *scalar = NULL, *made = NULL;
+    int taken = host_operands(h, args, arrays, &scalar);
+    if (taken > 0) {
+        PyObject *token = PyContextVar_Set(errstate_var, errstate_ignore);
+        PyObject *result =
+            token == NULL ? NULL : PyObject_Vectorcall(h->ufunc, arrays, h->arity, NULL);
+        int reset = token == NULL ? -1 : PyContextVar_Reset(errstate_var, token);
+        Py_XDECREF(token);
+        if (result != NULL && reset == 0) made = host_result(h, result, SLOT(args[0], off_dtype));
+        Py_XDECREF(result);
+    }
+    Py_XDECREF(scalar);
+    return made;
+}
+
+static PyObject *host_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames) {
+    Host *h = (Host *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs == h->arity && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        PyObject *made = host_fast(h, args);
+        if (made != NULL) return made;
+        PyErr_Clear(); /* the Python function meets the same error and raises it */
+    }
+    return PyObject_Vectorcall(h->fn, args, nargsf, kwnames);
+}
+
+static void host_dealloc(PyObject *self) {
+    Host *h = (Host *)self;
+    Py_XDECREF(h->fn);
+    Py_XDECREF(h->ufunc);
+    Py_XDECREF(h->fresh);
+    Py_XDECREF(h->descr);
+    Py_XDECREF(h->dtype);
+    Py_XDECREF(h->layout);
+    Py_XDECREF(h->dict);
+    PyObject_Free(self);
+}
+
+static PyTypeObject HostType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Host",
+    .tp_basicsize = sizeof(Host),
+    .tp_dealloc = host_dealloc,
+    .tp_repr = operator_repr,
+    .tp_vectorcall_offset = offsetof(Host, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A host element-wise function as one compiled call (see host()).",
+    .tp_methods = operator_methods,
+    .tp_getset = operator_getset,
+    .tp_dictoffset = offsetof(Host, dict),
+};
+
+/* host(fn, ufunc, fresh, arity): `fn` (a host function calling `ufunc` on its 1 or 2 operands'
+ * arrays and returning `fresh` of the result) as one compiled callable. */
+static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    long arity = nargs == 4 ? PyLong_AsLong(args[3]) : 0;
+    if (nargs != 4 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) ||
+        !PyCallable_Check(args[2]) || (arity != 1 && arity != 2)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "host(fn, ufunc, fresh, arity: 1 or 2) takes 4 "
+                                         "arguments");
+        return NULL;
+    }
+    Host *h = PyObject_New(Host, &HostType);
+    if (h == NULL) return NULL;
+    h->fn = Py_NewRef(args[0]);
+    h->ufunc = Py_NewRef(args[1]);
+    h->fresh = Py_NewRef(args[2]);
+    h->descr = h->dtype = h->layout = h->dict = NULL;
+    h->arity = (int)arity;
+    h->vectorcall = host_call;
+    return (PyObject *)h;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1847,6 +2019,8 @@ static PyMethodDef methods[] = {
      "inplace_refusal(t, dtype, shape) -> str | None: why t cannot take an in-place result of "
      "dtype and shape (None: not compared), one of dtype, shape, read-only, stride0, overlap; "
      "None when it can."},
+    {"host", (PyCFunction)(void (*)(void))make_host, METH_FASTCALL,
+     "host(fn, ufunc, fresh, arity) -> callable: the host function fn as one compiled call."},
     {"form_key", (PyCFunction)(void (*)(void))form_key, METH_FASTCALL,
      "form_key(op, x, k) -> the plan-cache key of op(x, k)'s integer-scalar form."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
@@ -1905,6 +2079,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     }
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
+        PyType_Ready(&HostType) < 0 ||
         PyType_Ready(&BlockType) < 0)
         return NULL;
     if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
