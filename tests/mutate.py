@@ -1000,6 +1000,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         TRAMPOLINE_TESTS,
         "a compiled host call's result takes the previous result's layout (its shape)",
     ),
+    M(
+        "host-operator-scalars-take-python",
+        FAST_C,
+        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
+        "if (tensor == NULL || Py_TYPE(x) != tensor || Py_TYPE(y) != tensor)",
+        TRAMPOLINE_TESTS,
+        "`x == 1` runs the Python operator method instead of the compiled namespace function",
+    ),
+    M(
+        "host-operator-takes-any-operand",
+        FAST_C,
+        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
+        "if (tensor == NULL || Py_TYPE(x) != tensor)",
+        TRAMPOLINE_TESTS,
+        "`x == 'a'` calls the namespace function (a TypeError) instead of returning NotImplemented",
+    ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(
         "powi-wrong-exponent",

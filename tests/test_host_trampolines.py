@@ -202,8 +202,51 @@ def test_a_repeated_call_runs_no_python(dtype: Any) -> None:
     """Once a call's result dtype and shape were seen, a host call is one C call: no Python
     frame (the host function runs only where the trampoline declines)."""
     x, y = ft.asarray(sample(dtype, 3)), ft.asarray(sample(dtype, 4))
-    for call in (lambda: ft.sqrt(x), lambda: ft.greater(x, y), lambda: ft.equal(x, 1)):
+    calls = (
+        lambda: ft.sqrt(x),
+        lambda: ft.greater(x, y),
+        lambda: ft.equal(x, 1),
+        lambda: x > y,
+        lambda: x == 1,
+    )
+    for call in calls:
         call()
         assert python_calls(call) == ["<lambda>"]  # the test's own
     with ft.trace():
         assert "operation" in python_calls(lambda: ft.sqrt(x))
+
+
+OPERATORS: dict[str, Any] = {
+    "greater": lambda a, b: a > b,
+    "less_equal": lambda a, b: a <= b,
+    "equal": lambda a, b: a == b,
+    "not_equal": lambda a, b: a != b,
+    "bitwise_and": lambda a, b: a & b,
+    "floor_divide": lambda a, b: a // b,
+}
+"""Host operators `x op y` and the namespace function each stands for."""
+
+
+@pytest.mark.parametrize("name", OPERATORS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.bool_, ml_dtypes.bfloat16])
+def test_host_operators_are_their_namespace_functions(name: str, dtype: Any) -> None:
+    """`x op y` gives the namespace function's result (or error), on the Python path (traced)
+    and compiled, for tensors, Python scalars and NumPy operands."""
+    op = OPERATORS[name]
+    for x, y in zip(views(sample(dtype, 5)), views(sample(dtype, 6)), strict=True):
+        for other in (y, 0, 2.5, True, np.asarray(y), np.float32(2)):
+            want = outcome(lambda o=other, x=x: getattr(ft, name)(x, o))
+            assert outcome(lambda o=other, x=x: op(x, o)) == want, (name, other)
+            with ft.trace() as plans:
+                traced = outcome(lambda o=other, x=x: op(x, o))
+            assert traced == want
+            assert want[0] == "error" or [p.op for p in plans] == [name]
+
+
+def test_host_operators_keep_python_operator_semantics() -> None:
+    """Operands the operator does not take still get NotImplemented (Python's own fallback)."""
+    x = ft.asarray(np.array([1.0, 2.0], np.float32))
+    assert (x == "a") is False and (x != "a") is True
+    with pytest.raises(TypeError, match="'>' not supported between instances of 'FuelTensor'"):
+        x > "a"  # noqa: B015
+    assert (x == None) is False  # noqa: E711

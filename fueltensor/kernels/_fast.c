@@ -101,6 +101,7 @@ static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, wh
 static PyObject *integer_forms; /* ops whose `x op k`, k an int, dispatch plans itself */
 static PyObject *form_marker;   /* the first part of an integer-scalar form's plan-cache key */
 static PyObject *array_name;    /* "_array" */
+static PyObject *namespace_name; /* "namespace" */
 static PyObject *astype_name;   /* "astype" */
 static PyObject *order_kwnames; /* ("order",) */
 static PyObject *order_c;       /* "C" */
@@ -162,7 +163,8 @@ enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
 enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
-enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
+enum { FORWARD, REFLECTED, INPLACE, HOST }; /* `x op y`, `y op x` (x the instance), `x op= y`,
+                                              `x op y` of a host function (`x > 0`) */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
@@ -1320,11 +1322,29 @@ static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nar
 typedef struct {
     PyObject_HEAD
     PyObject *op;       /* the contract operation's name */
-    PyObject *fallback; /* dispatch's Python path: fallback(op, a, b) */
+    PyObject *fallback; /* dispatch's Python path: fallback(op, a, b); HOST: fallback(a, b) */
+    PyObject *hooks;    /* HOST: the object whose `namespace` holds the function named op */
     PyObject *dict;
-    int form;           /* FORWARD, REFLECTED or INPLACE */
+    int form;           /* FORWARD, REFLECTED, INPLACE or HOST */
     vectorcallfunc vectorcall;
 } Operator;
+
+/* A HOST operator `x op y`: the namespace function `hooks.namespace.<op>(x, y)` (a compiled
+ * host call) when y is a tensor or an exact Python float / int / bool, which the Python
+ * operator method would pass on to it; else that method, `fallback(x, y)` (its NotImplemented
+ * for operands it does not take). */
+static PyObject *host_operator(const Operator *o, PyObject *const *args) {
+    PyObject *x = args[0], *y = args[1];
+    if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))
+        return PyObject_Vectorcall(o->fallback, args, 2, NULL);
+    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name);
+    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op);
+    Py_XDECREF(ns);
+    if (fn == NULL) return NULL;
+    PyObject *result = PyObject_Vectorcall(fn, args, 2, NULL);
+    Py_DECREF(fn);
+    return result;
+}
 
 static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
@@ -1336,6 +1356,7 @@ static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nar
                                                                                  : "");
         return NULL;
     }
+    if (o->form == HOST) return host_operator(o, args);
     int swap = o->form == REFLECTED;
     PyObject *a = args[swap], *b = args[1 - swap];
     PyObject *result = o->form == INPLACE ? fast_inplace(o->op, a, b) : fast_binary(o->op, a, b);
@@ -1355,6 +1376,7 @@ static void operator_dealloc(PyObject *self) {
     Operator *o = (Operator *)self;
     Py_XDECREF(o->op);
     Py_XDECREF(o->fallback);
+    Py_XDECREF(o->hooks);
     Py_XDECREF(o->dict);
     PyObject_Free(self);
 }
@@ -1404,22 +1426,24 @@ static PyTypeObject OperatorType = {
  * form is 1, reflected) that tries the fast path first, `inplace`'s when form is 2 (`a op= b`). */
 static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1]) ||
+    if ((nargs != 3 && nargs != 4) || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1]) ||
         !PyCallable_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "operator(op: str, form: int, fallback) takes 3 "
-                                         "arguments");
+        PyErr_SetString(PyExc_TypeError, "operator(op: str, form: int, fallback[, hooks]) takes "
+                                         "3 or 4 arguments");
         return NULL;
     }
     long form = PyLong_AsLong(args[1]);
-    if (form < FORWARD || form > INPLACE) {
+    if (form < FORWARD || form > HOST || (form == HOST) != (nargs == 4)) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1) or INPLACE (2), got %ld", form);
+            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1), "
+                                           "INPLACE (2) or HOST (3, with hooks), got %ld", form);
         return NULL;
     }
     Operator *o = PyObject_New(Operator, &OperatorType);
     if (o == NULL) return NULL;
     o->op = Py_NewRef(args[0]);
     o->fallback = Py_NewRef(args[2]);
+    o->hooks = nargs == 4 ? Py_NewRef(args[3]) : NULL;
     o->dict = NULL;
     o->form = (int)form;
     o->vectorcall = operator_call;
@@ -2069,6 +2093,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     array_name = PyUnicode_InternFromString("_array");
+    namespace_name = PyUnicode_InternFromString("namespace");
     astype_name = PyUnicode_InternFromString("astype");
     order_c = PyUnicode_InternFromString("C");
     order_kwnames = Py_BuildValue("(s)", "order");
@@ -2082,8 +2107,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
         PyType_Ready(&HostType) < 0 ||
         PyType_Ready(&BlockType) < 0)
         return NULL;
-    if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
-        astype_name == NULL || order_c == NULL || order_kwnames == NULL)
+    if (plans_name == NULL || default_name == NULL || array_name == NULL ||
+        namespace_name == NULL || out_kwnames == NULL || astype_name == NULL || order_c == NULL || order_kwnames == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
@@ -2093,7 +2118,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
         PyModule_AddIntConstant(module, "REPEAT", REPEAT) < 0 ||
         PyModule_AddIntConstant(module, "FORWARD", FORWARD) < 0 ||
         PyModule_AddIntConstant(module, "REFLECTED", REFLECTED) < 0 ||
-        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0) {
+        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0 ||
+        PyModule_AddIntConstant(module, "HOST", HOST) < 0) {
         Py_DECREF(module);
         return NULL;
     }

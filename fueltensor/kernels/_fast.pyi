@@ -18,6 +18,9 @@ REFLECTED: int
 """`operator`'s form: `y op x`, x the instance."""
 INPLACE: int
 """`operator`'s form: `x op= y`."""
+HOST: int
+"""`operator`'s form: `x op y` of a host function (`hooks.namespace.<op>(x, y)` for a tensor
+and a tensor or Python scalar, else `fallback(x, y)`)."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
@@ -37,10 +40,11 @@ def scalar(value: Any, like: Any, /) -> Any:
     """`dispatch._scalar(value, like)`, cached (its arrays read-only), for an exact Python
     float / int / bool beside tensor `like`; else None."""
 
-def operator(op: str, form: int, fallback: Callable[[str, Any, Any], Any], /) -> Any:
+def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path); it binds as
-    a method and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, the only
+    form given `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float
+    / int / bool, else `fallback(a, b)`); it binds as a method and takes attributes."""
 
 def entry(
     kop: int,
