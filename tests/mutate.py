@@ -979,8 +979,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "host-trampoline-skips-the-trace",
         FAST_C,
-        "Py_TYPE(x) != tensor) return 0;\n    int watched = busy(trace_var);",
-        "Py_TYPE(x) != tensor) return 0;\n    int watched = 0;",
+        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = busy(trace_var);",
+        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = 0;",
         TRAMPOLINE_TESTS,
         "a compiled host call runs while a trace is active, so the trace misses it",
     ),
@@ -1015,6 +1015,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if (tensor == NULL || Py_TYPE(x) != tensor)",
         TRAMPOLINE_TESTS,
         "`x == 'a'` calls the namespace function (a TypeError) instead of returning NotImplemented",
+    ),
+    M(
+        "host-where-any-condition",
+        FAST_C,
+        "    if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;\n",
+        "",
+        TRAMPOLINE_TESTS,
+        "a compiled `where` takes a float condition (NumPy's truthiness) instead of refusing it",
     ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(

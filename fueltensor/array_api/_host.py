@@ -58,19 +58,31 @@ def host(fn: F) -> F:
     return cast(F, host_operation(operation))
 
 
-def ufunc_host(fn: F, ufunc: np.ufunc, arity: int) -> F:
+def ufunc_host(fn: F, ufunc: Callable[..., Any], arity: int, first: DType | None = None) -> F:
     """`fn`, a host function (`host`) that returns `fresh(ufunc(*arrays))` of its `arity`
-    operands, as one compiled call where `_fast` is built (`_fast.host`): the same ufunc on the
-    same arrays, silenced, adopted as `fresh` adopts; the Python `fn` for every other call (a
-    trace records it). It carries `fn`'s name, docstring, signature and marks."""
+    operands (3 for `where`, whose first must be of DType `first`), as one compiled call where
+    `_fast` is built (`_fast.host`): the same call on the same arrays, silenced, adopted as
+    `fresh` adopts; the Python `fn` for every other call (a trace records it). It carries
+    `fn`'s name, docstring, signature and marks."""
     if _FAST is None:
         return fn
-    made = _FAST.host(fn, ufunc, fresh, arity)
+    made = _FAST.host(fn, ufunc, fresh, arity, *(() if first is None else (first,)))
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))
     vars(made).update(vars(fn))
     made.__signature__ = inspect.signature(fn)
     return cast(F, made)
+
+
+def compiled_call(
+    call: Callable[..., Any], arity: int, first: DType | None = None
+) -> Callable[[F], F]:
+    """`ufunc_host` as a decorator (over `host`)."""
+
+    def wrap(fn: F) -> F:
+        return ufunc_host(fn, call, arity, first)
+
+    return wrap
 
 
 def _tensors(values: Iterable[Any]) -> list[FuelTensor]:

@@ -1466,8 +1466,11 @@ typedef struct {
     PyObject *descr;  /* the last result dtype `fresh` adopted other than the operands' */
     PyObject *dtype;  /* and its DType */
     PyObject *layout; /* the dense Layout of the last result's shape */
+    PyObject *first;  /* the DType the first operand must have (`where`'s bool), or NULL */
     PyObject *dict;
-    int arity;        /* 1 or 2 operands */
+    int arity;        /* 1, 2 or (with `first`) 3 operands */
+    int like;         /* the operands from this one on share one DType, which the result
+                         keeps when NumPy's is the same (1 with `first`, else 0) */
     vectorcallfunc vectorcall;
 } Host;
 
@@ -1475,20 +1478,21 @@ typedef struct {
  * Python scalar's 0-d tensor): 1 when the trampoline takes the call, 0 when not, -1 on error. */
 static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays,
                          PyObject **scalar) {
-    PyObject *x = args[0], *y = h->arity == 2 ? args[1] : NULL;
-    if (tensor == NULL || errstate_var == NULL || Py_TYPE(x) != tensor) return 0;
+    PyObject *t[3] = {args[0], h->arity > 1 ? args[1] : NULL, h->arity > 2 ? args[2] : NULL};
+    if (tensor == NULL || errstate_var == NULL || Py_TYPE(t[0]) != tensor) return 0;
     int watched = busy(trace_var);
     if (watched == 0) watched = busy(observers_var);
     if (watched != 0) return watched < 0 ? -1 : 0;
-    if (y != NULL && Py_TYPE(y) != tensor) {
-        if (!is_scalar(y)) return 0;
-        y = *scalar = scalar_operand(y, x);
-        if (y == NULL) return -1;
-        if (Py_TYPE(y) != tensor) return 0;
+    if (h->arity == 2 && Py_TYPE(t[1]) != tensor) { /* x op 2.5: the scalar's 0-d tensor */
+        if (!is_scalar(t[1])) return 0;
+        t[1] = *scalar = scalar_operand(t[1], t[0]);
+        if (t[1] == NULL) return -1;
     }
-    if (y != NULL && SLOT(y, off_dtype) != SLOT(x, off_dtype)) return 0;
+    if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;
     for (int k = 0; k < h->arity; k++) {
-        arrays[k] = SLOT(k ? y : x, off_np);
+        if (Py_TYPE(t[k]) != tensor) return 0;
+        if (k > h->like && SLOT(t[k], off_dtype) != SLOT(t[h->like], off_dtype)) return 0;
+        arrays[k] = SLOT(t[k], off_np);
         if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
     }
     return 1;
@@ -1526,7 +1530,8 @@ static PyObject *host_fast(Host *h, PyObject *const *args) {
             token == NULL ? NULL : PyObject_Vectorcall(h->ufunc, arrays, h->arity, NULL);
         int reset = token == NULL ? -1 : PyContextVar_Reset(errstate_var, token);
         Py_XDECREF(token);
-        if (result != NULL && reset == 0) made = host_result(h, result, SLOT(args[0], off_dtype));
+        if (result != NULL && reset == 0)
+            made = host_result(h, result, SLOT(args[h->like], off_dtype));
         Py_XDECREF(result);
     }
     Py_XDECREF(scalar);
@@ -1553,6 +1558,7 @@ static void host_dealloc(PyObject *self) {
     Py_XDECREF(h->descr);
     Py_XDECREF(h->dtype);
     Py_XDECREF(h->layout);
+    Py_XDECREF(h->first);
     Py_XDECREF(h->dict);
     PyObject_Free(self);
 }
@@ -1573,16 +1579,20 @@ static PyTypeObject HostType = {
     .tp_dictoffset = offsetof(Host, dict),
 };
 
-/* host(fn, ufunc, fresh, arity): `fn` (a host function calling `ufunc` on its 1 or 2 operands'
- * arrays and returning `fresh` of the result) as one compiled callable. */
+/* host(fn, ufunc, fresh, arity[, first]): `fn` (a host function calling `ufunc` on its 1 or 2
+ * operands' arrays, or 3 when the first must be of DType `first`, and returning `fresh` of the
+ * result) as one compiled callable. */
 static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    long arity = nargs == 4 ? PyLong_AsLong(args[3]) : 0;
-    if (nargs != 4 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) ||
-        !PyCallable_Check(args[2]) || (arity != 1 && arity != 2)) {
+    long arity = nargs >= 4 ? PyLong_AsLong(args[3]) : 0;
+    PyObject *first = nargs == 5 ? args[4] : NULL;
+    if ((nargs != 4 && nargs != 5) || !PyCallable_Check(args[0]) ||
+        !PyCallable_Check(args[1]) || !PyCallable_Check(args[2]) ||
+        arity != (first == NULL ? (arity == 2 ? 2 : 1) : 3) ||
+        (first != NULL && (dtype_type == NULL || Py_TYPE(first) != dtype_type))) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "host(fn, ufunc, fresh, arity: 1 or 2) takes 4 "
-                                         "arguments");
+        PyErr_SetString(PyExc_TypeError, "host(fn, ufunc, fresh, arity[, first]) takes an arity "
+                                         "of 1 or 2, or 3 with the first operand's DType");
         return NULL;
     }
     Host *h = PyObject_New(Host, &HostType);
@@ -1591,7 +1601,9 @@ static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t n
     h->ufunc = Py_NewRef(args[1]);
     h->fresh = Py_NewRef(args[2]);
     h->descr = h->dtype = h->layout = h->dict = NULL;
+    h->first = first == NULL ? NULL : Py_NewRef(first);
     h->arity = (int)arity;
+    h->like = first != NULL;
     h->vectorcall = host_call;
     return (PyObject *)h;
 }

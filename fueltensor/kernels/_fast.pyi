@@ -123,11 +123,19 @@ def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
     """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
     key's only definition in a compiled build."""
 
-def host(fn: Callable[..., Any], ufunc: Any, fresh: Callable[[Any], Any], arity: int, /) -> Any:
-    """`fn`, a host function returning `fresh(ufunc(*arrays))` of its `arity` (1 or 2)
-    operands' arrays, as one compiled call: two tensors of one dtype (or a tensor and a Python
-    scalar beside it), their arrays made, nothing tracing or observing, run in C (silenced as
-    `host` silences); every other call, and any error, runs `fn`. Takes attributes."""
+def host(
+    fn: Callable[..., Any],
+    ufunc: Any,
+    fresh: Callable[[Any], Any],
+    arity: int,
+    first: Any = None,
+    /,
+) -> Any:
+    """`fn`, a host function returning `fresh(ufunc(*arrays))` of its `arity` (1 or 2; 3 when
+    `first`, a DType, is given) operands' arrays, as one compiled call: tensors of one dtype
+    (the first of DType `first` when given; or a tensor and a Python scalar beside it), their
+    arrays made, nothing tracing or observing, run in C (silenced as `host` silences); every
+    other call, and any error, runs `fn`. Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
