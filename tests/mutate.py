@@ -896,10 +896,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-fp-status-not-restored",
         FAST_C,
-        "    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
-        "    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
+        "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
+        "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
         FP_STATUS_TESTS,
         "a fast `x / 0` leaves the divide-by-zero flag raised in the caller's C environment",
+    ),
+    M(
+        "powi-fast-fp-status-not-restored",
+        FAST_C,
+        "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
+        "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
+        FP_STATUS_TESTS,
+        "a fast `x ** -1` leaves the divide-by-zero flag raised in the caller's C environment",
     ),
     M(
         "refuse-after-densifying",
