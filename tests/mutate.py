@@ -52,6 +52,8 @@ POWI = "fueltensor/kernels/_powi.py"
 SCALAR_FORMS = "fueltensor/engine/scalar_forms.py"
 POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
 PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
+TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
+POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
 PLANNER = "fueltensor/engine/planner.py"
@@ -839,9 +841,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-inplace-falls-back-out-of-place",
-        DISPATCH,
-        '"inplace": ("INPLACE", _python_binary_inplace),',
-        '"inplace": ("FORWARD", _python_binary),',
+        "fueltensor/core/operators.py",
+        '("i", inplace, "INPLACE", _python_inplace),',
+        '("i", inplace, "FORWARD", _python_binary),',
         FAST_TESTS,
         "`x += y` returns a new tensor and leaves x as it was",
     ),
@@ -888,8 +890,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-index-not-wrapped",
         FAST_C,
-        "    *off += (i < 0 ? i + n : i) * s;",
-        "    *off += i * s;",
+        "    add_offset(off, (Py_ssize_t)(i < 0 ? i + n : i), s, wrapped);",
+        "    add_offset(off, (Py_ssize_t)i, s, wrapped);",
         VIEW_TESTS,
         "`x[-1]` reads before the view's first element instead of its last",
     ),
@@ -945,10 +947,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-fp-status-not-restored",
         FAST_C,
-        "    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
-        "    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
+        "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
+        "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
         FP_STATUS_TESTS,
         "a fast `x / 0` leaves the divide-by-zero flag raised in the caller's C environment",
+    ),
+    M(
+        "powi-fast-fp-status-not-restored",
+        FAST_C,
+        "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
+        "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
+        FP_STATUS_TESTS,
+        "a fast `x ** -1` leaves the divide-by-zero flag raised in the caller's C environment",
     ),
     M(
         "refuse-after-densifying",
@@ -1025,6 +1035,54 @@ MUTATIONS: tuple[Mutation, ...] = (
         HOST_TESTS,
         "a host function's result that views its input (or other memory) is adopted uncopied",
     ),
+    M(
+        "host-trampoline-skips-the-trace",
+        FAST_C,
+        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = busy(trace_var);",
+        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = 0;",
+        TRAMPOLINE_TESTS,
+        "a compiled host call runs while a trace is active, so the trace misses it",
+    ),
+    M(
+        "host-trampoline-keeps-errstate-silenced",
+        FAST_C,
+        "int reset = token == NULL ? -1 : PyContextVar_Reset(errstate_var, token);",
+        "int reset = 0;",
+        TRAMPOLINE_TESTS,
+        "a compiled host call leaves NumPy's error state at all-ignore for the caller",
+    ),
+    M(
+        "host-trampoline-stale-layout",
+        FAST_C,
+        "        if (same) return Py_NewRef(*kept);",
+        "        if (1) return Py_NewRef(*kept);",
+        TRAMPOLINE_TESTS,
+        "a compiled host call's result takes the previous result's layout (its shape)",
+    ),
+    M(
+        "host-operator-scalars-take-python",
+        FAST_C,
+        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
+        "if (tensor == NULL || Py_TYPE(x) != tensor || Py_TYPE(y) != tensor)",
+        TRAMPOLINE_TESTS,
+        "`x == 1` runs the Python operator method instead of the compiled namespace function",
+    ),
+    M(
+        "host-operator-takes-any-operand",
+        FAST_C,
+        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
+        "if (tensor == NULL || Py_TYPE(x) != tensor)",
+        TRAMPOLINE_TESTS,
+        "`x == 'a'` calls the namespace function (a TypeError) instead of returning NotImplemented",
+    ),
+    M(
+        "host-where-any-condition",
+        FAST_C,
+        "    if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;\n",
+        "",
+        TRAMPOLINE_TESTS,
+        "a compiled `where` takes a float condition (NumPy's truthiness) instead of refusing it",
+    ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(
         "powi-wrong-exponent",
@@ -1075,12 +1133,68 @@ MUTATIONS: tuple[Mutation, ...] = (
         "x ** 1 runs the loop, whose 1 * x quiets a signalling NaN, instead of copying x",
     ),
     M(
-        "powi-fast-path-serves-int-exponents",
+        "powi-fast-wrong-exponent",
         FAST_C,
-        "if (ta && PyLong_CheckExact(b)) {",
-        "if (0 && ta && PyLong_CheckExact(b)) {",
-        ("tests/test_powi_dispatch.py", *FAST_TESTS),
-        "the compiled path runs x ** 3 with x ** 3.0's cached PowElementwise plan (powf)",
+        "run_powi(e->kdtype, src, e->exponent, out, e->count);",
+        "run_powi(e->kdtype, src, e->exponent + 1, out, e->count);",
+        POWI_FAST_TESTS,
+        "the compiled path runs x ** k's cached PowI plan with exponent k + 1",
+    ),
+    M(
+        "powi-fast-path-finds-the-float-plan",
+        FAST_C,
+        "int form = ta && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;",
+        "int form = 0 && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;",
+        POWI_FAST_TESTS,
+        "the compiled path looks x ** 3 up under its scalar's 0-d tensor: x ** 3.0's plan (powf)",
+    ),
+    M(
+        "powi-fast-serves-under-a-trace",
+        FAST_C,
+        "    if (watched != 0) return watched < 0 ? -1 : 0;\n    if (form) {",
+        "    if (watched != 0 && !form) return watched < 0 ? -1 : 0;\n    if (form) {",
+        POWI_FAST_TESTS,
+        "x ** 3 runs compiled while a trace is active, so the trace misses its PowI plan",
+    ),
+    M(
+        "powi-fast-key-ignores-the-exponent",
+        FAST_C,
+        "    parts[4] = k;\n",
+        "    parts[4] = op;\n",
+        POWI_FAST_TESTS,
+        "the integer-scalar form's key leaves k out: x ** 3 finds x ** 2's cached plan",
+    ),
+    M(
+        "powi-fast-reads-a-view-as-dense",
+        "fueltensor/engine/fast.py",
+        "(fast.DENSIFY if kinds else fast.AS_IS, fast.AS_IS),",
+        "(fast.AS_IS, fast.AS_IS),",
+        POWI_FAST_TESTS,
+        "a strided view's x ** 3 reads its storage as if dense instead of its Contiguize copy",
+    ),
+    M(
+        "powi-c-loop-drops-a-bit",
+        NATIVE_C,
+        "uint32_t m = k < 0 ? 0u - (uint32_t)k : (uint32_t)k;",
+        "uint32_t m = k < 0 ? 0u - (uint32_t)k : (uint32_t)k & ~4u;",
+        POWI_FAST_TESTS,
+        "the compiled loop skips bit 2 of a positive k (x ** 7 is x ** 3)",
+    ),
+    M(
+        "powi-c-one-quiets-nans",
+        NATIVE_C,
+        "    if (k == 1) {\n        memcpy(",
+        "    if (k == 1 && dtype > F16) {\n        memcpy(",
+        POWI_FAST_TESTS,
+        "the compiled x ** 1 runs the loop, whose 1 * x quiets a signalling NaN",
+    ),
+    M(
+        "powi-c-halves-swap-narrowing",
+        NATIVE_C,
+        "        if (dtype == BF16) bf16_narrow(w, dst, t);",
+        "        if (dtype != BF16) bf16_narrow(w, dst, t);",
+        POWI_FAST_TESTS,
+        "the compiled half-type powi narrows bf16 results as f16 and f16 results as bf16",
     ),
     M(
         "param-range-off-by-one",

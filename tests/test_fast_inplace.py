@@ -75,13 +75,15 @@ def run_inplace(op: str, target: ft.FuelTensor, other: Any, fast: bool) -> ft.Fu
             result = dispatch.binary_inplace(op, target, other)
         assert len(plans) == 1
         return result
-    if op in scalar_forms.FORMS and scalar_forms.integer_scalar(other) is not None:
-        # x **= 3 (an int) is planned in Python (PowIElementwise, or pow when no contract admits
-        # the int); the compiled call declines it: its scalar's 0-d tensor would find
-        # x **= 3.0's PowElementwise plan in the cache
+    with ft.trace() as plans:
+        getattr(ft, op)(target, other)  # caches the plan binary_inplace plans (the same key)
+    form = op in scalar_forms.FORMS and scalar_forms.integer_scalar(other) is not None
+    if form and plans[0].op_kind != scalar_forms.FORMS[op].op_kind:
+        # x **= 2**40 (an int no PowIElementwise contract admits) runs PowElementwise or the
+        # host, planned in Python; the compiled call declines it: its scalar's 0-d tensor
+        # would find x **= 2.0**40's plan in the cache
         assert dispatch._FAST_INPLACE(op, target, other) is None
         return dispatch.binary_inplace(op, target, other)
-    getattr(ft, op)(target, other)  # caches the plan binary_inplace plans (the same key)
     served = dispatch._FAST_INPLACE(op, target, other)
     assert served is not None, (op, target, other)
     return served
@@ -236,8 +238,9 @@ def test_inplace_operations_are_traced_and_observed() -> None:
 
 
 def test_a_declined_inplace_operator_writes_its_target() -> None:
-    """Where the compiled call declines (a trace is active; `x **= 3`), `x op= y` falls back to
-    the Python in-place path: the target itself is written, not rebound to a new tensor."""
+    """Where the compiled call declines (a trace is active), `x op= y` falls back to the Python
+    in-place path, and where it serves `x **= 2` (PowIElementwise): either way the target
+    itself is written, not rebound to a new tensor."""
     x = ft.asarray(np.arange(4, dtype=np.float32))
     same = x
     with ft.trace():

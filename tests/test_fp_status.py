@@ -122,3 +122,19 @@ def test_native_binary_restores_the_flags(before: str) -> None:
         return True
 
     assert flags_after(want, divide) == want
+
+
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="the fast path serves native kernels only")
+@pytest.mark.parametrize("k", [2, -1, 3, -2])
+@pytest.mark.parametrize("before", ["none", "all", "inexact"])
+@pytest.mark.parametrize("dtype", [ft.float32, ft.float64, ft.bfloat16, ft.float16])
+def test_fast_integer_powers_restore_the_flags(k: int, before: str, dtype: DType) -> None:
+    """`x ** k` on the compiled PowI body (1 / 0, overflowing and underflowing powers) leaves
+    exactly the caller's flags, as `x op y` does."""
+    assert FLAGS is not None
+    want = {"none": 0, "all": ALL, "inexact": FLAGS["inexact"]}[before]
+    a, _ = operands(dtype)
+    a**k  # plans the call (Python path), so the fast path serves the next
+    assert flags_after(want, lambda: fast.binary("pow", a, k)) == want
+    target = ft.asarray(np.asarray(a), dtype=dtype)
+    assert flags_after(want, lambda: fast.inplace("pow", target, k)) == want

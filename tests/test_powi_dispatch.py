@@ -62,7 +62,8 @@ def test_float_and_bool_exponents_keep_pow(fmt: str, k: Any) -> None:
 @pytest.mark.parametrize("fmt", DTYPES)
 def test_untraced_integer_powers_are_not_served_a_float_exponents_plan(fmt: str) -> None:
     """With `x ** 3.0`'s plan cached and nothing tracing, `x ** 3` and `x **= 3` still give the
-    PowI loop's bits (powf's differ in some lanes), so the compiled path declined them."""
+    PowI loop's bits (powf's differ in some lanes): the compiled path serves them from their
+    own integer-scalar form's plan."""
     values = np.random.default_rng(5).uniform(-4, 4, 4096)
     x = tensor(fmt, values)
     x**3.0

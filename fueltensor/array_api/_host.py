@@ -3,14 +3,16 @@
 `host` is the one decorator every such function goes through: it silences NumPy's IEEE
 warnings (results are IEEE values, as the kernels' are), records the call as a `host` Plan in
 every active `trace`, and marks the function so `explain` can show it. `fresh` turns a NumPy
-result into a new tensor that never aliases an input.
+result into a new tensor that never aliases an input. `ufunc_host` makes a ufunc function one
+compiled call where `_fast` is built (the same ufunc, arrays, error state and adoption).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import normalize_axis
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import fast
 from fueltensor.engine.backends import tracing
 from fueltensor.engine.dispatch import coerce, host_operation, record_host
 from fueltensor.kernels._chassis import restore, silence
@@ -25,17 +28,12 @@ from fueltensor.kernels._chassis import restore, silence
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _compiled_adopt() -> Callable[[np.ndarray, DType], FuelTensor | None] | None:
-    """`kernels._fast.adopt` (`FuelTensor._from_dense` of a fresh result), or None where the
-    fast path is not built."""
-    try:
-        from fueltensor.kernels import _fast
-    except ImportError:
-        return None
-    return _fast.adopt
-
-
-_ADOPT = _compiled_adopt()
+_FAST: Final = fast.compiled()
+"""`kernels._fast` (configured by dispatch), or None where it is not built."""
+_ADOPT: Final[Callable[[np.ndarray, DType], FuelTensor | None] | None] = (
+    _FAST.adopt if _FAST is not None else None
+)
+"""`kernels._fast.adopt` (`FuelTensor._from_dense` of a fresh result), or None."""
 
 
 def host(fn: F) -> F:
@@ -58,6 +56,33 @@ def host(fn: F) -> F:
         return out
 
     return cast(F, host_operation(operation))
+
+
+def ufunc_host(fn: F, ufunc: Callable[..., Any], arity: int, first: DType | None = None) -> F:
+    """`fn`, a host function (`host`) that returns `fresh(ufunc(*arrays))` of its `arity`
+    operands (3 for `where`, whose first must be of DType `first`), as one compiled call where
+    `_fast` is built (`_fast.host`): the same call on the same arrays, silenced, adopted as
+    `fresh` adopts; the Python `fn` for every other call (a trace records it). It carries
+    `fn`'s name, docstring, signature and marks."""
+    if _FAST is None:
+        return fn
+    made = _FAST.host(fn, ufunc, fresh, arity, *(() if first is None else (first,)))
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        setattr(made, attr, getattr(fn, attr))
+    vars(made).update(vars(fn))
+    made.__signature__ = inspect.signature(fn)
+    return cast(F, made)
+
+
+def compiled_call(
+    call: Callable[..., Any], arity: int, first: DType | None = None
+) -> Callable[[F], F]:
+    """`ufunc_host` as a decorator (over `host`)."""
+
+    def wrap(fn: F) -> F:
+        return ufunc_host(fn, call, arity, first)
+
+    return wrap
 
 
 def _tensors(values: Iterable[Any]) -> list[FuelTensor]:

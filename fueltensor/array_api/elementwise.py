@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor.array_api._host import fresh, host, promoted, tensor
+from fueltensor.array_api._host import fresh, host, promoted, tensor, ufunc_host
 from fueltensor.core.errors import with_article
 from fueltensor.core.tensor import FuelTensor
 
@@ -32,7 +32,7 @@ def _unary(name: str, ufunc: np.ufunc, doc: str) -> Unary:
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
-    return host(function)
+    return ufunc_host(host(function), ufunc, 1)
 
 
 def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
@@ -42,7 +42,7 @@ def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
-    return host(function)
+    return ufunc_host(host(function), ufunc, 2)
 
 
 abs = _unary("abs", np.absolute, "|x|, element-wise (a complex x gives its real magnitude).")

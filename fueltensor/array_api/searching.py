@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
+from fueltensor.array_api._host import axes, compiled_call, fresh, host, promoted, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.tensor import FuelTensor
 
@@ -72,6 +72,7 @@ def searchsorted(
     return fresh(np.searchsorted(a, v, side=side, sorter=order), _INDEX)
 
 
+@compiled_call(np.where, 3, _dtypes.bool_)  # one C call for three tensors (bool, T, T)
 @host
 def where(condition: FuelTensor, x1: Any, x2: Any, /) -> FuelTensor:
     """x1 where `condition` is true, else x2 (broadcast; x1 and x2 promoted, scalars weak)."""

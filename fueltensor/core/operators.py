@@ -77,12 +77,15 @@ def compiled(
     fn: Callable[..., FuelTensor],
     op: str,
     form: str,
-    fallback: Callable[[str, Any, Any], FuelTensor],
+    fallback: Callable[..., FuelTensor],
+    *hooks: object,
 ) -> Callable[..., FuelTensor]:
     """`fn` as one compiled callable (`_fast` must be built): the fast path, else
     `fallback(op, a, b)`; `form` names `_fast`'s constant ("FORWARD", "REFLECTED" or "INPLACE").
-    It carries `fn`'s name, docstring and signature and binds as a method as `fn` does."""
-    made: Callable[..., FuelTensor] = _FAST.operator(op, getattr(_FAST, form), fallback)
+    Form "HOST" (with `hooks`, `HOOKS`): `hooks.namespace.<op>(a, b)` for a tensor and a
+    tensor or Python float / int / bool, else `fallback(a, b)`. It carries `fn`'s name,
+    docstring and signature and binds as a method as `fn` does."""
+    made: Callable[..., FuelTensor] = _FAST.operator(op, getattr(_FAST, form), fallback, *hooks)
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))
     made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
@@ -126,6 +129,8 @@ def _host_forms(function: str) -> tuple[Method, Method, Method]:
 
     for prefix, fn in zip(("", "r", "i"), (forward, reflected, inplace), strict=True):
         _name(fn, f"__{prefix}{_STEM[function]}__", function)
+    if _FAST is not None:  # `x > 0` straight to the (compiled) namespace function
+        return compiled(forward, function, "HOST", forward, HOOKS), reflected, inplace
     return forward, reflected, inplace
 
 

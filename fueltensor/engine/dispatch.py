@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 
@@ -80,10 +80,12 @@ def _fast_entry(plan: Plan) -> object | None:
     Cast), or an output that cannot exist (the Python path refuses it). A Cast makes the
     operand a dense tensor of its own shape, as `execute.prepare` does (the same `astype`
     call), which the entry then reads like any dense operand."""
-    if _FAST_MODULE is None or 64 % plan.alignment or len(plan.prep) != 2:
+    if _FAST_MODULE is None or 64 % plan.alignment:
         return None
     if not output_fits(plan.out_shape, plan.out_dtype.itemsize):  # `run` refuses it
         return None
+    if plan.params or len(plan.prep) != 2:
+        return fast.param_entry(_FAST_MODULE, plan)
     # How the fast path reads an operand: its own dense elements, a dense copy (the plan's
     # BroadcastTo and/or Contiguize), or its single element repeated block by block (the same
     # steps on a one-element operand, never materialized at the output's size).
@@ -209,6 +211,7 @@ _CONFIG: Final = fast.FastConfig(
     errstate=ERRSTATE,
     check_inplace=check_inplace,
     integer_forms=frozenset(FORMS),
+    form_marker=fast.FORM_MARKER,
 )
 """What the compiled fast path reads, by name (`_fast.configure`)."""
 _FAST_MODULE: Final = fast.load(_CONFIG)
@@ -309,8 +312,8 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
 
     A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
     or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
-    plan, kernel and output as below. The compiled call declines `x ** 3` (an int exponent):
-    the Python path plans its integer-scalar form (`engine.scalar_forms`)."""
+    plan, kernel and output as below. `x ** 3` (an int exponent) runs the plan of its
+    integer-scalar form (`engine.scalar_forms`), which the Python path plans and caches."""
     if _FAST is not None:
         fast = _FAST(op, a, b)
         if fast is not None:
@@ -322,7 +325,7 @@ def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
     """`binary` on the Python path: the integer-scalar form when it applies (`x ** 3`), else
     coerce, plan (cached), run, notify."""
     if op in FORMS:
-        done = run_form(op, a, b, current_policy())
+        done = run_form(op, a, b, current_policy(), _fast_entry)
         if done is not None:
             return done
     try:
@@ -344,7 +347,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     (target untouched) when the result's dtype or shape is not the target's.
 
     Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
-    same plan, output and refusals as below (it declines `x **= 3`: see `binary`)."""
+    same plan, output and refusals as below (`x **= 3` included: see `binary`)."""
     if _FAST_INPLACE is not None:
         fast = _FAST_INPLACE(op, target, other)
         if fast is not None:
@@ -355,7 +358,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
 def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`binary_inplace` on the Python path: coerce, plan (cached), check, run, notify, copy."""
     policy = current_policy()
-    form = planned(op, target, other, policy)
+    form = planned(op, target, other, policy, _fast_entry)
     tensors: tuple[FuelTensor, ...]
     if form is None:
         tensors = coerce(target, other)
@@ -369,26 +372,14 @@ def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTenso
     return target
 
 
-Form = Literal["forward", "reflected", "inplace"]
-_FORMS: Final[dict[Form, tuple[str, Callable[[str, Any, Any], FuelTensor]]]] = {
-    "forward": ("FORWARD", _python_binary),
-    "reflected": ("REFLECTED", _python_binary),
-    "inplace": ("INPLACE", _python_binary_inplace),
-}
-"""The name of `_fast.operator`'s constant for each form, and the Python path it falls back
-to."""
-
-
-def compiled(fn: Callable[..., FuelTensor], op: str, form: Form) -> Callable[..., FuelTensor]:
-    """`fn`, a contract operation's function or operator method (`binary(op, a, b)` on its two
-    operands, swapped when "reflected"; `binary_inplace(op, a, b)` when "inplace"), as one
-    compiled callable where `kernels._fast` is built: the fast path, else the Python path, with
-    no Python frame in between. It carries `fn`'s name, docstring and signature, and binds as a
-    method as `fn` does."""
+def compiled(fn: Callable[..., FuelTensor], op: str) -> Callable[..., FuelTensor]:
+    """`fn`, a contract operation's namespace function (`binary(op, a, b)`), as one compiled
+    callable where `kernels._fast` is built: the fast path, else the Python path, with no Python
+    frame in between. It carries `fn`'s name, docstring and signature. (The operators' compiled
+    forms, reflected and in place too, are made by `core.operators`.)"""
     if _FAST_MODULE is None:
         return fn
-    name, fallback = _FORMS[form]
-    return operators.compiled(fn, op, name, fallback)
+    return operators.compiled(fn, op, "FORWARD", _python_binary)
 
 
 def record_host(name: str, inputs: Sequence[FuelTensor], output: FuelTensor) -> None:
@@ -442,7 +433,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
     if len(args) != 2:
         raise TypeError(f"{op} takes 2 operands, explain() got {len(args)}")
     policy = current_policy()
-    form = planned(op, args[0], args[1], policy)
+    form = planned(op, args[0], args[1], policy, _fast_entry)
     return form[0] if form is not None else choose(op, coerce(*args), policy)[0]
 
 
@@ -458,7 +449,7 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
         f"{op.summary}, element-wise, planned from the {op.op_kind} kernel contracts; their "
         f"documents state its numerics (`fueltensor contracts --op {op.op_kind}`)."
     )
-    made = compiled(operation, name, "forward")
+    made = compiled(operation, name)
     made.__fueltensor_op__ = name  # type: ignore[attr-defined]
     return made
 

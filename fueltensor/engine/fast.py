@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from fueltensor.core.layout import Layout
+from fueltensor.engine.steps import StepKind
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
+    from fueltensor.engine.planner import Plan
 
 PlanKey = tuple[object, ...]
 
@@ -47,18 +51,32 @@ class FastConfig(NamedTuple):
     check_inplace: Callable[[Any, Any, tuple[int, ...], str], None]
     """`tensor.check_inplace`: what an in-place operation refuses, and its error."""
     integer_forms: frozenset[str]
-    """Operations with an integer-scalar form (`engine.scalar_forms.FORMS`): the compiled path
-    declines `x op k` for an exact int k, which dispatch plans in that form."""
+    """Operations with an integer-scalar form (`engine.scalar_forms.FORMS`): for `x op k`, k a
+    Python int or NumPy integer scalar, the compiled path looks up that form's plan."""
+    form_marker: str
+    """`FORM_MARKER`: the first part of an integer-scalar form's plan-cache key."""
 
 
-def load(config: FastConfig) -> ModuleType | None:
-    """`kernels._fast`, configured with `config`, or None where it is not built."""
+FORM_MARKER: Final = "integer-scalar form"
+"""First part of an integer-scalar form's plan-cache key (no operation is named so): `x ** 2`
+never meets the plan of `x ** 2.0` or of two tensors."""
+
+
+def compiled() -> ModuleType | None:
+    """`kernels._fast` (not configured), or None where it is not built."""
     try:
         from fueltensor.kernels import _fast
     except ImportError:
         return None
-    _fast.configure(config)
     return _fast
+
+
+def load(config: FastConfig) -> ModuleType | None:
+    """`kernels._fast`, configured with `config`, or None where it is not built."""
+    module = compiled()
+    if module is not None:
+        module.configure(config)
+    return module
 
 
 def python_key(op: str, a: FuelTensor, b: FuelTensor) -> PlanKey:
@@ -72,4 +90,46 @@ def key_function(fast: ModuleType | None) -> Callable[[str, FuelTensor, FuelTens
     if fast is None:
         return python_key
     made: Callable[[str, FuelTensor, FuelTensor], PlanKey] = fast.key
+    return made
+
+
+def python_form_key(op: str, x: FuelTensor, k: int) -> PlanKey:
+    """The plan-cache key of `op(x, k)` in its integer-scalar form where `_fast` is not built:
+    `_fast.form_key`'s parts (the marker, the operation, x's NumPy dtype and Layout, k)."""
+    return (FORM_MARKER, op, x._dtype.np, x._layout, k)
+
+
+def form_key_function(fast: ModuleType | None) -> Callable[[str, FuelTensor, int], PlanKey]:
+    """The integer-scalar form key's one definition in this build: `_fast.form_key`, else
+    `python_form_key`."""
+    if fast is None:
+        return python_form_key
+    made: Callable[[str, FuelTensor, int], PlanKey] = fast.form_key
+    return made
+
+
+def param_entry(fast: ModuleType, plan: Plan) -> object | None:
+    """`fast`'s entry for a plan of one operand with kernel parameters (`x ** 3`'s
+    PowIElementwise kernel), or None: a compiled body (`__fueltensor_native__`) reading the
+    operand as it is (dense) or a dense copy (the plan's Contiguize), with `plan.params`. The
+    caller (`dispatch._fast_entry`) has checked the output's alignment and size."""
+    codes = getattr(plan.fn, "__fueltensor_native__", None)
+    if codes is None or not plan.params or len(plan.prep) != 1:
+        return None
+    kinds = tuple(s.kind for s in plan.prep[0])
+    (operand,) = plan.operands
+    if kinds not in ((), (StepKind.CONTIGUIZE,)) or not (kinds or operand.layout.flags.contiguous):
+        return None
+    dt = plan.out_dtype
+    made: object | None = fast.entry(
+        *codes,
+        *(dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape),
+        (fast.DENSIFY if kinds else fast.AS_IS, fast.AS_IS),
+        (operand.layout.offset, 0),
+        (0 if kinds else plan.size, 0),
+        None,
+        None,
+        (None, None),
+        plan.params,
+    )
     return made

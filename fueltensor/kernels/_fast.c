@@ -73,6 +73,7 @@
 #define SCALAR_SLOTS 64
 
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
+typedef void (*PowI)(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n);
 typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
                      const Py_ssize_t *strides, Py_ssize_t size);
 
@@ -82,6 +83,8 @@ typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *sha
 
 static Body run_body;           /* `_native`'s kernel body for the selected instruction set */
 static Copy copy_dense;         /* `_native`'s strided copy into a dense buffer (Contiguize) */
+static PowI run_powi;           /* `_native`'s integer-power body (PowIElementwise) */
+static int powi_op;             /* its kernel op number (`_native.POWI`) */
 static PyTypeObject *tensor;    /* FuelTensor */
 static PyTypeObject *layout_type; /* Layout */
 static PyTypeObject *dtype_type;  /* DType */
@@ -96,7 +99,9 @@ static PyObject *backends_dict; /* engine.backends' globals, where the default p
 static PyObject *make_scalar;   /* dispatch._scalar(value, like) */
 static PyObject *check_inplace; /* tensor.check_inplace(target, dtype, shape, what) */
 static PyObject *integer_forms; /* ops whose `x op k`, k an int, dispatch plans itself */
+static PyObject *form_marker;   /* the first part of an integer-scalar form's plan-cache key */
 static PyObject *array_name;    /* "_array" */
+static PyObject *namespace_name; /* "namespace" */
 static PyObject *astype_name;   /* "astype" */
 static PyObject *order_kwnames; /* ("order",) */
 static PyObject *order_c;       /* "C" */
@@ -154,16 +159,18 @@ static PyObject *export_new_tensor(PyObject *module, PyObject *const *args, Py_s
     return make_tensor(type, off, args[1], args[2], args[3], args[4]);
 }
 
-enum { NATIVE, ORACLE };              /* the kernel an entry runs */
+enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
 enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
-enum { FORWARD, REFLECTED, INPLACE }; /* `x op y`, `y op x` (x the instance), `x op= y` */
+enum { FORWARD, REFLECTED, INPLACE, HOST }; /* `x op y`, `y op x` (x the instance), `x op= y`,
+                                              `x op y` of a host function (`x > 0`) */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
     PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
+    int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
     Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
@@ -504,11 +511,9 @@ static inline PyObject *active_plans(void) {
     return plans;
 }
 
-/* The plan cache's cell for `key(op, a, b)` under the active policy (a new reference), or NULL
- * with no error set on a miss. */
-static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
-    PyObject *parts[KEY_PARTS + 1];
-    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+/* The plan cache's cell for the key of `parts[1..KEY_PARTS]` under the active policy (a new
+ * reference), or NULL with no error set on a miss; `parts[0]` is scratch. */
+static PyObject *cached_parts(PyObject **parts) {
     PyObject *plans = active_plans();
     if (plans == NULL) return NULL;
     parts[0] = plans;
@@ -536,6 +541,44 @@ static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
     }
     Py_DECREF(plans);
     return cell;
+}
+
+/* The plan cache's cell for `key(op, a, b)` (see `cached_parts`). */
+static PyObject *cached(PyObject *op, PyObject *a, PyObject *b) {
+    PyObject *parts[KEY_PARTS + 1];
+    if (key_parts(op, a, b, parts + 1) < 0) return NULL;
+    return cached_parts(parts);
+}
+
+/* The plan-cache key of `op(x, k)` in its integer-scalar form, as parts (borrowed): the form's
+ * marker, the operation, x's NumPy dtype and Layout, and the exponent k. Its only definition in
+ * a compiled build: `form_key` packs it for `scalar_forms.choose`, `resolve` looks it up. The
+ * marker (no operation is named so) keeps it apart from every key of two tensors, so an int
+ * exponent never meets the plan of a float one. */
+static inline int form_parts(PyObject *op, PyObject *x, PyObject *k, PyObject **parts) {
+    PyObject *dx = SLOT(x, off_dtype);
+    parts[0] = form_marker;
+    parts[1] = op;
+    parts[2] = dx == NULL ? NULL : SLOT(dx, off_dtype_np);
+    parts[3] = SLOT(x, off_layout);
+    parts[4] = k;
+    if (parts[2] != NULL && parts[3] != NULL) return 0;
+    PyErr_SetString(PyExc_TypeError, "plan key: the operand tensor is not initialized");
+    return -1;
+}
+
+/* form_key(op, x, k): the key `scalar_forms.choose` stores op(x, k)'s integer-scalar plan under. */
+static PyObject *form_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || tensor == NULL ||
+        !PyObject_TypeCheck(args[1], tensor) || !PyLong_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "form_key(op: str, x: FuelTensor, k: int) takes 3 "
+                                         "arguments (and the fast path configured)");
+        return NULL;
+    }
+    PyObject *parts[KEY_PARTS];
+    if (form_parts(args[0], args[1], args[2], parts) < 0) return NULL;
+    return pack_key(parts);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -627,12 +670,36 @@ static int is_cast(PyObject *cast) {
             PyTuple_GET_SIZE(PyTuple_GET_ITEM(cast, 1)) == 3);
 }
 
+/* An entry's kernel parameters (`plan.params`, NULL: none): the exponent of a POWI entry, a
+ * 1-tuple of an int in i32 (as its contract types it); none for any other. -1 with a TypeError
+ * when they are not that. */
+static int read_params(PyObject *params, Entry *e) {
+    Py_ssize_t n = params == NULL ? 0 : PyTuple_Check(params) ? PyTuple_GET_SIZE(params) : -1;
+    if (e->kind != POWI) {
+        if (n == 0) return 0;
+        PyErr_SetString(PyExc_TypeError, "entry: only a powi kernel takes params");
+        return -1;
+    }
+    if (n == 1 && PyLong_CheckExact(PyTuple_GET_ITEM(params, 0))) {
+        int overflow;
+        long long k = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(params, 0), &overflow);
+        if (!overflow && k >= INT32_MIN && k <= INT32_MAX) {
+            e->exponent = (int32_t)k;
+            return 0;
+        }
+    }
+    PyErr_SetString(PyExc_TypeError, "entry: a powi kernel's params must be (k,), k an int in "
+                                     "i32");
+    return -1;
+}
+
 /* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
- * steps, casts): the fast path's opaque view of a cached plan (see `dispatch._fast_entry`). */
+ * steps, casts[, params]): the fast path's opaque view of a cached plan (see
+ * `dispatch._fast_entry`); `params` is the plan's kernel parameters (a POWI kernel's (k,)). */
 static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 12) {
-        PyErr_Format(PyExc_TypeError, "entry() takes 12 arguments, got %zd", nargs);
+    if (nargs != 12 && nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "entry() takes 12 or 13 arguments, got %zd", nargs);
         return NULL;
     }
     PyObject *shape = args[5], *ufunc = args[9], *steps = args[10], *casts = args[11];
@@ -658,7 +725,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyObject *cast = PyTuple_GET_ITEM(casts, k);
         e->cast[k] = cast == Py_None ? NULL : Py_NewRef(cast);
     }
-    e->kind = oracle ? ORACLE : NATIVE;
+    e->kind = ORACLE;
     e->ndim = (int)ndim;
     e->dims = e->data;
     e->steps[0] = e->data + ndim;
@@ -666,8 +733,10 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->kop = (int)PyLong_AsLong(args[0]);
     e->kdtype = (int)PyLong_AsLong(args[1]);
     e->itemsize = PyDataType_ELSIZE((PyArray_Descr *)args[4]);
+    if (!oracle) e->kind = e->kop == powi_op ? POWI : NATIVE;
     npy_intp modes[2], offsets[2], needs[2];
-    int bad = PyErr_Occurred() || read_ints(shape, ndim, e->dims, "shape") < 0 ||
+    int bad = PyErr_Occurred() || read_params(nargs == 13 ? args[12] : NULL, e) < 0 ||
+              read_ints(shape, ndim, e->dims, "shape") < 0 ||
               read_ints(args[6], 2, modes, "modes") < 0 ||
               read_ints(args[7], 2, offsets, "offsets") < 0 ||
               read_ints(args[8], 2, needs, "needs") < 0;
@@ -819,6 +888,23 @@ done:
     return status;
 }
 
+/* Run a POWI entry into `out`: x ** k on its one operand (dense, or the plan's Contiguize), as
+ * `run_native` does. 1 done, 0 when the operand is not one this code reads, -1 on error. */
+static int run_powi_entry(const Entry *e, PyObject *x, char *out) {
+    char *temp = NULL;
+    const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp)
+                                            : operand_at(x, e->offset[0], e->need[0], e->itemsize);
+    if (src == NULL) return 0;
+    FpFlags flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    run_powi(e->kdtype, src, e->exponent, out, e->count);
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    PyMem_RawFree(temp);
+    return 1;
+}
+
 /* A read-only view of the output's shape with byte `steps` at `data`, kept alive by `owner`
  * (NULL: a temporary the caller frees after the view). */
 static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *steps,
@@ -907,36 +993,15 @@ done:
     return made;
 }
 
-/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
- * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
- * / bool beside one, no cached plan with an entry, or a trace or observer active), -1 on error
- * (`_scalar`'s OverflowError for an int the dtype cannot hold). */
-static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
-    c->operands[0] = a;
-    c->operands[1] = b;
-    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
-    c->e = NULL;
-    if (tensor == NULL) return 0;
-    int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
-    if (!(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
-    if (ta && PyLong_CheckExact(b)) { /* x ** 3: an integer-scalar form, planned in Python */
-        int form = PySet_Contains(integer_forms, op);
-        if (form != 0) return form < 0 ? -1 : 0;
-    }
-    int watched = busy(trace_var);
-    if (watched == 0) watched = busy(observers_var);
-    if (watched != 0) return watched < 0 ? -1 : 0;
-    if (!(ta && tb)) {
-        int k = ta ? 1 : 0;
-        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
-        if (c->scalar == NULL) return -1;
-        if (Py_TYPE(c->scalar) != tensor) {
-            Py_CLEAR(c->scalar);
-            return 0;
-        }
-        c->operands[k] = c->scalar;
-    }
-    c->cell = cached(op, c->operands[0], c->operands[1]);
+/* Whether `value` is an exponent of an integer-scalar form: an exact Python int or a NumPy
+ * integer scalar (`scalar_forms.integer_scalar`; never a bool). */
+static int is_integer(PyObject *value) {
+    return PyLong_CheckExact(value) || PyArray_IsScalar(value, Integer);
+}
+
+/* `resolve`'s verdict on the plan cache's cell `c->cell` (NULL: a miss, or an error set): 1 with
+ * `c->e` set when the cell holds an entry, else 0 (-1 on error), `c` released. */
+static int found_entry(Call *c) {
     if (c->cell == NULL) {
         release(c);
         return PyErr_Occurred() ? -1 : 0;
@@ -952,6 +1017,44 @@ static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     return 1;
 }
 
+/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
+ * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
+ * / bool beside one, or a NumPy integer exponent of an integer-scalar form; no cached plan
+ * with an entry; a trace or observer active), -1 on error (`_scalar`'s OverflowError for an
+ * int the dtype cannot hold). An integer-scalar form (`x ** 3`) is looked up by `form_parts`. */
+static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
+    c->operands[0] = a;
+    c->operands[1] = b;
+    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
+    c->e = NULL;
+    if (tensor == NULL) return 0;
+    int ta = Py_TYPE(a) == tensor, tb = Py_TYPE(b) == tensor;
+    int form = ta && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;
+    if (form < 0) return -1;
+    if (!form && !(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (form) { /* x ** 3: its integer-scalar form's plan (`scalar_forms`), cached in Python */
+        PyObject *parts[KEY_PARTS + 1];
+        if (form_parts(op, a, b, parts + 1) < 0) return -1;
+        c->cell = cached_parts(parts);
+        return found_entry(c);
+    }
+    if (!(ta && tb)) {
+        int k = ta ? 1 : 0;
+        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
+        if (c->scalar == NULL) return -1;
+        if (Py_TYPE(c->scalar) != tensor) {
+            Py_CLEAR(c->scalar);
+            return 0;
+        }
+        c->operands[k] = c->scalar;
+    }
+    c->cell = cached(op, c->operands[0], c->operands[1]);
+    return found_entry(c);
+}
+
 /* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
  * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
  * Python path runs), -1 on error. */
@@ -965,6 +1068,7 @@ static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
     }
     if (fresh_output(e, storage, view) < 0) return -1;
     int ran = e->kind == ORACLE ? run_oracle(e, c->operands, *view)
+              : e->kind == POWI ? run_powi_entry(e, c->operands[0], PyArray_BYTES(*storage))
                                 : run_native(e, c->operands, PyArray_BYTES(*storage));
     if (ran <= 0) {
         Py_CLEAR(*storage);
@@ -1125,24 +1229,20 @@ static PyObject *binary(PyObject *module, PyObject *const *args, Py_ssize_t narg
 /* adopt(array, dtype): `FuelTensor._from_dense(array, dtype)` when `array` is an exact ndarray
  * of `dtype` that owns its memory, row-major and writable (a fresh NumPy result `_host.fresh`
  * adopts without a copy); else None. */
-static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    PyObject *array = args[0], *dtype = args[1];
-    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
-        Py_TYPE(dtype) != dtype_type)
-        Py_RETURN_NONE;
-    PyArrayObject *a = (PyArrayObject *)array;
-    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
-    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
-    int same = PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), SLOT(dtype, off_dtype_np),
-                                       Py_EQ);
-    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+static PyObject *adopt_array(PyObject *array, PyObject *dtype, PyObject **kept);
+
+/* `Layout.dense` of array `a`'s shape (a new reference), or NULL on error; `*kept` (when not
+ * NULL) is the last one made for the caller, reused while the shape is the same. */
+static PyObject *dense_of(PyArrayObject *a, PyObject **kept) {
     int ndim = PyArray_NDIM(a);
-    PyObject *shape = PyTuple_New(ndim), *layout = NULL, *storage = NULL, *made = NULL;
+    if (kept != NULL && *kept != NULL) {
+        PyObject *shape = PyTuple_GET_ITEM(*kept, 0);
+        int same = PyTuple_GET_SIZE(shape) == ndim;
+        for (int k = 0; same && k < ndim; k++)
+            same = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k)) == PyArray_DIM(a, k);
+        if (same) return Py_NewRef(*kept);
+    }
+    PyObject *shape = PyTuple_New(ndim), *layout = NULL;
     if (shape == NULL) return NULL;
     for (int k = 0; k < ndim; k++) {
         PyObject *n = PyLong_FromSsize_t(PyArray_DIM(a, k));
@@ -1150,12 +1250,42 @@ static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         PyTuple_SET_ITEM(shape, k, n);
     }
     layout = PyObject_CallOneArg(dense_layout, shape);
+    if (layout != NULL && kept != NULL) {
+        if (Py_TYPE(layout) == layout_type && PyTuple_GET_SIZE(layout) == 3)
+            Py_XSETREF(*kept, Py_NewRef(layout));
+    }
+done:
+    Py_DECREF(shape);
+    return layout;
+}
+
+static PyObject *adopt(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "adopt(array, dtype) takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    return adopt_array(args[0], args[1], NULL);
+}
+
+/* `adopt`'s verdict: the tensor, None, or NULL on error. */
+static PyObject *adopt_array(PyObject *array, PyObject *dtype, PyObject **kept) {
+    if (tensor == NULL || dense_layout == NULL || !PyArray_CheckExact(array) ||
+        Py_TYPE(dtype) != dtype_type)
+        Py_RETURN_NONE;
+    PyArrayObject *a = (PyArrayObject *)array;
+    int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;
+    if (!PyArray_CHKFLAGS(a, flags)) Py_RETURN_NONE;
+    PyObject *want = SLOT(dtype, off_dtype_np);
+    int same = (PyObject *)PyArray_DESCR(a) == want ||
+               PyObject_RichCompareBool((PyObject *)PyArray_DESCR(a), want, Py_EQ);
+    if (same <= 0) return same < 0 ? NULL : Py_NewRef(Py_None);
+    int ndim = PyArray_NDIM(a);
+    PyObject *layout = dense_of(a, kept), *storage = NULL, *made = NULL;
     storage = layout == NULL ? NULL
               : ndim == 1    ? Py_NewRef(array)
                              : PyArray_Ravel(a, NPY_CORDER);
     if (storage != NULL) made = new_tensor(storage, layout, dtype, array);
-done:
-    Py_DECREF(shape);
     Py_XDECREF(layout);
     Py_XDECREF(storage);
     return made;
@@ -1192,11 +1322,29 @@ static PyObject *inplace(PyObject *module, PyObject *const *args, Py_ssize_t nar
 typedef struct {
     PyObject_HEAD
     PyObject *op;       /* the contract operation's name */
-    PyObject *fallback; /* dispatch's Python path: fallback(op, a, b) */
+    PyObject *fallback; /* dispatch's Python path: fallback(op, a, b); HOST: fallback(a, b) */
+    PyObject *hooks;    /* HOST: the object whose `namespace` holds the function named op */
     PyObject *dict;
-    int form;           /* FORWARD, REFLECTED or INPLACE */
+    int form;           /* FORWARD, REFLECTED, INPLACE or HOST */
     vectorcallfunc vectorcall;
 } Operator;
+
+/* A HOST operator `x op y`: the namespace function `hooks.namespace.<op>(x, y)` (a compiled
+ * host call) when y is a tensor or an exact Python float / int / bool, which the Python
+ * operator method would pass on to it; else that method, `fallback(x, y)` (its NotImplemented
+ * for operands it does not take). */
+static PyObject *host_operator(const Operator *o, PyObject *const *args) {
+    PyObject *x = args[0], *y = args[1];
+    if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))
+        return PyObject_Vectorcall(o->fallback, args, 2, NULL);
+    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name);
+    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op);
+    Py_XDECREF(ns);
+    if (fn == NULL) return NULL;
+    PyObject *result = PyObject_Vectorcall(fn, args, 2, NULL);
+    Py_DECREF(fn);
+    return result;
+}
 
 static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) {
@@ -1208,6 +1356,7 @@ static PyObject *operator_call(PyObject *self, PyObject *const *args, size_t nar
                                                                                  : "");
         return NULL;
     }
+    if (o->form == HOST) return host_operator(o, args);
     int swap = o->form == REFLECTED;
     PyObject *a = args[swap], *b = args[1 - swap];
     PyObject *result = o->form == INPLACE ? fast_inplace(o->op, a, b) : fast_binary(o->op, a, b);
@@ -1227,6 +1376,7 @@ static void operator_dealloc(PyObject *self) {
     Operator *o = (Operator *)self;
     Py_XDECREF(o->op);
     Py_XDECREF(o->fallback);
+    Py_XDECREF(o->hooks);
     Py_XDECREF(o->dict);
     PyObject_Free(self);
 }
@@ -1276,26 +1426,186 @@ static PyTypeObject OperatorType = {
  * form is 1, reflected) that tries the fast path first, `inplace`'s when form is 2 (`a op= b`). */
 static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1]) ||
+    if ((nargs != 3 && nargs != 4) || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1]) ||
         !PyCallable_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "operator(op: str, form: int, fallback) takes 3 "
-                                         "arguments");
+        PyErr_SetString(PyExc_TypeError, "operator(op: str, form: int, fallback[, hooks]) takes "
+                                         "3 or 4 arguments");
         return NULL;
     }
     long form = PyLong_AsLong(args[1]);
-    if (form < FORWARD || form > INPLACE) {
+    if (form < FORWARD || form > HOST || (form == HOST) != (nargs == 4)) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1) or INPLACE (2), got %ld", form);
+            PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1), "
+                                           "INPLACE (2) or HOST (3, with hooks), got %ld", form);
         return NULL;
     }
     Operator *o = PyObject_New(Operator, &OperatorType);
     if (o == NULL) return NULL;
     o->op = Py_NewRef(args[0]);
     o->fallback = Py_NewRef(args[2]);
+    o->hooks = nargs == 4 ? Py_NewRef(args[3]) : NULL;
     o->dict = NULL;
     o->form = (int)form;
     o->vectorcall = operator_call;
     return (PyObject *)o;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Host trampolines: a host element-wise function (`elementwise._unary` / `_binary`: a NumPy
+ * ufunc on its operands' arrays, the result adopted by `_host.fresh`) as one C callable. It
+ * runs the same ufunc on the same arrays under the same silenced error state, and adopts the
+ * result as `fresh` does; any other call (a view whose array is not made yet, mixed dtypes, a
+ * keyword, an error, a trace or observer active: the host function records itself) runs the
+ * Python function, which then raises its own errors. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;     /* the Python host function */
+    PyObject *ufunc;  /* the ufunc it calls */
+    PyObject *fresh;  /* `_host.fresh`, for a result `adopt` does not take */
+    PyObject *descr;  /* the last result dtype `fresh` adopted other than the operands' */
+    PyObject *dtype;  /* and its DType */
+    PyObject *layout; /* the dense Layout of the last result's shape */
+    PyObject *first;  /* the DType the first operand must have (`where`'s bool), or NULL */
+    PyObject *dict;
+    int arity;        /* 1, 2 or (with `first`) 3 operands */
+    int like;         /* the operands from this one on share one DType, which the result
+                         keeps when NumPy's is the same (1 with `first`, else 0) */
+    vectorcallfunc vectorcall;
+} Host;
+
+/* The operand arrays of a host call into `arrays` (borrowed; `*scalar` a new reference to a
+ * Python scalar's 0-d tensor): 1 when the trampoline takes the call, 0 when not, -1 on error. */
+static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays,
+                         PyObject **scalar) {
+    PyObject *t[3] = {args[0], h->arity > 1 ? args[1] : NULL, h->arity > 2 ? args[2] : NULL};
+    if (tensor == NULL || errstate_var == NULL || Py_TYPE(t[0]) != tensor) return 0;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (h->arity == 2 && Py_TYPE(t[1]) != tensor) { /* x op 2.5: the scalar's 0-d tensor */
+        if (!is_scalar(t[1])) return 0;
+        t[1] = *scalar = scalar_operand(t[1], t[0]);
+        if (t[1] == NULL) return -1;
+    }
+    if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;
+    for (int k = 0; k < h->arity; k++) {
+        if (Py_TYPE(t[k]) != tensor) return 0;
+        if (k > h->like && SLOT(t[k], off_dtype) != SLOT(t[h->like], off_dtype)) return 0;
+        arrays[k] = SLOT(t[k], off_np);
+        if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
+    }
+    return 1;
+}
+
+/* `fresh(result)` for the ufunc's result on operands of DType `like`: adopted in C when its
+ * dtype is the operands' or the last one `fresh` named, else by `fresh` (remembered). */
+static PyObject *host_result(Host *h, PyObject *result, PyObject *like) {
+    PyObject *descr =
+        PyArray_Check(result) ? (PyObject *)PyArray_DESCR((PyArrayObject *)result) : NULL;
+    PyObject *dtype = descr == NULL                     ? NULL
+                      : descr == SLOT(like, off_dtype_np) ? like
+                      : descr == h->descr                 ? h->dtype
+                                                          : NULL;
+    if (dtype != NULL) {
+        PyObject *made = adopt_array(result, dtype, &h->layout);
+        if (made != Py_None) return made;
+        Py_DECREF(made);
+    }
+    PyObject *made = PyObject_CallOneArg(h->fresh, result);
+    if (made != NULL && descr != NULL && Py_TYPE(made) == tensor && dtype == NULL) {
+        Py_XSETREF(h->descr, Py_NewRef(descr));
+        Py_XSETREF(h->dtype, Py_NewRef(SLOT(made, off_dtype)));
+    }
+    return made;
+}
+
+/* The trampoline's result, or NULL (an error set or not) when the Python function runs. */
+static PyObject *host_fast(Host *h, PyObject *const *args) {
+    PyObject *arrays[2] = {NULL, NULL}, *scalar = NULL, *made = NULL;
+    int taken = host_operands(h, args, arrays, &scalar);
+    if (taken > 0) {
+        PyObject *token = PyContextVar_Set(errstate_var, errstate_ignore);
+        PyObject *result =
+            token == NULL ? NULL : PyObject_Vectorcall(h->ufunc, arrays, h->arity, NULL);
+        int reset = token == NULL ? -1 : PyContextVar_Reset(errstate_var, token);
+        Py_XDECREF(token);
+        if (result != NULL && reset == 0)
+            made = host_result(h, result, SLOT(args[h->like], off_dtype));
+        Py_XDECREF(result);
+    }
+    Py_XDECREF(scalar);
+    return made;
+}
+
+static PyObject *host_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames) {
+    Host *h = (Host *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs == h->arity && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        PyObject *made = host_fast(h, args);
+        if (made != NULL) return made;
+        PyErr_Clear(); /* the Python function meets the same error and raises it */
+    }
+    return PyObject_Vectorcall(h->fn, args, nargsf, kwnames);
+}
+
+static void host_dealloc(PyObject *self) {
+    Host *h = (Host *)self;
+    Py_XDECREF(h->fn);
+    Py_XDECREF(h->ufunc);
+    Py_XDECREF(h->fresh);
+    Py_XDECREF(h->descr);
+    Py_XDECREF(h->dtype);
+    Py_XDECREF(h->layout);
+    Py_XDECREF(h->first);
+    Py_XDECREF(h->dict);
+    PyObject_Free(self);
+}
+
+static PyTypeObject HostType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Host",
+    .tp_basicsize = sizeof(Host),
+    .tp_dealloc = host_dealloc,
+    .tp_repr = operator_repr,
+    .tp_vectorcall_offset = offsetof(Host, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A host element-wise function as one compiled call (see host()).",
+    .tp_methods = operator_methods,
+    .tp_getset = operator_getset,
+    .tp_dictoffset = offsetof(Host, dict),
+};
+
+/* host(fn, ufunc, fresh, arity[, first]): `fn` (a host function calling `ufunc` on its 1 or 2
+ * operands' arrays, or 3 when the first must be of DType `first`, and returning `fresh` of the
+ * result) as one compiled callable. */
+static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    long arity = nargs >= 4 ? PyLong_AsLong(args[3]) : 0;
+    PyObject *first = nargs == 5 ? args[4] : NULL;
+    if ((nargs != 4 && nargs != 5) || !PyCallable_Check(args[0]) ||
+        !PyCallable_Check(args[1]) || !PyCallable_Check(args[2]) ||
+        arity != (first == NULL ? (arity == 2 ? 2 : 1) : 3) ||
+        (first != NULL && (dtype_type == NULL || Py_TYPE(first) != dtype_type))) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "host(fn, ufunc, fresh, arity[, first]) takes an arity "
+                                         "of 1 or 2, or 3 with the first operand's DType");
+        return NULL;
+    }
+    Host *h = PyObject_New(Host, &HostType);
+    if (h == NULL) return NULL;
+    h->fn = Py_NewRef(args[0]);
+    h->ufunc = Py_NewRef(args[1]);
+    h->fresh = Py_NewRef(args[2]);
+    h->descr = h->dtype = h->layout = h->dict = NULL;
+    h->first = first == NULL ? NULL : Py_NewRef(first);
+    h->arity = (int)arity;
+    h->like = first != NULL;
+    h->vectorcall = host_call;
+    return (PyObject *)h;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1621,6 +1931,7 @@ static int is_var(PyObject *v) { return PyContextVar_CheckExact(v); }
 static int is_callable(PyObject *v) { return PyCallable_Check(v); }
 static int is_dict(PyObject *v) { return PyDict_Check(v); }
 static int is_frozenset(PyObject *v) { return PyFrozenSet_CheckExact(v); }
+static int is_str(PyObject *v) { return PyUnicode_CheckExact(v); }
 static int is_errstate(PyObject *v) {
     return v == Py_None || (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2 &&
                             PyContextVar_CheckExact(PyTuple_GET_ITEM(v, 0)));
@@ -1644,6 +1955,7 @@ static const struct {
     {"errstate", is_errstate, "None or (ContextVar, value)"},
     {"check_inplace", is_callable, "callable"},
     {"integer_forms", is_frozenset, "a frozenset"},
+    {"form_marker", is_str, "a str"},
 };
 #define N_FIELDS ((int)(sizeof FIELDS / sizeof FIELDS[0]))
 
@@ -1683,6 +1995,7 @@ static PyObject *configure(PyObject *module, PyObject *config) {
     Py_XSETREF(make_scalar, v[8]);
     Py_XSETREF(check_inplace, v[10]);
     Py_XSETREF(integer_forms, v[11]);
+    Py_XSETREF(form_marker, v[12]);
     Py_XSETREF(dense_layout, dense);
     if (v[9] == Py_None) {
         Py_CLEAR(errstate_var);
@@ -1742,6 +2055,10 @@ static PyMethodDef methods[] = {
      "inplace_refusal(t, dtype, shape) -> str | None: why t cannot take an in-place result of "
      "dtype and shape (None: not compared), one of dtype, shape, read-only, stride0, overlap; "
      "None when it can."},
+    {"host", (PyCFunction)(void (*)(void))make_host, METH_FASTCALL,
+     "host(fn, ufunc, fresh, arity) -> callable: the host function fn as one compiled call."},
+    {"form_key", (PyCFunction)(void (*)(void))form_key, METH_FASTCALL,
+     "form_key(op, x, k) -> the plan-cache key of op(x, k)'s integer-scalar form."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
      "key(op, a, b): the plan-cache key dispatch.choose stores op(a, b)'s plan under (the "
      "key's only definition in a compiled build)."},
@@ -1772,9 +2089,23 @@ PyMODINIT_FUNC PyInit__fast(void) {
     copy_dense = (Copy)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.COPY");
     Py_DECREF(capsule);
     if (copy_dense == NULL) return NULL;
+    native = PyImport_ImportModule("fueltensor.kernels._native");
+    capsule = native == NULL ? NULL : PyObject_GetAttrString(native, "POWI");
+    PyObject *number = native == NULL ? NULL : PyObject_GetAttrString(native, "POWI_OP");
+    Py_XDECREF(native);
+    powi_op = number == NULL ? -1 : (int)PyLong_AsLong(number);
+    Py_XDECREF(number);
+    if (capsule == NULL || PyErr_Occurred()) {
+        Py_XDECREF(capsule);
+        return NULL;
+    }
+    run_powi = (PowI)PyCapsule_GetPointer(capsule, "fueltensor.kernels._native.POWI");
+    Py_DECREF(capsule);
+    if (run_powi == NULL) return NULL;
     plans_name = PyUnicode_InternFromString("plans");
     default_name = PyUnicode_InternFromString("_DEFAULT");
     array_name = PyUnicode_InternFromString("_array");
+    namespace_name = PyUnicode_InternFromString("namespace");
     astype_name = PyUnicode_InternFromString("astype");
     order_c = PyUnicode_InternFromString("C");
     order_kwnames = Py_BuildValue("(s)", "order");
@@ -1785,10 +2116,11 @@ PyMODINIT_FUNC PyInit__fast(void) {
     }
     out_kwnames = Py_BuildValue("(s)", "out");
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
+        PyType_Ready(&HostType) < 0 ||
         PyType_Ready(&BlockType) < 0)
         return NULL;
-    if (plans_name == NULL || default_name == NULL || array_name == NULL || out_kwnames == NULL ||
-        astype_name == NULL || order_c == NULL || order_kwnames == NULL)
+    if (plans_name == NULL || default_name == NULL || array_name == NULL ||
+        namespace_name == NULL || out_kwnames == NULL || astype_name == NULL || order_c == NULL || order_kwnames == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
@@ -1798,7 +2130,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
         PyModule_AddIntConstant(module, "REPEAT", REPEAT) < 0 ||
         PyModule_AddIntConstant(module, "FORWARD", FORWARD) < 0 ||
         PyModule_AddIntConstant(module, "REFLECTED", REFLECTED) < 0 ||
-        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0) {
+        PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0 ||
+        PyModule_AddIntConstant(module, "HOST", HOST) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -18,10 +18,14 @@ REFLECTED: int
 """`operator`'s form: `y op x`, x the instance."""
 INPLACE: int
 """`operator`'s form: `x op= y`."""
+HOST: int
+"""`operator`'s form: `x op y` of a host function (`hooks.namespace.<op>(x, y)` for a tensor
+and a tensor or Python scalar, else `fallback(x, y)`)."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
-    """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool,
-    when the cached plan has an entry and nothing traces or observes; else None."""
+    """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
+    (or a NumPy integer exponent of an integer-scalar form), when the cached plan has an
+    entry and nothing traces or observes; else None."""
 
 def inplace(op: str, target: Any, other: Any, /) -> Any:
     """dispatch.binary_inplace's result (the target, written through its strides) when `binary`
@@ -36,10 +40,11 @@ def scalar(value: Any, like: Any, /) -> Any:
     """`dispatch._scalar(value, like)`, cached (its arrays read-only), for an exact Python
     float / int / bool beside tensor `like`; else None."""
 
-def operator(op: str, form: int, fallback: Callable[[str, Any, Any], Any], /) -> Any:
+def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path); it binds as
-    a method and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, the only
+    form given `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float
+    / int / bool, else `fallback(a, b)`); it binds as a method and takes attributes."""
 
 def entry(
     kop: int,
@@ -54,10 +59,12 @@ def entry(
     ufunc: Any,
     steps: tuple[tuple[int, ...], ...] | None,
     casts: tuple[tuple[Any, Any, Any] | None, ...],
+    params: tuple[int, ...] = (),
     /,
 ) -> object | None:
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
-    None for an oracle plan where NumPy's error state cannot be set from C."""
+    None for an oracle plan where NumPy's error state cannot be set from C. `params` is a
+    `_native.POWI_OP` kernel's (k,), k in i32 (none for any other kernel)."""
 
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
@@ -101,8 +108,12 @@ class Config(Protocol):
         """What an in-place operation refuses (`tensor.check_inplace`)."""
     @property
     def integer_forms(self) -> frozenset[str]:
-        """Operations whose `x op k` with an exact int k `binary` and `inplace` decline
-        (dispatch plans their integer-scalar form: `x ** 3` is PowIElementwise)."""
+        """Operations whose `x op k`, k an exact int or a NumPy integer scalar, `binary` and
+        `inplace` serve from their integer-scalar form's cached plan (`x ** 3` is
+        PowIElementwise), looked up under `form_key`."""
+    @property
+    def form_marker(self) -> str:
+        """The first part of an integer-scalar form's plan-cache key (`form_key`)."""
 
 def configure(config: Config, /) -> None:
     """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named
@@ -111,6 +122,25 @@ def configure(config: Config, /) -> None:
 def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
     """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the
     key's only definition in a compiled build."""
+
+def host(
+    fn: Callable[..., Any],
+    ufunc: Any,
+    fresh: Callable[[Any], Any],
+    arity: int,
+    first: Any = None,
+    /,
+) -> Any:
+    """`fn`, a host function returning `fresh(ufunc(*arrays))` of its `arity` (1 or 2; 3 when
+    `first`, a DType, is given) operands' arrays, as one compiled call: tensors of one dtype
+    (the first of DType `first` when given; or a tensor and a Python scalar beside it), their
+    arrays made, nothing tracing or observing, run in C (silenced as `host` silences); every
+    other call, and any error, runs `fn`. Takes attributes."""
+
+def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
+    """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
+    (the form's marker, op, x's NumPy dtype and Layout, k): its only definition in a compiled
+    build, which `binary` and `inplace` look up."""
 
 def new_tensor(cls: type, storage: Any, layout: Any, dtype: Any, np: Any, /) -> Any:
     """A `cls` (FuelTensor) with these four slots: the one FuelTensor constructor of a compiled

@@ -591,6 +591,59 @@ static void selected_body(int op, int dtype, const void *a, const void *b, void 
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Integer powers (PowIElementwise, contracts/fuel-cpu-backend-powi.md): LLVM's powi loop in the
+ * working precision (`r = 1`; per bit of |k| from the lowest, `r *= y` when set, then `y *= y`),
+ * reciprocated for negative k; k = 1 copies x's bits. The halves widen to f32 and narrow once.
+ * The same numerics as the pure-NumPy bodies (`_powi.py`), which the fast path's tests compare
+ * bit for bit. Exported to `_fast` as the POWI capsule. */
+
+#define DEFINE_POWI(name, T)                                                                    \
+    static T name(T x, int32_t k) {                                                             \
+        uint32_t m = k < 0 ? 0u - (uint32_t)k : (uint32_t)k; /* |k|, -2^31 included */         \
+        T r = 1, y = x;                                                                         \
+        for (;;) {                                                                              \
+            if (m & 1u) r *= y;                                                                 \
+            m >>= 1;                                                                            \
+            if (m == 0) break;                                                                  \
+            y *= y;                                                                             \
+        }                                                                                       \
+        return k < 0 ? (T)1 / r : r;                                                            \
+    }
+DEFINE_POWI(powi_f32, float)
+DEFINE_POWI(powi_f64, double)
+
+#define POWI_TILE 256
+
+/* out[i] = x[i] ** k for n elements of `dtype` (F32, F64, BF16, F16). */
+static void powi_body(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n) {
+    static const size_t SIZES[N_DTYPES] = {4, 8, 2, 2};
+    if (k == 1) {
+        memcpy(out, x, (size_t)n * SIZES[dtype]); /* x itself: signalling NaNs included */
+        return;
+    }
+    if (dtype == F32) {
+        for (Py_ssize_t i = 0; i < n; i++) ((float *)out)[i] = powi_f32(((const float *)x)[i], k);
+        return;
+    }
+    if (dtype == F64) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            ((double *)out)[i] = powi_f64(((const double *)x)[i], k);
+        return;
+    }
+    float w[POWI_TILE];
+    for (Py_ssize_t i = 0; i < n; i += POWI_TILE) {
+        Py_ssize_t t = n - i < POWI_TILE ? n - i : POWI_TILE;
+        const uint16_t *src = (const uint16_t *)x + i;
+        uint16_t *dst = (uint16_t *)out + i;
+        if (dtype == BF16) bf16_widen(src, w, t);
+        else f16_widen(src, w, t);
+        for (Py_ssize_t j = 0; j < t; j++) w[j] = powi_f32(w[j], k);
+        if (dtype == BF16) bf16_narrow(w, dst, t);
+        else f16_narrow(w, dst, t);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Walking N-D layouts: an odometer over byte steps, for the strided copy's two buffers (source,
  * destination). */
 
@@ -1333,6 +1386,8 @@ static int add_capsule(PyObject *module, const char *name, const char *full, voi
 static int add_body(PyObject *module) {
     if (add_capsule(module, "BODY", "fueltensor.kernels._native.BODY", (void *)selected_body) < 0)
         return -1;
+    if (add_capsule(module, "POWI", "fueltensor.kernels._native.POWI", (void *)powi_body) < 0)
+        return -1;
     return add_capsule(module, "COPY", "fueltensor.kernels._native.COPY", (void *)copy_dense);
 }
 
@@ -1353,7 +1408,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         add_names(module, "ISAS", ISA_NAMES, isa_count) < 0 || add_body(module) < 0 ||
         PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0 ||
         PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
-        PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0) {
+        PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||
+        PyModule_AddIntConstant(module, "POWI_OP", N_OPS) < 0) {
         Py_DECREF(module);
         return NULL;
     }

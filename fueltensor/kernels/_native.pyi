@@ -19,6 +19,9 @@ def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""
 
 POW_BAND: int
+POWI_OP: int
+"""The kernel op number of the integer powers (PowIElementwise), past OPS: the POWI capsule's
+body, which `_fast` runs for a plan of `cpu`'s powi thunks."""
 """Double ULPs from a float rounding midpoint inside which the f32 pow shortcut calls powf."""
 
 def pow_shortcut(two: bool, half: bool, /) -> tuple[bool, bool]:

@@ -59,8 +59,11 @@ def _thunk(op: Op, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
     return kernel
 
 
-def _param_thunk(stem: str, suffix: str, dtype: np.dtype[Any], body: ParamBody) -> KernelFn:
-    """Build the thunk `<stem>_<suffix>(x, k, *, out)` of an integer-scalar form."""
+def _param_thunk(
+    stem: str, suffix: str, dtype: np.dtype[Any], body: ParamBody, compiled: bool
+) -> KernelFn:
+    """Build the thunk `<stem>_<suffix>(x, k, *, out)` of an integer-scalar form; `compiled`:
+    the fast path may run `_native`'s body of the same numerics instead (tested bit for bit)."""
     name = f"{stem}_{suffix}"
 
     def kernel(x: Array, k: int, *, out: Array) -> None:
@@ -74,6 +77,9 @@ def _param_thunk(stem: str, suffix: str, dtype: np.dtype[Any], body: ParamBody) 
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {stem}(x[i], k) in {dtype}."
+    if compiled and NATIVE is not None:
+        # The compiled (op, dtype) numbers, so dispatch's fast path may run `_native`'s body.
+        kernel.__fueltensor_native__ = (NATIVE.POWI_OP, NATIVE.DTYPES.index(dtype.name))  # type: ignore[attr-defined]
     return kernel
 
 
@@ -94,7 +100,9 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for suffix, dtype in DTYPES
     }
     scalar = {
-        f"{_PREFIX}{stem}_{suffix}": _param_thunk(stem, suffix, dtype, BODIES[stem](dtype))
+        f"{_PREFIX}{stem}_{suffix}": _param_thunk(
+            stem, suffix, dtype, BODIES[stem](dtype), implementation != "pure"
+        )
         for stem in BODIES
         for suffix, dtype in DTYPES
     }
