@@ -1317,6 +1317,13 @@ def main(argv: list[str]) -> int:
         copy = Path(tmp)
         copy_tree(copy)
         check_shadowing(copy)
+        if any(m.file.endswith(".c") for m in chosen) and not rebuild(copy):
+            # Else every C mutant would count as caught by a build that fails anyway (an old
+            # setuptools that cannot read pyproject.toml's license field, no compiler...).
+            raise SystemExit(
+                "the unmutated C extensions do not build in the copy "
+                f"(`{sys.executable} setup.py build_ext --inplace`): fix that first"
+            )
         for m in chosen:
             path = copy / m.file
             original = path.read_text(encoding="utf-8")
