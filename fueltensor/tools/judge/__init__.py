@@ -1,17 +1,8 @@
 """The judge: audit every registrable contract against the kernel it is linked to.
 
-For each contract, and each dtype it accepts, four checks:
-
-* **determinism**: one probe run 16 times into freshly garbage-filled buffers must give
-  byte-identical outputs (the seeds' own evidence standard);
-* **precision**: the maximum ULP distance from a higher-precision reference over random bit
-  patterns, random ordinary values and every pair of special values; a declared `max_ulp`
-  (or `max_relative` / `max_absolute`) that is exceeded is a failure, an undeclared one is
-  reported as measured;
-* **conformance**: output dtype, shape, layout and aliasing per the `return` clause, inputs left
-  untouched, and every output element written without reading `out`;
-* **cost**: the call overhead on one-element inputs, then ns per element and GB/s at a large
-  size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth.
+For each contract, and each dtype it accepts, the four checks `audit` describes: determinism,
+precision against a higher-precision reference, conformance to the `return` clause, and cost
+next to the `bytes_moved` formula.
 
 `references` models each op kind's semantics (`REFERENCES`), `audit` runs the four checks
 on one contract at one dtype, `report` presents them and `run` audits a registry on this
