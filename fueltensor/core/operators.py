@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from fueltensor.core.hooks import HOOKS
+from fueltensor.core.shared import FAST
 from fueltensor.ops import CONTRACT_OPS
 
 if TYPE_CHECKING:
@@ -24,18 +25,6 @@ if TYPE_CHECKING:
 Method = Callable[[Any, Any], "FuelTensor"]
 _OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
 """Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
-
-
-def _compiled_module() -> Any:
-    """`kernels._fast` (its `operator` makes the compiled callables), or None where not built."""
-    try:
-        from fueltensor.kernels import _fast
-    except ImportError:
-        return None
-    return _fast
-
-
-_FAST: Final = _compiled_module()
 
 
 def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
@@ -69,7 +58,7 @@ def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
     made = []
     for prefix, fn, form, fallback in forms:
         _name(fn, f"__{prefix}{stem}__", op)
-        made.append(fn if _FAST is None else compiled(fn, op, form, fallback))
+        made.append(fn if FAST is None else compiled(fn, op, form, fallback))
     return made[0], made[1], made[2]
 
 
@@ -85,7 +74,7 @@ def compiled(
     Form "HOST" (with `hooks`, `HOOKS`): `hooks.namespace.<op>(a, b)` for a tensor and a
     tensor or Python float / int / bool, else `fallback(a, b)`. It carries `fn`'s name,
     docstring and signature and binds as a method as `fn` does."""
-    made: Callable[..., FuelTensor] = _FAST.operator(op, getattr(_FAST, form), fallback, *hooks)
+    made: Callable[..., FuelTensor] = FAST.operator(op, getattr(FAST, form), fallback, *hooks)
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))
     made.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
@@ -129,7 +118,7 @@ def _host_forms(function: str) -> tuple[Method, Method, Method]:
 
     for prefix, fn in zip(("", "r", "i"), (forward, reflected, inplace), strict=True):
         _name(fn, f"__{prefix}{_STEM[function]}__", function)
-    if _FAST is not None:  # `x > 0` straight to the (compiled) namespace function
+    if FAST is not None:  # `x > 0` straight to the (compiled) namespace function
         return compiled(forward, function, "HOST", forward, HOOKS), reflected, inplace
     return forward, reflected, inplace
 

@@ -31,7 +31,9 @@ def _compiled() -> Any:
     return _fast
 
 
-_FAST = _compiled()
+FAST = _compiled()
+"""`kernels._fast`, or None where it is not built: core's one look for it (`core.operators`
+makes its compiled operators with it too)."""
 
 
 def python_new(
@@ -85,19 +87,19 @@ def python_basic_view(t: FuelTensor, key: Any) -> FuelTensor | None:
 
 
 new_tensor: Callable[[type[FuelTensor], np.ndarray, Layout, DType, Any], FuelTensor] = (
-    python_new if _FAST is None else _FAST.new_tensor
+    python_new if FAST is None else FAST.new_tensor
 )
 """The one FuelTensor constructor of this build (the compiled path builds with it too)."""
 basic_view: Callable[[FuelTensor, Any], FuelTensor | None] = (
-    python_basic_view if _FAST is None else _FAST.getitem
+    python_basic_view if FAST is None else FAST.getitem
 )
 """The view `t[key]` for a basic index, else None: basic indexing's one definition in this
 build (`x[key]` and `x[key] = v` both ask it)."""
 refusal: Callable[[FuelTensor, DType | None, Shape | None], str | None] = (
-    python_refusal if _FAST is None else _FAST.inplace_refusal
+    python_refusal if FAST is None else FAST.inplace_refusal
 )
 """The in-place rule's one definition in this build (the compiled path asks it too)."""
 transpose: Callable[[FuelTensor], FuelTensor | None] | None = (
-    None if _FAST is None else _FAST.transpose
+    None if FAST is None else FAST.transpose
 )
 """The compiled `.T` (`_fast.transpose`), or None where not built."""
