@@ -1189,6 +1189,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the compiled x ** 1 runs the loop, whose 1 * x quiets a signalling NaN",
     ),
     M(
+        "inplace-body-writes-over-its-operand",
+        NATIVE_C,
+        "    if (c != a && c != b) {\n        loops(",
+        "    if (1) {\n        loops(",
+        ("tests/test_fast_inplace.py",),
+        "an in-place body runs its loops straight into the operand they read (f32 pow's powf "
+        "lanes re-read operands the shortcut has overwritten)",
+    ),
+    M(
+        "inplace-direct-despite-overlap",
+        FAST_C,
+        "        if (!apart) return 0;",
+        "        (void)apart;",
+        ("tests/test_fast_inplace.py",),
+        "x[1:] += x[:-1] writes straight into x while the kernel still reads the shifted operand",
+    ),
+    M(
+        "inplace-direct-half-oracle",
+        FAST_C,
+        'e->bare_ufunc = oracle && strcmp(Py_TYPE(ufunc)->tp_name, "numpy.ufunc") == 0;',
+        "e->bare_ufunc = oracle;",
+        ("tests/test_fast_inplace.py",),
+        "a half type's oracle call writes into its target, then re-reads the overwritten "
+        "operands for their NaN lanes",
+    ),
+    M(
         "powi-c-halves-swap-narrowing",
         NATIVE_C,
         "Narrow narrow = dtype == BF16 ? bf16_narrow_fn : f32_to_f16;",

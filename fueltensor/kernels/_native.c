@@ -431,8 +431,8 @@ typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, P
 typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
                          const PowShortcut *s);
 
-INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
-                 Widen f16_to_f32, Narrow f32_to_f16, const PowShortcut *s) {
+INLINE void loops(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
+                  Widen f16_to_f32, Narrow f32_to_f16, const PowShortcut *s) {
     switch (dtype) {
     case F32:
         f32_loop(op, a, b, c, n, s);
@@ -445,6 +445,28 @@ INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ss
         break;
     default:
         half_loop(op, f16_to_f32, f32_to_f16, a, b, c, n, s);
+    }
+}
+
+/* Bytes of the tile an in-place body computes into (L1-resident, on the stack). */
+#define ALIAS_TILE 4096
+
+/* c is a, b, or apart from both. Where it is one of them (`x op= y` written into x), the loops,
+ * whose operands never alias (`restrict`), run into a tile that is then copied over c's
+ * elements, tile by tile: every lane is the same lane-wise computation. */
+INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
+                 Widen f16_to_f32, Narrow f32_to_f16, const PowShortcut *s) {
+    if (c != a && c != b) {
+        loops(op, dtype, a, b, c, n, f16_to_f32, f32_to_f16, s);
+        return;
+    }
+    _Alignas(64) char tile[ALIAS_TILE];
+    Py_ssize_t size = ITEMSIZE[dtype], per = ALIAS_TILE / size;
+    for (Py_ssize_t i = 0; i < n; i += per) {
+        Py_ssize_t k = n - i < per ? n - i : per, at = i * size;
+        loops(op, dtype, (const char *)a + at, (const char *)b + at, tile, k, f16_to_f32,
+              f32_to_f16, s);
+        memcpy((char *)c + at, tile, (size_t)(k * size));
     }
 }
 
