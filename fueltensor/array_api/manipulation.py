@@ -19,7 +19,7 @@ from fueltensor.core.tensor import FuelTensor, copy_tensor, read_only
 
 def permute_dims(x: FuelTensor, /, axes: tuple[int, ...]) -> FuelTensor:
     """The axes of `x` reordered (a view)."""
-    return x._view(x._layout.permute(axes))
+    return x._rearranged(x._layout.permute(axes))
 
 
 def flip(x: FuelTensor, /, *, axis: int | tuple[int, ...] | None = None) -> FuelTensor:
@@ -40,6 +40,8 @@ def reshape(x: FuelTensor, /, shape: Any, *, copy: bool | None = None) -> FuelTe
     target = _resolve_shape(as_shape_with_infer(shape), tensor(x).size)
     if copy:
         return copy_tensor(x)._view(Layout.dense(target))
+    if target == x.shape:
+        return x._rearranged(x._layout)
     dense = x._dense_reshape(target)
     if dense is not None:
         return dense
@@ -96,9 +98,12 @@ def expand_dims(x: FuelTensor, /, axis: int = 0) -> FuelTensor:
 def squeeze(x: FuelTensor, /, axis: int | tuple[int, ...]) -> FuelTensor:
     """x without the given axes, which must have extent 1; a view."""
     drop = axes(axis, tensor(x).ndim)
-    if any(x.shape[a] != 1 for a in drop):
+    lay = x._layout
+    if any(lay.shape[a] != 1 for a in drop):
         raise ValueError(f"squeeze: axes {axis} of shape {x.shape} do not all have extent 1")
-    return x[tuple(0 if a in drop else slice(None) for a in range(x.ndim))]
+    keep = [a for a in range(len(lay.shape)) if a not in drop]
+    shape, strides = tuple(lay.shape[a] for a in keep), tuple(lay.strides[a] for a in keep)
+    return x._rearranged(Layout(shape, strides, lay.offset))
 
 
 def moveaxis(
