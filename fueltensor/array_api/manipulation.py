@@ -40,8 +40,6 @@ def reshape(x: FuelTensor, /, shape: Any, *, copy: bool | None = None) -> FuelTe
     target = _resolve_shape(as_shape_with_infer(shape), tensor(x).size)
     if copy:
         return copy_tensor(x)._view(Layout.dense(target))
-    if target == x.shape:
-        return x._rearranged(x._layout)
     dense = x._dense_reshape(target)
     if dense is not None:
         return dense

@@ -130,8 +130,8 @@ class FuelTensor(Operators, NdarrayMethods):
 
     def _rearranged(self, layout: Layout) -> FuelTensor:
         """A view of exactly this tensor's elements under `layout`, which only reorders its axes
-        or drops or adds axes of extent 1 (permute_dims, moveaxis, squeeze, a same-shape
-        reshape): the span is this tensor's, checked already, so no bounds check is repeated."""
+        or drops axes of extent 1 (permute_dims, moveaxis, squeeze): the span is this tensor's,
+        checked already, so no bounds check is repeated."""
         return new_tensor(FuelTensor, self._storage, layout, self._dtype, None)
 
     def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
