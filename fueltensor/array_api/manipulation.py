@@ -58,7 +58,8 @@ def as_shape_with_infer(shape: Any) -> tuple[int, ...]:
     """A shape that may hold one -1 (to be inferred)."""
     if isinstance(shape, int):
         shape = (shape,)
-    dims = tuple(int(n) for n in shape)
+    plain = type(shape) is tuple and all(type(n) is int for n in shape)
+    dims = shape if plain else tuple(int(n) for n in shape)
     if sum(1 for n in dims if n == -1) > 1:
         raise ValueError(f"shape {dims} has more than one -1; only one extent can be inferred")
     if any(n < -1 for n in dims):
@@ -115,7 +116,10 @@ def moveaxis(
         )
     rest = iter(a for a in range(x.ndim) if a not in src)
     placed = dict(zip(dst, src, strict=True))
-    return permute_dims(x, tuple(placed[i] if i in placed else next(rest) for i in range(x.ndim)))
+    order = [placed[i] if i in placed else next(rest) for i in range(x.ndim)]
+    lay = x._layout  # order is a permutation of the axes already: no check again
+    shape, strides = tuple(lay.shape[a] for a in order), tuple(lay.strides[a] for a in order)
+    return x._rearranged(Layout(shape, strides, lay.offset))
 
 
 def unstack(x: FuelTensor, /, *, axis: int = 0) -> tuple[FuelTensor, ...]:
