@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import fueltensor as ft
 from fueltensor.engine import dispatch, scalar_forms
+from fueltensor.kernels._chassis import NATIVE
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST_INPLACE is None, reason="the compiled fast path is not built here"
@@ -208,6 +209,50 @@ def test_large_and_repeated_scalar_operands(n: int, fmt: str) -> None:
             assert run_inplace(op, got, operand, fast=True) is got
             run_inplace(op, slow, operand, fast=False)
             np.testing.assert_array_equal(storage_bits(got), storage_bits(slow))
+
+
+@NATIVE_FAST_PATH
+@pytest.mark.parametrize("fmt", sorted(DTYPES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_target_that_is_its_own_operand_is_written_with_fresh_outputs_bits(
+    fmt: str, threads: int
+) -> None:
+    """The fast path writes straight into a dense target that is an operand (no fresh output):
+    over many of the body's in-place tiles, and split over two threads past PARALLEL_FROM,
+    `x op= y`, `x op= x` and `x op= scalar` give the Python path's bits for every op; f32 pow
+    also with its shortcut forced on (its powf lanes re-read their operands)."""
+    native: Any = NATIVE
+    n = native.PARALLEL_FROM + 4097 if threads == 2 else 3 * 4096 + 7
+    base, other = values(DTYPES[fmt], (n,), n), ft.asarray(values(DTYPES[fmt], (n,), 1))
+    previous = (ft.set_num_threads(threads), native.pow_shortcut(True, True))
+    try:
+        for op in OPS:
+            for operand in (other, None, 2.0, 0.5):
+                got, slow = ft.asarray(base.copy()), ft.asarray(base.copy())
+                assert run_inplace(op, got, got if operand is None else operand, True) is got
+                run_inplace(op, slow, slow if operand is None else operand, fast=False)
+                np.testing.assert_array_equal(storage_bits(got), storage_bits(slow))
+    finally:
+        ft.set_num_threads(previous[0])
+        native.pow_shortcut(*previous[1])
+
+
+@NATIVE_FAST_PATH
+@pytest.mark.parametrize("fmt", ["bf16", "f16"])
+def test_a_half_broadcast_in_place_keeps_the_operands_nan_payloads(fmt: str) -> None:
+    """A half type's oracle call redoes its NaN lanes from its operands after the ufunc (whose
+    own NaNs lose payloads), so it must not have overwritten the lhs it reads: NaN payloads of
+    either operand come out as the Python path gives them."""
+    f = FORMATS[fmt]
+    nan = f.exp_mask | 0x25  # a signalling NaN with a payload
+    lhs = np.array([[0x3C00, nan, 0x4000, f.exp_mask | f.quiet | 0x11]] * 3, f.uint)
+    rhs = np.array([nan | f.sign, 0x4200, nan, 0x3C00], f.uint)
+    for op in ("add", "subtract", "multiply", "divide"):
+        got, slow = (ft.asarray(lhs.copy().view(f.np_dtype)) for _ in range(2))
+        other = ft.asarray(rhs.view(f.np_dtype))
+        assert run_inplace(op, got, other, fast=True) is got
+        run_inplace(op, slow, other, fast=False)
+        np.testing.assert_array_equal(storage_bits(got), storage_bits(slow))
 
 
 @NATIVE_FAST_PATH

@@ -10,10 +10,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _impls import IMPLS, using
 from _modes import NATIVE_FAST_PATH
 from _oracle import FORMATS, powi_expected
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_kernels_cpu import special_bits
 
 import fueltensor as ft
 from fueltensor.engine import dispatch, fast, scalar_forms
@@ -82,6 +84,51 @@ def check(fmt: str, view: str, k: Any, seed: int) -> None:
 @pytest.mark.parametrize("k", EXPONENTS)
 def test_the_fast_path_serves_integer_powers_bit_for_bit(fmt: str, view: str, k: int) -> None:
     check(fmt, view, k, hash((fmt, view, k)) % 2**32)
+
+
+LONG = 700
+"""Longer than two half-float tiles (256 lanes) and dozens of compiled vector blocks (8 to 64
+lanes), so special values meet every lane position of a block and of the padded last block."""
+LENGTHS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 513, LONG - 1]
+"""Prefix lengths: tails of every block width an instruction set's body uses, and whole blocks."""
+
+
+def long_values(fmt: str, seed: int) -> np.ndarray:
+    """LONG + 1 values of `fmt`: a third random bit patterns (every exponent, NaN payloads,
+    signalling NaNs, subnormals), a third near 1 (high powers stay finite), a third specials."""
+    f = FORMATS[fmt]
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 2 ** (8 * f.uint().itemsize), LONG + 1, dtype=np.uint64).astype(f.uint)
+    near = (rng.uniform(0.5, 2.0, LONG + 1) * rng.choice([-1.0, 1.0], LONG + 1)).astype(f.np_dtype)
+    special = rng.choice(np.array(special_bits(f), dtype=f.uint), LONG + 1)
+    pick = rng.integers(0, 3, LONG + 1)
+    mixed = np.where(pick == 0, raw, np.where(pick == 1, near.view(f.uint), special))
+    return mixed.view(f.np_dtype)
+
+
+@pytest.mark.parametrize("fmt", DTYPES)
+@pytest.mark.parametrize("k", [0, 2, 3, -1, -2, 4, 5, -7, 2**31 - 1, 1 - 2**31, -(2**31)])
+def test_long_tensors_every_block_and_tail_bit_for_bit(fmt: str, k: int) -> None:
+    """Every instruction set's compiled body gives the contract's bits (the oracle's, and the
+    Python path's) over whole vector blocks and every tail length, from an aligned start and
+    from one element past it, and in place (`x **= k` over the whole tensor)."""
+    a = long_values(fmt, k & 0xFFFF)
+    want = powi_expected(a, k, FORMATS[fmt])
+    np.testing.assert_array_equal(bits(python_path(ft.asarray(a), k), fmt), want)
+    for impl in IMPLS[1:]:
+        with using(impl):
+            for start in (0, 1):
+                whole = ft.asarray(a)
+                for n in LENGTHS:
+                    x = whole[start : start + n]
+                    python_path(x, k)
+                    served = dispatch._FAST("pow", x, k)
+                    assert served is not None, (impl, n)
+                    np.testing.assert_array_equal(bits(served, fmt), want[start : start + n])
+            target = ft.asarray(a.copy())
+            target**k
+            assert dispatch._FAST_INPLACE("pow", target, k) is target
+            np.testing.assert_array_equal(bits(target, fmt), want)
 
 
 @pytest.mark.parametrize("fmt", DTYPES)

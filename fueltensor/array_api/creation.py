@@ -61,13 +61,18 @@ def _allocate(
     if any(d > sys.maxsize for d in shape):
         raise ValueError(f"{name}: shape {shape} has an extent beyond 2**63 - 1")
     need = math.prod(shape) * dt.itemsize
-    where = f"{name}: a {dt.name} tensor of shape {shape} needs {_bytes(need)}"
+
+    def where() -> str:
+        return f"{name}: a {dt.name} tensor of shape {shape} needs {_bytes(need)}"
+
     if need > sys.maxsize:
-        raise MemoryError(f"{where}, more than a {sys.maxsize.bit_length() + 1}-bit address space")
+        raise MemoryError(
+            f"{where()}, more than a {sys.maxsize.bit_length() + 1}-bit address space"
+        )
     try:
         return fresh(make(), dt)
     except MemoryError:
-        raise MemoryError(f"{where}, more than this machine could allocate") from None
+        raise MemoryError(f"{where()}, more than this machine could allocate") from None
 
 
 def _filled(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 import ml_dtypes
 import numpy as np
@@ -60,6 +60,10 @@ class iinfo_object:
     max: int
     min: int
     dtype: DType
+
+
+_WEAK: Final = (bool, int, float, complex)
+"""Python scalar types, weak in promotion."""
 
 
 def _dtype_of(value: Any) -> DType:
@@ -118,17 +122,17 @@ def isdtype(dtype: Any, kind: Any) -> bool:
 def result_type(*arrays_and_dtypes: Any) -> DType:
     """The dtype the standard's promotion gives the arguments: tensors, dtypes (fueltensor's or
     NumPy's) and Python scalars, which are weak (they take the kind of the rest)."""
-    weak = bool | int | float | complex
-    strong = [a for a in arrays_and_dtypes if not isinstance(a, weak)]
-    if not strong:
+    dt: DType | None = None
+    for a in arrays_and_dtypes:
+        if not isinstance(a, _WEAK):
+            this = _dtype_of(a)
+            dt = this if dt is None else _dtypes.result_type(dt, this)
+    if dt is None:
         raise ValueError(
             "result_type needs at least one tensor or dtype (Python scalars alone have no dtype)"
         )
-    dt = _dtype_of(strong[0])
-    for a in strong[1:]:
-        dt = _dtypes.result_type(dt, _dtype_of(a))
     for s in arrays_and_dtypes:
-        if isinstance(s, weak):
+        if isinstance(s, _WEAK):
             dt = _dtypes.result_type(dt, _dtypes.scalar_dtype(s, dt))
     return dt
 

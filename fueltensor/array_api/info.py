@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from fueltensor.array_api.data_type_functions import KIND_GROUPS
@@ -53,14 +54,20 @@ class __array_namespace_info__:
     def dtypes(
         self, *, device: Any = None, kind: str | tuple[str, ...] | None = None
     ) -> dict[str, DType]:
-        """The standard's dtypes, all or of the given kind(s)."""
+        """The standard's dtypes, all or of the given kind(s) (a new dict each call)."""
         _check_device(device)
-        all_types = {name: _dtypes.as_dtype(name) for name in _STANDARD}
-        if kind is None:
-            return all_types
-        kinds = (kind,) if isinstance(kind, str) else kind
-        unknown = [k for k in kinds if k not in KIND_GROUPS]
-        if unknown:
-            raise ValueError(f"unknown dtype kind(s) {unknown}; use {', '.join(KIND_GROUPS)}")
-        wanted = {k2 for k in kinds for k2 in KIND_GROUPS[k]}
-        return {n: d for n, d in all_types.items() if d.category in wanted}
+        kinds = None if kind is None else (kind,) if isinstance(kind, str) else tuple(kind)
+        return dict(_dtypes_of(kinds))
+
+
+@cache
+def _dtypes_of(kinds: tuple[str, ...] | None) -> dict[str, DType]:
+    """`dtypes(kind=kinds)`, built once per kinds (scikit-learn asks on every call)."""
+    all_types = {name: _dtypes.as_dtype(name) for name in _STANDARD}
+    if kinds is None:
+        return all_types
+    unknown = [k for k in kinds if k not in KIND_GROUPS]
+    if unknown:
+        raise ValueError(f"unknown dtype kind(s) {unknown}; use {', '.join(KIND_GROUPS)}")
+    wanted = {k2 for k in kinds for k2 in KIND_GROUPS[k]}
+    return {n: d for n, d in all_types.items() if d.category in wanted}

@@ -19,7 +19,7 @@ from fueltensor.core.tensor import FuelTensor, copy_tensor, read_only
 
 def permute_dims(x: FuelTensor, /, axes: tuple[int, ...]) -> FuelTensor:
     """The axes of `x` reordered (a view)."""
-    return x._view(x._layout.permute(axes))
+    return x._rearranged(x._layout.permute(axes))
 
 
 def flip(x: FuelTensor, /, *, axis: int | tuple[int, ...] | None = None) -> FuelTensor:
@@ -58,7 +58,8 @@ def as_shape_with_infer(shape: Any) -> tuple[int, ...]:
     """A shape that may hold one -1 (to be inferred)."""
     if isinstance(shape, int):
         shape = (shape,)
-    dims = tuple(int(n) for n in shape)
+    plain = type(shape) is tuple and all(type(n) is int for n in shape)
+    dims = shape if plain else tuple(int(n) for n in shape)
     if sum(1 for n in dims if n == -1) > 1:
         raise ValueError(f"shape {dims} has more than one -1; only one extent can be inferred")
     if any(n < -1 for n in dims):
@@ -96,9 +97,12 @@ def expand_dims(x: FuelTensor, /, axis: int = 0) -> FuelTensor:
 def squeeze(x: FuelTensor, /, axis: int | tuple[int, ...]) -> FuelTensor:
     """x without the given axes, which must have extent 1; a view."""
     drop = axes(axis, tensor(x).ndim)
-    if any(x.shape[a] != 1 for a in drop):
+    lay = x._layout
+    if any(lay.shape[a] != 1 for a in drop):
         raise ValueError(f"squeeze: axes {axis} of shape {x.shape} do not all have extent 1")
-    return x[tuple(0 if a in drop else slice(None) for a in range(x.ndim))]
+    keep = [a for a in range(len(lay.shape)) if a not in drop]
+    shape, strides = tuple(lay.shape[a] for a in keep), tuple(lay.strides[a] for a in keep)
+    return x._rearranged(Layout(shape, strides, lay.offset))
 
 
 def moveaxis(
@@ -112,7 +116,10 @@ def moveaxis(
         )
     rest = iter(a for a in range(x.ndim) if a not in src)
     placed = dict(zip(dst, src, strict=True))
-    return permute_dims(x, tuple(placed[i] if i in placed else next(rest) for i in range(x.ndim)))
+    order = [placed[i] if i in placed else next(rest) for i in range(x.ndim)]
+    lay = x._layout  # order is a permutation of the axes already: no check again
+    shape, strides = tuple(lay.shape[a] for a in order), tuple(lay.strides[a] for a in order)
+    return x._rearranged(Layout(shape, strides, lay.offset))
 
 
 def unstack(x: FuelTensor, /, *, axis: int = 0) -> tuple[FuelTensor, ...]:

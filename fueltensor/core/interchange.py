@@ -17,11 +17,12 @@ if TYPE_CHECKING:
 
 def _item(t: FuelTensor, kind: str) -> Any:
     """The one element of a 0-d tensor as a Python scalar; `kind()` of anything else refused."""
-    if t.ndim:
+    lay = t._layout
+    if lay.shape:
         raise TypeError(
             f"{kind}() needs a 0-d tensor, this one has shape {t.shape}; index or reduce it first"
         )
-    return t._array[()].item()
+    return t._storage[lay.offset].item()
 
 
 def _refuse_complex(t: FuelTensor, kind: str) -> None:

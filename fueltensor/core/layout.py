@@ -60,7 +60,12 @@ def as_shape(shape: object) -> Shape:
 
     An int is anything with `__index__`: what `isinstance(shape, SupportsIndex)` asks, without
     that protocol check's 9 µs (every creation function, reshape and broadcast_to comes here).
+    A tuple of non-negative Python ints, the common case, is returned as it is.
     """
+    if type(shape) is tuple and len(shape) <= MAX_DIMS and all(type(n) is int for n in shape):
+        if any(n < 0 for n in shape):
+            raise ValueError(f"negative dimension in shape {shape}; extents must be >= 0")
+        return shape
     if hasattr(shape, "__index__"):
         shape = (shape,)
     if not isinstance(shape, Sequence):

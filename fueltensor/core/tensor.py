@@ -128,6 +128,12 @@ class FuelTensor(Operators, NdarrayMethods):
             layout = Layout(layout.shape, layout.strides, self.offset)
         return FuelTensor._make(self._storage, layout, self._dtype)
 
+    def _rearranged(self, layout: Layout) -> FuelTensor:
+        """A view of exactly this tensor's elements under `layout`, which only reorders its axes
+        or drops axes of extent 1 (permute_dims, moveaxis, squeeze): the span is this tensor's,
+        checked already, so no bounds check is repeated."""
+        return new_tensor(FuelTensor, self._storage, layout, self._dtype, None)
+
     def _dense_reshape(self, shape: Shape) -> FuelTensor | None:
         """This tensor's elements under `shape` as a view, when it is dense row-major (its NumPy
         view is C-contiguous) and not empty and `shape` holds its count in at most MAX_DIMS

@@ -26,11 +26,12 @@
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
  * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
  *
- * `inplace` serves `x op= y` the same way: the plan's fresh output, as above (a kernel's output
- * never aliases its inputs, so `x[1:] += x[:-1]` reads its operands whole), copied into the
- * target (one memcpy into a dense one, NumPy's copy through a strided one's strides) once
- * `inplace_reason` accepts the output's dtype and shape (`tensor.check_inplace`'s error
- * otherwise, the target untouched).
+ * `inplace` serves `x op= y` the same way once `inplace_reason` accepts the output's dtype and
+ * shape (`tensor.check_inplace`'s error otherwise, the target untouched): straight into a dense
+ * target whose operands are each apart from it or exactly its elements (`writes_in_place`),
+ * else into the plan's fresh output, as above (so `x[1:] += x[:-1]` reads its operands whole),
+ * copied into the target (one memcpy into a dense one, NumPy's copy through a strided one's
+ * strides).
  *
  * Every decision this code shares with dispatch's Python path is defined here once and called
  * by that path too: the plan-cache key (`key`), basic indexing (`getitem`, `select`), the
@@ -170,6 +171,7 @@ enum { FORWARD, REFLECTED, INPLACE, HOST }; /* `x op y`, `y op x` (x the instanc
 typedef struct {
     PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
+    int bare_ufunc;           /* ORACLE: its call is a NumPy ufunc itself (see writes_in_place) */
     int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
@@ -766,6 +768,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->np_dtype = Py_NewRef(args[4]);
     e->shape = Py_NewRef(shape);
     e->ufunc = oracle ? Py_NewRef(ufunc) : NULL;
+    e->bare_ufunc = oracle && strcmp(Py_TYPE(ufunc)->tp_name, "numpy.ufunc") == 0;
     return (PyObject *)e;
 }
 
@@ -1055,21 +1058,59 @@ static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
     return found_entry(c);
 }
 
+/* Run the found entry's Cast steps (once: a call that ran them keeps their results). */
+static int cast_operands(Call *c) {
+    const Entry *e = c->e;
+    for (int k = 0; k < 2; k++) {
+        if (e->cast[k] == NULL || c->cast[k] != NULL) continue;
+        c->cast[k] = cast_operand(c->operands[k], e->cast[k]);
+        if (c->cast[k] == NULL) return -1;
+        c->operands[k] = c->cast[k];
+    }
+    return 0;
+}
+
+/* Run the found entry (its Cast steps run) into `out`, the dense bytes of the output, which
+ * `view` shows at the output's shape (the oracle writes through it): 1 done, 0 when an operand
+ * is not one this code reads, -1 on error. */
+static int run_entry(Call *c, char *out, PyObject *view) {
+    const Entry *e = c->e;
+    return e->kind == ORACLE ? run_oracle(e, c->operands, view)
+           : e->kind == POWI ? run_powi_entry(e, c->operands[0], out)
+                             : run_native(e, c->operands, out);
+}
+
+/* Whether the found entry (its Cast steps run) may write straight into `out`, an in-place
+ * call's dense target of the output's shape, with the bits of a fresh output: every operand
+ * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
+ * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
+ * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
+ * entry whose call is a bare ufunc writes through NumPy, which copies overlapping operands
+ * itself; a half type's call re-reads its operands after the ufunc, so it never does. */
+static int writes_in_place(const Call *c, const char *out) {
+    const Entry *e = c->e;
+    if (e->kind == ORACLE) return e->bare_ufunc;
+    Py_ssize_t bytes = e->count * e->itemsize;
+    for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
+        if (e->mode[k] != AS_IS) continue;
+        const char *src = operand_at(c->operands[k], e->offset[k], e->need[k], e->itemsize);
+        if (src == NULL) return 0;
+        uintptr_t lo = (uintptr_t)src, at = (uintptr_t)out;
+        if (lo == at && e->need[k] == e->count) continue;
+        uintptr_t end = lo + (uintptr_t)(e->need[k] * e->itemsize);
+        int apart = end <= at || at + (uintptr_t)bytes <= lo;
+        if (!apart) return 0;
+    }
+    return 1;
+}
+
 /* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
  * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
  * Python path runs), -1 on error. */
 static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
     const Entry *e = c->e;
-    for (int k = 0; k < 2; k++) {
-        if (e->cast[k] == NULL) continue;
-        c->cast[k] = cast_operand(c->operands[k], e->cast[k]);
-        if (c->cast[k] == NULL) return -1;
-        c->operands[k] = c->cast[k];
-    }
-    if (fresh_output(e, storage, view) < 0) return -1;
-    int ran = e->kind == ORACLE ? run_oracle(e, c->operands, *view)
-              : e->kind == POWI ? run_powi_entry(e, c->operands[0], PyArray_BYTES(*storage))
-                                : run_native(e, c->operands, PyArray_BYTES(*storage));
+    if (cast_operands(c) < 0 || fresh_output(e, storage, view) < 0) return -1;
+    int ran = run_entry(c, PyArray_BYTES(*storage), *view);
     if (ran <= 0) {
         Py_CLEAR(*storage);
         Py_CLEAR(*view);
@@ -1163,9 +1204,10 @@ static PyObject *inplace_refusal(PyObject *module, PyObject *const *args, Py_ssi
 
 /* inplace(op, target, other): `dispatch.binary_inplace(op, target, other)` (the target,
  * written through its strides) or None when the call is not one the fast path serves. The
- * output is computed fresh, as a kernel's output never aliases its inputs, then copied into
- * the target; a result the target cannot hold (`inplace_reason`) raises `check_inplace`'s
- * error before anything runs. */
+ * kernel writes straight into a dense target where `writes_in_place` allows it; otherwise the
+ * output is computed fresh (overlapping operands read whole), then copied into the target. A
+ * result the target cannot hold (`inplace_reason`) raises `check_inplace`'s error before
+ * anything runs. */
 static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
     Call c;
     if (tensor == NULL || Py_TYPE(target) != tensor) Py_RETURN_NONE;
@@ -1196,6 +1238,18 @@ static PyObject *fast_inplace(PyObject *op, PyObject *target, PyObject *other) {
             result = Py_NewRef(Py_None);
             goto done;
         }
+    }
+    if (dense != NULL && cast_operands(&c) < 0) goto done;
+    if (dense != NULL && writes_in_place(&c, dense)) { /* no fresh output, no copy */
+        dst = e->kind == ORACLE ? PyObject_GetAttr(target, array_name) : NULL;
+        if (e->kind == ORACLE && (dst == NULL || !PyArray_Check(dst))) {
+            if (dst != NULL) result = Py_NewRef(Py_None);
+            goto done;
+        }
+        int ran = run_entry(&c, dense, dst);
+        if (ran != 0) result = ran > 0 ? Py_NewRef(target) : NULL;
+        else result = Py_NewRef(Py_None);
+        goto done;
     }
     int ran = compute(&c, &storage, &view);
     if (ran <= 0) {
