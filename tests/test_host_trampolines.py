@@ -260,6 +260,23 @@ def test_host_operators_keep_python_operator_semantics() -> None:
     assert (x == None) is False  # noqa: E711
 
 
+def test_host_operators_call_the_namespace_function_bound_now(monkeypatch: Any) -> None:
+    """`x == y` calls whatever `fueltensor.equal` is at the time of the call (as the Python
+    operator method's attribute lookup does), not the function bound at import."""
+    x = ft.asarray(np.array([1.0, 2.0], np.float32))
+    calls: list[tuple[Any, Any]] = []
+    real = ft.equal
+
+    def spy(a: Any, b: Any) -> Any:
+        calls.append((a, b))
+        return real(a, b)
+
+    x == x  # noqa: B015
+    monkeypatch.setattr(ft, "equal", spy)
+    assert np.asarray(x == 2.0).tolist() == [False, True]
+    assert calls == [(x, 2.0)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_where_is_the_python_path(dtype: Any) -> None:
     """`where(c, x1, x2)` compiled (a bool tensor and two tensors of one dtype, broadcast) and

@@ -1338,8 +1338,10 @@ static PyObject *host_operator(const Operator *o, PyObject *const *args) {
     PyObject *x = args[0], *y = args[1];
     if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))
         return PyObject_Vectorcall(o->fallback, args, 2, NULL);
-    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name);
-    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op);
+    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name), *fn = NULL;
+    if (ns != NULL && PyModule_CheckExact(ns)) /* its attribute is its dict's entry */
+        fn = Py_XNewRef(PyDict_GetItemWithError(PyModule_GetDict(ns), o->op));
+    if (fn == NULL && ns != NULL && !PyErr_Occurred()) fn = PyObject_GetAttr(ns, o->op);
     Py_XDECREF(ns);
     if (fn == NULL) return NULL;
     PyObject *result = PyObject_Vectorcall(fn, args, 2, NULL);
@@ -1483,6 +1485,7 @@ typedef struct {
     PyObject *descr[2]; /* the input descriptors (NULL: an empty slot) */
     int scalar;         /* bit k: input k is 0-d (read with stride 0) */
     PyObject *capsule;  /* the filled call info, or NULL: no trivial loop (the ufunc call runs) */
+    CallInfo *info;     /* its pointer */
 } Loop;
 
 typedef struct {
@@ -1559,6 +1562,7 @@ static void clear_loop(Loop *slot) {
     Py_CLEAR(slot->descr[0]);
     Py_CLEAR(slot->descr[1]);
     Py_CLEAR(slot->capsule);
+    slot->info = NULL;
 }
 
 #define CALL_INFO "numpy_1.24_ufunc_call_info"
@@ -1619,13 +1623,15 @@ fail:
 }
 
 /* The call-info capsule of the Host's ufunc on input descriptors `descr` with 0-d inputs
- * `scalar` (a new reference; NULL when that signature has no trivial loop), kept per
- * signature: a new one replaces the oldest. */
-static PyObject *host_loop(Host *h, PyObject *const *descr, int scalar) {
+ * `scalar` (a new reference, its pointer in `*info`; NULL when that signature has no trivial
+ * loop), kept per signature: a new one replaces the oldest. */
+static PyObject *host_loop(Host *h, PyObject *const *descr, int scalar, CallInfo **info) {
     for (int n = 0; n < HOST_LOOPS; n++) {
         Loop *slot = &h->loops[n];
-        if (slot->descr[0] == descr[0] && slot->descr[1] == descr[1] && slot->scalar == scalar)
+        if (slot->descr[0] == descr[0] && slot->descr[1] == descr[1] && slot->scalar == scalar) {
+            *info = slot->info;
             return Py_XNewRef(slot->capsule);
+        }
     }
     PyObject *capsule = resolve_loop(h, descr, scalar);
     PyErr_Clear(); /* no trivial loop here: the ufunc call runs, and raises what it raises */
@@ -1635,6 +1641,7 @@ static PyObject *host_loop(Host *h, PyObject *const *descr, int scalar) {
     slot->descr[1] = Py_XNewRef(descr[1]);
     slot->scalar = scalar;
     slot->capsule = Py_XNewRef(capsule);
+    slot->info = *info = capsule == NULL ? NULL : PyCapsule_GetPointer(capsule, CALL_INFO);
     clear_loop(&old); /* last: its references may run code that calls this Host */
     return capsule;
 }
@@ -1666,9 +1673,9 @@ static int host_direct(Host *h, PyObject *const *arrays, PyObject **result) {
             return 0;
         }
     }
-    PyObject *capsule = host_loop(h, descr, scalar); /* held: another thread may replace it */
+    CallInfo *info;
+    PyObject *capsule = host_loop(h, descr, scalar, &info); /* held: a thread may replace it */
     if (capsule == NULL) return 0;
-    CallInfo *info = PyCapsule_GetPointer(capsule, CALL_INFO);
     PyArray_Descr *out_descr = (PyArray_Descr *)info->context->descriptors[h->arity];
     Py_INCREF(out_descr);
     PyObject *out =
