@@ -146,6 +146,18 @@ def test_integer_and_bool_operands_are_the_python_paths(name: str, dtype: Any) -
         check(name, *a)
 
 
+@pytest.mark.parametrize("fmt", ["f32", "f64"])
+@pytest.mark.parametrize("name", HOSTS)
+def test_complex_operands_are_the_python_paths(name: str, fmt: str) -> None:
+    """Complex operands whose parts are the special values (in every pairing the rotation
+    gives): some functions have complex loops, some raise the Python path's error."""
+    f = FORMATS[fmt]
+    pairs = np.stack([specials(f), specials(f, 7)], axis=-1)
+    z = ft.asarray(pairs.view(np.complex64 if fmt == "f32" else np.complex128)[:, 0])
+    check(name, *(z,) * arity(name))
+    check(name, *(ft.reshape(z, (2, -1)),) * arity(name))
+
+
 def test_dense_operands_run_numpys_trivial_loop() -> None:
     """A signature is kept once per function; dense operands run NumPy's loop here, views
     NumPy would iterate never look one up, and a signature NumPy casts for runs the ufunc."""
