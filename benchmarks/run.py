@@ -332,12 +332,12 @@ def small_call_cases() -> Iterator[Case]:
     other = np.ones(4, np.float32)
     wide = np.ones(4, np.float64)
     x, y, d = ft.asarray(lhs.copy()), ft.asarray(other), ft.asarray(wide)
-    a = lhs.copy()
+    a, xa = lhs.copy(), ft.asarray(lhs.copy())  # the in-place rows' own operands: they grow
     mask = lhs > 0
     m = ft.asarray(mask)
     contract: list[tuple[str, Thunk, Thunk]] = [
-        ("x += 1.0", partial(_iadd, x, 1.0), partial(_iadd, a, 1.0)),
-        ("x += y", partial(_iadd, x, y), partial(_iadd, a, other)),
+        ("x += 1.0", partial(_iadd, xa, 1.0), partial(_iadd, a, 1.0)),
+        ("x += y", partial(_iadd, xa, y), partial(_iadd, a, other)),
         ("x + d (f64)", partial(operator.add, x, d), partial(operator.add, lhs, wide)),
         ("x ** 2", partial(operator.pow, y, 2), partial(operator.pow, other, 2)),
     ]

@@ -53,6 +53,7 @@ SCALAR_FORMS = "fueltensor/engine/scalar_forms.py"
 POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
 PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
 TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
+HOST_LOOP_TESTS = ("tests/test_host_loops.py",)
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
@@ -1082,6 +1083,62 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         TRAMPOLINE_TESTS,
         "a compiled `where` takes a float condition (NumPy's truthiness) instead of refusing it",
+    ),
+    M(
+        "host-loop-keeps-status-flags",
+        FAST_C,
+        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n",
+        "",
+        HOST_LOOP_TESTS,
+        "`ft.sqrt(x)` on NumPy's trivial loop keeps the caller's flags NumPy clears before it",
+    ),
+    M(
+        "host-loop-empty-clears-flags",
+        FAST_C,
+        "    if (count > 0) { /* NumPy runs no loop",
+        "    if (count >= 0) { /* NumPy runs no loop",
+        HOST_LOOP_TESTS,
+        "an empty host call clears the caller's status flags, which NumPy's ufunc call leaves",
+    ),
+    M(
+        "host-loop-scalar-strided",
+        FAST_C,
+        "strides[k] = n == 0 ? 0 : PyArray_ITEMSIZE(a);",
+        "strides[k] = PyArray_ITEMSIZE(a);",
+        HOST_LOOP_TESTS,
+        "`x > 0` reads the 0-d scalar as if it were as long as x",
+    ),
+    M(
+        "host-loop-takes-strided-1d",
+        FAST_C,
+        "if (n == 1 ? PyArray_STRIDE(a, 0) != strides[k] : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
+        "if (n == 1 ? 0 : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
+        HOST_LOOP_TESTS,
+        "`ft.sqrt(x[::3])` runs the trivial loop over the first elements instead of the view's",
+    ),
+    M(
+        "host-loop-takes-any-layout",
+        FAST_C,
+        "if (n == 1 ? PyArray_STRIDE(a, 0) != strides[k] : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
+        "if (n == 1 && PyArray_STRIDE(a, 0) != strides[k]) return 0;",
+        HOST_LOOP_TESTS,
+        "`ft.sqrt(x.T)` reads the transposed view's memory as if it were row-major",
+    ),
+    M(
+        "host-loop-ignores-shapes",
+        FAST_C,
+        "} else if (n != ndim || !PyArray_CompareLists(shape, PyArray_DIMS(a), n)) {",
+        "} else if (n != ndim) {",
+        HOST_LOOP_TESTS,
+        "operands NumPy broadcasts ((1, n) with (2, 1)) run as one loop of the first one's shape",
+    ),
+    M(
+        "host-loop-runs-a-cast-loop",
+        FAST_C,
+        "if (PyTuple_GET_ITEM(chosen, k) != descr[k]) goto fail;",
+        "if (PyTuple_GET_ITEM(chosen, k) == NULL) goto fail;",
+        HOST_LOOP_TESTS,
+        "`ft.sqrt` of an int32 tensor runs NumPy's float64 loop on the int32 bytes (no cast)",
     ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(

@@ -141,13 +141,16 @@ def test_a_trace_records_the_host_call() -> None:
 
 def test_the_callers_error_state_is_silenced_and_kept() -> None:
     """NumPy warnings are not raised (results are IEEE values, as on the Python path), and the
-    caller's error state comes back unchanged."""
+    caller's error state comes back unchanged: on dense operands (NumPy's trivial loop, run in
+    C) and on a strided view (the ufunc call, under the all-ignore error state)."""
     x = ft.asarray(np.array([-1.0, 0.0], np.float64))
+    strided = ft.asarray(np.array([-1.0, 5.0, 0.0], np.float64))[::2]
     with np.errstate(all="raise"):
         for _ in range(2):
-            assert np.isnan(np.asarray(ft.sqrt(x))[0])
-            assert np.asarray(ft.log(x))[1] == -np.inf
-        assert np.geterr()["invalid"] == "raise"
+            for t in (x, strided):
+                assert np.isnan(np.asarray(ft.sqrt(t))[0])
+                assert np.asarray(ft.log(t))[1] == -np.inf
+                assert np.geterr()["invalid"] == "raise"
     with pytest.raises(FloatingPointError), np.errstate(all="raise"):
         np.sqrt(np.asarray(x))
 
@@ -255,6 +258,23 @@ def test_host_operators_keep_python_operator_semantics() -> None:
     with pytest.raises(TypeError, match="'>' not supported between instances of 'FuelTensor'"):
         x > "a"  # noqa: B015
     assert (x == None) is False  # noqa: E711
+
+
+def test_host_operators_call_the_namespace_function_bound_now(monkeypatch: Any) -> None:
+    """`x == y` calls whatever `fueltensor.equal` is at the time of the call (as the Python
+    operator method's attribute lookup does), not the function bound at import."""
+    x = ft.asarray(np.array([1.0, 2.0], np.float32))
+    calls: list[tuple[Any, Any]] = []
+    real = ft.equal
+
+    def spy(a: Any, b: Any) -> Any:
+        calls.append((a, b))
+        return real(a, b)
+
+    x == x  # noqa: B015
+    monkeypatch.setattr(ft, "equal", spy)
+    assert np.asarray(x == 2.0).tolist() == [False, True]
+    assert calls == [(x, 2.0)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -54,6 +54,7 @@ atan = _unary("atan", np.arctan, "Inverse tangent, element-wise.")
 atanh = _unary("atanh", np.arctanh, "Inverse hyperbolic tangent, element-wise.")
 bitwise_invert = _unary("bitwise_invert", np.invert, "~x for integer or bool x, element-wise.")
 ceil = _unary("ceil", np.ceil, "Smallest integer-valued number >= x, element-wise.")
+conj = _unary("conj", np.conjugate, "The complex conjugate of x (a copy of x when x is real).")
 cos = _unary("cos", np.cos, "Cosine, element-wise.")
 cosh = _unary("cosh", np.cosh, "Hyperbolic cosine, element-wise.")
 exp = _unary("exp", np.exp, "e**x, element-wise.")
@@ -133,12 +134,6 @@ def real(x: FuelTensor, /) -> FuelTensor:
 def imag(x: FuelTensor, /) -> FuelTensor:
     """The imaginary part of x (zeros of x's dtype when x is real)."""
     return fresh(np.array(np.imag(tensor(x)._array), copy=True))
-
-
-@host
-def conj(x: FuelTensor, /) -> FuelTensor:
-    """The complex conjugate of x (a copy of x when x is real)."""
-    return fresh(np.array(np.conj(tensor(x)._array), copy=True))
 
 
 @host

@@ -135,7 +135,9 @@ def host(
     `first`, a DType, is given) operands' arrays, as one compiled call: tensors of one dtype
     (the first of DType `first` when given; or a tensor and a Python scalar beside it), their
     arrays made, nothing tracing or observing, run in C (silenced as `host` silences); every
-    other call, and any error, runs `fn`. Takes attributes."""
+    other call, and any error, runs `fn`. Dense operands of one shape (0-d ones beside them)
+    run the inner loop NumPy's ufunc call would run (its trivial loop, resolved once per
+    signature; the result's `trivial_loops` lists the signatures kept). Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
