@@ -21,6 +21,18 @@ INPLACE: int
 HOST: int
 """`operator`'s form: `x op y` of a host function (`hooks.namespace.<op>(x, y)` for a tensor
 and a tensor or Python scalar, else `fallback(x, y)`)."""
+METHOD: int
+"""`operator`'s form: a method `x.<op>(...)` (positional arguments only) run by the compiled
+call of the `ruled` function `hooks.namespace.<op>` when it takes them, else `fallback`."""
+REDUCE: int
+"""`ruled`'s kind: `fn(x)` is `call(a, axis=<every axis>, keepdims=False[, dtype=work])` of a
+ufunc's reduce."""
+STATISTIC: int
+"""`ruled`'s kind: `fn(x)` is `call(a, axis=<every axis>)` of a NumPy function (np.mean)."""
+CAST: int
+"""`ruled`'s kind: `fn(x, dtype)` is `a.astype(dtype.np)`."""
+MATMUL: int
+"""`ruled`'s kind: `fn(x1, x2)` is `call(a1, a2)` of two tensors of one DType."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
@@ -42,9 +54,10 @@ def scalar(value: Any, like: Any, /) -> Any:
 
 def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, the only
-    form given `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float
-    / int / bool, else `fallback(a, b)`); it binds as a method and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, given
+    `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float / int /
+    bool, else `fallback(a, b)`; METHOD, given `hooks`: see METHOD); it binds as a method and
+    takes attributes."""
 
 def entry(
     kop: int,
@@ -136,6 +149,21 @@ def host(
     (the first of DType `first` when given; or a tensor and a Python scalar beside it), their
     arrays made, nothing tracing or observing, run in C (silenced as `host` silences); every
     other call, and any error, runs `fn`. Takes attributes."""
+
+def ruled(
+    fn: Callable[..., Any],
+    kind: int,
+    call: Any,
+    fresh: Callable[[Any], Any],
+    rules: dict[Any, tuple[Any, Any, Any]],
+    /,
+) -> Any:
+    """`fn`, a host function of `kind` (REDUCE, STATISTIC, CAST or MATMUL) calling `call`, as
+    one compiled call: for an operand DType in `rules` (DType -> (NumPy dtype to cast the
+    operands to first or None, `dtype=` to pass or None, result DType or None: NumPy's)), no
+    keyword, an array made, nothing tracing or observing, the call runs in C (silenced as
+    `host` silences), its result cast to the result DType and adopted as `fresh` adopts it;
+    every other call, and any error, runs `fn`. Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
