@@ -53,6 +53,7 @@ SCALAR_FORMS = "fueltensor/engine/scalar_forms.py"
 POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
 PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
 TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
+RULED_TESTS = ("tests/test_ruled_host.py",)
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
@@ -1082,6 +1083,92 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         TRAMPOLINE_TESTS,
         "a compiled `where` takes a float condition (NumPy's truthiness) instead of refusing it",
+    ),
+    # -- ruled host calls: reductions, astype and matmul (`_fast.ruled`) ----------------------
+    M(
+        "ruled-skips-the-trace",
+        FAST_C,
+        "    int watched = busy(trace_var);\n    if (watched == 0) watched = busy(observers_var);\n"
+        "    PyObject *rule = NULL;",
+        "    int watched = 0;\n    PyObject *rule = NULL;",
+        RULED_TESTS,
+        "a compiled sum/astype/matmul runs while a trace is active, so the trace misses it",
+    ),
+    M(
+        "ruled-keeps-errstate-silenced",
+        FAST_C,
+        "    int reset = PyContextVar_Reset(errstate_var, token);\n    Py_DECREF(token);\n"
+        "    if (result != NULL && reset == 0)\n        made = host_result(&r->host",
+        "    int reset = 0;\n    Py_DECREF(token);\n"
+        "    if (result != NULL && reset == 0)\n        made = host_result(&r->host",
+        RULED_TESTS,
+        "after a compiled `ft.sum(x)` NumPy ignores every floating-point error the caller raises",
+    ),
+    M(
+        "ruled-half-operands-not-widened",
+        FAST_C,
+        "    if (pre != Py_None) Py_SETREF(a, cast_array(a, pre));",
+        "",
+        RULED_TESTS,
+        "a compiled sum or mean of bf16/f16 accumulates in the half type, not in float32",
+    ),
+    M(
+        "ruled-result-not-cast",
+        FAST_C,
+        "    if ((PyObject *)PyArray_DESCR((PyArrayObject *)result) != descr)\n"
+        "        Py_SETREF(result, cast_array(result, descr));",
+        "",
+        RULED_TESTS,
+        "a compiled max of bf16 (computed in float32) returns a float32 tensor",
+    ),
+    M(
+        "ruled-sum-into-operand-dtype",
+        FAST_C,
+        "into = argv[3] = zero_d(work != Py_None ? (PyArray_Descr *)work",
+        "into = argv[3] = zero_d(0 ? (PyArray_Descr *)work",
+        RULED_TESTS,
+        "a compiled sum of int8 accumulates (and wraps) in int8 instead of the default int64",
+    ),
+    M(
+        "ruled-reduces-empty",
+        FAST_C,
+        "    if (PyArray_SIZE((PyArrayObject *)a) == 0) return NULL;\n",
+        "",
+        RULED_TESTS,
+        "a compiled mean of an empty tensor warns 'Mean of empty slice' the Python path silences",
+    ),
+    M(
+        "ruled-matmul-mixed-dtypes",
+        FAST_C,
+        "(Py_TYPE(y) != tensor || SLOT(y, off_dtype) != dtype)) return NULL;",
+        "(Py_TYPE(y) != tensor)) return NULL;",
+        RULED_TESTS,
+        "a compiled f32 @ f64 rounds NumPy's promoted float64 product to float32",
+    ),
+    M(
+        "ruled-method-ignores-keywords",
+        FAST_C,
+        "    Operator *o = (Operator *)self;\n"
+        "    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {",
+        "    Operator *o = (Operator *)self;\n    if (1) {",
+        RULED_TESTS,
+        "x.sum(axis=1) sums every element (the keyword dropped by the compiled method)",
+    ),
+    M(
+        "ruled-methods-take-python",
+        FAST_C,
+        "        if (fn != NULL && Py_TYPE(fn) == &RuledType)",
+        "        if (0)",
+        RULED_TESTS,
+        "x.sum(), x.astype(d) run the Python method and its frames instead of the compiled call",
+    ),
+    M(
+        "ruled-half-sum-in-half",
+        "fueltensor/array_api/statistical.py",
+        "    return Rule(_pre(dtype), _work(out), out)",
+        "    return Rule(_pre(dtype), out.np, out)",
+        RULED_TESTS,
+        "a sum of bf16/f16 is asked of NumPy in the half type (both paths: one rule)",
     ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(

@@ -146,6 +146,20 @@ def test_zero_d_and_empty_reductions_are_the_python_path(name: str, dtype: Any) 
         check(lambda x=x: getattr(x, name)())
 
 
+def test_empty_and_nan_reductions_warn_nothing() -> None:
+    """A mean of nothing is NaN said by value, with no "Mean of empty slice" warning (the
+    compiled call leaves it to the Python path, which silences it)."""
+    calls = [lambda: ft.mean(ft.asarray(np.zeros((0, 2), np.float32)))]
+    calls.append(lambda: ft.asarray(np.zeros(0, np.float64)).mean())
+    calls.append(lambda: ft.sum(ft.asarray(np.array([np.inf, -np.inf], np.float32))))
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                call()
+        assert caught == []
+
+
 def test_extrema_of_signed_zeros_and_nans_are_numpys() -> None:
     """max/min are NumPy's reductions (not the contracts' maximum/minimum): a NaN anywhere is
     the result, the first NaN's payload kept; of ±0 NumPy's own pick."""
