@@ -2077,6 +2077,14 @@ static PyTypeObject RuledType = {
     .tp_dictoffset = offsetof(Ruled, host.dict),
 };
 
+/* The namespace module (`hooks.namespace`, set once when `fueltensor` is imported), looked up
+ * on a method's first call and kept: a new reference, or NULL with the lookup's error. */
+static PyObject *method_namespace(PyObject *hooks) {
+    static PyObject *kept;
+    if (kept == NULL) kept = PyObject_GetAttr(hooks, namespace_name);
+    return Py_XNewRef(kept);
+}
+
 /* A METHOD operator `x.sum()`, `x.astype(dtype)`: the fast path of the ruled namespace function
  * of its name (`hooks.namespace.<op>`) for positional arguments, whose meaning the Python
  * method gives them; else, or when it declines, the Python method `fallback`. */
@@ -2084,7 +2092,7 @@ static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargs
                              PyObject *kwnames) {
     Operator *o = (Operator *)self;
     if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {
-        PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name);
+        PyObject *ns = method_namespace(o->hooks);
         PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
         Py_XDECREF(ns);
         if (fn != NULL && Py_TYPE(fn) == &RuledType)
