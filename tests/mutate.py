@@ -1146,13 +1146,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a compiled f32 @ f64 rounds NumPy's promoted float64 product to float32",
     ),
     M(
-        "ruled-method-ignores-keywords",
+        "ruled-keywords-unchecked",
         FAST_C,
-        "    Operator *o = (Operator *)self;\n"
-        "    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {",
-        "    Operator *o = (Operator *)self;\n    if (1) {",
+        "        else\n            return 0;\n    }\n    return 1;",
+        "        else\n            continue;\n    }\n    return 1;",
         RULED_TESTS,
-        "x.sum(axis=1) sums every element (the keyword dropped by the compiled method)",
+        "ft.sum(x, dtype=ft.float64) and x.max(out=t) run compiled with the keyword dropped",
+    ),
+    M(
+        "ruled-keepdims-dropped",
+        FAST_C,
+        "            *keepdims = v == Py_True;",
+        "            *keepdims = 0;",
+        RULED_TESTS,
+        "ft.mean(x, axis=0, keepdims=True) loses the kept axis when compiled",
     ),
     M(
         "ruled-methods-take-python",

@@ -5,7 +5,7 @@ call them on arrays they did not create, and they are a NumPy user's first lines
 Each method is the namespace function of the same meaning, reached through `HOOKS.namespace`
 (core imports no layer above it), so contract operations plan as before and host work is traced
 as host; bad input raises what the function raises. `x.sum()`, `x.astype(dtype)` and the other
-`_ruled` methods called with positional arguments only run that function's compiled call.
+`_ruled` methods run that function's compiled call where it takes their arguments.
 Signatures and meaning are NumPy's (axis, keepdims, dtype, ddof, order, copy). `out=` writes the
 result into the tensor given, with assignment's rules (`out[...] = result`: same shape, no dtype
 change), and returns it.
@@ -36,9 +36,10 @@ M = TypeVar("M", bound=Callable[..., Any])
 
 
 def _ruled(method: M) -> M:
-    """`method`, which called with positional arguments only is the namespace function of its
-    name on them (`x.sum()` is `sum(x)`), as one compiled callable where `_fast` is built: that
-    function's compiled call (`_fast.ruled`) when it takes the call, else `method`."""
+    """`method`, which is the namespace function of its name on its positional arguments and
+    its `axis=` / `keepdims=` (`x.sum()` is `sum(x)`, `x.max(axis=0)` is `max(x, axis=0)`), as
+    one compiled callable where `_fast` is built: that function's compiled call (`_fast.ruled`)
+    when it takes the call, else `method`."""
     if FAST is None:
         return method
     made: M = compiled(method, method.__name__, "METHOD", method, HOOKS)  # type: ignore[assignment]

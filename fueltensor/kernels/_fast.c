@@ -1900,13 +1900,14 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
 /* ---------------------------------------------------------------------------------------------
  * Ruled host calls: a reduction over every axis (`sum(x)`, `max(x)`, `mean(x)`, `any(x)`, ...),
  * `astype(x, dtype)` and `matmul(x1, x2)` as one C call each, and `x.sum()`, `x.astype(dtype)`
- * (`operator`'s METHOD form) through them. A rule table, made in Python from the rule the
+ * (`operator`'s METHOD form) through them; a reduction also along one axis (`axis=0`,
+ * `keepdims=True`). A rule table, made in Python from the rule the
  * Python function computes with (`_host.ruled_host`), gives for each operand DType the NumPy
  * dtype it is cast to first (the half types' float32, or None), the `dtype=` NumPy is passed
  * (None: none) and the result's DType (None: NumPy's). The trampoline makes the Python path's
  * NumPy call on the same arrays under the same silenced error state, casts the result as
- * `fresh(result, out)` does and adopts it (`host_result`). Every other call (an axis or any
- * keyword, an empty reduction, an operand DType the table lacks, mixed dtypes, a NumPy error, a
+ * `fresh(result, out)` does and adopts it (`host_result`). Every other call (a tuple of axes or
+ * another keyword, an empty reduction, an operand DType the table lacks, mixed dtypes, a NumPy error, a
  * trace or observer active) runs the Python function, which raises its own errors and records
  * itself. */
 
@@ -1923,7 +1924,6 @@ typedef struct {
     int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
 } Ruled;
 
-static PyObject *every_axis[NPY_MAXDIMS + 1]; /* (0, 1, ..., n - 1) for each ndim n */
 
 /* `a.astype(descr)` (a new reference, in a's memory order), or NULL on error: NumPy's `astype`
  * allocates its result like `a` and copies into it with unsafe casting, as this does. */
@@ -1955,30 +1955,67 @@ static PyObject *operand_array(PyObject *t, PyObject *pre) {
     return a;
 }
 
-/* The Python path's `_reduce` over every axis of a non-empty `a` (`axis=(0, ..., ndim - 1)`,
- * `keepdims=False`, `dtype=work` when not None), passed by position (NumPy parses keywords at a
- * cost larger than a 4-element reduction). */
-static PyObject *reduce_all(const Ruled *r, PyObject *a, PyObject *work) {
-    int ndim = PyArray_NDIM((PyArrayObject *)a);
-    if (PyArray_SIZE((PyArrayObject *)a) == 0) return NULL;
-    if (every_axis[ndim] == NULL) {
-        PyObject *over = PyTuple_New(ndim);
-        for (int k = 0; over != NULL && k < ndim; k++) {
-            PyObject *n = PyLong_FromLong(k);
-            if (n == NULL) Py_CLEAR(over);
-            else PyTuple_SET_ITEM(over, k, n);
-        }
-        if (over == NULL) return NULL;
-        every_axis[ndim] = over;
+/* The tuple of `count` axes from `first` on, made once into `*slot` (a borrowed reference), or
+ * NULL on error. */
+static PyObject *axis_tuple(PyObject **slot, int first, int count) {
+    if (*slot != NULL) return *slot;
+    PyObject *over = PyTuple_New(count);
+    for (int k = 0; over != NULL && k < count; k++) {
+        PyObject *n = PyLong_FromLong(first + k);
+        if (n == NULL) Py_CLEAR(over);
+        else PyTuple_SET_ITEM(over, k, n);
     }
-    PyObject *into = NULL, *argv[4] = {a, every_axis[ndim], work, NULL};
-    if (r->kind == REDUCE) {
-        into = argv[3] = zero_d(work != Py_None ? (PyArray_Descr *)work
-                                               : PyArray_DESCR((PyArrayObject *)a));
+    return *slot = over;
+}
+
+/* A reduction's keywords: `axis=` None or an int and `keepdims=` a bool (the two every ruled
+ * reduction has), read into `*axis` (borrowed) and `*keepdims` from the call's keyword `values`:
+ * 1 when taken, 0 for any other keyword or value (the Python function runs). */
+static int reduce_keywords(PyObject *const *values, PyObject *kwnames, PyObject **axis,
+                           int *keepdims) {
+    for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k), *v = values[k];
+        if (PyUnicode_CompareWithASCIIString(name, "axis") == 0 &&
+            (v == Py_None || PyLong_CheckExact(v)))
+            *axis = v;
+        else if (PyUnicode_CompareWithASCIIString(name, "keepdims") == 0 && PyBool_Check(v))
+            *keepdims = v == Py_True;
+        else
+            return 0;
+    }
+    return 1;
+}
+
+/* The Python path's `_reduce` of `a` over `axis` (None: every axis; else one int, which must
+ * name an axis), `keepdims` as given and `dtype=work` when not None, over a non-empty extent,
+ * passed by position (NumPy parses keywords at a cost larger than a 4-element reduction). A
+ * ufunc's reduce to a 0-d result writes into a fresh 0-d array (else it makes a scalar). */
+static PyObject *reduce_all(const Ruled *r, PyObject *a, PyObject *work, PyObject *axis,
+                            int keepdims) {
+    static PyObject *every_axis[NPY_MAXDIMS + 1], *one_axis[NPY_MAXDIMS];
+    PyArrayObject *arr = (PyArrayObject *)a;
+    int ndim = PyArray_NDIM(arr), whole = 1;
+    npy_intp count = PyArray_SIZE(arr);
+    PyObject *over;
+    if (axis == Py_None) {
+        over = axis_tuple(&every_axis[ndim], 0, ndim);
+    } else {
+        long k = PyLong_AsLong(axis); /* an int beyond long: an error, and Python's AxisError */
+        if (k < 0) k += ndim;
+        if (PyErr_Occurred() || k < 0 || k >= ndim) return NULL;
+        over = axis_tuple(&one_axis[k], (int)k, 1);
+        count = PyArray_DIM(arr, (int)k);
+        whole = ndim == 1;
+    }
+    if (over == NULL || count == 0) return NULL;
+    PyObject *into = Py_None, *keep = keepdims ? Py_True : Py_False;
+    if (r->kind == REDUCE && whole && !keepdims) {
+        into = zero_d(work != Py_None ? (PyArray_Descr *)work : PyArray_DESCR(arr));
         if (into == NULL) return NULL;
     }
-    PyObject *result = PyObject_Vectorcall(r->host.ufunc, argv, r->kind == REDUCE ? 4 : 2, NULL);
-    Py_XDECREF(into);
+    PyObject *argv[5] = {a, over, work, into, keep};
+    PyObject *result = PyObject_Vectorcall(r->host.ufunc, argv, 5, NULL);
+    if (into != Py_None) Py_DECREF(into);
     return result;
 }
 
@@ -1995,16 +2032,16 @@ static PyObject *product(const Ruled *r, PyObject *a, PyObject *b) {
     return result;
 }
 
-/* The NumPy call of a ruled host call on the operand(s) `x` (and `y`), under the silenced error
- * state: its result as `fresh(result, out)` would make it before adopting (a scalar as a 0-d
+/* The NumPy call of a ruled host call on the operand(s) `x` (and `y`; a reduction's `axis` and
+ * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make it before adopting (a scalar as a 0-d
  * array, cast to `out`'s NumPy dtype when that differs), or NULL (an error set or not). */
 static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObject *rule,
-                               PyObject *out) {
+                               PyObject *out, PyObject *axis, int keepdims) {
     PyObject *pre = PyTuple_GET_ITEM(rule, 0), *work = PyTuple_GET_ITEM(rule, 1);
     PyObject *a = operand_array(x, pre), *b = NULL, *result = NULL;
     if (a == NULL) return NULL;
     if (r->kind == CAST) result = cast_array(a, SLOT(y, off_dtype_np));
-    else if (r->kind != MATMUL) result = reduce_all(r, a, work);
+    else if (r->kind != MATMUL) result = reduce_all(r, a, work, axis, keepdims);
     else if ((b = operand_array(y, pre)) != NULL) result = product(r, a, b);
     Py_DECREF(a);
     Py_XDECREF(b);
@@ -2019,9 +2056,15 @@ static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObjec
 }
 
 /* The ruled call's result, or NULL (an error set or not) when the Python function runs. */
-static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    PyObject *axis = Py_None;
+    int keepdims = 0, reduces = r->kind == REDUCE || r->kind == STATISTIC;
     if (nargs != r->host.arity || tensor == NULL || errstate_var == NULL ||
         Py_TYPE(args[0]) != tensor)
+        return NULL;
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0 &&
+        (!reduces || !reduce_keywords(args + nargs, kwnames, &axis, &keepdims)))
         return NULL;
     PyObject *x = args[0], *y = nargs > 1 ? args[1] : NULL, *dtype = SLOT(x, off_dtype);
     if (r->kind == CAST && Py_TYPE(y) != dtype_type) return NULL;
@@ -2037,7 +2080,7 @@ static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *out = r->kind == CAST ? y : PyTuple_GET_ITEM(rule, 2);
     PyObject *token = PyContextVar_Set(errstate_var, errstate_ignore);
     if (token == NULL) return NULL;
-    PyObject *result = ruled_compute(r, x, y, rule, out), *made = NULL;
+    PyObject *result = ruled_compute(r, x, y, rule, out, axis, keepdims), *made = NULL;
     int reset = PyContextVar_Reset(errstate_var, token);
     Py_DECREF(token);
     if (result != NULL && reset == 0)
@@ -2048,11 +2091,9 @@ static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs) {
 
 static PyObject *ruled_call(PyObject *self, PyObject *const *args, size_t nargsf,
                             PyObject *kwnames) {
-    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {
-        PyObject *made = ruled_fast((Ruled *)self, args, PyVectorcall_NARGS(nargsf));
-        if (made != NULL) return made;
-        PyErr_Clear(); /* the Python function meets the same error and raises it */
-    }
+    PyObject *made = ruled_fast((Ruled *)self, args, PyVectorcall_NARGS(nargsf), kwnames);
+    if (made != NULL) return made;
+    PyErr_Clear(); /* the Python function meets the same error and raises it */
     return PyObject_Vectorcall(((Ruled *)self)->host.fn, args, nargsf, kwnames);
 }
 
@@ -2085,22 +2126,21 @@ static PyObject *method_namespace(PyObject *hooks) {
     return Py_XNewRef(kept);
 }
 
-/* A METHOD operator `x.sum()`, `x.astype(dtype)`: the fast path of the ruled namespace function
- * of its name (`hooks.namespace.<op>`) for positional arguments, whose meaning the Python
- * method gives them; else, or when it declines, the Python method `fallback`. */
+/* A METHOD operator `x.sum()`, `x.astype(dtype)`, `x.max(axis=0)`: the fast path of the ruled
+ * namespace function of its name (`hooks.namespace.<op>`), which takes the call only with the
+ * meaning the Python method gives it (its positional arguments, a reduction's `axis=` and
+ * `keepdims=`); else, or when it declines, the Python method `fallback`. */
 static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
     Operator *o = (Operator *)self;
-    if (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) {
-        PyObject *ns = method_namespace(o->hooks);
-        PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
-        Py_XDECREF(ns);
-        if (fn != NULL && Py_TYPE(fn) == &RuledType)
-            made = ruled_fast((Ruled *)fn, args, PyVectorcall_NARGS(nargsf));
-        Py_XDECREF(fn);
-        if (made != NULL) return made;
-        PyErr_Clear(); /* the Python method meets the same error and raises it */
-    }
+    PyObject *ns = method_namespace(o->hooks);
+    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
+    Py_XDECREF(ns);
+    if (fn != NULL && Py_TYPE(fn) == &RuledType)
+        made = ruled_fast((Ruled *)fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+    Py_XDECREF(fn);
+    if (made != NULL) return made;
+    PyErr_Clear(); /* the Python method meets the same error and raises it */
     return PyObject_Vectorcall(o->fallback, args, nargsf, kwnames);
 }
 

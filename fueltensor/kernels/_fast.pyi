@@ -22,13 +22,15 @@ HOST: int
 """`operator`'s form: `x op y` of a host function (`hooks.namespace.<op>(x, y)` for a tensor
 and a tensor or Python scalar, else `fallback(x, y)`)."""
 METHOD: int
-"""`operator`'s form: a method `x.<op>(...)` (positional arguments only) run by the compiled
-call of the `ruled` function `hooks.namespace.<op>` when it takes them, else `fallback`."""
+"""`operator`'s form: a method `x.<op>(...)` run by the compiled call of the `ruled` function
+`hooks.namespace.<op>` when it takes its arguments (with the method's meaning), else
+`fallback`."""
 REDUCE: int
-"""`ruled`'s kind: `fn(x)` is `call(a, axis=<every axis>, keepdims=False[, dtype=work])` of a
-ufunc's reduce."""
+"""`ruled`'s kind: `fn(x[, axis=, keepdims=])` is `call(a, axis=<axes>, keepdims=...[,
+dtype=work])` of a ufunc's reduce."""
 STATISTIC: int
-"""`ruled`'s kind: `fn(x)` is `call(a, axis=<every axis>)` of a NumPy function (np.mean)."""
+"""`ruled`'s kind: `fn(x[, axis=, keepdims=])` is `call(a, axis=<axes>, keepdims=...)` of a
+NumPy function (np.mean)."""
 CAST: int
 """`ruled`'s kind: `fn(x, dtype)` is `a.astype(dtype.np)`."""
 MATMUL: int
@@ -160,10 +162,11 @@ def ruled(
 ) -> Any:
     """`fn`, a host function of `kind` (REDUCE, STATISTIC, CAST or MATMUL) calling `call`, as
     one compiled call: for an operand DType in `rules` (DType -> (NumPy dtype to cast the
-    operands to first or None, `dtype=` to pass or None, result DType or None: NumPy's)), no
-    keyword, an array made, nothing tracing or observing, the call runs in C (silenced as
-    `host` silences), its result cast to the result DType and adopted as `fresh` adopts it;
-    every other call, and any error, runs `fn`. Takes attributes."""
+    operands to first or None, `dtype=` to pass or None, result DType or None: NumPy's), no
+    keyword but a reduction's `axis=` (None or one int) and `keepdims=`, an array made,
+    nothing tracing or observing, the call runs in C (silenced as `host` silences), its result
+    cast to the result DType and adopted as `fresh` adopts it; every other call, and any error,
+    runs `fn`. Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
