@@ -275,6 +275,11 @@ def test_errors_are_the_python_paths() -> None:
         assert slow[0] == "error" and outcome(call) == slow
     with pytest.raises(TypeError):
         ft.sum(x, x)  # the Python function's own arity error
+    for call in (lambda: ft.max(empty), lambda: empty.min(axis=0), lambda: ft.max(empty.T, axis=1)):
+        with pytest.raises(ValueError, match=r"of no elements has no value: x of shape \(") as e:
+            call()
+        assert "zero-size" not in str(e.value)
+    assert ft.max(empty, axis=1).shape == (0,)  # nothing reduced over no element
 
 
 AXES: list[dict[str, Any]] = [

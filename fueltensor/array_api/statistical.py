@@ -95,18 +95,31 @@ def _work(dtype: DType) -> np.dtype:
     return _F32 if _half(dtype) else dtype.np
 
 
+def _extremum(ufunc: np.ufunc, x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
+    """max or min (`ufunc` np.maximum or np.minimum) of x along `axis`; ValueError in our words
+    for a reduction over no element (it has no identity)."""
+    over = axes(axis, tensor(x).ndim)
+    if any(x.shape[i] == 0 for i in over):
+        name = "max" if ufunc is np.maximum else "min"
+        raise ValueError(
+            f"{name} of no elements has no value: x of shape {x.shape} has none along "
+            f"axis={axis}; check the size first (the array API leaves this undefined)"
+        )
+    return _reduce(ufunc.reduce, x, axis, keepdims, _extreme(x.dtype))
+
+
 @ruled_host("REDUCE", np.maximum.reduce, _served(_extreme))
 @host
 def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The largest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.maximum.reduce, x, axis, keepdims, _extreme(tensor(x).dtype))
+    return _extremum(np.maximum, x, axis, keepdims)
 
 
 @ruled_host("REDUCE", np.minimum.reduce, _served(_extreme))
 @host
 def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The smallest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.minimum.reduce, x, axis, keepdims, _extreme(tensor(x).dtype))
+    return _extremum(np.minimum, x, axis, keepdims)
 
 
 @ruled_host("STATISTIC", np.mean, _served(_average))
