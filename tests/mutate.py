@@ -1097,12 +1097,34 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "ruled-keeps-errstate-silenced",
         FAST_C,
-        "    int reset = PyContextVar_Reset(errstate_var, token);\n    Py_DECREF(token);\n"
-        "    if (result != NULL && reset == 0)\n        made = host_result(&r->host",
-        "    int reset = 0;\n    Py_DECREF(token);\n"
-        "    if (result != NULL && reset == 0)\n        made = host_result(&r->host",
+        "    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);",
+        "    int reset = 0;",
         RULED_TESTS,
         "after a compiled `ft.sum(x)` NumPy ignores every floating-point error the caller raises",
+    ),
+    M(
+        "ruled-quiet-cast-ignores-snan",
+        FAST_C,
+        "        if (signaling) return 0;\n",
+        "",
+        RULED_TESTS,
+        "a compiled f32 -> f64 cast of a signaling NaN raises under errstate(invalid='raise')",
+    ),
+    M(
+        "ruled-quiet-cast-any-width",
+        FAST_C,
+        "if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;",
+        "if (to->kind != 'f' || !PyArray_ISNOTSWAPPED(a)) return 0;",
+        RULED_TESTS,
+        "a compiled int32 -> float16 cast that overflows warns where the Python path is silent",
+    ),
+    M(
+        "ruled-quiet-cast-narrowing",
+        FAST_C,
+        "    if (from->kind != 'f' || size > wide || n > QUIET_SCAN ||",
+        "    if (from->kind != 'f' || n > QUIET_SCAN ||",
+        RULED_TESTS,
+        "a compiled f64 -> f32 cast that overflows raises under errstate(over='raise')",
     ),
     M(
         "ruled-half-operands-not-widened",

@@ -349,19 +349,58 @@ def test_other_keywords_take_the_python_path() -> None:
         check(call)
 
 
-def test_the_callers_error_state_is_silenced_and_kept() -> None:
+@pytest.mark.parametrize("state", ["raise", "warn"])
+def test_the_callers_error_state_is_silenced_and_kept(state: str) -> None:
     """NumPy's warnings are not raised (overflowing sums, an sNaN cast, a 0 * inf product), and
-    the caller's error state comes back unchanged."""
+    the caller's error state comes back unchanged. Under "warn" a warning is recorded, where a
+    raise would be caught by the compiled call's fallback to the Python path."""
     huge = ft.asarray(np.array([3e38, 3e38], np.float32))
     snan = ft.asarray(np.array([0x7F800001], np.uint32).view(np.float32))
     big = ft.asarray(np.array([1e300], np.float64))
-    with np.errstate(all="raise"):
+    with np.errstate(all=state), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         for _ in range(2):
             assert np.asarray(ft.sum(huge)) == np.inf and np.asarray(huge.mean()) == np.inf
+            assert np.asarray(huge.sum(axis=0, keepdims=True)) == np.inf
             assert np.isnan(np.asarray(ft.astype(snan, ft.float64))[0])
             assert np.asarray(big.astype(ft.float32))[0] == np.inf
             assert np.asarray(ft.matmul(huge, huge)) == np.inf
-        assert np.geterr()["over"] == "raise"
+        assert np.geterr()["over"] == state
+    assert caught == []
+
+
+SIGNALING = {
+    np.float16: np.array([0x7C01], np.uint16).view(np.float16),
+    np.float32: np.array([0x7F800001], np.uint32).view(np.float32),
+    np.float64: np.array([0x7FF0000000000001], np.uint64).view(np.float64),
+}
+"""A signaling NaN of each IEEE type: converting it raises the invalid-operation flag."""
+
+
+@pytest.mark.parametrize("source", list(SIGNALING), ids=lambda d: np.dtype(d).name)
+def test_casts_that_signal_are_silenced_at_any_size_and_layout(source: Any) -> None:
+    """A cast skips NumPy's error state only where IEEE 754 says it raises nothing NumPy
+    reports (to float32 / float64, from an integer, or from a float no wider with no signaling
+    NaN among at most 64 dense elements): a signaling NaN first, last (of 64 and of 65),
+    in a strided view, and an integer overflowing float16, warn nothing under
+    errstate(all="warn") (a raise would be caught by the compiled call's fallback to the Python
+    path: only a warning shows that the error state was not set), and give the Python path's
+    bits."""
+    snan = SIGNALING[source]
+    arrays = [np.concatenate([snan, np.ones(n - 1, source)]) for n in (1, 64, 65)]
+    arrays += [np.concatenate([np.ones(n - 1, source), snan]) for n in (64, 65)]
+    tensors = [ft.asarray(a) for a in arrays] + [ft.asarray(arrays[-1])[::-2]]
+    tensors += [ft.asarray(np.array([70000, -70000, 1], np.int32))]
+    tensors += [ft.asarray(np.array([1e300, 1.0], np.float64))]
+    with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x in tensors:
+            for target in (ft.float16, ft.float32, ft.float64):
+                for _ in range(2):
+                    fast = outcome(lambda x=x, t=target: ft.astype(x, t))
+                    assert fast == outcome(lambda x=x, t=target: traced(lambda: x.astype(t)))
+                    assert fast[0] == "ok"
+    assert caught == []
 
 
 def test_results_are_fresh_tensors_that_alias_nothing() -> None:
