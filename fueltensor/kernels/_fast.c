@@ -1925,7 +1925,6 @@ typedef struct {
     int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
 } Ruled;
 
-
 /* `a.astype(descr)` (a new reference, in a's memory order), or NULL on error: NumPy's `astype`
  * allocates its result like `a` and copies into it with unsafe casting, as this does. */
 static PyObject *cast_array(PyObject *a, PyObject *descr) {
@@ -2034,8 +2033,9 @@ static PyObject *product(const Ruled *r, PyObject *a, PyObject *b) {
 }
 
 /* The NumPy call of a ruled host call on the operand(s) `x` (and `y`; a reduction's `axis` and
- * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make it before adopting (a scalar as a 0-d
- * array, cast to `out`'s NumPy dtype when that differs), or NULL (an error set or not). */
+ * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make
+ * it before adopting (a scalar as a 0-d array, cast to `out`'s NumPy dtype when that
+ * differs), or NULL (an error set or not). */
 static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObject *rule,
                                PyObject *out, PyObject *axis, int keepdims) {
     PyObject *pre = PyTuple_GET_ITEM(rule, 0), *work = PyTuple_GET_ITEM(rule, 1);
@@ -2211,9 +2211,10 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     if (!ok) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "ruled(fn, kind, call, fresh, rules) takes a kind of "
-                                         "REDUCE, STATISTIC, CAST or MATMUL and a dict DType -> (NumPy "
-                                         "dtype | None, NumPy dtype | None, DType | None)");
+        PyErr_SetString(PyExc_TypeError,
+                        "ruled(fn, kind, call, fresh, rules) takes a kind of REDUCE, STATISTIC, "
+                        "CAST or MATMUL and a dict DType -> (NumPy dtype | None, NumPy dtype | "
+                        "None, DType | None)");
         return NULL;
     }
     PyObject *items = PyDict_Items(args[4]);
