@@ -356,6 +356,12 @@ def small_call_cases() -> Iterator[Case]:
         ("min(x)", partial(ft.min, x), partial(np.min, lhs)),
         ("astype(x, f64)", partial(ft.astype, x, ft.float64), partial(lhs.astype, np.float64)),
         ("matmul(x, y)", partial(ft.matmul, x, y), partial(np.matmul, lhs, other)),
+        ("any(x)", partial(ft.any, x), partial(np.any, lhs)),
+        ("x.sum()", x.sum, lhs.sum),
+        ("x.mean()", x.mean, lhs.mean),
+        ("x.max()", x.max, lhs.max),
+        ("x.astype(f64)", partial(x.astype, ft.float64), partial(lhs.astype, np.float64)),
+        ("x @ y", partial(operator.matmul, x, y), partial(operator.matmul, lhs, other)),
     ]
     for rows, target in ((contract, SWEEP_TARGETS[4]), (host, HOST_TARGET)):
         for label, fuel, ref in rows:

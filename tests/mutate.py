@@ -54,6 +54,7 @@ POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
 PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
 TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
 HOST_LOOP_TESTS = ("tests/test_host_loops.py",)
+RULED_TESTS = ("tests/test_ruled_host.py",)
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
@@ -1139,6 +1140,121 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if (PyTuple_GET_ITEM(chosen, k) == NULL) goto fail;",
         HOST_LOOP_TESTS,
         "`ft.sqrt` of an int32 tensor runs NumPy's float64 loop on the int32 bytes (no cast)",
+    ),
+    # -- ruled host calls: reductions, astype and matmul (`_fast.ruled`) ----------------------
+    M(
+        "ruled-skips-the-trace",
+        FAST_C,
+        "    int watched = busy(trace_var);\n    if (watched == 0) watched = busy(observers_var);\n"
+        "    PyObject *rule = NULL;",
+        "    int watched = 0;\n    PyObject *rule = NULL;",
+        RULED_TESTS,
+        "a compiled sum/astype/matmul runs while a trace is active, so the trace misses it",
+    ),
+    M(
+        "ruled-keeps-errstate-silenced",
+        FAST_C,
+        "    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);",
+        "    int reset = 0;",
+        RULED_TESTS,
+        "after a compiled `ft.sum(x)` NumPy ignores every floating-point error the caller raises",
+    ),
+    M(
+        "ruled-quiet-cast-ignores-snan",
+        FAST_C,
+        "        if (signaling) return 0;\n",
+        "",
+        RULED_TESTS,
+        "a compiled f32 -> f64 cast of a signaling NaN raises under errstate(invalid='raise')",
+    ),
+    M(
+        "ruled-quiet-cast-any-width",
+        FAST_C,
+        "if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;",
+        "if (to->kind != 'f' || !PyArray_ISNOTSWAPPED(a)) return 0;",
+        RULED_TESTS,
+        "a compiled int32 -> float16 cast that overflows warns where the Python path is silent",
+    ),
+    M(
+        "ruled-quiet-cast-narrowing",
+        FAST_C,
+        "    if (from->kind != 'f' || size > wide || n > QUIET_SCAN ||",
+        "    if (from->kind != 'f' || n > QUIET_SCAN ||",
+        RULED_TESTS,
+        "a compiled f64 -> f32 cast that overflows raises under errstate(over='raise')",
+    ),
+    M(
+        "ruled-half-operands-not-widened",
+        FAST_C,
+        "    if (pre != Py_None) Py_SETREF(a, cast_array(a, pre));",
+        "",
+        RULED_TESTS,
+        "a compiled sum or mean of bf16/f16 accumulates in the half type, not in float32",
+    ),
+    M(
+        "ruled-result-not-cast",
+        FAST_C,
+        "    if ((PyObject *)PyArray_DESCR((PyArrayObject *)result) != descr)\n"
+        "        Py_SETREF(result, cast_array(result, descr));",
+        "",
+        RULED_TESTS,
+        "a compiled max of bf16 (computed in float32) returns a float32 tensor",
+    ),
+    M(
+        "ruled-sum-into-operand-dtype",
+        FAST_C,
+        "into = zero_d(work != Py_None ? (PyArray_Descr *)work",
+        "into = zero_d(0 ? (PyArray_Descr *)work",
+        RULED_TESTS,
+        "a compiled sum of int8 accumulates (and wraps) in int8 instead of the default int64",
+    ),
+    M(
+        "ruled-reduces-empty",
+        FAST_C,
+        "    if (over == NULL || count == 0) return NULL;",
+        "    if (over == NULL) return NULL;",
+        RULED_TESTS,
+        "a compiled mean of an empty tensor warns 'Mean of empty slice' the Python path silences",
+    ),
+    M(
+        "ruled-matmul-mixed-dtypes",
+        FAST_C,
+        "(Py_TYPE(y) != tensor || SLOT(y, off_dtype) != dtype)) return NULL;",
+        "(Py_TYPE(y) != tensor)) return NULL;",
+        RULED_TESTS,
+        "a compiled f32 @ f64 rounds NumPy's promoted float64 product to float32",
+    ),
+    M(
+        "ruled-keywords-unchecked",
+        FAST_C,
+        "        else\n            return 0;\n    }\n    return 1;",
+        "        else\n            continue;\n    }\n    return 1;",
+        RULED_TESTS,
+        "ft.sum(x, dtype=ft.float64) and x.max(out=t) run compiled with the keyword dropped",
+    ),
+    M(
+        "ruled-keepdims-dropped",
+        FAST_C,
+        "            *keepdims = v == Py_True;",
+        "            *keepdims = 0;",
+        RULED_TESTS,
+        "ft.mean(x, axis=0, keepdims=True) loses the kept axis when compiled",
+    ),
+    M(
+        "ruled-methods-take-python",
+        FAST_C,
+        "    if (fn != NULL && Py_TYPE(fn) == &RuledType)",
+        "    if (0)",
+        RULED_TESTS,
+        "x.sum(), x.astype(d) run the Python method and its frames instead of the compiled call",
+    ),
+    M(
+        "ruled-half-sum-in-half",
+        "fueltensor/array_api/statistical.py",
+        "    return Rule(_pre(dtype), _work(out), out)",
+        "    return Rule(_pre(dtype), out.np, out)",
+        RULED_TESTS,
+        "a sum of bf16/f16 is asked of NumPy in the half type (both paths: one rule)",
     ),
     # -- integer powers (PowIElementwise) --------------------------------------------------
     M(

@@ -4,7 +4,8 @@
 warnings (results are IEEE values, as the kernels' are), records the call as a `host` Plan in
 every active `trace`, and marks the function so `explain` can show it. `fresh` turns a NumPy
 result into a new tensor that never aliases an input. `ufunc_host` makes a ufunc function one
-compiled call where `_fast` is built (the same ufunc, arrays, error state and adoption).
+compiled call where `_fast` is built (the same ufunc, arrays, error state and adoption);
+`ruled_host` does so for a reduction, cast or matmul, whose dtypes follow a `Rule`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, Literal, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -66,12 +67,52 @@ def ufunc_host(fn: F, ufunc: Callable[..., Any], arity: int, first: DType | None
     `fn`'s name, docstring, signature and marks."""
     if _FAST is None:
         return fn
-    made = _FAST.host(fn, ufunc, fresh, arity, *(() if first is None else (first,)))
+    return _dressed(_FAST.host(fn, ufunc, fresh, arity, *(() if first is None else (first,))), fn)
+
+
+def _dressed(made: Any, fn: F) -> F:
+    """The compiled callable `made`, carrying `fn`'s name, docstring, signature and marks."""
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))
     vars(made).update(vars(fn))
     made.__signature__ = inspect.signature(fn)
     return cast(F, made)
+
+
+class Rule(NamedTuple):
+    """How a host reduction, cast or matmul treats operands of one DType: the single place the
+    Python function reads it, and the table its compiled call reads (`ruled_host`)."""
+
+    pre: np.dtype | None
+    """The NumPy dtype the operands are cast to first (None: used as they are)."""
+    work: np.dtype | None
+    """NumPy's `dtype=` argument (None: not passed)."""
+    out: DType | None
+    """The result's DType (None: NumPy's)."""
+
+
+Kind = Literal["REDUCE", "STATISTIC", "CAST", "MATMUL"]
+
+
+def ruled_host(
+    kind: Kind, call: Callable[..., Any], rule: Callable[[DType], Rule | None]
+) -> Callable[[F], F]:
+    """A decorator (over `host`) making `fn` one compiled call where `_fast` is built
+    (`_fast.ruled`) for the operand DTypes `rule` gives a Rule (None: not served). A REDUCE
+    `fn(x)` (or with `axis=` None or one int, `keepdims=`) is `call(a, axis=<axes>,
+    keepdims=...[, dtype=work])` of a ufunc's reduce, a STATISTIC one that of a NumPy function
+    (np.mean), a CAST `fn(x, dtype)` is
+    `a.astype(dtype.np)`, a MATMUL `fn(x1, x2)` (one DType) `call(a1, a2)`: the call `fn`
+    makes, its result cast to `out` and adopted as `fresh` adopts it. Every other call runs
+    `fn` (a trace records it)."""
+
+    def wrap(fn: F) -> F:
+        if _FAST is None:
+            return fn
+        table = {d: r for d in _dtypes.ALL if (r := rule(d)) is not None}
+        return _dressed(_FAST.ruled(fn, getattr(_FAST, kind), call, fresh, table), fn)
+
+    return wrap
 
 
 def compiled_call(

@@ -14,7 +14,7 @@ from typing import Any, Final
 import ml_dtypes
 import numpy as np
 
-from fueltensor.array_api._host import fresh, host, tensor
+from fueltensor.array_api._host import Rule, fresh, host, ruled_host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
@@ -149,6 +149,13 @@ def can_cast(from_: DType | FuelTensor, to: DType, /) -> bool:
         return False
 
 
+def _castable(dtype: DType) -> Rule | None:
+    """`astype`'s rule for the dtypes its compiled call serves: a cast from a complex dtype is
+    left to the Python function (which refuses one to a real dtype)."""
+    return None if dtype.category == "complex floating" else Rule(None, None, None)
+
+
+@ruled_host("CAST", np.ndarray.astype, _castable)
 @host
 def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = None) -> FuelTensor:
     """x cast to `dtype` (x itself when no cast is needed and copy=False). A complex to real

@@ -249,7 +249,7 @@ def trace(x: FuelTensor, /, *, offset: int = 0, dtype: Any = None) -> FuelTensor
         raise ValueError(f"linalg.trace needs at least 2 dimensions, got shape {x.shape}")
     if x.dtype.category == "bool":
         raise TypeError("linalg.trace needs a numeric tensor, got bool")
-    out = _accumulated(x, dtype)
+    out = _accumulated(x.dtype, dtype)
     return fresh(np.trace(x._array, offset=offset, axis1=-2, axis2=-1, dtype=_work(out)), out)
 
 

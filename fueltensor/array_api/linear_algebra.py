@@ -8,21 +8,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fueltensor.array_api._host import fresh, host, promoted, tensor
+from fueltensor.array_api._host import Rule, fresh, host, promoted, ruled_host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.layout import broadcast_shapes
 from fueltensor.core.tensor import FuelTensor
 
-_HALF = (_dtypes.float16, _dtypes.bfloat16)
-
 
 def _operands(x1: FuelTensor, x2: FuelTensor) -> tuple[np.ndarray, np.ndarray, _dtypes.DType]:
+    """The operands' arrays promoted, as the rule of their DType says, and that DType."""
     (a, b), dt = promoted(tensor(x1, "x1"), tensor(x2, "x2"))
-    if dt in _HALF:
-        a, b = a.astype(np.float32), b.astype(np.float32)
+    pre = _product(dt).pre
+    if pre is not None:
+        a, b = a.astype(pre), b.astype(pre)
     return a, b, dt
 
 
+def _product(dtype: _dtypes.DType) -> Rule:
+    """The rule of a product of `dtype` operands: half types multiplied in float32 and rounded
+    once to their own dtype."""
+    half = dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
+    return Rule(np.dtype(np.float32), None, dtype) if half else Rule(None, None, dtype)
+
+
+@ruled_host("MATMUL", np.matmul, _product)
 @host
 def matmul(x1: FuelTensor, x2: FuelTensor, /) -> FuelTensor:
     """The matrix product (stacks broadcast; a 1-D operand is a vector)."""

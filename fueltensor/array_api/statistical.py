@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor.array_api._host import axes, fresh, host, tensor
+from fueltensor.array_api._host import Rule, axes, fresh, host, ruled_host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
@@ -23,43 +23,66 @@ Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
 
 
-def _accumulated(x: FuelTensor, dtype: Any) -> DType:
-    """The dtype a sum or product of x returns: `dtype`, else the standard's default."""
+def _accumulated(have: DType, dtype: Any) -> DType:
+    """The dtype a sum or product of a `have` tensor returns: `dtype`, else the standard's
+    default."""
     if dtype is not None:
         return _dtypes.as_dtype(dtype)
-    if x.dtype.category in ("bool", "signed integer"):
+    if have.category in ("bool", "signed integer"):
         return _dtypes.int64
-    if x.dtype.category == "unsigned integer":
+    if have.category == "unsigned integer":
         return _dtypes.uint64
-    return x.dtype
+    return have
+
+
+def _pre(dtype: DType) -> np.dtype | None:
+    """What a reduction casts a `dtype` tensor to first: float32 for the half types."""
+    return _F32 if _half(dtype) else None
+
+
+def _total(dtype: DType, given: Any = None) -> Rule:
+    """A sum's or product's rule: accumulated in `given` or the standard's default."""
+    out = _accumulated(dtype, given)
+    return Rule(_pre(dtype), _work(out), out)
+
+
+def _average(dtype: DType) -> Rule:
+    """A mean's, variance's or standard deviation's rule: NumPy's result dtype, a half type's
+    own."""
+    return Rule(_pre(dtype), None, dtype if _half(dtype) else None)
+
+
+def _extreme(dtype: DType) -> Rule:
+    """A maximum's or minimum's rule: the tensor's own dtype."""
+    return Rule(_pre(dtype), None, dtype)
+
+
+def _served(rule: Callable[[DType], Rule]) -> Callable[[DType], Rule | None]:
+    """`rule` for the dtypes a compiled reduction serves: no complex ones (their Python path
+    silences NumPy's warnings, see `_reduce`)."""
+    return lambda d: None if d.category == "complex floating" else rule(d)
 
 
 def _reduce(
-    fn: Callable[..., Any],
-    x: FuelTensor,
-    axis: Axis,
-    keepdims: bool,
-    out: DType | None = None,
-    **kwargs: Any,
+    fn: Callable[..., Any], x: FuelTensor, axis: Axis, keepdims: bool, rule: Rule, **kwargs: Any
 ) -> FuelTensor:
-    """`fn` over the given axes of x, returning dtype `out` (default: NumPy's; a half type's
-    own), half types computed in float32. Sums, products and extrema call the ufunc's reduce
-    directly (what np.sum & co. call after a Python layer of their own).
+    """`fn` over the given axes of x as `rule` says (half types computed in float32). Sums,
+    products and extrema call the ufunc's reduce directly (what np.sum & co. call after a
+    Python layer of their own).
 
     A mean, var or std over fewer than 1 + ddof elements is NaN, said by value, and a complex
     sum into a real dtype drops the imaginary part as asked: NumPy's warnings are silenced
     there (only there: catching warnings costs more than a small reduction)."""
     over = axes(axis, tensor(x).ndim)
-    a = x._array
-    if _half(x.dtype):
-        a = a.astype(np.float32)
-        out = out or x.dtype
+    a = x._array if rule.pre is None else x._array.astype(rule.pre)
+    if rule.work is not None:
+        kwargs["dtype"] = rule.work
     count = math.prod([a.shape[i] for i in over])
     if count > kwargs.get("ddof", 0) and a.dtype.kind != "c":
-        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), rule.out)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), out)
+        return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), rule.out)
 
 
 def _half(dtype: DType) -> bool:
@@ -72,22 +95,38 @@ def _work(dtype: DType) -> np.dtype:
     return _F32 if _half(dtype) else dtype.np
 
 
+def _extremum(ufunc: np.ufunc, x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
+    """max or min (`ufunc` np.maximum or np.minimum) of x along `axis`; ValueError in our words
+    for a reduction over no element (it has no identity)."""
+    over = axes(axis, tensor(x).ndim)
+    if any(x.shape[i] == 0 for i in over):
+        name = "max" if ufunc is np.maximum else "min"
+        raise ValueError(
+            f"{name} of no elements has no value: x of shape {x.shape} has none along "
+            f"axis={axis}; check the size first (the array API leaves this undefined)"
+        )
+    return _reduce(ufunc.reduce, x, axis, keepdims, _extreme(x.dtype))
+
+
+@ruled_host("REDUCE", np.maximum.reduce, _served(_extreme))
 @host
 def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The largest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.maximum.reduce, x, axis, keepdims, tensor(x).dtype)
+    return _extremum(np.maximum, x, axis, keepdims)
 
 
+@ruled_host("REDUCE", np.minimum.reduce, _served(_extreme))
 @host
 def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The smallest element of x (along `axis`); NaN if any element is NaN."""
-    return _reduce(np.minimum.reduce, x, axis, keepdims, tensor(x).dtype)
+    return _extremum(np.minimum, x, axis, keepdims)
 
 
+@ruled_host("STATISTIC", np.mean, _served(_average))
 @host
 def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The arithmetic mean of x (along `axis`); NaN for an empty reduction."""
-    return _reduce(np.mean, x, axis, keepdims)
+    return _reduce(np.mean, x, axis, keepdims, _average(tensor(x).dtype))
 
 
 @host
@@ -95,10 +134,10 @@ def prod(
     x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
 ) -> FuelTensor:
     """The product of x's elements (along `axis`); 1 for an empty reduction."""
-    out = _accumulated(tensor(x), dtype)
-    return _reduce(np.multiply.reduce, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.multiply.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
 
 
+@ruled_host("REDUCE", np.add.reduce, _served(_total))
 @host
 def sum(
     x: FuelTensor,
@@ -109,8 +148,7 @@ def sum(
     keepdims: bool = False,
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
-    out = _accumulated(tensor(x), dtype)
-    return _reduce(np.add.reduce, x, axis, keepdims, out, dtype=_work(out))
+    return _reduce(np.add.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
 
 
 @host
@@ -118,7 +156,7 @@ def std(
     x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
 ) -> FuelTensor:
     """The standard deviation of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.std, x, axis, keepdims, ddof=correction)
+    return _reduce(np.std, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
 
 
 @host
@@ -126,7 +164,7 @@ def var(
     x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
 ) -> FuelTensor:
     """The variance of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.var, x, axis, keepdims, ddof=correction)
+    return _reduce(np.var, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
 
 
 def _cumulative(
@@ -139,7 +177,7 @@ def _cumulative(
             raise ValueError(f"a cumulative reduction of a {x.ndim}-D tensor needs an axis")
         axis = 0
     (a,) = axes(axis, tensor(x).ndim)
-    out = _accumulated(x, dtype)
+    out = _accumulated(tensor(x).dtype, dtype)
     values = x._array.astype(_work(out))
     if include_initial:
         shape = tuple(1 if i == a else n for i, n in enumerate(values.shape))

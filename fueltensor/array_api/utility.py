@@ -1,17 +1,19 @@
 """The array API's utility functions: all, any, diff.
 
 `all` and `any` call the logical ufunc's reduce into bool directly: np.all / np.any are a Python
-layer over exactly that call for an ndarray."""
+layer over exactly that call for an ndarray. Over every axis each is one compiled call where
+`_fast` is built (`ruled_host`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
+from fueltensor.array_api._host import Rule, axes, fresh, host, promoted, ruled_host, tensor
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 
 Axis = int | tuple[int, ...] | None
@@ -19,16 +21,27 @@ Axis = int | tuple[int, ...] | None
 
 def _truth(reduce: Callable[..., Any], x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
     """`reduce` (logical_and's or logical_or's) into bool over the given axes of x."""
-    over = axes(axis, tensor(x).ndim)
-    return fresh(reduce(x._array, over, bool, keepdims=keepdims), _dtypes.bool_)
+    rule = _bool(tensor(x).dtype)
+    over = axes(axis, x.ndim)
+    return fresh(reduce(x._array, axis=over, keepdims=keepdims, dtype=rule.work), rule.out)
 
 
+def _bool(dtype: DType) -> Rule:
+    """`all`'s and `any`'s rule: reduced into bool, whatever the tensor's dtype."""
+    return Rule(None, _BOOL, _dtypes.bool_)
+
+
+_BOOL: Final = np.dtype(np.bool_)
+
+
+@ruled_host("REDUCE", np.logical_and.reduce, _bool)
 @host
 def all(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """True where every element of x (along `axis`) is nonzero; True for an empty reduction."""
     return _truth(np.logical_and.reduce, x, axis, keepdims)
 
 
+@ruled_host("REDUCE", np.logical_or.reduce, _bool)
 @host
 def any(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """True where some element of x (along `axis`) is nonzero; False for an empty reduction."""

@@ -4,15 +4,18 @@ call them on arrays they did not create, and they are a NumPy user's first lines
 
 Each method is the namespace function of the same meaning, reached through `HOOKS.namespace`
 (core imports no layer above it), so contract operations plan as before and host work is traced
-as host; bad input raises what the function raises. Signatures and meaning are NumPy's (axis,
-keepdims, dtype, ddof, order, copy). `out=` writes the result into the tensor given, with
-assignment's rules (`out[...] = result`: same shape, no dtype change), and returns it.
+as host; bad input raises what the function raises. `x.sum()`, `x.astype(dtype)` and the other
+`_ruled` methods run that function's compiled call where it takes their arguments.
+Signatures and meaning are NumPy's (axis, keepdims, dtype, ddof, order, copy). `out=` writes the
+result into the tensor given, with assignment's rules (`out[...] = result`: same shape, no dtype
+change), and returns it.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
@@ -20,6 +23,8 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.hooks import HOOKS
 from fueltensor.core.layout import Shape, normalize_axis
+from fueltensor.core.operators import compiled
+from fueltensor.core.shared import FAST
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
@@ -27,6 +32,18 @@ if TYPE_CHECKING:
 Axis = int | tuple[int, ...] | None
 Order = Literal["C", "F", "A", "K"]
 Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _ruled(method: M) -> M:
+    """`method`, which is the namespace function of its name on its positional arguments and
+    its `axis=` / `keepdims=` (`x.sum()` is `sum(x)`, `x.max(axis=0)` is `max(x, axis=0)`), as
+    one compiled callable where `_fast` is built: that function's compiled call (`_fast.ruled`)
+    when it takes the call, else `method`."""
+    if FAST is None:
+        return method
+    made: M = compiled(method, method.__name__, "METHOD", method, HOOKS)  # type: ignore[assignment]
+    return made
 
 
 class NdarrayMethods:
@@ -55,6 +72,7 @@ class NdarrayMethods:
 
     # -- reductions ---------------------------------------------------------------------------
 
+    @_ruled
     def sum(
         self,
         axis: Axis = None,
@@ -75,6 +93,7 @@ class NdarrayMethods:
         """The product of the elements (along `axis`), as `fueltensor.prod`."""
         return _done(HOOKS.namespace.prod(self, axis=axis, dtype=dtype, keepdims=keepdims), out)
 
+    @_ruled
     def mean(
         self,
         axis: Axis = None,
@@ -116,24 +135,28 @@ class NdarrayMethods:
         x = _cast(self, dtype)
         return _done(HOOKS.namespace.std(x, axis=axis, correction=fix, keepdims=keepdims), out)
 
+    @_ruled
     def max(
         self, axis: Axis = None, out: FuelTensor | None = None, keepdims: bool = False
     ) -> FuelTensor:
         """The largest element (along `axis`), as `fueltensor.max`."""
         return _done(HOOKS.namespace.max(self, axis=axis, keepdims=keepdims), out)
 
+    @_ruled
     def min(
         self, axis: Axis = None, out: FuelTensor | None = None, keepdims: bool = False
     ) -> FuelTensor:
         """The smallest element (along `axis`), as `fueltensor.min`."""
         return _done(HOOKS.namespace.min(self, axis=axis, keepdims=keepdims), out)
 
+    @_ruled
     def any(
         self, axis: Axis = None, out: FuelTensor | None = None, keepdims: bool = False
     ) -> FuelTensor:
         """Whether some element (along `axis`) is nonzero, as `fueltensor.any`."""
         return _done(HOOKS.namespace.any(self, axis=axis, keepdims=keepdims), out)
 
+    @_ruled
     def all(
         self, axis: Axis = None, out: FuelTensor | None = None, keepdims: bool = False
     ) -> FuelTensor:
@@ -227,6 +250,7 @@ class NdarrayMethods:
 
     # -- values -------------------------------------------------------------------------------
 
+    @_ruled
     def astype(
         self,
         dtype: Any,

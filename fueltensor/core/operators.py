@@ -72,8 +72,10 @@ def compiled(
     """`fn` as one compiled callable (`_fast` must be built): the fast path, else
     `fallback(op, a, b)`; `form` names `_fast`'s constant ("FORWARD", "REFLECTED" or "INPLACE").
     Form "HOST" (with `hooks`, `HOOKS`): `hooks.namespace.<op>(a, b)` for a tensor and a
-    tensor or Python float / int / bool, else `fallback(a, b)`. It carries `fn`'s name,
-    docstring and signature and binds as a method as `fn` does."""
+    tensor or Python float / int / bool, else `fallback(a, b)`. Form "METHOD" (with `hooks`):
+    the method `x.<op>(...)`, the compiled call of `hooks.namespace.<op>` (`_fast.ruled`) for
+    positional arguments it takes, else `fallback(x, ...)`. It carries `fn`'s name, docstring
+    and signature and binds as a method as `fn` does."""
     made: Callable[..., FuelTensor] = FAST.operator(op, getattr(FAST, form), fallback, *hooks)
     for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
         setattr(made, attr, getattr(fn, attr))

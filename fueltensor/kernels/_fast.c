@@ -165,8 +165,9 @@ enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
 enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
-enum { FORWARD, REFLECTED, INPLACE, HOST }; /* `x op y`, `y op x` (x the instance), `x op= y`,
-                                              `x op y` of a host function (`x > 0`) */
+enum { FORWARD, REFLECTED, INPLACE, HOST, METHOD }; /* `x op y`, `y op x` (x the instance),
+                                    `x op= y`, `x op y` of a host function (`x > 0`), a method
+                                    of a ruled host function (`x.sum()`, see `method_call`) */
 
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
@@ -1479,6 +1480,9 @@ static PyTypeObject OperatorType = {
     .tp_dictoffset = offsetof(Operator, dict),
 };
 
+static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames);
+
 /* operator(op, form, fallback): the callable `(a, b) -> fallback(op, a, b)` (of `(b, a)` when
  * form is 1, reflected) that tries the fast path first, `inplace`'s when form is 2 (`a op= b`). */
 static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -1490,10 +1494,11 @@ static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize
         return NULL;
     }
     long form = PyLong_AsLong(args[1]);
-    if (form < FORWARD || form > HOST || (form == HOST) != (nargs == 4)) {
+    if (form < FORWARD || form > METHOD || (form >= HOST) != (nargs == 4)) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_ValueError, "operator: form must be FORWARD (0), REFLECTED (1), "
-                                           "INPLACE (2) or HOST (3, with hooks), got %ld", form);
+                                           "INPLACE (2), HOST (3, with hooks) or METHOD (4, with "
+                                           "hooks), got %ld", form);
         return NULL;
     }
     Operator *o = PyObject_New(Operator, &OperatorType);
@@ -1503,7 +1508,7 @@ static PyObject *make_operator(PyObject *module, PyObject *const *args, Py_ssize
     o->hooks = nargs == 4 ? Py_NewRef(args[3]) : NULL;
     o->dict = NULL;
     o->form = (int)form;
-    o->vectorcall = operator_call;
+    o->vectorcall = form == METHOD ? method_call : operator_call;
     return (PyObject *)o;
 }
 
@@ -2161,6 +2166,345 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
     return make_view(t, out_shape, out_strides, ndim, offset);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Ruled host calls: a reduction over every axis or one (`sum(x)`, `max(x, axis=0)`,
+ * `mean(x, keepdims=True)`, `any(x)`, ...), `astype(x, dtype)` and `matmul(x1, x2)` as one C
+ * call each, and `x.sum()`, `x.astype(dtype)` (`operator`'s METHOD form) through them. A rule
+ * table, made in Python from the rule the Python function computes with (`_host.ruled_host`),
+ * gives for each operand DType the NumPy dtype it is cast to first (the half types' float32, or
+ * None), the `dtype=` NumPy is passed (None: none) and the result's DType (None: NumPy's). The
+ * trampoline makes the Python path's NumPy call on the same arrays under the same silenced
+ * error state, casts the result as `fresh(result, out)` does and adopts it (`host_result`); a
+ * cast that can raise no floating-point exception NumPy reports (`quiet_cast`) skips setting
+ * the error state (0.15 µs, more than a small cast). Every other call (a tuple of axes or
+ * another keyword, an empty reduction, an operand DType the table lacks, mixed dtypes, a NumPy
+ * error, a trace or observer active) runs the Python function, which raises its own errors
+ * and records itself. */
+
+/* What a ruled host call computes: `call(a, axes, work, out)` of a ufunc's reduce over every
+ * axis, into a fresh 0-d `out` (it returns `out`, where it would make a scalar of it); a NumPy
+ * function `call(a, axes)` over every axis (np.mean); `a.astype(dtype)`; `call(a1, a2)`. */
+enum { REDUCE, STATISTIC, CAST, MATMUL };
+
+typedef struct {
+    Host host;       /* the Python function, NumPy's callable (`ufunc`), fresh, and the result
+                        DType last named by `fresh` (`host_result`'s memory) */
+    PyObject *rules; /* the items of the dict operand DType -> (pre, work, out), a list looked
+                        up by identity (DType.__hash__ is Python) */
+    int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
+} Ruled;
+
+/* `a.astype(descr)` (a new reference, in a's memory order), or NULL on error: NumPy's `astype`
+ * allocates its result like `a` and copies into it with unsafe casting, as this does. */
+static PyObject *cast_array(PyObject *a, PyObject *descr) {
+    Py_INCREF(descr); /* stolen */
+    PyObject *out = PyArray_NewLikeArray((PyArrayObject *)a, NPY_KEEPORDER,
+                                         (PyArray_Descr *)descr, 0);
+    if (out != NULL && PyArray_CopyInto((PyArrayObject *)out, (PyArrayObject *)a) < 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+/* A fresh 0-d array of `descr` (a new reference), or NULL on error. */
+static PyObject *zero_d(PyArray_Descr *descr) {
+    Py_INCREF(descr); /* stolen */
+    return PyArray_NewFromDescr(&PyArray_Type, descr, 0, NULL, NULL, NULL, 0, NULL);
+}
+
+/* Tensor t's NumPy array (`t._array`, made by its first use on a view) cast to `pre` unless
+ * that is None: a new reference to an exact ndarray, or NULL (an error set or not). */
+static PyObject *operand_array(PyObject *t, PyObject *pre) {
+    PyObject *a = SLOT(t, off_np);
+    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
+    if (a == NULL || !PyArray_CheckExact(a)) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    if (pre != Py_None) Py_SETREF(a, cast_array(a, pre));
+    return a;
+}
+
+/* The tuple of `count` axes from `first` on, made once into `*slot` (a borrowed reference), or
+ * NULL on error. */
+static PyObject *axis_tuple(PyObject **slot, int first, int count) {
+    if (*slot != NULL) return *slot;
+    PyObject *over = PyTuple_New(count);
+    for (int k = 0; over != NULL && k < count; k++) {
+        PyObject *n = PyLong_FromLong(first + k);
+        if (n == NULL) Py_CLEAR(over);
+        else PyTuple_SET_ITEM(over, k, n);
+    }
+    return *slot = over;
+}
+
+/* A reduction's keywords: `axis=` None or an int and `keepdims=` a bool (the two every ruled
+ * reduction has), read into `*axis` (borrowed) and `*keepdims` from the call's keyword `values`:
+ * 1 when taken, 0 for any other keyword or value (the Python function runs). */
+static int reduce_keywords(PyObject *const *values, PyObject *kwnames, PyObject **axis,
+                           int *keepdims) {
+    for (Py_ssize_t k = 0; kwnames != NULL && k < PyTuple_GET_SIZE(kwnames); k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k), *v = values[k];
+        if (PyUnicode_CompareWithASCIIString(name, "axis") == 0 &&
+            (v == Py_None || PyLong_CheckExact(v)))
+            *axis = v;
+        else if (PyUnicode_CompareWithASCIIString(name, "keepdims") == 0 && PyBool_Check(v))
+            *keepdims = v == Py_True;
+        else
+            return 0;
+    }
+    return 1;
+}
+
+/* The Python path's `_reduce` of `a` over `axis` (None: every axis; else one int, which must
+ * name an axis), `keepdims` as given and `dtype=work` when not None, over a non-empty extent,
+ * passed by position (NumPy parses keywords at a cost larger than a 4-element reduction). A
+ * ufunc's reduce to a 0-d result writes into a fresh 0-d array (else it makes a scalar). */
+static PyObject *reduce_all(const Ruled *r, PyObject *a, PyObject *work, PyObject *axis,
+                            int keepdims) {
+    static PyObject *every_axis[NPY_MAXDIMS + 1], *one_axis[NPY_MAXDIMS];
+    PyArrayObject *arr = (PyArrayObject *)a;
+    int ndim = PyArray_NDIM(arr), whole = 1;
+    npy_intp count = PyArray_SIZE(arr);
+    PyObject *over;
+    if (axis == Py_None) {
+        over = axis_tuple(&every_axis[ndim], 0, ndim);
+    } else {
+        long k = PyLong_AsLong(axis); /* an int beyond long: an error, and Python's AxisError */
+        if (k < 0) k += ndim;
+        if (PyErr_Occurred() || k < 0 || k >= ndim) return NULL;
+        over = axis_tuple(&one_axis[k], (int)k, 1);
+        count = PyArray_DIM(arr, (int)k);
+        whole = ndim == 1;
+    }
+    if (over == NULL || count == 0) return NULL;
+    PyObject *into = Py_None, *keep = keepdims ? Py_True : Py_False;
+    if (r->kind == REDUCE && whole && !keepdims) {
+        into = zero_d(work != Py_None ? (PyArray_Descr *)work : PyArray_DESCR(arr));
+        if (into == NULL) return NULL;
+    }
+    PyObject *argv[5] = {a, over, work, into, keep};
+    PyObject *result = PyObject_Vectorcall(r->host.ufunc, argv, 5, NULL);
+    if (into != Py_None) Py_DECREF(into);
+    return result;
+}
+
+/* `call(a, b)`, into a fresh 0-d array when both are 1-D (the product NumPy would return as a
+ * scalar), passed by position. */
+static PyObject *product(const Ruled *r, PyObject *a, PyObject *b) {
+    PyObject *into = NULL, *argv[3] = {a, b, NULL};
+    if (PyArray_NDIM((PyArrayObject *)a) == 1 && PyArray_NDIM((PyArrayObject *)b) == 1) {
+        into = argv[2] = zero_d(PyArray_DESCR((PyArrayObject *)a));
+        if (into == NULL) return NULL;
+    }
+    PyObject *result = PyObject_Vectorcall(r->host.ufunc, argv, into != NULL ? 3 : 2, NULL);
+    Py_XDECREF(into);
+    return result;
+}
+
+/* The NumPy call of a ruled host call on the operand(s) `x` (and `y`; a reduction's `axis` and
+ * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make
+ * it before adopting (a scalar as a 0-d array, cast to `out`'s NumPy dtype when that
+ * differs), or NULL (an error set or not). */
+static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObject *rule,
+                               PyObject *out, PyObject *axis, int keepdims) {
+    PyObject *pre = PyTuple_GET_ITEM(rule, 0), *work = PyTuple_GET_ITEM(rule, 1);
+    PyObject *a = operand_array(x, pre), *b = NULL, *result = NULL;
+    if (a == NULL) return NULL;
+    if (r->kind == CAST) result = cast_array(a, SLOT(y, off_dtype_np));
+    else if (r->kind != MATMUL) result = reduce_all(r, a, work, axis, keepdims);
+    else if ((b = operand_array(y, pre)) != NULL) result = product(r, a, b);
+    Py_DECREF(a);
+    Py_XDECREF(b);
+    if (result != NULL && PyArray_IsScalar(result, Generic))
+        Py_SETREF(result, PyArray_FromScalar(result, NULL));
+    if (result != NULL && !PyArray_CheckExact(result)) Py_CLEAR(result); /* never: NumPy's */
+    if (result == NULL || out == Py_None) return result;
+    PyObject *descr = SLOT(out, off_dtype_np);
+    if ((PyObject *)PyArray_DESCR((PyArrayObject *)result) != descr)
+        Py_SETREF(result, cast_array(result, descr));
+    return result;
+}
+
+/* Elements of a small operand a cast looks through for a signaling NaN (beyond, the error state
+ * is set: a scan of a large operand would cost more than setting it). */
+#define QUIET_SCAN 64
+
+/* Whether `a.astype(to)` raises no floating-point exception NumPy reports, so its error state
+ * need not be set: IEEE 754 makes an integer or bool converted to binary32 / binary64 at most
+ * inexact (which NumPy ignores) and a binary float converted to one at least as wide exact,
+ * signalling only for a signaling NaN, looked for here in a small dense operand. */
+static int quiet_cast(PyArrayObject *a, PyArray_Descr *to) {
+    PyArray_Descr *from = PyArray_DESCR(a);
+    npy_intp size = PyDataType_ELSIZE(from), wide = PyDataType_ELSIZE(to);
+    if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;
+    if (from->kind == 'b' || from->kind == 'i' || from->kind == 'u') return 1;
+    npy_intp n = PyArray_SIZE(a);
+    if (from->kind != 'f' || size > wide || n > QUIET_SCAN ||
+        !PyArray_IS_C_CONTIGUOUS(a))
+        return 0;
+    const char *p = PyArray_BYTES(a);
+    for (npy_intp k = 0; k < n; k++) {
+        int signaling;
+        if (size == 2) {
+            uint16_t b;
+            memcpy(&b, p + 2 * k, 2);
+            signaling = (b & 0x7c00u) == 0x7c00u && (b & 0x03ffu) != 0 && !(b & 0x0200u);
+        } else if (size == 4) {
+            uint32_t b;
+            memcpy(&b, p + 4 * k, 4);
+            signaling = (b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0 &&
+                        !(b & 0x00400000u);
+        } else if (size == 8) {
+            uint64_t b;
+            memcpy(&b, p + 8 * k, 8);
+            signaling = (b & 0x7ff0000000000000u) == 0x7ff0000000000000u &&
+                        (b & 0x000fffffffffffffu) != 0 && !(b & 0x0008000000000000u);
+        } else {
+            return 0;
+        }
+        if (signaling) return 0;
+    }
+    return 1;
+}
+
+/* The ruled call's result, or NULL (an error set or not) when the Python function runs. */
+static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    PyObject *axis = Py_None;
+    int keepdims = 0, reduces = r->kind == REDUCE || r->kind == STATISTIC;
+    if (nargs != r->host.arity || tensor == NULL || errstate_var == NULL ||
+        Py_TYPE(args[0]) != tensor)
+        return NULL;
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0 &&
+        (!reduces || !reduce_keywords(args + nargs, kwnames, &axis, &keepdims)))
+        return NULL;
+    PyObject *x = args[0], *y = nargs > 1 ? args[1] : NULL, *dtype = SLOT(x, off_dtype);
+    if (r->kind == CAST && Py_TYPE(y) != dtype_type) return NULL;
+    if (r->kind == MATMUL && (Py_TYPE(y) != tensor || SLOT(y, off_dtype) != dtype)) return NULL;
+    int watched = busy(trace_var);
+    if (watched == 0) watched = busy(observers_var);
+    PyObject *rule = NULL;
+    for (Py_ssize_t k = 0; watched == 0 && rule == NULL && k < PyList_GET_SIZE(r->rules); k++) {
+        PyObject *item = PyList_GET_ITEM(r->rules, k);
+        if (PyTuple_GET_ITEM(item, 0) == dtype) rule = PyTuple_GET_ITEM(item, 1);
+    }
+    if (rule == NULL) return NULL;
+    PyObject *out = r->kind == CAST ? y : PyTuple_GET_ITEM(rule, 2), *own = SLOT(x, off_np);
+    int quiet = r->kind == CAST && own != NULL && PyArray_CheckExact(own) &&
+                quiet_cast((PyArrayObject *)own, (PyArray_Descr *)SLOT(y, off_dtype_np));
+    PyObject *token = quiet ? NULL : PyContextVar_Set(errstate_var, errstate_ignore);
+    if (!quiet && token == NULL) return NULL;
+    PyObject *result = ruled_compute(r, x, y, rule, out, axis, keepdims), *made = NULL;
+    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);
+    Py_XDECREF(token);
+    if (result != NULL && reset == 0)
+        made = host_result(&r->host, result, out != Py_None ? out : dtype);
+    Py_XDECREF(result);
+    return made;
+}
+
+static PyObject *ruled_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames) {
+    PyObject *made = ruled_fast((Ruled *)self, args, PyVectorcall_NARGS(nargsf), kwnames);
+    if (made != NULL) return made;
+    PyErr_Clear(); /* the Python function meets the same error and raises it */
+    return PyObject_Vectorcall(((Ruled *)self)->host.fn, args, nargsf, kwnames);
+}
+
+static void ruled_dealloc(PyObject *self) {
+    Py_XDECREF(((Ruled *)self)->rules);
+    host_dealloc(self);
+}
+
+static PyTypeObject RuledType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Ruled",
+    .tp_basicsize = sizeof(Ruled),
+    .tp_dealloc = ruled_dealloc,
+    .tp_repr = operator_repr,
+    .tp_vectorcall_offset = offsetof(Ruled, host.vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A host reduction, cast or matmul as one compiled call (see ruled()).",
+    .tp_methods = operator_methods,
+    .tp_getset = operator_getset,
+    .tp_dictoffset = offsetof(Ruled, host.dict),
+};
+
+/* The namespace module (`hooks.namespace`, set once when `fueltensor` is imported), looked up
+ * on a method's first call and kept: a new reference, or NULL with the lookup's error. */
+static PyObject *method_namespace(PyObject *hooks) {
+    static PyObject *kept;
+    if (kept == NULL) kept = PyObject_GetAttr(hooks, namespace_name);
+    return Py_XNewRef(kept);
+}
+
+/* A METHOD operator `x.sum()`, `x.astype(dtype)`, `x.max(axis=0)`: the fast path of the ruled
+ * namespace function of its name (`hooks.namespace.<op>`), which takes the call only with the
+ * meaning the Python method gives it (its positional arguments, a reduction's `axis=` and
+ * `keepdims=`); else, or when it declines, the Python method `fallback`. */
+static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
+    Operator *o = (Operator *)self;
+    PyObject *ns = method_namespace(o->hooks);
+    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
+    Py_XDECREF(ns);
+    if (fn != NULL && Py_TYPE(fn) == &RuledType)
+        made = ruled_fast((Ruled *)fn, args, PyVectorcall_NARGS(nargsf), kwnames);
+    Py_XDECREF(fn);
+    if (made != NULL) return made;
+    PyErr_Clear(); /* the Python method meets the same error and raises it */
+    return PyObject_Vectorcall(o->fallback, args, nargsf, kwnames);
+}
+
+/* ruled(fn, kind, call, fresh, rules): `fn` (a host function of a kind above
+ * calling `call`, with `rules` mapping each operand DType it serves to (pre, work, out)) as one
+ * compiled callable. */
+static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    long kind = nargs == 5 ? PyLong_AsLong(args[1]) : -1;
+    int ok = nargs == 5 && kind >= REDUCE && kind <= MATMUL && PyCallable_Check(args[0]) &&
+             PyCallable_Check(args[2]) && PyCallable_Check(args[3]) && PyDict_Check(args[4]);
+    Py_ssize_t pos = 0;
+    PyObject *key, *rule;
+    while (ok && PyDict_Next(args[4], &pos, &key, &rule)) {
+        ok = dtype_type != NULL && Py_TYPE(key) == dtype_type && PyTuple_Check(rule) &&
+             PyTuple_GET_SIZE(rule) == 3;
+        for (int k = 0; ok && k < 2; k++) {
+            PyObject *v = PyTuple_GET_ITEM(rule, k);
+            ok = v == Py_None || PyArray_DescrCheck(v);
+        }
+        PyObject *out = ok ? PyTuple_GET_ITEM(rule, 2) : NULL;
+        ok = ok && (out == Py_None || Py_TYPE(out) == dtype_type);
+    }
+    if (!ok) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError,
+                        "ruled(fn, kind, call, fresh, rules) takes a kind of REDUCE, STATISTIC, "
+                        "CAST or MATMUL and a dict DType -> (NumPy dtype | None, NumPy dtype | "
+                        "None, DType | None)");
+        return NULL;
+    }
+    PyObject *items = PyDict_Items(args[4]);
+    Ruled *r = items == NULL ? NULL : PyObject_New(Ruled, &RuledType);
+    if (r == NULL) {
+        Py_XDECREF(items);
+        return NULL;
+    }
+    Host *h = &r->host;
+    h->fn = Py_NewRef(args[0]);
+    h->ufunc = Py_NewRef(args[2]);
+    h->fresh = Py_NewRef(args[3]);
+    h->descr = h->dtype = h->layout = h->first = h->dict = NULL;
+    h->arity = kind == REDUCE || kind == STATISTIC ? 1 : 2;
+    h->like = 0;
+    h->vectorcall = ruled_call;
+    r->rules = items;
+    r->kind = (int)kind;
+    return (PyObject *)r;
+}
+
 /* The byte offset of slot `name` of `type` (or of the first class in its MRO defining it),
  * read from its member descriptor. */
 static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
@@ -2326,6 +2670,9 @@ static PyMethodDef methods[] = {
      "None when it can."},
     {"host", (PyCFunction)(void (*)(void))make_host, METH_FASTCALL,
      "host(fn, ufunc, fresh, arity) -> callable: the host function fn as one compiled call."},
+    {"ruled", (PyCFunction)(void (*)(void))make_ruled, METH_FASTCALL,
+     "ruled(fn, kind, call, fresh, rules) -> callable: the host reduction, cast or matmul fn "
+     "as one compiled call."},
     {"form_key", (PyCFunction)(void (*)(void))form_key, METH_FASTCALL,
      "form_key(op, x, k) -> the plan-cache key of op(x, k)'s integer-scalar form."},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL,
@@ -2390,7 +2737,7 @@ PyMODINIT_FUNC PyInit__fast(void) {
     stride_kwnames = Py_BuildValue("(s)", "fixed_strides");
     if (resolve_name == NULL || loop_name == NULL || stride_kwnames == NULL) return NULL;
     if (PyType_Ready(&EntryType) < 0 || PyType_Ready(&OperatorType) < 0 ||
-        PyType_Ready(&HostType) < 0 ||
+        PyType_Ready(&HostType) < 0 || PyType_Ready(&RuledType) < 0 ||
         PyType_Ready(&BlockType) < 0)
         return NULL;
     if (plans_name == NULL || default_name == NULL || array_name == NULL ||
@@ -2405,7 +2752,12 @@ PyMODINIT_FUNC PyInit__fast(void) {
         PyModule_AddIntConstant(module, "FORWARD", FORWARD) < 0 ||
         PyModule_AddIntConstant(module, "REFLECTED", REFLECTED) < 0 ||
         PyModule_AddIntConstant(module, "INPLACE", INPLACE) < 0 ||
-        PyModule_AddIntConstant(module, "HOST", HOST) < 0) {
+        PyModule_AddIntConstant(module, "HOST", HOST) < 0 ||
+        PyModule_AddIntConstant(module, "METHOD", METHOD) < 0 ||
+        PyModule_AddIntConstant(module, "REDUCE", REDUCE) < 0 ||
+        PyModule_AddIntConstant(module, "STATISTIC", STATISTIC) < 0 ||
+        PyModule_AddIntConstant(module, "CAST", CAST) < 0 ||
+        PyModule_AddIntConstant(module, "MATMUL", MATMUL) < 0) {
         Py_DECREF(module);
         return NULL;
     }

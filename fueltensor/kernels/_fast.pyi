@@ -21,6 +21,20 @@ INPLACE: int
 HOST: int
 """`operator`'s form: `x op y` of a host function (`hooks.namespace.<op>(x, y)` for a tensor
 and a tensor or Python scalar, else `fallback(x, y)`)."""
+METHOD: int
+"""`operator`'s form: a method `x.<op>(...)` run by the compiled call of the `ruled` function
+`hooks.namespace.<op>` when it takes its arguments (with the method's meaning), else
+`fallback`."""
+REDUCE: int
+"""`ruled`'s kind: `fn(x[, axis=, keepdims=])` is `call(a, axis=<axes>, keepdims=...[,
+dtype=work])` of a ufunc's reduce."""
+STATISTIC: int
+"""`ruled`'s kind: `fn(x[, axis=, keepdims=])` is `call(a, axis=<axes>, keepdims=...)` of a
+NumPy function (np.mean)."""
+CAST: int
+"""`ruled`'s kind: `fn(x, dtype)` is `a.astype(dtype.np)`."""
+MATMUL: int
+"""`ruled`'s kind: `fn(x1, x2)` is `call(a1, a2)` of two tensors of one DType."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
@@ -42,9 +56,10 @@ def scalar(value: Any, like: Any, /) -> Any:
 
 def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:
     """A callable (a, b) that runs `binary(op, a, b)`'s fast path, else `fallback(op, a, b)`
-    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, the only
-    form given `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float
-    / int / bool, else `fallback(a, b)`); it binds as a method and takes attributes."""
+    (form REFLECTED: operands swapped; INPLACE: `inplace(op, a, b)`'s fast path; HOST, given
+    `hooks`: `hooks.namespace.<op>(a, b)` for a tensor and a tensor or Python float / int /
+    bool, else `fallback(a, b)`; METHOD, given `hooks`: see METHOD); it binds as a method and
+    takes attributes."""
 
 def entry(
     kop: int,
@@ -138,6 +153,22 @@ def host(
     other call, and any error, runs `fn`. Dense operands of one shape (0-d ones beside them)
     run the inner loop NumPy's ufunc call would run (its trivial loop, resolved once per
     signature; the result's `trivial_loops` lists the signatures kept). Takes attributes."""
+
+def ruled(
+    fn: Callable[..., Any],
+    kind: int,
+    call: Any,
+    fresh: Callable[[Any], Any],
+    rules: dict[Any, tuple[Any, Any, Any]],
+    /,
+) -> Any:
+    """`fn`, a host function of `kind` (REDUCE, STATISTIC, CAST or MATMUL) calling `call`, as
+    one compiled call: for an operand DType in `rules` (DType -> (NumPy dtype to cast the
+    operands to first or None, `dtype=` to pass or None, result DType or None: NumPy's), no
+    keyword but a reduction's `axis=` (None or one int) and `keepdims=`, an array made,
+    nothing tracing or observing, the call runs in C (silenced as `host` silences), its result
+    cast to the result DType and adopted as `fresh` adopts it; every other call, and any error,
+    runs `fn`. Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
