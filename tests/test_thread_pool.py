@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +36,7 @@ pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="no /proc/self/task here"),
 ]
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
-SECONDS = 120
+SECONDS = 60
 """The bound on every wait below (a hang fails the test; no test is timed)."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
@@ -163,8 +164,9 @@ def test_concurrent_callers_each_get_one_threads_bits() -> None:
     callers = [threading.Thread(target=caller, args=(k,), daemon=True) for k in range(len(pairs))]
     for t in callers:
         t.start()
+    deadline = time.monotonic() + SECONDS
     for t in callers:
-        t.join(SECONDS)
+        t.join(max(0.0, deadline - time.monotonic()))
     assert not any(t.is_alive() for t in callers), "a caller did not finish: deadlock?"
     assert failures == []
 
@@ -194,4 +196,5 @@ def test_workers_run_under_the_callers_flush_to_zero_and_denormals_are_zero() ->
         LIBM.fesetenv(saved)
         _native.set_threads(ft.get_num_threads())
     assert set(plain.tolist()) == {float(np.float32(1e-39))}
-    assert outs[1].tobytes() == outs[2].tobytes() == zero.tobytes()
+    for count, out in outs.items():  # counts, not the arrays: pytest would diff megabytes
+        assert np.count_nonzero(out.view(np.uint32)) == 0, f"{count} thread(s) kept subnormals"

@@ -539,6 +539,13 @@ static int threads_for(Py_ssize_t n) {
 #endif
 }
 
+/* The thread setting under a name of fueltensor's own, exported: threadpoolctl's controller for
+ * fueltensor (fueltensor/engine/threadpool.py) reads it, and tells this library from other
+ * `_native` modules by it. */
+__attribute__((visibility("default"))) int fueltensor_thread_setting(void) {
+    return __atomic_load_n(&thread_setting, __ATOMIC_RELAXED);
+}
+
 #if defined(HAVE_PTHREAD)
 typedef struct {
     BodyWith fn;
