@@ -485,9 +485,10 @@ static int isa = 0;
  * the parent's workers (`pthread_atfork`) and starts its own when it first splits. Workers are
  * detached and never joined: process exit ends them wherever they are parked. */
 
-/* Elements from which a body splits (benchmarks/run.py's "threads" rows measured it: below, a
- * worker's wake-up and the wait for it cost more than the second core saves). */
-#define PARALLEL_FROM (1 << 20)
+/* Elements from which a body splits (benchmarks/run.py's "threads" rows measured it on the 2-core
+ * box: from here half the body saves more than a parked worker's wake-up, ~15 µs, costs; below,
+ * splitting pays only while the worker is still polling, and on a loaded machine never). */
+#define PARALLEL_FROM (1 << 19)
 /* Chunk boundaries: whole half-float and pow tiles, 64-byte aligned for every element size. */
 #define CHUNK_ALIGN 512
 #define MAX_THREADS 64
