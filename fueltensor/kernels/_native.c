@@ -603,6 +603,7 @@ static int spin(const unsigned *word, unsigned value, int equal) {
             uint64_t now = now_ns();
             if (until == 0) until = now + POOL_SPIN_NS;
             else if (now >= until) return 0;
+            else sched_yield(); /* the thread it waits for may be queued on this core */
         }
         cpu_relax();
     }
