@@ -652,7 +652,8 @@ static void pool_forget(void) {
  * refuses a thread). The first start registers `pool_forget` for forked children. */
 static int pool_grow(int want) {
     static int registered = 0;
-    if (!registered && pool.workers < want) registered = pthread_atfork(NULL, NULL, pool_forget) == 0;
+    if (!registered && pool.workers < want)
+        registered = pthread_atfork(NULL, NULL, pool_forget) == 0;
     if (!registered) return 0; /* a child could not forget workers it never had: none */
     pthread_attr_t attr;
     if (pool.workers < want && pthread_attr_init(&attr) == 0) {
@@ -705,7 +706,7 @@ static void split_body(BodyWith fn, int op, int dtype, const char *a, const char
     pthread_mutex_lock(&pool.lock); /* a worker sleeping past its check wakes here */
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
-    for (int t = helpers + 1; t < count; t++) /* no worker for these: here, in this thread's flags */
+    for (int t = helpers + 1; t < count; t++) /* no worker for these: here, in this thread */
         fn(op, dtype, parts[t].a, parts[t].b, parts[t].c, parts[t].n, s);
     fn(op, dtype, parts[0].a, parts[0].b, parts[0].c, parts[0].n, s);
     pool_wait();
