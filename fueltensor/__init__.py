@@ -431,6 +431,10 @@ def _install_hooks() -> None:
     HOOKS.array_function = numpy_protocols.array_function
     display.register()
     dispatch.LOADERS["dask"] = _register_dask
+    if "threadpoolctl" in sys.modules:  # never imported for this: `import fueltensor` stays fast
+        from fueltensor.engine import threadpool
+
+        threadpool.register()
 
 
 def _register_dask() -> None:

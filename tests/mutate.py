@@ -88,6 +88,8 @@ STORAGE = "fueltensor/core/storage.py"
 CLUSTER = "fueltensor/tools/cluster.py"
 FP_STATUS_TESTS = ("tests/test_fp_status.py",)
 THREAD_TESTS = ("tests/test_threads.py",)
+POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
+"""The pool's own tests first: a hang there is bounded (60 s), in test_threads it is not."""
 THREADS_PY = "fueltensor/engine/threads.py"
 REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
@@ -124,6 +126,63 @@ MUTATIONS: tuple[Mutation, ...] = (
         "(void)parts[t].flags;",
         THREAD_TESTS,
         "a flag raised only in a worker's chunk never reaches the caller's view of the run",
+    ),
+    M(
+        "threads-worker-ignores-callers-fenv",
+        NATIVE_C,
+        "    fesetenv(k->env);\n",
+        "",
+        POOL_TESTS,
+        "a worker's chunk rounds and flushes subnormals by its own environment, not the caller's",
+    ),
+    M(
+        "threads-chunk-short-by-one",
+        NATIVE_C,
+        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
+        "Py_ssize_t len = n - at < per ? n - at : per - 1, skip = at * size;",
+        THREAD_TESTS,
+        "a chunk boundary off by one: the last element before every boundary is never written",
+    ),
+    M(
+        "threads-pool-kept-at-fork",
+        NATIVE_C,
+        "registered = pthread_atfork(NULL, NULL, pool_forget) == 0;",
+        "registered = 1;",
+        POOL_TESTS,
+        "a forked child posts chunks to its parent's workers, which do not exist in it, and hangs",
+    ),
+    M(
+        "threads-pool-started-by-any-body",
+        NATIVE_C,
+        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    if (threads > 1) {",
+        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    pool_grow(1);\n"
+        "    if (threads > 1) {",
+        POOL_TESTS,
+        "a process that never splits a body still pays for a worker",
+    ),
+    M(
+        "threads-busy-pool-shared",
+        NATIVE_C,
+        "if (pthread_mutex_trylock(&pool.owner) != 0) {",
+        "if (pthread_mutex_trylock(&pool.owner) != 0 && 0) {",
+        POOL_TESTS,
+        "a second caller posts chunks to the workers another caller is using",
+    ),
+    M(
+        "threads-sleeping-worker-not-woken",
+        NATIVE_C,
+        "    pthread_cond_broadcast(&pool.wake);\n",
+        "",
+        POOL_TESTS,
+        "a worker parked between calls never wakes for the next chunk: the call hangs",
+    ),
+    M(
+        "threads-threadpoolctl-never-registered",
+        "fueltensor/__init__.py",
+        'if "threadpoolctl" in sys.modules:',
+        "if False:",
+        THREAD_TESTS,
+        "threadpoolctl imported before fueltensor does not see fueltensor's thread setting",
     ),
     M(
         "threads-threshold-ignored",

@@ -265,3 +265,57 @@ def test_set_parallel_from_refuses_less_than_a_chunk() -> None:
     with pytest.raises(ValueError, match="at least 512 elements, got 511"):
         _native.set_parallel_from(511)
     assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+
+
+THREADPOOLCTL_FIRST = """
+import threadpoolctl, fueltensor as ft
+from fueltensor.kernels._chassis import NATIVE
+def ours():
+    found = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "fueltensor"]
+    assert [i["filepath"] for i in found] == [NATIVE.__file__], found
+    return found[0]["num_threads"]
+ft.set_num_threads(2)
+seen = [ours()]
+with threadpoolctl.threadpool_limits(limits=1):
+    seen += [ours(), ft.get_num_threads(), NATIVE.threads({big})]
+with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+    seen.append(ft.get_num_threads())
+with threadpoolctl.threadpool_limits(limits=1000):
+    seen.append(ft.get_num_threads())
+print(*seen, ft.get_num_threads(), NATIVE.threads({big}))
+"""
+
+
+def python_lines(code: str) -> list[str]:
+    """The words a fresh interpreter running `code` prints (it must exit 0)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@TWO_CORES
+def test_threadpoolctl_lists_and_limits_the_setting_when_imported_first() -> None:
+    """Imported before fueltensor, threadpoolctl lists the compiled kernels' library with the
+    setting, and `threadpool_limits` sets it (a BLAS-only limit leaves it; a limit past
+    MAX_THREADS is MAX_THREADS) and puts it back."""
+    pytest.importorskip("threadpoolctl", minversion="3.3")
+    got = python_lines(THREADPOOLCTL_FIRST.format(big=BIG))
+    assert got == ["2", "1", "1", "1", "2", str(threads.MAX_THREADS), "2", "2"]
+
+
+def test_threadpoolctl_is_never_imported_for_fueltensor_and_registers_on_request() -> None:
+    """`import fueltensor` alone does not import threadpoolctl; imported after fueltensor, it
+    lists fueltensor once `fueltensor.engine.threadpool.register()` is called (once, however
+    often)."""
+    pytest.importorskip("threadpoolctl", minversion="3.3")
+    got = python_lines(
+        "import sys, fueltensor\n"
+        "print('threadpoolctl' in sys.modules)\n"
+        "import threadpoolctl\n"
+        "def ours():\n"
+        "    return [i for i in threadpoolctl.threadpool_info() if i['user_api'] == 'fueltensor']\n"
+        "before = len(ours())\n"
+        "from fueltensor.engine import threadpool\n"
+        "print(before, threadpool.register(), threadpool.register(), len(ours()))\n"
+    )
+    assert got == ["False", "0", "True", "True", "1"]

@@ -44,7 +44,8 @@ class Step:
     shape: Shape | None = None
     why: tuple[str, ...] = ()
     threads: int = 1
-    """The threads a Kernel step runs on (a compiled body over 2^20 elements or more splits)."""
+    """The threads a Kernel step runs on (a compiled body of `_native.PARALLEL_FROM` elements
+    or more splits)."""
 
     def __str__(self) -> str:
         why = f"  [{'; '.join(self.why)}]" if self.why else ""

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -27,6 +28,7 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #define HAVE_DLADDR 1
 #define HAVE_PTHREAD 1
@@ -492,19 +494,32 @@ static int isa_count = 1;
 static int isa = 0;
 
 /* ---------------------------------------------------------------------------------------------
- * All cores at large sizes: a body over PARALLEL_FROM elements or more runs in contiguous chunks,
- * one per thread (this one included), each a whole number of CHUNK_ALIGN elements, so every
- * thread runs the tiles one thread would (every op is lane by lane: the bits are the same). A
- * thread starts with its creator's floating-point environment (POSIX), clears the status flags,
- * and hands back the flags its chunk raised; the caller merges them into its own, so it sees the
- * flags one thread would have raised. Threads are made per call: no pool lives between calls. */
+ * All cores at large sizes: a body over `parallel_from` elements or more runs in contiguous
+ * chunks, one per thread (the caller's included), each a whole number of CHUNK_ALIGN elements,
+ * so every thread runs the tiles one thread would (every op is lane by lane: the bits are the
+ * same). The other chunks run on a persistent pool of workers, started by the first call that
+ * splits (a process that never splits has no worker) and parked on a condition variable between
+ * calls after a short bounded spin. A worker runs its chunk under the caller's floating-point
+ * environment (`fegetenv` passed along: rounding mode, FTZ/DAZ, masks), with the status flags
+ * cleared, and hands back the flags its chunk raised; the caller merges them into its own, so it
+ * sees the flags one thread would have raised. One caller owns the pool at a time: another that
+ * finds it busy runs its whole body on its own thread (the same bits). A forked child forgets
+ * the parent's workers (`pthread_atfork`) and starts its own when it first splits. Workers are
+ * detached and never joined: process exit ends them wherever they are parked. */
 
-/* Elements from which a body splits (benchmarks/run.py's "threads" rows measured it: below, a
- * thread's start costs more than it saves). */
-#define PARALLEL_FROM (1 << 20)
+/* Elements from which a body splits (benchmarks/run.py's "threads" rows measured it on the 2-core
+ * box: back to back, splitting pays from 2^16; a call that must wake an idle core pays 0.1-0.25 ms
+ * there at any size, repaid only from about 2^20; 2^19 is the power of two below 10^6, where the
+ * issue's target asks for both cores). */
+#define PARALLEL_FROM (1 << 19)
 /* Chunk boundaries: whole half-float and pow tiles, 64-byte aligned for every element size. */
 #define CHUNK_ALIGN 512
 #define MAX_THREADS 64
+/* How long a worker polls for its next chunk after one, and the caller for the workers'
+ * chunks, before sleeping: back-to-back large calls skip the wake-up (benchmarks/RESULTS.md). */
+#ifndef POOL_SPIN_NS
+#define POOL_SPIN_NS 50000
+#endif
 
 /* The threads a large body may use (`set_threads`); capped by the cores it may run on. */
 static int thread_setting = 1;
@@ -548,6 +563,13 @@ static int threads_for(Py_ssize_t n) {
 #endif
 }
 
+/* The thread setting under a name of fueltensor's own, exported: threadpoolctl's controller for
+ * fueltensor (fueltensor/engine/threadpool.py) reads it, and tells this library from other
+ * `_native` modules by it. */
+__attribute__((visibility("default"))) int fueltensor_thread_setting(void) {
+    return __atomic_load_n(&thread_setting, __ATOMIC_RELAXED);
+}
+
 #if defined(HAVE_PTHREAD)
 typedef struct {
     BodyWith fn;
@@ -556,43 +578,164 @@ typedef struct {
     char *c;
     Py_ssize_t n;
     const PowShortcut *s;
-    fexcept_t flags; /* the status flags the chunk raised, and which (`raised`) */
+    const fenv_t *env; /* the caller's floating-point environment, which the chunk runs under */
+    fexcept_t flags;   /* the status flags the chunk raised, and which (`raised`) */
     int raised;
 } Chunk;
 
-static void *run_chunk(void *arg) {
-    Chunk *k = arg;
+/* A worker runs `job` each time `posted` (written by the pool's owner) passes the count it ran. */
+typedef struct {
+    Chunk *job;
+    unsigned posted;
+} Worker;
+
+/* The pool. `owner` is held by the one caller using it; `lock` guards the sleeps on `wake`
+ * (workers waiting for a chunk) and `done` (the owner waiting for `pending` to reach 0). */
+typedef struct {
+    pthread_mutex_t owner, lock;
+    pthread_cond_t wake, done;
+    int workers; /* started so far; read and written by the owner only */
+    unsigned pending; /* chunks posted and not finished yet (atomic) */
+    Worker slot[MAX_THREADS - 1];
+} Pool;
+
+#define POOL_INIT                                                                               \
+    {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
+     PTHREAD_COND_INITIALIZER, 0, 0, {{NULL, 0}}}
+static Pool pool = POOL_INIT;
+
+INLINE void cpu_relax(void) {
+#if defined(__SSE2__)
+    _mm_pause();
+#endif
+}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Poll `*word` for about POOL_SPIN_NS until it equals `value` (`equal`) or differs from it
+ * (`!equal`); 1 once it does, 0 when the time is up. */
+static int spin(const unsigned *word, unsigned value, int equal) {
+    uint64_t until = 0;
+    for (unsigned i = 0;; i++) {
+        if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) == equal) return 1;
+        if (i % 64 == 0) { /* the clock every 64 polls: a pause is 10-150 cycles by CPU */
+            uint64_t now = now_ns();
+            if (until == 0) until = now + POOL_SPIN_NS;
+            else if (now >= until) return 0;
+            else sched_yield(); /* the thread it waits for may be queued on this core */
+        }
+        cpu_relax();
+    }
+}
+
+static void run_chunk(Chunk *k) {
+    fesetenv(k->env);
     feclearexcept(FE_ALL_EXCEPT);
     k->fn(k->op, k->dtype, k->a, k->b, k->c, k->n, k->s);
     k->raised = fetestexcept(FE_ALL_EXCEPT);
     fegetexceptflag(&k->flags, FE_ALL_EXCEPT);
+}
+
+/* A worker's life: wait for a chunk (spin, then sleep), run it, count it done; never returns.
+ * Signals are blocked here: they go to the interpreter's threads. */
+static void *pool_worker(void *arg) {
+    Worker *w = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (unsigned seen = 0;; seen++) { /* the owner posts a worker's next chunk after its last */
+        if (!spin(&w->posted, seen, 0)) {
+            pthread_mutex_lock(&pool.lock);
+            while (__atomic_load_n(&w->posted, __ATOMIC_ACQUIRE) == seen)
+                pthread_cond_wait(&pool.wake, &pool.lock);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        run_chunk(w->job);
+        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_ACQ_REL) == 0) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.lock);
+        }
+    }
     return NULL;
 }
 
-/* Run `fn` over n elements on `threads` threads: chunk 0 here, the others on threads of their
- * own (or here, where one cannot be started); then merge the others' flags into this thread's. */
+/* In a forked child the parent's workers do not exist (and a lock may be held by a thread that
+ * is gone): start over with no pool. */
+static void pool_forget(void) {
+    Pool fresh = POOL_INIT;
+    memcpy(&pool, &fresh, sizeof pool);
+}
+
+/* Start workers (the owner calls this) until `want` run; how many run (fewer where the system
+ * refuses a thread). The first start registers `pool_forget` for forked children. */
+static int pool_grow(int want) {
+    static int registered = 0;
+    if (!registered && pool.workers < want)
+        registered = pthread_atfork(NULL, NULL, pool_forget) == 0;
+    if (!registered) return 0; /* a child could not forget workers it never had: none */
+    pthread_attr_t attr;
+    if (pool.workers < want && pthread_attr_init(&attr) == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        while (pool.workers < want) {
+            pthread_t id;
+            if (pthread_create(&id, &attr, pool_worker, &pool.slot[pool.workers]) != 0) break;
+            pool.workers++;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    return pool.workers < want ? pool.workers : want;
+}
+
+/* Wait until every posted chunk is done (spin, then sleep on `done`). */
+static void pool_wait(void) {
+    if (spin(&pool.pending, 0, 1)) return;
+    pthread_mutex_lock(&pool.lock);
+    while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) != 0)
+        pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Run `fn` over n elements on `threads` threads: chunk 0 here, chunks 1.. on the pool's
+ * workers (here, those it has no worker for), then merge the workers' flags into this thread's.
+ * When another caller owns the pool, all of it here. */
 static void split_body(BodyWith fn, int op, int dtype, const char *a, const char *b, char *c,
                        Py_ssize_t n, const PowShortcut *s, int threads) {
+    if (pthread_mutex_trylock(&pool.owner) != 0) {
+        fn(op, dtype, a, b, c, n, s);
+        return;
+    }
     Chunk parts[MAX_THREADS];
+    fenv_t env;
+    fegetenv(&env);
     Py_ssize_t size = ITEMSIZE[dtype], per = chunk_length(n, threads);
     int count = 0;
     for (Py_ssize_t at = 0; at < n && count < threads; at += per, count++) {
         Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;
         Chunk part = {.fn = fn, .op = op, .dtype = dtype, .a = a + skip, .b = b + skip,
-                      .c = c + skip, .n = len, .s = s};
+                      .c = c + skip, .n = len, .s = s, .env = &env};
         parts[count] = part;
     }
-    pthread_t ids[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    for (int t = 1; t < count; t++)
-        started[t] = pthread_create(&ids[t], NULL, run_chunk, &parts[t]) == 0;
-    for (int t = 0; t < count; t++) /* here, in this thread's own flags */
-        if (!started[t]) fn(op, dtype, parts[t].a, parts[t].b, parts[t].c, parts[t].n, s);
-    for (int t = 1; t < count; t++) {
-        if (!started[t]) continue;
-        pthread_join(ids[t], NULL);
-        if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);
+    int helpers = pool_grow(count - 1);
+    __atomic_store_n(&pool.pending, (unsigned)helpers, __ATOMIC_RELAXED);
+    for (int t = 0; t < helpers; t++) {
+        pool.slot[t].job = &parts[t + 1];
+        __atomic_store_n(&pool.slot[t].posted, pool.slot[t].posted + 1, __ATOMIC_RELEASE);
     }
+    pthread_mutex_lock(&pool.lock); /* a worker sleeping past its check wakes here */
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+    for (int t = helpers + 1; t < count; t++) /* no worker for these: here, in this thread */
+        fn(op, dtype, parts[t].a, parts[t].b, parts[t].c, parts[t].n, s);
+    fn(op, dtype, parts[0].a, parts[0].b, parts[0].c, parts[0].n, s);
+    pool_wait();
+    for (int t = 1; t <= helpers; t++)
+        if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);
+    pthread_mutex_unlock(&pool.owner);
 }
 #endif
 

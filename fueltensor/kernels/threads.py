@@ -1,12 +1,15 @@
 """All cores at large sizes: how many threads the compiled kernels split a large body over.
 
-A compiled body over `PARALLEL_FROM` elements or more (2^20, `_native.c`, set by measurement in
+A compiled body over `PARALLEL_FROM` elements or more (`_native.c`, set by measurement in
 benchmarks/run.py's "threads" rows) runs in contiguous chunks on up to `setting()` threads, never
 more than the cores the process may run on when it runs (`os.sched_getaffinity`): a larger
-setting is accepted and capped there, so one script serves machines of any size. Every op is
-lane by lane, so the bits are one thread's; the status flags the caller sees are one thread's
-too. The setting starts at $FUELTENSOR_NUM_THREADS, else the process's cores. The pure-NumPy
-implementation (FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one thread.
+setting is accepted and capped there, so one script serves machines of any size. The chunks
+beyond the caller's own run on a pool of workers that the first split call starts and later
+calls reuse (none below the threshold). Every op is lane by lane, so the bits are one thread's;
+each chunk runs under the caller's floating-point environment and the status flags the caller
+sees are one thread's too. The setting starts at $FUELTENSOR_NUM_THREADS, else the process's
+cores. The pure-NumPy implementation (FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one
+thread.
 """
 
 from __future__ import annotations
