@@ -1640,8 +1640,8 @@ static PyObject *loop_strides(int arity, PyObject *const *descr, int scalar, PyO
 }
 
 /* The call info NumPy resolves for the Host's ufunc on input descriptors `descr` with 0-d
- * inputs `scalar`, filled by `_get_strided_loop` for the trivial loop's strides: a new
- * reference, or NULL (an error set or not) when NumPy's input descriptors are not exactly the
+ * inputs `scalar`, filled by `_get_strided_loop` for the trivial loop's strides (a gufunc's,
+ * matmul's, for any strides, none fixed: its loop reads them per call): a new reference, or NULL (an error set or not) when NumPy's input descriptors are not exactly the
  * operands' (it would cast) or the loop needs the Python API (then the ufunc call runs). */
 static PyObject *resolve_loop(Host *h, PyObject *const *descr, int scalar) {
     PyObject *dtypes = PyTuple_New(h->arity + 1), *resolved = NULL, *strides = NULL;
@@ -1661,12 +1661,13 @@ static PyObject *resolve_loop(Host *h, PyObject *const *descr, int scalar) {
     if (info == NULL || !PyArray_DescrCheck(out) ||
         (PyObject *)info->context->descriptors[h->arity] != out)
         goto fail;
-    strides = loop_strides(h->arity, descr, scalar, out);
+    int core = ((PyUFuncObject *)h->ufunc)->core_enabled; /* a gufunc: strides not fixed */
+    strides = core ? Py_NewRef(Py_None) : loop_strides(h->arity, descr, scalar, out);
     PyObject *call[3] = {h->ufunc, capsule, strides};
     PyObject *filled = strides == NULL ? NULL
                                        : PyObject_VectorcallMethod(
                                              loop_name, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                             stride_kwnames);
+                                             core ? NULL : stride_kwnames);
     Py_XDECREF(strides);
     if (filled == NULL || info->strided_loop == NULL || info->requires_pyapi) {
         Py_XDECREF(filled);
@@ -2211,11 +2212,12 @@ static PyObject *zero_d(PyArray_Descr *descr) {
     return PyArray_NewFromDescr(&PyArray_Type, descr, 0, NULL, NULL, NULL, 0, NULL);
 }
 
-/* Tensor t's NumPy array (`t._array`, made by its first use on a view) cast to `pre` unless
- * that is None: a new reference to an exact ndarray, or NULL (an error set or not). */
+/* Tensor t's NumPy array (`t._array`, made by its first use on a view: until then the slot
+ * holds None) cast to `pre` unless that is None: a new reference to an exact ndarray, or NULL
+ * (an error set or not). */
 static PyObject *operand_array(PyObject *t, PyObject *pre) {
     PyObject *a = SLOT(t, off_np);
-    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
+    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
     if (a == NULL || !PyArray_CheckExact(a)) {
         Py_XDECREF(a);
         return NULL;
@@ -2301,6 +2303,66 @@ static PyObject *product(const Ruled *r, PyObject *a, PyObject *b) {
     return result;
 }
 
+/* The core signature of NumPy's matmul gufunc, whose loop `matmul_direct` calls. */
+#define MATMUL_SIGNATURE "(n?,k),(k,m?)->(n?,m?)"
+
+/* Core dimension `k` of `a` as NumPy's gufunc call passes its stride: 0 for an extent of 1. */
+static npy_intp core_stride(PyArrayObject *a, int k) {
+    return PyArray_DIM(a, k) == 1 ? 0 : PyArray_STRIDE(a, k);
+}
+
+/* NumPy's matmul on 1-D or 2-D aligned arrays `a` and `b` of one descriptor (any strides;
+ * no stack), as its gufunc call makes it (`PyUFunc_GeneralizedFunctionInternal`): one call of
+ * the loop NumPy resolves for the descriptors (kept per signature, `host_loop`) with the outer
+ * count 1, the core sizes (n, k, m; a 1-D operand's missing one 1) and each operand's core
+ * strides (a missing core dimension's, and one of extent 1, 0), into a fresh row-major output,
+ * the FP status cleared before it as NumPy clears it and nothing checked after, as under the
+ * all-ignore error state. 1 with the result in `*result`, 0 when not taken (shapes that do not
+ * chain or are empty, a signature NumPy casts or whose result dtype is not `want`: the ufunc
+ * call runs, and raises what it raises), -1 on error. */
+static int matmul_direct(Ruled *r, PyArrayObject *a, PyArrayObject *b, PyObject *want,
+                         PyObject **result) {
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (!r->host.direct || na < 1 || na > 2 || nb < 1 || nb > 2 || !PyArray_ISALIGNED(a) ||
+        !PyArray_ISALIGNED(b) || PyArray_DESCR(a) != PyArray_DESCR(b))
+        return 0;
+    npy_intp dims[4] = {1, na == 2 ? PyArray_DIM(a, 0) : 1, PyArray_DIM(a, na - 1),
+                        nb == 2 ? PyArray_DIM(b, 1) : 1};
+    if (PyArray_DIM(b, 0) != dims[2] || dims[1] == 0 || dims[2] == 0 || dims[3] == 0) return 0;
+    PyObject *descr[2] = {(PyObject *)PyArray_DESCR(a), (PyObject *)PyArray_DESCR(b)};
+    CallInfo *info;
+    PyObject *capsule = host_loop(&r->host, descr, 0, &info); /* held: a thread may replace it */
+    if (capsule == NULL) return 0;
+    PyArray_Descr *out_descr = (PyArray_Descr *)info->context->descriptors[2];
+    if (want != Py_None && (PyObject *)out_descr != want) {
+        Py_DECREF(capsule);
+        return 0;
+    }
+    npy_intp shape[2];
+    int nd = 0;
+    if (na == 2) shape[nd++] = dims[1];
+    if (nb == 2) shape[nd++] = dims[3];
+    Py_INCREF(out_descr);
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, out_descr, nd, shape, NULL, NULL, 0, NULL);
+    if (out != NULL) {
+        PyArrayObject *o = (PyArrayObject *)out;
+        npy_intp steps[9] = {0, 0, 0, /* the outer strides: one outer iteration */
+                             na == 2 ? core_stride(a, 0) : 0, core_stride(a, na - 1),
+                             core_stride(b, 0), nb == 2 ? core_stride(b, 1) : 0,
+                             na == 2 ? core_stride(o, 0) : 0, nb == 2 ? core_stride(o, nd - 1) : 0};
+        char *data[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(o)};
+        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
+        NPY_BEGIN_THREADS_DEF;
+        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));
+        int res = info->strided_loop(info->context, data, dims, steps, info->auxdata);
+        NPY_END_THREADS;
+        if (res < 0 || PyErr_Occurred()) Py_CLEAR(out);
+    }
+    Py_DECREF(capsule);
+    *result = out;
+    return out == NULL ? -1 : 1;
+}
+
 /* The NumPy call of a ruled host call on the operand(s) `x` (and `y`; a reduction's `axis` and
  * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make
  * it before adopting (a scalar as a 0-d array, cast to `out`'s NumPy dtype when that
@@ -2367,6 +2429,21 @@ static int quiet_cast(PyArrayObject *a, PyArray_Descr *to) {
     return 1;
 }
 
+/* `matmul_direct` on tensors `x` and `y` when their rule computes on their own arrays (no
+ * cast first); its result's dtype must be `out`'s (none made after). */
+static int ruled_matmul(Ruled *r, PyObject *x, PyObject *y, PyObject *rule, PyObject *out,
+                        PyObject **result) {
+    if (PyTuple_GET_ITEM(rule, 0) != Py_None) return 0;
+    PyObject *a = operand_array(x, Py_None), *b = a == NULL ? NULL : operand_array(y, Py_None);
+    int taken = b == NULL ? (PyErr_Occurred() ? -1 : 0)
+                          : matmul_direct(r, (PyArrayObject *)a, (PyArrayObject *)b,
+                                          out == Py_None ? Py_None : SLOT(out, off_dtype_np),
+                                          result);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return taken;
+}
+
 /* The ruled call's result, or NULL (an error set or not) when the Python function runs. */
 static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames) {
@@ -2390,15 +2467,19 @@ static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
     }
     if (rule == NULL) return NULL;
     PyObject *out = r->kind == CAST ? y : PyTuple_GET_ITEM(rule, 2), *own = SLOT(x, off_np);
-    int quiet = r->kind == CAST && own != NULL && PyArray_CheckExact(own) &&
-                quiet_cast((PyArrayObject *)own, (PyArray_Descr *)SLOT(y, off_dtype_np));
-    PyObject *token = quiet ? NULL : PyContextVar_Set(errstate_var, errstate_ignore);
-    if (!quiet && token == NULL) return NULL;
-    PyObject *result = ruled_compute(r, x, y, rule, out, axis, keepdims), *made = NULL;
-    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);
-    Py_XDECREF(token);
-    if (result != NULL && reset == 0)
-        made = host_result(&r->host, result, out != Py_None ? out : dtype);
+    PyObject *result = NULL, *made = NULL;
+    int direct = r->kind == MATMUL ? ruled_matmul(r, x, y, rule, out, &result) : 0;
+    if (direct < 0) return NULL;
+    if (direct == 0) {
+        int quiet = r->kind == CAST && own != NULL && PyArray_CheckExact(own) &&
+                    quiet_cast((PyArrayObject *)own, (PyArray_Descr *)SLOT(y, off_dtype_np));
+        PyObject *token = quiet ? NULL : PyContextVar_Set(errstate_var, errstate_ignore);
+        if (!quiet && token == NULL) return NULL;
+        result = ruled_compute(r, x, y, rule, out, axis, keepdims);
+        if ((quiet ? 0 : PyContextVar_Reset(errstate_var, token)) < 0) Py_CLEAR(result);
+        Py_XDECREF(token);
+    }
+    if (result != NULL) made = host_result(&r->host, result, out != Py_None ? out : dtype);
     Py_XDECREF(result);
     return made;
 }
@@ -2416,6 +2497,14 @@ static void ruled_dealloc(PyObject *self) {
     host_dealloc(self);
 }
 
+static PyGetSetDef ruled_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"inner_loops", host_loops, NULL,
+     "The signatures kept (matmul): (input dtypes, which are 0-d, whether NumPy's loop runs "
+     "here).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject RuledType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Ruled",
     .tp_basicsize = sizeof(Ruled),
@@ -2428,7 +2517,7 @@ static PyTypeObject RuledType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A host reduction, cast or matmul as one compiled call (see ruled()).",
     .tp_methods = operator_methods,
-    .tp_getset = operator_getset,
+    .tp_getset = ruled_getset,
     .tp_dictoffset = offsetof(Ruled, host.dict),
 };
 
@@ -2499,6 +2588,12 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     h->descr = h->dtype = h->layout = h->first = h->dict = NULL;
     h->arity = kind == REDUCE || kind == STATISTIC ? 1 : 2;
     h->like = 0;
+    PyUFuncObject *u = (PyUFuncObject *)args[2];
+    h->direct = kind == MATMUL && PyObject_TypeCheck(args[2], &PyUFunc_Type) && u->nin == 2 &&
+                u->nout == 1 && u->core_enabled && u->core_signature != NULL &&
+                strcmp(u->core_signature, MATMUL_SIGNATURE) == 0;
+    h->next_loop = 0;
+    memset(h->loops, 0, sizeof h->loops);
     h->vectorcall = ruled_call;
     r->rules = items;
     r->kind = (int)kind;
