@@ -1385,6 +1385,26 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Operator;
 
+/* The namespace function `hooks.namespace.<op>` (a new reference), or NULL with the lookup's
+ * error. The namespace module is set once, when `fueltensor` is imported: it is looked up on
+ * first use and kept (`Hooks` has a Python `__getattr__`, so each read of it would go through
+ * Python's attribute hook). The function is read on each call, as the Python methods read it:
+ * a module's attribute is its dict's entry. */
+static PyObject *namespace_function(PyObject *hooks, PyObject *op) {
+    static PyObject *kept;
+    if (kept == NULL) {
+        PyObject *ns = PyObject_GetAttr(hooks, namespace_name);
+        if (ns == NULL) return NULL;
+        if (kept == NULL) kept = ns;
+        else Py_DECREF(ns);
+    }
+    PyObject *fn = NULL;
+    if (PyModule_CheckExact(kept))
+        fn = Py_XNewRef(PyDict_GetItemWithError(PyModule_GetDict(kept), op));
+    if (fn == NULL && !PyErr_Occurred()) fn = PyObject_GetAttr(kept, op);
+    return fn;
+}
+
 /* A HOST operator `x op y`: the namespace function `hooks.namespace.<op>(x, y)` (a compiled
  * host call) when y is a tensor or an exact Python float / int / bool, which the Python
  * operator method would pass on to it; else that method, `fallback(x, y)` (its NotImplemented
@@ -1393,11 +1413,7 @@ static PyObject *host_operator(const Operator *o, PyObject *const *args) {
     PyObject *x = args[0], *y = args[1];
     if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))
         return PyObject_Vectorcall(o->fallback, args, 2, NULL);
-    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name), *fn = NULL;
-    if (ns != NULL && PyModule_CheckExact(ns)) /* its attribute is its dict's entry */
-        fn = Py_XNewRef(PyDict_GetItemWithError(PyModule_GetDict(ns), o->op));
-    if (fn == NULL && ns != NULL && !PyErr_Occurred()) fn = PyObject_GetAttr(ns, o->op);
-    Py_XDECREF(ns);
+    PyObject *fn = namespace_function(o->hooks, o->op);
     if (fn == NULL) return NULL;
     PyObject *result = PyObject_Vectorcall(fn, args, 2, NULL);
     Py_DECREF(fn);
@@ -2195,13 +2211,27 @@ typedef struct {
     int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
 } Ruled;
 
+/* Whether `a.astype(to)` is NumPy's copy of the same built-in number (or bool) type in native
+ * byte order: its "numeric_copy_or_byteswap" cast, which copies the bytes (a signaling NaN
+ * too) and raises no floating-point exception (NPY_METH_NO_FLOATINGPOINT_ERRORS). */
+static int same_number(PyArrayObject *a, PyArray_Descr *to) {
+    int type = to->type_num;
+    return PyArray_DESCR(a) == to && PyArray_ISNOTSWAPPED(a) &&
+           (PyTypeNum_ISNUMBER(type) || PyTypeNum_ISBOOL(type));
+}
+
 /* `a.astype(descr)` (a new reference, in a's memory order), or NULL on error: NumPy's `astype`
- * allocates its result like `a` and copies into it with unsafe casting, as this does. */
+ * allocates its result like `a` and copies into it with unsafe casting, as this does; a copy
+ * of a row-major operand's own number type is its bytes (NumPy's cast copies them too, at a
+ * fixed cost above a small operand's memcpy). */
 static PyObject *cast_array(PyObject *a, PyObject *descr) {
+    PyArrayObject *from = (PyArrayObject *)a;
     Py_INCREF(descr); /* stolen */
-    PyObject *out = PyArray_NewLikeArray((PyArrayObject *)a, NPY_KEEPORDER,
-                                         (PyArray_Descr *)descr, 0);
-    if (out != NULL && PyArray_CopyInto((PyArrayObject *)out, (PyArrayObject *)a) < 0)
+    PyObject *out = PyArray_NewLikeArray(from, NPY_KEEPORDER, (PyArray_Descr *)descr, 0);
+    if (out == NULL) return NULL;
+    if (same_number(from, (PyArray_Descr *)descr) && PyArray_IS_C_CONTIGUOUS(from))
+        memcpy(PyArray_BYTES((PyArrayObject *)out), PyArray_BYTES(from), PyArray_NBYTES(from));
+    else if (PyArray_CopyInto((PyArrayObject *)out, from) < 0)
         Py_CLEAR(out);
     return out;
 }
@@ -2394,8 +2424,10 @@ static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObjec
 /* Whether `a.astype(to)` raises no floating-point exception NumPy reports, so its error state
  * need not be set: IEEE 754 makes an integer or bool converted to binary32 / binary64 at most
  * inexact (which NumPy ignores) and a binary float converted to one at least as wide exact,
- * signalling only for a signaling NaN, looked for here in a small dense operand. */
+ * signalling only for a signaling NaN, looked for here in a small dense operand; NumPy's copy
+ * of a number type to itself raises nothing (`same_number`). */
 static int quiet_cast(PyArrayObject *a, PyArray_Descr *to) {
+    if (same_number(a, to)) return 1;
     PyArray_Descr *from = PyArray_DESCR(a);
     npy_intp size = PyDataType_ELSIZE(from), wide = PyDataType_ELSIZE(to);
     if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;
@@ -2521,14 +2553,6 @@ static PyTypeObject RuledType = {
     .tp_dictoffset = offsetof(Ruled, host.dict),
 };
 
-/* The namespace module (`hooks.namespace`, set once when `fueltensor` is imported), looked up
- * on a method's first call and kept: a new reference, or NULL with the lookup's error. */
-static PyObject *method_namespace(PyObject *hooks) {
-    static PyObject *kept;
-    if (kept == NULL) kept = PyObject_GetAttr(hooks, namespace_name);
-    return Py_XNewRef(kept);
-}
-
 /* A METHOD operator `x.sum()`, `x.astype(dtype)`, `x.max(axis=0)`: the fast path of the ruled
  * namespace function of its name (`hooks.namespace.<op>`), which takes the call only with the
  * meaning the Python method gives it (its positional arguments, a reduction's `axis=` and
@@ -2536,9 +2560,7 @@ static PyObject *method_namespace(PyObject *hooks) {
 static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
     Operator *o = (Operator *)self;
-    PyObject *ns = method_namespace(o->hooks);
-    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
-    Py_XDECREF(ns);
+    PyObject *fn = namespace_function(o->hooks, o->op), *made = NULL;
     if (fn != NULL && Py_TYPE(fn) == &RuledType)
         made = ruled_fast((Ruled *)fn, args, PyVectorcall_NARGS(nargsf), kwnames);
     Py_XDECREF(fn);

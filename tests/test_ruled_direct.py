@@ -1,19 +1,23 @@
-"""NumPy's matmul loop run by the compiled `matmul` (`_fast.ruled`, MATMUL) itself.
+"""What the ruled host calls (`_fast.ruled`) run themselves rather than through NumPy's call:
+the matmul loop, and a cast's copy of a number type to itself.
 
 For operands of one or two dimensions, aligned, of one dtype computed as it is (no cast first),
-the compiled call makes the one loop call NumPy's gufunc call would make (the loop NumPy
-resolves, its core sizes and strides), and sets no error state. It must still be the Python
-path in every way a caller can see: the bits (NaN payloads, signed zeros, infinities,
-overflowing and subnormal products; NumPy's loop picks BLAS or its own sums from the strides,
-so views matter), dtype, shape and layout; no warning and no exception under any error state,
-which it leaves unchanged; the same floating-point status flags (NumPy clears the four it
-checks before its loop and, silenced, leaves what the loop raised).
+the compiled `matmul` makes the one loop call NumPy's gufunc call would make (the loop NumPy
+resolves, its core sizes and strides), and sets no error state. A cast of a row-major tensor
+to its own built-in number type copies its bytes, as NumPy's cast does. Each must still be the
+Python path in every way a caller can see: the bits (NaN payloads and signaling NaNs, signed
+zeros, infinities, overflowing and subnormal products; NumPy's matmul loop picks BLAS or its own
+sums from the strides, so views matter), dtype, shape and layout; no warning and no exception
+under any error state, which it leaves unchanged; the same floating-point status flags (NumPy
+clears the four it checks before its matmul loop and, silenced, leaves what the loop raised; its
+copy clears nothing).
 """
 
 from __future__ import annotations
 
 import math
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -227,3 +231,48 @@ def test_threads_run_numpys_loop_without_the_gil() -> None:
     for t in threads:
         t.join()
     assert wrong == []
+
+
+COPIES = [*FLOATS, *HALVES, np.int8, np.uint64, np.bool_, np.complex64]
+
+
+def copy_operands(dtype: Any) -> list[ft.FuelTensor]:
+    """Tensors of `dtype` (the special values of a float type, signaling NaN included) dense,
+    0-d, empty, and as views NumPy's cast walks by their strides."""
+    a = pool(dtype) if np.dtype(dtype).kind == "f" else np.arange(-4, 5).astype(dtype)
+    x = ft.asarray(np.concatenate([a, a[::-1]]))
+    grid = ft.reshape(x, (2, -1))
+    return [x, grid, x[3], x[:0], x[::2], x[::-1], grid.T, grid[1]]
+
+
+@pytest.mark.parametrize("dtype", COPIES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("state", ["raise", "warn", "ignore"])
+def test_a_copy_to_its_own_type_is_its_bytes(dtype: Any, state: str) -> None:
+    """`astype` to the operand's own dtype (function and method) is the Python path and the
+    operand's bytes (a signaling NaN kept as it is), silently under any error state."""
+    dt = ft.asarray(np.zeros(1, dtype)).dtype
+    with np.errstate(all=state), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x in copy_operands(dtype):
+            slow = outcome(lambda x=x: traced(lambda: ft.astype(x, dt)))
+            for call in (lambda x=x: ft.astype(x, dt), lambda x=x: x.astype(dt)) * 2:
+                assert outcome(call) == slow
+            assert slow[0] == "ok" and slow[1][3] == np.asarray(x).tobytes()
+            assert not np.shares_memory(np.asarray(ft.astype(x, dt)), np.asarray(x))
+    assert caught == []
+
+
+@pytest.mark.skipif(not FE, reason="FE_* bits of this machine not listed")
+@pytest.mark.parametrize("dtype", COPIES, ids=lambda d: np.dtype(d).name)
+def test_a_copy_leaves_the_status_flags(dtype: Any) -> None:
+    """The flags after a copy to the operand's own type are the Python path's and NumPy's
+    astype's: as they were for NumPy's own number types (their copy clears none); bfloat16's
+    copy is ml_dtypes' cast, which NumPy runs as any cast (flags cleared, then its own)."""
+    for before in (0, ALL, FE["invalid"]):
+        for x in copy_operands(dtype):
+            dt, a = x.dtype, np.asarray(x)
+            fast = flags_after(before, lambda x=x, dt=dt: x.astype(dt))
+            assert fast == flags_after(before, lambda x=x, dt=dt: ft.astype(x, dt))
+            assert fast == flags_after(before, lambda x=x, dt=dt: traced(lambda: x.astype(dt)))
+            assert fast == flags_after(before, lambda a=a: a.astype(a.dtype))
+            assert fast == before or dtype is ml_dtypes.bfloat16
