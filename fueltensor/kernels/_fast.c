@@ -1576,7 +1576,8 @@ typedef struct {
     int arity;        /* 1, 2 or (with `first`) 3 operands */
     int like;         /* the operands from this one on share one DType, which the result
                          keeps when NumPy's is the same (1 with `first`, else 0) */
-    int direct;       /* whether `ufunc` is a ufunc of `arity` inputs and one output */
+    int direct;       /* whether `ufunc` is a ufunc of `arity` inputs and one output (a Ruled
+                         MATMUL's: NumPy's matmul gufunc, see `matmul_direct`) */
     int next_loop;    /* the slot of `loops` the next new signature takes */
     Loop loops[HOST_LOOPS];
     vectorcallfunc vectorcall;
@@ -1657,8 +1658,9 @@ static PyObject *loop_strides(int arity, PyObject *const *descr, int scalar, PyO
 
 /* The call info NumPy resolves for the Host's ufunc on input descriptors `descr` with 0-d
  * inputs `scalar`, filled by `_get_strided_loop` for the trivial loop's strides (a gufunc's,
- * matmul's, for any strides, none fixed: its loop reads them per call): a new reference, or NULL (an error set or not) when NumPy's input descriptors are not exactly the
- * operands' (it would cast) or the loop needs the Python API (then the ufunc call runs). */
+ * matmul's, for none fixed: its loop reads them per call): a new reference, or NULL (an error
+ * set or not) when NumPy's input descriptors are not exactly the operands' (it would cast) or
+ * the loop needs the Python API (then the ufunc call runs). */
 static PyObject *resolve_loop(Host *h, PyObject *const *descr, int scalar) {
     PyObject *dtypes = PyTuple_New(h->arity + 1), *resolved = NULL, *strides = NULL;
     if (dtypes == NULL) return NULL;
@@ -2193,7 +2195,8 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
  * trampoline makes the Python path's NumPy call on the same arrays under the same silenced
  * error state, casts the result as `fresh(result, out)` does and adopts it (`host_result`); a
  * cast that can raise no floating-point exception NumPy reports (`quiet_cast`) skips setting
- * the error state (0.15 µs, more than a small cast). Every other call (a tuple of axes or
+ * the error state (0.15 µs, more than a small cast), and a matmul of 1-D and 2-D operands runs
+ * NumPy's own loop with none (`matmul_direct`). Every other call (a tuple of axes or
  * another keyword, an empty reduction, an operand DType the table lacks, mixed dtypes, a NumPy
  * error, a trace or observer active) runs the Python function, which raises its own errors
  * and records itself. */
@@ -2373,13 +2376,15 @@ static int matmul_direct(Ruled *r, PyArrayObject *a, PyArrayObject *b, PyObject 
     if (na == 2) shape[nd++] = dims[1];
     if (nb == 2) shape[nd++] = dims[3];
     Py_INCREF(out_descr);
-    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, out_descr, nd, shape, NULL, NULL, 0, NULL);
+    PyObject *out =
+        PyArray_NewFromDescr(&PyArray_Type, out_descr, nd, shape, NULL, NULL, 0, NULL);
     if (out != NULL) {
         PyArrayObject *o = (PyArrayObject *)out;
         npy_intp steps[9] = {0, 0, 0, /* the outer strides: one outer iteration */
                              na == 2 ? core_stride(a, 0) : 0, core_stride(a, na - 1),
                              core_stride(b, 0), nb == 2 ? core_stride(b, 1) : 0,
-                             na == 2 ? core_stride(o, 0) : 0, nb == 2 ? core_stride(o, nd - 1) : 0};
+                             na == 2 ? core_stride(o, 0) : 0,
+                             nb == 2 ? core_stride(o, nd - 1) : 0};
         char *data[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(o)};
         if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
         NPY_BEGIN_THREADS_DEF;
