@@ -1088,8 +1088,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "host-loop-keeps-status-flags",
         FAST_C,
-        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n",
-        "",
+        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n"
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
         HOST_LOOP_TESTS,
         "`ft.sqrt(x)` on NumPy's trivial loop keeps the caller's flags NumPy clears before it",
     ),
