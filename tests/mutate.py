@@ -54,7 +54,7 @@ POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
 PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
 TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
 HOST_LOOP_TESTS = ("tests/test_host_loops.py",)
-RULED_TESTS = ("tests/test_ruled_host.py",)
+RULED_TESTS = ("tests/test_ruled_host.py", "tests/test_ruled_direct.py")
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
@@ -1147,8 +1147,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "host-loop-keeps-status-flags",
         FAST_C,
-        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n",
-        "",
+        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n"
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
         HOST_LOOP_TESTS,
         "`ft.sqrt(x)` on NumPy's trivial loop keeps the caller's flags NumPy clears before it",
     ),
@@ -1213,8 +1214,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "ruled-keeps-errstate-silenced",
         FAST_C,
-        "    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);",
-        "    int reset = 0;",
+        "if ((quiet ? 0 : PyContextVar_Reset(errstate_var, token)) < 0) Py_CLEAR(result);",
+        "(void)0;",
         RULED_TESTS,
         "after a compiled `ft.sum(x)` NumPy ignores every floating-point error the caller raises",
     ),
@@ -1306,6 +1307,47 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if (0)",
         RULED_TESTS,
         "x.sum(), x.astype(d) run the Python method and its frames instead of the compiled call",
+    ),
+    M(
+        "ruled-matmul-keeps-status-flags",
+        FAST_C,
+        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n"
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));",
+        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));",
+        RULED_TESTS,
+        "after a compiled matmul the caller's flags stay raised where NumPy's call clears them",
+    ),
+    M(
+        "ruled-matmul-takes-stacks",
+        FAST_C,
+        "if (!r->host.direct || na < 1 || na > 2 || nb < 1 || nb > 2 ||",
+        "if (!r->host.direct || na < 1 || na > 3 || nb < 1 || nb > 2 ||",
+        RULED_TESTS,
+        "a compiled (2, 3, 4) @ (4, 2) runs NumPy's loop once, as if the stack were one matrix",
+    ),
+    M(
+        "ruled-matmul-half-in-half",
+        FAST_C,
+        "    if (PyTuple_GET_ITEM(rule, 0) != Py_None) return 0;\n    PyObject *a = operand_array(",
+        "    PyObject *a = operand_array(",
+        RULED_TESTS,
+        "a compiled f16 / bf16 matmul sums in the half type instead of float32, rounded once",
+    ),
+    M(
+        "ruled-copy-any-layout",
+        FAST_C,
+        "if (same_number(from, (PyArray_Descr *)descr) && PyArray_IS_C_CONTIGUOUS(from))",
+        "if (same_number(from, (PyArray_Descr *)descr))",
+        RULED_TESTS,
+        "x[::2].astype(x.dtype) copies the bytes under the view, not its elements",
+    ),
+    M(
+        "ruled-copy-any-type",
+        FAST_C,
+        "(PyTypeNum_ISNUMBER(type) || PyTypeNum_ISBOOL(type));",
+        "1;",
+        RULED_TESTS,
+        "a bfloat16 astype to itself skips ml_dtypes' cast: NumPy's flags and quieted sNaN lost",
     ),
     M(
         "ruled-half-sum-in-half",

@@ -13,8 +13,6 @@ clears nothing, for an empty result). The flags are read through libm (ctypes), 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import platform
 import threading
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _fpstatus import ALL, FE, flags_after
 from _oracle import FORMATS, Fmt
 
 import fueltensor as ft
@@ -46,12 +45,6 @@ NUMPY = {
     "bitwise_right_shift": "right_shift",
 }
 """The NumPy ufunc of each namespace name that differs from it (the array API's names)."""
-FE = {
-    "x86_64": {"invalid": 1, "divbyzero": 4, "overflow": 8, "underflow": 16, "inexact": 32},
-    "aarch64": {"invalid": 1, "divbyzero": 2, "overflow": 4, "underflow": 8, "inexact": 16},
-}.get(platform.machine(), {})
-ALL = sum(FE.values())
-LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
 
 def arity(name: str) -> int:
@@ -183,17 +176,6 @@ def test_dense_operands_run_numpys_trivial_loop() -> None:
     bf16 = ft.asarray(np.ones(3, ml_dtypes.bfloat16))
     sqrt(bf16)
     assert sqrt.trivial_loops[-1] == ((bf16.dtype.np,), (False,), True)
-
-
-def flags_after(before: int, call: Any) -> int:
-    """The status flags after `call()`, with exactly `before` raised just ahead of it."""
-    LIBM.feclearexcept(ALL)
-    if before:
-        LIBM.feraiseexcept(before)
-    call()
-    flags = int(LIBM.fetestexcept(ALL))
-    LIBM.feclearexcept(ALL)
-    return flags
 
 
 @pytest.mark.skipif(not FE, reason=f"FE_* bits of {platform.machine()} not listed")

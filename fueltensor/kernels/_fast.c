@@ -1385,6 +1385,26 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Operator;
 
+/* The namespace function `hooks.namespace.<op>` (a new reference), or NULL with the lookup's
+ * error. The namespace module is set once, when `fueltensor` is imported: it is looked up on
+ * first use and kept (`Hooks` has a Python `__getattr__`, so each read of it would go through
+ * Python's attribute hook). The function is read on each call, as the Python methods read it:
+ * a module's attribute is its dict's entry. */
+static PyObject *namespace_function(PyObject *hooks, PyObject *op) {
+    static PyObject *kept;
+    if (kept == NULL) {
+        PyObject *ns = PyObject_GetAttr(hooks, namespace_name);
+        if (ns == NULL) return NULL;
+        if (kept == NULL) kept = ns;
+        else Py_DECREF(ns);
+    }
+    PyObject *fn = NULL;
+    if (PyModule_CheckExact(kept))
+        fn = Py_XNewRef(PyDict_GetItemWithError(PyModule_GetDict(kept), op));
+    if (fn == NULL && !PyErr_Occurred()) fn = PyObject_GetAttr(kept, op);
+    return fn;
+}
+
 /* A HOST operator `x op y`: the namespace function `hooks.namespace.<op>(x, y)` (a compiled
  * host call) when y is a tensor or an exact Python float / int / bool, which the Python
  * operator method would pass on to it; else that method, `fallback(x, y)` (its NotImplemented
@@ -1393,11 +1413,7 @@ static PyObject *host_operator(const Operator *o, PyObject *const *args) {
     PyObject *x = args[0], *y = args[1];
     if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))
         return PyObject_Vectorcall(o->fallback, args, 2, NULL);
-    PyObject *ns = PyObject_GetAttr(o->hooks, namespace_name), *fn = NULL;
-    if (ns != NULL && PyModule_CheckExact(ns)) /* its attribute is its dict's entry */
-        fn = Py_XNewRef(PyDict_GetItemWithError(PyModule_GetDict(ns), o->op));
-    if (fn == NULL && ns != NULL && !PyErr_Occurred()) fn = PyObject_GetAttr(ns, o->op);
-    Py_XDECREF(ns);
+    PyObject *fn = namespace_function(o->hooks, o->op);
     if (fn == NULL) return NULL;
     PyObject *result = PyObject_Vectorcall(fn, args, 2, NULL);
     Py_DECREF(fn);
@@ -1560,7 +1576,8 @@ typedef struct {
     int arity;        /* 1, 2 or (with `first`) 3 operands */
     int like;         /* the operands from this one on share one DType, which the result
                          keeps when NumPy's is the same (1 with `first`, else 0) */
-    int direct;       /* whether `ufunc` is a ufunc of `arity` inputs and one output */
+    int direct;       /* whether `ufunc` is a ufunc of `arity` inputs and one output (a Ruled
+                         MATMUL's: NumPy's matmul gufunc, see `matmul_direct`) */
     int next_loop;    /* the slot of `loops` the next new signature takes */
     Loop loops[HOST_LOOPS];
     vectorcallfunc vectorcall;
@@ -1640,9 +1657,10 @@ static PyObject *loop_strides(int arity, PyObject *const *descr, int scalar, PyO
 }
 
 /* The call info NumPy resolves for the Host's ufunc on input descriptors `descr` with 0-d
- * inputs `scalar`, filled by `_get_strided_loop` for the trivial loop's strides: a new
- * reference, or NULL (an error set or not) when NumPy's input descriptors are not exactly the
- * operands' (it would cast) or the loop needs the Python API (then the ufunc call runs). */
+ * inputs `scalar`, filled by `_get_strided_loop` for the trivial loop's strides (a gufunc's,
+ * matmul's, for none fixed: its loop reads them per call): a new reference, or NULL (an error
+ * set or not) when NumPy's input descriptors are not exactly the operands' (it would cast) or
+ * the loop needs the Python API (then the ufunc call runs). */
 static PyObject *resolve_loop(Host *h, PyObject *const *descr, int scalar) {
     PyObject *dtypes = PyTuple_New(h->arity + 1), *resolved = NULL, *strides = NULL;
     if (dtypes == NULL) return NULL;
@@ -1661,12 +1679,13 @@ static PyObject *resolve_loop(Host *h, PyObject *const *descr, int scalar) {
     if (info == NULL || !PyArray_DescrCheck(out) ||
         (PyObject *)info->context->descriptors[h->arity] != out)
         goto fail;
-    strides = loop_strides(h->arity, descr, scalar, out);
+    int core = ((PyUFuncObject *)h->ufunc)->core_enabled; /* a gufunc: strides not fixed */
+    strides = core ? Py_NewRef(Py_None) : loop_strides(h->arity, descr, scalar, out);
     PyObject *call[3] = {h->ufunc, capsule, strides};
     PyObject *filled = strides == NULL ? NULL
                                        : PyObject_VectorcallMethod(
                                              loop_name, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                             stride_kwnames);
+                                             core ? NULL : stride_kwnames);
     Py_XDECREF(strides);
     if (filled == NULL || info->strided_loop == NULL || info->requires_pyapi) {
         Py_XDECREF(filled);
@@ -2176,7 +2195,8 @@ static PyObject *transpose(PyObject *module, PyObject *t) {
  * trampoline makes the Python path's NumPy call on the same arrays under the same silenced
  * error state, casts the result as `fresh(result, out)` does and adopts it (`host_result`); a
  * cast that can raise no floating-point exception NumPy reports (`quiet_cast`) skips setting
- * the error state (0.15 µs, more than a small cast). Every other call (a tuple of axes or
+ * the error state (0.15 µs, more than a small cast), and a matmul of 1-D and 2-D operands runs
+ * NumPy's own loop with none (`matmul_direct`). Every other call (a tuple of axes or
  * another keyword, an empty reduction, an operand DType the table lacks, mixed dtypes, a NumPy
  * error, a trace or observer active) runs the Python function, which raises its own errors
  * and records itself. */
@@ -2194,13 +2214,27 @@ typedef struct {
     int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
 } Ruled;
 
+/* Whether `a.astype(to)` is NumPy's copy of the same built-in number (or bool) type in native
+ * byte order: its "numeric_copy_or_byteswap" cast, which copies the bytes (a signaling NaN
+ * too) and raises no floating-point exception (NPY_METH_NO_FLOATINGPOINT_ERRORS). */
+static int same_number(PyArrayObject *a, PyArray_Descr *to) {
+    int type = to->type_num;
+    return PyArray_DESCR(a) == to && PyArray_ISNOTSWAPPED(a) &&
+           (PyTypeNum_ISNUMBER(type) || PyTypeNum_ISBOOL(type));
+}
+
 /* `a.astype(descr)` (a new reference, in a's memory order), or NULL on error: NumPy's `astype`
- * allocates its result like `a` and copies into it with unsafe casting, as this does. */
+ * allocates its result like `a` and copies into it with unsafe casting, as this does; a copy
+ * of a row-major operand's own number type is its bytes (NumPy's cast copies them too, at a
+ * fixed cost above a small operand's memcpy). */
 static PyObject *cast_array(PyObject *a, PyObject *descr) {
+    PyArrayObject *from = (PyArrayObject *)a;
     Py_INCREF(descr); /* stolen */
-    PyObject *out = PyArray_NewLikeArray((PyArrayObject *)a, NPY_KEEPORDER,
-                                         (PyArray_Descr *)descr, 0);
-    if (out != NULL && PyArray_CopyInto((PyArrayObject *)out, (PyArrayObject *)a) < 0)
+    PyObject *out = PyArray_NewLikeArray(from, NPY_KEEPORDER, (PyArray_Descr *)descr, 0);
+    if (out == NULL) return NULL;
+    if (same_number(from, (PyArray_Descr *)descr) && PyArray_IS_C_CONTIGUOUS(from))
+        memcpy(PyArray_BYTES((PyArrayObject *)out), PyArray_BYTES(from), PyArray_NBYTES(from));
+    else if (PyArray_CopyInto((PyArrayObject *)out, from) < 0)
         Py_CLEAR(out);
     return out;
 }
@@ -2211,11 +2245,12 @@ static PyObject *zero_d(PyArray_Descr *descr) {
     return PyArray_NewFromDescr(&PyArray_Type, descr, 0, NULL, NULL, NULL, 0, NULL);
 }
 
-/* Tensor t's NumPy array (`t._array`, made by its first use on a view) cast to `pre` unless
- * that is None: a new reference to an exact ndarray, or NULL (an error set or not). */
+/* Tensor t's NumPy array (`t._array`, made by its first use on a view: until then the slot
+ * holds None) cast to `pre` unless that is None: a new reference to an exact ndarray, or NULL
+ * (an error set or not). */
 static PyObject *operand_array(PyObject *t, PyObject *pre) {
     PyObject *a = SLOT(t, off_np);
-    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
+    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
     if (a == NULL || !PyArray_CheckExact(a)) {
         Py_XDECREF(a);
         return NULL;
@@ -2301,6 +2336,68 @@ static PyObject *product(const Ruled *r, PyObject *a, PyObject *b) {
     return result;
 }
 
+/* The core signature of NumPy's matmul gufunc, whose loop `matmul_direct` calls. */
+#define MATMUL_SIGNATURE "(n?,k),(k,m?)->(n?,m?)"
+
+/* Core dimension `k` of `a` as NumPy's gufunc call passes its stride: 0 for an extent of 1. */
+static npy_intp core_stride(PyArrayObject *a, int k) {
+    return PyArray_DIM(a, k) == 1 ? 0 : PyArray_STRIDE(a, k);
+}
+
+/* NumPy's matmul on 1-D or 2-D aligned arrays `a` and `b` of one descriptor (any strides;
+ * no stack), as its gufunc call makes it (`PyUFunc_GeneralizedFunctionInternal`): one call of
+ * the loop NumPy resolves for the descriptors (kept per signature, `host_loop`) with the outer
+ * count 1, the core sizes (n, k, m; a 1-D operand's missing one 1) and each operand's core
+ * strides (a missing core dimension's, and one of extent 1, 0), into a fresh row-major output,
+ * the FP status cleared before it as NumPy clears it and nothing checked after, as under the
+ * all-ignore error state. 1 with the result in `*result`, 0 when not taken (shapes that do not
+ * chain or are empty, a signature NumPy casts or whose result dtype is not `want`: the ufunc
+ * call runs, and raises what it raises), -1 on error. */
+static int matmul_direct(Ruled *r, PyArrayObject *a, PyArrayObject *b, PyObject *want,
+                         PyObject **result) {
+    int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (!r->host.direct || na < 1 || na > 2 || nb < 1 || nb > 2 || !PyArray_ISALIGNED(a) ||
+        !PyArray_ISALIGNED(b) || PyArray_DESCR(a) != PyArray_DESCR(b))
+        return 0;
+    npy_intp dims[4] = {1, na == 2 ? PyArray_DIM(a, 0) : 1, PyArray_DIM(a, na - 1),
+                        nb == 2 ? PyArray_DIM(b, 1) : 1};
+    if (PyArray_DIM(b, 0) != dims[2] || dims[1] == 0 || dims[2] == 0 || dims[3] == 0) return 0;
+    PyObject *descr[2] = {(PyObject *)PyArray_DESCR(a), (PyObject *)PyArray_DESCR(b)};
+    CallInfo *info;
+    PyObject *capsule = host_loop(&r->host, descr, 0, &info); /* held: a thread may replace it */
+    if (capsule == NULL) return 0;
+    PyArray_Descr *out_descr = (PyArray_Descr *)info->context->descriptors[2];
+    if (want != Py_None && (PyObject *)out_descr != want) {
+        Py_DECREF(capsule);
+        return 0;
+    }
+    npy_intp shape[2];
+    int nd = 0;
+    if (na == 2) shape[nd++] = dims[1];
+    if (nb == 2) shape[nd++] = dims[3];
+    Py_INCREF(out_descr);
+    PyObject *out =
+        PyArray_NewFromDescr(&PyArray_Type, out_descr, nd, shape, NULL, NULL, 0, NULL);
+    if (out != NULL) {
+        PyArrayObject *o = (PyArrayObject *)out;
+        npy_intp steps[9] = {0, 0, 0, /* the outer strides: one outer iteration */
+                             na == 2 ? core_stride(a, 0) : 0, core_stride(a, na - 1),
+                             core_stride(b, 0), nb == 2 ? core_stride(b, 1) : 0,
+                             na == 2 ? core_stride(o, 0) : 0,
+                             nb == 2 ? core_stride(o, nd - 1) : 0};
+        char *data[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(o)};
+        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
+        NPY_BEGIN_THREADS_DEF;
+        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));
+        int res = info->strided_loop(info->context, data, dims, steps, info->auxdata);
+        NPY_END_THREADS;
+        if (res < 0 || PyErr_Occurred()) Py_CLEAR(out);
+    }
+    Py_DECREF(capsule);
+    *result = out;
+    return out == NULL ? -1 : 1;
+}
+
 /* The NumPy call of a ruled host call on the operand(s) `x` (and `y`; a reduction's `axis` and
  * `keepdims`), under the silenced error state: its result as `fresh(result, out)` would make
  * it before adopting (a scalar as a 0-d array, cast to `out`'s NumPy dtype when that
@@ -2332,8 +2429,10 @@ static PyObject *ruled_compute(const Ruled *r, PyObject *x, PyObject *y, PyObjec
 /* Whether `a.astype(to)` raises no floating-point exception NumPy reports, so its error state
  * need not be set: IEEE 754 makes an integer or bool converted to binary32 / binary64 at most
  * inexact (which NumPy ignores) and a binary float converted to one at least as wide exact,
- * signalling only for a signaling NaN, looked for here in a small dense operand. */
+ * signalling only for a signaling NaN, looked for here in a small dense operand; NumPy's copy
+ * of a number type to itself raises nothing (`same_number`). */
 static int quiet_cast(PyArrayObject *a, PyArray_Descr *to) {
+    if (same_number(a, to)) return 1;
     PyArray_Descr *from = PyArray_DESCR(a);
     npy_intp size = PyDataType_ELSIZE(from), wide = PyDataType_ELSIZE(to);
     if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;
@@ -2367,6 +2466,21 @@ static int quiet_cast(PyArrayObject *a, PyArray_Descr *to) {
     return 1;
 }
 
+/* `matmul_direct` on tensors `x` and `y` when their rule computes on their own arrays (no
+ * cast first); its result's dtype must be `out`'s (none made after). */
+static int ruled_matmul(Ruled *r, PyObject *x, PyObject *y, PyObject *rule, PyObject *out,
+                        PyObject **result) {
+    if (PyTuple_GET_ITEM(rule, 0) != Py_None) return 0;
+    PyObject *a = operand_array(x, Py_None), *b = a == NULL ? NULL : operand_array(y, Py_None);
+    int taken = b == NULL ? (PyErr_Occurred() ? -1 : 0)
+                          : matmul_direct(r, (PyArrayObject *)a, (PyArrayObject *)b,
+                                          out == Py_None ? Py_None : SLOT(out, off_dtype_np),
+                                          result);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return taken;
+}
+
 /* The ruled call's result, or NULL (an error set or not) when the Python function runs. */
 static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames) {
@@ -2390,15 +2504,19 @@ static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
     }
     if (rule == NULL) return NULL;
     PyObject *out = r->kind == CAST ? y : PyTuple_GET_ITEM(rule, 2), *own = SLOT(x, off_np);
-    int quiet = r->kind == CAST && own != NULL && PyArray_CheckExact(own) &&
-                quiet_cast((PyArrayObject *)own, (PyArray_Descr *)SLOT(y, off_dtype_np));
-    PyObject *token = quiet ? NULL : PyContextVar_Set(errstate_var, errstate_ignore);
-    if (!quiet && token == NULL) return NULL;
-    PyObject *result = ruled_compute(r, x, y, rule, out, axis, keepdims), *made = NULL;
-    int reset = quiet ? 0 : PyContextVar_Reset(errstate_var, token);
-    Py_XDECREF(token);
-    if (result != NULL && reset == 0)
-        made = host_result(&r->host, result, out != Py_None ? out : dtype);
+    PyObject *result = NULL, *made = NULL;
+    int direct = r->kind == MATMUL ? ruled_matmul(r, x, y, rule, out, &result) : 0;
+    if (direct < 0) return NULL;
+    if (direct == 0) {
+        int quiet = r->kind == CAST && own != NULL && PyArray_CheckExact(own) &&
+                    quiet_cast((PyArrayObject *)own, (PyArray_Descr *)SLOT(y, off_dtype_np));
+        PyObject *token = quiet ? NULL : PyContextVar_Set(errstate_var, errstate_ignore);
+        if (!quiet && token == NULL) return NULL;
+        result = ruled_compute(r, x, y, rule, out, axis, keepdims);
+        if ((quiet ? 0 : PyContextVar_Reset(errstate_var, token)) < 0) Py_CLEAR(result);
+        Py_XDECREF(token);
+    }
+    if (result != NULL) made = host_result(&r->host, result, out != Py_None ? out : dtype);
     Py_XDECREF(result);
     return made;
 }
@@ -2416,6 +2534,14 @@ static void ruled_dealloc(PyObject *self) {
     host_dealloc(self);
 }
 
+static PyGetSetDef ruled_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"inner_loops", host_loops, NULL,
+     "The signatures kept (matmul): (input dtypes, which are 0-d, whether NumPy's loop runs "
+     "here).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyTypeObject RuledType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fueltensor.kernels._fast.Ruled",
     .tp_basicsize = sizeof(Ruled),
@@ -2428,17 +2554,9 @@ static PyTypeObject RuledType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A host reduction, cast or matmul as one compiled call (see ruled()).",
     .tp_methods = operator_methods,
-    .tp_getset = operator_getset,
+    .tp_getset = ruled_getset,
     .tp_dictoffset = offsetof(Ruled, host.dict),
 };
-
-/* The namespace module (`hooks.namespace`, set once when `fueltensor` is imported), looked up
- * on a method's first call and kept: a new reference, or NULL with the lookup's error. */
-static PyObject *method_namespace(PyObject *hooks) {
-    static PyObject *kept;
-    if (kept == NULL) kept = PyObject_GetAttr(hooks, namespace_name);
-    return Py_XNewRef(kept);
-}
 
 /* A METHOD operator `x.sum()`, `x.astype(dtype)`, `x.max(axis=0)`: the fast path of the ruled
  * namespace function of its name (`hooks.namespace.<op>`), which takes the call only with the
@@ -2447,9 +2565,7 @@ static PyObject *method_namespace(PyObject *hooks) {
 static PyObject *method_call(PyObject *self, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames) {
     Operator *o = (Operator *)self;
-    PyObject *ns = method_namespace(o->hooks);
-    PyObject *fn = ns == NULL ? NULL : PyObject_GetAttr(ns, o->op), *made = NULL;
-    Py_XDECREF(ns);
+    PyObject *fn = namespace_function(o->hooks, o->op), *made = NULL;
     if (fn != NULL && Py_TYPE(fn) == &RuledType)
         made = ruled_fast((Ruled *)fn, args, PyVectorcall_NARGS(nargsf), kwnames);
     Py_XDECREF(fn);
@@ -2499,6 +2615,12 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     h->descr = h->dtype = h->layout = h->first = h->dict = NULL;
     h->arity = kind == REDUCE || kind == STATISTIC ? 1 : 2;
     h->like = 0;
+    PyUFuncObject *u = (PyUFuncObject *)args[2];
+    h->direct = kind == MATMUL && PyObject_TypeCheck(args[2], &PyUFunc_Type) && u->nin == 2 &&
+                u->nout == 1 && u->core_enabled && u->core_signature != NULL &&
+                strcmp(u->core_signature, MATMUL_SIGNATURE) == 0;
+    h->next_loop = 0;
+    memset(h->loops, 0, sizeof h->loops);
     h->vectorcall = ruled_call;
     r->rules = items;
     r->kind = (int)kind;

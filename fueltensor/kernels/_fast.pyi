@@ -168,7 +168,9 @@ def ruled(
     keyword but a reduction's `axis=` (None or one int) and `keepdims=`, an array made,
     nothing tracing or observing, the call runs in C (silenced as `host` silences), its result
     cast to the result DType and adopted as `fresh` adopts it; every other call, and any error,
-    runs `fn`. Takes attributes."""
+    runs `fn`. A MATMUL `call` that is NumPy's matmul gufunc runs its loop itself for operands
+    of one or two dimensions (no error state; the result's `inner_loops` lists the signatures
+    kept). Takes attributes."""
 
 def form_key(op: str, x: Any, k: int, /) -> tuple[object, ...]:
     """The plan-cache key `scalar_forms.choose` stores `op(x, k)`'s integer-scalar plan under
