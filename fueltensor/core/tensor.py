@@ -93,7 +93,8 @@ def read_only(x: FuelTensor) -> FuelTensor:
     # writable again (NumPy's own broadcast_to refuses that too).
     frozen = source.view(np.uint8).data.toreadonly()
     storage = np.frombuffer(frozen, source.dtype)
-    return FuelTensor._make(storage, x._layout, x._dtype)
+    # The same elements of a storage of the same length: x's layout was checked against it.
+    return new_tensor(FuelTensor, storage, x._layout, x._dtype, None)
 
 
 class FuelTensor(Operators, NdarrayMethods):
