@@ -1062,6 +1062,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "asarray(1.5, copy=False) makes a tensor instead of refusing the copy it needs",
     ),
     M(
+        "host-fresh-view-declined",
+        FAST_C,
+        "        if (arrays[k] == NULL || arrays[k] == Py_None) {",
+        "        if (arrays[k] == NULL) {",
+        TRAMPOLINE_TESTS,
+        "sqrt(x[1]) runs the Python function: the view's NumPy array (None until made) is not",
+    ),
+    M(
+        "ruled-fresh-view-declined",
+        FAST_C,
+        "    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);",
+        "    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);",
+        TRAMPOLINE_TESTS,
+        "any(x[0]) runs the Python function: the ruled call takes the view's None for its array",
+    ),
+    M(
         "host-where-scalar-result-takes-the-condition-dtype",
         FAST_C,
         "    *like = SLOT(t[h->like], off_dtype);",

@@ -316,3 +316,21 @@ def test_a_repeated_where_runs_no_python() -> None:
     with ft.trace() as plans:
         ft.where(c, x, y)
     assert [p.op for p in plans] == ["where"]
+
+
+@pytest.mark.parametrize("name", ["sqrt", "any", "sum"])
+def test_a_fresh_views_call_makes_its_array_and_runs_compiled(name: str) -> None:
+    """A basic-index view made in C has no NumPy array yet (its slot holds None): a host call
+    (sqrt) or a ruled one (any, sum: scipy's is_lazy_array calls any(x[0])) makes it through
+    `_array`, which keeps it, and runs compiled (no host function frame), with the Python
+    path's result."""
+    x = ft.asarray(sample(np.float64, 5))
+    getattr(ft, name)(x[0])  # the result's DType and shape seen once
+    view = x[1]
+    entered = python_calls(lambda: getattr(ft, name)(view))
+    assert entered[0] == "_array" and "operation" not in entered, entered
+    assert view._np is not None
+    for row in (x[2], x[:, 1], x.T[3]):
+        assert outcome(lambda row=row: getattr(ft, name)(row)) == outcome(
+            lambda row=row: python_path(name, row)[0]
+        )

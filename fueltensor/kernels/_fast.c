@@ -1597,6 +1597,12 @@ static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays
         if (Py_TYPE(t[k]) != tensor) return 0;
         if (k > h->like && SLOT(t[k], off_dtype) != SLOT(t[h->like], off_dtype)) return 0;
         arrays[k] = SLOT(t[k], off_np);
+        if (arrays[k] == NULL || arrays[k] == Py_None) { /* a fresh view's: made and kept */
+            PyObject *made = PyObject_GetAttr(t[k], array_name);
+            if (made == NULL) return -1;
+            Py_DECREF(made);
+            arrays[k] = SLOT(t[k], off_np);
+        }
         if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
     }
     *like = SLOT(t[h->like], off_dtype);
@@ -2225,7 +2231,7 @@ static PyObject *zero_d(PyArray_Descr *descr) {
  * that is None: a new reference to an exact ndarray, or NULL (an error set or not). */
 static PyObject *operand_array(PyObject *t, PyObject *pre) {
     PyObject *a = SLOT(t, off_np);
-    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
+    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);
     if (a == NULL || !PyArray_CheckExact(a)) {
         Py_XDECREF(a);
         return NULL;
