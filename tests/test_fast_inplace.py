@@ -214,17 +214,20 @@ def test_large_and_repeated_scalar_operands(n: int, fmt: str) -> None:
 @NATIVE_FAST_PATH
 @pytest.mark.parametrize("fmt", sorted(DTYPES))
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("isa", getattr(NATIVE, "ISAS", ("baseline",)))
 def test_a_target_that_is_its_own_operand_is_written_with_fresh_outputs_bits(
-    fmt: str, threads: int
+    fmt: str, threads: int, isa: str
 ) -> None:
     """The fast path writes straight into a dense target that is an operand (no fresh output):
-    over many of the body's in-place tiles, and split over two threads past PARALLEL_FROM,
-    `x op= y`, `x op= x` and `x op= scalar` give the Python path's bits for every op; f32 pow
-    also with its shortcut forced on (its powf lanes re-read their operands)."""
+    f32 and f64 through the body's in-place loops, pow and the halves over many in-place tiles,
+    and split over two threads past PARALLEL_FROM, `x op= y`, `x op= x` and `x op= scalar` give
+    the Python path's bits for every op, on every instruction set's body; f32 pow also with its
+    shortcut forced on (its powf lanes re-read their operands)."""
     native: Any = NATIVE
     n = native.PARALLEL_FROM + 4097 if threads == 2 else 3 * 4096 + 7
     base, other = values(DTYPES[fmt], (n,), n), ft.asarray(values(DTYPES[fmt], (n,), 1))
     previous = (ft.set_num_threads(threads), native.pow_shortcut(True, True))
+    previous_isa = native.select_isa(isa)
     try:
         for op in OPS:
             for operand in (other, None, 2.0, 0.5):
@@ -235,6 +238,7 @@ def test_a_target_that_is_its_own_operand_is_written_with_fresh_outputs_bits(
     finally:
         ft.set_num_threads(previous[0])
         native.pow_shortcut(*previous[1])
+        native.select_isa(previous_isa)
 
 
 @NATIVE_FAST_PATH

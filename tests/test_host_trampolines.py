@@ -47,6 +47,8 @@ UFUNCS: dict[str, np.ufunc] = {
 UNARY = [name for name, u in UFUNCS.items() if u.nin == 1]
 BINARY = [name for name, u in UFUNCS.items() if u.nin == 2]
 DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.uint8, np.bool_]
+SCALARS = [0, -3, 2**70, True, 0.5, -0.0, float("nan"), float("inf"), 1e300]
+"""Python scalars beside a tensor: weak (the tensor's dtype), or out of its range."""
 VALUES = [0.0, -0.0, 1.5, -2.25, 3.0, np.inf, -np.inf, np.nan, 1e-3, 7.0, -1.0, 100.0]
 
 
@@ -279,14 +281,24 @@ def test_host_operators_call_the_namespace_function_bound_now(monkeypatch: Any) 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_where_is_the_python_path(dtype: Any) -> None:
-    """`where(c, x1, x2)` compiled (a bool tensor and two tensors of one dtype, broadcast) and
-    on the Python path: the same result, or the same error (a condition that is not bool)."""
+    """`where(c, x1, x2)` compiled (a bool tensor and two tensors of one dtype, broadcast, or a
+    tensor and a Python scalar) and on the Python path: the same result, or the same error (a
+    condition that is not bool, an int no dtype holds, two scalars)."""
     cond = ft.asarray(sample(np.float32, 7) > 1.0)
     a, b = sample(dtype, 8), sample(dtype, 9)
     for c, x, y in zip(views(np.asarray(cond)), views(a), views(b), strict=True):
-        for args in ((c, x, y), (c, x, ft.asarray(b)[0]), (c, x, 0), (x, x, y), (c, x, y[..., :1])):
+        for args in ((c, x, y), (c, x, ft.asarray(b)[0]), (x, x, y), (c, x, y[..., :1])):
             for _ in range(2):
                 check("where", *args)
+        for scalar in SCALARS:  # a weak Python scalar in either place, beside a tensor
+            for args in (
+                (c, x, scalar),
+                (c, scalar, y),
+                (c, scalar, ft.asarray(b)[0, 0]),
+                (c, scalar, 1.5),
+            ):
+                for _ in range(2):
+                    check("where", *args)
         want = np.where(np.asarray(c), np.asarray(x), np.asarray(y))
         assert np.asarray(ft.where(c, x, y)).tobytes() == want.tobytes()
     mixed = (cond, ft.asarray(a), ft.asarray(b.astype(np.float64)))
@@ -298,6 +310,27 @@ def test_a_repeated_where_runs_no_python() -> None:
     x, y = ft.asarray(np.ones(3, np.float32)), ft.asarray(np.zeros(3, np.float32))
     ft.where(c, x, y)
     assert python_calls(lambda: ft.where(c, x, y)) == []
+    for args in ((c, float("nan"), y), (c, x, 2)):  # scipy's where(zero, nan, m3 / m2**1.5)
+        ft.where(*args)
+        assert python_calls(lambda args=args: ft.where(*args)) == []
     with ft.trace() as plans:
         ft.where(c, x, y)
     assert [p.op for p in plans] == ["where"]
+
+
+@pytest.mark.parametrize("name", ["sqrt", "any", "sum"])
+def test_a_fresh_views_call_makes_its_array_and_runs_compiled(name: str) -> None:
+    """A basic-index view made in C has no NumPy array yet (its slot holds None): a host call
+    (sqrt) or a ruled one (any, sum: scipy's is_lazy_array calls any(x[0])) makes it through
+    `_array`, which keeps it, and runs compiled (no host function frame), with the Python
+    path's result."""
+    x = ft.asarray(sample(np.float64, 5))
+    getattr(ft, name)(x[0])  # the result's DType and shape seen once
+    view = x[1]
+    entered = python_calls(lambda: getattr(ft, name)(view))
+    assert entered[0] == "_array" and "operation" not in entered, entered
+    assert view._np is not None
+    for row in (x[2], x[:, 1], x.T[3]):
+        assert outcome(lambda row=row: getattr(ft, name)(row)) == outcome(
+            lambda row=row: python_path(name, row)[0]
+        )

@@ -98,11 +98,13 @@ def squeeze(x: FuelTensor, /, axis: int | tuple[int, ...]) -> FuelTensor:
     """x without the given axes, which must have extent 1; a view."""
     drop = axes(axis, tensor(x).ndim)
     lay = x._layout
-    if any(lay.shape[a] != 1 for a in drop):
-        raise ValueError(f"squeeze: axes {axis} of shape {x.shape} do not all have extent 1")
-    keep = [a for a in range(len(lay.shape)) if a not in drop]
-    shape, strides = tuple(lay.shape[a] for a in keep), tuple(lay.strides[a] for a in keep)
-    return x._rearranged(Layout(shape, strides, lay.offset))
+    shape, strides = lay.shape, lay.strides
+    for a in drop:  # a loop, not any() over a generator: scipy squeezes on every statistic
+        if shape[a] != 1:
+            raise ValueError(f"squeeze: axes {axis} of shape {x.shape} do not all have extent 1")
+    keep = [a for a in range(len(shape)) if a not in drop]
+    kept = Layout(tuple([shape[a] for a in keep]), tuple([strides[a] for a in keep]), lay.offset)
+    return x._rearranged(kept)
 
 
 def moveaxis(

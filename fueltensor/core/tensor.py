@@ -93,7 +93,8 @@ def read_only(x: FuelTensor) -> FuelTensor:
     # writable again (NumPy's own broadcast_to refuses that too).
     frozen = source.view(np.uint8).data.toreadonly()
     storage = np.frombuffer(frozen, source.dtype)
-    return FuelTensor._make(storage, x._layout, x._dtype)
+    # The same elements of a storage of the same length: x's layout was checked against it.
+    return new_tensor(FuelTensor, storage, x._layout, x._dtype, None)
 
 
 class FuelTensor(Operators, NdarrayMethods):
@@ -406,6 +407,11 @@ def asarray(
     """
     _check_device(device)
     want = None if dtype is None else _dtypes.as_dtype(dtype)
+    plain = _PLAIN_SCALARS.get(type(obj)) if want is None and copy is not False else None
+    if plain is not None and (plain is not _dtypes.int64 or _INT64_MIN <= obj <= _INT64_MAX):
+        # `from_python`'s result for a Python bool, int64-sized int or float, without its
+        # checks (scipy makes one of `n > 1` on every statistic)
+        return FuelTensor._from_dense(np.array(obj, plain.np), plain)
     if isinstance(obj, FuelTensor):
         if want is None or want is obj.dtype:
             return copy_tensor(obj) if copy else obj
@@ -431,6 +437,12 @@ def asarray(
         )
     array = from_python(obj, want)
     return FuelTensor._from_dense(array, want or _dtypes.from_numpy(array.dtype))
+
+
+_PLAIN_SCALARS: Final = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float64}
+"""The DType `asarray` gives a Python scalar of exactly these types (as NumPy does)."""
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
 
 
 def _check_device(device: Any) -> None:

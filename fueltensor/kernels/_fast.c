@@ -1588,9 +1588,10 @@ static PyObject *loop_name;      /* "_get_strided_loop" */
 static PyObject *stride_kwnames; /* ("fixed_strides",) */
 
 /* The operand arrays of a host call into `arrays` (borrowed; `*scalar` a new reference to a
- * Python scalar's 0-d tensor): 1 when the trampoline takes the call, 0 when not, -1 on error. */
+ * Python scalar's 0-d tensor; `*like` the DType the result keeps, borrowed): 1 when the
+ * trampoline takes the call, 0 when not, -1 on error. */
 static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays,
-                         PyObject **scalar) {
+                         PyObject **scalar, PyObject **like) {
     PyObject *t[3] = {args[0], h->arity > 1 ? args[1] : NULL, h->arity > 2 ? args[2] : NULL};
     if (tensor == NULL || errstate_var == NULL || Py_TYPE(t[0]) != tensor) return 0;
     int watched = busy(trace_var);
@@ -1601,13 +1602,27 @@ static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays
         t[1] = *scalar = scalar_operand(t[1], t[0]);
         if (t[1] == NULL) return -1;
     }
+    for (int k = 1; h->arity == 3 && k < 3; k++) { /* where(c, nan, x): one scalar, beside x */
+        PyObject *other = t[3 - k];
+        if (Py_TYPE(t[k]) == tensor || Py_TYPE(other) != tensor) continue;
+        if (!is_scalar(t[k])) return 0;
+        t[k] = *scalar = scalar_operand(t[k], other);
+        if (t[k] == NULL) return -1;
+    }
     if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;
     for (int k = 0; k < h->arity; k++) {
         if (Py_TYPE(t[k]) != tensor) return 0;
         if (k > h->like && SLOT(t[k], off_dtype) != SLOT(t[h->like], off_dtype)) return 0;
         arrays[k] = SLOT(t[k], off_np);
+        if (arrays[k] == NULL || arrays[k] == Py_None) { /* a fresh view's: made and kept */
+            PyObject *made = PyObject_GetAttr(t[k], array_name);
+            if (made == NULL) return -1;
+            Py_DECREF(made);
+            arrays[k] = SLOT(t[k], off_np);
+        }
         if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
     }
+    *like = SLOT(t[h->like], off_dtype);
     return 1;
 }
 
@@ -1777,7 +1792,8 @@ static int host_direct(Host *h, PyObject *const *arrays, PyObject **result) {
 /* The trampoline's result, or NULL (an error set or not) when the Python function runs. */
 static PyObject *host_fast(Host *h, PyObject *const *args) {
     PyObject *arrays[3] = {NULL, NULL, NULL}, *scalar = NULL, *made = NULL, *result = NULL;
-    int taken = host_operands(h, args, arrays, &scalar);
+    PyObject *like = NULL;
+    int taken = host_operands(h, args, arrays, &scalar, &like);
     int direct = taken > 0 && h->direct ? host_direct(h, arrays, &result) : 0;
     if (taken > 0 && direct == 0) {
         PyObject *token = PyContextVar_Set(errstate_var, errstate_ignore);
@@ -1786,7 +1802,7 @@ static PyObject *host_fast(Host *h, PyObject *const *args) {
         Py_XDECREF(token);
         if (reset < 0) Py_CLEAR(result);
     }
-    if (result != NULL) made = host_result(h, result, SLOT(args[h->like], off_dtype));
+    if (result != NULL) made = host_result(h, result, like);
     Py_XDECREF(result);
     Py_XDECREF(scalar);
     return made;

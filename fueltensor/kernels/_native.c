@@ -245,6 +245,33 @@ INLINE void f64_pow(const double *restrict a, const double *restrict b, double *
 /* ---------------------------------------------------------------------------------------------
  * The working-precision loops, stamped out for f32 and f64 from one definition. */
 
+/* The lane-wise ops but pow over a, b into c: each lane one rounded operation, its NaN rule. */
+#define LANE_LOOPS(T, FLOOR_FN, IVDEP)                                                             \
+    Py_ssize_t i;                                                                                  \
+    switch (op) {                                                                                  \
+    case ADD:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] + b[i], a[i]);                     \
+        break;                                                                                     \
+    case SUB:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] - b[i], a[i]);                     \
+        break;                                                                                     \
+    case MUL:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] * b[i], a[i]);                     \
+        break;                                                                                     \
+    case DIV:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] / b[i], a[i]);                     \
+        break;                                                                                     \
+    case MAXIMUM:                                                                                  \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 0);                            \
+        break;                                                                                     \
+    case MINIMUM:                                                                                  \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 1);                            \
+        break;                                                                                     \
+    default:                                                                                       \
+        IVDEP for (i = 0; i < n; i++)                                                              \
+            c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                       \
+    }
+
 #define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, POW_LOOP)                                 \
     INLINE U T##_bits(F x) {                                                                       \
         U u;                                                                                       \
@@ -271,33 +298,17 @@ INLINE void f64_pow(const double *restrict a, const double *restrict b, double *
     }                                                                                              \
     INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,          \
                          Py_ssize_t n, const PowShortcut *s) {                                     \
-        Py_ssize_t i;                                                                              \
-        switch (op) {                                                                              \
-        case ADD:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] + b[i], a[i]);                       \
-            break;                                                                                 \
-        case SUB:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] - b[i], a[i]);                       \
-            break;                                                                                 \
-        case MUL:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] * b[i], a[i]);                       \
-            break;                                                                                 \
-        case DIV:                                                                                  \
-            for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] / b[i], a[i]);                       \
-            break;                                                                                 \
-        case MAXIMUM:                                                                              \
-            for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 0);                              \
-            break;                                                                                 \
-        case MINIMUM:                                                                              \
-            for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 1);                              \
-            break;                                                                                 \
-        case POW:                                                                                  \
+        if (op == POW) {                                                                           \
             POW_LOOP(a, b, c, n, s);                                                               \
-            break;                                                                                 \
-        default:                                                                                   \
-            for (i = 0; i < n; i++)                                                                \
-                c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                   \
+            return;                                                                                \
         }                                                                                          \
+        LANE_LOOPS(T, FLOOR_FN, )                                                                  \
+    }                                                                                              \
+    /* T##_loop for c == a or c == b (`x op= y`), every op but pow: no `restrict`, and `ivdep`     \
+     * (true here: lane i reads a[i] and b[i] before it writes c[i], and no other lane) lets it    \
+     * vectorize as T##_loop does, with no tile to copy back. */                                   \
+    INLINE void T##_loop_in_place(int op, const F *a, const F *b, F *c, Py_ssize_t n) {            \
+        LANE_LOOPS(T, FLOOR_FN, _Pragma("GCC ivdep"))                                             \
     }
 
 DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_pow)
@@ -453,13 +464,22 @@ INLINE void loops(int op, int dtype, const void *a, const void *b, void *c, Py_s
 /* Bytes of the tile an in-place body computes into (L1-resident, on the stack). */
 #define ALIAS_TILE 4096
 
-/* c is a, b, or apart from both. Where it is one of them (`x op= y` written into x), the loops,
- * whose operands never alias (`restrict`), run into a tile that is then copied over c's
- * elements, tile by tile: every lane is the same lane-wise computation. */
+/* c is a, b, or apart from both. Where it is one of them (`x op= y` written into x), f32 and
+ * f64 run their in-place loops; pow (whose slow lanes read an operand again after the fast pass
+ * wrote c) and the halves (whose loops do not alias, `restrict`) run into a tile that is then
+ * copied over c's elements, tile by tile: every lane is the same lane-wise computation. */
 INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
                  Widen f16_to_f32, Narrow f32_to_f16, const PowShortcut *s) {
     if (c != a && c != b) {
         loops(op, dtype, a, b, c, n, f16_to_f32, f32_to_f16, s);
+        return;
+    }
+    if (op != POW && dtype == F32) {
+        f32_loop_in_place(op, a, b, c, n);
+        return;
+    }
+    if (op != POW && dtype == F64) {
+        f64_loop_in_place(op, a, b, c, n);
         return;
     }
     _Alignas(64) char tile[ALIAS_TILE];
