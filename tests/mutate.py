@@ -88,6 +88,7 @@ STORAGE = "fueltensor/core/storage.py"
 CLUSTER = "fueltensor/tools/cluster.py"
 FP_STATUS_TESTS = ("tests/test_fp_status.py",)
 THREAD_TESTS = ("tests/test_threads.py",)
+STREAM_TESTS = ("tests/test_streaming.py",)
 POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
 """The pool's own tests first: a hang there is bounded (60 s), in test_threads it is not."""
 THREADS_PY = "fueltensor/engine/threads.py"
@@ -110,6 +111,31 @@ class Mutation:
 
 M = Mutation
 MUTATIONS: tuple[Mutation, ...] = (
+    # -- streaming stores for large outputs (the C is rebuilt in the copy) ---------------------
+    M(
+        "stream-tail-dropped",
+        NATIVE_C,
+        "    memcpy(c + whole, tile + whole, bytes - whole);\n",
+        "",
+        STREAM_TESTS,
+        "the bytes of a streamed tile past its last whole 16 are never written",
+    ),
+    M(
+        "stream-alignment-ignored",
+        NATIVE_C,
+        "size_t whole = ((uintptr_t)c % 16 == 0) ? bytes / 16 * 16 : 0;",
+        "size_t whole = bytes / 16 * 16;",
+        STREAM_TESTS,
+        "an output off 16-byte alignment is streamed anyway (a fault on x86)",
+    ),
+    M(
+        "stream-from-the-wrong-tile",
+        NATIVE_C,
+        "if (stream) stream_out((char *)c + at, tile, (size_t)(k * size));",
+        "if (stream) stream_out((char *)c + at, tile + 16, (size_t)(k * size) - 16);",
+        STREAM_TESTS,
+        "a streamed tile is copied from 16 bytes into the tile",
+    ),
     # -- all cores at large sizes (the C is rebuilt in the copy) -------------------------------
     M(
         "threads-last-chunk-skipped",
