@@ -1693,7 +1693,8 @@ def rebuild(copy: Path) -> bool:
 def pytest_run(
     copy: Path, tests: tuple[str, ...], timeout: float, env_extra: dict[str, str]
 ) -> tuple[str, float]:
-    """ "pass", "fail" or "timeout" of `pytest -x -q` on `tests` in the copy, and the seconds."""
+    """ "pass", "fail", "crash" (pytest killed by a signal: a mutant that faults) or "timeout" of
+    `pytest -x -q` on `tests` in the copy, and the seconds."""
     env = dict(os.environ, PYTHONPATH=str(copy), CI="1", **env_extra)
     cmd = [
         sys.executable,
@@ -1718,6 +1719,8 @@ def pytest_run(
         return "pass", seconds
     if done.returncode == 1:
         return "fail", seconds
+    if done.returncode < 0:
+        return "crash", seconds
     tail = done.stdout.decode(errors="replace")[-2000:] + done.stderr.decode(errors="replace")
     raise RuntimeError(f"pytest could not run {tests} (exit {done.returncode}):\n{tail}")
 
