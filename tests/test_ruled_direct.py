@@ -24,6 +24,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _fastpath import outcome, traced
 from _fpstatus import ALL, FE, flags_after
 
 import fueltensor as ft
@@ -85,21 +86,6 @@ def operand(dtype: Any, seed: int, shape: tuple[int, ...], kind: str) -> tuple[A
     base_shape, view = VIEWS[kind]
     base = values(dtype, seed, base_shape(shape))
     return view(base), view(ft.asarray(base))
-
-
-def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
-    """("ok", (dtype, shape, layout, bytes)) of a call's result, or ("error", (type, message))."""
-    try:
-        r = call()
-    except Exception as e:
-        return "error", (type(e), str(e))
-    return "ok", (r.dtype, r.shape, r._layout, np.asarray(r).tobytes())
-
-
-def traced(call: Callable[[], Any]) -> Any:
-    """`call()` on the Python path: an active trace keeps every compiled call aside."""
-    with ft.trace():
-        return call()
 
 
 def numpys(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import inspect
 import pickle
-import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _fastpath import outcome, python_calls, traced
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,21 +63,6 @@ def views(base: np.ndarray) -> list[ft.FuelTensor]:
     if x.ndim < 2:
         return [x, x[::-1], x[1:]]
     return [x, x[1], x[:, ::2], x[1:, 1:], ft.flip(x, axis=1), x.T]
-
-
-def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
-    """("ok", (dtype, shape, layout, bytes)) of a call's result, or ("error", (type, message))."""
-    try:
-        r = call()
-    except Exception as e:
-        return "error", (type(e), str(e))
-    return "ok", (r.dtype, r.shape, r._layout, np.asarray(r).tobytes())
-
-
-def traced(call: Callable[[], Any]) -> Any:
-    """`call()` on the Python path: an active trace keeps every compiled call aside."""
-    with ft.trace():
-        return call()
 
 
 def check(call: Callable[[], Any], want: Any = None) -> None:
@@ -436,26 +420,6 @@ def test_the_compiled_functions_look_like_the_python_ones() -> None:
     ]
     assert list(inspect.signature(ft.FuelTensor.astype).parameters)[:2] == ["self", "dtype"]
     assert ft.FuelTensor.max.__name__ == "max"
-
-
-PACKAGE = str(Path(ft.__file__).parent)
-
-
-def python_calls(call: Callable[[], Any]) -> list[str]:
-    """The functions of fueltensor's own Python code `call()` enters (NumPy's Python layers,
-    such as np.mean's, are NumPy's cost on both sides)."""
-    entered: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_filename.startswith(PACKAGE):
-            entered.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        call()
-    finally:
-        sys.setprofile(None)
-    return entered
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, ml_dtypes.bfloat16, np.int8, np.bool_])
