@@ -38,6 +38,9 @@ pytestmark = [
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
 SECONDS = 60
 """The bound on every wait below (a hang fails the test; no test is timed)."""
+OUTSIDE = os.path.dirname(sys.executable)
+"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
+the installed package (with its compiled kernels) from the current directory."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
 PRELUDE = """
@@ -67,6 +70,7 @@ def script(body: str) -> list[str]:
     """The stdout lines of a fresh interpreter running PRELUDE and `body` (which must exit 0)."""
     done = subprocess.run(
         [sys.executable, "-W", "ignore::DeprecationWarning", "-c", PRELUDE + textwrap.dedent(body)],
+        cwd=OUTSIDE,
         capture_output=True,
         text=True,
         timeout=SECONDS,

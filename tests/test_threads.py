@@ -39,6 +39,9 @@ FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
 Bytes = np.ndarray[Any, np.dtype[np.uint8]]
 TWO_CORES = pytest.mark.skipif(threads.cores() < 2, reason="one core: nothing to split over")
+OUTSIDE = os.path.dirname(sys.executable)
+"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
+the installed package (with its compiled kernels) from the current directory."""
 
 
 @pytest.fixture(autouse=True)
@@ -180,6 +183,7 @@ def test_the_environment_variable_sets_the_start(value: str, want: str) -> None:
     """FUELTENSOR_NUM_THREADS is the setting at import."""
     out = subprocess.run(
         [sys.executable, "-c", "import fueltensor as ft; print(ft.get_num_threads())"],
+        cwd=OUTSIDE,
         env={**os.environ, threads.ENV_VAR: value},
         capture_output=True,
         text=True,
@@ -193,6 +197,7 @@ def test_a_bad_environment_variable_is_refused_by_name(value: str) -> None:
     """A count outside the range stops the import with a message naming the variable."""
     out = subprocess.run(
         [sys.executable, "-c", "import fueltensor"],
+        cwd=OUTSIDE,
         env={**os.environ, threads.ENV_VAR: value},
         capture_output=True,
         text=True,
@@ -288,7 +293,7 @@ print(*seen, ft.get_num_threads(), NATIVE.threads({big}))
 
 def python_lines(code: str) -> list[str]:
     """The words a fresh interpreter running `code` prints (it must exit 0)."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
