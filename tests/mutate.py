@@ -1547,8 +1547,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "inplace-body-writes-over-its-operand",
         NATIVE_C,
-        "    if (c != a && c != b) {\n        loops(",
-        "    if (1) {\n        loops(",
+        "    if (c != a && c != b) {\n        if (n >= STREAM_FROM",
+        "    if (1) {\n        if (n >= STREAM_FROM",
         ("tests/test_fast_inplace.py",),
         "an in-place body runs its loops straight into the operand they read (f32 pow's powf "
         "lanes re-read operands the shortcut has overwritten)",
