@@ -1229,11 +1229,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "host-loop-keeps-status-flags",
         FAST_C,
-        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n"
-        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
-        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(count);",
-        HOST_LOOP_TESTS,
-        "`ft.sqrt(x)` on NumPy's trivial loop keeps the caller's flags NumPy clears before it",
+        "    if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n    NPY_BEGIN_THREADS_DEF;",
+        "    NPY_BEGIN_THREADS_DEF;",
+        (*HOST_LOOP_TESTS, *RULED_TESTS),
+        "`ft.sqrt(x)` on NumPy's trivial loop, and a compiled matmul on its own, keep the "
+        "caller's flags NumPy clears before the loop",
     ),
     M(
         "host-loop-empty-clears-flags",
@@ -1389,15 +1389,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if (0)",
         RULED_TESTS,
         "x.sum(), x.astype(d) run the Python method and its frames instead of the compiled call",
-    ),
-    M(
-        "ruled-matmul-keeps-status-flags",
-        FAST_C,
-        "        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n"
-        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));",
-        "        NPY_BEGIN_THREADS_DEF;\n        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));",
-        RULED_TESTS,
-        "after a compiled matmul the caller's flags stay raised where NumPy's call clears them",
     ),
     M(
         "ruled-matmul-takes-stacks",

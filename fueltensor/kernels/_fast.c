@@ -1739,6 +1739,19 @@ static PyObject *host_loop(Host *h, PyObject *const *descr, int scalar, CallInfo
     return capsule;
 }
 
+/* Run a kept call info's loop as NumPy's ufunc call runs it under the all-ignore error state:
+ * the FP status cleared first (unless the loop raises none), nothing checked after, the GIL
+ * released from NumPy's threshold for `size` elements; -1 when the loop failed. */
+static int run_loop(const CallInfo *info, char **data, npy_intp *dims, npy_intp *steps,
+                    npy_intp size) {
+    if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
+    NPY_BEGIN_THREADS_DEF;
+    NPY_BEGIN_THREADS_THRESHOLDED(size);
+    int res = info->strided_loop(info->context, data, dims, steps, info->auxdata);
+    NPY_END_THREADS;
+    return res < 0 || PyErr_Occurred() ? -1 : 0;
+}
+
 /* NumPy's trivial loop of the Host's ufunc on `arrays`, as `try_trivial_single_output_loop`
  * runs it under the all-ignore error state: 1 with the fresh result in `*result`, 0 when NumPy
  * would not run it on these operands (the ufunc call runs), -1 on error. */
@@ -1777,12 +1790,7 @@ static int host_direct(Host *h, PyObject *const *arrays, PyObject **result) {
     if (count > 0) { /* NumPy runs no loop, and clears no flag, for an empty result */
         data[h->arity] = PyArray_BYTES((PyArrayObject *)out);
         strides[h->arity] = PyArray_ITEMSIZE((PyArrayObject *)out);
-        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
-        NPY_BEGIN_THREADS_DEF;
-        NPY_BEGIN_THREADS_THRESHOLDED(count);
-        int res = info->strided_loop(info->context, data, &count, strides, info->auxdata);
-        NPY_END_THREADS;
-        if (res < 0 || PyErr_Occurred()) Py_CLEAR(out);
+        if (run_loop(info, data, &count, strides, count) < 0) Py_CLEAR(out);
     }
     Py_DECREF(capsule);
     *result = out;
@@ -2402,12 +2410,7 @@ static int matmul_direct(Ruled *r, PyArrayObject *a, PyArrayObject *b, PyObject 
                              na == 2 ? core_stride(o, 0) : 0,
                              nb == 2 ? core_stride(o, nd - 1) : 0};
         char *data[3] = {PyArray_BYTES(a), PyArray_BYTES(b), PyArray_BYTES(o)};
-        if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();
-        NPY_BEGIN_THREADS_DEF;
-        NPY_BEGIN_THREADS_THRESHOLDED(PyArray_SIZE(o));
-        int res = info->strided_loop(info->context, data, dims, steps, info->auxdata);
-        NPY_END_THREADS;
-        if (res < 0 || PyErr_Occurred()) Py_CLEAR(out);
+        if (run_loop(info, data, dims, steps, PyArray_SIZE(o)) < 0) Py_CLEAR(out);
     }
     Py_DECREF(capsule);
     *result = out;
