@@ -13,11 +13,24 @@ the C-touching tests and the differential fuzzer on it).
 """
 
 import os
+from pathlib import Path
 
 import numpy
 from setuptools import Extension, setup
 
-NATIVE = "fueltensor.kernels._native"
+SRC = Path("fueltensor/ext/src")
+"""The compiled floor's sources: one folder per extension, each built as one translation unit
+(its `_<name>.c` includes the per-concern files), and `abi.h`, which both share."""
+
+
+def sources(name: str) -> dict[str, list[str]]:
+    """An extension's unity file, and every file it includes as `depends` (so a change to any
+    of them rebuilds it)."""
+    folder = SRC / name
+    parts = sorted(str(p) for p in [*folder.glob("*.c"), *folder.glob("*.h"), SRC / "abi.h"])
+    return {"sources": [str(folder / f"_{name}.c")], "depends": parts}
+
+
 SANITIZE = (
     [
         "-fsanitize=address,undefined",
@@ -37,8 +50,8 @@ must be correct C for any compiler, not only for one that wraps."""
 setup(
     ext_modules=[
         Extension(
-            NATIVE,
-            sources=["fueltensor/kernels/_native.c"],
+            "fueltensor.ext._native",
+            **sources("native"),
             # No FMA contraction and no fast-math: every step of a - floor(a / b) * b is rounded.
             # -fno-trapping-math only lets the NaN selects vectorize: values are unchanged, and
             # the kernels restore the caller's floating-point status flags after every call.
@@ -58,8 +71,8 @@ setup(
         ),
         # Dispatch's fast path for cached plans: runs `_native`'s kernels through NumPy's C API.
         Extension(
-            "fueltensor.kernels._fast",
-            sources=["fueltensor/kernels/_fast.c"],
+            "fueltensor.ext._fast",
+            **sources("fast"),
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2", *SANITIZE],
             extra_link_args=SANITIZE,

@@ -3,7 +3,7 @@
  * for those whose exact value e (x * x in double, exact; sqrt((double)x), correctly rounded) is
  * a normal float, the largest distance of e from a midpoint between two floats, in double ULPs
  * of e (the low 29 significand bits of e against 2^28). The f32 pow shortcut in
- * fueltensor/kernels/_native.c sends every lane within POW_BAND (2^21) of a midpoint to powf:
+ * fueltensor/ext/src/native/pow_shortcut.c sends every lane within POW_BAND (2^21) of a midpoint to powf:
  * this program is where that band comes from. glibc 2.36 on x86-64 (AVX2, FMA): y = 2 differs
  * for 1,548,806 inputs (1,539,494 with a normal result), the farthest 888,704 ULPs from a
  * midpoint; y = 0.5 for 1,361,093 (1,361,091; the other two are -0 and -inf, where powf gives

@@ -25,7 +25,7 @@ def thunks(impl: str) -> dict[str, Any]:
     """The 32 thunks of an implementation id (skips when the compiled kernels are not built)."""
     name = impl.partition("-")[0]
     if name not in IMPLEMENTATIONS:
-        pytest.skip("the compiled kernels (fueltensor.kernels._native) are not built here")
+        pytest.skip("the compiled kernels (fueltensor.ext._native) are not built here")
     return cpu.thunks(name)
 
 

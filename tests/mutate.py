@@ -63,8 +63,9 @@ SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
 REFERENCE = "fueltensor/kernels/reference.py"
 COMPILED = "fueltensor/kernels/compiled.py"
-NATIVE_C = "fueltensor/kernels/_native.c"
-FAST_C = "fueltensor/kernels/_fast.c"
+NATIVE_SRC = "fueltensor/ext/src/native/"
+FAST_SRC = "fueltensor/ext/src/fast/"
+"""The compiled floor's per-concern C files: a C mutation names the file its snippet is in."""
 HOST = "fueltensor/array_api/_host.py"
 POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
 POW_LOOP_TESTS = tuple(
@@ -77,7 +78,7 @@ POW_LOOP_TESTS = tuple(
         "test_verifier_catches_a_loop_without_a_band",
     )
 )
-"""The pow shortcut loop's tests that force it on: a mutated `_native.c` is rebuilt and tested
+"""The pow shortcut loop's tests that force it on: a mutated `_native` is rebuilt and tested
 with the shortcut kept off otherwise (FUELTENSOR_POW_SHORTCUT=0: no cached verdict applies)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge/audit.py"
@@ -114,7 +115,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- streaming stores for large outputs (the C is rebuilt in the copy) ---------------------
     M(
         "stream-tail-dropped",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "    memcpy(c + whole, tile + whole, bytes - whole);\n",
         "",
         STREAM_TESTS,
@@ -122,7 +123,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "stream-alignment-ignored",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "size_t whole = ((uintptr_t)c % 16 == 0) ? bytes / 16 * 16 : 0;",
         "size_t whole = bytes / 16 * 16;",
         STREAM_TESTS,
@@ -130,7 +131,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "stream-from-the-wrong-tile",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "if (stream) stream_out((char *)c + at, tile, (size_t)(k * size));",
         "if (stream) stream_out((char *)c + at, tile + 16, (size_t)(k * size) - 16);",
         STREAM_TESTS,
@@ -139,7 +140,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- all cores at large sizes (the C is rebuilt in the copy) -------------------------------
     M(
         "threads-last-chunk-skipped",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
         "Py_ssize_t len = n - at < per ? 0 : per, skip = at * size;",
         THREAD_TESTS,
@@ -147,7 +148,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-worker-flags-lost",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);",
         "(void)parts[t].flags;",
         THREAD_TESTS,
@@ -155,7 +156,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-worker-ignores-callers-fenv",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "    fesetenv(k->env);\n",
         "",
         POOL_TESTS,
@@ -163,7 +164,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-chunk-short-by-one",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
         "Py_ssize_t len = n - at < per ? n - at : per - 1, skip = at * size;",
         THREAD_TESTS,
@@ -171,7 +172,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-pool-kept-at-fork",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "registered = pthread_atfork(NULL, NULL, pool_forget) == 0;",
         "registered = 1;",
         POOL_TESTS,
@@ -179,7 +180,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-pool-started-by-any-body",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    if (threads > 1) {",
         "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    pool_grow(1);\n"
         "    if (threads > 1) {",
@@ -188,16 +189,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-busy-pool-shared",
-        NATIVE_C,
-        "if (pthread_mutex_trylock(&pool.owner) != 0) {",
-        "if (pthread_mutex_trylock(&pool.owner) != 0 && 0) {",
+        NATIVE_SRC + "pool.c",
+        "if (pthread_mutex_trylock(&N.pool.owner) != 0) {",
+        "if (pthread_mutex_trylock(&N.pool.owner) != 0 && 0) {",
         POOL_TESTS,
         "a second caller posts chunks to the workers another caller is using",
     ),
     M(
         "threads-sleeping-worker-not-woken",
-        NATIVE_C,
-        "    pthread_cond_broadcast(&pool.wake);\n",
+        NATIVE_SRC + "pool.c",
+        "    pthread_cond_broadcast(&N.pool.wake);\n",
         "",
         POOL_TESTS,
         "a worker parked between calls never wakes for the next chunk: the call hangs",
@@ -212,15 +213,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "threads-threshold-ignored",
-        NATIVE_C,
-        "if (n < __atomic_load_n(&parallel_from, __ATOMIC_RELAXED)) return 1;",
+        NATIVE_SRC + "pool.c",
+        "if (n < __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED)) return 1;",
         "if (n < CHUNK_ALIGN) return 1;",
         THREAD_TESTS,
         "small bodies pay for threads",
     ),
     M(
         "threads-affinity-ignored",
-        NATIVE_C,
+        NATIVE_SRC + "pool.c",
         "int threads = want < cores ? want : cores > 1 ? cores : 1;",
         "int threads = want;",
         THREAD_TESTS,
@@ -245,7 +246,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
     M(
         "pow-no-band",
-        NATIVE_C,
+        NATIVE_SRC + "native.h",
         "#define POW_BAND (1 << 21)",
         "#define POW_BAND 0",
         POW_LOOP_TESTS,
@@ -253,7 +254,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-avx2-no-lower-range",
-        NATIVE_C,
+        NATIVE_SRC + "pow_shortcut.c",
         "__m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));",
         "__m256i ok = _mm256_cmpgt_epi32(hi, in);",
         POW_LOOP_TESTS,
@@ -261,7 +262,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-generic-no-range",
-        NATIVE_C,
+        NATIVE_SRC + "pow_shortcut.c",
         "return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));",
         "return !((b == want) & (near > 2 * band));",
         POW_LOOP_TESTS,
@@ -269,7 +270,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-avx2-any-exponent",
-        NATIVE_C,
+        NATIVE_SRC + "pow_shortcut.c",
         "_mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ)",
         "_mm256_cmp_ps(want, want, _CMP_EQ_OQ)",
         POW_LOOP_TESTS,
@@ -277,7 +278,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-any-rounding-mode",
-        NATIVE_C,
+        NATIVE_SRC + "pow_shortcut.c",
         "int on = (s->two | s->half) && default_fp_mode();",
         "int on = s->two | s->half;",
         POW_LOOP_TESTS,
@@ -285,7 +286,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-avx2-root-distance-doubled",
-        NATIVE_C,
+        NATIVE_SRC + "pow_shortcut.c",
         "d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));",
         "d = _mm256_mul_ps(rest, _mm256_rcp_ps(r));",
         POW_LOOP_TESTS,
@@ -293,7 +294,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "pow-verifier-blind",
-        NATIVE_C,
+        NATIVE_SRC + "pow_check.c",
         "if (f32_bits(got[j]) == f32_bits(want[j])) continue;",
         "if (f32_bits(got[j]) == f32_bits(got[j])) continue;",
         POW_LOOP_TESTS,
@@ -916,13 +917,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-key-without-dtype",
-        FAST_C,
-        "        parts[1] = SLOT(da, off_dtype_np);\n"
-        "        parts[2] = SLOT(a, off_layout);\n"
-        "        parts[3] = SLOT(db, off_dtype_np);\n",
-        "        parts[1] = SLOT(a, off_layout);\n"
-        "        parts[2] = SLOT(a, off_layout);\n"
-        "        parts[3] = SLOT(b, off_layout);\n",
+        FAST_SRC + "plan_key.c",
+        (
+            "        parts[1] = SLOT(da, S.off_dtype_np);\n"
+            "        parts[2] = SLOT(a, S.off_layout);\n"
+            "        parts[3] = SLOT(db, S.off_dtype_np);\n"
+        ),
+        (
+            "        parts[1] = SLOT(a, S.off_layout);\n"
+            "        parts[2] = SLOT(a, S.off_layout);\n"
+            "        parts[3] = SLOT(b, S.off_layout);\n"
+        ),
         FAST_TESTS + PLAN_TESTS,
         "an F64 operation finds the plan cached for F32 operands of the same layouts",
     ),
@@ -936,7 +941,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-inplace-strided-target-as-dense",
-        FAST_C,
+        FAST_SRC + "inplace.c",
         "        dense &= s == step;\n",
         "",
         FAST_TESTS,
@@ -944,7 +949,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-inplace-read-only-target-written",
-        FAST_C,
+        FAST_SRC + "inplace.c",
         "    if (!PyArray_Check(storage) || !PyArray_ISWRITEABLE((PyArrayObject *)storage))\n",
         "    if (!PyArray_Check(storage))\n",
         FAST_TESTS,
@@ -952,31 +957,31 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-inplace-unchecked-strided-target",
-        FAST_C,
-        "    if (reason != NULL) { /* its error, worded by the Python side */",
-        "    if (0) {",
+        FAST_SRC + "inplace.c",
+        "    if (reason != NULL) {\n        refuse_target(",
+        "    if (0) {\n        refuse_target(",
         FAST_TESTS,
         "a refused in-place result (another shape, a broadcast target) is written anyway",
     ),
     M(
         "fast-inplace-overlap-accepted",
-        FAST_C,
-        "    if (yes > 0) *reason = REFUSALS[4];",
+        FAST_SRC + "inplace.c",
+        "    if (yes > 0) *reason = S.refusals[4];",
         "",
         FAST_TESTS,
         "`v += 1` through an as_strided view whose elements overlap adds twice to shared ones",
     ),
     M(
         "fast-inplace-stride0-accepted",
-        FAST_C,
-        "    if (stride0) return *reason = REFUSALS[3], 0;",
+        FAST_SRC + "inplace.c",
+        "    if (stride0) return *reason = S.refusals[3], 0;",
         "",
         FAST_TESTS,
         "`b += 1` into a broadcast_to view writes one element many times",
     ),
     M(
         "fast-index-not-wrapped",
-        FAST_C,
+        FAST_SRC + "views.c",
         "    add_offset(off, (Py_ssize_t)(i < 0 ? i + n : i), s, wrapped);",
         "    add_offset(off, (Py_ssize_t)i, s, wrapped);",
         VIEW_TESTS,
@@ -984,7 +989,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-index-none-no-axis",
-        FAST_C,
+        FAST_SRC + "views.c",
         "o++, PyLong_FromLong(1), PyLong_FromLong(0)) < 0)",
         "o++, PyLong_FromLong(1), PyLong_FromLong(1)) < 0)",
         VIEW_TESTS,
@@ -992,7 +997,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-index-bounds-unchecked",
-        FAST_C,
+        FAST_SRC + "views.c",
         "    if (overflow || i < -n || i >= n) {",
         "    if (overflow || i < -n - 1 || i > n) {",
         VIEW_TESTS,
@@ -1000,7 +1005,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-large-output-freed",
-        FAST_C,
+        FAST_SRC + "allocator.c",
         "    block_keep(b->data, b->size);",
         "    block_free(b->data);",
         FAST_TESTS,
@@ -1008,7 +1013,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-large-output-untraced",
-        FAST_C,
+        FAST_SRC + "allocator.c",
         "        PyTraceMalloc_Track(NUMPY_TRACE_DOMAIN, (uintptr_t)p, size);",
         "",
         FAST_TESTS,
@@ -1024,7 +1029,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-cast-not-applied",
-        FAST_C,
+        FAST_SRC + "run.c",
         "        c->operands[k] = c->cast[k];\n",
         "",
         FAST_TESTS,
@@ -1033,7 +1038,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- safe C: floating-point status, refusals before allocation, checked sizes ---------------
     M(
         "fast-fp-status-not-restored",
-        FAST_C,
+        FAST_SRC + "run.c",
         "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
         "    }\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
         FP_STATUS_TESTS,
@@ -1041,7 +1046,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-fast-fp-status-not-restored",
-        FAST_C,
+        FAST_SRC + "run.c",
         "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    fp_restore(&flags);",
         "e->count);\n    if (state != NULL) PyEval_RestoreThread(state);\n    (void)flags;",
         FP_STATUS_TESTS,
@@ -1065,7 +1070,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-entry-count-wraps",
-        FAST_C,
+        FAST_SRC + "entries.c",
         "if (checked_size(e->dims, (int)ndim, e->itemsize, &e->count, &bytes) < 0) {",
         "e->count = 1;\n    for (Py_ssize_t k = 0; k < ndim; k++) e->count *= e->dims[k];\n"
         "    if (0) {",
@@ -1074,7 +1079,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "aligned-array-alignment-unchecked",
-        FAST_C,
+        FAST_SRC + "allocator.c",
         "__builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {",
         "((nbytes = (npy_intp)((size_t)bytes + ALIGNMENT)), 0)) {",
         REFUSAL_TESTS,
@@ -1116,7 +1121,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-adopts-a-view",
-        FAST_C,
+        FAST_SRC + "inplace.c",
         "int flags = NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
         "int flags = NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE;",
         HOST_TESTS,
@@ -1148,7 +1153,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-fresh-view-declined",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "        if (arrays[k] == NULL || arrays[k] == Py_None) {",
         "        if (arrays[k] == NULL) {",
         TRAMPOLINE_TESTS,
@@ -1156,23 +1161,23 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-fresh-view-declined",
-        FAST_C,
-        "    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);",
-        "    a = a != NULL ? Py_NewRef(a) : PyObject_GetAttr(t, array_name);",
+        FAST_SRC + "ruled.c",
+        ("    a = a != NULL && a != Py_None ? Py_NewRef(a) : PyObject_CallOneArg(S.array_of, t);"),
+        "    a = a != NULL ? Py_NewRef(a) : PyObject_CallOneArg(S.array_of, t);",
         TRAMPOLINE_TESTS,
         "any(x[0]) runs the Python function: the ruled call takes the view's None for its array",
     ),
     M(
         "host-where-scalar-result-takes-the-condition-dtype",
-        FAST_C,
-        "    *like = SLOT(t[h->like], off_dtype);",
-        "    *like = SLOT(t[0], off_dtype);",
+        FAST_SRC + "host_calls.c",
+        "    *like = SLOT(t[h->like], S.off_dtype);",
+        "    *like = SLOT(t[0], S.off_dtype);",
         TRAMPOLINE_TESTS,
         "a compiled where's result is adopted as the bool condition's DType, not x1's and x2's",
     ),
     M(
         "host-where-scalar-declined",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "    for (int k = 1; h->arity == 3 && k < 3; k++) {",
         "    for (int k = 1; h->arity == 4 && k < 3; k++) {",
         TRAMPOLINE_TESTS,
@@ -1180,23 +1185,23 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-trampoline-skips-the-trace",
-        FAST_C,
-        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = busy(trace_var);",
-        "Py_TYPE(t[0]) != tensor) return 0;\n    int watched = 0;",
+        FAST_SRC + "host_calls.c",
+        "Py_TYPE(t[0]) != S.tensor) return 0;\n    int watched = busy(S.trace_var);",
+        "Py_TYPE(t[0]) != S.tensor) return 0;\n    int watched = 0;",
         TRAMPOLINE_TESTS,
         "a compiled host call runs while a trace is active, so the trace misses it",
     ),
     M(
         "host-trampoline-keeps-errstate-silenced",
-        FAST_C,
-        "int reset = token == NULL ? -1 : PyContextVar_Reset(errstate_var, token);",
+        FAST_SRC + "host_calls.c",
+        "int reset = token == NULL ? -1 : PyContextVar_Reset(S.errstate_var, token);",
         "int reset = 0;",
         TRAMPOLINE_TESTS,
         "a compiled host call leaves NumPy's error state at all-ignore for the caller",
     ),
     M(
         "host-trampoline-stale-layout",
-        FAST_C,
+        FAST_SRC + "inplace.c",
         "        if (same) return Py_NewRef(*kept);",
         "        if (1) return Py_NewRef(*kept);",
         TRAMPOLINE_TESTS,
@@ -1204,31 +1209,37 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-operator-scalars-take-python",
-        FAST_C,
-        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
-        "if (tensor == NULL || Py_TYPE(x) != tensor || Py_TYPE(y) != tensor)",
+        FAST_SRC + "operators.c",
+        (
+            "if (S.tensor == NULL || Py_TYPE(x) != S.tensor || (Py_TYPE(y) != S.tensor && !is"
+            "_scalar(y)))"
+        ),
+        "if (S.tensor == NULL || Py_TYPE(x) != S.tensor || Py_TYPE(y) != S.tensor)",
         TRAMPOLINE_TESTS,
         "`x == 1` runs the Python operator method instead of the compiled namespace function",
     ),
     M(
         "host-operator-takes-any-operand",
-        FAST_C,
-        "if (tensor == NULL || Py_TYPE(x) != tensor || (Py_TYPE(y) != tensor && !is_scalar(y)))",
-        "if (tensor == NULL || Py_TYPE(x) != tensor)",
+        FAST_SRC + "operators.c",
+        (
+            "if (S.tensor == NULL || Py_TYPE(x) != S.tensor || (Py_TYPE(y) != S.tensor && !is"
+            "_scalar(y)))"
+        ),
+        "if (S.tensor == NULL || Py_TYPE(x) != S.tensor)",
         TRAMPOLINE_TESTS,
         "`x == 'a'` calls the namespace function (a TypeError) instead of returning NotImplemented",
     ),
     M(
         "host-where-any-condition",
-        FAST_C,
-        "    if (h->first != NULL && SLOT(t[0], off_dtype) != h->first) return 0;\n",
+        FAST_SRC + "host_calls.c",
+        "    if (h->first != NULL && SLOT(t[0], S.off_dtype) != h->first) return 0;\n",
         "",
         TRAMPOLINE_TESTS,
         "a compiled `where` takes a float condition (NumPy's truthiness) instead of refusing it",
     ),
     M(
         "host-loop-keeps-status-flags",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "    if (!info->no_floatingpoint_errors) PyUFunc_clearfperr();\n    NPY_BEGIN_THREADS_DEF;",
         "    NPY_BEGIN_THREADS_DEF;",
         (*HOST_LOOP_TESTS, *RULED_TESTS),
@@ -1237,7 +1248,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-empty-clears-flags",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "    if (count > 0) { /* NumPy runs no loop",
         "    if (count >= 0) { /* NumPy runs no loop",
         HOST_LOOP_TESTS,
@@ -1245,7 +1256,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-scalar-strided",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "strides[k] = n == 0 ? 0 : PyArray_ITEMSIZE(a);",
         "strides[k] = PyArray_ITEMSIZE(a);",
         HOST_LOOP_TESTS,
@@ -1253,7 +1264,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-takes-strided-1d",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "if (n == 1 ? PyArray_STRIDE(a, 0) != strides[k] : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
         "if (n == 1 ? 0 : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
         HOST_LOOP_TESTS,
@@ -1261,7 +1272,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-takes-any-layout",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "if (n == 1 ? PyArray_STRIDE(a, 0) != strides[k] : !PyArray_IS_C_CONTIGUOUS(a)) return 0;",
         "if (n == 1 && PyArray_STRIDE(a, 0) != strides[k]) return 0;",
         HOST_LOOP_TESTS,
@@ -1269,7 +1280,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-ignores-shapes",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "} else if (n != ndim || !PyArray_CompareLists(shape, PyArray_DIMS(a), n)) {",
         "} else if (n != ndim) {",
         HOST_LOOP_TESTS,
@@ -1277,7 +1288,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "host-loop-runs-a-cast-loop",
-        FAST_C,
+        FAST_SRC + "host_calls.c",
         "if (PyTuple_GET_ITEM(chosen, k) != descr[k]) goto fail;",
         "if (PyTuple_GET_ITEM(chosen, k) == NULL) goto fail;",
         HOST_LOOP_TESTS,
@@ -1286,24 +1297,26 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- ruled host calls: reductions, astype and matmul (`_fast.ruled`) ----------------------
     M(
         "ruled-skips-the-trace",
-        FAST_C,
-        "    int watched = busy(trace_var);\n    if (watched == 0) watched = busy(observers_var);\n"
-        "    PyObject *rule = NULL;",
+        FAST_SRC + "ruled.c",
+        (
+            "    int watched = busy(S.trace_var);\n"
+            "    if (watched == 0) watched = busy(S.observers_var);\n    PyObject *rule = NULL;"
+        ),
         "    int watched = 0;\n    PyObject *rule = NULL;",
         RULED_TESTS,
         "a compiled sum/astype/matmul runs while a trace is active, so the trace misses it",
     ),
     M(
         "ruled-keeps-errstate-silenced",
-        FAST_C,
-        "if ((quiet ? 0 : PyContextVar_Reset(errstate_var, token)) < 0) Py_CLEAR(result);",
+        FAST_SRC + "ruled.c",
+        "if ((quiet ? 0 : PyContextVar_Reset(S.errstate_var, token)) < 0) Py_CLEAR(result);",
         "(void)0;",
         RULED_TESTS,
         "after a compiled `ft.sum(x)` NumPy ignores every floating-point error the caller raises",
     ),
     M(
         "ruled-quiet-cast-ignores-snan",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "        if (signaling) return 0;\n",
         "",
         RULED_TESTS,
@@ -1311,7 +1324,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-quiet-cast-any-width",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "if (to->kind != 'f' || (wide != 4 && wide != 8) || !PyArray_ISNOTSWAPPED(a)) return 0;",
         "if (to->kind != 'f' || !PyArray_ISNOTSWAPPED(a)) return 0;",
         RULED_TESTS,
@@ -1319,7 +1332,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-quiet-cast-narrowing",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if (from->kind != 'f' || size > wide || n > QUIET_SCAN ||",
         "    if (from->kind != 'f' || n > QUIET_SCAN ||",
         RULED_TESTS,
@@ -1327,7 +1340,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-half-operands-not-widened",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if (pre != Py_None) Py_SETREF(a, cast_array(a, pre));",
         "",
         RULED_TESTS,
@@ -1335,7 +1348,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-result-not-cast",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if ((PyObject *)PyArray_DESCR((PyArrayObject *)result) != descr)\n"
         "        Py_SETREF(result, cast_array(result, descr));",
         "",
@@ -1344,7 +1357,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-sum-into-operand-dtype",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "into = zero_d(work != Py_None ? (PyArray_Descr *)work",
         "into = zero_d(0 ? (PyArray_Descr *)work",
         RULED_TESTS,
@@ -1352,7 +1365,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-reduces-empty",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if (over == NULL || count == 0) return NULL;",
         "    if (over == NULL) return NULL;",
         RULED_TESTS,
@@ -1360,15 +1373,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-matmul-mixed-dtypes",
-        FAST_C,
-        "(Py_TYPE(y) != tensor || SLOT(y, off_dtype) != dtype)) return NULL;",
-        "(Py_TYPE(y) != tensor)) return NULL;",
+        FAST_SRC + "ruled.c",
+        "(Py_TYPE(y) != S.tensor || SLOT(y, S.off_dtype) != dtype)) return NULL;",
+        "(Py_TYPE(y) != S.tensor)) return NULL;",
         RULED_TESTS,
         "a compiled f32 @ f64 rounds NumPy's promoted float64 product to float32",
     ),
     M(
         "ruled-keywords-unchecked",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "        else\n            return 0;\n    }\n    return 1;",
         "        else\n            continue;\n    }\n    return 1;",
         RULED_TESTS,
@@ -1376,7 +1389,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-keepdims-dropped",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "            *keepdims = v == Py_True;",
         "            *keepdims = 0;",
         RULED_TESTS,
@@ -1384,7 +1397,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-methods-take-python",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if (fn != NULL && Py_TYPE(fn) == &RuledType)",
         "    if (0)",
         RULED_TESTS,
@@ -1392,7 +1405,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-matmul-takes-stacks",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "if (!r->host.direct || na < 1 || na > 2 || nb < 1 || nb > 2 ||",
         "if (!r->host.direct || na < 1 || na > 3 || nb < 1 || nb > 2 ||",
         RULED_TESTS,
@@ -1400,7 +1413,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-matmul-half-in-half",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "    if (PyTuple_GET_ITEM(rule, 0) != Py_None) return 0;\n    PyObject *a = operand_array(",
         "    PyObject *a = operand_array(",
         RULED_TESTS,
@@ -1408,7 +1421,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-copy-any-layout",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "if (same_number(from, (PyArray_Descr *)descr) && PyArray_IS_C_CONTIGUOUS(from))",
         "if (same_number(from, (PyArray_Descr *)descr))",
         RULED_TESTS,
@@ -1416,7 +1429,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "ruled-copy-any-type",
-        FAST_C,
+        FAST_SRC + "ruled.c",
         "(PyTypeNum_ISNUMBER(type) || PyTypeNum_ISBOOL(type));",
         "1;",
         RULED_TESTS,
@@ -1481,7 +1494,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-fast-wrong-exponent",
-        FAST_C,
+        FAST_SRC + "run.c",
         "run_powi(e->kdtype, src, e->exponent, out, e->count);",
         "run_powi(e->kdtype, src, e->exponent + 1, out, e->count);",
         POWI_FAST_TESTS,
@@ -1489,15 +1502,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-fast-path-finds-the-float-plan",
-        FAST_C,
-        "int form = ta && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;",
-        "int form = 0 && is_integer(b) ? PySet_Contains(integer_forms, op) : 0;",
+        FAST_SRC + "run.c",
+        "int form = ta && is_integer(b) ? PySet_Contains(S.integer_forms, op) : 0;",
+        "int form = 0 && is_integer(b) ? PySet_Contains(S.integer_forms, op) : 0;",
         POWI_FAST_TESTS,
         "the compiled path looks x ** 3 up under its scalar's 0-d tensor: x ** 3.0's plan (powf)",
     ),
     M(
         "powi-fast-serves-under-a-trace",
-        FAST_C,
+        FAST_SRC + "run.c",
         "    if (watched != 0) return watched < 0 ? -1 : 0;\n    if (form) {",
         "    if (watched != 0 && !form) return watched < 0 ? -1 : 0;\n    if (form) {",
         POWI_FAST_TESTS,
@@ -1505,7 +1518,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-fast-key-ignores-the-exponent",
-        FAST_C,
+        FAST_SRC + "plan_key.c",
         "    parts[4] = k;\n",
         "    parts[4] = op;\n",
         POWI_FAST_TESTS,
@@ -1521,7 +1534,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-loop-drops-a-bit",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "uint32_t m = k < 0 ? 0u - (uint32_t)k : (uint32_t)k;",
         "uint32_t m = k < 0 ? 0u - (uint32_t)k : (uint32_t)k & ~4u;",
         POWI_FAST_TESTS,
@@ -1529,7 +1542,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-one-quiets-nans",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "    if (k == 1) {\n        memcpy(",
         "    if (k == 1 && dtype > F16) {\n        memcpy(",
         POWI_FAST_TESTS,
@@ -1537,7 +1550,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-body-writes-over-its-operand",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "    if (c != a && c != b) {\n        if (n >= STREAM_FROM",
         "    if (1) {\n        if (n >= STREAM_FROM",
         ("tests/test_fast_inplace.py",),
@@ -1546,7 +1559,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-loop-takes-pow",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "    if (op != POW && dtype == F32) {",
         "    if (dtype == F32) {",
         ("tests/test_fast_inplace.py",),
@@ -1554,7 +1567,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-loop-swaps-operands",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "        f64_loop_in_place(op, a, b, c, n);",
         "        f64_loop_in_place(op, b, a, c, n);",
         ("tests/test_fast_inplace.py",),
@@ -1562,7 +1575,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-loop-drops-the-last-lane",
-        NATIVE_C,
+        NATIVE_SRC + "bodies.c",
         "        f32_loop_in_place(op, a, b, c, n);",
         "        f32_loop_in_place(op, a, b, c, n - 1);",
         ("tests/test_fast_inplace.py",),
@@ -1570,7 +1583,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-direct-despite-overlap",
-        FAST_C,
+        FAST_SRC + "run.c",
         "        if (!apart) return 0;",
         "        (void)apart;",
         ("tests/test_fast_inplace.py",),
@@ -1578,7 +1591,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "inplace-direct-half-oracle",
-        FAST_C,
+        FAST_SRC + "entries.c",
         'e->bare_ufunc = oracle && strcmp(Py_TYPE(ufunc)->tp_name, "numpy.ufunc") == 0;',
         "e->bare_ufunc = oracle;",
         ("tests/test_fast_inplace.py",),
@@ -1587,7 +1600,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-halves-swap-narrowing",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "Narrow narrow = dtype == BF16 ? bf16_narrow_fn : f32_to_f16;",
         "Narrow narrow = dtype != BF16 ? bf16_narrow_fn : f32_to_f16;",
         POWI_FAST_TESTS,
@@ -1595,7 +1608,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-block-skips-a-vector",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "                for (int v = 0; v < POWI_VECTORS; v++) r[v] *= y[v];",
         "                for (int v = 1; v < POWI_VECTORS; v++) r[v] *= y[v];",
         POWI_FAST_TESTS,
@@ -1603,7 +1616,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-tail-dropped",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "if (i == n) return;",
         "if (i >= 0) return;",
         POWI_FAST_TESTS,
@@ -1611,7 +1624,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-block-tests-the-wrong-bit",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "if (m & 1u)",
         "if (m & 2u)",
         POWI_FAST_TESTS,
@@ -1619,7 +1632,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "powi-c-avx2-runs-baseline-loops",
-        NATIVE_C,
+        NATIVE_SRC + "powi.c",
         "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f64x4_powi, f16_widen_f16c,",
         "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f32x8_powi, f16_widen_f16c,",
         POWI_FAST_TESTS,
@@ -1657,7 +1670,7 @@ def copy_tree(dest: Path) -> None:
     files = subprocess.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
     ).stdout.split(b"\0")
-    kernels = ROOT / "fueltensor" / "kernels"
+    kernels = ROOT / "fueltensor" / "ext"
     extra = [p.relative_to(ROOT) for p in kernels.glob("_*.so")]  # untracked
     for rel in [Path(f.decode()) for f in files if f] + extra:
         src = ROOT / rel
@@ -1677,7 +1690,7 @@ def rebuild(copy: Path) -> bool:
         capture_output=True,
         check=False,
     )
-    built = list((copy / "fueltensor" / "kernels").glob("_native*.so"))
+    built = list((copy / "fueltensor" / "ext").glob("_native*.so"))
     return done.returncode == 0 and b"failed" not in done.stderr.lower() and bool(built)
 
 
@@ -1749,7 +1762,7 @@ def main(argv: list[str]) -> int:
         copy = Path(tmp)
         copy_tree(copy)
         check_shadowing(copy)
-        if any(m.file.endswith(".c") for m in chosen) and not rebuild(copy):
+        if any(m.file.endswith((".c", ".h")) for m in chosen) and not rebuild(copy):
             # Else every C mutant would count as caught by a build that fails anyway (an old
             # setuptools that cannot read pyproject.toml's license field, no compiler...).
             raise SystemExit(
@@ -1764,8 +1777,9 @@ def main(argv: list[str]) -> int:
                 print(f"stale     {m.id}: snippet found {original.count(m.snippet)} times")
                 continue
             path.write_text(original.replace(m.snippet, m.replacement), encoding="utf-8")
-            compiled = m.file.endswith(".c")
-            saved = {p: p.read_bytes() for p in path.parent.glob("*.so")} if compiled else {}
+            compiled = m.file.endswith((".c", ".h"))
+            built = copy / "fueltensor" / "ext"
+            saved = {p: p.read_bytes() for p in built.glob("*.so")} if compiled else {}
             try:
                 if compiled and not rebuild(copy):
                     verdict, seconds = "fail", 0.0
@@ -1775,7 +1789,7 @@ def main(argv: list[str]) -> int:
             finally:
                 path.write_text(original, encoding="utf-8")
                 if compiled:  # back to the unmutated build, without the extensions it added
-                    for p in path.parent.glob("*.so"):
+                    for p in built.glob("*.so"):
                         if p not in saved:
                             p.unlink()
                     for p, data in saved.items():

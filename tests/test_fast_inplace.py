@@ -1,4 +1,4 @@
-"""`x op= y` on the compiled fast path (`kernels._fast.inplace`): the plan's fresh output copied
+"""`x op= y` on the compiled fast path (`ext._fast.inplace`): the plan's fresh output copied
 into the target, with the Python path's bits, refusals and traces.
 
 The Python path is what runs inside `ft.trace()` (the fast path stands aside while a trace or an

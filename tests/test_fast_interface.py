@@ -149,6 +149,8 @@ def test_configure_names_a_wrong_field_and_changes_nothing() -> None:
     x = ft.asarray(np.ones(3, np.float32))
     with pytest.raises(TypeError, match=r"config\.trace_var must be a ContextVar"):
         FAST.configure(config._replace(trace_var=None))
+    with pytest.raises(TypeError, match=r"config\.default_policy must be callable"):
+        FAST.configure(config._replace(default_policy=None))
     with pytest.raises(AttributeError):
         FAST.configure(object())
     with ft.trace() as plans:
@@ -170,8 +172,53 @@ def test_one_constructor_for_both_paths() -> None:
         assert type(t) is ft.FuelTensor
         assert t._storage is storage and t._layout is layout and t.dtype is ft.float32
         assert np.array_equal(t, [[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(TypeError, match="has no slot _storage"):
-        FAST.new_tensor(int, storage, layout, ft.float32, None)
+
+    class Sub(ft.FuelTensor):
+        __slots__ = ()
+
+    assert type(FAST.new_tensor(Sub, storage, layout, ft.float32, None)) is Sub
+
+
+@pytest.mark.parametrize("cls", [int, float, dict, type, object, Layout, ft.FuelTensor.__base__])
+def test_new_tensor_refuses_a_type_without_the_slots(cls: type) -> None:
+    """A type that is not FuelTensor or a subclass has not its slots: refused, on every Python
+    (built-in static types have no `tp_dict` since 3.12, where reading one crashed)."""
+    with pytest.raises(TypeError, match=r"has no slot of FuelTensor's; cls must be FuelTensor"):
+        FAST.new_tensor(cls, np.zeros(1, np.float32), Layout((1,), (1,), 0), ft.float32, None)
+
+
+def test_the_interface_names_one_set_of_fields_on_both_sides() -> None:
+    """`bind_core` and `configure` read the fields the C lists once (CORE_FIELDS,
+    CONFIG_FIELDS): the Python NamedTuples and the stub's Protocols name the same ones, so a
+    rename on either side fails here rather than at run time."""
+    import ast
+    from pathlib import Path
+
+    import fueltensor.ext
+
+    stub = ast.parse((Path(fueltensor.ext.__file__).parent / "_fast.pyi").read_text("utf-8"))
+    protocols = {
+        node.name: tuple(f.name for f in node.body if isinstance(f, ast.FunctionDef))
+        for node in stub.body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert FAST.CORE_FIELDS == shared.CoreConfig._fields == protocols["CoreConfig"]
+    assert FAST.CONFIG_FIELDS == fast.FastConfig._fields == protocols["Config"]
+
+
+def test_bind_core_names_a_wrong_field_and_changes_nothing() -> None:
+    from fueltensor.core.tensor import CORE
+
+    x = ft.asarray(np.ones(3, np.float32))
+    wrong_owner = (CORE.slots[0], CORE.slots[1], CORE.dtype_np, CORE.slots[3])
+    with pytest.raises(TypeError, match=r"slot .*np.* belongs to DType, not to FuelTensor"):
+        FAST.bind_core(CORE._replace(slots=wrong_owner))
+    with pytest.raises(TypeError, match=r"config\.slots must be a tuple of its 4 object slots"):
+        FAST.bind_core(CORE._replace(slots=("_storage", "_layout", "_dtype", "_np")))
+    with pytest.raises(TypeError, match=r"config\.dtype_np must be an object slot"):
+        FAST.bind_core(CORE._replace(dtype_np=ft.FuelTensor.shape))
+    assert np.array_equal(x + x, [2.0, 2.0, 2.0])
+    assert np.array_equal(x[1:] * 2.5, [2.5, 2.5])
 
 
 basic_item = st.one_of(

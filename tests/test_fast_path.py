@@ -1,4 +1,4 @@
-"""Dispatch's compiled fast path (`kernels._fast`): the same plan, bits, trace and observers as
+"""Dispatch's compiled fast path (`ext._fast`): the same plan, bits, trace and observers as
 the Python path, and every output 64-byte aligned and holding only its own bytes.
 
 The Python path is what runs inside `ft.trace()` (the fast path stands aside while a trace or an
@@ -214,7 +214,7 @@ def views(draw: st.DrawFn) -> tuple[ft.FuelTensor, Any]:
 @settings(max_examples=300, deadline=None)
 @given(views())
 def test_compiled_views_are_the_python_views(case: tuple[ft.FuelTensor, Any]) -> None:
-    from fueltensor.kernels import _fast
+    from fueltensor.ext import _fast
 
     x, key = case
     fast = _fast.getitem(x, key)
@@ -232,7 +232,7 @@ def test_compiled_views_are_the_python_views(case: tuple[ft.FuelTensor, Any]) ->
 def test_keys_the_compiled_views_leave_to_python() -> None:
     """Only keys that are not basic indices (bools, lists, arrays) go to the host's indexing;
     the compiled views raise basic indexing's errors themselves."""
-    from fueltensor.kernels import _fast
+    from fueltensor.ext import _fast
 
     x = ft.asarray(np.arange(6.0).reshape(2, 3))
     for key in (True, np.bool_(False), [0], np.array([0, 1]), (0, [1]), 1.0):

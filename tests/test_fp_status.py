@@ -25,7 +25,7 @@ from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 fast: Any = None
 with contextlib.suppress(ImportError):
-    from fueltensor.kernels import _fast as fast
+    from fueltensor.ext import _fast as fast
 
 FLAGS = {  # <fenv.h>'s FE_* bits of the platforms this test knows
     "x86_64": {

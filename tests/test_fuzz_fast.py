@@ -1,4 +1,4 @@
-"""A seeded differential fuzzer: the compiled fast path (`kernels._fast`) against the Python path.
+"""A seeded differential fuzzer: the compiled fast path (`ext._fast`) against the Python path.
 
 Each case is built twice from its seed, identically: an operation, operands of every dtype (mixed
 ones cast), views (strided, offset, flipped, transposed, broadcast, empty), Python scalars on
@@ -29,7 +29,7 @@ from fueltensor.kernels._chassis import IMPLEMENTATION
 
 fast: Any = None
 with contextlib.suppress(ImportError):
-    from fueltensor.kernels import _fast as fast
+    from fueltensor.ext import _fast as fast
 
 pytestmark = pytest.mark.skipif(fast is None, reason="the compiled fast path is not built here")
 

@@ -274,6 +274,6 @@ def test_ci_tests_the_compiled_kernels_too() -> None:
     built = "native" in IMPLEMENTATIONS
     if not built and not os.environ.get("CI"):
         pytest.skip("the compiled kernels are not built here: only the pure implementation ran")
-    assert built, "CI is set but fueltensor.kernels._native was not built (is a C compiler there?)"
+    assert built, "CI is set but fueltensor.ext._native was not built (is a C compiler there?)"
     assert NATIVE is not None
     assert ["pure", *(f"native-{isa}" for isa in NATIVE.ISAS)] == IMPLS

@@ -1,10 +1,13 @@
 """The package's shape: no import cycle even counting imports inside functions, a core layer
-that reaches nothing above it, and the size limits (functions, modules) of the style rules."""
+that reaches nothing above it, a compiled floor (the C extensions) below core that imports no
+Python of ours, and the size limits (functions, modules, C files and C functions) of the style
+rules."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -13,14 +16,58 @@ import fueltensor as ft
 from fueltensor.core.hooks import HookNotInstalled, Hooks, present
 
 PACKAGE = Path(ft.__file__).parent
-ABOVE_CORE = ("fueltensor.engine", "fueltensor.array_api", "fueltensor.tools")
+C_SOURCES = Path(__file__).resolve().parents[1] / "fueltensor" / "ext" / "src"
+"""The extensions' sources, read from the checkout (an installed wheel holds no C)."""
+ABOVE_CORE = (
+    "fueltensor.engine",
+    "fueltensor.array_api",
+    "fueltensor.tools",
+    "fueltensor.kernels",
+    "fueltensor.fkc",
+    "fueltensor.registry",
+)
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 500
+MAX_C_FILE_LINES = 600
+FLOOR = "fueltensor.ext"
+NUMPY_PRIVATE_CALLS = {"_resolve_dtypes_and_context", "_get_strided_loop"}
+"""NumPy's documented low-level ufunc calls: the only underscored names the C may read."""
+
+
+def _extensions() -> dict[str, Path]:
+    """Each compiled extension by dotted name, with the folder of its sources
+    (`src/<name>/_<name>.c` builds `fueltensor.ext._<name>`)."""
+    return {
+        f"{FLOOR}._{folder.name}": folder
+        for folder in sorted(C_SOURCES.iterdir())
+        if (folder / f"_{folder.name}.c").is_file()
+    }
+
+
+_C_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"', re.S)
+
+
+def _c_strings(folder: Path) -> set[str]:
+    """The string literals of the C files in `folder` and of the shared header."""
+    found = set()
+    for path in [*sorted(folder.glob("*.[ch]")), C_SOURCES / "abi.h"]:
+        for token in _C_TOKENS.findall(path.read_text("utf-8")):
+            if token.startswith('"'):
+                found.add(token[1:-1])
+    return found
+
+
+def _c_imports(folder: Path, name: str, modules: dict[str, Path]) -> set[str]:
+    """The package modules extension `name`'s C names as a string (what it may import: the
+    module names it passes to PyImport or builds capsule and type names from)."""
+    named = {s if s in modules else s.rpartition(".")[0] for s in _c_strings(folder)}
+    return {m for m in named if m in modules and m != name}
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (a package by its own name)."""
-    modules = {}
+    """Every module of the package by dotted name (a package by its own name), the compiled
+    extensions included (by the folder of their sources)."""
+    modules = _extensions()
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -57,7 +104,10 @@ def _imports(path: Path, name: str, modules: dict[str, Path]) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(path, name, modules) for name, path in modules.items()}
+    return {
+        name: _c_imports(path, name, modules) if path.is_dir() else _imports(path, name, modules)
+        for name, path in modules.items()
+    }
 
 
 def test_function_level_imports_are_counted() -> None:
@@ -94,6 +144,117 @@ def test_core_reaches_nothing_above_it() -> None:
             todo.append(dep)
     above = sorted(m for m in reached if m == "fueltensor" or m.startswith(ABOVE_CORE))
     assert not above, f"fueltensor.core reaches {above}"
+
+
+def test_the_compiled_floor_sits_below_core_and_imports_no_python_of_ours() -> None:
+    """The extensions are modules of the graph: core imports `_fast` (it builds tensors with
+    it), and the extensions name no module of fueltensor's but each other."""
+    graph = _graph()
+    extensions = set(_extensions())
+    assert extensions == {f"{FLOOR}._fast", f"{FLOOR}._native"}
+    assert f"{FLOOR}._fast" in graph["fueltensor.core.shared"]
+    assert graph[f"{FLOOR}._fast"] == {f"{FLOOR}._native"}
+    for name in extensions:
+        assert graph[name] <= extensions, f"{name} imports {sorted(graph[name] - extensions)}"
+    assert not graph[FLOOR], "the floor's package imports nothing"
+
+
+def test_the_c_reads_no_private_name_of_ours() -> None:
+    """Every underscored name the C could look up is NumPy's documented low-level ufunc API:
+    fueltensor's Python reaches the C only through `bind_core` and `configure`."""
+    for name, folder in _extensions().items():
+        private = {
+            s
+            for s in _c_strings(folder)
+            if re.fullmatch(r"_[A-Za-z]\w*", s) and not s.startswith("__")
+        }
+        assert private <= NUMPY_PRIVATE_CALLS, f"{name} names {sorted(private)}"
+
+
+def _blank(match: re.Match[str]) -> str:
+    """The matched text as spaces, its line breaks kept (so line numbers stay right)."""
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+_PREPROCESSOR = re.compile(r"(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*")
+
+
+def _c_functions(text: str) -> list[tuple[str, int, int]]:
+    """(name, first line, lines) of each function defined in C `text`: a top-level brace block
+    whose head ends in a parameter list (comments, strings and preprocessor lines skipped)."""
+    text = _PREPROCESSOR.sub(_blank, _C_TOKENS.sub(_blank, text))
+    found: list[tuple[str, int, int]] = []
+    depth = head_start = 0
+    opened: tuple[str, int] | None = None  # the function whose body is open
+    for i, ch in enumerate(text):
+        if ch == "{":
+            head = text[head_start:i]
+            if depth == 0 and re.search(r"\)\s*$", head) and "=" not in head.split("(")[0]:
+                first = text.count("\n", 0, i - len(head.lstrip())) + 1
+                opened = (re.findall(r"(\w+)\s*\(", head)[0], first)
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0 and opened is not None:
+                found.append((*opened, text.count("\n", 0, i) + 2 - opened[1]))
+                opened = None
+            head_start = i + 1 if depth == 0 else head_start
+        elif ch == ";" and depth == 0:
+            head_start = i + 1
+    return found
+
+
+def test_c_files_and_functions_stay_small() -> None:
+    too_long = []
+    for path in sorted(C_SOURCES.rglob("*.[ch]")):
+        text = path.read_text("utf-8")
+        where = path.relative_to(C_SOURCES.parent.parent.parent)
+        if len(text.splitlines()) > MAX_C_FILE_LINES:
+            too_long.append(f"{where}: {len(text.splitlines())} lines")
+        for name, line, lines in _c_functions(text):
+            if lines > MAX_FUNCTION_LINES:
+                too_long.append(f"{where}:{line} {name}(): {lines} lines")
+    assert not too_long, "over the limits: " + "; ".join(too_long)
+
+
+def test_the_c_function_counter_sees_functions() -> None:
+    text = "static int f(int a) {\n    if (a) {\n        return 1;\n    }\n    return 0;\n}\n"
+    text += "static T t = {\n 1, 2 };\n#define M(x) { x }\nvoid g(void)\n{\n}\n"
+    assert _c_functions(text) == [("f", 1, 6), ("g", 10, 3)]
+    assert len(_c_functions((C_SOURCES / "fast" / "views.c").read_text("utf-8"))) > 10
+
+
+def _abi_constants() -> dict[str, int]:
+    """The integer constants abi.h defines (`#define NAME value`, `(1 << k)` evaluated)."""
+    found = {}
+    for name, value in re.findall(
+        r"(?m)^#define (\w+) (\(?\d[\d <]*\)?)\s*$", (C_SOURCES / "abi.h").read_text("utf-8")
+    ):
+        a, _, b = value.strip("()").partition("<<")
+        found[name] = int(a) << int(b) if b else int(a)
+    return found
+
+
+def test_each_abi_constant_is_defined_once_and_its_twins_agree() -> None:
+    """abi.h defines each constant once; the extensions export it from there, and the Python
+    twins the pure build needs (core.layout.MAX_DIMS, core.storage's alignment) equal it."""
+    from fueltensor.core import layout, storage
+
+    abi = _abi_constants()
+    assert {"MAX_DIMS", "ALIGNMENT", "GIL_FREE_FROM", "PARALLEL_FROM"} <= set(abi)
+    assert abi["MAX_DIMS"] == layout.MAX_DIMS
+    assert abi["ALIGNMENT"] == storage.DEFAULT_ALIGNMENT
+    for folder in _extensions().values():
+        for path in folder.glob("*.[ch]"):
+            redefined = set(re.findall(r"(?m)^#define (\w+)", path.read_text("utf-8"))) & set(abi)
+            assert not redefined, f"{path.name} redefines {sorted(redefined)}"
+    try:
+        from fueltensor.ext import _fast, _native
+    except ImportError:
+        return
+    for name in ("MAX_DIMS", "GIL_FREE_FROM", "PARALLEL_FROM", "STREAM_FROM", "MAX_THREADS"):
+        assert getattr(_native, name) == abi[name], name
+    assert abi["ALIGNMENT"] == _fast.ALIGNMENT
 
 
 def test_functions_and_modules_stay_small() -> None:

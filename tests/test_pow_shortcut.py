@@ -1,6 +1,6 @@
 """f32 pow's shortcut for y = 2 and y = 0.5: the C library's `powf` bits, and only where proven.
 
-The compiled loop (`_native.c`, "pow by 2 and by 0.5") is held, with the shortcut forced on, to
+The compiled loop (`ext/src/native/pow_shortcut.c`) is held, with the shortcut forced on, to
 ctypes libm `powf` (never np.power) on special values, values at the band's edges, random bit
 patterns, and every length and alignment of the vector loop, on each instruction set. The
 exhaustive verifier is run over a slice and shown to catch a wrong loop, and the verdict logic

@@ -106,7 +106,7 @@ def test_aligned_empty_refuses_in_fueltensor_words() -> None:
 def test_the_compiled_allocator_checks_size_and_alignment(count: int) -> None:
     """`_fast.empty` itself: count times itemsize, and that plus the 64 alignment bytes,
     overflow a 64-bit index (the second only with the alignment added)."""
-    from fueltensor.kernels import _fast
+    from fueltensor.ext import _fast
 
     with pytest.raises(MemoryError, match=f"cannot allocate {count} elements of 4 bytes"):
         _fast.empty(count, np.dtype(np.float32))

@@ -1,4 +1,4 @@
-"""Large outputs are written through streaming stores (`_native.c`'s STREAM_FROM): a body whose
+"""Large outputs are written through streaming stores (abi.h's STREAM_FROM): a body whose
 output reaches it computes tile by tile and copies each tile out past the caches. Only the
 stores differ, so its bytes must be those of the same kernel run on pieces below the threshold,
 for every op and dtype, into aligned and unaligned outputs, and at lengths whose last tile is

@@ -30,11 +30,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _FAST: Final = fast.compiled()
-"""`kernels._fast` (configured by dispatch), or None where it is not built."""
+"""`ext._fast` (configured by dispatch), or None where it is not built."""
 _ADOPT: Final[Callable[[np.ndarray, DType], FuelTensor | None] | None] = (
     _FAST.adopt if _FAST is not None else None
 )
-"""`kernels._fast.adopt` (`FuelTensor._from_dense` of a fresh result), or None."""
+"""`ext._fast.adopt` (`FuelTensor._from_dense` of a fresh result), or None."""
 
 
 def host(fn: F) -> F:

@@ -1,7 +1,7 @@
 """FuelTensor's operators, defined with the class (a mixin it inherits).
 
 The contract operations' operators (`x + y`, `y + x`, `x += y`, from the op table's `dunder`
-column) are compiled callables where `kernels._fast` is built, so `x + y` runs the fast path
+column) are compiled callables where `ext._fast` is built, so `x + y` runs the fast path
 with no Python frame in between; when the fast path declines, or where it is not built, they
 call dispatch through `HOOKS.binary` / `HOOKS.binary_inplace`. Every other operator is the
 array-API function of the same meaning, looked up in `HOOKS.namespace`.

@@ -1,6 +1,6 @@
 """The decisions FuelTensor shares with dispatch's compiled fast path, each defined once.
 
-Where `kernels._fast` is built, its functions are the definitions and both paths call them:
+Where `ext._fast` is built, its functions are the definitions and both paths call them:
 `new_tensor` builds every FuelTensor, `basic_view` is basic indexing (`x[key]`, `x[key] = v`),
 and `refusal` is the in-place / writable rule that `tensor.check_inplace` and `check_writable`
 word. The `python_*` functions stand in for them only where `_fast` is not built, and
@@ -11,7 +11,7 @@ dispatcher").
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -23,17 +23,42 @@ if TYPE_CHECKING:
 
 
 def _compiled() -> Any:
-    """The compiled fast path (`kernels._fast`), or None where it is not built."""
+    """The compiled fast path (`ext._fast`), or None where it is not built."""
     try:
-        from fueltensor.kernels import _fast
+        from fueltensor.ext import _fast
     except ImportError:
         return None
     return _fast
 
 
 FAST = _compiled()
-"""`kernels._fast`, or None where it is not built: core's one look for it (`core.operators`
+"""`ext._fast`, or None where it is not built: core's one look for it (`core.operators`
 makes its compiled operators with it too)."""
+
+
+class CoreConfig(NamedTuple):
+    """What `_fast.bind_core` reads, by field name (see `ext/_fast.pyi`): core's types, and the
+    tensor's slots as their member descriptors, so the C names no attribute of ours."""
+
+    tensor: type
+    """FuelTensor: the type the fast path serves and builds."""
+    slots: tuple[Any, Any, Any, Any]
+    """FuelTensor's storage, layout, dtype and NumPy-view slots (member descriptors)."""
+    layout: type
+    """Layout (a tuple subclass), and its memoized `dense`."""
+    dtype: type
+    """DType."""
+    dtype_np: Any
+    """DType's slot holding its NumPy dtype (a member descriptor), the plan key's part."""
+    array: Callable[[Any], np.ndarray]
+    """The tensor's NumPy view of exactly its elements (`FuelTensor._array`'s getter)."""
+
+
+def bind(config: CoreConfig) -> None:
+    """Bind core's types to the compiled floor (`_fast.bind_core`); nothing where it is not
+    built. `core.tensor` calls it once, right after FuelTensor is defined."""
+    if FAST is not None:
+        FAST.bind_core(config)
 
 
 def python_new(

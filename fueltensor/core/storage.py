@@ -26,7 +26,7 @@ DEFAULT_ALIGNMENT = 64
 def _compiled() -> tuple[Callable[[int, Any], np.ndarray], int] | None:
     """The compiled aligned allocator and its alignment, or None where it is not built."""
     try:
-        from fueltensor.kernels import _fast
+        from fueltensor.ext import _fast
     except ImportError:
         return None
     return _fast.empty, _fast.ALIGNMENT

@@ -33,7 +33,7 @@ from fueltensor.core.layout import (
 from fueltensor.core.methods import NdarrayMethods
 from fueltensor.core.operators import Operators
 from fueltensor.core.pydata import from_python
-from fueltensor.core.shared import basic_view, new_tensor, refusal, transpose
+from fueltensor.core.shared import CoreConfig, basic_view, bind, new_tensor, refusal, transpose
 from fueltensor.core.storage import aligned_empty
 
 Index = Any
@@ -376,6 +376,19 @@ class FuelTensor(Operators, NdarrayMethods):
         """NumPy functions on tensors: fueltensor's own where it has one, else NumPy on the
         host, results returned as tensors."""
         return HOOKS.array_function(func, args, kwargs)
+
+
+_OWN = vars(FuelTensor)  # its slots' member descriptors, and the `_array` property
+CORE: Final = CoreConfig(
+    tensor=FuelTensor,
+    slots=(_OWN["_storage"], _OWN["_layout"], _OWN["_dtype"], _OWN["_np"]),
+    layout=Layout,
+    dtype=DType,
+    dtype_np=vars(DType)["np"],
+    array=_OWN["_array"].fget,
+)
+"""Core's types and FuelTensor's slots as the compiled floor reads them (`_fast.bind_core`)."""
+bind(CORE)  # the compiled floor builds FuelTensors from here on (nothing where not built)
 
 
 # -- creation ---------------------------------------------------------------------------------

@@ -68,8 +68,12 @@ def current_policy() -> Policy:
     """The active policy: the innermost `use_backend`/`use_registry`, else the bundled registry
     with every provider and host fallback."""
     p = _POLICY.get()
-    if p is not None:
-        return p
+    return p if p is not None else default_policy()
+
+
+def default_policy() -> Policy:
+    """The policy outside any `use_backend`/`use_registry`: the bundled registry with every
+    provider and host fallback, made the first time and the same object after."""
     global _DEFAULT
     if _DEFAULT is None:
         _DEFAULT = _policy(registry(), None, True, "default")

@@ -199,14 +199,10 @@ def _operand(value: Any, like: FuelTensor) -> FuelTensor:
 
 
 _CONFIG: Final = fast.FastConfig(
-    tensor=FuelTensor,
-    layout=Layout,
-    dtype=_dtypes.DType,
     policy_var=backends._POLICY,
     trace_var=backends._TRACE,
     observers_var=backends._OBSERVERS,
-    current_policy=current_policy,
-    backends_globals=vars(backends),
+    default_policy=backends.default_policy,
     make_scalar=_scalar,
     errstate=ERRSTATE,
     check_inplace=check_inplace,
@@ -215,23 +211,23 @@ _CONFIG: Final = fast.FastConfig(
 )
 """What the compiled fast path reads, by name (`_fast.configure`)."""
 _FAST_MODULE: Final = fast.load(_CONFIG)
-"""The compiled fast path (`kernels._fast`), configured, or None where it is not built. It
+"""The compiled fast path (`ext._fast`), configured, or None where it is not built. It
 serves only plans `_fast_entry` gives an entry, which the pure-NumPy kernels and the host never
 get."""
 _FAST: Final[Callable[[str, Any, Any], FuelTensor | None] | None] = (
     _FAST_MODULE.binary if _FAST_MODULE is not None else None
 )
-"""`kernels._fast.binary`, or None where it is not built."""
+"""`ext._fast.binary`, or None where it is not built."""
 _FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None] = (
     _FAST_MODULE.inplace if _FAST_MODULE is not None else None
 )
-"""`kernels._fast.inplace`, or None where it is not built."""
+"""`ext._fast.inplace`, or None where it is not built."""
 _PLAN_KEY: Final = fast.key_function(_FAST_MODULE)
 """The plan-cache key's one definition in this build (`_fast.key` where compiled)."""
 _CACHED_SCALAR: Final[Callable[[Scalar, FuelTensor], FuelTensor | None] | None] = (
     _FAST_MODULE.scalar if _FAST_MODULE is not None else None
 )
-"""`kernels._fast.scalar` (a Python scalar's 0-d tensor, cached), or None where not built."""
+"""`ext._fast.scalar` (a Python scalar's 0-d tensor, cached), or None where not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
@@ -311,7 +307,7 @@ def binary(op: str, a: Any, b: Any) -> FuelTensor:
     (an operand of a `DEFERRED` collection type hands the operation to that collection).
 
     A cached plan of two tensors, or of a tensor and a Python float / int / bool, with no trace
-    or observer active, runs in one compiled call (`kernels._fast`) when it is built: the same
+    or observer active, runs in one compiled call (`ext._fast`) when it is built: the same
     plan, kernel and output as below. `x ** 3` (an int exponent) runs the plan of its
     integer-scalar form (`engine.scalar_forms`), which the Python path plans and caches."""
     if _FAST is not None:
@@ -346,7 +342,7 @@ def binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTensor:
     """`target op= other`: computed fresh, then written through `target`'s strides; refused
     (target untouched) when the result's dtype or shape is not the target's.
 
-    Served by the compiled fast path (`kernels._fast.inplace`) where `binary` would be: the
+    Served by the compiled fast path (`ext._fast.inplace`) where `binary` would be: the
     same plan, output and refusals as below (`x **= 3` included: see `binary`)."""
     if _FAST_INPLACE is not None:
         fast = _FAST_INPLACE(op, target, other)
@@ -374,7 +370,7 @@ def _python_binary_inplace(op: str, target: FuelTensor, other: Any) -> FuelTenso
 
 def compiled(fn: Callable[..., FuelTensor], op: str) -> Callable[..., FuelTensor]:
     """`fn`, a contract operation's namespace function (`binary(op, a, b)`), as one compiled
-    callable where `kernels._fast` is built: the fast path, else the Python path, with no Python
+    callable where `ext._fast` is built: the fast path, else the Python path, with no Python
     frame in between. It carries `fn`'s name, docstring and signature. (The operators' compiled
     forms, reflected and in place too, are made by `core.operators`.)"""
     if _FAST_MODULE is None:

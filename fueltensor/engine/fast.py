@@ -1,4 +1,4 @@
-"""The compiled fast path's interface (`kernels._fast`): its configuration, and the plan-cache
+"""The compiled fast path's interface (`ext._fast`): its configuration, and the plan-cache
 key both dispatch paths use.
 
 Every decision the fast path shares with dispatch's Python path has one definition. The
@@ -26,24 +26,17 @@ PlanKey = tuple[object, ...]
 
 
 class FastConfig(NamedTuple):
-    """What `_fast.configure` reads, by field name (see `kernels/_fast.pyi`)."""
+    """What `_fast.configure` reads, by field name (see `ext/_fast.pyi`): the engine's context
+    variables and hooks. Core's types were bound by `core.shared.bind` already."""
 
-    tensor: type
-    """FuelTensor: the type the fast path serves and builds (its four slots)."""
-    layout: type
-    """Layout (a tuple subclass), and its memoized `dense`."""
-    dtype: type
-    """DType (its `np` slot is the NumPy dtype in the plan-cache key)."""
     policy_var: ContextVar[Any]
     """The active `use_backend` / `use_registry` policy (None: the default)."""
     trace_var: ContextVar[Any]
     """The active traces: while any, the Python path runs (it records plans)."""
     observers_var: ContextVar[Any]
     """The active observers: while any, the Python path runs (it notifies them)."""
-    current_policy: Callable[[], Any]
-    """Makes the default policy the first time."""
-    backends_globals: dict[str, Any]
-    """`engine.backends`' globals: its `_DEFAULT` policy, read per call without a Python call."""
+    default_policy: Callable[[], Any]
+    """Makes the default policy (`backends.default_policy`): called once, its result kept."""
     make_scalar: Callable[[Any, Any], Any]
     """A Python scalar as the 0-d tensor beside a tensor (`dispatch._scalar`)."""
     errstate: tuple[ContextVar[Any], Any] | None
@@ -63,16 +56,16 @@ never meets the plan of `x ** 2.0` or of two tensors."""
 
 
 def compiled() -> ModuleType | None:
-    """`kernels._fast` (not configured), or None where it is not built."""
+    """`ext._fast` (not configured), or None where it is not built."""
     try:
-        from fueltensor.kernels import _fast
+        from fueltensor.ext import _fast
     except ImportError:
         return None
     return _fast
 
 
 def load(config: FastConfig) -> ModuleType | None:
-    """`kernels._fast`, configured with `config`, or None where it is not built."""
+    """`ext._fast`, configured with `config`, or None where it is not built."""
     module = compiled()
     if module is not None:
         module.configure(config)

@@ -3,7 +3,7 @@
 Both providers build on this module so that the numerics live in one place: the op bodies
 (`OPS`) work on blocks of the working precision (f32 or f64), and the chassis feeds them either
 the caller's native arrays or half-float blocks widened to f32 and narrowed back once on store.
-The same op table also runs compiled (`_native.c`, built at install when a C compiler is
+The same op table also runs compiled (`ext._native`, built at install when a C compiler is
 there); `IMPLEMENTATION` is the one switch between the two. Both call the platform C library's
 `powf`/`pow` for pow (never `np.power`, whose SIMD loops give other bits on AVX-512 machines);
 the tests hold each implementation to the same independent scalar reference.
@@ -444,7 +444,7 @@ def pure(op: Op, dtype: np.dtype[Any]) -> Body:
 def _load_native() -> ModuleType | None:
     """The compiled kernels, or None when the optional extension was not built."""
     try:
-        from fueltensor.kernels import _native
+        from fueltensor.ext import _native
     except ImportError:
         return None
     return _native
@@ -464,7 +464,7 @@ def native(op: Op, dtype: np.dtype[Any]) -> Body:
     """The compiled body of `op` on `dtype`: one C call, no Python frame of its own."""
     if NATIVE is None:
         raise RuntimeError(
-            "the compiled kernels (fueltensor.kernels._native) are not built; reinstall "
+            "the compiled kernels (fueltensor.ext._native) are not built; reinstall "
             "fueltensor where a C compiler is available, or use the pure implementation"
         )
     body: Body = partial(NATIVE.binary, NATIVE.OPS.index(op.name), NATIVE.DTYPES.index(dtype.name))

@@ -3,11 +3,11 @@
 The contract's pow is the platform C library's `powf`. The compiled kernels can take a shortcut
 for lanes whose y is exactly 2 or 0.5 (the exact value in double, rounded once; `powf` for the
 lanes near a rounding midpoint and for special values; see "pow by 2 and by 0.5" in
-`_native.c`), but only where that loop gives `powf`'s bits for every one of the 2^32 f32 inputs
-on this machine. `check` compares them exhaustively (`_native.verify_pow`, C, GIL released);
-the verdict is keyed by `identity`, what the bits depend on (CPU, C library, libm file and the
-`powf` it resolves to, the extension's bytes), and lives in the per-user cache (the contract
-cache's directory), written by `fueltensor pow-shortcut --check` (`verify`).
+`ext/src/native/pow_shortcut.c`), but only where that loop gives `powf`'s bits for every one of
+the 2^32 f32 inputs on this machine. `check` compares them exhaustively (`_native.verify_pow`,
+C, GIL released); the verdict is keyed by `identity`, what the bits depend on (CPU, C library,
+libm file and the `powf` it resolves to, the extension's bytes), and lives in the per-user
+cache (the contract cache's directory), written by `fueltensor pow-shortcut --check` (`verify`).
 
 The install does not check (it would add minutes of CPU to every `pip install`), and nothing is
 checked behind the user's back: a missing verdict keeps the shortcut off (`powf` runs for every

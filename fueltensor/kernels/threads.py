@@ -1,6 +1,6 @@
 """All cores at large sizes: how many threads the compiled kernels split a large body over.
 
-A compiled body over `PARALLEL_FROM` elements or more (`_native.c`, set by measurement in
+A compiled body over `PARALLEL_FROM` elements or more (`ext/src/abi.h`, set by measurement in
 benchmarks/run.py's "threads" rows) runs in contiguous chunks on up to `setting()` threads, never
 more than the cores the process may run on when it runs (`os.sched_getaffinity`): a larger
 setting is accepted and capped there, so one script serves machines of any size. The chunks

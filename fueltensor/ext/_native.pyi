@@ -1,4 +1,4 @@
-"""Type stub of the compiled kernels built from `_native.c`."""
+"""Type stub of the compiled kernels, built from `src/native/` (one translation unit)."""
 
 from typing import Any
 
@@ -19,10 +19,14 @@ def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""
 
 POW_BAND: int
+"""Double ULPs from a float rounding midpoint inside which the f32 pow shortcut calls powf."""
 POWI_OP: int
 """The kernel op number of the integer powers (PowIElementwise), past OPS: the POWI capsule's
-body, which `_fast` runs for a plan of `cpu`'s powi thunks."""
-"""Double ULPs from a float rounding midpoint inside which the f32 pow shortcut calls powf."""
+body, which `_fast` runs for a plan of `cpu`'s powi thunks (abi.h)."""
+MAX_DIMS: int
+"""The most dimensions a layout may have (abi.h; `core.layout.MAX_DIMS` is its twin)."""
+GIL_FREE_FROM: int
+"""Elements from which a call releases the GIL around its loop (abi.h)."""
 
 def pow_shortcut(two: bool, half: bool, /) -> tuple[bool, bool]:
     """Take f32 pow's shortcut for y == 2 / y == 0.5 (only after a verdict); returns the

@@ -1,4 +1,4 @@
-"""Type stub of dispatch's compiled fast path built from `_fast.c`."""
+"""Type stub of dispatch's compiled fast path, built from `src/fast/` (one translation unit)."""
 
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -35,6 +35,10 @@ CAST: int
 """`ruled`'s kind: `fn(x, dtype)` is `a.astype(dtype.np)`."""
 MATMUL: int
 """`ruled`'s kind: `fn(x1, x2)` is `call(a1, a2)` of two tensors of one DType."""
+CORE_FIELDS: tuple[str, ...]
+"""The fields `bind_core` reads, in order (`CoreConfig`'s, held equal by a test)."""
+CONFIG_FIELDS: tuple[str, ...]
+"""The fields `configure` reads, in order (`engine.fast.FastConfig`'s, held equal by a test)."""
 
 def binary(op: str, a: Any, b: Any, /) -> Any:
     """dispatch.binary's result for two tensors, or a tensor and a Python float / int / bool
@@ -84,19 +88,37 @@ def entry(
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""
 
-class Config(Protocol):
-    """The named fields `configure` reads (dispatch passes `engine.fast.FastConfig`)."""
+class CoreConfig(Protocol):
+    """The named fields `bind_core` reads (`fueltensor.core.shared.CoreConfig`)."""
 
     @property
     def tensor(self) -> type:
-        """FuelTensor: the type served and built (its `_storage`, `_layout`, `_dtype`, `_np`
-        slots)."""
+        """FuelTensor: the type served and built (`new_tensor` takes it or a subclass)."""
+    @property
+    def slots(self) -> tuple[Any, Any, Any, Any]:
+        """The member descriptors of the tensor's storage, layout, dtype and NumPy-view object
+        slots, in that order: their byte offsets are read from them, never from a name."""
     @property
     def layout(self) -> type:
         """Layout, a tuple subclass with a memoized `dense(shape)`."""
     @property
     def dtype(self) -> type:
-        """DType, whose `np` slot is the NumPy dtype in the plan-cache key."""
+        """DType."""
+    @property
+    def dtype_np(self) -> Any:
+        """The member descriptor of DType's object slot holding its NumPy dtype (the plan-cache
+        key's part)."""
+    @property
+    def array(self) -> Callable[[Any], Any]:
+        """The tensor's NumPy view of exactly its elements (made once, kept in its slot)."""
+
+def bind_core(config: CoreConfig, /) -> None:
+    """Bind core's types and slots from `config`'s named fields (a wrong field raises TypeError
+    naming it, and nothing changes). `fueltensor.core.tensor` calls it once at import."""
+
+class Config(Protocol):
+    """The named fields `configure` reads (dispatch passes `engine.fast.FastConfig`)."""
+
     @property
     def policy_var(self) -> ContextVar[Any]:
         """The active policy (None: the default policy)."""
@@ -107,11 +129,10 @@ class Config(Protocol):
     def observers_var(self) -> ContextVar[Any]:
         """The active observers (while any, `binary` returns None)."""
     @property
-    def current_policy(self) -> Callable[[], Any]:
-        """Makes the default policy the first time."""
-    @property
-    def backends_globals(self) -> dict[str, Any]:
-        """engine.backends' globals: `_DEFAULT`, the default policy once made."""
+    def default_policy(self) -> Callable[[], Any]:
+        """Makes the default policy: called the first time the policy var holds None, its
+        result kept until the next `configure`. A policy's `plans` attribute is its plan cache
+        (a dict, read once per policy)."""
     @property
     def make_scalar(self) -> Callable[[Any, Any], Any]:
         """A Python scalar as the 0-d tensor beside a tensor."""
@@ -131,8 +152,8 @@ class Config(Protocol):
         """The first part of an integer-scalar form's plan-cache key (`form_key`)."""
 
 def configure(config: Config, /) -> None:
-    """Tell `binary`, `inplace`, `key` and the views what they read, from `config`'s named
-    fields (a wrong field raises TypeError naming it, and nothing changes)."""
+    """Tell `binary`, `inplace` and the operators what they read of the engine, from `config`'s
+    named fields (a wrong field raises TypeError naming it, and nothing changes)."""
 
 def key(op: str, a: Any, b: Any, /) -> tuple[object, ...]:
     """The plan-cache key `dispatch.choose` stores `op(a, b)`'s plan under (two tensors): the

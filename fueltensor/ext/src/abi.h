@@ -1,0 +1,56 @@
+/* The ABI between fueltensor's two extensions, and the constants Python reads from them: each is
+ * defined here once. `_native` exports the kernel functions below as capsules and the constants
+ * as module attributes (`_native.OPS`, `DTYPES`, `MAX_DIMS`, `GIL_FREE_FROM`, ...); `_fast`
+ * imports the capsules once at init and reads the same codes from this header. Python twins
+ * that must exist without a compiled build (`core.layout.MAX_DIMS`, `core.storage`'s default
+ * alignment) are held equal to these by tests/test_fast_interface.py. See docs/interfaces.md,
+ * "The compiled floor". */
+#ifndef FUELTENSOR_ABI_H
+#define FUELTENSOR_ABI_H
+
+#include <Python.h>
+#include <stdint.h>
+
+/* Kernel operations and dtypes, in the order of `_native.OPS` and `_native.DTYPES`. */
+enum { ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, REM, N_OPS };
+enum { F32, F64, BF16, F16, N_DTYPES };
+/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */
+#define POWI_OP N_OPS
+
+/* Most dimensions of a layout (NumPy's NPY_MAXDIMS; `core.layout.MAX_DIMS`). */
+#define MAX_DIMS 64
+/* Byte alignment of every output buffer (`_fast.ALIGNMENT`; `core.storage`'s default). */
+#define ALIGNMENT 64
+/* Below this many elements the loop is shorter than releasing and retaking the GIL. */
+#define GIL_FREE_FROM 16384
+/* Elements from which a body splits across threads (`_native.PARALLEL_FROM`; benchmarks/run.py's
+ * "threads" rows measured it on the 2-core box: back to back, splitting pays from 2^16; a call
+ * that must wake an idle core pays 0.1-0.25 ms there at any size, repaid only from about 2^20;
+ * 2^19 is the power of two below 10^6, where the issue's target asks for both cores). */
+#define PARALLEL_FROM (1 << 19)
+/* Output bytes from which a body apart from its operands writes through streaming stores
+ * (`_native.STREAM_FROM`): a result this large leaves the caches anyway, and a plain store first
+ * reads each line it writes (benchmarks/RESULTS.md: mul f32 at 10^7 on two threads 3.3 -> 2.2 ms
+ * in a C test). Below it, the result stays cached for the next op. */
+#define STREAM_FROM (8 << 20)
+/* Most threads a body may split across (`_native.MAX_THREADS`). */
+#define MAX_THREADS 64
+
+/* The selected instruction set's kernel body: c[i] = op(a[i], b[i]) over n dense elements of
+ * `dtype`, no aliasing; split across threads from PARALLEL_FROM elements. */
+typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
+/* The selected instruction set's integer-power body: out[i] = powi(x[i], k). */
+typedef void (*PowIBody)(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n);
+/* Contiguize: the `ndim`-D view at `src` (byte strides, any sign, 0 where an axis repeats)
+ * into the dense row-major `dst`, elements of `size` bytes; the caller has checked that
+ * `shape`'s bytes fit a Py_ssize_t. */
+typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                     const Py_ssize_t *strides, Py_ssize_t size);
+
+/* The capsules `_native` exports, by attribute and by capsule name. */
+#define NATIVE_MODULE "fueltensor.ext._native"
+#define CAPSULE_BODY NATIVE_MODULE ".BODY"
+#define CAPSULE_POWI NATIVE_MODULE ".POWI"
+#define CAPSULE_COPY NATIVE_MODULE ".COPY"
+
+#endif

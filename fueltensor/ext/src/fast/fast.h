@@ -1,0 +1,176 @@
+/* What every part of `_fast` shares: NumPy's and Python's headers, the ABI with `_native`
+ * (abi.h), the types passed between the parts, and `S`, the one state struct: what `bind_core`
+ * and `configure` set (docs/interfaces.md, "The compiled floor"), the functions `_native`
+ * exports, interned names, and the caches. `_fast.c` includes the parts after this header, in
+ * one translation unit. */
+#ifndef FUELTENSOR_FAST_H
+#define FUELTENSOR_FAST_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
+
+#include <fenv.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(_WIN32)
+#include <malloc.h>
+#else
+#include <sys/mman.h>
+#endif
+
+#include "../abi.h"
+
+/* Bytes of the block a repeated single element fills: on the stack (never on the heap), small
+ * enough for a thread started with a small stack. */
+#define REPEAT_BYTES 8192
+/* Python scalars' 0-d tensors kept (a power of two: the cache is direct-mapped). */
+#define SCALAR_SLOTS 64
+/* Contiguize temporaries up to this size are made here; larger ones take the Python path, which
+ * reuses one per-thread buffer (`execute._temporary`). */
+#define DENSIFY_MAX_BYTES (1 << 20)
+
+/* A tensor's slot at byte offset `off` (S.off_storage, ...): a borrowed reference. */
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
+/* How a native entry reads an operand, and the forms of `operator`: defined here only and
+ * exported as module constants, which dispatch reads (no Python copy). */
+enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
+enum { FORWARD, REFLECTED, INPLACE, HOST, METHOD }; /* `x op y`, `y op x` (x the instance),
+                                    `x op= y`, `x op y` of a host function (`x > 0`), a method
+                                    of a ruled host function (`x.sum()`, see `method_call`) */
+
+/* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
+typedef struct {
+    PyObject_VAR_HEAD
+    int kind, kop, kdtype, ndim;
+    int bare_ufunc;           /* ORACLE: its call is a NumPy ufunc itself (see writes_in_place) */
+    int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
+    int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
+    Py_ssize_t count, itemsize;
+    Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
+                                 ORACLE), and how many storage elements it needs from there */
+    Py_ssize_t need[2];
+    PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
+    PyObject *cast[2];        /* an operand's Cast step: (NumPy dtype, dense Layout of its
+                                 shape, DType), or NULL */
+    npy_intp *dims;           /* the output's extents */
+    npy_intp *steps[2];       /* ORACLE: each operand's broadcast view, byte strides */
+    npy_intp data[];
+} Entry;
+
+/* The caller's floating-point status flags, kept across a kernel run: the kernels raise flags
+ * (inexact, overflow...) that the caller never asked for. On x86-64 the SSE kernels raise them
+ * in MXCSR only, and rewriting MXCSR is far cheaper than fesetexceptflag's x87 environment
+ * round trip, so the x87 flags are only touched when they changed. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <xmmintrin.h>
+typedef struct {
+    unsigned int mxcsr;
+    unsigned short x87;
+} FpFlags;
+
+static inline unsigned short x87_status(void) {
+    unsigned short status;
+    __asm__ volatile("fnstsw %0" : "=am"(status));
+    return status;
+}
+
+static inline void fp_save(FpFlags *f) {
+    f->mxcsr = _mm_getcsr();
+    f->x87 = x87_status();
+}
+
+static inline void fp_restore(const FpFlags *f) {
+    int raised = (x87_status() & ~f->x87) & FE_ALL_EXCEPT;
+    if (raised) feclearexcept(raised);
+    if (_mm_getcsr() != f->mxcsr) _mm_setcsr(f->mxcsr);
+}
+#else
+typedef fexcept_t FpFlags;
+
+static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
+
+static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
+#endif
+
+/* Large outputs' blocks (allocator.c): kept from KEEP_FROM bytes, up to KEEP_BUDGET in all. */
+#define KEEP_FROM (256 * 1024)
+#define KEEP_BUDGET ((size_t)64 << 20)
+#define KEEP_SLOTS 4
+#define NUMPY_TRACE_DOMAIN 389047
+
+/* The plan-cache key's parts (plan_key.c): the operation, then each operand's NumPy dtype and
+ * Layout. */
+#define KEY_PARTS 5
+
+#define FRONT_SLOTS 64
+
+typedef struct {
+    PyObject *parts[KEY_PARTS + 1]; /* the plans dict, then the key's parts */
+    PyObject *cell;     /* the dict's value: (plan, planning, entry) */
+    Py_ssize_t size;    /* the dict's size when the slot was filled */
+} Front;
+
+/* A Python scalar's cached 0-d tensor (scalars.c). */
+typedef struct {
+    int kind; /* 1 float, 2 int, 3 bool; 0: an empty slot */
+    uint64_t bits;
+    PyObject *like;   /* the other operand's DType (the scalar's dtype follows from it) */
+    PyObject *tensor; /* the 0-d tensor, its storage read-only */
+} Scalar;
+
+/* Everything `_fast` keeps between calls. Nothing here names a Python attribute of fueltensor's:
+ * the types and slots come from `bind_core`, the engine's hooks from `configure`. */
+static struct {
+    /* `_native`'s functions, read from its capsules at init. */
+    Body run_body;    /* the kernel body for the selected instruction set */
+    Copy copy_dense;  /* the strided copy into a dense buffer (Contiguize) */
+    PowIBody run_powi; /* the integer-power body (PowIElementwise) */
+    /* bind_core: core's types and their slots' byte offsets. */
+    PyTypeObject *tensor;      /* FuelTensor */
+    PyTypeObject *layout_type; /* Layout (a tuple subclass) */
+    PyTypeObject *dtype_type;  /* DType */
+    PyObject *dense_layout;    /* Layout.dense (memoized) */
+    PyObject *array_of;        /* the tensor's NumPy view of its elements (`t._array`) */
+    Py_ssize_t off_storage, off_layout, off_dtype, off_np;
+    Py_ssize_t off_dtype_np;   /* DType's slot holding its NumPy dtype */
+    /* configure: the engine's context and hooks. */
+    PyObject *policy_var, *trace_var, *observers_var;
+    PyObject *default_policy;  /* makes the default policy (once: then kept in `fallback`) */
+    PyObject *fallback;        /* the default policy, once made */
+    PyObject *make_scalar;     /* dispatch._scalar(value, like) */
+    PyObject *check_inplace;   /* tensor.check_inplace(target, dtype, shape, what) */
+    PyObject *integer_forms;   /* ops whose `x op k`, k an int, dispatch plans itself */
+    PyObject *form_marker;     /* the first part of an integer-scalar form's plan-cache key */
+    PyObject *errstate_var;    /* NumPy's extobj contextvar, or NULL: then no oracle entries */
+    PyObject *errstate_ignore; /* its value under np.errstate(all="ignore") */
+    /* Interned names and keyword tuples of the public calls made here. */
+    PyObject *plans_name;      /* "plans": a policy's plan cache */
+    PyObject *namespace_name;  /* "namespace": the hooks' array-API namespace */
+    PyObject *astype_name;     /* "astype" */
+    PyObject *out_kwnames;     /* ("out",) */
+    PyObject *order_kwnames;   /* ("order",) */
+    PyObject *order_c;         /* "C" */
+    PyObject *resolve_name;    /* NumPy's "_resolve_dtypes_and_context" */
+    PyObject *loop_name;       /* NumPy's "_get_strided_loop" */
+    PyObject *stride_kwnames;  /* ("fixed_strides",) */
+    PyObject *refusals[5];     /* "dtype", "shape", "read-only", "stride0", "overlap" */
+    /* Caches, guarded by the GIL. */
+    PyObject *last_policy, *last_plans; /* the policy last read and its plan cache */
+    Front front[FRONT_SLOTS];           /* plan-cache lookups by the identity of the key's parts */
+    Scalar scalars[SCALAR_SLOTS];       /* Python scalars' 0-d tensors */
+    struct {
+        void *data;
+        size_t size;
+    } kept[KEEP_SLOTS]; /* dead large blocks, most recently kept first */
+    size_t kept_bytes;
+} S;
+
+#endif

@@ -1,0 +1,366 @@
+/* ---------------------------------------------------------------------------------------------
+ * Running an entry. */
+
+/* The byte `offset` elements into a tensor's storage, when the storage is a 1-D array of at
+ * least `offset + need` `itemsize`-byte elements side by side (how dispatch builds every
+ * tensor); else NULL. */
+static char *operand_at(PyObject *t, Py_ssize_t offset, Py_ssize_t need, Py_ssize_t itemsize) {
+    PyObject *storage = SLOT(t, S.off_storage);
+    if (storage == NULL || !PyArray_Check(storage)) return NULL;
+    PyArrayObject *s = (PyArrayObject *)storage;
+    Py_ssize_t end;
+    if (PyArray_NDIM(s) != 1 || PyArray_ITEMSIZE(s) != itemsize ||
+        __builtin_add_overflow(offset, need, &end) || PyArray_DIM(s, 0) < end)
+        return NULL;
+    if (PyArray_DIM(s, 0) > 1 && PyArray_STRIDE(s, 0) != itemsize) return NULL;
+    return PyArray_BYTES(s) + offset * itemsize;
+}
+
+static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int *ndim,
+                       Py_ssize_t *offset);
+
+/* The plan's BroadcastTo (to the output's shape, when `broadcast`) and Contiguize of operand
+ * `t`, into a fresh buffer `*temp` (to be freed with PyMem_RawFree); NULL with no error set
+ * when the operand is not one this code copies. */
+static const char *densify(PyObject *t, const Entry *e, int broadcast, char **temp) {
+    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
+    Py_ssize_t steps[NPY_MAXDIMS];
+    int ndim;
+    Py_ssize_t itemsize = e->itemsize;
+    if (!read_layout(t, shape, strides, &ndim, &offset)) return NULL;
+    int out_ndim = broadcast ? e->ndim : ndim;
+    const Py_ssize_t *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
+    Py_ssize_t count, bytes;
+    if (checked_size(dims, out_ndim, itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES ||
+        ndim > out_ndim)
+        return NULL;
+    const char *start = operand_at(t, offset, 0, itemsize); /* the storage holds the offset */
+    if (start == NULL) return NULL;
+    for (int k = 0; k < out_ndim; k++) {
+        Py_ssize_t j = k - (out_ndim - ndim), n = dims[k];
+        if (j >= 0 && shape[j] == n) {
+            if (n < 2) steps[k] = 0;
+            else if (__builtin_mul_overflow(strides[j], itemsize, &steps[k])) return NULL;
+        } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
+        else return NULL;
+    }
+    *temp = PyMem_RawMalloc((size_t)bytes + 1);
+    if (*temp == NULL) return NULL;
+    if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, itemsize);
+    return *temp;
+}
+
+/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`) and the N-D array
+ * `_from_dense` keeps beside it (the storage itself when 1-D); both new references. */
+static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
+    Py_INCREF(e->np_dtype);
+    PyArrayObject *out = aligned_array((PyArray_Descr *)e->np_dtype, e->count);
+    if (out == NULL) return -1;
+    PyObject *nd = (PyObject *)out;
+    if (e->ndim == 1) {
+        Py_INCREF(out);
+    } else {
+        Py_INCREF(e->np_dtype);
+        nd = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim, e->dims,
+                                  NULL, PyArray_DATA(out), NPY_ARRAY_CARRAY, NULL);
+        if (nd == NULL || PyArray_SetBaseObject((PyArrayObject *)nd, Py_NewRef(out)) < 0) {
+            Py_XDECREF(nd);
+            Py_DECREF(out);
+            return -1;
+        }
+    }
+    *storage = out;
+    *view = nd;
+    return 0;
+}
+
+/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads (the
+ * Python path runs), -1 on error. */
+static int run_native(const Entry *e, PyObject *const *operands, char *out) {
+    const char *src[2];
+    char *temp[2] = {NULL, NULL};
+    _Alignas(64) char blocks[2][REPEAT_BYTES];
+    Py_ssize_t isz = e->itemsize, step = e->count;
+    int status = 0;
+    for (int k = 0; k < 2; k++) {
+        if (e->mode[k] == DENSIFY) {
+            src[k] = densify(operands[k], e, 1, &temp[k]);
+        } else {
+            src[k] = operand_at(operands[k], e->offset[k], e->need[k], isz);
+            if (src[k] != NULL && e->mode[k] == REPEAT) {
+                if (step > REPEAT_BYTES / isz) step = REPEAT_BYTES / isz;
+            }
+        }
+        if (src[k] == NULL) goto done;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (e->mode[k] == REPEAT) { /* Contiguize's own copy of a stride-0 row: a fill */
+            Py_ssize_t repeated = 0;
+            S.copy_dense(blocks[k], src[k], 1, &step, &repeated, isz);
+            src[k] = blocks[k];
+        }
+    }
+    int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
+    FpFlags flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t i = 0; i < e->count; i += step) {
+        Py_ssize_t n = e->count - i < step ? e->count - i : step, at = i * isz;
+        S.run_body(e->kop, e->kdtype, src[0] + (ra ? 0 : at), src[1] + (rb ? 0 : at), out + at, n);
+    }
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    status = 1;
+done:
+    PyMem_RawFree(temp[0]);
+    PyMem_RawFree(temp[1]);
+    return status;
+}
+
+/* Run a POWI entry into `out`: x ** k on its one operand (dense, or the plan's Contiguize), as
+ * `run_native` does. 1 done, 0 when the operand is not one this code reads, -1 on error. */
+static int run_powi_entry(const Entry *e, PyObject *x, char *out) {
+    char *temp = NULL;
+    const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp)
+                                            : operand_at(x, e->offset[0], e->need[0], e->itemsize);
+    if (src == NULL) return 0;
+    FpFlags flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    S.run_powi(e->kdtype, src, e->exponent, out, e->count);
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    PyMem_RawFree(temp);
+    return 1;
+}
+
+/* A read-only view of the output's shape with byte `steps` at `data`, kept alive by `owner`
+ * (NULL: a temporary the caller frees after the view). */
+static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *steps,
+                              PyObject *owner) {
+    Py_INCREF(e->np_dtype);
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim,
+                                          e->dims, (npy_intp *)steps, (char *)data, 0, NULL);
+    if (view != NULL && owner != NULL &&
+        PyArray_SetBaseObject((PyArrayObject *)view, Py_NewRef(owner)) < 0)
+        Py_CLEAR(view);
+    return view;
+}
+
+/* Run an oracle entry into `out`: the oracle's ufunc call on its broadcast views, silenced as
+ * np.errstate(all="ignore") silences it. 1 done, 0 when an operand is not one this code reads,
+ * -1 on error. */
+static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out) {
+    PyObject *args[3] = {NULL, NULL, out};
+    char *temp[2] = {NULL, NULL};
+    int status = -1;
+    for (int k = 0; k < 2; k++) {
+        const char *data = e->mode[k] == DENSIFY
+                               ? densify(operands[k], e, 0, &temp[k])
+                               : operand_at(operands[k], e->offset[k], e->need[k], e->itemsize);
+        if (data == NULL) {
+            status = 0;
+            goto done;
+        }
+        PyObject *owner = temp[k] == NULL ? SLOT(operands[k], S.off_storage) : NULL;
+        args[k] = strided_view(e, data, e->steps[k], owner);
+        if (args[k] == NULL) goto done;
+    }
+    PyObject *token = PyContextVar_Set(S.errstate_var, S.errstate_ignore);
+    if (token == NULL) goto done;
+    PyObject *got = PyObject_Vectorcall(e->ufunc, args, 2, S.out_kwnames);
+    int reset = PyContextVar_Reset(S.errstate_var, token);
+    Py_DECREF(token);
+    Py_XDECREF(got);
+    if (got != NULL && reset == 0) status = 1;
+done:
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    PyMem_RawFree(temp[0]);
+    PyMem_RawFree(temp[1]);
+    return status;
+}
+
+/* What a fast call runs: its operands (a Python scalar as its cached 0-d tensor), the plan
+ * cache's cell and the cell's entry. `operands`, `scalar` and `cell` are released by `release`. */
+typedef struct {
+    PyObject *operands[2];
+    PyObject *scalar;  /* the 0-d tensor standing for a Python scalar operand, or NULL */
+    PyObject *cell;    /* the plan cache's (plan, planning, entry), or NULL */
+    PyObject *cast[2]; /* an operand after its Cast step, or NULL */
+    Entry *e;
+} Call;
+
+static void release(Call *c) {
+    Py_CLEAR(c->scalar);
+    Py_CLEAR(c->cell);
+    Py_CLEAR(c->cast[0]);
+    Py_CLEAR(c->cast[1]);
+}
+
+/* The Cast step `cast` (see Entry) of operand `t`: the call `execute.prepare` makes,
+ * `t._array.astype(dtype, order="C")`, under the caller's error state as there, wrapped as
+ * the dense tensor `FuelTensor._from_dense` makes of it (a new reference), or NULL on error. */
+static PyObject *cast_operand(PyObject *t, PyObject *cast) {
+    PyObject *array = PyObject_CallOneArg(S.array_of, t);
+    if (array == NULL) return NULL;
+    PyObject *args[3] = {array, PyTuple_GET_ITEM(cast, 0), S.order_c};
+    PyObject *dense = PyObject_VectorcallMethod(S.astype_name, args, 2, S.order_kwnames);
+    Py_DECREF(array);
+    if (dense == NULL) return NULL;
+    PyObject *flat = NULL, *made = NULL;
+    if (!PyArray_Check(dense) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)dense)) {
+        PyErr_SetString(PyExc_TypeError, "astype(order=\"C\") gave no C-contiguous array");
+        goto done;
+    }
+    flat = PyArray_Ravel((PyArrayObject *)dense, NPY_CORDER);
+    if (flat != NULL)
+        made = new_tensor(flat, PyTuple_GET_ITEM(cast, 1), PyTuple_GET_ITEM(cast, 2), dense);
+done:
+    Py_XDECREF(flat);
+    Py_DECREF(dense);
+    return made;
+}
+
+/* Whether `value` is an exponent of an integer-scalar form: an exact Python int or a NumPy
+ * integer scalar (`scalar_forms.integer_scalar`; never a bool). */
+static int is_integer(PyObject *value) {
+    return PyLong_CheckExact(value) || PyArray_IsScalar(value, Integer);
+}
+
+/* `resolve`'s verdict on the plan cache's cell `c->cell` (NULL: a miss, or an error set): 1 with
+ * `c->e` set when the cell holds an entry, else 0 (-1 on error), `c` released. */
+static int found_entry(Call *c) {
+    if (c->cell == NULL) {
+        release(c);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *item = PyTuple_Check(c->cell) && PyTuple_GET_SIZE(c->cell) == 3
+                         ? PyTuple_GET_ITEM(c->cell, 2)
+                         : Py_None;
+    if (Py_TYPE(item) != &EntryType) {
+        release(c);
+        return 0;
+    }
+    c->e = (Entry *)item;
+    return 1;
+}
+
+/* Find what the fast path runs for `op(a, b)`: 1 found (`c->e` set), 0 when this call is not
+ * one the fast path serves (an operand other than a FuelTensor or an exact Python float / int
+ * / bool beside one, or a NumPy integer exponent of an integer-scalar form; no cached plan
+ * with an entry; a trace or observer active), -1 on error (`_scalar`'s OverflowError for an
+ * int the dtype cannot hold). An integer-scalar form (`x ** 3`) is looked up by `form_parts`. */
+static int resolve(PyObject *op, PyObject *a, PyObject *b, Call *c) {
+    c->operands[0] = a;
+    c->operands[1] = b;
+    c->scalar = c->cell = c->cast[0] = c->cast[1] = NULL;
+    c->e = NULL;
+    if (S.tensor == NULL) return 0;
+    int ta = Py_TYPE(a) == S.tensor, tb = Py_TYPE(b) == S.tensor;
+    int form = ta && is_integer(b) ? PySet_Contains(S.integer_forms, op) : 0;
+    if (form < 0) return -1;
+    if (!form && !(ta && tb) && !(ta && is_scalar(b)) && !(tb && is_scalar(a))) return 0;
+    int watched = busy(S.trace_var);
+    if (watched == 0) watched = busy(S.observers_var);
+    if (watched != 0) return watched < 0 ? -1 : 0;
+    if (form) { /* x ** 3: its integer-scalar form's plan (`scalar_forms`), cached in Python */
+        PyObject *parts[KEY_PARTS + 1];
+        if (form_parts(op, a, b, parts + 1) < 0) return -1;
+        c->cell = cached_parts(parts);
+        return found_entry(c);
+    }
+    if (!(ta && tb)) {
+        int k = ta ? 1 : 0;
+        c->scalar = scalar_operand(c->operands[k], c->operands[1 - k]);
+        if (c->scalar == NULL) return -1;
+        if (Py_TYPE(c->scalar) != S.tensor) {
+            Py_CLEAR(c->scalar);
+            return 0;
+        }
+        c->operands[k] = c->scalar;
+    }
+    c->cell = cached(op, c->operands[0], c->operands[1]);
+    return found_entry(c);
+}
+
+/* Run the found entry's Cast steps (once: a call that ran them keeps their results). */
+static int cast_operands(Call *c) {
+    const Entry *e = c->e;
+    for (int k = 0; k < 2; k++) {
+        if (e->cast[k] == NULL || c->cast[k] != NULL) continue;
+        c->cast[k] = cast_operand(c->operands[k], e->cast[k]);
+        if (c->cast[k] == NULL) return -1;
+        c->operands[k] = c->cast[k];
+    }
+    return 0;
+}
+
+/* Run the found entry (its Cast steps run) into `out`, the dense bytes of the output, which
+ * `view` shows at the output's shape (the oracle writes through it): 1 done, 0 when an operand
+ * is not one this code reads, -1 on error. */
+static int run_entry(Call *c, char *out, PyObject *view) {
+    const Entry *e = c->e;
+    return e->kind == ORACLE ? run_oracle(e, c->operands, view)
+           : e->kind == POWI ? run_powi_entry(e, c->operands[0], out)
+                             : run_native(e, c->operands, out);
+}
+
+/* Whether the found entry (its Cast steps run) may write straight into `out`, an in-place
+ * call's dense target of the output's shape, with the bits of a fresh output: every operand
+ * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
+ * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
+ * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
+ * entry whose call is a bare ufunc writes through NumPy, which copies overlapping operands
+ * itself; a half type's call re-reads its operands after the ufunc, so it never does. */
+static int writes_in_place(const Call *c, const char *out) {
+    const Entry *e = c->e;
+    if (e->kind == ORACLE) return e->bare_ufunc;
+    Py_ssize_t bytes = e->count * e->itemsize;
+    for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
+        if (e->mode[k] != AS_IS) continue;
+        const char *src = operand_at(c->operands[k], e->offset[k], e->need[k], e->itemsize);
+        if (src == NULL) return 0;
+        uintptr_t lo = (uintptr_t)src, at = (uintptr_t)out;
+        if (lo == at && e->need[k] == e->count) continue;
+        uintptr_t end = lo + (uintptr_t)(e->need[k] * e->itemsize);
+        int apart = end <= at || at + (uintptr_t)bytes <= lo;
+        if (!apart) return 0;
+    }
+    return 1;
+}
+
+/* Run the found entry into a fresh output (`*storage`, `*view`, as `fresh_output` makes them),
+ * its operands' Cast steps first: 1 done, 0 when an operand is not one this code reads (the
+ * Python path runs), -1 on error. */
+static int compute(Call *c, PyArrayObject **storage, PyObject **view) {
+    const Entry *e = c->e;
+    if (cast_operands(c) < 0 || fresh_output(e, storage, view) < 0) return -1;
+    int ran = run_entry(c, PyArray_BYTES(*storage), *view);
+    if (ran <= 0) {
+        Py_CLEAR(*storage);
+        Py_CLEAR(*view);
+    }
+    return ran;
+}
+
+/* binary(op, a, b): the FuelTensor `dispatch.binary(op, a, b)` returns, or None when this
+ * call is not one the fast path serves (see `resolve`). */
+static PyObject *fast_binary(PyObject *op, PyObject *a, PyObject *b) {
+    Call c;
+    int found = resolve(op, a, b, &c);
+    if (found <= 0) return found < 0 ? NULL : Py_NewRef(Py_None);
+    PyArrayObject *storage = NULL;
+    PyObject *view = NULL, *result = NULL;
+    int ran = compute(&c, &storage, &view);
+    if (ran <= 0) {
+        release(&c);
+        return ran < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    result = new_tensor((PyObject *)storage, c.e->out_layout, c.e->out_dtype, view);
+    Py_DECREF(storage);
+    Py_DECREF(view);
+    release(&c);
+    return result;
+}
+

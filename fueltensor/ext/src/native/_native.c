@@ -1,0 +1,35 @@
+/* Compiled fast path for fuel-cpu-backend's 32 kernels (the pure-NumPy chassis is the fallback;
+ * both are tested against one scalar reference, and pow calls the C library's powf/pow in both),
+ * and `copy_strided`, the planner's Contiguize (a cache-blocked copy of any strided layout into
+ * a dense buffer). fuel-reference-backend shares none of this: it is the independent oracle.
+ *
+ * One pass per element instead of NumPy's several: maximum/minimum pick lhs on a ±0 tie in the
+ * same compare, and the half types widen, compute and narrow tile by tile in L1 (F16C on x86).
+ * Build with -ffp-contract=off and without -ffast-math: every step is one rounded IEEE operation.
+ * The NaN rules are explicit, never left to the operand order the compiler picks: arithmetic
+ * returns the first NaN operand (lhs first) quieted, maximum/minimum a NaN operand unchanged.
+ */
+/* One translation unit (a unity build): the parts below are included in dependency order, so
+ * the kernels inline across them as they did in one file. Each part holds one concern:
+ *   pow_shortcut.c  f32 pow by 2 and 0.5 without powf, where that is powf's own result
+ *   loops.c         the working-precision loops (f32, f64) from one definition
+ *   halves.c        bf16/f16: widen, compute in f32, narrow once (F16C on x86)
+ *   bodies.c        one kernel body per instruction set, tiled, with streamed stores
+ *   pool.c          all cores at large sizes: the persistent worker pool
+ *   powi.c          integer powers (PowIElementwise) in vector blocks
+ *   copy.c          Contiguize: the cache-blocked strided copy
+ *   calls.c         the Python interface: buffers, binary, threads, copy_strided
+ *   pow_check.c     the pow shortcut's switch and its exhaustive proof
+ *   module.c        module init: the tables, constants and capsules `_fast` reads */
+#include "native.h"
+
+#include "pow_shortcut.c"
+#include "loops.c"
+#include "halves.c"
+#include "bodies.c"
+#include "pool.c"
+#include "powi.c"
+#include "copy.c"
+#include "calls.c"
+#include "pow_check.c"
+#include "module.c"

@@ -1,0 +1,120 @@
+/* ---------------------------------------------------------------------------------------------
+ * Half floats. Widening is exact. Narrowing rounds to nearest-even; a NaN keeps its sign and top
+ * payload bits with the quiet bit set, as the Rust `half` crate does (`_chassis._nan_bits_*`). */
+
+INLINE void bf16_widen(const uint16_t *src, float *dst, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = f32_value((uint32_t)src[i] << 16);
+}
+
+INLINE void bf16_narrow(const float *src, uint16_t *dst, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t x = f32_bits(src[i]);
+        uint32_t nan = (x >> 16) | 0x0040u;
+        uint32_t rne = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+        dst[i] = (uint16_t)(f32_isnan(x) ? nan : rne);
+    }
+}
+
+static float f16_widen_one(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1F) return f32_value(sign | 0x7F800000u | (m << 13));
+    if (e != 0) return f32_value(sign | ((e + 112u) << 23) | (m << 13));
+    return f32_value(sign | f32_bits((float)m * 0x1p-24f)); /* ±0 and subnormals, exact */
+}
+
+static uint16_t f16_narrow_one(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((x & 0x007FFFFFu) >> 13));
+    if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* |f| >= 65520 rounds to inf */
+    if (ax >= 0x38800000u) {                                  /* a normal half: rebias, RNE */
+        uint32_t r = ax - (112u << 23);
+        return (uint16_t)(sign | ((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13));
+    }
+    if (ax <= 0x33000000u) return (uint16_t)sign; /* |f| <= 2^-25 rounds to zero */
+    uint32_t shift = 126u - (ax >> 23), m = (ax & 0x007FFFFFu) | 0x00800000u;
+    uint32_t k = m >> shift, rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    k += (rest > half) | ((rest == half) & k);
+    return (uint16_t)(sign | k); /* a subnormal, or the smallest normal after a carry */
+}
+
+static void f16_widen(const uint16_t *src, float *dst, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = f16_widen_one(src[i]);
+}
+
+static void f16_narrow(const float *src, uint16_t *dst, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = f16_narrow_one(src[i]);
+}
+
+#ifdef HAVE_AVX2_F16C
+/* F16C quiets a signalling NaN on widening; only pow could tell, and its inputs are quieted. */
+TARGET_AVX2_F16C static void f16_widen_f16c(const uint16_t *src, float *dst, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    f16_widen(src + i, dst + i, n - i);
+}
+
+/* vcvtps2ph narrows a NaN exactly as `half` does: sign, 0x7E00, the top ten payload bits. */
+TARGET_AVX2_F16C static void f16_narrow_f16c(const float *src, uint16_t *dst, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128((__m128i *)(dst + i), h);
+    }
+    f16_narrow(src + i, dst + i, n - i);
+}
+#endif
+
+/* Set the quiet bit of every NaN, as `half`'s widening does (pow can tell: powf(1, sNaN)). */
+INLINE void quiet_nans(float *x, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t u = f32_bits(x[i]);
+        x[i] = f32_value(f32_isnan(u) ? (u | 0x00400000u) : u);
+    }
+}
+
+/* maximum/minimum on halves: compare the widened values, store the operand's original bits. */
+INLINE void half_select(const uint16_t *a, const uint16_t *b, const float *wa, const float *wb,
+                        uint16_t *c, Py_ssize_t n, int less) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t wins = less ? (wa[i] <= wb[i]) : (wa[i] >= wb[i]);
+        uint32_t lhs = f32_isnan(f32_bits(wa[i])) | wins;
+        c[i] = (uint16_t)(b[i] ^ ((a[i] ^ b[i]) & (0u - lhs))); /* a branch-free select */
+    }
+}
+
+typedef void (*Widen)(const uint16_t *, float *, Py_ssize_t);
+typedef void (*Narrow)(const float *, uint16_t *, Py_ssize_t);
+
+static void bf16_widen_fn(const uint16_t *src, float *dst, Py_ssize_t n) {
+    bf16_widen(src, dst, n);
+}
+
+static void bf16_narrow_fn(const float *src, uint16_t *dst, Py_ssize_t n) {
+    bf16_narrow(src, dst, n);
+}
+
+/* BF16/F16: per tile widen both operands to f32, compute, and narrow once on store. */
+INLINE void half_loop(int op, Widen widen, Narrow narrow, const uint16_t *restrict a,
+                      const uint16_t *restrict b, uint16_t *restrict c, Py_ssize_t n,
+                      const PowShortcut *s) {
+    float wa[TILE], wb[TILE], wc[TILE];
+    for (Py_ssize_t i = 0; i < n; i += TILE) {
+        Py_ssize_t k = n - i < TILE ? n - i : TILE;
+        widen(a + i, wa, k);
+        widen(b + i, wb, k);
+        if (op == MAXIMUM || op == MINIMUM) {
+            half_select(a + i, b + i, wa, wb, c + i, k, op == MINIMUM);
+            continue;
+        }
+        if (op == POW) {
+            quiet_nans(wa, k);
+            quiet_nans(wb, k);
+        }
+        f32_loop(op, wa, wb, wc, k, s);
+        narrow(wc, c + i, k);
+    }
+}
+

@@ -1,0 +1,73 @@
+/* ---------------------------------------------------------------------------------------------
+ * The working-precision loops, stamped out for f32 and f64 from one definition. */
+
+/* The lane-wise ops but pow over a, b into c: each lane one rounded operation, its NaN rule. */
+#define LANE_LOOPS(T, FLOOR_FN, IVDEP)                                                             \
+    Py_ssize_t i;                                                                                  \
+    switch (op) {                                                                                  \
+    case ADD:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] + b[i], a[i]);                     \
+        break;                                                                                     \
+    case SUB:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] - b[i], a[i]);                     \
+        break;                                                                                     \
+    case MUL:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] * b[i], a[i]);                     \
+        break;                                                                                     \
+    case DIV:                                                                                      \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_nan_first(a[i] / b[i], a[i]);                     \
+        break;                                                                                     \
+    case MAXIMUM:                                                                                  \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 0);                            \
+        break;                                                                                     \
+    case MINIMUM:                                                                                  \
+        IVDEP for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 1);                            \
+        break;                                                                                     \
+    default:                                                                                       \
+        IVDEP for (i = 0; i < n; i++)                                                              \
+            c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                       \
+    }
+
+#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, POW_LOOP)                                 \
+    INLINE U T##_bits(F x) {                                                                       \
+        U u;                                                                                       \
+        memcpy(&u, &x, sizeof u);                                                                  \
+        return u;                                                                                  \
+    }                                                                                              \
+    INLINE F T##_value(U u) {                                                                      \
+        F x;                                                                                       \
+        memcpy(&x, &u, sizeof x);                                                                  \
+        return x;                                                                                  \
+    }                                                                                              \
+    INLINE int T##_isnan(U u) { return (u & ABS) > INF; }                                          \
+    /* r, or a NaN lhs quieted: with one NaN operand the hardware already returns it quieted,      \
+     * so only a NaN pair depends on the operand order the compiler chose; lhs is the rule. */     \
+    INLINE F T##_nan_first(F r, F a) {                                                             \
+        U ua = T##_bits(a);                                                                        \
+        return T##_value(T##_isnan(ua) ? (ua | QUIET) : T##_bits(r));                              \
+    }                                                                                              \
+    /* lhs where maximum (or minimum, when `less`) returns it: lhs NaN, or lhs wins or ties. */    \
+    INLINE F T##_select(F a, F b, int less) {                                                      \
+        U ua = T##_bits(a), ub = T##_bits(b);                                                      \
+        int lhs = T##_isnan(ua) | (less ? (a <= b) : (a >= b));                                    \
+        return T##_value(lhs ? ua : ub);                                                           \
+    }                                                                                              \
+    INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,          \
+                         Py_ssize_t n, const PowShortcut *s) {                                     \
+        if (op == POW) {                                                                           \
+            POW_LOOP(a, b, c, n, s);                                                               \
+            return;                                                                                \
+        }                                                                                          \
+        LANE_LOOPS(T, FLOOR_FN, )                                                                  \
+    }                                                                                              \
+    /* T##_loop for c == a or c == b (`x op= y`), every op but pow: no `restrict`, and `ivdep`     \
+     * (true here: lane i reads a[i] and b[i] before it writes c[i], and no other lane) lets it    \
+     * vectorize as T##_loop does, with no tile to copy back. */                                   \
+    INLINE void T##_loop_in_place(int op, const F *a, const F *b, F *c, Py_ssize_t n) {            \
+        LANE_LOOPS(T, FLOOR_FN, _Pragma("GCC ivdep"))                                             \
+    }
+
+DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_pow)
+DEFINE_LOOPS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
+             0x0008000000000000ull, floor, f64_pow)
+

@@ -1,0 +1,118 @@
+static PyMethodDef methods[] = {
+    {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
+     "binary(op, dtype, lhs, rhs, out): out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous "
+     "buffers of DTYPES[dtype]."},
+    {"raised", (PyCFunction)(void (*)(void))raised, METH_FASTCALL,
+     "raised(op, dtype, lhs, rhs, out) -> int: binary's run, returning the floating-point status "
+     "flags it raised (<fenv.h>'s FE_* bits; the caller's own flags are left as they were)."},
+    {"set_threads", set_threads, METH_O,
+     "set_threads(n) -> previous: the threads a body over PARALLEL_FROM elements or more may "
+     "use, 1 to MAX_THREADS (capped by the cores this process may run on)."},
+    {"set_parallel_from", set_parallel_from, METH_O,
+     "set_parallel_from(n) -> previous: split bodies from n elements (PARALLEL_FROM by default; "
+     "for measuring where splitting pays)."},
+    {"threads", threads, METH_O,
+     "threads(n) -> int: how many threads a body over n elements runs on now."},
+    {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
+     "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
+     "row-major order."},
+    {"pow_shortcut", (PyCFunction)(void (*)(void))pow_shortcut, METH_FASTCALL,
+     "pow_shortcut(two, half) -> previous: take f32 pow's verified shortcut for y == 2 / 0.5."},
+    {"verify_pow", (PyCFunction)(void (*)(void))verify_pow, METH_FASTCALL,
+     "verify_pow(y, start, stop, band, threads) -> ((mismatches, first x bits or -1) per ISA): "
+     "compare f32 pow with the shortcut on against powf over the x bit patterns [start, stop)."},
+    {"pow_identity", pow_identity, METH_NOARGS,
+     "pow_identity() -> {libc, libm, powf}: the C library, file and symbol of the powf called."},
+    {"select_isa", select_isa, METH_O,
+     "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    NATIVE_MODULE,
+    "Compiled fuel-cpu-backend kernels and Contiguize's strided copy, held to the same scalar "
+    "reference as the pure-NumPy paths.",
+    -1,
+    methods,
+};
+
+/* Add a tuple of the C names as a module constant, so Python reads the tables from here. */
+static int add_names(PyObject *module, const char *name, const char *const *items, int count) {
+    PyObject *tuple = PyTuple_New(count);
+    for (int i = 0; tuple != NULL && i < count; i++) {
+        PyObject *item = PyUnicode_FromString(items[i]);
+        if (item == NULL) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    int status = tuple == NULL ? -1 : PyModule_AddObjectRef(module, name, tuple);
+    Py_XDECREF(tuple);
+    return status;
+}
+
+/* Contiguize for `_fast`: copy the `ndim`-D view at `src` (byte strides, any sign, 0 where an
+ * axis repeats) into the dense row-major `dst`, as `copy_strided` does once it has the buffers.
+ * `_fast` has checked that `shape`'s bytes fit a Py_ssize_t (its `checked_size`), which bounds
+ * every product here and in `walk_collapse`. */
+static void copy_dense(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
+                       const Py_ssize_t *strides, Py_ssize_t size) {
+    Walk w;
+    w.ndim = ndim;
+    Py_ssize_t step = size;
+    for (int k = ndim - 1; k >= 0; k--) {
+        w.shape[k] = shape[k];
+        w.step[0][k] = strides[k];
+        w.step[1][k] = step;
+        step *= shape[k];
+    }
+    walk_collapse(&w, 2);
+    copy_walk(dst, src, &w, size);
+}
+
+/* Export a function to `_fast` as a capsule named fueltensor.ext._native.<name> (abi.h). */
+static int add_capsule(PyObject *module, const char *name, const char *full, void *fn) {
+    PyObject *capsule = PyCapsule_New(fn, full, NULL);
+    int status = capsule == NULL ? -1 : PyModule_AddObjectRef(module, name, capsule);
+    Py_XDECREF(capsule);
+    return status;
+}
+
+static int add_body(PyObject *module) {
+    if (add_capsule(module, "BODY", CAPSULE_BODY, (void *)selected_body) < 0)
+        return -1;
+    if (add_capsule(module, "POWI", CAPSULE_POWI, (void *)powi_body) < 0)
+        return -1;
+    return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
+}
+
+PyMODINIT_FUNC PyInit__native(void) {
+    N.isa_bodies[0] = body_baseline;
+#ifdef HAVE_AVX2_F16C
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("fma")) {
+        N.isa_bodies[1] = body_avx2;
+        N.isa_count = 2;
+        N.isa = 1;
+    }
+#endif
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) return NULL;
+    if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
+        add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
+        add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0 ||
+        PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
+        PyModule_AddIntConstant(module, "STREAM_FROM", STREAM_FROM) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||
+        PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
+        PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
+        PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
