@@ -17,11 +17,12 @@ from functools import cache
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.core.errstate import silenced
 from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan, Step, StepKind
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 HostFn = Callable[..., np.ndarray]
 _ARRAY = operator.attrgetter("_array")

@@ -38,7 +38,7 @@ class FastConfig(NamedTuple):
     default_policy: Callable[[], Any]
     """Makes the default policy (`backends.default_policy`): called once, its result kept."""
     make_scalar: Callable[[Any, Any], Any]
-    """A Python scalar as the 0-d tensor beside a tensor (`dispatch._scalar`)."""
+    """A Python scalar as the 0-d tensor beside a tensor (`scalars.scalar_tensor`)."""
     errstate: tuple[ContextVar[Any], Any] | None
     """NumPy's error-state var and its all-ignore value (None: no oracle entries)."""
     check_inplace: Callable[[Any, Any, tuple[int, ...], str], None]

@@ -55,7 +55,7 @@ def adopt(array: Any, dtype: Any, /) -> Any:
     memory, row-major and writable; else None."""
 
 def scalar(value: Any, like: Any, /) -> Any:
-    """`dispatch._scalar(value, like)`, cached (its arrays read-only), for an exact Python
+    """`scalars.scalar_tensor(value, like)`, cached (its arrays read-only), for an exact Python
     float / int / bool beside tensor `like`; else None."""
 
 def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:

@@ -22,7 +22,7 @@
  * `execute.prepare` makes, under the caller's error state as there, gives a dense operand of
  * its own shape, read as above.
  *
- * A Python scalar becomes the 0-d tensor `dispatch._scalar` makes (which raises OverflowError
+ * A Python scalar becomes the 0-d tensor `scalars.scalar_tensor` makes (which raises OverflowError
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
  * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
  *

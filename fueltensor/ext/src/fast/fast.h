@@ -145,7 +145,7 @@ static struct {
     PyObject *policy_var, *trace_var, *observers_var;
     PyObject *default_policy;  /* makes the default policy (once: then kept in `fallback`) */
     PyObject *fallback;        /* the default policy, once made */
-    PyObject *make_scalar;     /* dispatch._scalar(value, like) */
+    PyObject *make_scalar;     /* scalars.scalar_tensor(value, like) */
     PyObject *check_inplace;   /* tensor.check_inplace(target, dtype, shape, what) */
     PyObject *integer_forms;   /* ops whose `x op k`, k an int, dispatch plans itself */
     PyObject *form_marker;     /* the first part of an integer-scalar form's plan-cache key */

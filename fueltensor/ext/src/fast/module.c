@@ -9,7 +9,7 @@ static PyMethodDef methods[] = {
      "adopt(array, dtype) -> FuelTensor | None: FuelTensor._from_dense(array, dtype) for an "
      "exact ndarray of dtype owning its memory, row-major and writable; else None."},
     {"scalar", (PyCFunction)(void (*)(void))scalar, METH_FASTCALL,
-     "scalar(value, like) -> FuelTensor | None: dispatch._scalar(value, like), cached and "
+     "scalar(value, like) -> FuelTensor | None: scalars.scalar_tensor(value, like), cached and "
      "read-only, for an exact Python float / int / bool; else None."},
     {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
      "operator(op, form, fallback): a callable (a, b) that runs the fast path, else "
