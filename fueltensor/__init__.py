@@ -192,6 +192,7 @@ from fueltensor.core.errors import (
     KernelStatusError,
     LibraryError,
     NoKernelError,
+    ProviderUnavailable,
 )
 from fueltensor.core.layout import LayoutFlags
 from fueltensor.core.tensor import FuelTensor, as_strided, asarray
@@ -233,6 +234,7 @@ __all__ = [
     "LibraryError",
     "NoKernelError",
     "Plan",
+    "ProviderUnavailable",
     "Registry",
     "Step",
     "__array_namespace_info__",

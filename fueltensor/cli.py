@@ -20,7 +20,7 @@ from typing import TextIO
 import numpy as np
 
 from .array_api.manipulation import permute_dims
-from .core.errors import ContractError, ContractWarning, plural
+from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend
 from .engine.dispatch import OPERATIONS, explain
@@ -28,6 +28,7 @@ from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
+from .tools.semantics import add_semantics
 from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
@@ -266,8 +267,8 @@ def _run_judge(args: argparse.Namespace) -> int:
         return _judge_cluster(args)
     try:
         reg = Registry.from_paths(args.contracts) if args.contracts else registry()
-        report = judge(reg, args.kernel, quick=args.quick)
-    except (KeyError, ValueError, ContractError) as e:
+        report = judge(reg, args.kernel, quick=args.quick, provider=args.provider)
+    except (KeyError, ValueError, ContractError, ProviderUnavailable) as e:
         print(f"fueltensor judge: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
     print(report)
@@ -315,6 +316,9 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quick", action="store_true", help="smaller probes (well under a minute)")
     p.add_argument(
         "--kernel", action="append", metavar="NAME", help="audit only this contract (repeatable)"
+    )
+    p.add_argument(
+        "--provider", metavar="NAME", help="audit this provider's contracts (numpy, torch, jax)"
     )
     p.add_argument(
         "--contracts",
@@ -442,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tour(sub)
     add_judge(sub)
     add_pow_shortcut(sub)
+    add_semantics(sub)
     return parser
 
 

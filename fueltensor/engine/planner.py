@@ -443,6 +443,13 @@ def plan_contracts(
                 f"provider {contract.provider.name} is excluded by use_backend",
             )
             continue
+        if providers is None and not registry.joins(contract.provider):
+            name = contract.provider.name
+            rejected[contract.name] = (
+                f"provider {name} joins only where it is named: use_backend({name!r}), "
+                f"compare_backends(..., {name!r}) or registry().joined({name!r})",
+            )
+            continue
         verdict = admit(contract, op, cast, out_shape, params)
         if isinstance(verdict, tuple):
             rejected[contract.name] = verdict

@@ -56,7 +56,7 @@ POSITIONS: Final = ("invariant", "nan_bits", "dependent")
 """`nan_bits`: only the bits of a NaN result (within what `nan` declares) vary with position."""
 SOURCES: Final = ("formula", "documentation", "measurement")
 
-NAN_SHAPE: Final = shape_of("operand result sign invalid")
+NAN_SHAPE: Final = shape_of("operand result sign invalid?")
 REMAINDER_SHAPE: Final = shape_of("definition zero_sign infinite_divisor")
 POW_SHAPE: Final = shape_of("nan_zero one_nan minus_one_inf zero_negative negative_fractional")
 SEMANTICS_SHAPE: Final = shape_of(
@@ -66,14 +66,14 @@ SEMANTICS_SHAPE: Final = shape_of(
     pow=POW_SHAPE,
 )
 
-_POW_CHOICES: Final = {
+POW_CHOICES: Final[dict[str, tuple[str, ...]]] = {
     "nan_zero": POW_ONE_OR_NAN,
     "one_nan": POW_ONE_OR_NAN,
     "minus_one_inf": POW_ONE_OR_NAN,
     "zero_negative": POW_ZERO_NEGATIVE,
     "negative_fractional": POW_NEGATIVE_FRACTIONAL,
 }
-_REMAINDER_CHOICES: Final = {
+REMAINDER_CHOICES: Final[dict[str, tuple[str, ...]]] = {
     "definition": REMAINDER_DEFINITIONS,
     "zero_sign": ZERO_SIGNS,
     "infinite_divisor": INFINITE_DIVISORS,
@@ -87,7 +87,9 @@ class NanRule:
     operand: str
     result: tuple[str, ...]
     sign: str
-    invalid: tuple[str, ...]
+    invalid: tuple[str, ...] | None = None
+    """The NaN an invalid operation on numbers makes (None: not declared, e.g. for maximum,
+    which makes no NaN from numbers)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class Semantics:
                 value = {
                     f.name: list(v) if isinstance(v := getattr(value, f.name), tuple) else v
                     for f in fields(value)
+                    if getattr(value, f.name) is not None
                 }
             out[name] = value
         if self.notes:
@@ -163,7 +166,9 @@ def _choices(r: Reader, node: Node, where: str, allowed: tuple[str, ...]) -> tup
 
 def _nan(r: Reader, node: Node) -> NanRule:
     n = r.mapping(node, NAN_SHAPE, "semantics.nan")
-    invalid = _choices(r, n["invalid"], "semantics.nan.invalid", NAN_PATTERNS)
+    invalid = (
+        _choices(r, n["invalid"], "semantics.nan.invalid", NAN_PATTERNS) if "invalid" in n else None
+    )
     return NanRule(
         operand=r.string(n["operand"], "semantics.nan.operand", NAN_OPERANDS),
         result=_choices(r, n["result"], "semantics.nan.result", NAN_RESULTS),
@@ -197,11 +202,11 @@ def build_semantics(r: Reader, node: Node) -> Semantics:
         source=_choices(r, top["source"], "semantics.source", SOURCES),
         nan=_nan(r, top["nan"]) if "nan" in top else None,
         remainder=RemainderRule(
-            **_fixed(r, top["remainder"], "semantics.remainder", _REMAINDER_CHOICES)
+            **_fixed(r, top["remainder"], "semantics.remainder", REMAINDER_CHOICES)
         )
         if "remainder" in top
         else None,
-        pow=PowRule(**_fixed(r, top["pow"], "semantics.pow", _POW_CHOICES))
+        pow=PowRule(**_fixed(r, top["pow"], "semantics.pow", POW_CHOICES))
         if "pow" in top
         else None,
         notes=r.text(top.get("notes"), "semantics.notes"),

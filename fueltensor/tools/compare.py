@@ -23,6 +23,7 @@ from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
+from fueltensor.registry import require
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
 
@@ -465,6 +466,7 @@ def compare_backends(*names: str) -> Iterator[ComparisonReport]:
     """
     reg = current_policy().registry
     allowed = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
+    require(allowed or ())
     report = ComparisonReport(allowed)
     with observe(_observer(report)):
         yield report

@@ -37,7 +37,8 @@ from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import running_on, threads_for
 from fueltensor.ops import BY_KIND
 from fueltensor.tools.compare import bits, errors
-from fueltensor.tools.judge.references import BF16, F64, REFERENCES, Array, Reference, round_to
+from fueltensor.tools.judge.references import BF16, F64, Array, Reference, round_to
+from fueltensor.tools.judge.semantics import audit_semantics, reference_for
 
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
@@ -56,11 +57,13 @@ class Settings:
     exact: int
     large: int
     tiny_calls: int
+    quick: bool = False
+    """The quick position sweep too (`judge.positions`)."""
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
         """The quick probe sizes (`--quick`) or the full ones."""
-        return cls(2048, 256, 1 << 16, 200) if quick else cls(32768, 2048, 1 << 20, 1000)
+        return cls(2048, 256, 1 << 16, 200, True) if quick else cls(32768, 2048, 1 << 20, 1000)
 
 
 # -- probes -------------------------------------------------------------------------------------
@@ -141,6 +144,9 @@ class Audit:
     """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
+    semantics: list[str] = field(default_factory=list)
+    """Notes of the semantic audit that are not failures: rules re-measured on a machine
+    unlike the one the document names (`judge.semantics.audit_semantics`)."""
 
     @property
     def ok(self) -> bool:
@@ -288,7 +294,7 @@ def audit(
     seed: int = 0,
 ) -> Audit:
     """Audit one contract at one dtype."""
-    ref = REFERENCES.get(contract.op_kind)
+    ref = reference_for(contract)
     many = len({d for s in contract.inputs for d in s.dtypes}) > 1
     a = Audit(
         contract.name,
@@ -338,7 +344,7 @@ def _checks(
         )
 
     _implementations(a, contract, operands, plan, outputs[0])
-    ref = REFERENCES.get(contract.op_kind)
+    ref = reference_for(contract)
     if ref is not None and contract.params:
         _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
         _check_bounds(a, contract)
@@ -347,6 +353,8 @@ def _checks(
         wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
         _check_bounds(a, contract)
+    failed, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick)
+    a.failures += failed
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 
