@@ -214,6 +214,7 @@ from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
+from fueltensor.tools.semantics import SemanticsTable, semantics_table
 
 e = math.e
 inf = math.inf
@@ -236,6 +237,7 @@ __all__ = [
     "Plan",
     "ProviderUnavailable",
     "Registry",
+    "SemanticsTable",
     "Step",
     "__array_namespace_info__",
     "abs",
@@ -373,6 +375,7 @@ __all__ = [
     "roll",
     "round",
     "searchsorted",
+    "semantics_table",
     "set_num_threads",
     "sign",
     "signbit",

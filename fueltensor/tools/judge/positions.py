@@ -59,7 +59,7 @@ class Sweep:
 DEPTHS: Final = ("brief", "quick", "full")
 """How thorough a sweep is: `full` every length and offset; `quick` the lengths up to one
 vector plus one and around two, three and four vectors at offset 0, every offset at two
-lengths; `brief` four lengths (1, one vector plus one, two plus three, four minus one) at
+lengths; `brief` four lengths (1, one vector plus one, two plus one, four minus one) at
 offset 0 and every offset at one vector plus one."""
 
 
@@ -79,7 +79,7 @@ def layouts(itemsize: int, depth: str = "full") -> list[tuple[int, int]]:
         lengths = sorted(n for n in edges if n <= 4 * lanes)
         again = (lanes + 1, 4 * lanes - 1)
     else:
-        lengths, again = [1, lanes + 1, 2 * lanes + 3, 4 * lanes - 1], (lanes + 1,)
+        lengths, again = [1, lanes + 1, 2 * lanes + 1, 4 * lanes - 1], (lanes + 1,)
     return [(n, 0) for n in lengths] + [(n, b) for n in again for b in offsets if b]
 
 

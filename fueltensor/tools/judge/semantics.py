@@ -22,6 +22,7 @@ import numpy as np
 from fueltensor.core.storage import aligned_empty
 from fueltensor.fkc.schema import KernelContract, MeasuredOn
 from fueltensor.fkc.semantics import (
+    NAN_FROM_OPERAND,
     NAN_PATTERNS,
     NAN_RESULTS,
     POW_CHOICES,
@@ -368,13 +369,19 @@ def _first(
 
 
 def _nan_rules(base: Semantics) -> Iterator[Semantics]:
-    """`base` with every NaN rule, strictest first: fewest result forms (`any` last), the sign
-    kept, a named operand."""
+    """`base` with every NaN rule, strictest first: fewest result forms (`any` last), then
+    the sign kept, then a named operand. A rule of fixed patterns alone names no operand and
+    no sign (neither says anything there)."""
     named = [r for r in NAN_RESULTS if r != "any"]
-    results = [c for n in range(1, 4) for c in itertools.combinations(named, n)] + [("any",)]
-    for result in results:
-        for sign, operand in itertools.product(("kept", "any"), ("lhs", "rhs", "either")):
-            yield replace(base, nan=NanRule(operand, result, sign))
+    for size in range(1, 4):
+        for sign, result in itertools.product(("kept", "any"), itertools.combinations(named, size)):
+            if not set(result) & set(NAN_FROM_OPERAND):
+                if sign == "kept":
+                    yield replace(base, nan=NanRule("either", result, "any"))
+                continue
+            for operand in ("lhs", "rhs", "either"):
+                yield replace(base, nan=NanRule(operand, result, sign))
+    yield replace(base, nan=NanRule("either", ("any",), "any"))
 
 
 def _invalid_rules(base: Semantics) -> Iterator[Semantics]:
