@@ -115,7 +115,13 @@ BAD = [  # (text replaced, replacement, field, message, the text on the line the
     ("[quieted, all_ones]", "[quieted, quieted]", "semantics.nan.result", "twice", "nan:"),
     ("[quieted, all_ones]", "[]", "semantics.nan.result", "at least one", "nan:"),
     ("invalid: negative_canonical", "invalid: kept", "semantics.nan.invalid", "positive", "nan:"),
-    ("zero_sign: dividend, ", "", "semantics.remainder.zero_sign", "missing", "remainder:"),
+    (
+        "{definition: fmod, zero_sign: dividend, infinite_divisor: dividend_or_divisor}",
+        "{}",
+        "semantics.remainder",
+        "at least one of definition",
+        "remainder:",
+    ),
     (
         "definition: fmod",
         "definition: trunc",

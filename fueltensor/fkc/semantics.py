@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Final
 
-from .shapes import Node, shape_of
+from .shapes import Node, Shape, shape_of
 
 if TYPE_CHECKING:
     from .validate import Reader
@@ -57,8 +57,8 @@ POSITIONS: Final = ("invariant", "nan_bits", "dependent")
 SOURCES: Final = ("formula", "documentation", "measurement")
 
 NAN_SHAPE: Final = shape_of("operand result sign invalid?")
-REMAINDER_SHAPE: Final = shape_of("definition zero_sign infinite_divisor")
-POW_SHAPE: Final = shape_of("nan_zero one_nan minus_one_inf zero_negative negative_fractional")
+REMAINDER_SHAPE: Final = shape_of("definition? zero_sign? infinite_divisor?")
+POW_SHAPE: Final = shape_of("nan_zero? one_nan? minus_one_inf? zero_negative? negative_fractional?")
 SEMANTICS_SHAPE: Final = shape_of(
     "source nan? zero_tie? remainder? pow? subnormals? position? notes?",
     nan=NAN_SHAPE,
@@ -94,22 +94,23 @@ class NanRule:
 
 @dataclass(frozen=True)
 class RemainderRule:
-    """The remainder's definition, the sign of a zero remainder, x % ±inf."""
+    """The remainder's definition, the sign of a zero remainder, x % ±inf (None: a part not
+    declared, e.g. a definition neither value fits)."""
 
-    definition: str
-    zero_sign: str
-    infinite_divisor: str
+    definition: str | None = None
+    zero_sign: str | None = None
+    infinite_divisor: str | None = None
 
 
 @dataclass(frozen=True)
 class PowRule:
-    """pow's special cases, each `one`, `nan` or the key's own values."""
+    """pow's special cases, each `one`, `nan` or the key's own values (None: not declared)."""
 
-    nan_zero: str
-    one_nan: str
-    minus_one_inf: str
-    zero_negative: str
-    negative_fractional: str
+    nan_zero: str | None = None
+    one_nan: str | None = None
+    minus_one_inf: str | None = None
+    zero_negative: str | None = None
+    negative_fractional: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,11 +179,14 @@ def _nan(r: Reader, node: Node) -> NanRule:
 
 
 def _fixed(
-    r: Reader, node: Node, where: str, choices: dict[str, tuple[str, ...]]
+    r: Reader, node: Node, where: str, shape: Shape, choices: dict[str, tuple[str, ...]]
 ) -> dict[str, str]:
-    """A mapping of exactly the keys of `choices`, each taking one of its own values."""
-    entries = r.mapping(node, shape_of(" ".join(choices)), where)
-    return {k: r.string(entries[k], f"{where}.{k}", allowed) for k, allowed in choices.items()}
+    """A mapping of some of the keys of `choices` (one at least), each taking one of its own
+    values."""
+    entries = r.mapping(node, shape, where)
+    if not entries:
+        r.fail(node.line, where, f"expected at least one of {', '.join(choices)}")
+    return {k: r.string(entries[k], f"{where}.{k}", choices[k]) for k in choices if k in entries}
 
 
 def build_semantics(r: Reader, node: Node) -> Semantics:
@@ -202,11 +206,11 @@ def build_semantics(r: Reader, node: Node) -> Semantics:
         source=_choices(r, top["source"], "semantics.source", SOURCES),
         nan=_nan(r, top["nan"]) if "nan" in top else None,
         remainder=RemainderRule(
-            **_fixed(r, top["remainder"], "semantics.remainder", REMAINDER_CHOICES)
+            **_fixed(r, top["remainder"], "semantics.remainder", REMAINDER_SHAPE, REMAINDER_CHOICES)
         )
         if "remainder" in top
         else None,
-        pow=PowRule(**_fixed(r, top["pow"], "semantics.pow", POW_CHOICES))
+        pow=PowRule(**_fixed(r, top["pow"], "semantics.pow", POW_SHAPE, POW_CHOICES))
         if "pow" in top
         else None,
         notes=r.text(top.get("notes"), "semantics.notes"),

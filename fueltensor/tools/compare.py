@@ -21,7 +21,7 @@ from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
-from fueltensor.engine.planner import Plan, Planning
+from fueltensor.engine.planner import Plan, Planning, with_named
 from fueltensor.fingerprint import machine
 from fueltensor.registry import require
 from fueltensor.tools.display import html_table, machine_html
@@ -426,7 +426,8 @@ def _observer(report: ComparisonReport) -> Observer:
     ) -> None:
         dtypes = tuple(t.dtype.name for t in tensors)
         label = plan.kernel.name if plan.kernel else "host"
-        others = _alternatives(planning, plan, report.providers) if plan.kernel else []
+        named = with_named(planning, plan, current_policy().registry, report.providers)
+        others = _alternatives(named, plan, report.providers) if plan.kernel else []
         if not others:
             allowed = (
                 "no contract admits it"

@@ -38,7 +38,7 @@ from fueltensor.kernels.threads import running_on, threads_for
 from fueltensor.ops import BY_KIND
 from fueltensor.tools.compare import bits, errors
 from fueltensor.tools.judge.references import BF16, F64, Array, Reference, round_to
-from fueltensor.tools.judge.semantics import audit_semantics, reference_for
+from fueltensor.tools.judge.semantics import audit_semantics, reference_for, remeasured
 
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
@@ -145,8 +145,8 @@ class Audit:
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
     semantics: list[str] = field(default_factory=list)
-    """Notes of the semantic audit that are not failures: rules re-measured on a machine
-    unlike the one the document names (`judge.semantics.audit_semantics`)."""
+    """Notes instead of failures: measured facts (semantics, precision) re-measured on a
+    machine unlike the one the document names (`judge.semantics.remeasured`)."""
 
     @property
     def ok(self) -> bool:
@@ -353,8 +353,8 @@ def _checks(
         wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
         _check_bounds(a, contract)
-    failed, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick)
-    a.failures += failed
+    a.failures += audit_semantics(contract, fn, dtype.np, settings.quick)
+    a.failures, a.semantics = remeasured(contract, a.failures)
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 

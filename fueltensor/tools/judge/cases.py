@@ -210,7 +210,8 @@ def _remainder_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
     zeros = [(-4.0, 2.0), (4.0, -2.0), (0.0, -2.0), (-0.0, 2.0)]
     infinite = [(5.0, math.inf), (-5.0, math.inf), (5.0, -math.inf), (-5.0, -math.inf)]
     large = {11: (1e30, 3.0), 8: (1e10, 3.0)}.get(f.exponent, (60000.0, 0.001))
-    definition = [(-1.0, 3.0), large, (0.1, 0.01)]
+    overflow = {11: (1e300, 3e-10), 8: (1e30, 3e-10)}.get(f.exponent, (60000.0, 3e-7))
+    definition = [(-1.0, 3.0), large, overflow, (0.1, 0.01)]
     return (
         [("remainder", "zero_sign", v(x), v(y)) for x, y in zeros]
         + [("remainder", "infinite_divisor", v(x), v(y)) for x, y in infinite]

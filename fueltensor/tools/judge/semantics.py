@@ -116,24 +116,29 @@ def _zero_tie(value: str, case: Case, pattern: int) -> bool:
     )
 
 
-def _remainder_rule(rule: RemainderRule, case: Case, pattern: int) -> bool:
+def _remainder_rule(rule: RemainderRule, case: Case, pattern: int) -> bool | None:
+    value = getattr(rule, case.rule)
+    if value is None:
+        return None
     f = case.format
     a, b = f.number(case.lhs), f.number(case.rhs)
     if case.rule == "zero_sign":
-        sign = {"positive": 0.0, "divisor": b, "dividend": a}[rule.zero_sign]
+        sign = {"positive": 0.0, "divisor": b, "dividend": a}[value]
         return pattern == (f.sign_bit if np.signbit(sign) else 0)
     if case.rule == "infinite_divisor":
-        if rule.infinite_divisor == "nan":
+        if value == "nan":
             return f.is_nan(pattern)
         same = a == 0 or np.signbit(a) == np.signbit(b)
         return pattern == (case.lhs if same else case.rhs)
     lhs, rhs = (np.array([x], f.uint).view(f.dtype) for x in (case.lhs, case.rhs))
-    return pattern == int(remainder_reference(rule.definition)(lhs, rhs).view(f.uint)[0])
+    return pattern == int(remainder_reference(value)(lhs, rhs).view(f.uint)[0])
 
 
-def _pow(rule: PowRule, case: Case, pattern: int) -> bool:
+def _pow(rule: PowRule, case: Case, pattern: int) -> bool | None:
     f = case.format
     value = getattr(rule, case.rule)
+    if value is None:
+        return None
     if value == "nan":
         return f.is_nan(pattern)
     if value == "one":
@@ -302,7 +307,7 @@ def declared(semantics: Semantics, aspect: str) -> str:
         return f"nan operand {n.operand}, result [{', '.join(n.result)}], sign {n.sign}"
     value = getattr(semantics, _CHECKS[aspect][0])
     if isinstance(value, (RemainderRule, PowRule)):
-        return f"{aspect} {vars(value)}"
+        return f"{aspect} { ({k: v for k, v in vars(value).items() if v is not None}) }"
     return f"{aspect} {value}"
 
 
@@ -393,11 +398,23 @@ def _invalid_rules(base: Semantics) -> Iterator[Semantics]:
         yield replace(base, nan=replace(base.nan, invalid=invalid))
 
 
-def _rules(
-    base: Semantics, attr: str, cls: type, choices: dict[str, tuple[str, ...]]
-) -> Iterator[Semantics]:
-    for values in itertools.product(*choices.values()):
-        yield _with(base, attr, cls(*values))
+def _keywise(
+    sem: Semantics, observed: Observed, attr: str, cls: type, choices: dict[str, tuple[str, ...]]
+) -> Semantics:
+    """`sem` with the aspect `attr` declared key by key: each key the first of its values
+    that every observed result of its cases fits (a key none fits stays undeclared)."""
+    found: dict[str, str] = {}
+    for key, values in choices.items():
+        cases = [(p, r) for p, r, _ in observed.seen() if p.aspect == attr and p.rule == key]
+        fitting = (
+            v
+            for v in values
+            if all(allows(_with(sem, attr, cls(**{key: v})), p, r) is not False for p, r in cases)
+        )
+        value = next(fitting, None) if cases else None
+        if value is not None:
+            found[key] = value
+    return _with(sem, attr, cls(**found)) if found else sem
 
 
 def _with(base: Semantics, attr: str, value: object) -> Semantics:
@@ -424,7 +441,7 @@ def infer(observed: Observed) -> Semantics:
         ("pow", PowRule, POW_CHOICES),
     ):
         if attr in aspects:
-            sem = _first(_rules(sem, attr, cls, choices), observed, (attr,)) or sem
+            sem = _keywise(sem, observed, attr, cls, choices)
     return replace(sem, position=_measured_position(observed))
 
 
@@ -453,21 +470,33 @@ def _environment(provider: str) -> MeasuredOn | None:
 
 def audit_semantics(
     contract: KernelContract, fn: KernelFn, dtype: np.dtype, quick: bool = False, seed: int = 0
-) -> tuple[list[str], list[str]]:
-    """(failures, notes) of `contract`'s declared semantics at `dtype`: every rule an
-    observed result breaks is a failure, unless the document was measured with another
-    framework version or instruction set than this machine's: then the judge re-measures
-    rather than trusting it, and says in notes what differs here."""
+) -> list[str]:
+    """Every rule of `contract`'s declared semantics an observed result breaks at `dtype`
+    (the cases through the position sweep, `quick` or full), each as a failure message."""
     if contract.semantics is None:
-        return [], []
+        return []
     depth = "quick" if quick else "full"
     found = findings(contract.semantics, observe(contract, fn, dtype, depth, seed))
+    return [f"semantics: {f}" for f in found]
+
+
+MEASURED: Final = ("semantics: ", "precision: ")
+"""The failures that judge a document's measured facts (not its contract with the planner)."""
+
+
+def remeasured(contract: KernelContract, failures: list[str]) -> tuple[list[str], list[str]]:
+    """(failures, notes): where the document names the framework version and instruction set
+    it was measured with (`measured_on`) and this machine runs others, the judge measures
+    again rather than trusting the document, and what breaks a measured fact (semantics,
+    precision) becomes a note saying what differs here; elsewhere failures stay failures."""
     there = contract.provider.measured_on
     here = _environment(contract.provider.name) if there is not None else None
     if there is None or here is None or here == there:
-        return [f"semantics: {f}" for f in found], []
+        return failures, []
     head = (
         f"re-measured on {here.framework}, {here.isa} (the document was measured on "
         f"{there.framework}, {there.isa})"
     )
-    return [], [f"{head}: {f}" for f in found] or [f"{head}: every declared rule holds here"]
+    moved = [f for f in failures if f.startswith(MEASURED)]
+    notes = [f"{head}: {f}" for f in moved] or [f"{head}: every measured fact holds here"]
+    return [f for f in failures if f not in moved], notes
