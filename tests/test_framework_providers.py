@@ -250,3 +250,28 @@ def test_each_framework_document_covers_every_operation_at_every_dtype(fkc: str)
             assert c.provider.when_named and c.provider.measured_on is not None
             assert c.semantics is not None and "measurement" in c.semantics.source
             assert BY_FKC[fkc].name in [BY_FKC[d].name for d in c.inputs[0].dtypes]
+
+
+def test_compare_backends_runs_the_named_frameworks_beside_the_default() -> None:
+    x = ft.asarray(np.float32([0.0, -0.0, 1.5, np.nan, -4.0]))
+    y = ft.asarray(np.float32([-0.0, 0.0, np.nan, 2.0, 2.0]))
+    with ft.compare_backends("cpu", "numpy") as report:
+        got = ft.minimum(x, y)
+    assert np.array_equal(bits(np.asarray(got)), bits(np.asarray(ft.minimum(x, y))))
+    (row,) = list(report)
+    assert row.kernels[0] == "minimum_f32" and row.kernels[1].startswith("numpy_minimum")
+    want = np.minimum(np.asarray(x), np.asarray(y))
+    assert row.equal == int((bits(want) == bits(np.asarray(got))).sum())
+    with ft.compare_backends() as everyone:  # no names: the providers that join by default
+        ft.minimum(x, y)
+    assert all(not c.compared for c in everyone)  # maximum/minimum have no second provider
+
+
+def test_judge_audits_a_named_provider_only() -> None:
+    reg = ft.registry()
+    report = ft.judge(provider="numpy", kernels=None, quick=True)
+    assert {a.provider for a in report.rows} == {"numpy"}
+    assert len(report.rows) == sum(
+        len(c.inputs[0].dtypes) for c in reg if c.provider.name == "numpy" and c.registrable
+    )
+    assert report.ok, report.failures

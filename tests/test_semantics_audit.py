@@ -230,3 +230,61 @@ def test_a_document_measured_elsewhere_is_re_measured_not_trusted(
     monkeypatch.setattr(judge_semantics, "_environment", lambda name: there)
     assert remeasured(moved, failures) == (failures, [])
     assert remeasured(contract, failures) == (failures, [])  # nothing measured: trusted
+
+
+def _tail_flips_zero_sign(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """lhs on a ±0 tie (as the seeds), except in the last len % 16 elements (a "scalar tail"
+    that returns rhs), and except where the operands start off a 64-byte boundary."""
+    np.copyto(out, np.where((a == b) & (a == 0), a, np.minimum(a, b)))
+    off = a.ctypes.data % 64 != 0
+    tail = out.size - out.size % 16 if not off else 0
+    out[tail:] = np.where(a[tail:] == b[tail:], b[tail:], out[tail:])
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_position_dependent_kernel_declared_invariant_is_failed(
+    contract_text: Callable[..., str], write: Callable[..., Path], quick: bool
+) -> None:
+    ft.register_provider("test-provider", {"tests::tail_min": _tail_flips_zero_sign})
+    text = contract_text(kernel="tail_min", op_kind="MinimumElementwise")
+    text = text.replace("      rank: 2\n", "      rank: any\n").replace(
+        "determinism: same_hardware_bitwise\n",
+        "determinism: same_hardware_bitwise\nsemantics:\n  source: measurement\n"
+        "  zero_tie: either\n  position: invariant\n",
+    )
+    report = ft.judge(ft.Registry.from_paths([write(text)]), quick=quick)
+    found = [w for _, w in report.failures if "position" in w]
+    assert len(found) == 2  # minimum(+0, -0) and minimum(-0, +0)
+    why = next(w for w in found if "(+0, -0)" in w)
+    assert "position declared invariant, but minimum(+0, -0) (0x00000000, 0x80000000) gave" in why
+    assert "+0 (0x00000000)" in why and "-0 (0x80000000)" in why
+    relaxed = text.replace("position: invariant", "position: dependent")
+    assert ft.judge(ft.Registry.from_paths([write(relaxed, "relaxed.md")]), quick=quick).ok
+
+
+def test_the_sweep_moves_the_operands_off_alignment() -> None:
+    seen: set[int] = set()
+
+    def record(operands: tuple[np.ndarray, ...]) -> np.ndarray:
+        seen.update(x.ctypes.data % WIDEST_VECTOR for x in operands)
+        return operands[0].copy()
+
+    sweep(record, np.dtype(np.float16), [(0, 0)], "brief")
+    assert seen == set(range(0, WIDEST_VECTOR, 2))
+
+
+def test_precision_follows_the_declared_remainder_and_subnormals() -> None:
+    reg = ft.registry()
+    rem = reg["rem_f32"]
+    assert judge_semantics.reference_for(rem) is judge_semantics.REFERENCES["RemElementwise"]
+    fmod = replace(rem, semantics=Semantics(("formula",), remainder=RemainderRule("fmod")))
+    ref = judge_semantics.reference_for(fmod)
+    assert ref is not None
+    a, b = np.float32([1e10, -4.0, 5.0]), np.float32([3.0, 2.0, np.inf])
+    assert ref.fn(a, b).tolist() == [1.0, 0.0, 5.0]  # 1e10 in f32 is 10000000000: 1 mod 3
+    flushed = replace(rem, semantics=Semantics(("formula",), subnormals="flushed"))
+    ref = judge_semantics.reference_for(flushed)
+    assert ref is not None and "flushed" in ref.describe
+    tiny = np.array([1, 0x80000001, 0x00800000], np.uint32).view(np.float32)
+    got = ref.fn(tiny, np.ones(3, np.float32)).view(np.uint32)
+    assert got.tolist() == [0, 0, 0x00800000]  # -0 % 1 by the floor formula is +0

@@ -111,9 +111,8 @@ def _zero_tie(value: str, case: Case, pattern: int) -> bool:
     if value == "ordered":
         minimum = case.op_kind == "MinimumElementwise"
         return pattern == (case.format.sign_bit if minimum else 0)
-    return (
-        pattern in {"lhs": (case.lhs,), "rhs": (case.rhs,), "either": (case.lhs, case.rhs)}[value]
-    )
+    allowed = {"lhs": (case.lhs,), "rhs": (case.rhs,), "either": (case.lhs, case.rhs)}
+    return pattern in allowed[value]
 
 
 def _remainder_rule(rule: RemainderRule, case: Case, pattern: int) -> bool | None:
