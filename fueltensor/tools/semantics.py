@@ -53,7 +53,7 @@ class Row:
         return len({frozenset(b) for b in self.bits.values()}) > 1
 
 
-@dataclass
+@dataclass(repr=False)
 class SemanticsTable:
     """What `semantics_table` measured: the providers' columns, one row per case."""
 
@@ -93,6 +93,13 @@ class SemanticsTable:
 
     def __str__(self) -> str:
         return self.text()
+
+    def __repr__(self) -> str:
+        differ = sum(r.differs for r in self.rows)
+        return (
+            f"<SemanticsTable: {len(self.rows)} cases x {', '.join(self.providers)}; "
+            f"they differ on {differ}>"
+        )
 
     def to_markdown(self, only_differences: bool = False) -> str:
         """The table as GitHub Markdown, with its legend."""
