@@ -18,6 +18,7 @@ from typing import Any
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.engine.backends import current_policy
+from fueltensor.engine.planner import ORACLE_SOURCES
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.ops import CONTRACT_OPS, spelled
@@ -65,16 +66,18 @@ class SemanticsTable:
     machine: Fingerprint = field(default_factory=machine)
 
     def _table(self, only_differences: bool = False) -> list[tuple[str, ...]]:
-        many = len({r.dtype for r in self.rows}) > 1
-        head = ("case", *(("dtype",) if many else ()), *self.providers)
+        """Header and rows; a provider with no kernel for any row shown gets no column."""
+        rows = [r for r in self.rows if r.differs or not only_differences]
+        providers = [p for p in self.providers if any(p in r.cells for r in rows)]
+        many = len({r.dtype for r in rows}) > 1
+        head = ("case", *(("dtype",) if many else ()), *providers)
         body = [
             (
                 r.case,
                 *((r.dtype,) if many else ()),
-                *(" | ".join(r.cells.get(p, ("-",))) for p in self.providers),
+                *(" | ".join(r.cells.get(p, ("-",))) for p in providers),
             )
-            for r in self.rows
-            if r.differs or not only_differences
+            for r in rows
         ]
         return [head, *body]
 
@@ -87,7 +90,7 @@ class SemanticsTable:
 
     def text(self, only_differences: bool = False) -> str:
         """The table fitted to the terminal, its legend and where it was measured."""
-        table = fit_table(self._table(only_differences), whole=("case",))
+        table = fit_table(self._table(only_differences), whole=("case", *self.providers))
         lines = [table, fit_lines(self.summary()), fit_lines(LEGEND)]
         return "\n".join([*lines, fit_lines(f"measured on: {self.machine}")])
 
@@ -167,14 +170,17 @@ def semantics_table(
     reg: Registry | None = None,
 ) -> SemanticsTable:
     """Run every semantic case of `ops` (default: the eight operations) at `dtypes` on each of
-    `providers` (names or aliases; default: every provider of the registry) and tabulate what
-    each returned. A provider whose framework is not installed is left out, and said so."""
+    `providers` (names or aliases; default: every provider of the registry, production ones
+    first, the frameworks next, the oracles last) and tabulate what each returned. A provider
+    whose framework is not installed is left out, and said so."""
     reg = reg if reg is not None else current_policy().registry
-    names = (
-        [p.name for p in reg.providers]
-        if providers is None
-        else [n for p in providers for n in sorted(reg.provider_names(p))]
-    )
+    if providers is None:  # production first, then the frameworks, the oracles last
+        ranked = sorted(
+            reg.providers, key=lambda p: (p.kernel_source in ORACLE_SOURCES, p.when_named)
+        )
+        names = [p.name for p in ranked]
+    else:
+        names = [n for p in providers for n in sorted(reg.provider_names(p))]
     skipped = {n: why for n in names if (why := provider_unavailable(n)) is not None}
     running = [n for n in names if n not in skipped]
     table = SemanticsTable(tuple(column(n, reg) for n in running), skipped=skipped, depth=depth)
