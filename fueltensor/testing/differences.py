@@ -261,9 +261,8 @@ def assert_bits_equal(
     bits, the class (NaN payload, signed zero...) and the ULP distance.
     """
     got = np.asarray(actual)
-    want = np.asarray(expected)
-    if want.dtype.kind not in "fV" and got.dtype.kind in "fV":
-        want = want.astype(got.dtype)
+    typed = hasattr(expected, "dtype")  # an array, tensor or NumPy scalar keeps its dtype
+    want = np.asarray(expected) if typed else np.asarray(expected, dtype=got.dtype)
     if want.dtype != got.dtype or (got.shape != want.shape and want.ndim):
         raise AssertionError(
             f"{err_msg}\n" * bool(err_msg) + f"got {got.dtype}{list(got.shape)}, expected "
