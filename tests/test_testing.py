@@ -7,6 +7,10 @@ random 32- and 64-bit ones, `difference` names each kind of difference, and
 from __future__ import annotations
 
 import math
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
@@ -37,6 +41,7 @@ LAYOUT: dict[str, tuple[Any, int, int]] = {
 }
 ROUNDING_ULP = {"float32": 2048, "float64": 2**26, "bfloat16": 8, "float16": 32}
 DTYPES = tuple(LAYOUT)
+DOC = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -265,3 +270,19 @@ def test_assert_bits_equal_refuses_other_dtypes_and_shapes() -> None:
         assert_bits_equal(np.zeros(3, np.float32), np.zeros(3, np.float64))
     with pytest.raises(AssertionError, match="one dtype and shape"):
         assert_bits_equal(np.zeros(3, np.float32), np.zeros(4, np.float32))
+
+
+def test_the_documented_examples_run_and_print_what_the_page_shows() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = re.search(r"prints\n\n```\n(.*?)```", text, re.S)
+    assert shown is not None and shown.group(1) in done.stdout
+    assert "FKC, the fuel kernel-contract format" in " ".join(text.split())  # spelled out

@@ -2,7 +2,7 @@
 
 Everything here reasons on bit patterns of the four float dtypes (float32, float64, bfloat16,
 float16, in any spelling: `ft.float32`, `np.float32`, `ml_dtypes.bfloat16`, `"bfloat16"`,
-the FKC code `"BF16"`):
+the code `"BF16"` of FKC, the fuel kernel-contract format):
 
 * `random_bits(dtype, shape, rng=...)`: uniformly random bit patterns, NaNs and all;
 * `special_values(dtype)` / `special_pairs(dtype)`: the values kernels get wrong, each tagged
