@@ -325,6 +325,8 @@ def test_html_report_is_an_escaped_table() -> None:
     html = report._repr_html_()
     assert html.startswith("<div><table") and "add_f32 vs broadcast_add" in html
     assert "not compared" in html and "<script" not in html
+    assert "no other allowed kernel admits it (only maximum_f32, of fuel-cpu-backend)" in html
+    assert "calls timed per kernel" in html
     plan_html = ft.explain(ft.add, x, y)._repr_html_()
     assert "-&gt;" in plan_html and "broadcast_add" in plan_html
     tensor_html = x.T._repr_html_()

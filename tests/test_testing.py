@@ -265,6 +265,18 @@ def test_assert_bits_equal_names_lanes_inputs_bits_and_kinds() -> None:
     assert_bits_equal(got[:4], want[:4], max_ulp=1, nan_payloads=False)
 
 
+def test_the_ulp_bound_holds_exactly_and_never_covers_a_nan() -> None:
+    one = np.array([1.0], np.float32)
+    two_up = (one.view(np.uint32) + 2).view(np.float32)  # two floats above 1
+    with pytest.raises(AssertionError, match="rounding, 2 ULP"):
+        assert_bits_equal(two_up, one, max_ulp=1)
+    assert_bits_equal(two_up, one, max_ulp=2)
+    inf = np.array([np.inf], np.float32)
+    nan_next_to_inf = (inf.view(np.uint32) + 1).view(np.float32)  # one pattern away
+    with pytest.raises(AssertionError, match="NaN vs number"):
+        assert_bits_equal(inf, nan_next_to_inf, max_ulp=10)
+
+
 def test_assert_bits_equal_refuses_other_dtypes_and_shapes() -> None:
     with pytest.raises(AssertionError, match="one dtype and shape"):
         assert_bits_equal(np.zeros(3, np.float32), np.zeros(3, np.float64))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from html import escape
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -268,7 +269,8 @@ class ComparisonReport:
         )
 
     def _repr_html_(self) -> str:
-        """The comparison table, mismatching operations shaded, worst elements listed below."""
+        """The comparison table, mismatching operations shaded; below it the worst elements,
+        why an operation was not compared, and how the times were taken."""
         rows = list(self)
         table = html_table(
             COLUMNS,
@@ -279,7 +281,9 @@ class ComparisonReport:
         )
         worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
-        return f"<div>{table}{extra}{machine_html(self.machine)}</div>"
+        lines = [*self.reasons(), self.timing_note()]
+        notes = "".join(f"<p>{escape(line)}</p>" for line in lines if line)
+        return f"<div>{table}{extra}{notes}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
         """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
