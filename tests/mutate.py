@@ -82,7 +82,15 @@ POW_LOOP_TESTS = tuple(
 with the shortcut kept off otherwise (FUELTENSOR_POW_SHORTCUT=0: no cached verdict applies)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge/audit.py"
+JUDGE_REPORT = "fueltensor/tools/judge/report.py"
 COMPARE = "fueltensor/tools/compare.py"
+TIMING = "fueltensor/tools/timing.py"
+TESTING_FORMATS = "fueltensor/testing/formats.py"
+TESTING_VALUES = "fueltensor/testing/values.py"
+TESTING_DIFFERENCES = "fueltensor/testing/differences.py"
+TESTING_TESTS = ("tests/test_testing.py",)
+TIMING_TESTS = ("tests/test_timing.py",)
+LOOP_TESTS = ("tests/test_author_loop.py",)
 DISPATCH = "fueltensor/engine/dispatch.py"
 EXECUTE = "fueltensor/engine/execute.py"
 STORAGE = "fueltensor/core/storage.py"
@@ -772,7 +780,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "judge-nan-mismatch-free",
-        COMPARE,  # the judge measures with compare.errors, the one error measure
+        TESTING_DIFFERENCES,  # the judge measures with testing.errors, the one error measure
         "ulp[nan_got != nan_want] = np.inf",
         "ulp[nan_got != nan_want] = 0.0",
         JUDGE_TESTS,
@@ -796,7 +804,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-ulp-zero",
-        COMPARE,
+        TESTING_FORMATS,
         "np.where(sa >= sb, oa - ob, ob - oa)",
         "np.where(sa >= sb, oa - oa, ob - ob)",
         (*COMPARE_TESTS, "tests/test_judge.py"),
@@ -804,9 +812,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-ulp-sign-ignored",
-        COMPARE,
-        "np.where(negative, np.uint64(0) - magnitude, magnitude)",
-        "np.where(negative, magnitude, magnitude)",
+        TESTING_FORMATS,
+        "np.where((wide & sign) != 0, np.uint64(0) - magnitude, magnitude)",
+        "np.where((wide & sign) != 0, magnitude, magnitude)",
         (*COMPARE_TESTS, "tests/test_judge.py"),
         "ulp_distance(-x, x) is 0",
     ),
@@ -844,7 +852,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-nan-mismatch-free",
-        COMPARE,
+        TESTING_DIFFERENCES,
         "ulp[nan_got != nan_want] = np.inf",
         "ulp[nan_got != nan_want] = 0.0",
         COMPARE_TESTS,
@@ -857,6 +865,142 @@ MUTATIONS: tuple[Mutation, ...] = (
         "str(c.mismatches),",
         ("tests/test_compare.py", "tests/test_tour_cli.py"),
         "a NaN that differs only in payload is shown as a value mismatch",
+    ),
+    M(
+        "compare-same-provider-skipped",
+        COMPARE,
+        "p.kernel and p.kernel.name != name and selection.admits(p)",
+        "p.kernel and p.provider != plan.provider and selection.admits(p)",
+        ("tests/test_compare.py", *LOOP_TESTS),
+        "a second kernel of the provider that ran is never compared",
+    ),
+    M(
+        "compare-named-kernels-ignored",
+        COMPARE,
+        "or plan.kernel.name in (self.kernels or ())",
+        "or False",
+        ("tests/test_compare.py",),
+        "compare_backends(kernels=[...]) compares none of the kernels named",
+    ),
+    M(
+        "compare-within-payloads-forgiven",
+        COMPARE,
+        "payloads_ok = not nan_payloads or self.nan_payloads == 0",
+        "payloads_ok = True",
+        ("tests/test_compare.py",),
+        "assert_equal(max_ulp=1) forgives NaN payload differences it was asked to check",
+    ),
+    M(
+        "compare-reasons-dropped",
+        COMPARE,
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]",
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), summary]",
+        ("tests/test_compare.py",),
+        "an operation that was not compared no longer says why",
+    ),
+    M(
+        "timing-no-warm-up",
+        TIMING,
+        "        for _ in range(harness.warmup - 1):\n            call()\n",
+        "",
+        TIMING_TESTS,
+        "the harness times a cold kernel (its first calls counted in its figure)",
+    ),
+    M(
+        "timing-best-not-median",
+        TIMING,
+        "statistics.median(samples[name]),",
+        "min(samples[name]),",
+        TIMING_TESTS,
+        "the figure is the luckiest batch, not the steady median",
+    ),
+    M(
+        "timing-calls-miscounted",
+        TIMING,
+        "batch[name] * rounds,",
+        "batch[name],",
+        TIMING_TESTS,
+        "the reported call count leaves out all but one batch",
+    ),
+    M(
+        "timing-not-interleaved",
+        TIMING,
+        "for name in names[r % len(names) :] + names[: r % len(names)]:",
+        "for name in names:",
+        TIMING_TESTS,
+        "the same candidate always runs first in a round",
+    ),
+    M(
+        "judge-nan-bits-ignored",
+        JUDGE,
+        "differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)",
+        "differ = (bits(got) != bits(want)) & ~both_nan",
+        ("tests/test_judge.py", *LOOP_TESTS),
+        "a maximum that loses the lhs NaN payload passes the judge",
+    ),
+    M(
+        "judge-failure-without-lane",
+        JUDGE,
+        'f"max_ulp {p.max_ulp:g}{found}; worst {a.worst}"',
+        'f"max_ulp {p.max_ulp:g}{found}"',
+        ("tests/test_judge.py",),
+        "a precision failure no longer names the lane, its inputs and bits",
+    ),
+    M(
+        "judge-legend-of-every-column",
+        JUDGE_REPORT,
+        "lines = [table, fit_lines(legend(shown_columns(table))), fit_lines(self.summary())]",
+        "lines = [table, fit_lines(legend()), fit_lines(self.summary())]",
+        ("tests/test_judge.py",),
+        "a narrow judge table's legend explains the columns it left out",
+    ),
+    M(
+        "testing-quiet-bit-inverted",
+        TESTING_VALUES,
+        "(e == top) & ((m & np.uint64(fmt.quiet_bit)) != 0),",
+        "(e == top) & ((m & np.uint64(fmt.quiet_bit)) == 0),",
+        TESTING_TESTS,
+        "classify calls a signaling NaN quiet (and a quiet one signaling)",
+    ),
+    M(
+        "testing-binade-edge-lost",
+        TESTING_VALUES,
+        "(m == 1) | (m == mask),",
+        "(m == 1),",
+        TESTING_TESTS,
+        "the float just below a power of two is not a binade edge",
+    ),
+    M(
+        "testing-nan-sign-as-payload",
+        TESTING_DIFFERENCES,
+        "nan_g & nan_w & same_magnitude,",
+        "nan_g & nan_w & False,",
+        TESTING_TESTS,
+        "a NaN whose sign alone differs is reported as a payload difference",
+    ),
+    M(
+        "testing-signed-zero-as-rounding",
+        TESTING_DIFFERENCES,
+        "(gc == ZERO) & (wc == ZERO),",
+        "(gc == ZERO) & (wc == ZERO) & False,",
+        TESTING_TESTS,
+        "+0 against -0 is not named a signed zero",
+    ),
+    M(
+        "testing-ulp-bound-loose",
+        TESTING_DIFFERENCES,
+        "ok |= ~nan & (classes != NAN_VS_NUMBER) & (ulp <= max_ulp)",
+        "ok |= ~nan & (ulp <= max_ulp + 1)",
+        TESTING_TESTS,
+        "assert_bits_equal(max_ulp=k) accepts k + 1 ULP and a NaN against a number",
+    ),
+    M(
+        "testing-payload-pattern-wrong",
+        TESTING_VALUES,
+        '("highest payload bit", fmt.quiet_bit >> 1),',
+        '("highest payload bit", fmt.quiet_bit),',
+        TESTING_TESTS,
+        "the 'highest payload bit' NaN sets the quiet bit instead",
     ),
     M(
         "textwidth-names-break",

@@ -170,8 +170,8 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
     run: Callable[[str], Any],
 ) -> None:
     import fueltensor as ft
+    from fueltensor.testing import random_bits
     from fueltensor.tools.judge import REFERENCES
-    from fueltensor.tools.tour import random_bits
 
     nb = run("03_backends.ipynb")
     # 2 half dtypes x 5 ops of 20000 random bit patterns; maximum has no second provider, so 10
@@ -179,7 +179,7 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
     # seeds' `half` arithmetic makes them) agree bit for bit, NaN payloads included.
     rng = np.random.default_rng(0)  # the notebook's draws, in the notebook's order
     for dtype in ("bfloat16", "float16"):
-        random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)
+        random_bits(dtype, 20000, rng=rng), random_bits(dtype, 20000, rng=rng)
     report = shown(nb, "with compare_backends() as report:")
     assert report == "<ComparisonReport: 10 operations, 0 mismatches>"
     want: dict[tuple[str, str], int] = {}
