@@ -17,10 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cbuild import build_c as _build_c
+from _cbuild import tool as _tool
 
 import fueltensor as ft
 from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.fkc import KernelContract, load_document
+from fueltensor.kernels._chassis import NATIVE
 from fueltensor.ops import BY_KIND
 from fueltensor.registry import bundled_contracts_dir
 
@@ -29,21 +32,8 @@ registry_module = importlib.import_module("fueltensor.registry")
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 LANES = 20_000
-
-
-def _tool(name: str, what: str) -> str:
-    """The path of build tool `name`, or skip the test saying it is missing."""
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} not found on PATH: building the {what} example needs it")
-    return found
-
-
-def _build_c(source: Path, into: Path) -> Path:
-    """`source` compiled with cc into the shared library `into`."""
-    cc = _tool("cc", "C")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)], check=True)
-    return into
+GIL_FREE_FROM = NATIVE.GIL_FREE_FROM if NATIVE is not None else 1
+"""Output elements from which a compiled call releases the GIL (any, through ctypes)."""
 
 
 def _build_rust(crate: Path, into: Path) -> Path:
@@ -227,15 +217,16 @@ def test_a_compiled_kernel_refuses_a_buffer_that_is_not_dense(tmp_path: Path) ->
     assert out.tolist() == [4.0, 6.0, 8.0, 10.0]
 
 
-def test_compiled_calls_release_the_gil(probes: Path) -> None:
-    # probe_rendezvous returns 0 only once a second call is inside it at the same time.
+def test_large_compiled_calls_release_the_gil(probes: Path) -> None:
+    # probe_rendezvous returns 0 only once a second call is inside it at the same time; an
+    # output of GIL_FREE_FROM elements is large enough for a call to release the GIL.
     kernel = ft.load_library(probes, {"x::meet": "probe_rendezvous"})["x::meet"]
-    empty = np.empty(0, np.uint8)
+    large = np.zeros(GIL_FREE_FROM, np.uint8)
     errors: list[BaseException] = []
 
     def call() -> None:
         try:
-            kernel(empty, empty, out=np.empty(0, np.uint8))
+            kernel(large, large, out=np.empty_like(large))
         except BaseException as e:  # collected for the main thread's assertion
             errors.append(e)
 

@@ -1,0 +1,25 @@
+"""Building the tests' C: a build tool found on PATH (or the test skips, naming it), and a C
+source compiled into a shared library with cc."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def tool(name: str, what: str) -> str:
+    """The path of build tool `name`, or skip the test saying it is missing."""
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} not found on PATH: building the {what} example needs it")
+    return found
+
+
+def build_c(source: Path, into: Path) -> Path:
+    """`source` compiled with cc into the shared library `into`."""
+    cc = tool("cc", "C")
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)], check=True)
+    return into
