@@ -289,19 +289,28 @@ def test_a_kernel_that_writes_its_input_never_changes_a_cached_scalar(
     probes: Path, write: Callable[..., Path], contract_text: Callable[..., str]
 ) -> None:
     # probe_vandal_f32 flips the sign of its lhs's first element. An input of at most 16 bytes
-    # (a 0-d tensor: the cached 2.0 here, or the user's own) reaches it as a private copy.
+    # (a 0-d tensor: the cached 2.0 here, or the user's own) reaches it as a private copy. The
+    # state is checked after every call: a second flip would undo the first.
     registry = _probe_registry(write, contract_text, probes, "vandal-scalar", "probe_vandal_f32")
     x = ft.asarray(np.float32(1.5))
-    two = np.float32(2.0).tobytes()
-    assert np.asarray(dispatch._CACHED_SCALAR(2.0, x)).tobytes() == two
+
+    def unchanged() -> bool:
+        cached = np.asarray(dispatch._CACHED_SCALAR(2.0, x)).tobytes()
+        want = (np.float32(2.0).tobytes(), np.float32(1.5).tobytes())
+        return (cached, np.asarray(x).tobytes()) == want
+
+    assert unchanged()
     with ft.use_registry(registry), ft.use_backend("vandal-scalar"):
         with ft.trace():
             2.0 + x  # the Python path (plans the call): the cached 2.0 is the lhs
+        assert unchanged()
         assert dispatch._FAST("add", 2.0, x) is not None
-        x + x
+        assert unchanged()
+        with ft.trace():
+            x + x
+        assert unchanged()
         assert dispatch._FAST("add", x, x) is not None
-    assert np.asarray(dispatch._CACHED_SCALAR(2.0, x)).tobytes() == two
-    assert np.asarray(x).tobytes() == np.float32(1.5).tobytes()
+        assert unchanged()
 
 
 def test_in_place_never_hands_the_kernel_its_own_input_as_out(
@@ -407,3 +416,26 @@ def test_a_subclass_of_compiled_kernel_is_called_through_its_own_call(
         assert dispatch._FAST("add", x, x) is None
         x + x
     assert calls == ["c_add_f32", "c_add_f32"]
+
+
+def test_a_layout_the_kernel_refuses_is_refused_on_the_fast_path_too(
+    example: Example, write: Callable[..., Path], contract_text: Callable[..., str]
+) -> None:
+    # A contract allowing stride-0 operands links a kernel that takes dense buffers only: the
+    # plan broadcasts x's one row without a copy, which the kernel refuses on every call (the
+    # fast path never reads a broadcast view as the dense elements of its storage).
+    text = contract_text(provider="lax", kernel="c_add_f32_lax").replace("rank: 2", "rank: any")
+    for flag in ("contiguous: required", "strided: rejected", "broadcast_stride0: rejected"):
+        text = text.replace(flag, flag.split(":")[0] + ": allowed", 1)  # input a's flags
+    doc = write(text, "lax.md")
+    ft.register_provider(
+        "lax", ft.load_library(example.path, {"tests::c_add_f32_lax": "c_add_f32"})
+    )
+    base = ft.reshape(ft.asarray(np.arange(64, dtype=np.float32)), (4, 16))
+    x, y = base[:1], ft.asarray(np.ones((4, 16), np.float32))
+    with ft.use_registry(ft.Registry.from_paths([doc])), ft.use_backend("lax"):
+        plan = ft.explain(ft.add, x, y)
+        assert [tuple(s.kind for s in p) for p in plan.prep] == [(B,), ()]
+        for _ in range(2):  # planned, then cached
+            with pytest.raises(ValueError, match="lhs must be a C-contiguous ndarray"):
+                x + y

@@ -150,18 +150,16 @@ def foreign_entry(
     """`fast`'s entry for a plan whose kernel is a compiled provider's (`CompiledKernel`), or
     None: its C function called on the buffers `execute.prepare` would hand it, each operand
     (after its Cast: `operands`, `kinds`, `casts`) of the output's dtype and read as it is
-    (dense) or as the dense copy of its Contiguize, after a BroadcastTo to the output's shape.
-    A nonzero status raises the Python path's error (`execute.raise_status`)."""
+    (dense) or as the dense copy of its Contiguize, after a BroadcastTo (to the output's shape:
+    the operation's, which the planner broadcasts to). A nonzero status raises the Python path's
+    error (`execute.raise_status`)."""
     fn = plan.fn
     assert isinstance(fn, CompiledKernel)
     modes, needs = [], []
-    for operand, steps, prep in zip(operands, kinds, plan.prep, strict=True):
+    for operand, steps in zip(operands, kinds, strict=True):
         if operand.dtype is not plan.out_dtype or steps not in _FOREIGN_PREP:
             return None
-        broadcast = StepKind.BROADCAST_TO in steps
-        if broadcast and prep[len(prep) - len(steps)].shape != plan.out_shape:
-            return None
-        need = plan.size if broadcast else operand.layout.size
+        need = plan.size if StepKind.BROADCAST_TO in steps else operand.layout.size
         copy = StepKind.CONTIGUIZE in steps
         if not copy and not (operand.layout.flags.contiguous and need in (0, operand.layout.size)):
             return None  # read as it is: its own dense elements (a broadcast adds only 1s), or none
