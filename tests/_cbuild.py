@@ -3,6 +3,7 @@ source compiled into a shared library with cc."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,8 +19,15 @@ def tool(name: str, what: str) -> str:
     return found
 
 
+def tool_env() -> dict[str, str]:
+    """The environment a build tool runs in: this one without LD_PRELOAD (the sanitizer pass,
+    .ci/sanitize, preloads its runtimes into the tests, under which rustc faults)."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def build_c(source: Path, into: Path) -> Path:
     """`source` compiled with cc into the shared library `into`."""
     cc = tool("cc", "C")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)], check=True)
+    command = [cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)]
+    subprocess.run(command, check=True, env=tool_env())
     return into

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from _cbuild import build_c as _build_c
 from _cbuild import tool as _tool
+from _cbuild import tool_env
 
 import fueltensor as ft
 from fueltensor.core.dtypes import BY_FKC, DType
@@ -40,7 +41,8 @@ def _build_rust(crate: Path, into: Path) -> Path:
     """The example crate, copied into `into` (cargo writes Cargo.lock beside it) and built."""
     cargo = _tool("cargo", "Rust")
     shutil.copytree(crate, into, ignore=shutil.ignore_patterns("target", "*.md"))
-    subprocess.run([cargo, "build", "--release", "--offline", "--quiet"], cwd=into, check=True)
+    command = [cargo, "build", "--release", "--offline", "--quiet"]
+    subprocess.run(command, cwd=into, check=True, env=tool_env())
     release = into / "target" / "release"
     shared = (".so", ".dylib", ".dll")
     return next(p for p in release.iterdir() if "rust_kernels" in p.stem and p.suffix in shared)
