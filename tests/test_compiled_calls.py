@@ -28,6 +28,7 @@ from fueltensor.core.layout import Layout
 from fueltensor.engine import dispatch
 from fueltensor.engine.steps import StepKind
 from fueltensor.fkc import load_document
+from fueltensor.kernels import compiled
 from fueltensor.kernels._chassis import NATIVE
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.registry import bundled_contracts_dir
@@ -439,3 +440,18 @@ def test_a_layout_the_kernel_refuses_is_refused_on_the_fast_path_too(
         for _ in range(2):  # planned, then cached
             with pytest.raises(ValueError, match="lhs must be a C-contiguous ndarray"):
                 x + y
+
+
+def test_without_the_compiled_floor_ctypes_calls_the_kernel(
+    example: Example, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A build without `_fast` (no byte_call) calls through ctypes: the same bits and errors.
+    kernel = example.kernels["c_mul_f64"]
+    a, b = (random_bits(ft.float64, (16,), 30 + i) for i in range(2))
+    want = reference(example.library, "c_mul_f64", a, b, np.float64)
+    monkeypatch.setattr(compiled, "_byte_call", None)
+    out = np.empty_like(a)
+    kernel(a, b, out=out)
+    assert out.tobytes() == want.tobytes()
+    with pytest.raises(ft.KernelStatusError, match=r"byte lengths lhs 16, rhs 8, out 16$"):
+        kernel(a[:2], b[:1], out=out[:2])

@@ -57,17 +57,17 @@ static int raise_status(PyObject *failure, int32_t status, const Py_ssize_t byte
 static int run_foreign(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL};
-    Py_ssize_t bytes[2], isz = e->itemsize;
+    Py_ssize_t bytes[2], out_bytes, isz = e->itemsize;
     int ran = 0;
     for (int k = 0; k < 2; k++) {
         Py_ssize_t made = e->need[k];
         src[k] = e->mode[k] == DENSIFY
                      ? densify(operands[k], e, e->need[k] == e->count, &temp[k], &made)
                      : operand_at(operands[k], e->offset[k], e->need[k], isz);
-        if (src[k] == NULL || made != e->need[k]) goto done;
-        bytes[k] = made * isz; /* within a buffer that exists: it fits */
+        if (src[k] == NULL || made != e->need[k] || __builtin_mul_overflow(made, isz, &bytes[k]))
+            goto done;
     }
-    Py_ssize_t out_bytes = e->count * isz; /* checked when the entry was made */
+    if (__builtin_mul_overflow(e->count, isz, &out_bytes)) goto done;
     int32_t status = call_foreign(e->kernel, src, bytes, out, out_bytes, e->count >= GIL_FREE_FROM);
     ran = status == 0 ? 1 : raise_status(e->failure, status, bytes, out_bytes);
 done:
