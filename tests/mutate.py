@@ -58,6 +58,8 @@ RULED_TESTS = ("tests/test_ruled_host.py", "tests/test_ruled_direct.py")
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
+CALL_TESTS = ("tests/test_compiled_calls.py",)
+ENGINE_FAST = "fueltensor/engine/fast.py"
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
@@ -760,6 +762,127 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:\n",
         COMPILED_TESTS,
         "a compiled kernel's nonzero status (its Err) is ignored and its output returned",
+    ),
+    # -- compiled providers' kernels called from C (`_fast`'s FOREIGN entries and byte_call) ----
+    M(
+        "foreign-entry-not-made",
+        DISPATCH,
+        "    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently",
+        "    if False:",
+        CALL_TESTS,
+        "a compiled provider's cached plan gets no fast entry: every call pays the Python path",
+    ),
+    M(
+        "foreign-entry-for-a-subclass",
+        DISPATCH,
+        "    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently",
+        "    if isinstance(plan.fn, CompiledKernel):",
+        CALL_TESTS,
+        "a CompiledKernel subclass's own __call__ is bypassed by the fast path",
+    ),
+    M(
+        "foreign-broadcast-need-ignored",
+        ENGINE_FAST,
+        "need = plan.size if StepKind.BROADCAST_TO in steps else operand.layout.size",
+        "need = operand.layout.size",
+        CALL_TESTS,
+        "a broadcast operand reaches the kernel at its own size, not the output's",
+    ),
+    M(
+        "foreign-stride0-read-as-dense",
+        ENGINE_FAST,
+        "operand.layout.flags.contiguous and need in (0, operand.layout.size)",
+        "operand.layout.flags.contiguous",
+        CALL_TESTS,
+        "a stride-0 broadcast view the kernel refuses is read as its storage's dense elements",
+    ),
+    M(
+        "foreign-private-copy-off",
+        FAST_SRC + "foreign.c",
+        "        if (bytes[k] <= PRIVATE_BYTES) {",
+        "        if (0) {",
+        CALL_TESTS,
+        "a kernel that writes its input changes the cached scalar every later call shares",
+    ),
+    M(
+        "foreign-gil-never-released",
+        FAST_SRC + "foreign.c",
+        "    PyThreadState *state = release ? PyEval_SaveThread() : NULL;",
+        "    PyThreadState *state = NULL;",
+        CALL_TESTS,
+        "a large compiled call holds the GIL: no other Python thread runs meanwhile",
+    ),
+    M(
+        "foreign-entry-holds-the-gil",
+        FAST_SRC + "foreign.c",
+        "out, out_bytes, e->count >= GIL_FREE_FROM);",
+        "out, out_bytes, 0);",
+        CALL_TESTS,
+        "the fast path's large compiled call holds the GIL",
+    ),
+    M(
+        "byte-call-holds-the-gil",
+        FAST_SRC + "foreign.c",
+        "                                  PyArray_SIZE(a[2]) >= GIL_FREE_FROM);",
+        "                                  0);",
+        CALL_TESTS,
+        "the Python path's large compiled call holds the GIL",
+    ),
+    M(
+        "foreign-status-ignored",
+        FAST_SRC + "foreign.c",
+        "    ran = status == 0 ? 1 : raise_status(e->failure, status, bytes, out_bytes);",
+        "    ran = 1;",
+        CALL_TESTS,
+        "the fast path returns the output of a kernel that reported an error",
+    ),
+    M(
+        "foreign-flags-leak",
+        FAST_SRC + "foreign.c",
+        "    fp_restore(&flags);\n    return status;",
+        "    return status;",
+        CALL_TESTS,
+        "a compiled provider's call leaves its floating-point flags raised in the caller",
+    ),
+    M(
+        "foreign-writes-into-its-operand",
+        FAST_SRC + "run.c",
+        "    if (e->kind == FOREIGN) return 0;",
+        "",
+        CALL_TESTS,
+        "`x += y` hands a compiled provider's kernel x's own buffer as `out`",
+    ),
+    M(
+        "foreign-entry-takes-repeat",
+        FAST_SRC + "foreign.c",
+        "(e->mode[k] != AS_IS && e->mode[k] != DENSIFY) || ",
+        "",
+        CALL_TESTS,
+        "a foreign entry accepts a mode it does not run (REPEAT)",
+    ),
+    M(
+        "byte-call-takes-a-strided-array",
+        FAST_SRC + "foreign.c",
+        "if (!PyArray_Check(arg) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)arg) ||",
+        "if (!PyArray_Check(arg) ||",
+        CALL_TESTS,
+        "byte_call hands a strided view to C as if it were dense",
+    ),
+    M(
+        "byte-call-writes-a-read-only-out",
+        FAST_SRC + "foreign.c",
+        "    if (!PyArray_ISWRITEABLE(a[2])) {",
+        "    if (0) {",
+        CALL_TESTS,
+        "byte_call writes into a read-only output",
+    ),
+    M(
+        "compiled-python-path-through-ctypes",
+        COMPILED,
+        "        if _byte_call is not None:",
+        "        if False:",
+        CALL_TESTS,
+        "the Python path calls through ctypes: a cached scalar reaches the kernel itself",
     ),
     # -- reports: judge and compare ------------------------------------------------------------
     M(
