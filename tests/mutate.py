@@ -384,6 +384,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "on a cost tie the oracle beats the production provider",
     ),
     M(
+        "plan-tie-lever-names-the-winner",
+        PLANNER,
+        'levers.append(f"use_backend({loser.provider.name!r})")',
+        'levers.append(f"use_backend({winner.provider.name!r})")',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told to use the winner's provider",
+    ),
+    M(
+        "plan-tie-lever-order-reversed",
+        PLANNER,
+        'f"list {doc} before {first} in Registry.from_paths"',
+        'f"list {first} before {doc} in Registry.from_paths"',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told the order it already has",
+    ),
+    M(
         "plan-cast-read-only",
         PLANNER,
         "moved = o.count * (o.dtype.itemsize + target.itemsize)",
