@@ -366,7 +366,8 @@ def add_pow_shortcut(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--check",
         action="store_true",
         help="compare the shortcut with this machine's powf over all 2^32 inputs now and cache "
-        "the verdict (needed where the package was built on another machine)",
+        "the verdict (needed once per machine and build, a local build included: pip install "
+        "does not run it, and until it has, powf runs for every lane)",
     )
     p.set_defaults(run=_run_pow_shortcut)
 
