@@ -283,6 +283,8 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument(
         "--backend",
+        "--provider",
+        dest="backend",
         metavar="NAME",
         help="plan under use_backend(NAME): a provider or alias (cpu, reference), or contracts",
     )

@@ -20,7 +20,7 @@ from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import OPERATIONS
 from .fkc import KernelContract
-from .ops import BY_KIND
+from .ops import BY_KIND, CONTRACT_OPS, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
 
@@ -103,6 +103,26 @@ def _cases(
                 yield case
 
 
+def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]:
+    """`compare`'s words sorted into operations (any spelling) and providers (a name or alias
+    of `reg`); ValueError naming both kinds for a word that is neither."""
+    ops, providers = [], []
+    for name in names:
+        op = spelled(name)
+        if op is not None:
+            ops.append(op.name)
+            continue
+        try:
+            reg.provider_names(name)
+        except ValueError as e:
+            known = ", ".join(o.name for o in CONTRACT_OPS)
+            raise ValueError(
+                f"{name!r} is neither an operation ({known}) nor a provider: {e}"
+            ) from None
+        providers.append(name)
+    return ops, providers
+
+
 def _run_compare(args: argparse.Namespace) -> int:
     from .tools.compare import compare_backends
     from .tools.judge import probes
@@ -111,11 +131,12 @@ def _run_compare(args: argparse.Namespace) -> int:
         found = draft(args)
         reg = found.registry if found else registry()
         chosen = [reg[n] for n in found.names] if found else [c for c in reg if c.registrable]
-        cases = list(_cases(chosen, args.op, args.dtypes))
+        ops, providers = _split_names(reg, args.names)
+        cases = list(_cases(chosen, ops, args.dtypes))
         if not cases:
             raise ValueError("no contract of a binary operation matched: nothing to compare")
         rng = np.random.default_rng(args.seed)
-        with use_registry(reg), compare_backends(*args.provider) as report:
+        with use_registry(reg), compare_backends(*providers, *args.provider) as report:
             for op, dtype in cases:
                 lhs, rhs = probes(dtype.np, args.size, rng)
                 OPERATIONS[op](asarray(lhs), asarray(rhs))
@@ -137,17 +158,23 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="run operations on every admissible provider and diff the bits (exit 1 if any differ)",
         description="Run each operation the contracts serve (a draft's, with --contracts) on "
         "every pair of special values plus random bit patterns, under compare_backends, e.g. "
-        "`fueltensor compare --contracts my-max.md --library ./libmymax.so`.",
+        "`fueltensor compare maximum cpu my-c-max --contracts my-max.md --library ./libmymax.so`.",
     )
     p.add_argument(
-        "op", nargs="*", help="only these operations (add, maximum, ...; default: every one)"
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="only these operations (add, maximum, ...) and providers (cpu, my-provider, ...); "
+        "default: every operation the contracts serve, on every provider",
     )
     p.add_argument(
         "--provider",
-        action="append",
+        "--providers",
+        nargs="+",
+        action="extend",
         default=[],
         metavar="NAME",
-        help="compare only these providers (a name or alias; repeatable; default: all)",
+        help="compare only these providers (a name or alias; default: all)",
     )
     p.add_argument(
         "--dtypes", nargs="+", default=[], metavar="DTYPE", help="only these dtypes (float32 ...)"

@@ -194,8 +194,9 @@ def test_the_loop_from_a_c_file_to_a_passing_judge(shell: Shell, tmp_path: Path,
     (outranked,) = [line for line in out.splitlines() if "rejected my_max_f32" in line]
     assert "144 bytes moved vs 144 for maximum_f32" in outranked
     assert "use_backend('my-c-max')" in outranked
-    status, out, _ = shell("explain", "maximum", *draft, *lib, "--backend", "my-c-max")
-    assert status == 0 and "via my-c-max" in out and "1. my_max_f32(lhs, rhs)" in out
+    for flag in ("--backend", "--provider"):
+        status, out, _ = shell("explain", "maximum", *draft, *lib, flag, "my-c-max")
+        assert status == 0 and "via my-c-max" in out and "1. my_max_f32(lhs, rhs)" in out
 
     status, out, _ = shell("compare", *draft, *lib)
     assert status == 1 and "kernels disagree beyond 0 ULP" in out
@@ -209,7 +210,7 @@ def test_the_loop_from_a_c_file_to_a_passing_judge(shell: Shell, tmp_path: Path,
         assert status == 1 and "FAIL my_max_f32" in out
 
     lib = ["--library", str(build(tmp_path, RIGHT, "fixed"))]
-    status, out, _ = shell("compare", *draft, *lib)
+    status, out, _ = shell("compare", "maximum", "cpu", "my-c-max", *draft, *lib)
     assert status == 0 and re.search(r"\n1 of 1 operation compared; 0 of \d+ elements differ", out)
     status, out, _ = shell("judge", "--quick", *draft, *lib)
     assert status == 0 and "1 audit, 0 failing" in out
@@ -264,6 +265,17 @@ def test_a_module_that_fails_to_import_is_named(shell: Shell, tmp_path: Path) ->
     assert status == 2 and "--module absent.py: no such file" in err
     status, _, err = shell("judge", "--contracts", doc.name, "--library", "absent.so")
     assert status == 2 and "--library absent.so: no such file" in err
+
+
+def test_compare_takes_operations_and_providers_by_name(shell: Shell) -> None:
+    status, out, _ = shell("compare", "add", "mul", "cpu", "--providers", "reference")
+    assert status == 0
+    pairs = [line.split()[0] for line in out.splitlines()[2:] if " vs " in line]
+    assert sorted(set(pairs)) == ["add", "multiply"]
+    assert all("broadcast_" in line for line in out.splitlines()[2:] if " vs " in line)
+    status, _, err = shell("compare", "plus")
+    assert status == 2 and "'plus' is neither an operation (add," in err
+    assert "nor a provider: no provider is called 'plus'" in err
 
 
 def test_library_and_module_link_the_documents_named(shell: Shell) -> None:
