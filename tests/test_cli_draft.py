@@ -332,3 +332,26 @@ def test_a_listing_of_a_draft_needs_no_kernel(shell: Shell, tmp_path: Path) -> N
     status, out, err = shell("contracts", "--contracts", doc.name)
     assert status == 0 and err == ""
     assert out.splitlines()[1].split()[:3] == ["my_max_f32", "MaximumElementwise", "my-c-max"]
+
+
+def test_a_draft_joins_the_entry_points_its_provider_registered(
+    shell: Shell, tmp_path: Path
+) -> None:
+    """A provider that registered one entry point in code (as an installed plugin does) gets a
+    second from `--library` without losing the first."""
+    namespace: dict[str, object] = {}
+    exec(MODULE, namespace)  # the module's kernel, registered as a plugin would
+    kernel = namespace["my_max_f32"]
+    assert callable(kernel)
+    ft.register_provider("half-linked-max", {"plugin::max": kernel})
+    doc = document(tmp_path, provider="half-linked-max")
+    text = doc.read_text()
+    block = text[text.index("## my_max_f32") :]
+    twin = block.replace("my_max_f32", "plugin_max_f32").replace(
+        "my_c::plugin_max_f32", "plugin::max"
+    )
+    doc.write_text(text + "\n" + twin)
+    lib = build(tmp_path, RIGHT, "joined")
+    status, out, err = shell("judge", "--quick", "--contracts", doc.name, "--library", str(lib))
+    assert status == 0, err
+    assert "2 audits, 0 failing" in out
