@@ -23,6 +23,7 @@ from .fkc import KernelContract
 from .ops import BY_KIND, CONTRACT_OPS, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
+from .tools.textwidth import fit_lines
 
 DRAFT_ERRORS = (ContractError, DraftError, LibraryError)
 """What a draft that cannot be read or linked raises: each names the file (and line) at fault."""
@@ -145,8 +146,8 @@ def _run_compare(args: argparse.Namespace) -> int:
     print(report)
     try:
         report.assert_equal(args.max_ulp)
-    except AssertionError as e:
-        print(e)
+    except AssertionError as e:  # the worst element of each pair of kernels that differ
+        print(fit_lines(str(e)))
         return 1
     return 0
 
