@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -70,6 +71,13 @@ def draft_sources(args: argparse.Namespace) -> list[Source]:
     they are named without documents to link."""
     if (args.library or args.module) and not args.contracts:
         raise DraftError("--library and --module link the documents of --contracts: name them")
+    for word in args.contracts or ():
+        if not Path(word).exists() and not Path(word).suffix:  # `--contracts doc.md maximum`
+            raise DraftError(
+                f"--contracts {word}: no such document; --contracts takes every word up to the "
+                f"next option, so name operations and providers before it (fueltensor "
+                f"{args.command} {word} --contracts ...)"
+            )
     return sources(args.library, args.module)
 
 

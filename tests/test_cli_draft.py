@@ -267,7 +267,7 @@ def test_a_module_that_fails_to_import_is_named(shell: Shell, tmp_path: Path) ->
     assert status == 2 and "--library absent.so: no such file" in err
 
 
-def test_compare_takes_operations_and_providers_by_name(shell: Shell) -> None:
+def test_compare_takes_operations_and_providers_by_name(shell: Shell, tmp_path: Path) -> None:
     status, out, _ = shell("compare", "add", "mul", "cpu", "--providers", "reference")
     assert status == 0
     pairs = [line.split()[0] for line in out.splitlines()[2:] if " vs " in line]
@@ -276,6 +276,10 @@ def test_compare_takes_operations_and_providers_by_name(shell: Shell) -> None:
     status, _, err = shell("compare", "plus")
     assert status == 2 and "'plus' is neither an operation (add," in err
     assert "nor a provider: no provider is called 'plus'" in err
+    doc = document(tmp_path)  # --contracts takes every word after it: said, with the fix
+    status, _, err = shell("compare", "--contracts", doc.name, "maximum", "--library", "x.so")
+    assert status == 2 and "name operations and providers before it" in err
+    assert "(fueltensor compare maximum --contracts ...)" in err
 
 
 def test_library_and_module_link_the_documents_named(shell: Shell) -> None:
