@@ -105,6 +105,8 @@ POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
 THREADS_PY = "fueltensor/engine/threads.py"
 REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
+DRAFTS = "fueltensor/tools/drafts.py"
+DRAFT_TESTS = ("tests/test_cli_draft.py",)
 """Run without Dask: test_dask.py's cluster test needs it, these do not."""
 
 
@@ -382,6 +384,56 @@ MUTATIONS: tuple[Mutation, ...] = (
         "contract.kernel_source not in ORACLE_SOURCES, order",
         PLAN_TESTS,
         "on a cost tie the oracle beats the production provider",
+    ),
+    M(
+        "plan-tie-lever-names-the-winner",
+        PLANNER,
+        'levers.append(f"use_backend({loser.provider.name!r})")',
+        'levers.append(f"use_backend({winner.provider.name!r})")',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told to use the winner's provider",
+    ),
+    M(
+        "plan-tie-lever-order-reversed",
+        PLANNER,
+        'f"list {doc} before {first} in Registry.from_paths"',
+        'f"list {first} before {doc} in Registry.from_paths"',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told the order it already has",
+    ),
+    # -- a draft provider on the command line (tools/drafts.py) ---------------------------------
+    M(
+        "draft-unlinked-is-an-error",
+        DRAFTS,
+        'return Finding(error, "error" if misses else "warning")',
+        'return Finding(error, "error")',
+        DRAFT_TESTS,
+        "a lint fails a draft whose kernels were not named yet",
+    ),
+    M(
+        "draft-symbol-is-the-whole-entry-point",
+        DRAFTS,
+        'return entry_point.rsplit("::", 1)[-1]',
+        "return entry_point",
+        DRAFT_TESTS,
+        "an entry point NS::NAME looks for the C symbol NS::NAME",
+    ),
+    M(
+        "draft-replaces-the-providers-map",
+        DRAFTS,
+        "register_provider(provider, {**(linked_entry_points(provider) or {}), **table})",
+        "register_provider(provider, table)",
+        DRAFT_TESTS,
+        "a draft's kernels drop the entry points its provider registered before",
+    ),
+    M(
+        "draft-module-by-its-document",
+        DRAFTS,
+        "            if c.entry_point not in (linked_entry_points(c.provider.name) or {}):\n",
+        "            found = [Module(symbol, import_module(c.entry_point.split('::')[0]))]\n"
+        "            if c.entry_point not in (linked_entry_points(c.provider.name) or {}):\n",
+        DRAFT_TESTS,
+        "a document's entry point imports the module it names",
     ),
     M(
         "plan-cast-read-only",
