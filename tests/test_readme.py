@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _extras import needs
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 SKIP = "# readme: skip"
 WAIT = 600
@@ -73,6 +75,7 @@ def test_readme_has_python_examples() -> None:
     assert any('if __name__ == "__main__":' in b and "LocalCluster" in b for b in blocks)
 
 
+@needs("distributed", "dask")  # the Dask example
 def test_readme_examples_pasted_into_an_interpreter(tmp_path: Path) -> None:
     blocks = python_blocks(README.read_text(encoding="utf-8"))
     done = run(["-c", CONSOLE], tmp_path, "\0".join(blocks))
@@ -80,6 +83,7 @@ def test_readme_examples_pasted_into_an_interpreter(tmp_path: Path) -> None:
     assert "['maximum_f32', 'add_f32'," in done.stdout  # the Dask block's kernels
 
 
+@needs("distributed", "dask")  # the Dask example
 def test_readme_examples_saved_as_a_script(tmp_path: Path) -> None:
     script = tmp_path / "readme_examples.py"
     script.write_text("\n".join(python_blocks(README.read_text(encoding="utf-8"))))
