@@ -223,6 +223,8 @@ pi = math.pi
 newaxis = None
 
 __array_api_version__ = "2024.12"
+__version__ = "0.1.0"
+"""The release: the one place it is written (pyproject.toml reads it from here, statically)."""
 
 __all__ = [
     "ComparisonReport",
