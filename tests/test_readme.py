@@ -139,4 +139,3 @@ def test_readme_shell_lines_run(examples: Path) -> None:
     assert "use_backend('example-c-kernels')" in out[1]
     assert "add_f32 vs c_add_f32" in out[2] and " 0 of " in out[2]
     assert "4 audits, 0 failing" in out[3]
-
