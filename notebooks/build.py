@@ -82,6 +82,18 @@ CONTRACTS: Cells = [
     ("py", "reg['maximum_f32']"),
     (
         "md",
+        "The `notes` keep the words of the seed document this contract was written from: the "
+        "FKC document of the Rust provider `fuel-cpu-backend` that the project started from "
+        "(a copy is in `tests/seeds/003_f61b2f697a8bb6f9.txt`). They cite two sources of that "
+        "Rust project which are not part of fueltensor. **`binary.rs`** is its source file "
+        "`fuel-cpu-backend/src/chassis/binary.rs`, the one chassis behind its 32 byte kernels "
+        "(fueltensor's counterparts are `fueltensor/kernels/_chassis.py` and the "
+        "C in `fueltensor/ext/src/native/`). **KISS §6.13** is a section of that project's "
+        "design document, which the seed cites but does not include. What it pins is in the "
+        "contract itself: on a ±0 tie the left operand wins, unlike `np.maximum`.",
+    ),
+    (
+        "md",
         "## Why a kernel is rejected\n\nEvery plan lists the other candidates with the "
         "reason each lost: a dtype it does not take, a shape constraint, or a higher cost.",
     ),
@@ -120,7 +132,7 @@ BACKENDS: Cells = [
         "py",
         "import numpy as np\n\nimport fueltensor as ft\n"
         "from fueltensor.registry import provider_unavailable\n"
-        "from fueltensor.tools.tour import random_bits\n\n"
+        "from fueltensor.testing import random_bits\n\n"
         "frameworks = [n for n in ('numpy', 'torch', 'jax') if provider_unavailable(n) is None]\n"
         "rng = np.random.default_rng(0)\nframeworks",
     ),
@@ -146,8 +158,8 @@ BACKENDS: Cells = [
         "if 'torch' in frameworks:\n"
         "    with ft.use_backend('torch'):\n"
         "        tie = np.asarray(ft.minimum(zeros, -zeros))\n"
-        "    print('signs of minimum(+0, -0) at length 17:', ''.join('-' if s else '+' "
-        "for s in np.signbit(tie)))",
+        "    signs = ''.join('-' if s else '+' for s in np.signbit(tie))\n"
+        "    print('signs of minimum(+0, -0) at length 17:', signs)",
     ),
     (
         "md",
@@ -161,7 +173,7 @@ BACKENDS: Cells = [
         "ft.minimum)\n"
         "with ft.compare_backends('cpu', *frameworks) as report:\n"
         "    for dtype in ('float32', 'bfloat16'):\n"
-        "        a, b = random_bits(dtype, 4096, rng), random_bits(dtype, 4096, rng)\n"
+        "        a, b = random_bits(dtype, 4096, rng=rng), random_bits(dtype, 4096, rng=rng)\n"
         "        for op in ops:\n"
         "            op(a, b)\n"
         "report",

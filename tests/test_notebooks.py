@@ -14,6 +14,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from _extras import needs
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = (
@@ -91,7 +92,10 @@ def shown(nb: Any, source: str) -> str:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=needs("distributed", "dask")) if "dask" in n else n for n in NAMES],
+)
 def test_notebook_runs_top_to_bottom(name: str, run: Callable[[str], Any]) -> None:
     nb = run(name)
     code = [c for c in nb.cells if c.cell_type == "code"]
