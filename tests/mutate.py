@@ -108,6 +108,7 @@ REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
 """Run without Dask: test_dask.py's cluster test needs it, these do not."""
 SEMANTICS = "fueltensor/tools/judge/semantics.py"
+DECLARED = "fueltensor/tools/judge/declared.py"
 SEMANTICS_TESTS = ("tests/test_semantics_audit.py",)
 FRAMEWORK_TESTS = ("tests/test_framework_providers.py",)
 DRAFTS = "fueltensor/tools/drafts.py"
@@ -2020,7 +2021,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "semantics-remainder-reference-ignores-definition",
-        SEMANTICS,
+        DECLARED,
         '    if sem.remainder is not None and sem.remainder.definition == "fmod":',
         "    if False:",
         SEMANTICS_TESTS,
@@ -2028,7 +2029,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "semantics-flush-ignored",
-        SEMANTICS,
+        DECLARED,
         '    if sem.subnormals == "flushed":',
         "    if False:",
         SEMANTICS_TESTS,
@@ -2041,6 +2042,38 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if True:\n        return failures, []",
         SEMANTICS_TESTS,
         "a document measured on another framework version or ISA fails instead of re-measuring",
+    ),
+    M(
+        "semantics-selection-holds-every-nan",
+        DECLARED,
+        "    return replace(ref, nan_bits=ref.nan_bits and own)",
+        "    return ref",
+        SEMANTICS_TESTS,
+        "a framework whose maximum gives canonical NaNs fails precision though it declares so",
+    ),
+    M(
+        "semantics-selection-tie-ignored",
+        DECLARED,
+        '    if sem.zero_tie in ("rhs", "ordered"):',
+        "    if False:",
+        SEMANTICS_TESTS,
+        "a selection's reference breaks every ±0 tie for lhs, whatever the contract declares",
+    ),
+    M(
+        "compare-classes-remainder-sign-lost",
+        "fueltensor/tools/differences.py",
+        '    if op_kind == "RemElementwise":',
+        "    if False:",
+        ("tests/test_compare_classes.py",),
+        "a zero remainder of the other sign is reported as a plain signed zero",
+    ),
+    M(
+        "compare-classes-nan-sign-apart",
+        "fueltensor/tools/differences.py",
+        "    found = np.where(found == NAN_SIGN, NAN_PAYLOAD, found)",
+        "    found = np.where(found == NAN_SIGN, NAN_SIGN, found)",
+        ("tests/test_compare_classes.py",),
+        "a NaN's sign is reported as a class of its own, not with its payload",
     ),
     M(
         "semantics-listed-twice",

@@ -21,7 +21,7 @@ from fueltensor.core.dtypes import BY_FKC
 from fueltensor.engine.steps import StepKind
 from fueltensor.kernels.frameworks import jax_provider, torch_provider
 from fueltensor.ops import CONTRACT_OPS
-from fueltensor.tools.compare import bits
+from fueltensor.testing import bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), BF16, np.dtype(np.float16)]

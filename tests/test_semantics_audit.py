@@ -18,8 +18,10 @@ import fueltensor as ft
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.fkc.semantics import NanRule, PowRule, RemainderRule, Semantics
+from fueltensor.testing import float_format
+from fueltensor.tools.judge import declared
 from fueltensor.tools.judge import semantics as judge_semantics
-from fueltensor.tools.judge.cases import Case, cases, describe, float_format
+from fueltensor.tools.judge.cases import Case, cases, describe
 from fueltensor.tools.judge.positions import WIDEST_VECTOR, layouts, sweep
 from fueltensor.tools.judge.semantics import allows, audit_semantics, infer, observe, remeasured
 
@@ -276,15 +278,36 @@ def test_the_sweep_moves_the_operands_off_alignment() -> None:
 def test_precision_follows_the_declared_remainder_and_subnormals() -> None:
     reg = ft.registry()
     rem = reg["rem_f32"]
-    assert judge_semantics.reference_for(rem) is judge_semantics.REFERENCES["RemElementwise"]
+    assert declared.reference_for(rem) is declared.REFERENCES["RemElementwise"]
     fmod = replace(rem, semantics=Semantics(("formula",), remainder=RemainderRule("fmod")))
-    ref = judge_semantics.reference_for(fmod)
+    ref = declared.reference_for(fmod)
     assert ref is not None
     a, b = np.float32([1e10, -4.0, 5.0]), np.float32([3.0, 2.0, np.inf])
     assert ref.fn(a, b).tolist() == [1.0, 0.0, 5.0]  # 1e10 in f32 is 10000000000: 1 mod 3
     flushed = replace(rem, semantics=Semantics(("formula",), subnormals="flushed"))
-    ref = judge_semantics.reference_for(flushed)
+    ref = declared.reference_for(flushed)
     assert ref is not None and "flushed" in ref.describe
     tiny = np.array([1, 0x80000001, 0x00800000], np.uint32).view(np.float32)
     got = ref.fn(tiny, np.ones(3, np.float32)).view(np.uint32)
     assert got.tolist() == [0, 0, 0x00800000]  # -0 % 1 by the floor formula is +0
+
+
+def test_a_selection_reference_follows_the_declared_tie_and_nan_rule() -> None:
+    reg = ft.registry()
+    minimum = reg["minimum_f32"]
+    assert declared.reference_for(minimum) is not None
+    own = declared.reference_for(minimum)
+    assert own is not None and own.nan_bits  # the seeds' rule: the lhs NaN, unchanged
+    a = np.array([0.0, -0.0, 1.0], F32)
+    b = np.array([-0.0, 0.0, 2.0], F32)
+    sem = minimum.semantics
+    assert sem is not None
+    for tie, want in (("rhs", [-0.0, 0.0, 1.0]), ("ordered", [-0.0, -0.0, 1.0])):
+        other = replace(minimum, semantics=replace(sem, zero_tie=tie))
+        ref = declared.reference_for(other)
+        assert ref is not None and ref.nan_bits
+        got = ref.fn(a, b)
+        assert np.array_equal(np.signbit(got), np.signbit(np.array(want, F32))), tie
+    canonical = replace(sem, nan=NanRule("either", ("positive_canonical",), "any"))
+    ref = declared.reference_for(replace(minimum, semantics=canonical))
+    assert ref is not None and not ref.nan_bits  # its NaN bits are the semantic audit's

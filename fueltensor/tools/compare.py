@@ -26,7 +26,8 @@ from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning, with_named
 from fueltensor.fingerprint import machine
 from fueltensor.registry import Registry, require
-from fueltensor.testing import bits, errors, format_value, lane_message
+from fueltensor.testing import bits, errors, format_value, lane_message, summarize
+from fueltensor.tools.differences import by_class, class_html, class_text, difference_counts
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
 from fueltensor.tools.timing import HARNESS, Timing, race
@@ -81,6 +82,11 @@ class Comparison:
     """Mismatches where both outputs are NaN: only the payload or sign differs."""
     calls: dict[str, int] = field(default_factory=dict)
     """Calls timed per kernel (warm-up excluded), by kernel name."""
+    classes: dict[str, int] = field(default_factory=dict)
+    """The differing elements by class (`tools.differences.CLASSES`: NaN payload, signed
+    zero, remainder sign, rounding ...)."""
+    provider: str = ""
+    """The provider of the kernel compared with the default one."""
 
     @property
     def mismatches(self) -> int:
@@ -104,18 +110,17 @@ COLUMNS = (
     "shape",
     "kernels",
     "bit-equal",
-    "values differ",
-    "NaN bits differ",
+    "differences",
     "max ULP",
     "max abs",
     "max rel",
     "NaN patterns",
     "µs per call",
 )
-"""The comparison table's columns: `bit-equal` is "equal/elements"; `values differ` counts the
-elements that differ in value (a NaN against a number included), `NaN bits differ` those where
-both are NaN and only the payload or sign differs; `µs per call` gives the kernels' median
-times in the order of `kernels`, slash-separated."""
+"""The comparison table's columns: `bit-equal` is "equal/elements"; `differences` counts the
+elements that differ by class (`tools.differences`: NaN payload, signed zero, remainder sign,
+infinity, subnormal, rounding ...); `µs per call` gives the kernels' median times in the order
+of `kernels`, slash-separated."""
 
 
 def _microseconds(times: Sequence[float]) -> str:
@@ -128,13 +133,12 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     """One table row of a comparison (shared by the text table and the HTML table)."""
     head = (c.op, ", ".join(dict.fromkeys(c.dtypes)), "x".join(map(str, c.shape)) or "()")
     if not c.compared:
-        return (*head, c.kernels[0], "not compared", *[""] * 7)
+        return (*head, c.kernels[0], "not compared", *[""] * 6)
     return (
         *head,
         " vs ".join(c.kernels),
         f"{c.equal}/{c.count}",
-        str(c.mismatches - c.nan_payloads),
-        str(c.nan_payloads),
+        summarize(c.classes) or "none",
         f"{c.max_ulp:g}",
         f"{c.max_abs:.3g}",
         f"{c.max_rel:.3g}",
@@ -160,14 +164,12 @@ NARROW_DROPS: Final = (
     "µs per call",
     "dtypes",
     "max ULP",
-    "NaN bits differ",
-    "values differ",
 )
 """Comparison columns a narrow terminal may leave out, first to last: the figures derived from
 the worst element (relative and absolute error) and the context (shape, NaN positions, which
-`values differ` counts too) first, then the timing, then the dtypes (most kernel names carry
-theirs); whether the bits agree (`kernels`, `bit-equal`) is never left out, and the reason an
-operation was not compared is printed under the table, at any width."""
+`differences` counts too) first, then the timing, then the dtypes (most kernel names carry
+theirs); whether and how the bits differ (`kernels`, `bit-equal`, `differences`) is never left
+out, and the reason an operation was not compared is printed under the table, at any width."""
 WHOLE: Final = ("kernels", "bit-equal")
 """Columns whose cells break only between words (a kernel name, `not compared`)."""
 
@@ -218,8 +220,8 @@ class ComparisonReport:
             f"{self.mismatches} of {plural(total, 'element')} differ{self.nan_note()}"
         )
         lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]
-        lines += [self.timing_note(), f"measured on: {self.machine}"]
-        return "\n".join(fit_lines(line) for line in lines if line)
+        lines += [class_text(self.comparisons), self.timing_note(), f"measured on: {self.machine}"]
+        return "\n".join(fit_lines(line) if "\n" not in line else line for line in lines if line)
 
     def reasons(self) -> list[str]:
         """One line per operation (and dtypes) that was not compared, saying why."""
@@ -256,6 +258,7 @@ class ComparisonReport:
         return {
             "machine": self.machine.to_dict(),
             "mismatches": self.mismatches,
+            "by_class": by_class(self.comparisons),
             "comparisons": [
                 {k: v for k, v in asdict(c).items() if k != "worst"} | {"worst": str(c.worst or "")}
                 for c in self.comparisons
@@ -281,13 +284,14 @@ class ComparisonReport:
         )
         worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
+        extra = class_html(rows) + extra
         lines = [*self.reasons(), self.timing_note()]
         notes = "".join(f"<p>{escape(line)}</p>" for line in lines if line)
         return f"<div>{table}{extra}{notes}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
-        """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
-        extra; `tools.plots`)."""
+        """A titled matplotlib Figure: the differing elements as a class x provider matrix
+        (the `plot` extra; `tools.plots`)."""
         from fueltensor.tools.plots import comparison_figure
 
         return comparison_figure(self)
@@ -384,6 +388,8 @@ def diff(
         worst,
         nan_payloads=int((np.isnan(a) & np.isnan(b) & ~equal).sum()),
         calls={k: timings[k].calls for k in names},
+        classes=difference_counts(baseline.op_kind, b, a),
+        provider=other.provider,
     )
 
 

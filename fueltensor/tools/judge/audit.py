@@ -47,8 +47,9 @@ from fueltensor.testing import (
     special_values,
     summarize,
 )
+from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
-from fueltensor.tools.judge.semantics import audit_semantics, reference_for, remeasured
+from fueltensor.tools.judge.semantics import audit_semantics, remeasured
 from fueltensor.tools.timing import Timing, time_one
 
 RUNS: Final = 16

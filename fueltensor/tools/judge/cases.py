@@ -15,13 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Final
+from functools import cache, partial
+from typing import Final
 
-import ml_dtypes
 import numpy as np
 
-from fueltensor.tools.judge.references import BF16, round_to
+from fueltensor.testing import FloatFormat, bits, float_format, special_values
+from fueltensor.tools.judge.references import round_to
 
 OPERATORS: Final = {
     "AddElementwise": "add",
@@ -36,84 +36,37 @@ OPERATORS: Final = {
 """Each binary op kind with the name its cases are written with ("maximum(+0, -0)")."""
 
 
-@dataclass(frozen=True)
-class Format:
-    """A float dtype's bit fields, as the cases need them."""
-
-    dtype: np.dtype
-    mantissa: int
-    exponent: int
-    min_exponent: int
-
-    @property
-    def uint(self) -> np.dtype:
-        """The unsigned dtype of the same width."""
-        return np.dtype(f"u{self.dtype.itemsize}")
-
-    @property
-    def sign_bit(self) -> int:
-        """The sign bit as a mask."""
-        return 1 << (8 * self.dtype.itemsize - 1)
-
-    @property
-    def quiet_bit(self) -> int:
-        """The top fraction bit (set in a quiet NaN)."""
-        return 1 << (self.mantissa - 1)
-
-    @property
-    def exponent_bits(self) -> int:
-        """The all-ones exponent field as a mask."""
-        return ((1 << self.exponent) - 1) << self.mantissa
-
-    def is_nan(self, pattern: int) -> bool:
-        """Whether `pattern` is a NaN."""
-        magnitude = pattern & ~self.sign_bit
-        return magnitude & self.exponent_bits == self.exponent_bits and magnitude != (
-            self.exponent_bits
-        )
-
-    def is_subnormal(self, pattern: int) -> bool:
-        """Whether `pattern` is a nonzero number below the normal range."""
-        magnitude = pattern & ~self.sign_bit
-        return 0 < magnitude < (1 << self.mantissa)
-
-    def value(self, x: float) -> int:
-        """The bits of `x` rounded (once, to nearest) to this dtype."""
-        rounded = round_to(np.array([x], np.float64), self.dtype)
-        return int(rounded.view(self.uint)[0])
-
-    def number(self, pattern: int) -> float:
-        """The value of a bit pattern, as a Python float."""
-        array = np.array([pattern], self.uint).view(self.dtype)
-        return float(array.astype(np.float64)[0])
+def infinity(f: FloatFormat) -> int:
+    """+inf's bits: the all-ones exponent field."""
+    return f.pattern(0, f.exponent_max, 0)
 
 
-@cache
-def float_format(dtype: np.dtype) -> Format:
-    """The bit fields of one of the four float dtypes, from its `finfo`."""
-    info: Any = ml_dtypes.finfo(dtype) if dtype == BF16 else np.finfo(dtype)  # type: ignore[no-untyped-call]
-    return Format(np.dtype(dtype), int(info.nmant), int(info.nexp), int(info.minexp))
+def is_nan(f: FloatFormat, pattern: int) -> bool:
+    """Whether `pattern` is a NaN of format `f`."""
+    _, exponent, fraction = f.fields(pattern)
+    return exponent == f.exponent_max and fraction != 0
+
+
+def is_subnormal(f: FloatFormat, pattern: int) -> bool:
+    """Whether `pattern` is a nonzero number of format `f` below its normal range."""
+    _, exponent, fraction = f.fields(pattern)
+    return exponent == 0 and fraction != 0
+
+
+def value(f: FloatFormat, x: float) -> int:
+    """The bits of `x` rounded (once, to nearest) to format `f`."""
+    return int(bits(round_to(np.array([x], np.float64), f.dtype))[0])
+
+
+def number(f: FloatFormat, pattern: int) -> float:
+    """The value of a bit pattern of format `f`, as a Python float."""
+    return float(np.float64(f.scalar(pattern)))
 
 
 @cache
 def special(dtype: np.dtype) -> dict[str, int]:
-    """The special values the cases use, by name, as bit patterns of `dtype`."""
-    f = float_format(dtype)
-    nan, quiet = f.exponent_bits, f.quiet_bit
-    alternating = (quiet - 1) // 3
-    values = {
-        "qNaN, lowest payload bit": nan | quiet | 1,
-        "qNaN, alternating payload": nan | quiet | alternating,
-        "sNaN, lowest payload bit": nan | 1,
-        "sNaN, alternating payload": nan | alternating,
-        "infinity": nan,
-        "zero": 0,
-        "smallest subnormal": 1,
-        "min normal": 1 << f.mantissa,
-        "1": f.value(1.0),
-    }
-    signed = {f"+{k}": v for k, v in values.items()}
-    return signed | {f"-{k}": v | f.sign_bit for k, v in values.items()}
+    """`testing.special_values` of `dtype` by name (`+qNaN, lowest payload bit` ...), as bits."""
+    return {s.name: s.bits for s in special_values(dtype)}
 
 
 @dataclass(frozen=True)
@@ -132,7 +85,7 @@ class Case:
     """How the table and the judge name it: `minimum(+0, -0)`."""
 
     @property
-    def format(self) -> Format:
+    def format(self) -> FloatFormat:
         """The bit fields of the case's dtype."""
         return float_format(self.dtype)
 
@@ -142,32 +95,32 @@ class Case:
         return f"0x{self.lhs:0{width}x}, 0x{self.rhs:0{width}x}"
 
 
-def _name(f: Format, pattern: int) -> str:
+def _name(f: FloatFormat, pattern: int) -> str:
     """A short name for an operand: its value, or `NaN·a` / `-sNaN·b` for a NaN (a, b: the
     two payloads of `special`, lowest payload bit and alternating; other payloads in hex)."""
-    if f.is_nan(pattern):
+    if is_nan(f, pattern):
         kind = "NaN" if pattern & f.quiet_bit else "sNaN"
         sign = "-" if pattern & f.sign_bit else ""
         payload = pattern & (f.quiet_bit - 1)
         tag = {1: "a", (f.quiet_bit - 1) // 3: "b"}.get(payload, f"{payload:#x}")
         return f"{sign}{kind}·{tag}"
-    x = f.number(pattern)
+    x = number(f, pattern)
     if x == 0:
         return "-0" if pattern & f.sign_bit else "+0"
-    if f.is_subnormal(pattern):
+    if is_subnormal(f, pattern):
         return f"{'-' if x < 0 else ''}subnormal"
     return f"{x:g}"
 
 
-Builder = Callable[[Format, str], list[tuple[str, str, int, int]]]
+Builder = Callable[[FloatFormat, str], list[tuple[str, str, int, int]]]
 
 
-def _nan_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
+def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     """A NaN operand on either side, signaling NaNs, two NaNs either way round."""
     s = special(f.dtype)
     a, b = s["+qNaN, lowest payload bit"], s["-qNaN, alternating payload"]
     sa, sb = s["+sNaN, lowest payload bit"], s["-sNaN, alternating payload"]
-    x = f.value(1.5)
+    x = value(f, 1.5)
     return [
         ("nan", "a NaN operand", a, x),
         ("nan", "a NaN operand", x, b),
@@ -190,23 +143,23 @@ _INVALID: Final = {
 """Operands from which each operation makes a NaN out of numbers."""
 
 
-def _invalid_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
+def _invalid_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     return [
-        ("invalid", "NaN from numbers", f.value(x), f.value(y)) for x, y in _INVALID.get(op, ())
+        ("invalid", "NaN from numbers", value(f, x), value(f, y)) for x, y in _INVALID.get(op, ())
     ]
 
 
-def _zero_tie_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
+def _zero_tie_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     if op not in ("maximum", "minimum"):
         return []
     zero, minus = special(f.dtype)["+zero"], special(f.dtype)["-zero"]
     return [("zero_tie", "±0 tie", zero, minus), ("zero_tie", "±0 tie", minus, zero)]
 
 
-def _remainder_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
+def _remainder_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     if op != "rem":
         return []
-    v = f.value
+    v = partial(value, f)
     zeros = [(-4.0, 2.0), (4.0, -2.0), (0.0, -2.0), (-0.0, 2.0)]
     infinite = [(5.0, math.inf), (-5.0, math.inf), (5.0, -math.inf), (-5.0, -math.inf)]
     large = {11: (1e30, 3.0), 8: (1e10, 3.0)}.get(f.exponent, (60000.0, 0.001))
@@ -219,10 +172,10 @@ def _remainder_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
     )
 
 
-def _pow_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
+def _pow_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     if op != "pow":
         return []
-    s, v = special(f.dtype), f.value
+    s, v = special(f.dtype), partial(value, f)
     nan, one = s["+qNaN, lowest payload bit"], s["+1"]
     return [
         ("pow", "nan_zero", nan, s["+zero"]),
@@ -253,15 +206,15 @@ _IDENTITY: Final = {
 """A right operand that gives back a subnormal left operand unchanged."""
 
 
-def _subnormal_cases(f: Format, op: str) -> list[tuple[str, str, int, int]]:
-    s, v = special(f.dtype), f.value
+def _subnormal_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
+    s, v = special(f.dtype), partial(value, f)
     found = [("subnormals", "subnormal operand", s["+smallest subnormal"], v(_IDENTITY[op]))]
     if op in ("mul", "div"):
         found.append(
             ("subnormals", "subnormal result", s["+min normal"], v(0.5 if op == "mul" else 2.0))
         )
     if op == "pow":
-        found.append(("subnormals", "subnormal result", v(2.0), v(float(f.min_exponent - 3))))
+        found.append(("subnormals", "subnormal result", v(2.0), v(float(-f.bias - 2))))
     return found
 
 
@@ -294,17 +247,17 @@ def describe(case: Case, pattern: int) -> str:
     """What a result is, in terms of the case: a number's value (`-0`, `5`, `inf`), or where
     a NaN comes from (`lhs`, `rhs quieted`, `+qNaN` for a canonical one, else its bits)."""
     f = case.format
-    if not f.is_nan(pattern):
+    if not is_nan(f, pattern):
         return _name(f, pattern)
     q, sign = f.quiet_bit, f.sign_bit
     for side, operand in (("lhs", case.lhs), ("rhs", case.rhs)):
-        if not f.is_nan(operand):
+        if not is_nan(f, operand):
             continue
-        for form, bits in (("", operand), (" quieted", operand | q)):
-            if pattern == bits:
+        for form, candidate in (("", operand), (" quieted", operand | q)):
+            if pattern == candidate:
                 return side + form
-            if pattern == bits ^ sign:
+            if pattern == candidate ^ sign:
                 return f"{side}{form}, sign flipped"
-    if pattern & ~sign == f.exponent_bits | q:
+    if pattern & ~sign == infinity(f) | q:
         return "-qNaN" if pattern & sign else "+qNaN"
     return f"NaN 0x{pattern:0{2 * f.dtype.itemsize}x}"

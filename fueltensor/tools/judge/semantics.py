@@ -35,17 +35,21 @@ from fueltensor.fkc.semantics import (
 from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND
 from fueltensor.registry import provider_environment
-from fueltensor.tools.judge.cases import Case, Format, cases, describe, float_format
+from fueltensor.testing import FloatFormat, float_format
+from fueltensor.tools.judge.cases import (
+    Case,
+    cases,
+    describe,
+    infinity,
+    is_nan,
+    number,
+    value,
+)
+from fueltensor.tools.judge.declared import remainder_reference
 from fueltensor.tools.judge.positions import Sweep, sweep
 from fueltensor.tools.judge.references import (
     F64,
-    REFERENCES,
-    Array,
-    Reference,
     round_to,
-)
-from fueltensor.tools.judge.references import (
-    _remainder as _floor_formula,
 )
 
 RANDOM_PROBES: Final = 24
@@ -58,24 +62,24 @@ POWI_EXPONENT: Final = 3
 # -- what a declaration allows --------------------------------------------------------------
 
 
-def fixed_nan(form: str, f: Format) -> int | None:
+def fixed_nan(form: str, f: FloatFormat) -> int | None:
     """The bits of a fixed NaN pattern (`positive_canonical` ...); None for `any` and for the
     forms made from an operand."""
     return {
-        "positive_canonical": f.exponent_bits | f.quiet_bit,
-        "negative_canonical": f.sign_bit | f.exponent_bits | f.quiet_bit,
+        "positive_canonical": infinity(f) | f.quiet_bit,
+        "negative_canonical": f.sign_bit | infinity(f) | f.quiet_bit,
         "all_ones": (1 << (8 * f.dtype.itemsize)) - 1,
     }.get(form)
 
 
-def _from_operand(form: str, source: int, f: Format) -> int | None:
+def _from_operand(form: str, source: int, f: FloatFormat) -> int | None:
     """The NaN a form makes from the propagated NaN `source` (None for a fixed pattern)."""
     if form == "kept":
         return source
     if form == "quieted":
         return source | f.quiet_bit
     if form == "canonical":
-        return (source & f.sign_bit) | f.exponent_bits | f.quiet_bit
+        return (source & f.sign_bit) | infinity(f) | f.quiet_bit
     return None
 
 
@@ -83,9 +87,9 @@ def _nan(rule: NanRule, case: Case, pattern: int) -> bool:
     """A NaN case's result against the declared rule: a NaN of a declared form, made from a
     NaN operand the rule lets win (its sign ignored under `sign: any`)."""
     f = case.format
-    if not f.is_nan(pattern):
+    if not is_nan(f, pattern):
         return False
-    nans = [x for x in (case.lhs, case.rhs) if f.is_nan(x)]
+    nans = [x for x in (case.lhs, case.rhs) if is_nan(f, x)]
     if len(nans) == 2 and rule.operand != "either":
         nans = [case.lhs if rule.operand == "lhs" else case.rhs]
     sign = f.sign_bit if rule.sign == "any" else 0
@@ -102,63 +106,63 @@ def _invalid(rule: NanRule, case: Case, pattern: int) -> bool | None:
     f = case.format
     if rule.invalid is None:
         return None
-    return f.is_nan(pattern) and any(
+    return is_nan(f, pattern) and any(
         form == "any" or fixed_nan(form, f) == pattern for form in rule.invalid
     )
 
 
-def _zero_tie(value: str, case: Case, pattern: int) -> bool:
-    if value == "ordered":
+def _zero_tie(declared: str, case: Case, pattern: int) -> bool:
+    if declared == "ordered":
         minimum = case.op_kind == "MinimumElementwise"
         return pattern == (case.format.sign_bit if minimum else 0)
     allowed = {"lhs": (case.lhs,), "rhs": (case.rhs,), "either": (case.lhs, case.rhs)}
-    return pattern in allowed[value]
+    return pattern in allowed[declared]
 
 
 def _remainder_rule(rule: RemainderRule, case: Case, pattern: int) -> bool | None:
-    value = getattr(rule, case.rule)
-    if value is None:
+    declared = getattr(rule, case.rule)
+    if declared is None:
         return None
     f = case.format
-    a, b = f.number(case.lhs), f.number(case.rhs)
+    a, b = number(f, case.lhs), number(f, case.rhs)
     if case.rule == "zero_sign":
-        sign = {"positive": 0.0, "divisor": b, "dividend": a}[value]
+        sign = {"positive": 0.0, "divisor": b, "dividend": a}[declared]
         return pattern == (f.sign_bit if np.signbit(sign) else 0)
     if case.rule == "infinite_divisor":
-        if value == "nan":
-            return f.is_nan(pattern)
+        if declared == "nan":
+            return is_nan(f, pattern)
         same = a == 0 or np.signbit(a) == np.signbit(b)
         return pattern == (case.lhs if same else case.rhs)
     lhs, rhs = (np.array([x], f.uint).view(f.dtype) for x in (case.lhs, case.rhs))
-    return pattern == int(remainder_reference(value)(lhs, rhs).view(f.uint)[0])
+    return pattern == int(remainder_reference(declared)(lhs, rhs).view(f.uint)[0])
 
 
 def _pow(rule: PowRule, case: Case, pattern: int) -> bool | None:
     f = case.format
-    value = getattr(rule, case.rule)
-    if value is None:
+    declared = getattr(rule, case.rule)
+    if declared is None:
         return None
-    if value == "nan":
-        return f.is_nan(pattern)
-    if value == "one":
-        return pattern == f.value(1.0)
-    if value == "positive_infinity":
-        return pattern == f.exponent_bits
-    y = f.number(case.rhs)
+    if declared == "nan":
+        return is_nan(f, pattern)
+    if declared == "one":
+        return pattern == value(f, 1.0)
+    if declared == "positive_infinity":
+        return pattern == infinity(f)
+    y = number(f, case.rhs)
     odd = y.is_integer() and int(y) % 2 == 1
-    return pattern == f.exponent_bits | (case.lhs & f.sign_bit if odd else 0)
+    return pattern == infinity(f) | (case.lhs & f.sign_bit if odd else 0)
 
 
 def _exact(case: Case) -> int:
     """The case's operation in f64 (exact for the subnormal cases), rounded to the dtype."""
     f = case.format
     with np.errstate(all="ignore"):
-        wide = BY_KIND[case.op_kind].host(f.number(case.lhs), f.number(case.rhs))
+        wide = BY_KIND[case.op_kind].host(number(f, case.lhs), number(f, case.rhs))
     return int(round_to(np.array([wide], F64), f.dtype).view(f.uint)[0])
 
 
-def _subnormals(value: str, case: Case, pattern: int) -> bool:
-    if value == "flushed":
+def _subnormals(declared: str, case: Case, pattern: int) -> bool:
+    if declared == "flushed":
         return pattern & ~case.format.sign_bit == 0
     return pattern == _exact(case)
 
@@ -178,58 +182,8 @@ def allows(semantics: Semantics, case: Case, pattern: int) -> bool | None:
     """Whether `pattern`, a result of `case`, is what `semantics` declares; None when the
     section declares nothing about the case's aspect."""
     entry = _CHECKS.get(case.aspect)
-    value = getattr(semantics, entry[0]) if entry is not None else None
-    return None if entry is None or value is None else entry[1](value, case, pattern)
-
-
-# -- precision references that follow the declaration ---------------------------------------
-
-
-def _fmod_remainder(a: Array, b: Array) -> Array:
-    """fmod(a, b) (exact), plus b when it is not zero and its sign is not b's, rounded once."""
-    wide = np.longdouble if a.dtype == F64 else np.float64
-    with np.errstate(all="ignore"):
-        wa, wb = a.astype(wide), b.astype(wide)
-        m = np.fmod(wa, wb)
-        adjust = (m != 0) & (np.signbit(m) != np.signbit(wb))
-        return round_to(np.where(adjust, m + wb, m), a.dtype)
-
-
-def remainder_reference(definition: str) -> Callable[[Array, Array], Array]:
-    """The reference of a remainder definition (`floor_formula` or `fmod`)."""
-    return _fmod_remainder if definition == "fmod" else _floor_formula
-
-
-def _flushing(fn: Callable[..., Array]) -> Callable[..., Array]:
-    """`fn` with subnormal operands and results replaced by zeros of their sign."""
-
-    def flush(x: Array) -> Array:
-        f = float_format(x.dtype)
-        u = x.view(f.uint)
-        tiny = (u & ~np.array(f.sign_bit, f.uint)) < (1 << f.mantissa)
-        out: Array = np.where(tiny, u & np.array(f.sign_bit, f.uint), u).view(x.dtype)
-        return out
-
-    def ref(*args: Array) -> Array:
-        return flush(fn(*(flush(a) if isinstance(a, np.ndarray) else a for a in args)))
-
-    return ref
-
-
-def reference_for(contract: KernelContract) -> Reference | None:
-    """The judge's precision reference for `contract`: its op kind's, with the declared
-    remainder definition and subnormal flushing."""
-    ref = REFERENCES.get(contract.op_kind)
-    sem = contract.semantics
-    if ref is None or sem is None:
-        return ref
-    if sem.remainder is not None and sem.remainder.definition == "fmod":
-        ref = replace(
-            ref, describe="fmod(a, b), + b where the signs differ, rounded once", fn=_fmod_remainder
-        )
-    if sem.subnormals == "flushed":
-        ref = replace(ref, describe=f"{ref.describe}; subnormals flushed", fn=_flushing(ref.fn))
-    return ref
+    declared = getattr(semantics, entry[0]) if entry is not None else None
+    return None if entry is None or declared is None else entry[1](declared, case, pattern)
 
 
 # -- observing a kernel ---------------------------------------------------------------------
@@ -321,7 +275,7 @@ def _position(semantics: Semantics, observed: Observed) -> list[str]:
         if len(patterns) < 2:
             continue
         f = probe.format
-        if semantics.position == "nan_bits" and all(f.is_nan(p) for p in patterns):
+        if semantics.position == "nan_bits" and all(is_nan(f, p) for p in patterns):
             continue
         shown = "; ".join(
             f"{describe(probe, p)} (0x{p:0{2 * f.dtype.itemsize}x}) at {results[p]}"
@@ -453,7 +407,7 @@ def _measured_position(observed: Observed) -> str:
     ]
     if not varied:
         return "invariant"
-    if all(all(p.format.is_nan(x) for x in patterns) for p, patterns in varied):
+    if all(all(is_nan(p.format, x) for x in patterns) for p, patterns in varied):
         return "nan_bits"
     return "dependent"
 
