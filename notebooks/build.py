@@ -163,19 +163,25 @@ BACKENDS: Cells = [
     ),
     (
         "md",
-        "## Random bit patterns, every operation\n\n`compare_backends('cpu', *frameworks)` "
-        "runs each operation of the block on the default kernel and on every kernel the "
-        "named frameworks have for it, and diffs the results bit for bit.",
+        "## Every operation on random bit patterns and on every pair of special values\n\n"
+        "`compare_backends('cpu', *frameworks)` runs each operation of the block on the default "
+        "kernel and on every kernel the named frameworks have for it, and diffs the results bit "
+        "for bit. The report groups the differing elements by class (NaN payload, signed zero, "
+        "remainder sign, infinity, subnormal, rounding ...) and provider, above the table of "
+        "operations; `report.plot()` draws that class x provider matrix.",
     ),
     (
         "py",
+        "from fueltensor.testing import special_pairs\n\n"
         "ops = (ft.add, ft.subtract, ft.multiply, ft.divide, ft.remainder, ft.pow, ft.maximum, "
         "ft.minimum)\n"
         "with ft.compare_backends('cpu', *frameworks) as report:\n"
         "    for dtype in ('float32', 'bfloat16'):\n"
-        "        a, b = random_bits(dtype, 4096, rng=rng), random_bits(dtype, 4096, rng=rng)\n"
-        "        for op in ops:\n"
-        "            op(a, b)\n"
+        "        random = [random_bits(dtype, 2048, rng=rng) for _ in 'ab']\n"
+        "        specials = [v.tensor() for v in special_pairs(dtype)]\n"
+        "        for a, b in (random, specials):\n"
+        "            for op in ops:\n"
+        "                op(a, b)\n"
         "report",
     ),
     ("py", "report.plot()"),

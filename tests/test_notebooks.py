@@ -172,11 +172,21 @@ def test_the_backends_notebook_puts_the_frameworks_side_by_side(
     ]
     assert "minimum(+0, -0)" in table and "rem(5, inf)" in table
     assert all(re.search(f"<th[^>]*>{name}</th>", table) for name in ("cpu", *here))
-    # 8 operations x 2 dtypes, each compared with every named framework's one kernel for it
+    # 8 operations x 2 dtypes x (random bits, special pairs), each compared with every named
+    # framework's one kernel for it
     report = shown(nb, "with ft.compare_backends('cpu', *frameworks) as report:")
-    assert report.startswith(f"<ComparisonReport: {16 * len(here)} operations")
+    assert report.startswith(f"<ComparisonReport: {32 * len(here)} operations")
     if here:
         assert not report.endswith(" 0 mismatches>")  # the frameworks do differ
+        (html,) = [
+            o["data"]["text/html"]
+            for c in nb.cells
+            if c.cell_type == "code" and "as report:" in c.source
+            for o in c.outputs
+            if "text/html" in o.get("data", {})
+        ]
+        assert "differing elements by class and provider" in html
+        assert all(k in html for k in ("signed zero", "remainder sign", "NaN payload"))
     if "torch" in here:  # vector body against scalar tail: both zeros in one call
         signs = shown(nb, "signs of minimum(+0, -0) at length 17").split(": ")[1].strip()
         assert len(signs) == 17 and set(signs) == {"+", "-"}

@@ -290,6 +290,15 @@ def test_precision_follows_the_declared_remainder_and_subnormals() -> None:
     tiny = np.array([1, 0x80000001, 0x00800000], np.uint32).view(np.float32)
     got = ref.fn(tiny, np.ones(3, np.float32)).view(np.uint32)
     assert got.tolist() == [0, 0, 0x00800000]  # -0 % 1 by the floor formula is +0
+    mul = reg["mul_f32"]
+    ref = declared.reference_for(
+        replace(mul, semantics=Semantics(("measurement",), subnormals="flushed"))
+    )
+    assert ref is not None
+    below = np.array([0x00800000, 0x80800000, 0x00800000], np.uint32).view(np.float32)
+    factor = np.array([0x3F7FFFFF, 0x3F7FFFFF, 0x3F800000], np.uint32).view(np.float32)
+    # min normal * (1 - 2**-24) rounds up to min normal, but is tiny before rounding: flushed
+    assert ref.fn(below, factor).view(np.uint32).tolist() == [0, 0x80000000, 0x00800000]
 
 
 def test_a_selection_reference_follows_the_declared_tie_and_nan_rule() -> None:

@@ -272,8 +272,9 @@ class ComparisonReport:
         )
 
     def _repr_html_(self) -> str:
-        """The comparison table, mismatching operations shaded; below it the worst elements,
-        why an operation was not compared, and how the times were taken."""
+        """The differing elements by class and provider, then the comparison table (mismatching
+        operations shaded), the worst elements, why an operation was not compared, and how the
+        times were taken."""
         rows = list(self)
         table = html_table(
             COLUMNS,
@@ -284,10 +285,9 @@ class ComparisonReport:
         )
         worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
-        extra = class_html(rows) + extra
         lines = [*self.reasons(), self.timing_note()]
         notes = "".join(f"<p>{escape(line)}</p>" for line in lines if line)
-        return f"<div>{table}{extra}{notes}{machine_html(self.machine)}</div>"
+        return f"<div>{class_html(rows)}{table}{extra}{notes}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
         """A titled matplotlib Figure: the differing elements as a class x provider matrix
@@ -346,6 +346,8 @@ def diff(
     names = (baseline.kernel.name, other.kernel.name)
     a, b = base.reshape(-1), out.reshape(-1)
     equal = bits(a) == bits(b)
+    with np.errstate(invalid="ignore"):  # a signaling bfloat16 NaN signals in np.isnan
+        both_nan = np.isnan(a) & np.isnan(b)
     measured = errors(b, a)
     ulp = measured.ulp
     worst = None
@@ -386,7 +388,7 @@ def diff(
         not measured.nan_mismatch.any(),
         {k: timings[k].seconds for k in names},
         worst,
-        nan_payloads=int((np.isnan(a) & np.isnan(b) & ~equal).sum()),
+        nan_payloads=int((both_nan & ~equal).sum()),
         calls={k: timings[k].calls for k in names},
         classes=difference_counts(baseline.op_kind, b, a),
         provider=other.provider,

@@ -116,7 +116,8 @@ Builder = Callable[[FloatFormat, str], list[tuple[str, str, int, int]]]
 
 
 def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
-    """A NaN operand on either side, signaling NaNs, two NaNs either way round."""
+    """A NaN operand on either side (beside a positive number and -inf: some kernels make the
+    NaN's sign from the other operand's), signaling NaNs, two NaNs either way round."""
     s = special(f.dtype)
     a, b = s["+qNaN, lowest payload bit"], s["-qNaN, alternating payload"]
     sa, sb = s["+sNaN, lowest payload bit"], s["-sNaN, alternating payload"]
@@ -124,6 +125,8 @@ def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     return [
         ("nan", "a NaN operand", a, x),
         ("nan", "a NaN operand", x, b),
+        ("nan", "a NaN operand", s["-infinity"], a),
+        ("nan", "a NaN operand", a, s["-infinity"]),
         ("nan", "a signaling NaN operand", sa, x),
         ("nan", "a signaling NaN operand", x, sb),
         ("nan", "two NaNs", a, b),

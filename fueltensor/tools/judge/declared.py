@@ -13,6 +13,7 @@ import numpy as np
 
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import Semantics
+from fueltensor.ops import BY_KIND
 from fueltensor.testing import float_format
 from fueltensor.tools.judge.references import (
     F64,
@@ -41,8 +42,11 @@ def remainder_reference(definition: str) -> Callable[[Array, Array], Array]:
     return _fmod_remainder if definition == "fmod" else _floor_formula
 
 
-def _flushing(fn: Callable[..., Array]) -> Callable[..., Array]:
-    """`fn` with subnormal operands and results replaced by zeros of their sign."""
+def _flushing(fn: Callable[..., Array], exact: Callable[..., Array] | None) -> Callable[..., Array]:
+    """`fn` with subnormal operands read as zeros of their sign, and results flushed to zeros
+    of their sign where they are subnormal, or where the exact result (`exact` in a wider
+    type) is below the normal range though it rounds up to it: the x86 flush, which judges
+    tininess before rounding."""
 
     def flush(x: Array) -> Array:
         f = float_format(x.dtype)
@@ -52,7 +56,18 @@ def _flushing(fn: Callable[..., Array]) -> Callable[..., Array]:
         return out
 
     def ref(*args: Array) -> Array:
-        return flush(fn(*(flush(a) if isinstance(a, np.ndarray) else a for a in args)))
+        operands = [flush(a) if isinstance(a, np.ndarray) else a for a in args]
+        got = flush(fn(*operands))
+        if exact is None:
+            return got
+        f = float_format(got.dtype)
+        wide = np.longdouble if got.dtype == F64 else np.float64
+        normal = np.ldexp(wide(1), 1 - f.bias)
+        with np.errstate(all="ignore"):
+            value = exact(*(a.astype(wide) for a in operands))
+            below = np.isfinite(value) & (np.abs(value) < normal)
+        zero = np.where(np.signbit(value), got.dtype.type(-0.0), got.dtype.type(0.0))
+        return np.where(below, zero.astype(got.dtype), got)
 
     return ref
 
@@ -101,5 +116,8 @@ def reference_for(contract: KernelContract) -> Reference | None:
             ref, describe="fmod(a, b), + b where the signs differ, rounded once", fn=_fmod_remainder
         )
     if sem.subnormals == "flushed":
-        ref = replace(ref, describe=f"{ref.describe}; subnormals flushed", fn=_flushing(ref.fn))
+        row = BY_KIND.get(contract.op_kind)
+        exact = row.host if row is not None and not contract.params else None
+        flushed = _flushing(ref.fn, exact)
+        ref = replace(ref, describe=f"{ref.describe}; subnormals flushed", fn=flushed)
     return ref
