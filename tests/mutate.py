@@ -1990,7 +1990,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "semantics-zero-tie-unchecked",
         SEMANTICS,
-        "    return pattern in allowed[value]",
+        "    return pattern in allowed[declared]",
         "    return True",
         SEMANTICS_TESTS,
         "a document declaring the wrong ±0 tie passes the judge",
@@ -2102,7 +2102,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "frameworks-compare-misses-named",
         COMPARE,
-        "        named = with_named(planning, plan, current_policy().registry, report.providers)",
+        "        named = with_named(planning, plan, reg, selection.named(reg))",
         "        named = planning",
         FRAMEWORK_TESTS,
         "compare_backends('cpu', 'numpy') never runs NumPy's kernels",
