@@ -369,6 +369,20 @@ class Registry:
         always, unless its documents say `dispatch: when_named` and it was not `joined`."""
         return not provider.when_named or provider.name in self._joined
 
+    def excluded(self, contract: KernelContract, providers: frozenset[str] | None) -> str:
+        """Why `contract`'s provider takes no part where `providers` may run (None: no
+        provider named), "" when it does: it is not among them, or none is named and it joins
+        only where it is named."""
+        name = contract.provider.name
+        if providers is not None and name not in providers:
+            return f"provider {name} is excluded by use_backend"
+        if providers is None and not self.joins(contract.provider):
+            return (
+                f"provider {name} joins only where it is named: use_backend({name!r}), "
+                f"compare_backends(..., {name!r}) or registry().joined({name!r})"
+            )
+        return ""
+
     def joined(self, *names: str) -> Registry:
         """This registry with the named `dispatch: when_named` providers (names or aliases)
         joining dispatch by default, their costs against everyone's: the registry option

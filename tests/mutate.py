@@ -2093,8 +2093,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "frameworks-join-by-default",
-        "fueltensor/engine/planner.py",
-        "        if providers is None and not registry.joins(contract.provider):",
+        "fueltensor/registry.py",
+        "        if providers is None and not self.joins(contract.provider):",
         "        if False:",
         FRAMEWORK_TESTS,
         "installing a framework changes what x + y runs: its contracts compete by default",

@@ -455,17 +455,9 @@ def plan_contracts(
     ranked: list[tuple[tuple[int, bool, int], Plan]] = []
     rejected: dict[str, tuple[str, ...]] = {}
     for order, contract in enumerate(registry.for_op(op_kind)):
-        if providers is not None and contract.provider.name not in providers:
-            rejected[contract.name] = (
-                f"provider {contract.provider.name} is excluded by use_backend",
-            )
-            continue
-        if providers is None and not registry.joins(contract.provider):
-            name = contract.provider.name
-            rejected[contract.name] = (
-                f"provider {name} joins only where it is named: use_backend({name!r}), "
-                f"compare_backends(..., {name!r}) or registry().joined({name!r})",
-            )
+        excluded = registry.excluded(contract, providers)
+        if excluded:
+            rejected[contract.name] = (excluded,)
             continue
         verdict = admit(contract, op, cast, out_shape, params)
         if isinstance(verdict, tuple):
@@ -500,17 +492,3 @@ def plan_contracts(
         for fn in (registry.kernel(p.kernel.name) if p.kernel else None,)
     )
     return Planning(viable, frozen)
-
-
-def with_named(
-    planning: Planning, plan: Plan, registry: Registry, providers: frozenset[str] | None
-) -> Planning:
-    """`planning` of the operation `plan` ran, or, when `providers` names one that joins
-    dispatch only where it is named (`dispatch: when_named`), the same operation planned over
-    exactly `providers`: how `compare_backends("cpu", "torch")` sees PyTorch's kernels."""
-    named = providers is not None and any(
-        p.name in providers and not registry.joins(p) for p in registry.providers
-    )
-    if not named or plan.op_kind is None:
-        return planning
-    return plan_contracts(plan.op, plan.op_kind, plan.operands, registry, providers, plan.params)

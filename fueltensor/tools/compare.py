@@ -23,7 +23,8 @@ from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
-from fueltensor.engine.planner import Plan, Planning, with_named
+from fueltensor.engine.named import with_named
+from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
 from fueltensor.registry import Registry, require
 from fueltensor.testing import bits, errors, format_value, lane_message, summarize

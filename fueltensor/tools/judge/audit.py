@@ -49,7 +49,7 @@ from fueltensor.testing import (
 )
 from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
-from fueltensor.tools.judge.semantics import audit_semantics, remeasured
+from fueltensor.tools.judge.semantics import audit_semantics
 from fueltensor.tools.timing import Timing, time_one
 
 RUNS: Final = 16
@@ -68,8 +68,7 @@ class Settings:
     random: int
     exact: int
     large: int
-    quick: bool = False
-    """The quick position sweep too (`judge.positions`)."""
+    quick: bool = False  # the quick position sweep too (`judge.positions`)
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
@@ -146,8 +145,7 @@ class Audit:
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
     semantics: list[str] = field(default_factory=list)
-    """Notes instead of failures: measured facts (semantics, precision) re-measured on a
-    machine unlike the one the document names (`judge.semantics.remeasured`)."""
+    """Measured facts re-measured on a machine unlike the document's (`semantics.remeasured`)."""
 
     @property
     def ok(self) -> bool:
@@ -370,8 +368,7 @@ def _checks(
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
-    a.failures += audit_semantics(contract, fn, dtype.np, settings.quick)
-    a.failures, a.semantics = remeasured(contract, a.failures)
+    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, a.failures)
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 

@@ -12,7 +12,7 @@ precision reference that follows the declared remainder definition and subnormal
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, Final
@@ -422,15 +422,20 @@ def _environment(provider: str) -> MeasuredOn | None:
 
 
 def audit_semantics(
-    contract: KernelContract, fn: KernelFn, dtype: np.dtype, quick: bool = False, seed: int = 0
-) -> list[str]:
-    """Every rule of `contract`'s declared semantics an observed result breaks at `dtype`
-    (the cases through the position sweep, `quick` or full), each as a failure message."""
-    if contract.semantics is None:
-        return []
-    depth = "quick" if quick else "full"
-    found = findings(contract.semantics, observe(contract, fn, dtype, depth, seed))
-    return [f"semantics: {f}" for f in found]
+    contract: KernelContract,
+    fn: KernelFn,
+    dtype: np.dtype,
+    quick: bool = False,
+    failures: Sequence[str] = (),
+) -> tuple[list[str], list[str]]:
+    """The judge's audit's `failures` plus every rule of `contract`'s declared semantics an
+    observed result breaks at `dtype` (the cases through the position sweep, `quick` or
+    full), then `remeasured`: (failures, notes)."""
+    found = list(failures)
+    if contract.semantics is not None:
+        observed = observe(contract, fn, dtype, "quick" if quick else "full")
+        found += [f"semantics: {f}" for f in findings(contract.semantics, observed)]
+    return remeasured(contract, found)
 
 
 MEASURED: Final = ("semantics: ", "precision: ")
