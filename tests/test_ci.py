@@ -51,7 +51,8 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```bash\n(.*?)^```$", readme, re.M | re.S)
     (command,) = [b.strip() for b in blocks if "pytest" in b]
-    assert command in (CI / "run").read_text(encoding="utf-8").splitlines()
+    lines = [line.strip() for line in (CI / "run").read_text(encoding="utf-8").splitlines()]
+    assert command in lines
 
 
 def test_the_lowest_constraints_pin_every_declared_floor() -> None:

@@ -7,8 +7,8 @@ Four checks, recorded into an `Audit`:
 * **precision**: the maximum ULP distance from a higher-precision reference over random bit
   patterns, random ordinary values and every pair of `fueltensor.testing`'s special values; a
   declared `max_ulp` (or `max_relative` / `max_absolute`) that is exceeded is a failure, an
-  undeclared one is reported as measured; where the reference fixes a NaN's bits (a selection
-  returns the NaN operand), a NaN of another payload or sign fails too. A failure names the
+  undeclared one is reported as measured; where the reference fixes a NaN's or a zero's bits
+  (a selection returns the operand), another payload or sign fails too. A failure names the
   worst lane: its inputs, the bits got and expected, and the class of the difference;
 * **conformance**: output dtype, shape, layout and aliasing per the `return` clause, inputs left
   untouched, and every output element written without reading `out`;
@@ -111,8 +111,8 @@ class Audit:
     probes: int = 0
     nan_mismatches: int = 0
     nan_payloads: int = 0
-    """Lanes where the kernel's NaN differs from the reference's in payload or sign, counted
-    where the reference fixes a NaN's bits (`Reference.nan_bits`)."""
+    """Lanes where the kernel's NaN (or zero) differs from the reference's in payload or sign,
+    counted where the reference fixes those bits (`Reference.nan_bits`: a selection)."""
     worst: str = ""
     """The worst lane, as `testing.lane_message` describes it: inputs, bits got and expected."""
     nan_worst: str = ""
@@ -285,11 +285,12 @@ def _measure(
     a.max_relative = max(a.max_relative, float(measured.relative.max(initial=0.0)))
     with np.errstate(all="ignore"):
         both_nan = np.isnan(got.astype(F64)) & np.isnan(want.astype(F64))
+        zeros = ref.nan_bits & (got.astype(F64) == 0) & (want.astype(F64) == 0)  # the ±0 tie
     differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)
     classes, counts = np.unique(difference_classes(got[differ], want[differ]), return_counts=True)
     for name, n in zip(classes.tolist(), counts.tolist(), strict=True):
         a.differences[name] = a.differences.get(name, 0) + n
-    payload = np.flatnonzero(differ & both_nan)
+    payload = np.flatnonzero(differ & (both_nan | zeros))
     a.nan_payloads += payload.size
     if payload.size and not a.nan_worst:
         a.nan_worst = _lane(int(payload[0]), got, want, inputs, lanes)
@@ -467,8 +468,8 @@ def _check_bounds(a: Audit, contract: KernelContract) -> None:
         )
     if a.nan_payloads:
         a.failures.append(
-            f"precision: {plural(a.nan_payloads, 'NaN lane')} not the reference's NaN (payload "
-            f"or sign differs; {a.reference}){found}; first {a.nan_worst}"
+            f"precision: {plural(a.nan_payloads, 'lane')} not the reference's NaN or zero "
+            f"(payload or sign differs; {a.reference}){found}; first {a.nan_worst}"
         )
 
 

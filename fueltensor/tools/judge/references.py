@@ -199,8 +199,9 @@ class Reference:
     skip: Callable[..., Array] | None = None
     """Lanes left out of the precision measure (the semantics leave them open)."""
     nan_bits: bool = False
-    """The reference's NaNs are the contract's bit for bit (a selection returns a NaN operand
-    unchanged): a NaN of another payload or sign is a failure. Elsewhere the contracts say
+    """The reference's NaNs and zeros are the contract's bit for bit (a selection returns an
+    operand unchanged): a NaN of another payload or sign, or a zero of the other sign (the ±0
+    tie), is a failure. Elsewhere the contracts say
     only that the result is NaN, and any NaN meets any NaN."""
 
 
