@@ -27,7 +27,7 @@ from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
 from fueltensor.registry import Registry, require
-from fueltensor.testing import bits, errors, format_value, lane_message, summarize
+from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message, summarize
 from fueltensor.tools.differences import by_class, class_html, class_text, difference_counts
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
@@ -347,8 +347,7 @@ def diff(
     names = (baseline.kernel.name, other.kernel.name)
     a, b = base.reshape(-1), out.reshape(-1)
     equal = bits(a) == bits(b)
-    with np.errstate(invalid="ignore"):  # a signaling bfloat16 NaN signals in np.isnan
-        both_nan = np.isnan(a) & np.isnan(b)
+    classes = difference_counts(baseline.op_kind, b, a)
     measured = errors(b, a)
     ulp = measured.ulp
     worst = None
@@ -389,9 +388,9 @@ def diff(
         not measured.nan_mismatch.any(),
         {k: timings[k].seconds for k in names},
         worst,
-        nan_payloads=int((both_nan & ~equal).sum()),
+        nan_payloads=classes.get(NAN_PAYLOAD, 0),  # both NaN, another payload or sign
         calls={k: timings[k].calls for k in names},
-        classes=difference_counts(baseline.op_kind, b, a),
+        classes=classes,
         provider=other.provider,
     )
 

@@ -21,7 +21,6 @@ from fueltensor.tools.judge.audit import (
     Audit,
     Settings,
     audit,
-    copy_bandwidth,
     probes,
 )
 from fueltensor.tools.judge.references import REFERENCES, Reference, round_to
@@ -34,6 +33,7 @@ from fueltensor.tools.judge.report import (
     write_outputs,
 )
 from fueltensor.tools.judge.run import judge_here
+from fueltensor.tools.timing import copy_bandwidth
 
 if TYPE_CHECKING:
     from distributed import Client

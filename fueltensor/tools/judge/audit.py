@@ -145,7 +145,7 @@ class Audit:
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
     semantics: list[str] = field(default_factory=list)
-    """Measured facts re-measured on a machine unlike the document's (`semantics.remeasured`)."""
+    """Measured facts re-measured on a machine unlike the document's: notes, not failures."""
 
     @property
     def ok(self) -> bool:
@@ -253,14 +253,6 @@ def _time_on_threads(call: Callable[[], object], n: int) -> tuple[Timing, float]
     return one, 1e9 * time_one(call).seconds / n
 
 
-def copy_bandwidth(n: int = 1 << 22) -> float:
-    """This machine's memory copy speed in bytes per second (read + write of an f32 array of
-    `n` elements: a working set of 8 n bytes)."""
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    return 2 * src.nbytes / time_one(lambda: np.copyto(dst, src)).seconds
-
-
 Inputs = Mapping[str, "Array | int"]
 """A batch's operands by the contract's names (arrays aligned with the batch) and its integer
 parameters (one value for the whole batch)."""
@@ -336,7 +328,8 @@ def _checks(
     copy_bps: float,
     rng: np.random.Generator,
 ) -> None:
-    """Conformance, determinism, precision and cost, in that order, recorded into `a`."""
+    """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
+    order, recorded into `a`."""
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]

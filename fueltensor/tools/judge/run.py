@@ -11,8 +11,9 @@ from fueltensor.core.dtypes import DType
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, require
-from fueltensor.tools.judge.audit import Settings, audit, copy_bandwidth
+from fueltensor.tools.judge.audit import Settings, audit
 from fueltensor.tools.judge.report import JudgeReport
+from fueltensor.tools.timing import copy_bandwidth
 
 
 def _progress(done: int, total: int, label: str) -> None:
