@@ -30,7 +30,7 @@ from .cli_audit import (
     draft_sources,
     fail,
 )
-from .core.errors import ContractError, ContractWarning, plural
+from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend, use_registry
 from .engine.dispatch import OPERATIONS, explain
@@ -238,7 +238,7 @@ def _run_explain(args: argparse.Namespace) -> int:
             use_backend(args.backend) if args.backend else nullcontext(),
         ):
             plan = explain(OPERATIONS[args.op], lhs, rhs)
-    except (*DRAFT_ERRORS, TypeError, ValueError) as e:
+    except (*DRAFT_ERRORS, TypeError, ValueError, ProviderUnavailable) as e:
         return fail("explain", e)
     print(fit_lines(str(plan)))
     return 0

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import fueltensor as ft
+from fueltensor.cli import main
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.engine.steps import StepKind
 from fueltensor.kernels.frameworks import jax_provider, torch_provider
@@ -218,7 +219,7 @@ def without(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
 
 @pytest.mark.parametrize("name", ["torch", "jax"])
 def test_a_missing_framework_is_named_with_how_to_install_it(
-    name: str, without: Callable[[str], None]
+    name: str, without: Callable[[str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     without(name)
     extra = re.escape(f"fueltensor[{name}]")
@@ -231,6 +232,9 @@ def test_a_missing_framework_is_named_with_how_to_install_it(
     for call in calls:
         with pytest.raises(ft.ProviderUnavailable, match=rf"provider {name} .*{extra}"):
             call()
+    for command in (["explain", "add", "--backend", name], ["judge", "--provider", name]):
+        assert main(command) == 2
+        assert re.search(rf"provider {name} .*{extra}", capsys.readouterr().err), command
     with pytest.raises(ft.ProviderUnavailable, match=extra):  # what every kernel calls first
         {"torch": torch_provider, "jax": jax_provider}[name].FRAMEWORK.load()
     assert ft.explain(ft.add, ft.ones(2), ft.ones(2)).provider == "fuel-cpu-backend"
