@@ -15,6 +15,7 @@ from typing import Final, NoReturn
 
 from ..core.dtypes import BY_FKC
 from ..core.errors import ContractError
+from . import bounds
 from .formula import Formula, FormulaError
 from .schema import (
     ACCEPT_SHAPE,
@@ -99,6 +100,7 @@ class _Reader:
         value = node.value
         if not isinstance(value, str) or not value:
             self.fail(node.line, where, f"expected a non-empty string, got {_kind(value)}")
+        self.within(node, where, bounds.string_refusal(value))
         allowed = tuple(choices)
         if allowed and value not in allowed:
             self.fail(
@@ -112,6 +114,7 @@ class _Reader:
             return ""
         if not isinstance(node.value, str):
             self.fail(node.line, where, f"expected a string, got {_kind(node.value)}")
+        self.within(node, where, bounds.string_refusal(node.value, multiline=True))
         return node.value
 
     def identifier(self, node: Node, where: str) -> str:
@@ -129,10 +132,19 @@ class _Reader:
             self.fail(node.line, where, f"expected true or false, got {_kind(node.value)}")
         return node.value
 
-    def integer(self, node: Node, where: str, minimum: int = 0) -> int:
+    def within(self, node: Node, where: str, refusal: str | None) -> None:
+        """Fail at `node` with `refusal`, the words of a bound it breaks (None: it holds)."""
+        if refusal is not None:
+            self.fail(node.line, where, refusal)
+
+    def integer(self, node: Node, where: str, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
         value = node.value
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.fail(node.line, where, f"expected an integer >= {minimum}, got {_kind(value)}")
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(
+                node.line,
+                where,
+                f"expected an integer from {minimum} to {maximum}, got {_kind(value)}",
+            )
         return value
 
     def bound(self, node: Node | None, where: str) -> float | None:
@@ -142,6 +154,7 @@ class _Reader:
         value = node.value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             self.fail(node.line, where, f"expected a number >= 0 or ~, got {_kind(value)}")
+        self.within(node, where, bounds.number_refusal(value))
         return value
 
     def formula(self, node: Node, where: str, variables: frozenset[str]) -> Formula:
@@ -161,6 +174,7 @@ class _Reader:
                 where,
                 f"unknown variable {', '.join(sorted(unknown))}; accepted: {accepted}",
             )
+        self.within(node, where, bounds.formula_refusal(formula, variables))
         return formula
 
 
@@ -284,9 +298,13 @@ def _input(r: _Reader, where: str, e: dict[str, Node], names: list[str]) -> Inpu
     )
     rank_node = e["rank"]
     rank = None if rank_node.value == "any" else rank_node.value
-    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+    if rank is not None and (
+        isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= bounds.MAX_RANK
+    ):
         r.fail(
-            rank_node.line, f"{where}.rank", f"got {_kind(rank)}; accepted: any or an integer >= 0"
+            rank_node.line,
+            f"{where}.rank",
+            f"got {_kind(rank)}; accepted: any or an integer from 0 to {bounds.MAX_RANK}",
         )
     return InputSpec(
         name,
@@ -346,8 +364,18 @@ def _scalars(r: _Reader, node: Node, where: str) -> dict[str, Scalar]:
     for key, child in entries.items():
         if isinstance(child.value, (dict, list)):
             r.fail(child.line, _join(where, key), "expected a scalar (string, number, bool or ~)")
+        r.within(child, _join(where, key), _scalar_refusal(child.value))
         out[key] = child.value
     return out
+
+
+def _scalar_refusal(value: Scalar) -> str | None:
+    """Why a free scalar (an op_params or fast path value) is out of bounds, or None."""
+    if isinstance(value, str):
+        return bounds.string_refusal(value, multiline=True)
+    if isinstance(value, float):
+        return bounds.number_refusal(abs(value))
+    return None
 
 
 def _rule(
@@ -406,7 +434,9 @@ def _caps(r: _Reader, node: Node) -> Caps:
             entries = r.mapping(item, FAST_PATH_SHAPE, where)
             r.string(entries["when"], f"{where}.when")
             fast_paths.append(MappingProxyType(_scalars(r, item, where)))
-    alignment = r.integer(c["alignment_bytes"], "caps.alignment_bytes", minimum=1)
+    alignment = r.integer(
+        c["alignment_bytes"], "caps.alignment_bytes", 1, bounds.MAX_ALIGNMENT_BYTES
+    )
     if alignment & (alignment - 1):
         r.fail(
             c["alignment_bytes"].line,
@@ -421,7 +451,10 @@ def _caps(r: _Reader, node: Node) -> Caps:
         in_place=r.boolean(c["in_place"], "caps.in_place"),
         alignment_bytes=alignment,
         access_granularity_bits=r.integer(
-            c["access_granularity_bits"], "caps.access_granularity_bits", minimum=1
+            c["access_granularity_bits"],
+            "caps.access_granularity_bits",
+            1,
+            bounds.MAX_ACCESS_GRANULARITY_BITS,
         ),
     )
 

@@ -92,6 +92,9 @@ def load_library(
     bad = [(k, v) for k, v in symbols.items() if not (isinstance(k, str) and isinstance(v, str))]
     if bad:
         raise TypeError(f"symbols must map strings to strings; got {bad[0]!r}")
+    nul = [v for v in symbols.values() if "\0" in v]  # dlsym would read the part before it
+    if nul:
+        raise ValueError(f"a C symbol name cannot hold a NUL character; got {nul[0]!r}")
     where, library = _open(path)
     found = {}
     for symbol in dict.fromkeys(symbols.values()):
