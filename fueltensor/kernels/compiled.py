@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.core.errors import KernelStatusError, LibraryError
-from fueltensor.kernels import KernelFn
+from fueltensor.kernels import KernelFn, libraries
 
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_size_t) * 3
 """lhs, lhs_bytes, rhs, rhs_bytes, out, out_bytes."""
@@ -66,12 +66,13 @@ class CompiledKernel:
 
 
 def _open(path: str | os.PathLike[str]) -> tuple[Path, ctypes.CDLL]:
-    """The library file at `path` (absolute, so dlopen never searches), loaded."""
+    """The library file at `path` (absolute, so dlopen never searches), loaded by its content
+    (`libraries.load`: a rebuild at the same path is new code)."""
     where = Path(path).expanduser().resolve()
     if not where.is_file():
         raise LibraryError(f"no compiled kernel library at {where} (given {os.fspath(path)!r})")
     try:
-        return where, ctypes.CDLL(str(where))
+        return where, libraries.load(where).handle
     except OSError as e:
         raise LibraryError(
             f"{where} is not a loadable shared library ({e}); build one with "
