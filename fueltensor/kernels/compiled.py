@@ -31,11 +31,13 @@ _ARGTYPES = (ctypes.c_void_p, ctypes.c_size_t) * 3
 class CompiledKernel:
     """One byte kernel of a loaded library, as a `kernel(lhs, rhs, *, out)` callable."""
 
-    __slots__ = ("__name__", "_fn", "library", "symbol")
+    __slots__ = ("__name__", "_fn", "library", "loaded", "symbol")
 
-    def __init__(self, fn: Any, library: Path, symbol: str) -> None:
+    def __init__(self, fn: Any, loaded: libraries.Loaded, symbol: str) -> None:
         self._fn = fn
-        self.library = library
+        self.library = loaded.source
+        self.loaded = loaded
+        """The bytes loaded (their private copy, which a checked run's worker loads)."""
         self.symbol = symbol
         self.__name__ = symbol
 
@@ -65,14 +67,14 @@ class CompiledKernel:
             )
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[Path, ctypes.CDLL]:
+def _open(path: str | os.PathLike[str]) -> libraries.Loaded:
     """The library file at `path` (absolute, so dlopen never searches), loaded by its content
     (`libraries.load`: a rebuild at the same path is new code)."""
     where = Path(path).expanduser().resolve()
     if not where.is_file():
         raise LibraryError(f"no compiled kernel library at {where} (given {os.fspath(path)!r})")
     try:
-        return where, libraries.load(where).handle
+        return libraries.load(where)
     except OSError as e:
         raise LibraryError(
             f"{where} is not a loadable shared library ({e}); build one with "
@@ -96,17 +98,17 @@ def load_library(
     nul = [v for v in symbols.values() if "\0" in v]  # dlsym would read the part before it
     if nul:
         raise ValueError(f"a C symbol name cannot hold a NUL character; got {nul[0]!r}")
-    where, library = _open(path)
+    loaded = _open(path)
     found = {}
     for symbol in dict.fromkeys(symbols.values()):
         try:
-            fn = library[symbol]
+            fn = loaded.handle[symbol]
         except AttributeError:
             continue
         fn.argtypes = _ARGTYPES
         fn.restype = ctypes.c_int32
-        found[symbol] = CompiledKernel(fn, where, symbol)
+        found[symbol] = CompiledKernel(fn, loaded, symbol)
     missing = [repr(s) for s in symbols.values() if s not in found]
     if missing:
-        raise LibraryError(f"{where} has no symbol {', '.join(dict.fromkeys(missing))}")
+        raise LibraryError(f"{loaded.source} has no symbol {', '.join(dict.fromkeys(missing))}")
     return MappingProxyType({ep: found[symbol] for ep, symbol in symbols.items()})

@@ -34,8 +34,10 @@ from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.kernels.threads import running_on, threads_for
 from fueltensor.ops import BY_KIND
+from fueltensor.tools import checked
 from fueltensor.tools.compare import bits, errors
 from fueltensor.tools.judge.references import BF16, F64, REFERENCES, Array, Reference, round_to
 
@@ -157,7 +159,13 @@ def _fresh_out(plan: Plan, fill: int) -> Array:
 
 
 def _call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) -> Array:
-    """Run the kernel as the executor does; an array it returns instead of writing `out` wins."""
+    """Run the kernel as the executor does; an array it returns instead of writing `out` wins.
+    A compiled kernel runs checked, in a worker process (`tools.checked`: its faults are raised
+    as KernelFault, which the audit reports)."""
+    if checked.applies(fn):
+        assert plan.kernel is not None
+        shape, dtype = plan.out_shape, plan.out_dtype.np
+        return checked.call(cast(CompiledKernel, fn), plan.kernel, inputs, shape, dtype)
     out = _fresh_out(plan, fill)
     got = cast(Callable[..., object], fn)(*inputs, *plan.params, out=out)
     return got if isinstance(got, np.ndarray) else out
@@ -249,6 +257,16 @@ def _time(call: Callable[[], object], calls: int, repeats: int = 3) -> float:
             call()
         best = min(best, (time.perf_counter() - start) / calls)
     return best
+
+
+def _timed(fn: KernelFn, plan: Plan, inputs: Sequence[Array], out: Array, calls: int) -> float:
+    """Best seconds per call of `fn` on `inputs` over three batches of `calls` calls (in the
+    checked worker for a compiled kernel)."""
+    if checked.applies(fn):
+        assert plan.kernel is not None
+        kernel, shape, dtype = cast(CompiledKernel, fn), plan.out_shape, plan.out_dtype.np
+        return checked.seconds_per_call(kernel, plan.kernel, inputs, shape, dtype, calls)
+    return _time(lambda: fn(*inputs, *plan.params, out=out), calls)
 
 
 def _time_on_threads(call: Callable[[], object], n: int) -> tuple[float, float]:
@@ -344,6 +362,9 @@ def _checks(
         _check_bounds(a, contract)
     elif ref is not None and len(contract.inputs) == 2:
         _precision(a, ref, outputs[0], (lhs, rhs), settings, rng)
+        other = tuple(np.roll(x, i + 1) for i, x in enumerate(operands))  # same shape, new pairs
+        again = _call(fn, plan, other).reshape(-1)
+        _precision(a, ref, again, (other[0].reshape(-1), other[1].reshape(-1)), settings, rng)
         wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
         _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
         _check_bounds(a, contract)
@@ -448,13 +469,17 @@ def _cost(
     tiny = _plan(contract, dtype, _flat_shapes(contract, 1), params)
     ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
     out = _fresh_out(tiny, 0)
-    a.overhead_ns = 1e9 * _time(lambda: fn(*ones, *params, out=out), settings.tiny_calls)
+    a.overhead_ns = 1e9 * _timed(fn, tiny, ones, out, settings.tiny_calls)
     n = settings.large
     big = _plan(contract, dtype, _flat_shapes(contract, n), params)
     rng = np.random.default_rng(1)
     xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
     out = _fresh_out(big, 0)
-    seconds, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
+    if checked.applies(fn):  # one thread: a compiled provider's kernel does not split
+        seconds = _timed(fn, big, xs, out, 1)
+        a.ns_per_element_all = 1e9 * seconds / n
+    else:
+        seconds, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
     a.threads = threads_for(fn, n)
     predicted = float(big.steps[-1].bytes)
     a.large_n = n

@@ -1,0 +1,129 @@
+"""A normal (unchecked) call of a kernel fueltensor does not ship: what it protects.
+
+A provider's kernel, Python or compiled, runs in this process, so nothing stops compiled code
+from writing anywhere. What a normal call guarantees is that such a kernel can damage no memory
+but what its caller could write anyway, and that the commonest slips are caught and named:
+
+* memory fueltensor shares is never handed to it: a read-only input (the fast path's cached 0-d
+  scalars, a broadcast or `read_only` view, any tensor over memory the caller cannot write)
+  arrives as a private copy, and a Contiguize temporary is its own allocation, never the
+  per-thread scratch buffer that later operations reuse;
+* its inputs arrive as read-only arrays that do not own their memory (over a read-only buffer),
+  so a Python kernel cannot set them writable again: a NumPy write raises, and the call raises
+  ContractViolation naming the kernel and its document's line;
+* `out` is its own NumPy allocation, never one of the allocator's kept blocks, with
+  `GUARD_BYTES` of a known pattern on each side: a write just past either end is reported as a
+  ContractViolation naming the side and the byte offsets, before any result is returned.
+
+It cannot stop compiled code that writes a writable input (the caller's own tensor), writes far
+past `out`, crashes, hangs or keeps a pointer for later: the judge's and compare_backends'
+checked runs do that, in a separate process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.engine.planner import Plan
+from fueltensor.kernels import KernelFn
+
+GUARD_BYTES = 256
+"""Bytes of pattern on each side of a foreign kernel's `out`."""
+_PATTERN = 0xA5
+_GUARD = bytes([_PATTERN]) * (GUARD_BYTES + 4096)
+"""The pattern, as long as a guard zone can be (GUARD_BYTES plus the largest alignment)."""
+_WRITE_WORDS = ("read-only", "WRITEABLE")
+"""What NumPy's refusals of a write through a read-only array say."""
+
+
+@cache
+def bundled() -> frozenset[KernelFn]:
+    """The kernels fueltensor ships: the only ones trusted with shared memory and kept blocks."""
+    from fueltensor.kernels import cpu, reference
+
+    return frozenset((*cpu.ENTRY_POINTS.values(), *reference.ENTRY_POINTS.values()))
+
+
+def sealed(array: np.ndarray) -> np.ndarray:
+    """A read-only view of `array` over a read-only buffer, which no one can set writable;
+    a read-only `array` (memory fueltensor may share) is copied first."""
+    if not array.flags.writeable:
+        array = np.array(array, order="C", copy=True)
+    if array.flags.c_contiguous:
+        return np.frombuffer(array.data.toreadonly(), array.dtype).reshape(array.shape)
+    same = array.view(f"u{array.itemsize}") if array.itemsize in (1, 2, 4, 8) else array
+    return np.asarray(same.data.toreadonly()).view(array.dtype)
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A foreign kernel's `out`, and the allocation around it whose ends hold the pattern."""
+
+    raw: np.ndarray
+    start: int
+    out: np.ndarray
+
+    def overrun(self) -> str | None:
+        """Where the kernel wrote outside `out`, in bytes from its ends, or None."""
+        end = self.start + self.out.nbytes
+        head, tail = self.raw[: self.start], self.raw[end:]
+        if head.tobytes() == _GUARD[: head.size] and tail.tobytes() == _GUARD[: tail.size]:
+            return None
+        before = np.flatnonzero(self.raw[: self.start] != _PATTERN)
+        after = np.flatnonzero(self.raw[end:] != _PATTERN)
+        said = []
+        if before.size:
+            said.append(f"{self.start - before[0]} bytes before its start")
+        if after.size:
+            said.append(f"bytes {after[0]}..{after[-1]} past its end")
+        return " and ".join(said)
+
+
+def guarded(plan: Plan) -> Guarded:
+    """A fresh `out` of the plan's shape and dtype, aligned to its contract, in an allocation of
+    its own with GUARD_BYTES of pattern on each side."""
+    nbytes = plan.size * plan.out_dtype.itemsize
+    raw = np.empty(GUARD_BYTES + plan.alignment + nbytes + GUARD_BYTES, np.uint8)
+    address = raw.__array_interface__["data"][0] + GUARD_BYTES
+    start = GUARD_BYTES + (-address % plan.alignment)
+    raw[:start] = _PATTERN
+    raw[start + nbytes :] = _PATTERN
+    out = raw[start : start + nbytes].view(plan.out_dtype.np).reshape(plan.out_shape)
+    return Guarded(raw, start, out)
+
+
+def call(plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...]) -> tuple[object, np.ndarray]:
+    """Call a provider's kernel on sealed inputs and a guarded `out`: (what it returned, out).
+    ContractViolation for a write into an input or outside out; KernelStatusError said with the
+    contract's name and line."""
+    assert plan.kernel is not None
+    source = plan.kernel.source
+    kernel = f"kernel {plan.kernel.name} ({source.path}:{source.line})"
+    box = guarded(plan)
+    run: Callable[..., object] = fn  # a provider's kernel may return its own array
+    try:
+        got = run(*map(sealed, arrays), *plan.params, out=box.out)
+    except KernelStatusError as e:
+        raise KernelStatusError(
+            f"{kernel} failed with status {e.status}: {e}; no output was produced",
+            status=e.status,
+            symbol=e.symbol,
+        ) from None
+    except ValueError as e:
+        if not any(w in str(e) for w in _WRITE_WORDS):
+            raise
+        raise ContractViolation(
+            f"{kernel} wrote into one of its inputs; kernels write only `out` ({e})"
+        ) from e
+    where = box.overrun()
+    if where is not None:
+        raise ContractViolation(
+            f"{kernel} wrote outside `out` ({box.out.nbytes} bytes): {where}; "
+            "nothing it returned is used"
+        )
+    return got, box.out

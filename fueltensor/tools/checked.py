@@ -1,0 +1,402 @@
+"""Checked runs: a compiled kernel that is not fueltensor's own, run in a worker process so the
+process that asks survives whatever it does, and every fault is named.
+
+The worker (`checked_worker.py`, a script of the standard library alone, spawned with
+`python -I -S`) loads the library from the private copy `load_library` loaded (the same bytes),
+and calls the kernel on copies of the inputs fenced by guard pages: inputs on read-only pages,
+`out` between zones of a known pattern, filled first with 0xA5 and, in a second call, 0x5A. What
+it reports becomes a `Finding`, raised as `KernelFault` (a ContractViolation):
+
+* a write past either end of `out` (a changed zone byte) or into an input (a SIGSEGV on its
+  read-only pages; a second run on writable pages then says which input and which bytes);
+* a crash or abort (the signal, and the tail of what the process printed);
+* an output byte the two fills leave different (an element never written, or read);
+* a hang (no answer within `timeout` seconds: the worker is killed);
+* a kernel that ends the worker process itself.
+
+Each finding names the kernel, its contract's file:line, the buffer, the byte offsets and the
+inputs (names, dtypes, shapes and a digest; the values at the element for an output element).
+The caller's arrays are only read. Python kernels cannot cross into the worker: the judge hands
+them its own copies and compares their bytes after each call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+import numpy as np
+
+from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.tools import checked_worker as wire
+from fueltensor.tools.compare import format_value
+
+WORKER: Final = Path(wire.__file__)
+TIMEOUT: Final = 60.0
+"""Seconds a call may take before the kernel is declared hung (a judge's largest probe takes
+milliseconds; the bound is for a kernel that never returns)."""
+FILLS: Final = (0xA5, 0x5A)
+"""The two patterns `out` is filled with before the two calls of a checked call."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fault of a kernel in a checked run."""
+
+    kind: str
+    kernel: str
+    source: str
+    buffer: str | None
+    offsets: tuple[int, int] | None
+    inputs: str
+    detail: str
+
+    def __str__(self) -> str:
+        where = ""
+        if self.buffer is not None:
+            where = f"; buffer {self.buffer}"
+            if self.offsets is not None:
+                where += f", bytes {self.offsets[0]}..{self.offsets[1]}"
+        head = f"kernel {self.kernel} ({self.source}): {self.kind}: {self.detail}"
+        return f"{head}{where}; inputs {self.inputs}"
+
+
+class KernelFault(ContractViolation):
+    """A checked run found a fault; `.finding` says which."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+
+
+class _Died(Exception):
+    """The worker process ended during a request."""
+
+    def __init__(self, code: int | None, said: str) -> None:
+        super().__init__(code, said)
+        self.code, self.said = code, said
+
+
+class _Hung(Exception):
+    """The worker gave no answer in time (it has been killed)."""
+
+
+class _Process:
+    """One worker process, its socket and the file that collects what it prints."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        self.log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by finish)
+        self.popen = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(WORKER), str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+        )
+        theirs.close()
+        self.channel = ours
+        self.loaded: set[str] = set()
+        self.mark = 0
+        self.finished: tuple[int | None, str] | None = None
+
+    def request(
+        self, header: dict[str, Any], payload: bytes, timeout: float, most: int
+    ) -> tuple[dict[str, Any], bytes]:
+        """Send one request and take its answer (at most `most` payload bytes); _Hung or _Died
+        (the process is then finished)."""
+        self.mark = self.log.seek(0, 2)
+        self.channel.settimeout(timeout)
+        try:
+            wire.send(self.channel, header, payload)
+            answer = wire.receive(self.channel, max_payload=most)
+        except TimeoutError:
+            self.popen.kill()
+            self.finish()
+            raise _Hung from None
+        except (OSError, ValueError):
+            answer = None
+        if answer is None:
+            raise _Died(*self.finish())
+        return answer
+
+    def finish(self) -> tuple[int | None, str]:
+        """End the process (killed if it does not end by itself once its socket closes): its
+        exit status and the last lines it printed during the last request."""
+        if self.finished is not None:
+            return self.finished
+        self.channel.close()
+        try:
+            code = self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            code = self.popen.wait()
+        self.log.seek(self.mark)
+        lines = self.log.read()[-2000:].decode(errors="replace").strip().splitlines()
+        self.log.close()
+        self.finished = code, " / ".join(lines[-4:])
+        return self.finished
+
+
+class _Pool:
+    """The worker of this process: started on first use, started again after it dies, finished
+    when the process exits."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: _Process | None = None
+        atexit.register(self.drop)
+
+    def take(self) -> _Process:
+        """A live worker."""
+        if self.process is None or self.process.popen.poll() is not None:
+            self.drop()
+            self.process = _Process()
+        return self.process
+
+    def drop(self) -> None:
+        """Finish the worker, if there is one (after it died or hung, or at exit)."""
+        if self.process is not None:
+            self.process.finish()
+        self.process = None
+
+
+_POOL = _Pool()
+
+
+def applies(fn: object) -> bool:
+    """Whether `fn` runs checked: a compiled kernel of a loaded library."""
+    return isinstance(fn, CompiledKernel)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One checked call's parts: the kernel, its contract, the inputs and the output's form."""
+
+    kernel: CompiledKernel
+    contract: KernelContract
+    inputs: tuple[np.ndarray, ...]
+    out_shape: tuple[int, ...]
+    out_dtype: np.dtype[Any]
+    probe: str
+
+    @property
+    def out_bytes(self) -> int:
+        """The bytes of `out`."""
+        return int(np.prod(self.out_shape, dtype=np.int64)) * self.out_dtype.itemsize
+
+    def names(self) -> list[str]:
+        """The buffers' names from the contract: its inputs', then its output's."""
+        inputs = [s.name for s in self.contract.inputs][: len(self.inputs)]
+        inputs += [f"input{i}" for i in range(len(inputs), len(self.inputs))]
+        return [*inputs, self.contract.outputs[0].name]
+
+    def described(self, element: int | None = None) -> str:
+        """The inputs: name, dtype and shape, and the bytes' digest (or the values at
+        `element` of the output, broadcast)."""
+        parts = []
+        for name, x in zip(self.names(), self.inputs, strict=False):
+            text = f"{name} {x.dtype}{list(x.shape)}"
+            if element is not None and x.size:
+                wide = np.broadcast_to(x, self.out_shape).reshape(-1)
+                text += f" = {format_value(wide[element])} at element {element}"
+            else:
+                text += f" sha256 {hashlib.sha256(x.tobytes()).hexdigest()[:12]}"
+            parts.append(text)
+        label = f" ({self.probe})" if self.probe else ""
+        return ", ".join(parts) + label
+
+    def finding(
+        self, kind: str, detail: str, buffer: str | None = None, offsets: Any = None
+    ) -> KernelFault:
+        """A KernelFault naming this call."""
+        source = self.contract.source
+        span = None if offsets is None else (int(offsets[0]), int(offsets[1]))
+        return KernelFault(
+            Finding(
+                kind,
+                self.contract.name,
+                f"{source.path}:{source.line}",
+                buffer,
+                span,
+                self.described(),
+                detail,
+            )
+        )
+
+
+def _signal_name(code: int) -> str:
+    """The name of the signal that ended a process with exit status `code` (negative)."""
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _ask(
+    c: _Call, fill: int, writable: bool, repeat: int, timeout: float
+) -> tuple[dict[str, Any], bytes]:
+    """One request to the worker (the library loaded there first); _Died or _Hung."""
+    with _POOL.lock:
+        process = _POOL.take()
+        key = f"{c.kernel.loaded.sha256}:{c.kernel.symbol}"
+        try:
+            if key not in process.loaded:
+                load = {"op": "load", "key": key, "inputs": len(c.inputs)}
+                load |= {"path": str(c.kernel.loaded.copy), "symbol": c.kernel.symbol}
+                answer, _ = process.request(load, b"", timeout, 0)
+                if "error" in answer:
+                    raise c.finding("worker", f"the worker could not load it: {answer['error']}")
+                process.loaded.add(key)
+            header = {
+                "op": "call",
+                "key": key,
+                "inputs": [x.nbytes for x in c.inputs],
+                "out": c.out_bytes,
+                "alignment": max(c.contract.caps.alignment_bytes, 1),
+                "fill": fill,
+                "writable": writable,
+                "repeat": repeat,
+            }
+            payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
+            return process.request(header, payload, timeout, c.out_bytes)
+        except (_Died, _Hung):
+            _POOL.drop()
+            raise
+
+
+def _spills(c: _Call, answer: dict[str, Any]) -> None:
+    """Raise for a changed zone byte around any buffer, or a changed input byte."""
+    names = c.names()
+    spills = answer.get("spills", {})
+    for key, buffer in [("out", names[-1]), *((str(i), n) for i, n in enumerate(names[:-1]))]:
+        for side, span in (spills.get(key) or {}).items():
+            if span is not None:
+                where = "before its start" if side == "before" else "past its end"
+                raise c.finding("overrun", f"wrote {where}", buffer, span)
+    for name, span in zip(names, answer.get("inputs", []), strict=False):
+        if span is not None:
+            raise c.finding("input write", "wrote into an input", name, span)
+
+
+def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
+    """`out`'s bytes from one call filled with `fill`; KernelFault for any fault (a crash is
+    run again on writable inputs to say what it wrote)."""
+    try:
+        answer, out = _ask(c, fill, False, 1, timeout)
+    except _Hung:
+        raise c.finding("hang", f"no answer within {timeout:g} s; the worker was killed") from None
+    except _Died as died:
+        raise _diagnosed(c, died, fill, timeout) from None
+    if "error" in answer:
+        raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
+    _spills(c, answer)
+    status = int(answer["status"])
+    if status:
+        source = c.contract.source
+        raise KernelStatusError(
+            f"kernel {c.contract.name} ({source.path}:{source.line}) failed with status "
+            f"{status} in a checked run; inputs {c.described()}",
+            status=status,
+            symbol=c.kernel.symbol,
+        )
+    if len(out) != c.out_bytes:
+        raise c.finding("worker", f"the worker sent {len(out)} bytes of out, not {c.out_bytes}")
+    return out
+
+
+def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
+    """The finding for a worker that died: the signal, what it printed, and what a second run
+    with writable inputs wrote."""
+    how = (
+        f"the worker died of {_signal_name(died.code)}"
+        if died.code is not None and died.code < 0
+        else f"the worker exited with status {died.code} during the call (the kernel ended "
+        "it, or broke its channel)"
+    ) + (f" (it printed: {died.said})" if died.said else "")
+    try:
+        answer, _ = _ask(c, fill, True, 1, timeout)
+    except (_Died, _Hung):
+        return c.finding(
+            "crash",
+            f"{how}; with writable inputs it dies again: an access "
+            "outside every buffer and its guard zones",
+        )
+    try:
+        _spills(c, answer)
+    except KernelFault as fault:
+        f = fault.finding
+        detail = f"{how}, inputs on read-only pages; with writable inputs it {f.detail}"
+        return c.finding("crash", detail, f.buffer, f.offsets)
+    return c.finding("crash", f"{how}; with writable inputs it ran without a fault")
+
+
+def call(
+    kernel: CompiledKernel,
+    contract: KernelContract,
+    inputs: Sequence[np.ndarray],
+    out_shape: tuple[int, ...],
+    out_dtype: np.dtype[Any],
+    probe: str = "",
+    timeout: float = TIMEOUT,
+) -> np.ndarray:
+    """The kernel's output for `inputs`, from two checked calls with `out` filled with each of
+    FILLS; KernelFault for any fault, or for output bytes the two fills leave different."""
+    c = _Call(kernel, contract, tuple(inputs), tuple(out_shape), np.dtype(out_dtype), probe)
+    first, second = (_checked_answer(c, fill, timeout) for fill in FILLS)
+    if first != second:
+        span = wire.changed_range(first, second)
+        assert span is not None
+        element = span[0] // c.out_dtype.itemsize
+        raise KernelFault(
+            Finding(
+                "unwritten",
+                contract.name,
+                f"{contract.source.path}:{contract.source.line}",
+                c.names()[-1],
+                (span[0], span[1]),
+                c.described(element),
+                f"out bytes depend on what out held before the call (element {element} "
+                "was left unwritten or read)",
+            )
+        )
+    result: np.ndarray = np.frombuffer(first, c.out_dtype).reshape(c.out_shape).copy()
+    return result
+
+
+def seconds_per_call(
+    kernel: CompiledKernel,
+    contract: KernelContract,
+    inputs: Sequence[np.ndarray],
+    out_shape: tuple[int, ...],
+    out_dtype: np.dtype[Any],
+    calls: int,
+    repeats: int = 3,
+    timeout: float = TIMEOUT,
+) -> float:
+    """The best over `repeats` batches of `calls` calls of the seconds per call, timed in the
+    worker on fenced buffers; KernelFault as `call`."""
+    c = _Call(kernel, contract, tuple(inputs), tuple(out_shape), np.dtype(out_dtype), "timing")
+    best = float("inf")
+    for _ in range(repeats):
+        try:
+            answer, _ = _ask(c, FILLS[0], False, calls, timeout)
+        except _Hung:
+            raise c.finding("hang", f"no answer within {timeout:g} s; killed") from None
+        except _Died as died:
+            raise _diagnosed(c, died, FILLS[0], timeout) from None
+        _spills(c, answer)
+        best = min(best, float(answer["seconds"]))
+    return best
