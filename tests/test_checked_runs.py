@@ -5,21 +5,24 @@ with its arrays unchanged."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _cheats import build, register
+from _cheats import build, contract, register
 
 import fueltensor as ft
 from fueltensor.core.errors import KernelStatusError
+from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools import checked
 from fueltensor.tools.checked import KernelFault
-from fueltensor.tools.compare import format_value
 
 HOSTILE = (
     "honest_f32",
@@ -133,7 +136,7 @@ def test_an_output_left_unwritten_is_named_with_its_element(reg: ft.Registry) ->
         _run(reg, "untouched_f32")
     f = info.value.finding
     assert (f.kind, f.buffer, f.offsets) == ("unwritten", "out", (0, 4 * N - 1))
-    assert f"lhs float32[{N}] = {format_value(lhs[0])} at element 0" in f.inputs
+    assert f"lhs float32[{N}] = {float(lhs[0])!r} at element 0" in f.inputs
 
 
 def test_the_callers_arrays_are_only_read(reg: ft.Registry) -> None:
@@ -177,3 +180,67 @@ def test_the_judge_survives_every_hostile_kernel_and_names_each(
     for name, said in failures.items():
         assert said, f"{name} passed the judge"
         assert any(f"kernel {name} (" in s and "KernelFault" in s for s in said), said
+
+
+@pytest.fixture
+def beside_cpu(library: Path, tmp_path: Path) -> Callable[[str], ft.Registry]:
+    """The bundled contracts and one hostile kernel named `name`, which costs more than the
+    CPU kernel (so the CPU kernel runs by default and the hostile one only when compared)."""
+
+    def make(name: str) -> ft.Registry:
+        doc = tmp_path / f"{name}.md"
+        register(library, "compared-hostile", [(name, "AddElementwise", "F32", 0)], doc)
+        doc.write_text(doc.read_text().replace('"3 * n * 4"', '"30 * n"'))
+        return ft.Registry.from_paths([bundled_contracts_dir(), doc])
+
+    return make
+
+
+def test_compare_backends_runs_a_compiled_kernel_checked(
+    beside_cpu: Callable[[str], ft.Registry],
+) -> None:
+    x = ft.asarray(np.arange(8, dtype=np.float32))
+    y = ft.asarray(np.full(8, 0.5, dtype=np.float32))
+    with ft.use_registry(beside_cpu("honest_f32")):
+        with ft.compare_backends("cpu", "compared-hostile") as report:
+            x + y
+        report.assert_equal()
+        assert [c.kernels for c in report] == [("add_f32", "honest_f32")]
+    for name, says in [
+        ("scribble_f32", "buffer lhs, bytes 1..31"),  # 12345.0f and 0.0f share byte 0
+        ("overrun_f32", "overrun: wrote past its end; buffer out, bytes 32..95"),
+        ("abort_f32", "SIGABRT"),
+    ]:
+        with (
+            ft.use_registry(beside_cpu(name)),
+            ft.compare_backends("cpu", "compared-hostile"),
+            pytest.raises(KernelFault, match=f"kernel {name} .*{re.escape(says)}") as info,
+        ):
+            x + y
+        assert "add in compare_backends" in info.value.finding.inputs
+    assert np.asarray(x).tolist() == list(range(8)) and np.asarray(y).tolist() == [0.5] * 8
+
+
+def test_compare_backends_gives_a_python_kernel_private_copies(tmp_path: Path) -> None:
+    def sneaky(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        ctypes.memset(lhs.ctypes.data, 0, lhs.nbytes)  # past NumPy's read-only flag
+        np.add(lhs, rhs, out=out)
+
+    doc = tmp_path / "py.md"
+    doc.write_text(
+        "---\nfkc_version: 1\nprovider: {name: py-sneaky, backend: Cpu, kernel_source: "
+        '"py-sneaky", link_registry: t, revision_base: "t:1"}\n---\n# py-sneaky\n'
+        + contract("sneaky_add_f32", "AddElementwise", "F32", 0, "py-sneaky").replace(
+            '"3 * n * 4"', '"30 * n"'
+        )
+    )
+    ft.register_provider("py-sneaky", {"py-sneaky::sneaky_add_f32": sneaky})
+    x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), doc])
+    with (
+        ft.use_registry(reg),
+        ft.compare_backends("cpu", "py-sneaky"),
+        pytest.raises(KernelFault, match=r"input write: wrote into an input .*buffer lhs"),
+    ):
+        x + x
+    assert np.asarray(x).tolist() == [1.0, 2.0]

@@ -54,8 +54,9 @@ def sealed(array: np.ndarray) -> np.ndarray:
     a read-only `array` (memory fueltensor may share) is copied first."""
     if not array.flags.writeable:
         array = np.array(array, order="C", copy=True)
-    if array.flags.c_contiguous:
-        return np.frombuffer(array.data.toreadonly(), array.dtype).reshape(array.shape)
+    if array.flags.c_contiguous:  # through bytes: the buffer protocol has no bfloat16
+        raw = array.reshape(-1).view(np.uint8).data.toreadonly()
+        return np.frombuffer(raw, array.dtype).reshape(array.shape)
     same = array.view(f"u{array.itemsize}") if array.itemsize in (1, 2, 4, 8) else array
     return np.asarray(same.data.toreadonly()).view(array.dtype)
 

@@ -30,18 +30,22 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import execute
+from fueltensor.engine.planner import Plan
 from fueltensor.fkc.schema import KernelContract
+from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.tools import checked_worker as wire
-from fueltensor.tools.compare import format_value
 
 WORKER: Final = Path(wire.__file__)
 TIMEOUT: Final = 60.0
@@ -185,7 +189,7 @@ def applies(fn: object) -> bool:
 class _Call:
     """One checked call's parts: the kernel, its contract, the inputs and the output's form."""
 
-    kernel: CompiledKernel
+    kernel: KernelFn
     contract: KernelContract
     inputs: tuple[np.ndarray, ...]
     out_shape: tuple[int, ...]
@@ -211,7 +215,7 @@ class _Call:
             text = f"{name} {x.dtype}{list(x.shape)}"
             if element is not None and x.size:
                 wide = np.broadcast_to(x, self.out_shape).reshape(-1)
-                text += f" = {format_value(wide[element])} at element {element}"
+                text += f" = {wide[element].item()!r} at element {element}"
             else:
                 text += f" sha256 {hashlib.sha256(x.tobytes()).hexdigest()[:12]}"
             parts.append(text)
@@ -251,11 +255,12 @@ def _ask(
     """One request to the worker (the library loaded there first); _Died or _Hung."""
     with _POOL.lock:
         process = _POOL.take()
-        key = f"{c.kernel.loaded.sha256}:{c.kernel.symbol}"
+        kernel = cast(CompiledKernel, c.kernel)
+        key = f"{kernel.loaded.sha256}:{kernel.symbol}"
         try:
             if key not in process.loaded:
                 load = {"op": "load", "key": key, "inputs": len(c.inputs)}
-                load |= {"path": str(c.kernel.loaded.copy), "symbol": c.kernel.symbol}
+                load |= {"path": str(kernel.loaded.copy), "symbol": kernel.symbol}
                 answer, _ = process.request(load, b"", timeout, 0)
                 if "error" in answer:
                     raise c.finding("worker", f"the worker could not load it: {answer['error']}")
@@ -310,7 +315,7 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
             f"kernel {c.contract.name} ({source.path}:{source.line}) failed with status "
             f"{status} in a checked run; inputs {c.described()}",
             status=status,
-            symbol=c.kernel.symbol,
+            symbol=cast(CompiledKernel, c.kernel).symbol,
         )
     if len(out) != c.out_bytes:
         raise c.finding("worker", f"the worker sent {len(out)} bytes of out, not {c.out_bytes}")
@@ -400,3 +405,36 @@ def seconds_per_call(
         _spills(c, answer)
         best = min(best, float(answer["seconds"]))
     return best
+
+
+def run(plan: Plan, tensors: tuple[FuelTensor, ...], repeats: int = 3) -> tuple[FuelTensor, float]:
+    """compare_backends' run of a plan whose kernel fueltensor did not ship: its output and the
+    best seconds of `repeats` calls. A compiled kernel runs in the worker (`call`); a Python
+    kernel runs on private copies of the tensors, whose bytes are compared after each call.
+    KernelFault for any fault; `tensors` are only read."""
+    fn, contract = plan.fn, plan.kernel
+    assert fn is not None and contract is not None
+    probe = f"{plan.op} in compare_backends"
+    if isinstance(fn, CompiledKernel):
+        arrays = [
+            execute.prepare(t._array, steps, scratch=False) if steps else t._array
+            for t, steps in zip(tensors, plan.prep, strict=True)
+        ]
+        shape, dtype = plan.out_shape, plan.out_dtype.np
+        out = call(fn, contract, arrays, shape, dtype, probe)
+        seconds = seconds_per_call(fn, contract, arrays, shape, dtype, 1, repeats)
+        return FuelTensor._from_dense(out, plan.out_dtype), seconds
+    c = _Call(
+        fn, contract, tuple(t._array for t in tensors), plan.out_shape, plan.out_dtype.np, probe
+    )
+    copies = tuple(FuelTensor._from_dense(np.array(t._array, order="C")) for t in tensors)
+    times, results = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        results.append(execute.run(plan, copies))
+        times.append(time.perf_counter() - start)
+        for name, mine, theirs in zip(c.names(), copies, tensors, strict=False):
+            span = wire.changed_range(theirs._array.tobytes(), mine._array.tobytes())
+            if span is not None:
+                raise c.finding("input write", "wrote into an input (a private copy)", name, span)
+    return results[0], min(times)
