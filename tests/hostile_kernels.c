@@ -112,6 +112,16 @@ KERNEL(untouched_f32) {
     return 0;
 }
 
+/* Reserves 1 GiB blocks (never touched) until malloc refuses or 64 GiB are reserved: returns
+ * 9 when refused (an address space limit), else computes honestly. */
+KERNEL(hog_f32) {
+    void *blocks[64];
+    int got = 0;
+    while (got < 64 && (blocks[got] = malloc((size_t)1 << 30)) != NULL) got++;
+    for (int k = 0; k < got; k++) free(blocks[k]);
+    return got < 64 ? 9 : add(lhs, lb, rhs, rb, out, ob);
+}
+
 KERNEL(status_f32) {
     (void)lhs, (void)lb, (void)rhs, (void)rb, (void)out, (void)ob;
     return 7;

@@ -39,6 +39,7 @@ HOSTILE = (
     "overread_f32",
     "untouched_f32",
     "status_f32",
+    "hog_f32",
 )
 N = 1000
 
@@ -130,6 +131,11 @@ def test_a_nonzero_status_is_a_status_error(reg: ft.Registry) -> None:
     assert info.value.status == 7 and info.value.symbol == "status_f32"
 
 
+def test_the_worker_has_an_address_space_limit(reg: ft.Registry) -> None:
+    with pytest.raises(KernelStatusError, match="status 9"):  # malloc refused before 64 GiB
+        _run(reg, "hog_f32")
+
+
 def test_an_output_left_unwritten_is_named_with_its_element(reg: ft.Registry) -> None:
     lhs, _ = _inputs()
     with pytest.raises(KernelFault) as info:
@@ -164,7 +170,7 @@ print(json.dumps({{row.kernel: row.failures for row in report.rows}}))
 def test_the_judge_survives_every_hostile_kernel_and_names_each(
     library: Path, tmp_path: Path
 ) -> None:
-    names = [n for n in HOSTILE if n not in ("hang_f32", "status_f32")]
+    names = [n for n in HOSTILE if n not in ("hang_f32", "status_f32", "hog_f32")]
     code = JUDGE.format(
         tests=str(Path(__file__).parent),
         library=str(library),
@@ -244,3 +250,18 @@ def test_compare_backends_gives_a_python_kernel_private_copies(tmp_path: Path) -
     ):
         x + x
     assert np.asarray(x).tolist() == [1.0, 2.0]
+
+
+def test_the_judge_survives_a_python_kernel_that_calls_sys_exit(tmp_path: Path) -> None:
+    def leaves(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        sys.exit(3)
+
+    doc = tmp_path / "py.md"
+    doc.write_text(
+        "---\nfkc_version: 1\nprovider: {name: py-exit, backend: Cpu, kernel_source: "
+        '"py-exit", link_registry: t, revision_base: "t:1"}\n---\n# py-exit\n'
+        + contract("exit_add_f32", "AddElementwise", "F32", 0, "py-exit")
+    )
+    ft.register_provider("py-exit", {"py-exit::exit_add_f32": leaves})
+    [row] = ft.judge(ft.Registry.from_paths([doc]), quick=True, progress=False).rows
+    assert row.failures == ["the kernel raised during the audit: SystemExit: 3"]

@@ -276,22 +276,54 @@ def _ask(
                 "repeat": repeat,
             }
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
-            return process.request(header, payload, timeout, c.out_bytes)
+            answer, out = process.request(header, payload, timeout, c.out_bytes)
         except (_Died, _Hung):
             _POOL.drop()
             raise
+        if "error" not in answer and not _well_formed(answer, len(c.inputs)):
+            _POOL.drop()
+            raise c.finding("worker", "the worker's answer is malformed (written by the kernel?)")
+    return answer, out
+
+
+def _span(value: object) -> bool:
+    """Whether `value` is None or a [first, last] pair of ints, as the worker reports bytes."""
+    return value is None or (
+        isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+    )
+
+
+def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
+    """Whether a call's answer has the worker's fields and types (anything else was forged)."""
+    spills, changed = answer.get("spills"), answer.get("inputs")
+    zones = (
+        [spills.get(k) for k in ("out", *map(str, range(inputs)))]
+        if isinstance(spills, dict)
+        else [None]
+    )
+    return (
+        type(answer.get("status")) is int
+        and type(answer.get("seconds")) in (int, float)
+        and all(
+            isinstance(z, dict) and all(_span(z.get(s)) for s in ("before", "after")) for z in zones
+        )
+        and isinstance(changed, list)
+        and len(changed) == inputs
+        and all(map(_span, changed))
+    )
 
 
 def _spills(c: _Call, answer: dict[str, Any]) -> None:
     """Raise for a changed zone byte around any buffer, or a changed input byte."""
     names = c.names()
-    spills = answer.get("spills", {})
+    spills = answer["spills"]
     for key, buffer in [("out", names[-1]), *((str(i), n) for i, n in enumerate(names[:-1]))]:
-        for side, span in (spills.get(key) or {}).items():
+        for side in ("before", "after"):
+            span = spills[key][side]
             if span is not None:
                 where = "before its start" if side == "before" else "past its end"
                 raise c.finding("overrun", f"wrote {where}", buffer, span)
-    for name, span in zip(names, answer.get("inputs", []), strict=False):
+    for name, span in zip(names, answer["inputs"], strict=False):
         if span is not None:
             raise c.finding("input write", "wrote into an input", name, span)
 
@@ -308,7 +340,7 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
     if "error" in answer:
         raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
     _spills(c, answer)
-    status = int(answer["status"])
+    status = answer["status"]
     if status:
         source = c.contract.source
         raise KernelStatusError(
@@ -339,6 +371,8 @@ def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
             f"{how}; with writable inputs it dies again: an access "
             "outside every buffer and its guard zones",
         )
+    if "error" in answer:
+        return c.finding("crash", f"{how}; with writable inputs it failed: {answer['error']}")
     try:
         _spills(c, answer)
     except KernelFault as fault:

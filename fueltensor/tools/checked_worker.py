@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import json
 import mmap
+import resource
 import socket
 import struct
 import sys
@@ -32,6 +33,8 @@ from typing import Any
 PAGE = mmap.PAGESIZE
 PATTERN = 0xA5
 INPUT_ALIGNMENT = 64
+MEMORY = 4 << 30
+"""The worker's address space limit: its buffers, the interpreter, and room for a kernel's own."""
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _LIBC.mprotect.restype = ctypes.c_int
@@ -218,5 +221,16 @@ def send(channel: socket.socket, header: dict[str, Any], payload: bytes) -> None
     channel.sendall(payload)
 
 
+def _limit() -> None:
+    """No core file from a crash (a kernel's crash is expected here, and a core file of a large
+    process takes long to write), and at most MEMORY bytes of address space, so a kernel that
+    allocates without bound fails here rather than make the system kill another process."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = MEMORY if hard == resource.RLIM_INFINITY else min(MEMORY, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
 if __name__ == "__main__":
+    _limit()
     Worker(socket.socket(fileno=int(sys.argv[1]))).serve()

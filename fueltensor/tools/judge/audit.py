@@ -319,7 +319,7 @@ def audit(
     )
     try:
         _checks(a, contract, fn, dtype, settings, copy_bps, np.random.default_rng(seed))
-    except Exception as e:  # a kernel may raise anything: the judge reports it as a failure
+    except (Exception, SystemExit) as e:  # a kernel may raise anything, sys.exit included
         a.failures.append(f"the kernel raised during the audit: {type(e).__name__}: {e}")
     return a
 
