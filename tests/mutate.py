@@ -813,8 +813,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "checked-inputs-writable",
         CHECKED,
-        "        answer, out = _ask(c, fill, False, 1, timeout)",
-        "        answer, out = _ask(c, fill, True, 1, timeout)",
+        "        answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)",
+        "        answer, out = _ask(c, fill, [True] * len(c.inputs), 1, timeout)",
         CHECKED_TESTS,
         "a checked run's inputs are on writable pages (a write is found later, not stopped)",
     ),

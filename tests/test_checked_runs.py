@@ -89,7 +89,7 @@ def test_an_honest_kernel_runs_checked_to_its_own_bits(reg: ft.Registry, name: s
         ("overrun_f32", "overrun", "out", (4 * N, 4 * N + 63), "wrote past its end"),
         ("underrun_f32", "overrun", "out", (-8, -1), "wrote before its start"),
         ("scribble_f32", "crash", "lhs", (0, 4 * N - 1), "inputs on read-only pages; with"),
-        ("wild_f32", "crash", None, None, "outside every buffer and its guard zones"),
+        ("wild_f32", "crash", None, None, "outside every buffer and its zones"),
         ("segv_f32", "crash", None, None, "died of SIGSEGV"),
         ("abort_f32", "crash", None, None, "SIGABRT (it printed: hostile_kernels: abort_f32"),
         ("exit_f32", "crash", None, None, "the worker exited with status 0 during the call"),
@@ -265,3 +265,18 @@ def test_the_judge_survives_a_python_kernel_that_calls_sys_exit(tmp_path: Path) 
     ft.register_provider("py-exit", {"py-exit::exit_add_f32": leaves})
     [row] = ft.judge(ft.Registry.from_paths([doc]), quick=True, progress=False).rows
     assert row.failures == ["the kernel raised during the audit: SystemExit: 3"]
+
+
+def test_compare_backends_names_a_default_kernel_that_writes_its_input(
+    library: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "cheap.md"
+    register(library, "cheap-hostile", [("scribble_f32", "AddElementwise", "F32", 0)], doc)
+    doc.write_text(doc.read_text().replace('"3 * n * 4"', '"n"'))  # cheaper: the default
+    x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    with (
+        ft.use_registry(ft.Registry.from_paths([bundled_contracts_dir(), doc])),
+        ft.compare_backends("cpu", "cheap-hostile"),
+        pytest.raises(KernelFault, match=r"wrote into an input \(the bytes it held\); buffer lhs"),
+    ):
+        x + ft.asarray([3.0, 4.0], dtype=ft.float32)

@@ -250,9 +250,10 @@ def _signal_name(code: int) -> str:
 
 
 def _ask(
-    c: _Call, fill: int, writable: bool, repeat: int, timeout: float
+    c: _Call, fill: int, writable: Sequence[bool], repeat: int, timeout: float
 ) -> tuple[dict[str, Any], bytes]:
-    """One request to the worker (the library loaded there first); _Died or _Hung."""
+    """One request to the worker (the library loaded there first; `writable`: which inputs are
+    on writable pages); _Died or _Hung."""
     with _POOL.lock:
         process = _POOL.take()
         kernel = cast(CompiledKernel, c.kernel)
@@ -272,7 +273,7 @@ def _ask(
                 "out": c.out_bytes,
                 "alignment": max(c.contract.caps.alignment_bytes, 1),
                 "fill": fill,
-                "writable": writable,
+                "writable": list(writable),
                 "repeat": repeat,
             }
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
@@ -332,7 +333,7 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
     """`out`'s bytes from one call filled with `fill`; KernelFault for any fault (a crash is
     run again on writable inputs to say what it wrote)."""
     try:
-        answer, out = _ask(c, fill, False, 1, timeout)
+        answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)
     except _Hung:
         raise c.finding("hang", f"no answer within {timeout:g} s; the worker was killed") from None
     except _Died as died:
@@ -355,22 +356,21 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
 
 
 def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
-    """The finding for a worker that died: the signal, what it printed, and what a second run
-    with writable inputs wrote."""
+    """The finding for a worker that died: the signal, what it printed, and what runs with
+    writable inputs show (all of them: the bytes it wrote; one at a time: which input it wrote
+    when it wrote back the bytes an input held)."""
     how = (
         f"the worker died of {_signal_name(died.code)}"
         if died.code is not None and died.code < 0
         else f"the worker exited with status {died.code} during the call (the kernel ended "
         "it, or broke its channel)"
     ) + (f" (it printed: {died.said})" if died.said else "")
+    everything = [True] * len(c.inputs)
     try:
-        answer, _ = _ask(c, fill, True, 1, timeout)
+        answer, _ = _ask(c, fill, everything, 1, timeout)
     except (_Died, _Hung):
-        return c.finding(
-            "crash",
-            f"{how}; with writable inputs it dies again: an access "
-            "outside every buffer and its guard zones",
-        )
+        detail = "with writable inputs it dies again: an access outside every buffer and its zones"
+        return c.finding("crash", f"{how}; {detail}")
     if "error" in answer:
         return c.finding("crash", f"{how}; with writable inputs it failed: {answer['error']}")
     try:
@@ -379,6 +379,13 @@ def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
         f = fault.finding
         detail = f"{how}, inputs on read-only pages; with writable inputs it {f.detail}"
         return c.finding("crash", detail, f.buffer, f.offsets)
+    for i, name in enumerate(c.names()[:-1]):
+        try:
+            _ask(c, fill, [k == i for k in range(len(c.inputs))], 1, timeout)
+        except (_Died, _Hung):
+            continue
+        detail = f"{how}, inputs on read-only pages; it wrote into an input (the bytes it held)"
+        return c.finding("crash", detail, name)
     return c.finding("crash", f"{how}; with writable inputs it ran without a fault")
 
 
@@ -431,7 +438,7 @@ def seconds_per_call(
     best = float("inf")
     for _ in range(repeats):
         try:
-            answer, _ = _ask(c, FILLS[0], False, calls, timeout)
+            answer, _ = _ask(c, FILLS[0], [False] * len(c.inputs), calls, timeout)
         except _Hung:
             raise c.finding("hang", f"no answer within {timeout:g} s; killed") from None
         except _Died as died:

@@ -13,7 +13,8 @@ zones around every buffer are compared with the pattern and the changed byte ran
 Messages both ways are `[u32 header length][JSON header][u64 payload length][payload]` on the
 socket whose descriptor is argv[1]; nothing is pickled, so bytes a kernel writes on the socket
 cannot run code in the asking process. A request is `load` (path, symbol) or `call` (symbol,
-input lengths, out length, alignment, fill, writable, repeat) with the inputs' bytes; a `call`
+input lengths, out length, alignment, fill, which inputs are writable, repeat) with the inputs'
+bytes; a `call`
 reply holds the status, the best seconds over `repeat` calls, the changed zone ranges and
 changed input ranges, and `out`'s bytes.
 """
@@ -138,8 +139,8 @@ class Worker:
             chunks.append(payload[at : at + n])
             at += n
         inputs = [Fenced(c, INPUT_ALIGNMENT, True, 0) for c in chunks]
-        if not header["writable"]:
-            for x in inputs:
+        for x, writable in zip(inputs, header["writable"], strict=True):
+            if not writable:
                 x.seal()
         out = Fenced(header["out"], header["alignment"], False, header["fill"])
         args: list[int] = []
