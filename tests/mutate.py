@@ -879,14 +879,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a document's alignment_bytes of 2**62 loads (and every call asks for exabytes)",
     ),
     M(
-        "schema-negative-cost",
-        BOUNDS,
-        "            if value < 0:\n",
-        "            if False:\n",
-        SCHEMA_TESTS,
-        "a cost formula that is negative (and wins every plan) loads",
-    ),
-    M(
         "schema-control-characters",
         BOUNDS,
         '    allowed = "\\n\\t" if multiline else ""',

@@ -1,6 +1,7 @@
 """The bounds every contract field is held to at load, so no value a document can hold fails
 later, far from its file and line (an alignment of 2**62 would otherwise load and make every
-call ask for exabytes).
+call ask for exabytes). Cost formulas have theirs in `fkc.formula` (length, depth, literals)
+and are priced per call: a formula that fails for one call rejects its contract for that call.
 
 `fkc.validate` calls these while it builds a contract; each returns None when the value is
 within its bound, else the words of the refusal (validate adds the file, line and field).
@@ -10,9 +11,6 @@ from __future__ import annotations
 
 import math
 from typing import Final
-
-from ..core.errors import ContractError
-from .formula import Formula
 
 MAX_ALIGNMENT_BYTES: Final = 4096
 """Largest `caps.alignment_bytes`: a page. An output is over-allocated by its alignment."""
@@ -24,10 +22,6 @@ MAX_STRING: Final = 1024
 """Longest one-line string field (names, rules, providers, entry points), in characters."""
 MAX_TEXT: Final = 20_000
 """Longest free-text field (blurb, notes), in characters."""
-PROBE_SIZES: Final = (0, 1, 2**40)
-"""Element counts a cost formula is evaluated at when it loads (empty, one element, a tebi)."""
-PROBE_ITEMSIZES: Final = (1, 8)
-"""Element sizes (`dtype_bytes`) a cost formula is evaluated at when it loads."""
 
 
 def string_refusal(value: str, *, multiline: bool = False) -> str | None:
@@ -47,19 +41,4 @@ def number_refusal(value: float) -> str | None:
     """Why a declared number (a precision bound, an overhead) is out of bounds, or None."""
     if not math.isfinite(value):
         return f"{value!r} is not finite; accepted: a finite number >= 0, or ~ for none"
-    return None
-
-
-def formula_refusal(formula: Formula, variables: frozenset[str]) -> str | None:
-    """Why a cost formula cannot price every call (it is negative, not finite or divides by
-    zero at some probed size), or None; each variable takes its probe value, counts are n."""
-    for n in PROBE_SIZES:
-        for itemsize in PROBE_ITEMSIZES:
-            env = {v: float(itemsize if v == "dtype_bytes" else n) for v in variables}
-            try:
-                value = formula.evaluate(env)
-            except ContractError:
-                return f"{formula.raw!r} divides by zero or overflows at n={n}"
-            if value < 0:
-                return f"{formula.raw!r} is {value:g} at n={n}; accepted: a cost >= 0 at every n"
     return None

@@ -174,7 +174,6 @@ class _Reader:
                 where,
                 f"unknown variable {', '.join(sorted(unknown))}; accepted: {accepted}",
             )
-        self.within(node, where, bounds.formula_refusal(formula, variables))
         return formula
 
 
