@@ -49,6 +49,13 @@ KERNEL(underrun_f32) {
     return s;
 }
 
+/* Writes lhs's own bytes back over it, then computes honestly: a write no digest can see. */
+KERNEL(rewrite_f32) {
+    volatile uint8_t *bytes = (volatile uint8_t *)lhs;
+    for (size_t i = 0; i < lb; i++) bytes[i] = bytes[i];
+    return add(lhs, lb, rhs, rb, out, ob);
+}
+
 /* Writes three pages past the end of out: past any zone around it. */
 KERNEL(wild_f32) {
     int32_t s = add(lhs, lb, rhs, rb, out, ob);

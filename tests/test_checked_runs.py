@@ -30,6 +30,7 @@ HOSTILE = (
     "overrun_f32",
     "underrun_f32",
     "scribble_f32",
+    "rewrite_f32",
     "wild_f32",
     "segv_f32",
     "abort_f32",
@@ -89,6 +90,7 @@ def test_an_honest_kernel_runs_checked_to_its_own_bits(reg: ft.Registry, name: s
         ("overrun_f32", "overrun", "out", (4 * N, 4 * N + 63), "wrote past its end"),
         ("underrun_f32", "overrun", "out", (-8, -1), "wrote before its start"),
         ("scribble_f32", "crash", "lhs", (0, 4 * N - 1), "inputs on read-only pages; with"),
+        ("rewrite_f32", "crash", "lhs", None, "wrote into an input (the bytes it held)"),
         ("wild_f32", "crash", None, None, "outside every buffer and its zones"),
         ("segv_f32", "crash", None, None, "died of SIGSEGV"),
         ("abort_f32", "crash", None, None, "SIGABRT (it printed: hostile_kernels: abort_f32"),
@@ -274,9 +276,14 @@ def test_compare_backends_names_a_default_kernel_that_writes_its_input(
     register(library, "cheap-hostile", [("scribble_f32", "AddElementwise", "F32", 0)], doc)
     doc.write_text(doc.read_text().replace('"3 * n * 4"', '"n"'))  # cheaper: the default
     x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), doc])
     with (
-        ft.use_registry(ft.Registry.from_paths([bundled_contracts_dir(), doc])),
+        ft.use_registry(reg),
         ft.compare_backends("cpu", "cheap-hostile"),
-        pytest.raises(KernelFault, match=r"wrote into an input \(the bytes it held\); buffer lhs"),
+        pytest.raises(KernelFault, match=r"wrote into an input; buffer lhs, bytes 1..7"),
     ):
         x + ft.asarray([3.0, 4.0], dtype=ft.float32)
+    assert np.asarray(x).tolist() == [1.0, 2.0]  # the default run was checked too
+    with ft.use_registry(reg):
+        x + ft.asarray([3.0, 4.0], dtype=ft.float32)  # a normal call: writes what it is given
+    assert np.asarray(x).tolist() == [12345.0, 12345.0]

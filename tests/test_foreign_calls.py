@@ -158,3 +158,17 @@ def _bases(array: np.ndarray) -> list[object]:
         chain.append(base)
         base = getattr(base, "base", None)
     return chain
+
+
+def test_an_array_a_foreign_kernel_returns_is_copied(tmp_path: Path) -> None:
+    kept = np.zeros(2, np.float32)
+
+    def hoard(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+        np.add(lhs, rhs, out=kept)
+        return kept
+
+    x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    with ft.use_registry(_python_provider(tmp_path, hoard)):
+        got = x + x
+    kept[...] = -1.0  # what the kernel does with its array later
+    assert np.asarray(got).tolist() == [2.0, 4.0]

@@ -17,20 +17,28 @@ but what its caller could write anyway, and that the commonest slips are caught 
 
 It cannot stop compiled code that writes a writable input (the caller's own tensor), writes far
 past `out`, crashes, hangs or keeps a pointer for later: the judge's and compare_backends'
-checked runs do that, in a separate process.
+checked runs do that, in a separate process (inside `checking`, `execute.run` hands such a plan
+to the checked runner instead). An array a kernel returns instead of writing `out` is copied,
+so the kernel keeps no handle on the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation, KernelStatusError
 from fueltensor.engine.planner import Plan
 from fueltensor.kernels import KernelFn
+
+if TYPE_CHECKING:
+    from fueltensor.core.tensor import FuelTensor
 
 GUARD_BYTES = 256
 """Bytes of pattern on each side of a foreign kernel's `out`."""
@@ -39,6 +47,28 @@ _GUARD = bytes([_PATTERN]) * (GUARD_BYTES + 4096)
 """The pattern, as long as a guard zone can be (GUARD_BYTES plus the largest alignment)."""
 _WRITE_WORDS = ("read-only", "WRITEABLE")
 """What NumPy's refusals of a write through a read-only array say."""
+
+
+Runner = Callable[[Plan, tuple["FuelTensor", ...]], "FuelTensor"]
+"""A checked run of a plan on its operands (`tools.checked`), as `execute.run` would give."""
+_RUNNER: ContextVar[Runner | None] = ContextVar("fueltensor_checked_runner", default=None)
+
+
+@contextmanager
+def checking(runner: Runner | None) -> Iterator[None]:
+    """Inside the block, every plan whose kernel fueltensor did not ship runs through `runner`
+    instead of a normal call (compare_backends: the default plan too runs checked); None: a
+    normal call again (the checked runner's own call of a Python kernel)."""
+    token = _RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        _RUNNER.reset(token)
+
+
+def runner() -> Runner | None:
+    """The checked runner of the enclosing `checking` block, or None."""
+    return _RUNNER.get()
 
 
 @cache

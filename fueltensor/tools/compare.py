@@ -464,10 +464,12 @@ def compare_backends(*names: str) -> Iterator[ComparisonReport]:
     (default: all contract providers) and record how their results differ.
 
     The block's code gets the default plan's result. Inside `use_backend`, only the providers
-    that policy allows are candidates.
+    that policy allows are candidates. A kernel fueltensor did not ship, the default one
+    included, runs checked (`tools.checked`): a fault is raised as KernelFault from the
+    operation, and the operands are only read.
     """
     reg = current_policy().registry
     allowed = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
     report = ComparisonReport(allowed)
-    with observe(_observer(report)):
+    with observe(_observer(report)), foreign.checking(checked.output):
         yield report
