@@ -275,15 +275,16 @@ def test_compare_backends_names_a_default_kernel_that_writes_its_input(
     doc = tmp_path / "cheap.md"
     register(library, "cheap-hostile", [("scribble_f32", "AddElementwise", "F32", 0)], doc)
     doc.write_text(doc.read_text().replace('"3 * n * 4"', '"n"'))  # cheaper: the default
-    x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    x = ft.asarray(np.arange(1.0, 9.0, dtype=np.float32))  # 32 bytes: no scalar's private copy
+    y = ft.asarray(np.full(8, 0.5, dtype=np.float32))
     reg = ft.Registry.from_paths([bundled_contracts_dir(), doc])
     with (
         ft.use_registry(reg),
         ft.compare_backends("cpu", "cheap-hostile"),
-        pytest.raises(KernelFault, match=r"wrote into an input; buffer lhs, bytes 1..7"),
+        pytest.raises(KernelFault, match=r"wrote into an input; buffer lhs, bytes 1..31"),
     ):
-        x + ft.asarray([3.0, 4.0], dtype=ft.float32)
-    assert np.asarray(x).tolist() == [1.0, 2.0]  # the default run was checked too
+        x + y
+    assert np.asarray(x).tolist() == list(range(1, 9))  # the default run was checked too
     with ft.use_registry(reg):
-        x + ft.asarray([3.0, 4.0], dtype=ft.float32)  # a normal call: writes what it is given
-    assert np.asarray(x).tolist() == [12345.0, 12345.0]
+        x + y  # a normal call: writes what it is given
+    assert np.asarray(x).tolist() == [12345.0] * 8

@@ -139,6 +139,10 @@ def test_method_matches_numpy(name: str) -> None:
 def test_methods_take_numpy_parameters_in_numpy_order() -> None:
     """Every method's parameters begin with the ndarray method's positional ones, in order
     (NumPy's keyword-only `where=` is not taken)."""
+    try:
+        inspect.signature(np.ndarray.sum)
+    except ValueError:  # NumPy 2.2 and before: ndarray's methods carry no text signature
+        pytest.skip(f"NumPy {np.__version__} gives ndarray's methods no signature to compare")
     for name, fn in vars(NdarrayMethods).items():
         if not callable(fn) or name.startswith("_"):
             continue

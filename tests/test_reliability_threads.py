@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import fueltensor as ft
+from fueltensor.engine.fast import FORM_MARKER
 
 CONTEXTS: tuple[str | None, ...] = (
     None,
@@ -170,6 +171,8 @@ def test_plan_caches_stay_consistent_after_concurrent_use(fine_switching: None) 
             allowed = allowed_providers(name)
             assert policy.plans, name
             for key, (plan, _planning, _fast) in list(policy.plans.items()):
+                if key[0] == FORM_MARKER:  # `x ** 3` (another test's) keyed by its form
+                    continue
                 assert key[0] == plan.op
                 assert key[1:] == tuple(x for o in plan.operands for x in (o.dtype, o.layout))
                 assert plan.kernel is None or plan.kernel.provider.name in allowed

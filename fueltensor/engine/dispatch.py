@@ -36,6 +36,7 @@ from fueltensor.engine.planner import (
 )
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
+from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
 
 Scalar = bool | int | float | complex
@@ -78,7 +79,8 @@ def _fast_entry(plan: Plan) -> object | None:
     a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
     neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
     Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
-    Cast), or an output that cannot exist (the Python path refuses it). A Cast makes the
+    Cast) nor a compiled provider's (`fast.foreign_entry`), or an output that cannot exist (the
+    Python path refuses it). A Cast makes the
     operand a dense tensor of its own shape, as `execute.prepare` does (the same `astype`
     call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment:
@@ -113,6 +115,8 @@ def _fast_entry(plan: Plan) -> object | None:
             *codes, *out, modes, offsets, needs, None, None, tuple(casts)
         )
         return native
+    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently
+        return fast.foreign_entry(_FAST_MODULE, plan, operands, kinds, tuple(casts))
     ufunc = _ORACLE.get(plan.fn) if plan.fn is not None else None
     if ufunc is None or any(o.dtype is not dt for o in operands):
         return None

@@ -22,6 +22,7 @@ from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import foreign
 from fueltensor.engine.planner import Plan, Step, StepKind
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
+from fueltensor.kernels.compiled import CompiledKernel
 
 HostFn = Callable[..., np.ndarray]
 _ARRAY = operator.attrgetter("_array")
@@ -135,6 +136,13 @@ def returned_problems(plan: Plan, got: np.ndarray, inputs: tuple[np.ndarray, ...
     if out.aliasing == "none" and any(np.may_share_memory(got, x) for x in inputs):
         problems.append("a buffer that aliases an input, its aliasing is none")
     return problems
+
+
+def raise_status(plan: Plan, status: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int) -> None:
+    """Raise the Python path's error for a nonzero `status` of `plan`'s compiled kernel, called
+    on buffers of these byte lengths (the fast path's entry calls this when its call fails)."""
+    assert isinstance(plan.fn, CompiledKernel)
+    raise foreign.failed(plan, plan.fn.status_error(status, lhs_bytes, rhs_bytes, out_bytes))
 
 
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -79,11 +79,21 @@ def bundled() -> frozenset[KernelFn]:
     return frozenset((*cpu.ENTRY_POINTS.values(), *reference.ENTRY_POINTS.values()))
 
 
+def private(array: np.ndarray) -> np.ndarray:
+    """A copy of `array`'s elements laid out as it is: its memory order kept, and a stride-0
+    axis still one (the copy holds the broadcast element once), so a kernel that refuses a
+    layout refuses the copy too."""
+    pairs = zip(array.shape, array.strides, strict=True)
+    one = tuple(slice(0, 1) if s == 0 and n > 1 else slice(None) for n, s in pairs)
+    compact = np.array(array[one], order="K", copy=True)
+    return compact if compact.shape == array.shape else np.broadcast_to(compact, array.shape)
+
+
 def sealed(array: np.ndarray) -> np.ndarray:
     """A read-only view of `array` over a read-only buffer, which no one can set writable;
-    a read-only `array` (memory fueltensor may share) is copied first."""
+    a read-only `array` (memory fueltensor may share) is a `private` copy first."""
     if not array.flags.writeable:
-        array = np.array(array, order="C", copy=True)
+        array = private(array)
     if array.flags.c_contiguous:  # through bytes: the buffer protocol has no bfloat16
         raw = array.reshape(-1).view(np.uint8).data.toreadonly()
         return np.frombuffer(raw, array.dtype).reshape(array.shape)
@@ -99,20 +109,39 @@ class Guarded:
     start: int
     out: np.ndarray
 
-    def overrun(self) -> str | None:
-        """Where the kernel wrote outside `out`, in bytes from its ends, or None."""
+    def overrun(self) -> tuple[int, tuple[int, int] | None] | None:
+        """Where the kernel wrote outside `out`: how far before its start the first changed
+        byte lies (0: none) and the first and last changed bytes past its end; None if none."""
         end = self.start + self.out.nbytes
         head, tail = self.raw[: self.start], self.raw[end:]
         if head.tobytes() == _GUARD[: head.size] and tail.tobytes() == _GUARD[: tail.size]:
             return None
-        before = np.flatnonzero(self.raw[: self.start] != _PATTERN)
-        after = np.flatnonzero(self.raw[end:] != _PATTERN)
-        said = []
-        if before.size:
-            said.append(f"{self.start - before[0]} bytes before its start")
-        if after.size:
-            said.append(f"bytes {after[0]}..{after[-1]} past its end")
-        return " and ".join(said)
+        before = np.flatnonzero(head != _PATTERN)
+        after = np.flatnonzero(tail != _PATTERN)
+        return (
+            int(self.start - before[0]) if before.size else 0,
+            (int(after[0]), int(after[-1])) if after.size else None,
+        )
+
+
+def outside(plan: Plan, before: int, after: tuple[int, int] | None) -> ContractViolation:
+    """The error for a write outside a foreign kernel's `out` (`before`: how far before its
+    start the first one lies, 0: none; `after`: the first and last bytes past its end)."""
+    assert plan.kernel is not None
+    source = plan.kernel.source
+    said = [f"{before} bytes before its start"] if before else []
+    said += [f"bytes {after[0]}..{after[1]} past its end"] if after is not None else []
+    return ContractViolation(
+        f"kernel {plan.kernel.name} ({source.path}:{source.line}) wrote outside `out` "
+        f"({plan.size * plan.out_dtype.itemsize} bytes): {' and '.join(said)}; nothing it "
+        "returned is used"
+    )
+
+
+def overrun_error(plan: Plan, before: int, after_first: int, after_last: int) -> NoReturn:
+    """Raise `outside`'s error: what the fast path's entry of a compiled provider's plan calls
+    when its guard zones changed (after_first -1: none past the end)."""
+    raise outside(plan, before, None if after_first < 0 else (after_first, after_last))
 
 
 def guarded(plan: Plan) -> Guarded:
@@ -128,6 +157,18 @@ def guarded(plan: Plan) -> Guarded:
     return Guarded(raw, start, out)
 
 
+def failed(plan: Plan, error: KernelStatusError) -> KernelStatusError:
+    """A compiled kernel's nonzero status, said with its contract's name and document line."""
+    assert plan.kernel is not None
+    source = plan.kernel.source
+    return KernelStatusError(
+        f"kernel {plan.kernel.name} ({source.path}:{source.line}) failed with status "
+        f"{error.status}: {error}; no output was produced",
+        status=error.status,
+        symbol=error.symbol,
+    )
+
+
 def call(plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...]) -> tuple[object, np.ndarray]:
     """Call a provider's kernel on sealed inputs and a guarded `out`: (what it returned, out).
     ContractViolation for a write into an input or outside out; KernelStatusError said with the
@@ -140,11 +181,7 @@ def call(plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...]) -> tuple[obje
     try:
         got = run(*map(sealed, arrays), *plan.params, out=box.out)
     except KernelStatusError as e:
-        raise KernelStatusError(
-            f"{kernel} failed with status {e.status}: {e}; no output was produced",
-            status=e.status,
-            symbol=e.symbol,
-        ) from None
+        raise failed(plan, e) from None
     except ValueError as e:
         if not any(w in str(e) for w in _WRITE_WORDS):
             raise
@@ -153,8 +190,5 @@ def call(plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...]) -> tuple[obje
         ) from e
     where = box.overrun()
     if where is not None:
-        raise ContractViolation(
-            f"{kernel} wrote outside `out` ({box.out.nbytes} bytes): {where}; "
-            "nothing it returned is used"
-        )
+        raise outside(plan, *where)
     return got, box.out

@@ -5,6 +5,7 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 ALIGNMENT: int
+GUARD_BYTES: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
 AS_IS: int
 """An entry's mode: the operand's own dense elements are read."""
@@ -84,6 +85,31 @@ def entry(
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
     None for an oracle plan where NumPy's error state cannot be set from C. `params` is a
     `_native.POWI_OP` kernel's (k,), k in i32 (none for any other kernel)."""
+
+def foreign_entry(
+    address: int,
+    failure: Callable[[int, int, int, int], None],
+    overrun: Callable[[int, int, int], None],
+    out_dtype: Any,
+    out_layout: Any,
+    np_dtype: Any,
+    shape: tuple[int, ...],
+    modes: tuple[int, ...],
+    offsets: tuple[int, ...],
+    needs: tuple[int, ...],
+    casts: tuple[tuple[Any, Any, Any] | None, ...],
+    /,
+) -> object | None:
+    """What `binary` runs for a cached plan of a compiled provider's kernel, the function at
+    `address` (see `engine.fast.foreign_entry`): each operand read AS_IS (`needs` elements from
+    its offset) or DENSIFY (its dense copy, broadcast to `shape` when its need is the output's
+    count); `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises a nonzero status,
+    `overrun(before, after_first, after_last)` a write in the guard zones around its output."""
+
+def byte_call(address: int, lhs: Any, rhs: Any, out: Any, /) -> int:
+    """The status of the compiled kernel at `address` (the FKC byte-kernel C ABI) called on
+    three C-contiguous arrays, `out` writable: inputs of at most 16 bytes as private copies,
+    the GIL released from `GIL_FREE_FROM` output elements, the caller's FP flags kept."""
 
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""

@@ -22,19 +22,12 @@ them its own copies and compares their bytes after each call.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
-import time
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, Final, cast
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -46,8 +39,9 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.tools import checked_worker as wire
+from fueltensor.tools.checked_process import POOL, Died, Hung
+from fueltensor.tools.timing import HARNESS, Timing, batch_size, rounds_for, time_one
 
-WORKER: Final = Path(wire.__file__)
 TIMEOUT: Final = 60.0
 """Seconds a call may take before the kernel is declared hung (a judge's largest probe takes
 milliseconds; the bound is for a kernel that never returns)."""
@@ -83,101 +77,6 @@ class KernelFault(ContractViolation):
     def __init__(self, finding: Finding) -> None:
         super().__init__(str(finding))
         self.finding = finding
-
-
-class _Died(Exception):
-    """The worker process ended during a request."""
-
-    def __init__(self, code: int | None, said: str) -> None:
-        super().__init__(code, said)
-        self.code, self.said = code, said
-
-
-class _Hung(Exception):
-    """The worker gave no answer in time (it has been killed)."""
-
-
-class _Process:
-    """One worker process, its socket and the file that collects what it prints."""
-
-    def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        self.log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by finish)
-        self.popen = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(WORKER), str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=self.log,
-        )
-        theirs.close()
-        self.channel = ours
-        self.loaded: set[str] = set()
-        self.mark = 0
-        self.finished: tuple[int | None, str] | None = None
-
-    def request(
-        self, header: dict[str, Any], payload: bytes, timeout: float, most: int
-    ) -> tuple[dict[str, Any], bytes]:
-        """Send one request and take its answer (at most `most` payload bytes); _Hung or _Died
-        (the process is then finished)."""
-        self.mark = self.log.seek(0, 2)
-        self.channel.settimeout(timeout)
-        try:
-            wire.send(self.channel, header, payload)
-            answer = wire.receive(self.channel, max_payload=most)
-        except TimeoutError:
-            self.popen.kill()
-            self.finish()
-            raise _Hung from None
-        except (OSError, ValueError):
-            answer = None
-        if answer is None:
-            raise _Died(*self.finish())
-        return answer
-
-    def finish(self) -> tuple[int | None, str]:
-        """End the process (killed if it does not end by itself once its socket closes): its
-        exit status and the last lines it printed during the last request."""
-        if self.finished is not None:
-            return self.finished
-        self.channel.close()
-        try:
-            code = self.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            code = self.popen.wait()
-        self.log.seek(self.mark)
-        lines = self.log.read()[-2000:].decode(errors="replace").strip().splitlines()
-        self.log.close()
-        self.finished = code, " / ".join(lines[-4:])
-        return self.finished
-
-
-class _Pool:
-    """The worker of this process: started on first use, started again after it dies, finished
-    when the process exits."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.process: _Process | None = None
-        atexit.register(self.drop)
-
-    def take(self) -> _Process:
-        """A live worker."""
-        if self.process is None or self.process.popen.poll() is not None:
-            self.drop()
-            self.process = _Process()
-        return self.process
-
-    def drop(self) -> None:
-        """Finish the worker, if there is one (after it died or hung, or at exit)."""
-        if self.process is not None:
-            self.process.finish()
-        self.process = None
-
-
-_POOL = _Pool()
 
 
 def applies(fn: object) -> bool:
@@ -253,9 +152,9 @@ def _ask(
     c: _Call, fill: int, writable: Sequence[bool], repeat: int, timeout: float
 ) -> tuple[dict[str, Any], bytes]:
     """One request to the worker (the library loaded there first; `writable`: which inputs are
-    on writable pages); _Died or _Hung."""
-    with _POOL.lock:
-        process = _POOL.take()
+    on writable pages); Died or Hung."""
+    with POOL.lock:
+        process = POOL.take()
         kernel = cast(CompiledKernel, c.kernel)
         key = f"{kernel.loaded.sha256}:{kernel.symbol}"
         try:
@@ -278,11 +177,11 @@ def _ask(
             }
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
             answer, out = process.request(header, payload, timeout, c.out_bytes)
-        except (_Died, _Hung):
-            _POOL.drop()
+        except (Died, Hung):
+            POOL.drop()
             raise
         if "error" not in answer and not _well_formed(answer, len(c.inputs)):
-            _POOL.drop()
+            POOL.drop()
             raise c.finding("worker", "the worker's answer is malformed (written by the kernel?)")
     return answer, out
 
@@ -334,9 +233,9 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
     run again on writable inputs to say what it wrote)."""
     try:
         answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)
-    except _Hung:
+    except Hung:
         raise c.finding("hang", f"no answer within {timeout:g} s; the worker was killed") from None
-    except _Died as died:
+    except Died as died:
         raise _diagnosed(c, died, fill, timeout) from None
     if "error" in answer:
         raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
@@ -355,7 +254,7 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
     return out
 
 
-def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
+def _diagnosed(c: _Call, died: Died, fill: int, timeout: float) -> KernelFault:
     """The finding for a worker that died: the signal, what it printed, and what runs with
     writable inputs show (all of them: the bytes it wrote; one at a time: which input it wrote
     when it wrote back the bytes an input held)."""
@@ -368,7 +267,7 @@ def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
     everything = [True] * len(c.inputs)
     try:
         answer, _ = _ask(c, fill, everything, 1, timeout)
-    except (_Died, _Hung):
+    except (Died, Hung):
         detail = "with writable inputs it dies again: an access outside every buffer and its zones"
         return c.finding("crash", f"{how}; {detail}")
     if "error" in answer:
@@ -382,7 +281,7 @@ def _diagnosed(c: _Call, died: _Died, fill: int, timeout: float) -> KernelFault:
     for i, name in enumerate(c.names()[:-1]):
         try:
             _ask(c, fill, [k == i for k in range(len(c.inputs))], 1, timeout)
-        except (_Died, _Hung):
+        except (Died, Hung):
             continue
         detail = f"{how}, inputs on read-only pages; it wrote into an input (the bytes it held)"
         return c.finding("crash", detail, name)
@@ -422,66 +321,94 @@ def call(
     return result
 
 
-def seconds_per_call(
+def _batch_seconds(c: _Call, calls: int, timeout: float) -> float:
+    """Seconds per call of one batch of `calls` calls in the worker; KernelFault as `call`."""
+    try:
+        answer, _ = _ask(c, FILLS[0], [False] * len(c.inputs), calls, timeout)
+    except Hung:
+        raise c.finding("hang", f"no answer within {timeout:g} s; killed") from None
+    except Died as died:
+        raise _diagnosed(c, died, FILLS[0], timeout) from None
+    if "error" in answer:
+        raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
+    _spills(c, answer)
+    return float(answer["seconds"])
+
+
+def timing_of(
     kernel: CompiledKernel,
     contract: KernelContract,
     inputs: Sequence[np.ndarray],
     out_shape: tuple[int, ...],
     out_dtype: np.dtype[Any],
-    calls: int,
-    repeats: int = 3,
     timeout: float = TIMEOUT,
-) -> float:
-    """The best over `repeats` batches of `calls` calls of the seconds per call, timed in the
-    worker on fenced buffers; KernelFault as `call`."""
+) -> Timing:
+    """The kernel timed as `tools.timing` times every candidate (a warm-up batch, batches
+    lasting `sample_seconds`, rounds within the budget, the median), in the worker on fenced
+    buffers; KernelFault as `call`."""
     c = _Call(kernel, contract, tuple(inputs), tuple(out_shape), np.dtype(out_dtype), "timing")
-    best = float("inf")
-    for _ in range(repeats):
-        try:
-            answer, _ = _ask(c, FILLS[0], [False] * len(c.inputs), calls, timeout)
-        except _Hung:
-            raise c.finding("hang", f"no answer within {timeout:g} s; killed") from None
-        except _Died as died:
-            raise _diagnosed(c, died, FILLS[0], timeout) from None
-        _spills(c, answer)
-        best = min(best, float(answer["seconds"]))
-    return best
+    once = _batch_seconds(c, HARNESS.warmup, timeout)
+    batch = batch_size(once)
+    rounds = rounds_for(batch * once)
+    samples = [_batch_seconds(c, batch, timeout) for _ in range(rounds)]
+    return Timing(statistics.median(samples), batch * rounds, rounds, batch, HARNESS.warmup)
 
 
-def run(plan: Plan, tensors: tuple[FuelTensor, ...], repeats: int = 3) -> tuple[FuelTensor, float]:
-    """compare_backends' run of a plan whose kernel fueltensor did not ship: its output and the
-    best seconds of `repeats` calls. A compiled kernel runs in the worker (`call`); a Python
-    kernel runs on private copies of the tensors, whose bytes are compared after each call.
-    KernelFault for any fault; `tensors` are only read."""
+def _prepared(plan: Plan, tensors: tuple[FuelTensor, ...]) -> list[np.ndarray]:
+    """The buffers `execute.run` would hand the plan's kernel (fresh temporaries, never the
+    scratch buffer)."""
+    return [
+        execute.prepare(t._array, steps, scratch=False) if steps else t._array
+        for t, steps in zip(tensors, plan.prep, strict=True)
+    ]
+
+
+def _on_copies(plan: Plan, tensors: tuple[FuelTensor, ...]) -> FuelTensor:
+    """A normal call of a Python kernel on private copies of `tensors`, whose bytes are then
+    compared with the originals: KernelFault (`input write`) for a changed one."""
     fn, contract = plan.fn, plan.kernel
     assert fn is not None and contract is not None
-    probe = f"{plan.op} in compare_backends"
-    if isinstance(fn, CompiledKernel):
-        arrays = [
-            execute.prepare(t._array, steps, scratch=False) if steps else t._array
-            for t, steps in zip(tensors, plan.prep, strict=True)
-        ]
-        shape, dtype = plan.out_shape, plan.out_dtype.np
-        out = call(fn, contract, arrays, shape, dtype, probe)
-        seconds = seconds_per_call(fn, contract, arrays, shape, dtype, 1, repeats)
-        return FuelTensor._from_dense(out, plan.out_dtype), seconds
-    c = _Call(
-        fn, contract, tuple(t._array for t in tensors), plan.out_shape, plan.out_dtype.np, probe
-    )
     copies = tuple(FuelTensor._from_dense(np.array(t._array, order="C")) for t in tensors)
-    times, results = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        with foreign.checking(None):  # a normal call, on the copies
-            results.append(execute.run(plan, copies))
-        times.append(time.perf_counter() - start)
-        for name, mine, theirs in zip(c.names(), copies, tensors, strict=False):
-            span = wire.changed_range(theirs._array.tobytes(), mine._array.tobytes())
-            if span is not None:
-                raise c.finding("input write", "wrote into an input (a private copy)", name, span)
-    return results[0], min(times)
+    with foreign.checking(None):  # a normal call, on the copies
+        result = execute.run(plan, copies)
+    c = _Call(
+        fn,
+        contract,
+        tuple(t._array for t in tensors),
+        plan.out_shape,
+        plan.out_dtype.np,
+        f"{plan.op} in compare_backends",
+    )
+    for name, mine, theirs in zip(c.names(), copies, tensors, strict=False):
+        span = wire.changed_range(theirs._array.tobytes(), mine._array.tobytes())
+        if span is not None:
+            raise c.finding("input write", "wrote into an input (a private copy)", name, span)
+    return result
 
 
 def output(plan: Plan, tensors: tuple[FuelTensor, ...]) -> FuelTensor:
-    """`run`'s output alone: the checked runner compare_backends installs (`foreign.checking`)."""
-    return run(plan, tensors, repeats=1)[0]
+    """compare_backends' run of a plan whose kernel fueltensor did not ship (the runner it
+    installs with `foreign.checking`): a compiled kernel in the worker (`call`), a Python one
+    on private copies compared after the call. KernelFault for any fault; `tensors` are only
+    read."""
+    fn, contract = plan.fn, plan.kernel
+    assert fn is not None and contract is not None
+    if not isinstance(fn, CompiledKernel):
+        return _on_copies(plan, tensors)
+    probe = f"{plan.op} in compare_backends"
+    arrays = _prepared(plan, tensors)
+    out = call(fn, contract, arrays, plan.out_shape, plan.out_dtype.np, probe)
+    return FuelTensor._from_dense(out, plan.out_dtype)
+
+
+def timing(plan: Plan, tensors: tuple[FuelTensor, ...]) -> Timing:
+    """compare_backends' timing of such a plan, as `tools.timing` times the others: a compiled
+    kernel in the worker (`timing_of`), a Python one on private copies."""
+    fn, contract = plan.fn, plan.kernel
+    assert fn is not None and contract is not None
+    if isinstance(fn, CompiledKernel):
+        arrays = _prepared(plan, tensors)
+        return timing_of(fn, contract, arrays, plan.out_shape, plan.out_dtype.np)
+    copies = tuple(FuelTensor._from_dense(np.array(t._array, order="C")) for t in tensors)
+    with foreign.checking(None):
+        return time_one(lambda: execute.run(plan, copies))

@@ -11,7 +11,8 @@ from fueltensor.core.dtypes import DType
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry
-from fueltensor.tools.judge.audit import Settings, audit, copy_bandwidth
+from fueltensor.tools.judge.audit import Settings, audit
+from fueltensor.tools.judge.calls import copy_bandwidth
 from fueltensor.tools.judge.report import JudgeReport
 
 

@@ -18,6 +18,14 @@ static PyMethodDef methods[] = {
     {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
      "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
      "steps, casts): what binary runs for a cached plan (an opaque object), or None."},
+    {"foreign_entry", (PyCFunction)(void (*)(void))foreign_entry, METH_FASTCALL,
+     "foreign_entry(address, failure, out_dtype, out_layout, np_dtype, shape, modes, offsets, "
+     "needs, casts): what binary runs for a cached plan of a compiled provider's kernel (an "
+     "opaque object), or None."},
+    {"byte_call", (PyCFunction)(void (*)(void))byte_call, METH_FASTCALL,
+     "byte_call(address, lhs, rhs, out) -> int: the status of the compiled kernel at address "
+     "called on three C-contiguous arrays (inputs of at most 16 bytes as private copies, the "
+     "GIL released from GIL_FREE_FROM output elements)."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,
@@ -117,7 +125,7 @@ static int add_constants(PyObject *module) {
                 {"REPEAT", REPEAT},       {"FORWARD", FORWARD},     {"REFLECTED", REFLECTED},
                 {"INPLACE", INPLACE},     {"HOST", HOST},           {"METHOD", METHOD},
                 {"REDUCE", REDUCE},       {"STATISTIC", STATISTIC}, {"CAST", CAST},
-                {"MATMUL", MATMUL}};
+                {"MATMUL", MATMUL},       {"GUARD_BYTES", GUARD_BYTES}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (PyModule_AddIntConstant(module, ints[k].name, ints[k].value) < 0) return -1;
     PyObject *core = field_names(CORE_FIELDS, N_CORE);
