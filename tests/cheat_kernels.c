@@ -29,19 +29,20 @@
 static uint32_t f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 static float f32_from(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 
-/* f32 -> bf16, nearest-even; a NaN keeps its sign and top payload bits, quieted. */
+/* f32 -> bf16, nearest-even; a NaN keeps its sign and top payload bits as they are (quiet
+ * already when arithmetic made it; a selected operand's bits unchanged, as the contracts say). */
 static uint16_t bf16_narrow(float x) {
     uint32_t u = f32_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 static float bf16_widen(uint16_t h) { return f32_from((uint32_t)h << 16); }
 
-/* f32 -> f16, nearest-even, subnormals included; a NaN keeps its top payload bits, quieted. */
+/* f32 -> f16, nearest-even, subnormals included; a NaN keeps its top payload bits as they are. */
 static uint16_t f16_narrow(float x) {
     uint32_t u = f32_bits(x), a = u & 0x7fffffffu;
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7c00u | ((a >> 13) & 0x3ffu));
     if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
     if (a < 0x38800000u) { /* below 2^-14: a multiple of 2^-24, rounded to an integer */
         volatile float scaled = f32_from(a) * 0x1p24f + 0x1p23f;
