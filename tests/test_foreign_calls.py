@@ -12,7 +12,7 @@ import pytest
 from _cheats import build, register
 
 import fueltensor as ft
-from fueltensor.engine import execute, foreign
+from fueltensor.engine import dispatch, execute, foreign
 from fueltensor.registry import bundled_contracts_dir
 
 PROVIDER = "foreign-calls"
@@ -178,3 +178,37 @@ def test_the_fast_path_guards_as_many_bytes_as_the_python_path() -> None:
     fast = pytest.importorskip("fueltensor.ext._fast")
     assert fast.GUARD_BYTES == foreign.GUARD_BYTES
 
+
+def test_the_fast_path_hands_a_foreign_kernel_nothing_shared(
+    only: Callable[[str], ft.Registry],
+) -> None:
+    # The cached plan's FOREIGN entry (`_fast.foreign_entry`) serves these calls: read-only
+    # memory over 16 bytes reaches the kernel as a copy, its `out` is never a kept block (which
+    # later outputs reuse) and a write past it is named, as on the Python path.
+    if dispatch._FAST_MODULE is None:
+        pytest.skip("the compiled fast path is not built here")
+    frozen = bytes(np.arange(8, dtype=np.float32).tobytes())
+    t = ft.asarray(np.frombuffer(frozen, np.float32))
+    large = ft.asarray(np.ones(1 << 17, np.float32))  # 512 KiB: kept blocks serve this size
+    fast = dispatch._FAST
+    with ft.use_registry(only("scribble_f32")), ft.use_backend(PROVIDER):
+        t + t  # plans the call
+        got = fast("add", t, t)
+        assert got is not None and np.asarray(got).tolist() == [12345.0] * 8
+        large + large
+        made = fast("add", large, large)
+        assert made is not None
+        owners = [type(b).__name__ for b in _bases(made._array)]
+        assert "Block" not in owners, owners
+    assert np.frombuffer(frozen, np.float32).tolist() == list(range(8))
+    assert float(large[0]) == 12345.0  # the caller's writable tensor: a normal call cannot stop it
+    x = ft.asarray([1.0, 2.0, 3.0], dtype=ft.float32)
+    reg = only("overrun_f32")
+    source = reg["overrun_f32"].source
+    with ft.use_registry(reg), ft.use_backend(PROVIDER):
+        with pytest.raises(ft.ContractViolation):
+            x + x  # plans the call
+        for _ in range(50):
+            with pytest.raises(ft.ContractViolation, match=r"bytes 0\.\.63 past its end") as info:
+                fast("add", x, x)
+    assert f"kernel overrun_f32 ({source.path}:{source.line})" in str(info.value)
