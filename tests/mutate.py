@@ -907,6 +907,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "on the fast path a compiled provider's kernel writes read-only memory it was handed",
     ),
     M(
+        "fast-foreign-kept-blocks",
+        FAST_SRC + "run.c",
+        "        e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(descr, e->count);",
+        "        aligned_array(descr, e->count);",
+        FOREIGN_TESTS,
+        "on the fast path a compiled provider's out is a kept block, without guard zones",
+    ),
+    M(
         "checked-one-fill",
         CHECKED,
         "FILLS: Final = (0xA5, 0x5A)",

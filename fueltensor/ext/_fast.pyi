@@ -5,8 +5,10 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 ALIGNMENT: int
-GUARD_BYTES: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
+GUARD_BYTES: int
+"""The bytes of guard pattern on each side of a compiled provider's fresh output on the fast
+path, read after its call."""
 AS_IS: int
 """An entry's mode: the operand's own dense elements are read."""
 DENSIFY: int
