@@ -8,11 +8,12 @@ functions transcribed), applied in bulk as the equivalent element strides over e
 (`broadcast_src_view`: 0 where a dim stretches). Arithmetic is in the operand type: NumPy's
 own loops for F32/F64, and for BF16/F16 the half type's own arithmetic (ml_dtypes' bfloat16
 ufunc loops, NumPy's float16 loops), never the CPU kernels' widen-compute-narrow chassis.
-A half-type NaN result is then made as the seeds' arithmetic makes it (the `half` crate computes
-through f32), by this module's own code (`half_nans`): the lhs NaN first, else the rhs NaN,
-quieted; a NaN made from two numbers is this machine's f32 invalid-operation NaN; narrowed
-keeping the high bits, as `half`'s from_f32 does. F32/F64 NaNs are whichever NaN NumPy's loops
-give: the contract says NaN passes through, not which payload survives a NaN pair.
+A NaN result is then made as the seeds' arithmetic makes it (Rust's `a op b` on x86, and the
+`half` crate computing through f32), by this module's own code (`nans`): the lhs NaN first,
+else the rhs NaN, quieted; a NaN made from two numbers is this machine's invalid-operation NaN
+(for a half type the f32 one, narrowed keeping the high bits, as `half`'s from_f32 does). So no
+NaN's bits depend on which loop NumPy runs: NumPy 2.2's F32/F64 add hands back the rhs NaN of a
+NaN pair where 2.4's hands back the lhs one.
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ _HALF: Final[dict[np.dtype[Any], tuple[int, int]]] = {
 }
 """Per half type: its all-ones exponent field and its quiet bit."""
 
+_WIDE: Final[dict[np.dtype[Any], tuple[int, int]]] = {
+    np.dtype(np.float32): (0x7F800000, 0x00400000),
+    np.dtype(np.float64): (0x7FF0000000000000, 0x0008000000000000),
+}
+"""Per hardware float type: its all-ones exponent field and its quiet bit."""
+
 
 def narrow_nan(bits: int, dtype: np.dtype[Any]) -> int:
     """`half`'s from_f32 of the f32 NaN `bits`: sign and high payload bits kept, quiet bit set."""
@@ -131,33 +138,34 @@ with np.errstate(invalid="ignore"):
 """This machine's f32 invalid-operation NaN (x86: 0xffc00000), what inf - inf gives in f32."""
 
 
-def half_nans(lhs: Array, rhs: Array, out: Array) -> None:
-    """Redo `out`'s NaN lanes as the seeds' half arithmetic (through f32) gives them: the lhs
-    NaN if lhs is one, else the rhs NaN, quieted; else the f32 invalid-operation NaN, narrowed.
-    `lhs` and `rhs` have `out`'s shape (the broadcast views)."""
-    inf, quiet = _HALF[out.dtype]
-    got = out.view(np.uint16)
-    magnitude = got & 0x7FFF
+def nans(lhs: Array, rhs: Array, out: Array) -> None:
+    """Redo `out`'s NaN lanes as the seeds' arithmetic gives them: the lhs NaN if lhs is one,
+    else the rhs NaN, quieted; else the invalid-operation NaN (the ufunc's own for F32/F64, the
+    f32 one narrowed for a half type). `lhs` and `rhs` have `out`'s shape (the broadcast views)."""
+    half = out.dtype in _HALF
+    inf, quiet = _HALF[out.dtype] if half else _WIDE[out.dtype]
+    word = np.dtype(f"u{out.itemsize}")
+    mask, quiet_bit = word.type((1 << (8 * out.itemsize - 1)) - 1), word.type(quiet)
+    got = out.view(word)
+    magnitude = got & mask
     if int(magnitude.max(initial=0)) <= inf:  # no NaN: one reduction, no mask
         return
     nan = magnitude > inf
-    a, b = lhs.view(np.uint16)[nan], rhs.view(np.uint16)[nan]
-    made = narrow_nan(_INVALID, out.dtype)
+    a, b = lhs.view(word)[nan], rhs.view(word)[nan]
+    made = word.type(narrow_nan(_INVALID, out.dtype)) if half else got[nan]
     got[nan] = np.where(
-        (a & 0x7FFF) > inf, a | quiet, np.where((b & 0x7FFF) > inf, b | quiet, made)
+        (a & mask) > inf, a | quiet_bit, np.where((b & mask) > inf, b | quiet_bit, made)
     )
 
 
 @cache
 def in_type(ufunc: np.ufunc, dtype: np.dtype[Any]) -> Callable[..., object]:
     """The call `call(lhs, rhs, out=out)` the oracle makes on its broadcast views for `dtype`:
-    the ufunc itself, and for a half type the ufunc followed by `half_nans`."""
-    if dtype not in _HALF:
-        return ufunc
+    the ufunc, then `nans` (the seeds' NaN rule, whatever loop the ufunc ran)."""
 
     def call(lhs: Array, rhs: Array, *, out: Array) -> None:
         ufunc(lhs, rhs, out=out)
-        half_nans(lhs, rhs, out)
+        nans(lhs, rhs, out)
 
     return call
 
@@ -203,8 +211,8 @@ __all__ = [
     "broadcast_shape",
     "broadcast_src_flat",
     "broadcast_src_view",
-    "half_nans",
     "in_type",
+    "nans",
     "narrow_nan",
     "row_major_strides",
     "src_strides",
