@@ -910,8 +910,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "fast-foreign-kept-blocks",
         FAST_SRC + "run.c",
-        "        e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(descr, e->count);",
-        "        aligned_array(descr, e->count);",
+        "e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(",
+        "e->kind == FOREIGN ? aligned_array(descr, e->count) : aligned_array(",
         FOREIGN_TESTS,
         "on the fast path a compiled provider's out is a kept block, without guard zones",
     ),
