@@ -85,8 +85,10 @@ with the shortcut off otherwise (no cached verdict applies: a verdict is keyed o
 extension's bytes)."""
 POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
 JUDGE = "fueltensor/tools/judge/audit.py"
+JUDGE_CALLS = "fueltensor/tools/judge/calls.py"
 JUDGE_REPORT = "fueltensor/tools/judge/report.py"
 COMPARE = "fueltensor/tools/compare.py"
+SELECTION = "fueltensor/tools/selection.py"
 TIMING = "fueltensor/tools/timing.py"
 TESTING_FORMATS = "fueltensor/testing/formats.py"
 TESTING_VALUES = "fueltensor/testing/values.py"
@@ -98,6 +100,14 @@ DISPATCH = "fueltensor/engine/dispatch.py"
 EXECUTE = "fueltensor/engine/execute.py"
 STORAGE = "fueltensor/core/storage.py"
 CLUSTER = "fueltensor/tools/cluster.py"
+FOREIGN = "fueltensor/engine/foreign.py"
+CHECKED = "fueltensor/tools/checked.py"
+CHECKED_WORKER = "fueltensor/tools/checked_worker.py"
+LIBRARIES = "fueltensor/kernels/libraries.py"
+BOUNDS = "fueltensor/fkc/bounds.py"
+PICKLED = "fueltensor/core/pickled.py"
+FOREIGN_TESTS = ("tests/test_foreign_calls.py",)
+CHECKED_TESTS = ("tests/test_checked_runs.py",)
 FP_STATUS_TESTS = ("tests/test_fp_status.py",)
 THREAD_TESTS = ("tests/test_threads.py",)
 STREAM_TESTS = ("tests/test_streaming.py",)
@@ -588,8 +598,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "schema-negative-rank",
         SCHEMA,
-        "or rank < 0)",
-        "or rank < -1)",
+        "not 0 <= rank <= bounds.MAX_RANK",
+        "not -1 <= rank <= bounds.MAX_RANK",
         SCHEMA_TESTS,
         "`rank: -1` loads",
     ),
@@ -604,8 +614,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "schema-integer-minimum",
         SCHEMA,
-        "or value < minimum:",
-        "or value < minimum - 1:",
+        "not minimum <= value <= maximum",
+        "not minimum - 1 <= value <= maximum",
         SCHEMA_TESTS,
         "`access_granularity_bits: 0` loads",
     ),
@@ -821,6 +831,196 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPILED_TESTS,
         "a compiled kernel's nonzero status (its Err) is ignored and its output returned",
     ),
+    # -- issue 35: foreign calls, checked runs, contract bounds, pickled tensors ---------------
+    M(
+        "foreign-shared-input-not-copied",
+        FOREIGN,
+        "    if not array.flags.writeable:\n",
+        "    if False:\n",
+        FOREIGN_TESTS,
+        "a read-only input (a cached scalar, immutable memory) reaches a foreign kernel as is",
+    ),
+    M(
+        "foreign-inputs-writable-again",
+        FOREIGN,
+        "raw = array.reshape(-1).view(np.uint8).data.toreadonly()",
+        "raw = array.reshape(-1).view(np.uint8).data",
+        FOREIGN_TESTS,
+        "a Python kernel can set its inputs writable again and rewrite the caller's tensor",
+    ),
+    M(
+        "foreign-guard-unchecked",
+        FOREIGN,
+        "    if where is not None:\n",
+        "    if False:\n",
+        FOREIGN_TESTS,
+        "a write just past a foreign kernel's out goes unreported",
+    ),
+    M(
+        "foreign-kept-blocks",
+        EXECUTE,
+        "    if ours:\n",
+        "    if True:\n",
+        FOREIGN_TESTS,
+        "a foreign kernel's out is one of the allocator's kept blocks, without guard zones",
+    ),
+    M(
+        "foreign-scratch-shared",
+        EXECUTE,
+        "prepare(t._array, steps, ours) if steps else t._array",
+        "prepare(t._array, steps) if steps else t._array",
+        FOREIGN_TESTS,
+        "a foreign kernel's Contiguize input is the per-thread scratch buffer",
+    ),
+    M(
+        "foreign-default-unchecked-in-compare",
+        EXECUTE,
+        "    if checked is not None:\n",
+        "    if False:\n",
+        CHECKED_TESTS,
+        "inside compare_backends the default plan's foreign kernel runs on the caller's tensors",
+    ),
+    M(
+        "foreign-returned-array-kept",
+        EXECUTE,
+        'out = out if ours else np.array(out, order="C", copy=True)',
+        "out = out",
+        FOREIGN_TESTS,
+        "a foreign kernel keeps a handle on the result it returned",
+    ),
+    M(
+        "checked-rewrite-unnamed",
+        CHECKED,
+        "    for i, name in enumerate(c.names()[:-1]):\n",
+        "    for i, name in enumerate(c.names()[:0]):\n",
+        CHECKED_TESTS,
+        "a crash from writing an input's own bytes back is not traced to the input",
+    ),
+    M(
+        "fast-foreign-guards-unread",
+        FAST_SRC + "foreign.c",
+        "                      : check_guards(e->overrun, out, out_bytes) == 0 ? 1 : -1;",
+        "                      : 1;",
+        FOREIGN_TESTS,
+        "a write just past a compiled provider's out on the fast path goes unreported",
+    ),
+    M(
+        "fast-foreign-read-only-shared",
+        FAST_SRC + "foreign.c",
+        "        if (e->mode[k] == AS_IS) src[k] = writable_source(",
+        "        if (0) src[k] = writable_source(",
+        FOREIGN_TESTS,
+        "on the fast path a compiled provider's kernel writes read-only memory it was handed",
+    ),
+    M(
+        "fast-foreign-kept-blocks",
+        FAST_SRC + "run.c",
+        "e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(",
+        "e->kind == FOREIGN ? aligned_array(descr, e->count) : aligned_array(",
+        FOREIGN_TESTS,
+        "on the fast path a compiled provider's out is a kept block, without guard zones",
+    ),
+    M(
+        "checked-one-fill",
+        CHECKED,
+        "FILLS: Final = (0xA5, 0x5A)",
+        "FILLS: Final = (0xA5, 0xA5)",
+        CHECKED_TESTS,
+        "out is poisoned twice with the same pattern: an unwritten output goes unseen",
+    ),
+    M(
+        "checked-inputs-writable",
+        CHECKED,
+        "        answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)",
+        "        answer, out = _ask(c, fill, [True] * len(c.inputs), 1, timeout)",
+        CHECKED_TESTS,
+        "a checked run's inputs are on writable pages (a write is found later, not stopped)",
+    ),
+    M(
+        "checked-zones-unread",
+        CHECKED_WORKER,
+        "found[side] = None if changed is None else [lo + c - self.start for c in changed]",
+        "found[side] = None",
+        CHECKED_TESTS,
+        "the worker reports no write into the zones around a buffer",
+    ),
+    M(
+        "checked-judge-in-process",
+        JUDGE_CALLS,
+        "    if checked.applies(fn):\n        assert plan.kernel is not None\n        shape",
+        "    if False:\n        assert plan.kernel is not None\n        shape",
+        (
+            "tests/test_checked_runs.py::test_the_judge_survives_every_hostile_kernel_and_names_each",
+        ),
+        "the judge calls compiled kernels in its own process (and dies with them)",
+    ),
+    M(
+        "checked-compare-in-process",
+        COMPARE,
+        "    with observe(_observer(report, selection)), foreign.checking(checked.output):",
+        "    with observe(_observer(report, selection)):",
+        ("tests/test_checked_runs.py",),
+        "compare_backends runs a foreign kernel on the caller's tensors in its own process",
+    ),
+    M(
+        "judge-same-inputs-only",
+        JUDGE,
+        "    other = [np.roll(x, i + 1) for i, x in enumerate(operands)]",
+        "    other = list(operands)",
+        (
+            "tests/test_cheat_catalogue.py::test_the_judge_fails_every_cheat_and_passes_the_honest_kernel[f32]",
+        ),
+        "a kernel answering from a cache of earlier inputs passes the judge",
+    ),
+    M(
+        "library-loaded-by-path",
+        LIBRARIES,
+        "    digest = hashlib.sha256(data).hexdigest()",
+        "    digest = hashlib.sha256(bytes(source)).hexdigest()",
+        ("tests/test_library_reload.py",),
+        "a library rebuilt at the same path keeps running its first build",
+    ),
+    M(
+        "compiled-symbol-nul",
+        COMPILED,
+        "    if nul:\n",
+        "    if False:\n",
+        ("tests/test_hostile_inputs.py",),
+        "a C symbol name with a NUL resolves to the part before it",
+    ),
+    M(
+        "schema-alignment-unbounded",
+        SCHEMA,
+        'c["alignment_bytes"], "caps.alignment_bytes", 1, bounds.MAX_ALIGNMENT_BYTES',
+        'c["alignment_bytes"], "caps.alignment_bytes", 1, 2**63 - 1',
+        SCHEMA_TESTS,
+        "a document's alignment_bytes of 2**62 loads (and every call asks for exabytes)",
+    ),
+    M(
+        "schema-control-characters",
+        BOUNDS,
+        '    allowed = "\\n\\t" if multiline else ""',
+        '    allowed = "\\n\\t\\x1b"',
+        SCHEMA_TESTS,
+        "a string field holding a terminal escape loads",
+    ),
+    M(
+        "pickle-state-unchecked",
+        PICKLED,
+        "    layout.check(storage.shape[0], storage.itemsize)\n",
+        "",
+        ("tests/test_hostile_pickles.py",),
+        "a pickle's slot state builds a tensor reaching outside its buffer",
+    ),
+    M(
+        "fast-view-of-an-empty-tensor",
+        FAST_SRC + "views.c",
+        "if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor) || !tensor_ready(t)) "
+        "Py_RETURN_NONE;",
+        "if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor)) Py_RETURN_NONE;",
+        ("tests/test_hostile_pickles.py",),
+        "x[0] of a tensor made by object.__new__ reads a NULL slot (a crash)",
+    ),
     # -- compiled providers' kernels called from C (`_fast`'s FOREIGN entries and byte_call) ----
     M(
         "foreign-entry-not-made",
@@ -889,8 +1089,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "foreign-status-ignored",
         FAST_SRC + "foreign.c",
-        "    ran = status == 0 ? 1 : raise_status(e->failure, status, bytes, out_bytes);",
-        "    ran = 1;",
+        "    ran = status != 0 ? raise_status(e->failure, status, bytes, out_bytes)",
+        "    ran = status != 0 ? 1",
         CALL_TESTS,
         "the fast path returns the output of a kernel that reported an error",
     ),
@@ -1049,7 +1249,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-same-provider-skipped",
-        COMPARE,
+        SELECTION,
         "p.kernel and p.kernel.name != name and selection.admits(p)",
         "p.kernel and p.provider != plan.provider and selection.admits(p)",
         ("tests/test_compare.py", *LOOP_TESTS),
@@ -1057,7 +1257,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-named-kernels-ignored",
-        COMPARE,
+        SELECTION,
         "or plan.kernel.name in (self.kernels or ())",
         "or False",
         ("tests/test_compare.py",),
@@ -1405,8 +1605,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "aligned-array-alignment-unchecked",
         FAST_SRC + "allocator.c",
-        "__builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {",
-        "((nbytes = (npy_intp)((size_t)bytes + ALIGNMENT)), 0)) {",
+        "!__builtin_add_overflow(*bytes, extra, nbytes))",
+        "!((*nbytes = (npy_intp)((size_t)*bytes + (size_t)extra)), 0))",
         REFUSAL_TESTS,
         "size plus the alignment wraps negative: 'negative dimensions are not allowed'",
     ),

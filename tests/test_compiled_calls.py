@@ -257,8 +257,8 @@ def test_a_large_call_lets_another_python_thread_run(
     # probe_wait returns 0 once probe_signal is called while it waits, 2 after about 30 s: a
     # Python thread signals it (its ctypes call needs the GIL) only if the call released it.
     registry = _probe_registry(write, contract_text, probes, "gil-probe", "probe_wait")
-    library = ctypes.CDLL(str(probes))
     kernel = ft.load_library(probes, {"x::wait": "probe_wait"})["x::wait"]
+    library = kernel.loaded.handle  # type: ignore[attr-defined]  # the instance it runs in
     x = ft.asarray(np.ones((1, GIL_FREE_FROM), np.float32))
 
     def signal(done: threading.Event) -> None:
@@ -375,13 +375,16 @@ def test_foreign_entry_refuses_what_it_does_not_run(example: Example) -> None:
     dt = ft.float32
     out = (dt, Layout.dense((4,)), dt.np, (4,))
 
-    def made(address: Any, failure: Any, modes: Any, needs: Any) -> object:
-        return fast.foreign_entry(address, failure, *out, modes, (0, 0), needs, (None, None))
+    def made(address: Any, failure: Any, modes: Any, needs: Any, overrun: Any = print) -> object:
+        return fast.foreign_entry(
+            address, failure, overrun, *out, modes, (0, 0), needs, (None, None)
+        )
 
     plain = (fast.AS_IS, fast.DENSIFY)
     refused: list[tuple[tuple[Any, ...], str]] = [
         ((0, print, plain, (4, 4)), "nonzero address"),
-        ((address, None, plain, (4, 4)), "failure must be callable"),
+        ((address, None, plain, (4, 4)), "failure and overrun must be callable"),
+        ((address, print, plain, (4, 4), None), "failure and overrun must be callable"),
         ((address, print, (fast.REPEAT, fast.AS_IS), (1, 4)), "AS_IS or DENSIFY"),
         ((address, print, plain, (-1, 4)), "at least 0"),
     ]
@@ -406,7 +409,7 @@ def test_a_subclass_of_compiled_kernel_is_called_through_its_own_call(
     doc = write(DOCUMENT.read_text().replace(example.name, "counted-c"), "counted.md")
     _, contracts = load_document(doc)
     table = {
-        c.entry_point: Counted(k._fn, k.library, k.symbol)
+        c.entry_point: Counted(k._fn, k.loaded, k.symbol)
         for c in contracts
         for k in [example.kernels[c.entry_point.rsplit("::", 1)[-1]]]
     }

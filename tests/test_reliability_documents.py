@@ -221,7 +221,7 @@ def _first_line(text: str, needle: str) -> int:
         (
             lambda t: t.replace("alignment_bytes: 64", "alignment_bytes: [64]", 1),
             "alignment_bytes",
-            ["caps.alignment_bytes", "expected an integer >= 1", "a list"],
+            ["caps.alignment_bytes", "expected an integer from 1 to 4096", "a list"],
         ),
         (
             lambda t: t.replace("in_place: false", "in_place: 0", 1),
@@ -231,7 +231,7 @@ def _first_line(text: str, needle: str) -> int:
         (
             lambda t: t.replace("rank: any", "rank: -2", 1),
             "rank: -2",
-            ["rank", "accepted: any or an integer >= 0"],
+            ["rank", "accepted: any or an integer from 0 to 64"],
         ),
         (
             lambda t: t.replace(

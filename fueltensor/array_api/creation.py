@@ -18,6 +18,7 @@ from fueltensor.array_api._host import fresh, host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.layout import as_shape
+from fueltensor.core.pydata import python_values
 from fueltensor.core.tensor import FuelTensor, _check_device, asarray
 
 Scalar = bool | int | float | complex
@@ -159,7 +160,7 @@ def full(
     _check_device(device)
     dt = _default(dtype, fill_value)
     dims = as_shape(shape)
-    return _allocate("full", dims, dt, lambda: np.full(dims, fill_value, dtype=dt.np))
+    return _allocate("full", dims, dt, lambda: np.full(dims, python_values(fill_value, dt)))
 
 
 @host
@@ -170,7 +171,7 @@ def full_like(
     _check_device(device)
     _check_scalars((fill_value,))
     dt = tensor(x).dtype if dtype is None else _dtypes.as_dtype(dtype)
-    return fresh(np.full(x.shape, fill_value, dtype=dt.np), dt)
+    return fresh(np.full(x.shape, python_values(fill_value, dt)), dt)
 
 
 @host

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from fueltensor.array_api._host import fresh, host, promoted, tensor, ufunc_host
+from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import with_article
+from fueltensor.core.pydata import python_values
 from fueltensor.core.tensor import FuelTensor
 
 Unary = Callable[[FuelTensor], FuelTensor]
@@ -139,8 +141,11 @@ def imag(x: FuelTensor, /) -> FuelTensor:
 @host
 def clip(x: FuelTensor, /, min: Any = None, max: Any = None) -> FuelTensor:
     """x limited to [min, max] element-wise (either bound may be None); the result keeps x's
-    dtype and broadcast shape, a NaN bound gives NaN."""
+    dtype and broadcast shape, a NaN bound gives NaN. A bool x with a number bound is first
+    promoted with it, as NumPy does (`clip([True, False], -1, 2)` is `[1, 0]`, not bools)."""
     x = tensor(x)
+    if x.dtype.category == "bool":
+        x = _promoted_bool(x, min, max)
     out = np.array(x._array, copy=True)
     for bound, outside in ((min, np.less), (max, np.greater)):
         if bound is None:
@@ -151,6 +156,18 @@ def clip(x: FuelTensor, /, min: Any = None, max: Any = None) -> FuelTensor:
         hit = outside(out, b) | (np.isnan(b) if x.dtype.is_float else False)
         out[hit] = b[hit]
     return fresh(out, x.dtype)
+
+
+def _promoted_bool(x: FuelTensor, *bounds: Any) -> FuelTensor:
+    """Bool x cast to its promotion with the bounds (Python numbers weak, tensors not), so a
+    bound of another kind is never squeezed into a bool."""
+    dt = x.dtype
+    for b in bounds:
+        if isinstance(b, FuelTensor):
+            dt = _dtypes.result_type(dt, b.dtype)
+        elif isinstance(b, bool | int | float):
+            dt = _dtypes.result_type(dt, _dtypes.scalar_dtype(b, dt))
+    return x if dt is x.dtype else fresh(x._array.astype(dt.np), dt)
 
 
 def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
@@ -168,4 +185,4 @@ def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
         )
     if isinstance(bound, float) and not x.dtype.is_float:
         raise TypeError(f"a float bound {bound!r} cannot clip {with_article(x.dtype.name)} tensor")
-    return np.asarray(bound, x.dtype.np)
+    return python_values(bound, x.dtype)

@@ -326,7 +326,12 @@ class NdarrayMethods:
         x, at = _flat(self, axis)
         idx = ns.asarray(indices)
         extent = x.shape[normalize_axis(at, x.ndim)]
-        if mode == "wrap":
+        if mode == "wrap":  # in 64 bits, as NumPy wraps: an int8 index wraps on 200 elements
+            if (
+                idx.dtype.category in ("signed integer", "unsigned integer")
+                and idx.dtype.itemsize < 8
+            ):
+                idx = ns.astype(idx, ns.int64)
             idx = ns.remainder(idx, extent)
         elif mode == "clip":
             idx = ns.clip(idx, 0, extent - 1)

@@ -22,7 +22,7 @@ def from_python(obj: Any, want: DType | None) -> np.ndarray:
         return np.array(array, dtype=None if want is None else want.np, copy=True)
     try:
         if want is not None:
-            return np.array(obj, dtype=want.np, copy=True)
+            return python_values(obj, want)
         array = np.array(obj, copy=True)
     except ValueError as e:
         if "inhomogeneous" in str(e) or "sequence" in str(e):
@@ -49,6 +49,15 @@ def from_python(obj: Any, want: DType | None) -> np.ndarray:
         )
     _dtypes.from_numpy(array.dtype)
     return array
+
+
+def python_values(obj: Any, want: DType) -> np.ndarray:
+    """Python numbers (nested or not) as a fresh array of `want`, converted as NumPy converts
+    them to its own floats: an int through float64 (OverflowError beyond it), then cast. ml_dtypes'
+    bfloat16 reads ints beyond int64 with a bare TypeError, so it takes that route explicitly."""
+    if want.is_float and want.np.kind != "f":
+        return np.array(obj, dtype=np.float64).astype(want.np)
+    return np.array(obj, dtype=want.np, copy=True)
 
 
 def _leaves(obj: Any) -> list[Any]:

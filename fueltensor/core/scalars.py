@@ -18,6 +18,7 @@ import numpy as np
 
 from fueltensor.core.dtypes import scalar_dtype
 from fueltensor.core.errstate import restore, silence
+from fueltensor.core.pydata import python_values
 from fueltensor.core.shared import FAST
 from fueltensor.core.tensor import FuelTensor, asarray
 
@@ -43,7 +44,7 @@ def scalar_tensor(value: Scalar, like: FuelTensor) -> FuelTensor:
             )
     token = silence()  # 1e300 as float32 is inf, as the weak scalar rule means (not a warning)
     try:
-        return FuelTensor._from_dense(np.array(value, dtype=dt.np), dt)
+        return FuelTensor._from_dense(python_values(value, dt), dt)
     finally:
         restore(token)
 

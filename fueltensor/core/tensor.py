@@ -32,6 +32,7 @@ from fueltensor.core.layout import (
 )
 from fueltensor.core.methods import NdarrayMethods
 from fueltensor.core.operators import Operators
+from fueltensor.core.pickled import restore
 from fueltensor.core.pydata import from_python
 from fueltensor.core.shared import CoreConfig, basic_view, bind, new_tensor, refusal, transpose
 from fueltensor.core.storage import aligned_empty
@@ -107,8 +108,13 @@ class FuelTensor(Operators, NdarrayMethods):
     _dtype: DType
     _np: np.ndarray | None
 
-    def __init__(self, *_: object, **__: object) -> None:
+    def __new__(cls, *_: object, **__: object) -> FuelTensor:
+        """Refused: tensors are built by fueltensor's functions (and a pickle's NEWOBJ with it)."""
         raise TypeError("create tensors with fueltensor.asarray(...) or another creation function")
+
+    def __setstate__(self, state: object) -> None:
+        """A pickle's slot state (its BUILD opcode), checked as a view is, taken once."""
+        restore(self, state)
 
     @classmethod
     def _make(cls, storage: np.ndarray, layout: Layout, dtype: DType) -> FuelTensor:

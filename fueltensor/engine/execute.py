@@ -12,16 +12,15 @@ import operator
 import sys
 import threading
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 
-from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.core.errors import ContractViolation
 from fueltensor.core.errstate import silenced
 from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import foreign
 from fueltensor.engine.planner import Plan, Step, StepKind
-from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 from fueltensor.kernels.compiled import CompiledKernel
 
@@ -59,16 +58,17 @@ def tiled_copy(array: np.ndarray, out: np.ndarray) -> None:
             dst[..., i : i + TILE, j : j + TILE] = src[..., i : i + TILE, j : j + TILE]
 
 
-def contiguize(array: np.ndarray) -> np.ndarray:
+def contiguize(array: np.ndarray, scratch: bool = True) -> np.ndarray:
     """A row-major copy of `array` in a buffer of its own (always a copy: no view is ever
-    handed to a kernel that requires a dense, zero-offset operand).
+    handed to a kernel that requires a dense, zero-offset operand). `scratch=False` never takes
+    the per-thread scratch buffer (a kernel fueltensor did not ship gets its own memory).
 
     Compiled where the kernels are built (about 3x NumPy's copy on a transposed operand), else
     `tiled_copy`; the bytes are the same either way. Object arrays always take NumPy's copy.
     """
     if array.dtype.hasobject:
         return np.array(array, order="C", copy=True)
-    out = _temporary(array.shape, array.dtype)
+    out = _temporary(array.shape, array.dtype) if scratch else np.empty(array.shape, array.dtype)
     if _COPY_STRIDED is None:
         tiled_copy(array, out)
     else:
@@ -104,8 +104,9 @@ def _temporary(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return buffer[:nbytes].view(dtype).reshape(shape)
 
 
-def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
-    """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order."""
+def prepare(array: np.ndarray, steps: tuple[Step, ...], scratch: bool = True) -> np.ndarray:
+    """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order (`scratch`: whether
+    a Contiguize may use the per-thread scratch buffer)."""
     for step in steps:
         if step.kind is StepKind.CAST:
             assert step.dtype is not None
@@ -114,7 +115,7 @@ def prepare(array: np.ndarray, steps: tuple[Step, ...]) -> np.ndarray:
             assert step.shape is not None
             array = np.broadcast_to(array, step.shape)
         elif step.kind is StepKind.CONTIGUIZE:
-            array = contiguize(array)
+            array = contiguize(array, scratch)
         else:
             raise ValueError(f"a {step.kind} step does not prepare an operand: {step}")
     return array
@@ -137,58 +138,11 @@ def returned_problems(plan: Plan, got: np.ndarray, inputs: tuple[np.ndarray, ...
     return problems
 
 
-@cache
-def _bundled_kernels() -> frozenset[KernelFn]:
-    """The kernels fueltensor ships: the only ones trusted with writable input arrays."""
-    from fueltensor.kernels import cpu, reference
-
-    return frozenset((*cpu.ENTRY_POINTS.values(), *reference.ENTRY_POINTS.values()))
-
-
-def _call_guarded(
-    plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...], out: np.ndarray
-) -> object:
-    """Call a provider's kernel on read-only views of its inputs, so a kernel that writes into
-    them (the user's tensors) raises ContractViolation instead."""
-    frozen = []
-    for a in arrays:
-        view = a.view()
-        view.flags.writeable = False
-        frozen.append(view)
-    call: Callable[..., object] = fn  # a provider's kernel may return its own array
-    try:
-        got = call(*frozen, *plan.params, out=out)
-    except KernelStatusError as e:
-        raise _failed(plan, e) from None
-    except ValueError as e:
-        if "read-only" not in str(e):
-            raise
-        assert plan.kernel is not None
-        source = plan.kernel.source
-        raise ContractViolation(
-            f"kernel {plan.kernel.name} ({source.path}:{source.line}) wrote into one of its "
-            f"inputs; kernels write only `out` ({e})"
-        ) from e
-    return got
-
-
-def _failed(plan: Plan, error: KernelStatusError) -> KernelStatusError:
-    """A compiled kernel's nonzero status, said with its contract's name and document line."""
-    assert plan.kernel is not None
-    source = plan.kernel.source
-    return KernelStatusError(
-        f"kernel {plan.kernel.name} ({source.path}:{source.line}) failed with status "
-        f"{error.status}: {error}; no output was produced",
-        status=error.status,
-        symbol=error.symbol,
-    )
-
-
 def raise_status(plan: Plan, status: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int) -> None:
     """Raise the Python path's error for a nonzero `status` of `plan`'s compiled kernel, called
     on buffers of these byte lengths (the fast path's entry calls this when its call fails)."""
     assert isinstance(plan.fn, CompiledKernel)
-    raise _failed(plan, plan.fn.status_error(status, lhs_bytes, rhs_bytes, out_bytes))
+    raise foreign.failed(plan, plan.fn.status_error(status, lhs_bytes, rhs_bytes, out_bytes))
 
 
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -214,29 +168,33 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     densified: a broadcast's operands may fit where their output never will."""
     if plan.size * plan.out_dtype.itemsize > MACHINE_BYTES:
         refuse_output(plan.out_shape, plan.out_dtype.itemsize, plan.out_dtype.name)
+    fn = plan.fn
+    ours = fn is None or fn in foreign.bundled()
+    checked = None if ours else foreign.runner()
+    if checked is not None:
+        return checked(plan, tensors)
     if plan.prepared:
         arrays = tuple(
             [
-                prepare(t._array, steps) if steps else t._array
+                prepare(t._array, steps, ours) if steps else t._array
                 for t, steps in zip(tensors, plan.prep, strict=True)
             ]
         )
     else:
         arrays = tuple(map(_ARRAY, tensors))
-    fn = plan.fn
     if fn is None:
         assert host is not None
         with silenced():
             result = np.asarray(host(*arrays), order="C")  # a 0-d result stays 0-d
         return FuelTensor._from_dense(result, plan.out_dtype)
-    out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
-    if len(plan.out_shape) != 1:
-        out = out.reshape(plan.out_shape)
-    got = (
-        fn(*arrays, *plan.params, out=out)
-        if fn in _bundled_kernels()
-        else _call_guarded(plan, fn, arrays, out)
-    )
+    if ours:
+        out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
+        if len(plan.out_shape) != 1:
+            out = out.reshape(plan.out_shape)
+        got = fn(*arrays, *plan.params, out=out)
+    else:
+        got, out = foreign.call(plan, fn, arrays)
     if got is not None:
         out = _check_returned(plan, got, arrays)
+        out = out if ours else np.array(out, order="C", copy=True)  # the kernel keeps no handle
     return FuelTensor._from_dense(out, plan.out_dtype)

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from fueltensor.core.layout import Layout
+from fueltensor.engine import foreign
 from fueltensor.engine.execute import raise_status
 from fueltensor.engine.steps import Operand, StepKind
 from fueltensor.kernels.compiled import CompiledKernel
@@ -152,9 +153,13 @@ def foreign_entry(
     (after its Cast: `operands`, `kinds`, `casts`) of the output's dtype and read as it is
     (dense) or as the dense copy of its Contiguize, after a BroadcastTo (to the output's shape:
     the operation's, which the planner broadcasts to). A nonzero status raises the Python path's
-    error (`execute.raise_status`)."""
+    error (`execute.raise_status`), a write in the guard zones around its fresh output
+    `foreign.overrun_error`'s; a contract aligning `out` beyond the fast path's ALIGNMENT runs
+    on the Python path."""
     fn = plan.fn
     assert isinstance(fn, CompiledKernel)
+    if plan.alignment > fast.ALIGNMENT:  # its fresh outputs are ALIGNMENT-aligned only
+        return None
     modes, needs = [], []
     for operand, steps in zip(operands, kinds, strict=True):
         if operand.dtype is not plan.out_dtype or steps not in _FOREIGN_PREP:
@@ -169,6 +174,7 @@ def foreign_entry(
     made: object | None = fast.foreign_entry(
         fn.address,
         partial(raise_status, plan),
+        partial(foreign.overrun_error, plan),
         *(dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape),
         tuple(modes),
         tuple(o.layout.offset for o in operands),

@@ -6,6 +6,9 @@ from typing import Any, Protocol
 
 ALIGNMENT: int
 """The byte alignment of every buffer `empty` and `binary` allocate."""
+GUARD_BYTES: int
+"""The bytes of guard pattern on each side of a compiled provider's fresh output on the fast
+path, read after its call."""
 AS_IS: int
 """An entry's mode: the operand's own dense elements are read."""
 DENSIFY: int
@@ -88,6 +91,7 @@ def entry(
 def foreign_entry(
     address: int,
     failure: Callable[[int, int, int, int], None],
+    overrun: Callable[[int, int, int], None],
     out_dtype: Any,
     out_layout: Any,
     np_dtype: Any,
@@ -101,7 +105,8 @@ def foreign_entry(
     """What `binary` runs for a cached plan of a compiled provider's kernel, the function at
     `address` (see `engine.fast.foreign_entry`): each operand read AS_IS (`needs` elements from
     its offset) or DENSIFY (its dense copy, broadcast to `shape` when its need is the output's
-    count); `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises a nonzero status."""
+    count); `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises a nonzero status,
+    `overrun(before, after_first, after_last)` a write in the guard zones around its output."""
 
 def byte_call(address: int, lhs: Any, rhs: Any, out: Any, /) -> int:
     """The status of the compiled kernel at `address` (the FKC byte-kernel C ABI) called on

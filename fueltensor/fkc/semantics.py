@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .shapes import Node, Shape, shape_of
 
 if TYPE_CHECKING:
-    from .validate import Reader
+    from .reader import Reader
 
 NAN_OPERANDS: Final = ("lhs", "rhs", "either")
 """Whose NaN a result carries when both operands are NaN."""

@@ -11,11 +11,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Final, NoReturn
+from typing import Final
 
 from ..core.dtypes import BY_FKC
 from ..core.errors import ContractError
-from .formula import Formula, FormulaError
+from . import bounds
+from .reader import Reader, join, kind
 from .schema import (
     ACCEPT_SHAPE,
     ALIASING,
@@ -59,120 +60,9 @@ from .schema import (
     revision_hash,
 )
 from .semantics import build_semantics
-from .shapes import OPEN, Node, Scalar, Shape
+from .shapes import OPEN, Node, Scalar
 
-_IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _RULE: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()]*)\)\Z")
-
-
-class Reader:
-    """Typed accessors over `Node`s that raise ContractError with file, line and field."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, line: int, where: str, message: str) -> NoReturn:
-        raise ContractError(message, path=self.path, line=line, field=where)
-
-    def mapping(self, node: Node, shape: Shape, where: str) -> dict[str, Node]:
-        """The entries of a mapping node, refusing unknown keys and missing required ones."""
-        value = node.value
-        if not isinstance(value, dict):
-            self.fail(node.line, where, f"expected a mapping, got {_kind(value)}")
-        if shape.open:
-            return value
-        unknown = value.keys() - shape.keys
-        if unknown:
-            key = next(k for k in value if k in unknown)
-            accepted = ", ".join(shape.keys)
-            self.fail(value[key].line, _join(where, key), f"unknown key; accepted here: {accepted}")
-        if not shape.required <= value.keys():
-            missing = next(k for k in shape.keys if k in shape.required and k not in value)
-            self.fail(node.line, _join(where, missing), "missing required key")
-        return value
-
-    def items(self, node: Node, where: str) -> list[Node]:
-        if not isinstance(node.value, list):
-            self.fail(node.line, where, f"expected a list, got {_kind(node.value)}")
-        return node.value
-
-    def string(self, node: Node, where: str, choices: Iterable[str] = ()) -> str:
-        value = node.value
-        if not isinstance(value, str) or not value:
-            self.fail(node.line, where, f"expected a non-empty string, got {_kind(value)}")
-        allowed = tuple(choices)
-        if allowed and value not in allowed:
-            self.fail(
-                node.line, where, f"{value!r} is not accepted; accepted: {', '.join(allowed)}"
-            )
-        return value
-
-    def text(self, node: Node | None, where: str) -> str:
-        """A free text field (may be empty or absent)."""
-        if node is None:
-            return ""
-        if not isinstance(node.value, str):
-            self.fail(node.line, where, f"expected a string, got {_kind(node.value)}")
-        return node.value
-
-    def identifier(self, node: Node, where: str) -> str:
-        value = self.string(node, where)
-        if not _IDENT.match(value):
-            self.fail(
-                node.line,
-                where,
-                f"{value!r} is not accepted; accepted: an identifier [A-Za-z_][A-Za-z0-9_]*",
-            )
-        return value
-
-    def boolean(self, node: Node, where: str) -> bool:
-        if not isinstance(node.value, bool):
-            self.fail(node.line, where, f"expected true or false, got {_kind(node.value)}")
-        return node.value
-
-    def integer(self, node: Node, where: str, minimum: int = 0) -> int:
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            self.fail(node.line, where, f"expected an integer >= {minimum}, got {_kind(value)}")
-        return value
-
-    def bound(self, node: Node | None, where: str) -> float | None:
-        """A non-negative number, or None for `~` / absent (not declared)."""
-        if node is None or node.value is None:
-            return None
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            self.fail(node.line, where, f"expected a number >= 0 or ~, got {_kind(value)}")
-        return value
-
-    def formula(self, node: Node, where: str, variables: frozenset[str]) -> Formula:
-        accepted = ", ".join(sorted(variables))
-        try:
-            formula = Formula(node.value)  # type: ignore[arg-type]  # Formula checks the type
-        except FormulaError as e:
-            self.fail(
-                node.line,
-                where,
-                f"{e}; accepted: numbers, + - * / ( ) and the variables {accepted}",
-            )
-        unknown = formula.variables - variables
-        if unknown:
-            self.fail(
-                node.line,
-                where,
-                f"unknown variable {', '.join(sorted(unknown))}; accepted: {accepted}",
-            )
-        return formula
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, (dict, list)):
-        return "a mapping" if isinstance(value, dict) else "a list"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 def build_provider(node: Node, path: str) -> Provider:
@@ -300,9 +190,13 @@ def _input(r: Reader, where: str, e: dict[str, Node], names: list[str]) -> Input
     )
     rank_node = e["rank"]
     rank = None if rank_node.value == "any" else rank_node.value
-    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+    if rank is not None and (
+        isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= bounds.MAX_RANK
+    ):
         r.fail(
-            rank_node.line, f"{where}.rank", f"got {_kind(rank)}; accepted: any or an integer >= 0"
+            rank_node.line,
+            f"{where}.rank",
+            f"got {kind(rank)}; accepted: any or an integer from 0 to {bounds.MAX_RANK}",
         )
     return InputSpec(
         name,
@@ -361,9 +255,19 @@ def _scalars(r: Reader, node: Node, where: str) -> dict[str, Scalar]:
     out: dict[str, Scalar] = {}
     for key, child in entries.items():
         if isinstance(child.value, (dict, list)):
-            r.fail(child.line, _join(where, key), "expected a scalar (string, number, bool or ~)")
+            r.fail(child.line, join(where, key), "expected a scalar (string, number, bool or ~)")
+        r.within(child, join(where, key), _scalar_refusal(child.value))
         out[key] = child.value
     return out
+
+
+def _scalar_refusal(value: Scalar) -> str | None:
+    """Why a free scalar (an op_params or fast path value) is out of bounds, or None."""
+    if isinstance(value, str):
+        return bounds.string_refusal(value, multiline=True)
+    if isinstance(value, float):
+        return bounds.number_refusal(abs(value))
+    return None
 
 
 def _rule(
@@ -422,7 +326,9 @@ def _caps(r: Reader, node: Node) -> Caps:
             entries = r.mapping(item, FAST_PATH_SHAPE, where)
             r.string(entries["when"], f"{where}.when")
             fast_paths.append(MappingProxyType(_scalars(r, item, where)))
-    alignment = r.integer(c["alignment_bytes"], "caps.alignment_bytes", minimum=1)
+    alignment = r.integer(
+        c["alignment_bytes"], "caps.alignment_bytes", 1, bounds.MAX_ALIGNMENT_BYTES
+    )
     if alignment & (alignment - 1):
         r.fail(
             c["alignment_bytes"].line,
@@ -437,7 +343,10 @@ def _caps(r: Reader, node: Node) -> Caps:
         in_place=r.boolean(c["in_place"], "caps.in_place"),
         alignment_bytes=alignment,
         access_granularity_bits=r.integer(
-            c["access_granularity_bits"], "caps.access_granularity_bits", minimum=1
+            c["access_granularity_bits"],
+            "caps.access_granularity_bits",
+            1,
+            bounds.MAX_ACCESS_GRANULARITY_BITS,
         ),
     )
 

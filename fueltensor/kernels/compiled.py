@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.core.errors import KernelStatusError, LibraryError
-from fueltensor.kernels import KernelFn
+from fueltensor.kernels import KernelFn, libraries
 
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_size_t) * 3
 """lhs, lhs_bytes, rhs, rhs_bytes, out, out_bytes."""
@@ -40,13 +40,15 @@ except ImportError:  # a build without the compiled floor: ctypes calls the kern
 class CompiledKernel:
     """One byte kernel of a loaded library, as a `kernel(lhs, rhs, *, out)` callable."""
 
-    __slots__ = ("__name__", "_fn", "address", "library", "symbol")
+    __slots__ = ("__name__", "_fn", "address", "library", "loaded", "symbol")
 
-    def __init__(self, fn: Any, library: Path, symbol: str) -> None:
+    def __init__(self, fn: Any, loaded: libraries.Loaded, symbol: str) -> None:
         self._fn = fn
         self.address: int = ctypes.cast(fn, ctypes.c_void_p).value or 0
         """The C function's address: what the fast path's entry and `_fast.byte_call` call."""
-        self.library = library
+        self.library = loaded.source
+        self.loaded = loaded
+        """The bytes loaded (their private copy, which a checked run's worker loads)."""
         self.symbol = symbol
         self.__name__ = symbol
 
@@ -85,13 +87,14 @@ class CompiledKernel:
         )
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[Path, ctypes.CDLL]:
-    """The library file at `path` (absolute, so dlopen never searches), loaded."""
+def _open(path: str | os.PathLike[str]) -> libraries.Loaded:
+    """The library file at `path` (absolute, so dlopen never searches), loaded by its content
+    (`libraries.load`: a rebuild at the same path is new code)."""
     where = Path(path).expanduser().resolve()
     if not where.is_file():
         raise LibraryError(f"no compiled kernel library at {where} (given {os.fspath(path)!r})")
     try:
-        return where, ctypes.CDLL(str(where))
+        return libraries.load(where)
     except OSError as e:
         raise LibraryError(
             f"{where} is not a loadable shared library ({e}); build one with "
@@ -112,17 +115,20 @@ def load_library(
     bad = [(k, v) for k, v in symbols.items() if not (isinstance(k, str) and isinstance(v, str))]
     if bad:
         raise TypeError(f"symbols must map strings to strings; got {bad[0]!r}")
-    where, library = _open(path)
+    nul = [v for v in symbols.values() if "\0" in v]  # dlsym would read the part before it
+    if nul:
+        raise ValueError(f"a C symbol name cannot hold a NUL character; got {nul[0]!r}")
+    loaded = _open(path)
     found = {}
     for symbol in dict.fromkeys(symbols.values()):
         try:
-            fn = library[symbol]
+            fn = loaded.handle[symbol]
         except AttributeError:
             continue
         fn.argtypes = _ARGTYPES
         fn.restype = ctypes.c_int32
-        found[symbol] = CompiledKernel(fn, where, symbol)
+        found[symbol] = CompiledKernel(fn, loaded, symbol)
     missing = [repr(s) for s in symbols.values() if s not in found]
     if missing:
-        raise LibraryError(f"{where} has no symbol {', '.join(dict.fromkeys(missing))}")
+        raise LibraryError(f"{loaded.source} has no symbol {', '.join(dict.fromkeys(missing))}")
     return MappingProxyType({ep: found[symbol] for ep, symbol in symbols.items()})

@@ -14,7 +14,9 @@ thread.
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,7 +41,10 @@ def cores() -> int:
 
 def checked(n: object, source: str) -> int:
     """`n` as a thread count, or ValueError naming `source` and the accepted range."""
-    count = int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+    try:  # an int or any integer that says so (np.int64), never a bool
+        count = None if isinstance(n, bool) else operator.index(n)  # type: ignore[arg-type]
+    except TypeError:
+        count = None
     if count is None or not 1 <= count <= MAX_THREADS:
         raise ValueError(
             f"{source} must be a thread count from 1 to {MAX_THREADS}, got {n!r} (a count above "
@@ -53,7 +58,8 @@ def _initial() -> int:
     text = os.environ.get(ENV_VAR)
     if text is None:
         return min(cores(), MAX_THREADS)
-    return checked(int(text) if text.strip().lstrip("-").isdigit() else text, f"${ENV_VAR}")
+    number = re.fullmatch(r"\s*[+-]?[0-9]+\s*", text)
+    return checked(int(text) if number else text, f"${ENV_VAR}")
 
 
 _SETTING: list[int] = [_initial()]

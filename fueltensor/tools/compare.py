@@ -21,15 +21,17 @@ import numpy as np
 
 from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
-from fueltensor.engine import execute
-from fueltensor.engine.backends import _resolve, current_policy, observe
+from fueltensor.engine import execute, foreign
+from fueltensor.engine.backends import current_policy, observe
 from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
-from fueltensor.registry import Registry, require
+from fueltensor.registry import require
 from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message, summarize
+from fueltensor.tools import checked
 from fueltensor.tools.differences import by_class, class_html, class_text, difference_counts
 from fueltensor.tools.display import html_table, machine_html
+from fueltensor.tools.selection import Selection, alternatives, select
 from fueltensor.tools.textwidth import fit_lines, fit_table
 from fueltensor.tools.timing import HARNESS, Timing, race
 
@@ -395,55 +397,6 @@ def diff(
     )
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which kernels `compare_backends` runs beside the default one: every admissible kernel
-    of `providers` and the kernels named in `kernels` (both None: every admissible kernel)."""
-
-    providers: frozenset[str] | None
-    kernels: frozenset[str] | None
-
-    def named(self, reg: Registry) -> frozenset[str] | None:
-        """The providers named, those of the kernels named included (None: none named)."""
-        if self.providers is None and self.kernels is None:
-            return None
-        return (self.providers or frozenset()) | {reg[k].provider.name for k in self.kernels or ()}
-
-    def admits(self, plan: Plan) -> bool:
-        """True when `plan`'s kernel is one this selection compares."""
-        assert plan.kernel is not None
-        if self.providers is None and self.kernels is None:
-            return True
-        return plan.provider in (self.providers or ()) or plan.kernel.name in (self.kernels or ())
-
-
-def _select(reg: Registry, names: Sequence[str], kernels: Iterable[str] | None) -> Selection:
-    """The selection of `compare_backends(*names, kernels=...)`, every name checked: a provider
-    (or alias) the registry has, a kernel it holds that dispatch may run."""
-    providers = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
-    if kernels is None:
-        return Selection(providers, None)
-    chosen = frozenset([kernels] if isinstance(kernels, str) else kernels)
-    for name in sorted(chosen):
-        try:
-            contract = reg[name]
-        except KeyError as e:
-            raise ValueError(f"compare_backends(kernels=...): {e.args[0]}") from None
-        if not contract.registrable:
-            raise ValueError(f"compare_backends: {name} is describe-only (registrable: false)")
-    return Selection(providers, chosen)
-
-
-def _alternatives(planning: Planning, plan: Plan, selection: Selection) -> list[Plan]:
-    """Every viable plan the selection admits, other than the one that ran (kernels of the same
-    provider included)."""
-    assert plan.kernel is not None
-    name = plan.kernel.name
-    return [
-        p for p in planning.viable if p.kernel and p.kernel.name != name and selection.admits(p)
-    ]
-
-
 def _not_compared(plan: Plan, selection: Selection, dtypes: tuple[str, ...]) -> Comparison:
     """The row of an operation no other selected kernel admits, saying why."""
     if plan.kernel is None:
@@ -464,13 +417,19 @@ def _observer(report: ComparisonReport, selection: Selection) -> Observer:
         dtypes = tuple(t.dtype.name for t in tensors)
         reg = current_policy().registry
         named = with_named(planning, plan, reg, selection.named(reg))
-        others = _alternatives(named, plan, selection) if plan.kernel else []
+        others = alternatives(named, plan, selection) if plan.kernel else []
         if not others:
             report.add(_not_compared(plan, selection, dtypes))
             return
-        outputs = [execute.run(other, tensors)._array for other in others]
-        plans = [plan, *others]
-        timings = race({p.kernel.name: partial(execute.run, p, tensors) for p in plans if p.kernel})
+        outputs = [execute.run(other, tensors)._array for other in others]  # foreign: checked
+        plans = [p for p in (plan, *others) if p.kernel is not None]
+        ours = {p.kernel.name: p for p in plans if p.fn in foreign.bundled()}  # type: ignore[union-attr]
+        timings = (
+            race({k: partial(execute.run, p, tensors) for k, p in ours.items()}) if ours else {}
+        )
+        for p in plans:  # a kernel fueltensor did not ship is timed checked, the same way
+            if p.kernel is not None and p.kernel.name not in ours:
+                timings[p.kernel.name] = checked.timing(p, tensors)
         for other, out in zip(others, outputs, strict=True):
             report.add(diff(plan.op, tensors, plan, result._array, other, out, timings))
 
@@ -488,11 +447,13 @@ def compare_backends(
     `tools.timing`).
 
     The block's code gets the default plan's result. Inside `use_backend`, only the providers
-    that policy allows are candidates.
+    that policy allows are candidates. A kernel fueltensor did not ship, the default one
+    included, runs checked (`tools.checked`): a fault is raised as KernelFault from the
+    operation, and the operands are only read.
     """
     reg = current_policy().registry
-    selection = _select(reg, names, kernels)
+    selection = select(reg, names, kernels)
     require(selection.named(reg) or ())
     report = ComparisonReport(selection.providers)
-    with observe(_observer(report, selection)):
+    with observe(_observer(report, selection)), foreign.checking(checked.output):
         yield report

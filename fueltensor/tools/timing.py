@@ -59,6 +59,19 @@ HARNESS: Final = Harness()
 """The settings `compare_backends` and the judge time every kernel with."""
 
 
+def batch_size(once: float, harness: Harness = HARNESS) -> int:
+    """Calls per timed batch for a call of `once` seconds (a batch lasts `sample_seconds`)."""
+    return max(1, math.ceil(harness.sample_seconds / max(once, 1e-9)))
+
+
+def rounds_for(per_round: float, harness: Harness = HARNESS) -> int:
+    """Rounds of `per_round` seconds the budget allows (`samples`, never fewer than
+    `min_samples`)."""
+    if per_round * harness.samples > harness.budget:
+        return max(harness.min_samples, int(harness.budget / per_round))
+    return harness.samples
+
+
 def _sizes(
     calls: Mapping[str, Callable[[], object]], harness: Harness, clock: Clock
 ) -> tuple[dict[str, int], int]:
@@ -71,12 +84,9 @@ def _sizes(
         start = clock()
         call()
         once = max(clock() - start, 1e-9)
-        batch[name] = max(1, math.ceil(harness.sample_seconds / once))
+        batch[name] = batch_size(once, harness)
         per_round = max(per_round, batch[name] * once)
-    rounds = harness.samples
-    if per_round * rounds > harness.budget:
-        rounds = max(harness.min_samples, int(harness.budget / per_round))
-    return batch, rounds
+    return batch, rounds_for(per_round, harness)
 
 
 def race(

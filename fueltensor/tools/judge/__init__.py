@@ -4,7 +4,8 @@ For each contract, and each dtype it accepts, the four checks `audit` describes:
 precision against a higher-precision reference, conformance to the `return` clause, and cost
 next to the `bytes_moved` formula.
 
-`references` models each op kind's semantics (`REFERENCES`), `audit` runs the four checks
+`references` models each op kind's semantics (`REFERENCES`), `calls` calls a kernel (checked
+for a compiled one) and times it, `audit` runs the four checks
 on one contract at one dtype, `report` presents them and `run` audits a registry on this
 machine; `judge` here is the public entry, on this machine or across a Dask cluster
 (`fueltensor.tools.cluster`).
@@ -16,13 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, overload
 
 from fueltensor.registry import Registry
-from fueltensor.tools.judge.audit import (
-    RUNS,
-    Audit,
-    Settings,
-    audit,
-    probes,
-)
+from fueltensor.tools.judge.audit import RUNS, Audit, Settings, audit, probes
 from fueltensor.tools.judge.references import REFERENCES, Reference, round_to
 from fueltensor.tools.judge.report import (
     COLUMNS,

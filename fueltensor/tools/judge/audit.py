@@ -23,20 +23,17 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Final, cast
+from typing import Final
 
 import numpy as np
 
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import plural
-from fueltensor.core.layout import Layout, broadcast_shapes
-from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.execute import returned_problems
-from fueltensor.engine.planner import Operand, Plan, admit
+from fueltensor.engine.planner import Plan
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels.threads import running_on, threads_for
-from fueltensor.ops import BY_KIND
+from fueltensor.kernels.threads import threads_for
 from fueltensor.testing import (
     bits,
     difference_classes,
@@ -47,18 +44,22 @@ from fueltensor.testing import (
     special_values,
     summarize,
 )
+from fueltensor.tools.judge.calls import (
+    call,
+    conformance_shapes,
+    flat_shapes,
+    fresh_out,
+    param_values,
+    plan_for,
+    time_on_threads,
+    timing,
+)
 from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
-from fueltensor.tools.timing import Timing, time_one
 
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
-
-PARAM_SWEEP: Final = (3, -1, 0, 1, 2, -2, -3, 7, -7, 31, -31, 32, -32)
-"""The values the judge gives a contract's integer parameters (`accept.params`), each where
-the parameter's type admits it: the first for conformance, determinism and cost, every one of
-them for precision."""
 
 
 @dataclass(frozen=True)
@@ -153,68 +154,6 @@ class Audit:
         return not self.failures
 
 
-def _fresh_out(plan: Plan, fill: int) -> Array:
-    """An aligned output buffer of the plan's shape, every byte set to `fill` (garbage)."""
-    assert plan.kernel is not None
-    out = aligned_empty(plan.size, plan.out_dtype.np, plan.kernel.caps.alignment_bytes)
-    out.view(np.uint8)[:] = fill
-    return out.reshape(plan.out_shape)
-
-
-def _call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) -> Array:
-    """Run the kernel as the executor does; an array it returns instead of writing `out` wins."""
-    out = _fresh_out(plan, fill)
-    got = cast(Callable[..., object], fn)(*inputs, *plan.params, out=out)
-    return got if isinstance(got, np.ndarray) else out
-
-
-def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
-    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
-    if not contract.params:
-        return [()]
-    specs = contract.params
-    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
-
-
-def _plan(
-    contract: KernelContract,
-    dtype: DType,
-    shapes: Sequence[tuple[int, ...]],
-    params: tuple[int, ...] = (),
-) -> Plan:
-    """The contract's plan for dense operands of `shapes` and the parameter values `params`
-    (its dtype and shape rules applied)."""
-    operands = tuple(Operand(dtype, Layout.dense(s)) for s in shapes)
-    row = BY_KIND.get(contract.op_kind)
-    op = row.name if row is not None else contract.op_kind
-    verdict = admit(contract, op, operands, broadcast_shapes(*shapes), params)
-    if isinstance(verdict, tuple):
-        raise ValueError(
-            f"{contract.name} does not admit its own probe {list(shapes)}: " + "; ".join(verdict)
-        )
-    return verdict
-
-
-def _flat_shapes(contract: KernelContract, n: int) -> list[tuple[int, ...]]:
-    """Shapes holding `n` elements in the last axis, at each input's declared rank (default 1)."""
-    return [(*(1,) * ((s.rank or 1) - 1), n) for s in contract.inputs]
-
-
-def _conformance_shapes(contract: KernelContract) -> list[tuple[int, ...]]:
-    """Operand shapes exercising the accept clause: equal shapes for `same_as`, a stretched
-    leading axis for `broadcast_to`."""
-    full = (3, 5, 2, 2, 2, 2)
-    shapes = []
-    for i, spec in enumerate(contract.inputs):
-        rank = spec.rank if spec.rank is not None else 2
-        shape = full[:rank]
-        sc = spec.shape_constraint
-        if i and sc is not None and sc.kind == "broadcast_to" and rank:
-            shape = (1, *shape[1:])
-        shapes.append(shape)
-    return shapes
-
-
 def _watched(call: Callable[[], Array], inputs: Sequence[Array]) -> tuple[Array, bool]:
     """`call()`'s result, and whether the call changed a byte of `inputs`. Compared after every
     call: a compiled kernel ignores NumPy's read-only flag, and two writes can undo each other."""
@@ -228,12 +167,12 @@ def _conformance(
 ) -> tuple[list[str], Array, tuple[Array, ...]]:
     """Problems with the kernel's output per the `return` clause; also its output and the
     inputs, which the precision check reuses."""
-    plan = _plan(contract, dtype, _conformance_shapes(contract), _param_values(contract)[0])
+    plan = plan_for(contract, dtype, conformance_shapes(contract), param_values(contract)[0])
     inputs = tuple(
         round_to(rng.uniform(-4, 4, s), dtype.np) for s in (o.layout.shape for o in plan.operands)
     )
-    first, wrote = _watched(lambda: _call(fn, plan, inputs, 0xA5), inputs)
-    second, wrote_again = _watched(lambda: _call(fn, plan, inputs, 0x5A), inputs)
+    first, wrote = _watched(lambda: call(fn, plan, inputs, 0xA5), inputs)
+    second, wrote_again = _watched(lambda: call(fn, plan, inputs, 0x5A), inputs)
     problems = [f"returned {p}" for p in returned_problems(plan, first, inputs)]
     if wrote or wrote_again:
         problems.append("an input was written")
@@ -243,14 +182,6 @@ def _conformance(
             "was read or left unwritten)"
         )
     return problems, first, inputs
-
-
-def _time_on_threads(call: Callable[[], object], n: int) -> tuple[Timing, float]:
-    """The timing of a call on one thread, and its ns per element on every thread the setting
-    gives."""
-    with running_on(1):
-        one = time_one(call)
-    return one, 1e9 * time_one(call).seconds / n
 
 
 Inputs = Mapping[str, "Array | int"]
@@ -314,7 +245,7 @@ def audit(
     )
     try:
         _checks(a, contract, fn, dtype, settings, copy_bps, np.random.default_rng(seed))
-    except Exception as e:  # a kernel may raise anything: the judge reports it as a failure
+    except (Exception, SystemExit) as e:  # a kernel may raise anything, sys.exit included
         a.failures.append(f"the kernel raised during the audit: {type(e).__name__}: {e}")
     return a
 
@@ -335,13 +266,13 @@ def _checks(
     a.failures += [f"conformance: {p}" for p in problems]
 
     lhs, rhs = probes(dtype.np, settings.random, rng)
-    sweep = _param_values(contract)
-    plan = _plan(contract, dtype, _flat_shapes(contract, lhs.size), sweep[0])
+    sweep = param_values(contract)
+    plan = plan_for(contract, dtype, flat_shapes(contract, lhs.size), sweep[0])
     operands = tuple(
         x.reshape(o.layout.shape)
         for x, o in zip((lhs, rhs)[: len(plan.operands)], plan.operands, strict=True)
     )
-    outputs = [_call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
+    outputs = [call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
     a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
     a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
     bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
@@ -362,6 +293,7 @@ def _checks(
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
+        _fresh_values(a, ref, contract, (fn, plan), operands, settings, rng)
     a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, a.failures)
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
@@ -384,7 +316,7 @@ def _implementations(
         other = thunks.get(contract.entry_point)
         if other is None:
             continue
-        differ = int((bits(_call(other, plan, operands).reshape(-1)) != bits(got)).sum())
+        differ = int((bits(call(other, plan, operands).reshape(-1)) != bits(got)).sum())
         a.implementations[name] = differ
         if differ:
             a.failures.append(
@@ -418,6 +350,34 @@ def _precision(
     _measure(a, got[keep], ref.fn(*kept.values()), kept, ref, lanes)
 
 
+def _fresh_values(
+    a: Audit,
+    ref: Reference,
+    contract: KernelContract,
+    linked: tuple[KernelFn, Plan],
+    operands: Sequence[Array],
+    settings: Settings,
+    rng: np.random.Generator,
+) -> None:
+    """Precision on the probe's pairs rolled apart (the same shapes, other values), measured in
+    an audit of its own: a kernel answering from a cache of earlier inputs passes the probe and
+    fails here. Reported when the probe itself passed its bounds."""
+    fn, plan = linked
+    other = [np.roll(x, i + 1) for i, x in enumerate(operands)]
+    again = call(fn, plan, other).reshape(-1)
+    b = Audit(a.kernel, a.provider, a.op_kind, a.dtype, a.label, a.reference, a.declared_ulp)
+    names = (spec.name for spec in contract.inputs)
+    _precision(
+        b, ref, again, dict(zip(names, (x.reshape(-1) for x in other), strict=True)), settings, rng
+    )
+    _check_bounds(b, contract)
+    if b.failures and not any(f.startswith("precision:") for f in a.failures):
+        a.failures.append(
+            f"fresh inputs: {b.failures[0]} (other values of the probe's shape: an answer "
+            "from earlier inputs?)"
+        )
+
+
 def _swept_precision(
     a: Audit,
     ref: Reference,
@@ -436,8 +396,8 @@ def _swept_precision(
         specials = special_values(F64).array
         x = np.concatenate([specials, rng.choice(x, settings.exact, replace=False)])
     for params in sweep:
-        plan = _plan(contract, dtype, _flat_shapes(contract, x.size), params)
-        got = _call(fn, plan, (x.reshape(plan.operands[0].layout.shape),)).reshape(-1)
+        plan = plan_for(contract, dtype, flat_shapes(contract, x.size), params)
+        got = call(fn, plan, (x.reshape(plan.operands[0].layout.shape),)).reshape(-1)
         keep = ~ref.skip(x, *params) if ref.skip is not None else np.ones(x.size, bool)
         inputs: dict[str, Array | int] = {contract.inputs[0].name: x[keep]}
         inputs.update((p.name, v) for p, v in zip(contract.params, params, strict=True))
@@ -474,18 +434,18 @@ def _cost(
     settings: Settings,
     copy_bps: float,
 ) -> None:
-    params = _param_values(contract)[0]
-    tiny = _plan(contract, dtype, _flat_shapes(contract, 1), params)
+    params = param_values(contract)[0]
+    tiny = plan_for(contract, dtype, flat_shapes(contract, 1), params)
     ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
-    out = _fresh_out(tiny, 0)
-    overhead = time_one(lambda: fn(*ones, *params, out=out))
+    out = fresh_out(tiny, 0)
+    overhead = timing(fn, tiny, ones, out)
     a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
     n = settings.large
-    big = _plan(contract, dtype, _flat_shapes(contract, n), params)
+    big = plan_for(contract, dtype, flat_shapes(contract, n), params)
     rng = np.random.default_rng(1)
     xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
-    out = _fresh_out(big, 0)
-    one, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
+    out = fresh_out(big, 0)
+    one, a.ns_per_element_all = time_on_threads(fn, big, xs, out)
     seconds, a.large_calls = one.seconds, one.calls
     a.threads = threads_for(fn, n)
     predicted = float(big.steps[-1].bytes)

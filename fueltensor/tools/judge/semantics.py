@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -33,9 +33,11 @@ from fueltensor.fkc.semantics import (
     Semantics,
 )
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import BY_KIND
 from fueltensor.registry import provider_environment
 from fueltensor.testing import FloatFormat, float_format
+from fueltensor.tools import checked
 from fueltensor.tools.judge.cases import (
     Case,
     cases,
@@ -232,7 +234,9 @@ def observe(
     contract: KernelContract, fn: KernelFn, dtype: np.dtype, depth: str = "full", seed: int = 0
 ) -> Observed:
     """Run `contract`'s kernel over its cases and random probes through a position sweep of
-    `depth` (`positions.DEPTHS`)."""
+    `depth` (`positions.DEPTHS`). A compiled kernel runs checked, in a worker process, as the
+    rest of the audit runs it (its faults raise KernelFault): the lengths are swept, and the
+    worker places the operands (against a guard page), not the sweep's byte offsets."""
     dtype = np.dtype(dtype)
     probes = (*cases(contract.op_kind, dtype), *_random_probes(contract, dtype, seed))
     arity = len(contract.inputs)
@@ -240,6 +244,9 @@ def observe(
     alignment = contract.caps.alignment_bytes
 
     def call(operands: tuple[np.ndarray, ...]) -> np.ndarray:
+        if checked.applies(fn):
+            kernel = cast(CompiledKernel, fn)
+            return checked.call(kernel, contract, operands, operands[0].shape, dtype)
         out = aligned_empty(operands[0].size, dtype, alignment)
         got = fn(*operands, *params, out=out)  # type: ignore[func-returns-value]
         return got if isinstance(got, np.ndarray) else out

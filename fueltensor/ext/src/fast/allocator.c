@@ -94,22 +94,60 @@ static int checked_size(const npy_intp *dims, int ndim, Py_ssize_t itemsize, Py_
     return __builtin_mul_overflow(n, itemsize, bytes) ? -1 : 0;
 }
 
+/* The bytes of `count` elements of `descr` plus `extra` (`*bytes`, `*nbytes`), or -1 with a
+ * MemoryError when they exceed what a 64-bit index reaches (`descr` then released). */
+static int sized(PyArray_Descr *descr, Py_ssize_t count, Py_ssize_t extra, Py_ssize_t *bytes,
+                 npy_intp *nbytes) {
+    npy_intp dims = (npy_intp)count;
+    Py_ssize_t elements, itemsize = PyDataType_ELSIZE(descr);
+    if (checked_size(&dims, 1, itemsize, &elements, bytes) == 0 &&
+        !__builtin_add_overflow(*bytes, extra, nbytes))
+        return 0;
+    PyErr_Format(PyExc_MemoryError,
+                 "cannot allocate %zd elements of %zd bytes: more than the largest buffer a "
+                 "64-bit index reaches; nothing was allocated",
+                 count, itemsize);
+    Py_DECREF(descr);
+    return -1;
+}
+
+/* NumPy's allocation of `nbytes` bytes (`descr` released on failure), and in `*data` its first
+ * ALIGNMENT-aligned byte at least `lead` bytes in. */
+static PyObject *numpy_bytes(PyArray_Descr *descr, npy_intp nbytes, Py_ssize_t lead,
+                             char **data) {
+    PyObject *base = PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
+    if (base == NULL) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    *data = PyArray_BYTES((PyArrayObject *)base) + lead;
+    *data += (ALIGNMENT - (uintptr_t)*data % ALIGNMENT) % ALIGNMENT;
+    return base;
+}
+
+/* A 1-D array of `count` elements of `descr` (a reference stolen) over `data`, owned by `base`
+ * (a reference stolen). */
+static PyArrayObject *array_over(PyArray_Descr *descr, Py_ssize_t count, char *data,
+                                 PyObject *base) {
+    npy_intp dims = (npy_intp)count;
+    PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
+        &PyArray_Type, descr, 1, &dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
+    if (out == NULL || PyArray_SetBaseObject(out, base) < 0) {
+        Py_XDECREF(out);
+        if (out == NULL) Py_DECREF(base);
+        return NULL;
+    }
+    return out;
+}
+
 /* A fresh 1-D array of `count` elements of `descr` (a reference stolen) whose first byte is
  * 64-byte aligned: a block of its own when large (above), else NumPy's allocation,
  * over-allocated and viewed at its first aligned byte. MemoryError when the bytes (alignment
  * included) exceed what a 64-bit index reaches; nothing is allocated then. */
 static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
-    npy_intp dims = (npy_intp)count, nbytes;
-    Py_ssize_t elements, bytes, itemsize = PyDataType_ELSIZE(descr);
-    if (checked_size(&dims, 1, itemsize, &elements, &bytes) < 0 ||
-        __builtin_add_overflow(bytes, (Py_ssize_t)ALIGNMENT, &nbytes)) {
-        PyErr_Format(PyExc_MemoryError,
-                     "cannot allocate %zd elements of %zd bytes: more than the largest buffer a "
-                     "64-bit index reaches; nothing was allocated",
-                     count, itemsize);
-        Py_DECREF(descr);
-        return NULL;
-    }
+    Py_ssize_t bytes;
+    npy_intp nbytes;
+    if (sized(descr, count, ALIGNMENT, &bytes, &nbytes) < 0) return NULL;
     size_t size = (size_t)bytes;
     PyObject *base;
     char *data;
@@ -127,22 +165,43 @@ static PyArrayObject *aligned_array(PyArray_Descr *descr, Py_ssize_t count) {
         base = (PyObject *)b;
         data = p;
     } else {
-        base = PyArray_SimpleNew(1, &nbytes, NPY_UINT8);
-        if (base == NULL) {
-            Py_DECREF(descr);
-            return NULL;
-        }
-        data = PyArray_BYTES((PyArrayObject *)base);
-        data += (ALIGNMENT - (uintptr_t)data % ALIGNMENT) % ALIGNMENT;
+        base = numpy_bytes(descr, nbytes, 0, &data);
+        if (base == NULL) return NULL;
     }
-    PyArrayObject *out = (PyArrayObject *)PyArray_NewFromDescr(
-        &PyArray_Type, descr, 1, &dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
-    if (out == NULL || PyArray_SetBaseObject(out, base) < 0) {
-        Py_XDECREF(out);
-        if (out == NULL) Py_DECREF(base);
-        return NULL;
+    return array_over(descr, count, data, base);
+}
+
+/* A fresh output for a compiled provider's kernel, as `aligned_array` but always NumPy's
+ * allocation (never a kept block, which later outputs reuse) with GUARD_BYTES of
+ * GUARD_PATTERN on each side, which `guard_changes` reads after the call. */
+static PyArrayObject *guarded_array(PyArray_Descr *descr, Py_ssize_t count) {
+    Py_ssize_t bytes;
+    npy_intp nbytes;
+    if (sized(descr, count, 2 * GUARD_BYTES + ALIGNMENT, &bytes, &nbytes) < 0) return NULL;
+    char *data;
+    PyObject *base = numpy_bytes(descr, nbytes, GUARD_BYTES, &data);
+    if (base == NULL) return NULL;
+    memset(data - GUARD_BYTES, GUARD_PATTERN, GUARD_BYTES);
+    memset(data + bytes, GUARD_PATTERN, GUARD_BYTES);
+    return array_over(descr, count, data, base);
+}
+
+/* How far before `out` (`bytes` long, from `guarded_array`) its first changed guard byte lies
+ * (`*before`, 0: none), and the first and last changed bytes past its end (`after`, -1 each:
+ * none). */
+static void guard_changes(const char *out, Py_ssize_t bytes, Py_ssize_t *before,
+                          Py_ssize_t after[2]) {
+    const unsigned char *lo = (const unsigned char *)out - GUARD_BYTES;
+    const unsigned char *hi = (const unsigned char *)out + bytes;
+    *before = 0;
+    after[0] = after[1] = -1;
+    for (Py_ssize_t k = 0; k < GUARD_BYTES && *before == 0; k++)
+        if (lo[k] != GUARD_PATTERN) *before = GUARD_BYTES - k;
+    for (Py_ssize_t k = 0; k < GUARD_BYTES; k++) {
+        if (hi[k] == GUARD_PATTERN) continue;
+        if (after[0] < 0) after[0] = k;
+        after[1] = k;
     }
-    return out;
 }
 
 static PyObject *empty(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {

@@ -60,6 +60,8 @@ typedef struct {
     int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
     ByteKernel kernel;        /* FOREIGN: the provider's function */
     PyObject *failure;        /* FOREIGN: raises the plan's KernelStatusError for a status */
+    PyObject *overrun;        /* FOREIGN: raises the plan's ContractViolation for a write in the
+                                 guard zones around `out` */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
     Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
@@ -109,6 +111,12 @@ static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
 
 static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
 #endif
+
+/* A compiled provider's fresh output (allocator.c, `guarded_array`) has GUARD_BYTES of
+ * GUARD_PATTERN on each side, read after the call (`engine.foreign.GUARD_BYTES`, the Python
+ * path's zones, is the same size: tests/test_foreign_calls.py holds them equal). */
+#define GUARD_BYTES 256
+#define GUARD_PATTERN 0xA5
 
 /* Large outputs' blocks (allocator.c): kept from KEEP_FROM bytes, up to KEEP_BUDGET in all. */
 #define KEEP_FROM (256 * 1024)

@@ -6,7 +6,9 @@
  * traced, observed or first call) is `byte_call`. Both go through `call_foreign`:
  * - an input of at most PRIVATE_BYTES bytes (every scalar: the fast path's cached 0-d tensors,
  *   an interned constant) is handed over as a private copy, so a kernel that writes its input
- *   never changes a value other calls share;
+ *   never changes a value other calls share; so is, on the fast path, a larger one whose
+ *   storage is read-only (`writable_source`), and its `out` is a `guarded_array` whose zones
+ *   are read after the call (`check_guards`): the Python path's `engine.foreign` does the same;
  * - the GIL is released from GIL_FREE_FROM output elements, as around `_native`'s bodies;
  * - the caller's floating-point status flags and MXCSR are kept, as around the bodies. */
 
@@ -50,10 +52,37 @@ static int raise_status(PyObject *failure, int32_t status, const Py_ssize_t byte
     return -1;
 }
 
-/* Run a FOREIGN entry into `out`: each operand as it is (its `need` elements) or as its dense
- * copy (the plan's Contiguize, after a BroadcastTo to the output's shape when `need` is the
- * output's count), then the kernel. 1 done, 0 when an operand is not one this code reads (the
- * Python path runs), -1 on error (a nonzero status raised). */
+/* Raise what `overrun(before, after_first, after_last)` raises for the changed guard bytes
+ * around `out` (see `guard_changes`); 0 when they are all intact, else -1. */
+static int check_guards(PyObject *overrun, const char *out, Py_ssize_t out_bytes) {
+    Py_ssize_t before, after[2];
+    guard_changes(out, out_bytes, &before, after);
+    if (before == 0 && after[0] < 0) return 0;
+    PyObject *got = PyObject_CallFunction(overrun, "nnn", before, after[0], after[1]);
+    if (got != NULL) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_SystemError, "a write outside a compiled kernel's out was not raised");
+    }
+    return -1;
+}
+
+/* Operand `t`'s buffer of `bytes` bytes at `src`, or a private copy of it in `*temp` when its
+ * storage is read-only (memory fueltensor may share: a cached scalar, a read-only view, an
+ * immutable buffer), so the kernel writes nothing another tensor reads; NULL when out of
+ * memory (a MemoryError set). */
+static const char *writable_source(PyObject *t, const char *src, Py_ssize_t bytes, char **temp) {
+    PyObject *storage = SLOT(t, S.off_storage);
+    if (bytes <= PRIVATE_BYTES || PyArray_ISWRITEABLE((PyArrayObject *)storage)) return src;
+    *temp = PyMem_RawMalloc((size_t)bytes);
+    if (*temp == NULL) return (const char *)PyErr_NoMemory();
+    return memcpy(*temp, src, (size_t)bytes);
+}
+
+/* Run a FOREIGN entry into `out` (a `guarded_array`): each operand as it is (its `need`
+ * elements; a private copy when read-only) or as its dense copy (the plan's Contiguize, after a
+ * BroadcastTo to the output's shape when `need` is the output's count), then the kernel, then
+ * its guard zones. 1 done, 0 when an operand is not one this code reads (the Python path
+ * runs), -1 on error (a nonzero status or a write outside `out` raised). */
 static int run_foreign(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL};
@@ -66,10 +95,16 @@ static int run_foreign(const Entry *e, PyObject *const *operands, char *out) {
                      : operand_at(operands[k], e->offset[k], e->need[k], isz);
         if (src[k] == NULL || made != e->need[k] || __builtin_mul_overflow(made, isz, &bytes[k]))
             goto done;
+        if (e->mode[k] == AS_IS) src[k] = writable_source(operands[k], src[k], bytes[k], &temp[k]);
+        if (src[k] == NULL) {
+            ran = -1;
+            goto done;
+        }
     }
     if (__builtin_mul_overflow(e->count, isz, &out_bytes)) goto done;
     int32_t status = call_foreign(e->kernel, src, bytes, out, out_bytes, e->count >= GIL_FREE_FROM);
-    ran = status == 0 ? 1 : raise_status(e->failure, status, bytes, out_bytes);
+    ran = status != 0 ? raise_status(e->failure, status, bytes, out_bytes)
+                      : check_guards(e->overrun, out, out_bytes) == 0 ? 1 : -1;
 done:
     PyMem_RawFree(temp[0]);
     PyMem_RawFree(temp[1]);
@@ -85,25 +120,26 @@ static ByteKernel kernel_at(PyObject *address, const char *call) {
     return at == NULL ? NULL : (ByteKernel)(uintptr_t)at;
 }
 
-/* foreign_entry(address, failure, out_dtype, out_layout, np_dtype, shape, modes, offsets,
- * needs, casts): `entry`'s view of a cached plan whose kernel is a compiled provider's function
- * at `address`; `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises its nonzero status.
- * Each operand is read AS_IS or DENSIFY (see `run_foreign`), never REPEAT. */
+/* foreign_entry(address, failure, overrun, out_dtype, out_layout, np_dtype, shape, modes,
+ * offsets, needs, casts): `entry`'s view of a cached plan whose kernel is a compiled provider's
+ * function at `address`; `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises its nonzero
+ * status, `overrun(before, after_first, after_last)` its write in the guard zones around
+ * `out`. Each operand is read AS_IS or DENSIFY (see `run_foreign`), never REPEAT. */
 static PyObject *foreign_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) {
-        PyErr_Format(PyExc_TypeError, "foreign_entry() takes 10 arguments, got %zd", nargs);
+    if (nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "foreign_entry() takes 11 arguments, got %zd", nargs);
         return NULL;
     }
     ByteKernel kernel = kernel_at(args[0], "foreign_entry");
     if (kernel == NULL) return NULL;
-    if (!PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "foreign_entry: failure must be callable");
+    if (!PyCallable_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "foreign_entry: failure and overrun must be callable");
         return NULL;
     }
     PyObject *zero = PyLong_FromLong(0);
     if (zero == NULL) return NULL;
-    PyObject *const rest[12] = {zero,    zero,    args[2], args[3], args[4], args[5],
-                                args[6], args[7], args[8], Py_None, Py_None, args[9]};
+    PyObject *const rest[12] = {zero,    zero,    args[3], args[4], args[5], args[6],
+                                args[7], args[8], args[9], Py_None, Py_None, args[10]};
     PyObject *made = entry(module, rest, 12);
     Py_DECREF(zero);
     if (made == NULL || made == Py_None) return made;
@@ -119,6 +155,7 @@ static PyObject *foreign_entry(PyObject *module, PyObject *const *args, Py_ssize
     e->kind = FOREIGN;
     e->kernel = kernel;
     e->failure = Py_NewRef(args[1]);
+    e->overrun = Py_NewRef(args[2]);
     return made;
 }
 

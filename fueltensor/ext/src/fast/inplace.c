@@ -48,9 +48,10 @@ static int inplace_reason(PyObject *t, PyObject *dtype, PyObject *shape, PyObjec
  * shape may be None: not compared), the reason string or None. */
 static PyObject *inplace_refusal(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 3 || S.tensor == NULL || !PyObject_TypeCheck(args[0], S.tensor)) {
+    if (nargs != 3 || S.tensor == NULL || !PyObject_TypeCheck(args[0], S.tensor) ||
+        !tensor_ready(args[0])) {
         PyErr_SetString(PyExc_TypeError, "inplace_refusal(t: FuelTensor, dtype, shape) takes 3 "
-                                         "arguments (and the fast path configured)");
+                                         "arguments, t initialized (and the fast path configured)");
         return NULL;
     }
     PyObject *reason;

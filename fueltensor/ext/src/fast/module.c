@@ -125,7 +125,7 @@ static int add_constants(PyObject *module) {
                 {"REPEAT", REPEAT},       {"FORWARD", FORWARD},     {"REFLECTED", REFLECTED},
                 {"INPLACE", INPLACE},     {"HOST", HOST},           {"METHOD", METHOD},
                 {"REDUCE", REDUCE},       {"STATISTIC", STATISTIC}, {"CAST", CAST},
-                {"MATMUL", MATMUL}};
+                {"MATMUL", MATMUL},       {"GUARD_BYTES", GUARD_BYTES}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (PyModule_AddIntConstant(module, ints[k].name, ints[k].value) < 0) return -1;
     PyObject *core = field_names(CORE_FIELDS, N_CORE);

@@ -53,11 +53,14 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     return *temp;
 }
 
-/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`) and the N-D array
- * `_from_dense` keeps beside it (the storage itself when 1-D); both new references. */
+/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`; guarded for a compiled
+ * provider's kernel) and the N-D array `_from_dense` keeps beside it (the storage itself when
+ * 1-D); both new references. */
 static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
     Py_INCREF(e->np_dtype);
-    PyArrayObject *out = aligned_array((PyArray_Descr *)e->np_dtype, e->count);
+    PyArray_Descr *descr = (PyArray_Descr *)e->np_dtype;
+    PyArrayObject *out =
+        e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(descr, e->count);
     if (out == NULL) return -1;
     PyObject *nd = (PyObject *)out;
     if (e->ndim == 1) {

@@ -16,6 +16,13 @@ static PyObject *make_tensor(PyTypeObject *type, PyObject *storage, PyObject *la
     return t;
 }
 
+/* Whether tensor `t` has its storage, layout and dtype: one made by `object.__new__` (which
+ * Python code and a pickle can call) has none, and the code reading them declines it. */
+static int tensor_ready(PyObject *t) {
+    return SLOT(t, S.off_storage) != NULL && SLOT(t, S.off_layout) != NULL &&
+           SLOT(t, S.off_dtype) != NULL;
+}
+
 /* A FuelTensor (the bound type) with these slots, the arguments borrowed. */
 static PyObject *new_tensor(PyObject *storage, PyObject *layout, PyObject *dtype, PyObject *np_) {
     return make_tensor(S.tensor, storage, layout, dtype, np_);

@@ -265,7 +265,7 @@ static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     PyObject *t = args[0];
-    if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor)) Py_RETURN_NONE;
+    if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor) || !tensor_ready(t)) Py_RETURN_NONE;
     PyObject *layout = SLOT(t, S.off_layout);
     PyObject *selected = select_layout(layout, args[1]);
     if (selected == NULL || selected == Py_None) return selected;
@@ -289,7 +289,7 @@ static PyObject *getitem(PyObject *module, PyObject *const *args, Py_ssize_t nar
 /* transpose(t): t with its axes reversed (`.T` of a tensor of at most two dimensions). */
 static PyObject *transpose(PyObject *module, PyObject *t) {
     (void)module;
-    if (S.tensor == NULL || Py_TYPE(t) != S.tensor) Py_RETURN_NONE;
+    if (S.tensor == NULL || Py_TYPE(t) != S.tensor || !tensor_ready(t)) Py_RETURN_NONE;
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
     Py_ssize_t out_shape[NPY_MAXDIMS], out_strides[NPY_MAXDIMS];
     int ndim;

@@ -1,0 +1,290 @@
+"""Checked runs (issue 35, item 2): a compiled kernel run in the worker process, on guard-paged
+copies of the inputs, is caught and named whatever it does (a write past out or into an input,
+a crash, an abort, a hang, an exit, an output left unwritten), and the asking process lives on
+with its arrays unchanged."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _cheats import build, contract, register
+
+import fueltensor as ft
+from fueltensor.core.errors import KernelStatusError
+from fueltensor.registry import bundled_contracts_dir
+from fueltensor.tools import checked
+from fueltensor.tools.checked import KernelFault
+
+HOSTILE = (
+    "honest_f32",
+    "chatty_f32",
+    "overrun_f32",
+    "underrun_f32",
+    "scribble_f32",
+    "rewrite_f32",
+    "wild_f32",
+    "segv_f32",
+    "abort_f32",
+    "exit_f32",
+    "hang_f32",
+    "closefds_f32",
+    "overread_f32",
+    "untouched_f32",
+    "status_f32",
+    "hog_f32",
+)
+N = 1000
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build("hostile_kernels.c", tmp_path_factory.mktemp("checked") / "libhostile.so")
+
+
+@pytest.fixture(scope="module")
+def reg(library: Path, tmp_path_factory: pytest.TempPathFactory) -> ft.Registry:
+    doc = tmp_path_factory.mktemp("doc") / "hostile.md"
+    return register(
+        library, "checked-hostile", [(n, "AddElementwise", "F32", 0) for n in HOSTILE], doc
+    )
+
+
+def _inputs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    return rng.random(N, dtype=np.float32), rng.random(N, dtype=np.float32)
+
+
+def _run(reg: ft.Registry, name: str, timeout: float = checked.TIMEOUT) -> np.ndarray:
+    lhs, rhs = _inputs()
+    kernel = reg.kernel(name)
+    assert checked.applies(kernel)
+    return checked.call(
+        kernel,
+        reg[name],
+        (lhs, rhs),
+        (N,),
+        np.dtype(np.float32),
+        "a test",
+        timeout,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("name", ["honest_f32", "chatty_f32"])
+def test_an_honest_kernel_runs_checked_to_its_own_bits(reg: ft.Registry, name: str) -> None:
+    lhs, rhs = _inputs()
+    assert _run(reg, name).tobytes() == (lhs + rhs).tobytes()
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "buffer", "offsets", "words"),
+    [
+        ("overrun_f32", "overrun", "out", (4 * N, 4 * N + 63), "wrote past its end"),
+        ("underrun_f32", "overrun", "out", (-8, -1), "wrote before its start"),
+        ("scribble_f32", "crash", "lhs", (0, 4 * N - 1), "inputs on read-only pages; with"),
+        ("rewrite_f32", "crash", "lhs", None, "wrote into an input (the bytes it held)"),
+        ("wild_f32", "crash", None, None, "outside every buffer and its zones"),
+        ("segv_f32", "crash", None, None, "died of SIGSEGV"),
+        ("abort_f32", "crash", None, None, "SIGABRT (it printed: hostile_kernels: abort_f32"),
+        ("exit_f32", "crash", None, None, "the worker exited with status 0 during the call"),
+        ("closefds_f32", "crash", None, None, "the kernel ended it, or broke its channel"),
+        ("overread_f32", "crash", None, None, "SIGSEGV"),
+    ],
+)
+def test_each_fault_is_named_and_the_asker_lives_on(
+    reg: ft.Registry,
+    name: str,
+    kind: str,
+    buffer: str | None,
+    offsets: tuple[int, int] | None,
+    words: str,
+) -> None:
+    lhs, rhs = _inputs()
+    with pytest.raises(KernelFault) as info:
+        _run(reg, name)
+    f = info.value.finding
+    source = reg[name].source
+    assert (f.kind, f.kernel, f.source) == (kind, name, f"{source.path}:{source.line}")
+    assert (f.buffer, f.offsets) == (buffer, offsets), str(f)
+    assert words in str(f), str(f)
+    assert f"lhs float32[{N}]" in f.inputs and f"rhs float32[{N}]" in f.inputs
+    assert isinstance(info.value, ft.ContractViolation)
+    assert _run(reg, "honest_f32").tobytes() == (lhs + rhs).tobytes()  # a fresh worker
+
+
+def test_a_hang_is_killed_at_the_time_bound(reg: ft.Registry) -> None:
+    with pytest.raises(KernelFault, match=r"hang: no answer within 2 s; the worker was killed"):
+        _run(reg, "hang_f32", timeout=2)
+    lhs, rhs = _inputs()
+    assert _run(reg, "honest_f32").tobytes() == (lhs + rhs).tobytes()
+
+
+def test_a_nonzero_status_is_a_status_error(reg: ft.Registry) -> None:
+    with pytest.raises(KernelStatusError, match="failed with status 7 in a checked run") as info:
+        _run(reg, "status_f32")
+    assert info.value.status == 7 and info.value.symbol == "status_f32"
+
+
+def test_the_worker_has_an_address_space_limit(reg: ft.Registry) -> None:
+    with pytest.raises(KernelStatusError, match="status 9"):  # malloc refused before 64 GiB
+        _run(reg, "hog_f32")
+
+
+def test_an_output_left_unwritten_is_named_with_its_element(reg: ft.Registry) -> None:
+    lhs, _ = _inputs()
+    with pytest.raises(KernelFault) as info:
+        _run(reg, "untouched_f32")
+    f = info.value.finding
+    assert (f.kind, f.buffer, f.offsets) == ("unwritten", "out", (0, 4 * N - 1))
+    assert f"lhs float32[{N}] = {float(lhs[0])!r} at element 0" in f.inputs
+
+
+def test_the_callers_arrays_are_only_read(reg: ft.Registry) -> None:
+    lhs, rhs = _inputs()
+    kept = lhs.copy(), rhs.copy()
+    for name in ("scribble_f32", "overrun_f32"):
+        with pytest.raises(KernelFault):
+            checked.call(reg.kernel(name), reg[name], (lhs, rhs), (N,), np.dtype(np.float32))  # type: ignore[arg-type]
+    assert lhs.tobytes() == kept[0].tobytes() and rhs.tobytes() == kept[1].tobytes()
+
+
+JUDGE = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+import fueltensor as ft
+from _cheats import register
+reg = register(Path({library!r}), "judged-hostile",
+               [(n, "AddElementwise", "F32", 0) for n in {names!r}], Path({doc!r}))
+report = ft.judge(reg, quick=True, progress=False)
+print(json.dumps({{row.kernel: row.failures for row in report.rows}}))
+"""
+
+
+def test_the_judge_survives_every_hostile_kernel_and_names_each(
+    library: Path, tmp_path: Path
+) -> None:
+    names = [n for n in HOSTILE if n not in ("hang_f32", "status_f32", "hog_f32")]
+    code = JUDGE.format(
+        tests=str(Path(__file__).parent),
+        library=str(library),
+        names=names,
+        doc=str(tmp_path / "d.md"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    failures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert failures.pop("honest_f32") == [] and failures.pop("chatty_f32") == []
+    for name, said in failures.items():
+        assert said, f"{name} passed the judge"
+        assert any(f"kernel {name} (" in s and "KernelFault" in s for s in said), said
+
+
+@pytest.fixture
+def beside_cpu(library: Path, tmp_path: Path) -> Callable[[str], ft.Registry]:
+    """The bundled contracts and one hostile kernel named `name`, which costs more than the
+    CPU kernel (so the CPU kernel runs by default and the hostile one only when compared)."""
+
+    def make(name: str) -> ft.Registry:
+        doc = tmp_path / f"{name}.md"
+        register(library, "compared-hostile", [(name, "AddElementwise", "F32", 0)], doc)
+        doc.write_text(doc.read_text().replace('"3 * n * 4"', '"30 * n"'))
+        return ft.Registry.from_paths([bundled_contracts_dir(), doc])
+
+    return make
+
+
+def test_compare_backends_runs_a_compiled_kernel_checked(
+    beside_cpu: Callable[[str], ft.Registry],
+) -> None:
+    x = ft.asarray(np.arange(8, dtype=np.float32))
+    y = ft.asarray(np.full(8, 0.5, dtype=np.float32))
+    with ft.use_registry(beside_cpu("honest_f32")):
+        with ft.compare_backends("cpu", "compared-hostile") as report:
+            x + y
+        report.assert_equal()
+        assert [c.kernels for c in report] == [("add_f32", "honest_f32")]
+    for name, says in [
+        ("scribble_f32", "buffer lhs, bytes 1..31"),  # 12345.0f and 0.0f share byte 0
+        ("overrun_f32", "overrun: wrote past its end; buffer out, bytes 32..95"),
+        ("abort_f32", "SIGABRT"),
+    ]:
+        with (
+            ft.use_registry(beside_cpu(name)),
+            ft.compare_backends("cpu", "compared-hostile"),
+            pytest.raises(KernelFault, match=f"kernel {name} .*{re.escape(says)}") as info,
+        ):
+            x + y
+        assert "add in compare_backends" in info.value.finding.inputs
+    assert np.asarray(x).tolist() == list(range(8)) and np.asarray(y).tolist() == [0.5] * 8
+
+
+def test_compare_backends_gives_a_python_kernel_private_copies(tmp_path: Path) -> None:
+    def sneaky(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        ctypes.memset(lhs.ctypes.data, 0, lhs.nbytes)  # past NumPy's read-only flag
+        np.add(lhs, rhs, out=out)
+
+    doc = tmp_path / "py.md"
+    doc.write_text(
+        "---\nfkc_version: 1\nprovider: {name: py-sneaky, backend: Cpu, kernel_source: "
+        '"py-sneaky", link_registry: t, revision_base: "t:1"}\n---\n# py-sneaky\n'
+        + contract("sneaky_add_f32", "AddElementwise", "F32", 0, "py-sneaky").replace(
+            '"3 * n * 4"', '"30 * n"'
+        )
+    )
+    ft.register_provider("py-sneaky", {"py-sneaky::sneaky_add_f32": sneaky})
+    x = ft.asarray([1.0, 2.0], dtype=ft.float32)
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), doc])
+    with (
+        ft.use_registry(reg),
+        ft.compare_backends("cpu", "py-sneaky"),
+        pytest.raises(KernelFault, match=r"input write: wrote into an input .*buffer lhs"),
+    ):
+        x + x
+    assert np.asarray(x).tolist() == [1.0, 2.0]
+
+
+def test_the_judge_survives_a_python_kernel_that_calls_sys_exit(tmp_path: Path) -> None:
+    def leaves(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        sys.exit(3)
+
+    doc = tmp_path / "py.md"
+    doc.write_text(
+        "---\nfkc_version: 1\nprovider: {name: py-exit, backend: Cpu, kernel_source: "
+        '"py-exit", link_registry: t, revision_base: "t:1"}\n---\n# py-exit\n'
+        + contract("exit_add_f32", "AddElementwise", "F32", 0, "py-exit")
+    )
+    ft.register_provider("py-exit", {"py-exit::exit_add_f32": leaves})
+    [row] = ft.judge(ft.Registry.from_paths([doc]), quick=True, progress=False).rows
+    assert row.failures == ["the kernel raised during the audit: SystemExit: 3"]
+
+
+def test_compare_backends_names_a_default_kernel_that_writes_its_input(
+    library: Path, tmp_path: Path
+) -> None:
+    doc = tmp_path / "cheap.md"
+    register(library, "cheap-hostile", [("scribble_f32", "AddElementwise", "F32", 0)], doc)
+    doc.write_text(doc.read_text().replace('"3 * n * 4"', '"n"'))  # cheaper: the default
+    x = ft.asarray(np.arange(1.0, 9.0, dtype=np.float32))  # 32 bytes: no scalar's private copy
+    y = ft.asarray(np.full(8, 0.5, dtype=np.float32))
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), doc])
+    with (
+        ft.use_registry(reg),
+        ft.compare_backends("cpu", "cheap-hostile"),
+        pytest.raises(KernelFault, match=r"wrote into an input; buffer lhs, bytes 1..31"),
+    ):
+        x + y
+    assert np.asarray(x).tolist() == list(range(1, 9))  # the default run was checked too
+    with ft.use_registry(reg):
+        x + y  # a normal call: writes what it is given
+    assert np.asarray(x).tolist() == [12345.0] * 8
