@@ -34,7 +34,8 @@ KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
 NATIVE = [impl for impl in IMPLS if impl != "pure"]
 AVAILABLE = [impl for impl in IMPLS if impl.partition("-")[0] in IMPLEMENTATIONS]
 """Every implementation built here: pure, and the compiled one per instruction set."""
-SIZES = (0, 1, 7, 8, 15, 16, 17, 31, 33, 1000, 8193)
+SIZES = (0, 1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 8193)
+"""Every vector tail: past 4, 8 and 16 lanes (SSE2, AVX2, AVX-512 f32) and their unrolled blocks."""
 
 pytestmark = pytest.mark.skipif(
     "native" not in IMPLEMENTATIONS, reason="the compiled kernels are not built here"

@@ -86,7 +86,7 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
         int,
         script(f"""
             start = tasks()
-            mul(N.PARALLEL_FROM - 1, 64)
+            mul(N.SPLIT_FROM["mul"]["float32"] - 1, 64)
             small = tasks()
             mul({BIG}, 1)
             single = tasks()

@@ -1,5 +1,6 @@
-"""All cores at large sizes: a compiled body over `PARALLEL_FROM` elements or more splits into
-chunks on threads, and nothing the caller sees changes but the time.
+"""All cores from mid sizes: a compiled body over its op class's threshold (`SPLIT_FROM`; every
+one splits from `PARALLEL_FROM`) runs in parts on threads, and nothing the caller sees changes
+but the time.
 
 Every op and dtype gives one thread's bits on several threads (random bit patterns: NaN
 payloads, subnormals, infinities), at odd sizes and at offsets; a flag raised only in the last
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are
 
 FMT_OF = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
-"""An odd size past the threshold: the last chunk is not a whole 512-element block."""
+"""An odd size past every threshold: the last part is not a whole 512-element block."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine())
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
@@ -50,6 +51,14 @@ def keep_setting() -> Iterator[None]:
     before = ft.get_num_threads()
     yield
     ft.set_num_threads(before)
+
+
+def split(n: int, op: str = "add", dtype: str = "float32") -> int:
+    """How many threads the compiled body of `op` ("powi": the integer power) on `dtype` runs
+    a call over n elements on now."""
+    code = _native.POWI_OP if op == "powi" else _native.OPS.index(op)
+    threads: int = _native.threads(n, code, _native.DTYPES.index(dtype))
+    return threads
 
 
 def bits(fmt: Fmt, n: int, seed: int) -> np.ndarray[Any, Any]:
@@ -89,7 +98,7 @@ def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
     fmt = FORMATS[FMT_OF[dtype]]
     lhs, rhs = (bits(fmt, BIG + 3, seed).view(fmt.np_dtype) for seed in (1, 2))
     for a, b in ((lhs[:BIG], rhs[:BIG]), (lhs[3:], rhs[1:-2])):
-        assert _native.threads(a.size) == 2
+        assert split(a.size, op, dtype) == 2
         one, two = run(op, dtype, a, b, 0x00, 1), run(op, dtype, a, b, 0xFF, 2)
         assert np.array_equal(two, one), differing(two, one)
 
@@ -152,17 +161,28 @@ def test_set_num_threads_refuses_counts_outside_the_range(bad: Any) -> None:
 
 
 def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
-    """Above the process's cores the setting is accepted and the cores are used; below
-    PARALLEL_FROM elements a body runs here alone; setting returns the previous value."""
+    """Above the process's cores the setting is accepted and the cores are used; below its op
+    class's SPLIT_FROM elements a body runs here alone; setting returns the previous value."""
     cores = len(os.sched_getaffinity(0))
     assert ft.set_num_threads(threads.MAX_THREADS) >= 1
     assert ft.set_num_threads(1) == threads.MAX_THREADS
-    assert _native.threads(BIG) == 1
+    assert split(BIG) == 1
     ft.set_num_threads(threads.MAX_THREADS)
     assert ft.get_num_threads() == threads.MAX_THREADS
-    assert _native.threads(BIG) == cores
-    assert _native.threads(sys.maxsize) == cores  # no overflow in the chunk arithmetic
-    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+    assert split(BIG) == cores
+    assert split(sys.maxsize) == cores  # no overflow in the part arithmetic
+    for op, row in _native.SPLIT_FROM.items():
+        for dtype, start in row.items():
+            assert (split(start - 1, op, dtype), split(start, op, dtype)) == (1, cores), (op, dtype)
+
+
+def test_every_op_and_dtype_has_a_threshold_of_whole_blocks_below_parallel_from() -> None:
+    """SPLIT_FROM names every op (and the integer power) on every dtype, each threshold at least
+    one 512-element block, and PARALLEL_FROM is the largest: every body splits from there."""
+    assert list(_native.SPLIT_FROM) == [*_native.OPS, "powi"]
+    starts = [start for row in _native.SPLIT_FROM.values() for start in row.values()]
+    assert all(list(row) == list(_native.DTYPES) for row in _native.SPLIT_FROM.values())
+    assert min(starts) >= 512 and max(starts) == _native.PARALLEL_FROM
 
 
 @TWO_CORES
@@ -172,10 +192,10 @@ def test_an_affinity_of_one_core_runs_one_thread() -> None:
     mask = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(mask)})
     try:
-        assert _native.threads(BIG) == 1
+        assert split(BIG) == 1
     finally:
         os.sched_setaffinity(0, mask)
-    assert _native.threads(BIG) == 2
+    assert split(BIG) == 2
 
 
 @pytest.mark.parametrize(("value", "want"), [("1", "1"), ("3", "3"), (" 2 ", "2")])
@@ -265,11 +285,22 @@ def test_the_judge_times_one_thread_and_all_of_them() -> None:
     assert "all threads" in report.to_markdown() and "×1" in report.to_markdown()
 
 
-def test_set_parallel_from_refuses_less_than_a_chunk() -> None:
-    """The threshold (lowered only to measure it) is at least one 512-element chunk."""
-    with pytest.raises(ValueError, match="at least 512 elements, got 511"):
+def test_set_parallel_from_splits_every_body_from_there_and_zero_restores_the_classes() -> None:
+    """The threshold lowered to measure it (at least one 512-element block) holds for every op;
+    0 puts back each op class's own; below 512 is refused and changes nothing."""
+    ft.set_num_threads(2)
+    cores = min(threads.cores(), 2)
+    low = min(start for row in _native.SPLIT_FROM.values() for start in row.values())
+    with pytest.raises(ValueError, match="at least 512 elements .* got 511"):
         _native.set_parallel_from(511)
-    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+    assert split(_native.PARALLEL_FROM - 1) == 1
+    assert _native.set_parallel_from(low) == 0
+    try:
+        assert {split(low, op) for op in _native.SPLIT_FROM} == {cores}
+        assert split(low - 1, "pow") == 1
+    finally:
+        assert _native.set_parallel_from(0) == low
+    assert split(_native.SPLIT_FROM["add"]["float32"] - 1) == 1
 
 
 THREADPOOLCTL_FIRST = """
@@ -282,12 +313,12 @@ def ours():
 ft.set_num_threads(2)
 seen = [ours()]
 with threadpoolctl.threadpool_limits(limits=1):
-    seen += [ours(), ft.get_num_threads(), NATIVE.threads({big})]
+    seen += [ours(), ft.get_num_threads(), NATIVE.threads({big}, 0, 0)]
 with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
     seen.append(ft.get_num_threads())
 with threadpoolctl.threadpool_limits(limits=1000):
     seen.append(ft.get_num_threads())
-print(*seen, ft.get_num_threads(), NATIVE.threads({big}))
+print(*seen, ft.get_num_threads(), NATIVE.threads({big}, 0, 0))
 """
 
 

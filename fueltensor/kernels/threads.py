@@ -87,9 +87,10 @@ def running_on(n: int) -> Iterator[None]:
 def threads_for(fn: KernelFn | None, count: int) -> int:
     """How many threads kernel `fn` runs on over `count` output elements now (one for every
     kernel but the compiled fuel-cpu-backend bodies)."""
-    if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
+    code = None if NATIVE is None else getattr(fn, "__fueltensor_native__", None)
+    if code is None:
         return 1
-    threads: int = NATIVE.threads(min(count, sys.maxsize))  # a plan may outsize any buffer
+    threads: int = NATIVE.threads(min(count, sys.maxsize), *code)  # a plan may outsize any buffer
     return threads
 
 

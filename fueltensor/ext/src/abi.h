@@ -23,11 +23,19 @@ enum { F32, F64, BF16, F16, N_DTYPES };
 #define ALIGNMENT 64
 /* Below this many elements the loop is shorter than releasing and retaking the GIL. */
 #define GIL_FREE_FROM 16384
-/* Elements from which a body splits across threads (`_native.PARALLEL_FROM`; benchmarks/run.py's
- * "threads" rows measured it on the 2-core box: back to back, splitting pays from 2^16; a call
- * that must wake an idle core pays 0.1-0.25 ms there at any size, repaid only from about 2^20;
- * 2^19 is the power of two below 10^6, where the issue's target asks for both cores). */
-#define PARALLEL_FROM (1 << 19)
+/* Elements from which a body splits across threads, by op class (`split_from` in
+ * native/pool.c; `_native.SPLIT_FROM`), each the size from which two threads called back to
+ * back beat one on the 2-core development machine (benchmarks/run.py's "split" section,
+ * benchmarks/RESULTS.md). The caller never waits for a worker to wake: it claims parts itself
+ * until none is left, so a call made after idle costs about one thread's time. */
+#define SPLIT_ARITH (1 << 15)  /* add, sub, mul on f32 and f64 */
+#define SPLIT_SELECT (1 << 15) /* maximum, minimum on f32 and f64 */
+#define SPLIT_DIVIDE (1 << 14) /* div and rem on f32 and f64 */
+#define SPLIT_HALF (1 << 13)   /* every op but pow on bf16 and f16 */
+#define SPLIT_POW (1 << 10)    /* pow on every dtype */
+#define SPLIT_POWI (1 << 15)   /* the integer-power body */
+/* Every body splits from here on (`_native.PARALLEL_FROM`): the largest threshold above. */
+#define PARALLEL_FROM (1 << 15)
 /* Output bytes from which a body apart from its operands writes through streaming stores
  * (`_native.STREAM_FROM`): a result this large leaves the caches anyway, and a plain store first
  * reads each line it writes (benchmarks/RESULTS.md: mul f32 at 10^7 on two threads 3.3 -> 2.2 ms

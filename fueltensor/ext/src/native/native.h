@@ -35,6 +35,21 @@
 #include <immintrin.h>
 #define HAVE_AVX2_F16C 1
 #define TARGET_AVX2_F16C __attribute__((target("avx2,f16c,fma")))
+/* AVX-512 F, VL, BW and DQ (every AVX-512 CPU has them) beside AVX2's F16C and FMA, in 512-bit
+ * vectors. Not AVX512-BF16: its converts round to nearest even whatever MXCSR says, and the
+ * halves narrow by their own rounding logic on every body. GCC's generic tuning reloads an
+ * operand from memory for each use in these loops (three loads a vector for the NaN rule):
+ * Ice Lake's tuning keeps it in a register (instruction choice only; values are the same). */
+#define HAVE_AVX512 1
+#if defined(__clang__)
+#define TARGET_AVX512                                                                            \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma"),                  \
+                   min_vector_width(512)))
+#else
+#define TARGET_AVX512                                                                            \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma,"                   \
+                          "prefer-vector-width=512,tune=icelake-server")))
+#endif
 #endif
 
 #if defined(__GNUC__)
@@ -49,7 +64,10 @@ static const char *const OP_NAMES[N_OPS] = {"add",     "sub",     "mul", "div",
                                             "maximum", "minimum", "pow", "rem"};
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
 static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
-static const char *const ISA_NAMES[] = {"baseline", "avx2"};
+/* The instruction sets a body is compiled for, in the order init tries them: each one's CPU
+ * features include the one's before, so those found are a prefix (`N.isa_count` long). */
+static const char *const ISA_NAMES[] = {"baseline", "avx2", "avx512"};
+#define MAX_ISAS 3
 
 /* Half-float elements per tile: three f32 tiles (6 KiB) stay in L1 between the passes. */
 #define TILE 512
@@ -77,60 +95,83 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
 
 /* Chunk boundaries: whole half-float and pow tiles, 64-byte aligned for every element size. */
 #define CHUNK_ALIGN 512
-/* How long a worker polls for its next chunk after one, and the caller for the workers'
- * chunks, before sleeping: back-to-back large calls skip the wake-up (benchmarks/RESULTS.md). */
+/* Parts per thread a split call is cut into: the threads claim them one at a time, so a thread
+ * that starts late (a worker still waking) or runs slower (a core shared with other work) takes
+ * fewer, and the caller never waits for more than the one part a worker has in hand. */
+#define PARTS_PER_THREAD 4
+/* How long a worker polls for the next part after its last, and the caller for the parts the
+ * workers hold, before sleeping: back-to-back calls skip the wake-up (benchmarks/RESULTS.md). */
 #ifndef POOL_SPIN_NS
 #define POOL_SPIN_NS 50000
 #endif
 
+/* A body told whether to write through streaming stores (`streams`, decided on the whole
+ * call's output, of which this may be one part): what a split call runs on each part. */
+typedef void (*PartBody)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
+                         const PowShortcut *s, int stream);
+
 #if defined(HAVE_PTHREAD)
+/* The status flags one worker's parts of a job raised (`raised` says which; `ran`: it has
+ * taken a part, under the job's environment, since the job was posted). */
 typedef struct {
-    BodyWith fn;
-    int op, dtype;
+    fexcept_t flags;
+    int raised, ran;
+} Raised;
+
+/* One split call: `body` over [0, n) (or, with op POWI_OP, the PowI body `powi` with exponent
+ * k), cut into parts of `per` elements (whole CHUNK_ALIGN blocks) that the caller and the
+ * workers claim through the pool's ticket. Lives on the caller's stack until `done` counts
+ * every part. */
+typedef struct {
+    PartBody body;
+    PowIBody powi;
+    int op, dtype, stream;
+    int32_t k;
     const char *a, *b;
     char *c;
-    Py_ssize_t n;
-    const PowShortcut *s;
-    const fenv_t *env; /* the caller's floating-point environment, which the chunk runs under */
-    fexcept_t flags;   /* the status flags the chunk raised, and which (`raised`) */
-    int raised;
-} Chunk;
-
-/* A worker runs `job` each time `posted` (written by the pool's owner) passes the count it ran. */
-typedef struct {
-    Chunk *job;
-    unsigned posted;
-} Worker;
+    Py_ssize_t n, per;
+    PowShortcut s;
+    fenv_t env;    /* the caller's floating-point environment, which every part runs under */
+    unsigned done; /* parts finished (atomic) */
+    Raised raised[MAX_THREADS - 1]; /* per worker */
+} Job;
 
 /* The pool. `owner` is held by the one caller using it; `lock` guards the sleeps on `wake`
- * (workers waiting for a chunk) and `done` (the owner waiting for `pending` to reach 0). */
+ * (workers waiting for a part) and `done` (the owner waiting for the parts workers hold).
+ * `ticket` is the current job's next unclaimed part, its parts and the workers that may
+ * claim them (TICKET below): a part is claimed by advancing it (compare and swap). */
 typedef struct {
     pthread_mutex_t owner, lock;
     pthread_cond_t wake, done;
-    int workers; /* started so far; read and written by the owner only */
-    unsigned pending; /* chunks posted and not finished yet (atomic) */
-    Worker slot[MAX_THREADS - 1];
+    int workers;       /* started so far; read and written by the owner only */
+    unsigned sleepers; /* workers asleep on `wake` (atomic) */
+    int waiting;       /* the owner asleep on `done` (atomic) */
+    uint64_t ticket;   /* atomic */
+    Job *job;          /* the current job, read after a part of it is claimed */
 } Pool;
 
 #define POOL_INIT                                                                               \
     {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
-     PTHREAD_COND_INITIALIZER, 0, 0, {{NULL, 0}}}
+     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL}
 #endif
 
 /* Everything `_native` keeps between calls. The pow shortcut is off until `pow_shortcut` turns
  * it on (after a verdict); the ISA bodies are filled at init (`isa` the selected one); the
- * thread setting is `set_threads`'s, and `parallel_from` is PARALLEL_FROM except while
- * benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`). */
+ * thread setting is `set_threads`'s, and `parallel_from` is 0 (each op class splits from its
+ * measured threshold, `split_from`) except while benchmarks/run.py measures where splitting
+ * starts to pay (`set_parallel_from`: every body from there). */
 static struct {
     int pow_on_two, pow_on_half;
-    BodyWith isa_bodies[2];
+    BodyWith isa_bodies[MAX_ISAS];
+    PartBody isa_parts[MAX_ISAS];
+    PowIBody isa_powi[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
     Py_ssize_t parallel_from;
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {0, 0, {NULL, NULL}, 1, 0, 1, PARALLEL_FROM
+} N = {0, 0, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif
