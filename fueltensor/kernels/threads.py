@@ -84,11 +84,20 @@ def running_on(n: int) -> Iterator[None]:
             NATIVE.set_threads(previous)
 
 
+def compiled_body(fn: KernelFn | None) -> str | None:
+    """The instruction set of the compiled body kernel `fn` runs ("avx512", "avx2",
+    "baseline"), or None for every kernel but the compiled fuel-cpu-backend bodies."""
+    if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
+        return None
+    isa: str = NATIVE.isa()
+    return isa
+
+
 def threads_for(fn: KernelFn | None, count: int) -> int:
     """How many threads kernel `fn` runs on over `count` output elements now (one for every
     kernel but the compiled fuel-cpu-backend bodies)."""
-    code = None if NATIVE is None else getattr(fn, "__fueltensor_native__", None)
-    if code is None:
+    code = getattr(fn, "__fueltensor_native__", None)
+    if NATIVE is None or code is None:
         return 1
     threads: int = NATIVE.threads(min(count, sys.maxsize), *code)  # a plan may outsize any buffer
     return threads

@@ -209,6 +209,12 @@ static PyObject *threads(PyObject *module, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLong(threads_for((int)op, (int)dtype, n));
 }
 
+static PyObject *isa(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyUnicode_FromString(ISA_NAMES[N.isa]);
+}
+
 /* The byte range a non-empty strided buffer's elements span; -1 when an axis's reach
  * overflows (no buffer in memory has one). */
 static int extent(const Py_buffer *v, const char **lo, const char **hi) {

@@ -11,6 +11,9 @@ static PyMethodDef methods[] = {
     {"set_parallel_from", set_parallel_from, METH_O,
      "set_parallel_from(n) -> previous: split every body from n elements (for measuring where "
      "splitting pays); 0, the default, splits each op class from its SPLIT_FROM threshold."},
+    {"isa", isa, METH_NOARGS,
+     "isa() -> str: the instruction set of the kernel body that runs (one of ISAS: the last, "
+     "the widest this CPU runs, unless select_isa chose another)."},
     {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
      "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
      "power) on DTYPES[dtype] over n elements runs on now."},
