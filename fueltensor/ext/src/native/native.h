@@ -120,7 +120,7 @@ typedef struct {
 
 /* One split call: `body` over [0, n) (or, with op POWI_OP, the PowI body `powi` with exponent
  * k), cut into parts of `per` elements (whole CHUNK_ALIGN blocks) that the caller and the
- * workers claim through the pool's ticket. Lives on the caller's stack until `done` counts
+ * workers claim through the pool's ranges. Lives on the caller's stack until `done` counts
  * every part. */
 typedef struct {
     PartBody body;
@@ -136,23 +136,28 @@ typedef struct {
     Raised raised[MAX_THREADS - 1]; /* per worker */
 } Job;
 
+/* One thread's range of the current job's parts: its next unclaimed part, its end and the
+ * workers that may claim (RANGE in pool.c), advanced by compare and swap; a line of its own. */
+typedef struct {
+    _Alignas(64) uint64_t word;
+} Range;
+
 /* The pool. `owner` is held by the one caller using it; `lock` guards the sleeps on `wake`
  * (workers waiting for a part) and `done` (the owner waiting for the parts workers hold).
- * `ticket` is the current job's next unclaimed part, its parts and the workers that may
- * claim them (TICKET below): a part is claimed by advancing it (compare and swap). */
+ * `ranges` cut the current job's parts between the caller (0) and the workers (w + 1). */
 typedef struct {
     pthread_mutex_t owner, lock;
     pthread_cond_t wake, done;
     int workers;       /* started so far; read and written by the owner only */
     unsigned sleepers; /* workers asleep on `wake` (atomic) */
     int waiting;       /* the owner asleep on `done` (atomic) */
-    uint64_t ticket;   /* atomic */
     Job *job;          /* the current job, read after a part of it is claimed */
+    Range ranges[MAX_THREADS];
 } Pool;
 
 #define POOL_INIT                                                                               \
     {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
-     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL}
+     PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, {{0}}}
 #endif
 
 /* Everything `_native` keeps between calls. The pow shortcut is off until `pow_shortcut` turns

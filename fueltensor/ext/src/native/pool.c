@@ -1,10 +1,13 @@
 /* ---------------------------------------------------------------------------------------------
  * All cores from mid sizes: a body over its op class's threshold (`split_from`) runs in parts of
  * whole CHUNK_ALIGN blocks, PARTS_PER_THREAD per thread, which the caller and the pool's workers
- * claim one at a time; every op is lane by lane, so whichever thread runs a part, the bits are
- * one thread's. The caller posts the job, claims parts itself until none is left, then waits
- * only for the parts workers hold: a worker still polling joins at once, one asleep is woken but
- * never waited for (by the time it wakes the caller may have run every part). The workers are
+ * claim one at a time, each from its own range of them first (the same parts as in the call
+ * before, so a core finds them in its cache), then from the others'; every op is lane by lane,
+ * so whichever thread runs a part, the bits are one thread's. The caller posts the job, claims
+ * parts itself until none is left, then waits only for the parts workers hold: a worker still
+ * polling joins at once, one asleep is woken but never waited for (by the time it wakes the
+ * caller may have run every part), and one whose core is busy leaves its parts to the caller.
+ * The workers are
  * a persistent pool, started by the first call that splits (a process that never splits has
  * no worker), polling for POOL_SPIN_NS after their last part and then parked on a condition
  * variable. A worker runs its parts under the caller's floating-point environment (`fegetenv`
@@ -75,26 +78,42 @@ __attribute__((visibility("default"))) int fueltensor_thread_setting(void) {
 
 #if defined(HAVE_PTHREAD)
 
-/* The ticket: bits 0-31 the next unclaimed part, 32-47 the parts, 48-63 the workers (0 to
- * helpers - 1) that may claim them; the caller claims as -1. A worker's stale ticket that still
- * matches names an unclaimed part of the current job, so claiming it is right. */
-#define TICKET(helpers, parts) (((uint64_t)(helpers) << 48) | ((uint64_t)(parts) << 32))
-#define TICKET_NEXT(t) ((Py_ssize_t)((t) & 0xFFFFFFFFu))
-#define TICKET_PARTS(t) ((Py_ssize_t)(((t) >> 32) & 0xFFFFu))
-#define TICKET_HELPERS(t) ((int)((t) >> 48))
+/* A range's word: bits 0-15 its next unclaimed part, 16-31 the part it ends before, 32-47 the
+ * workers (0 to helpers - 1) that may claim from it; the caller claims as -1. A stale word that
+ * still matches names an unclaimed part of the current job, so claiming it is right. */
+#define RANGE(next, end, helpers)                                                              \
+    ((uint64_t)(next) | ((uint64_t)(end) << 16) | ((uint64_t)(helpers) << 32))
+#define RANGE_NEXT(r) ((Py_ssize_t)((r) & 0xFFFFu))
+#define RANGE_END(r) ((Py_ssize_t)(((r) >> 16) & 0xFFFFu))
+#define RANGE_HELPERS(r) ((int)((r) >> 32))
 
-INLINE int claimable(uint64_t t, int w) {
-    return TICKET_NEXT(t) < TICKET_PARTS(t) && w < TICKET_HELPERS(t);
+INLINE int claimable(uint64_t r, int w) {
+    return RANGE_NEXT(r) < RANGE_END(r) && w < RANGE_HELPERS(r);
 }
 
-/* The next part of the current job for worker w (-1: the caller), or -1 when none is left to
- * it. */
-static Py_ssize_t claim(int w) {
-    uint64_t t = __atomic_load_n(&N.pool.ticket, __ATOMIC_ACQUIRE);
-    while (claimable(t, w))
-        if (__atomic_compare_exchange_n(&N.pool.ticket, &t, t + 1, 1, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
-            return TICKET_NEXT(t);
+/* The next part of range k for worker w (-1: the caller), or -1 when none is left to it. */
+static Py_ssize_t claim_from(int k, int w) {
+    uint64_t *word = &N.pool.ranges[k].word, r = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    while (claimable(r, w))
+        if (__atomic_compare_exchange_n(word, &r, r + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return RANGE_NEXT(r);
+    return -1;
+}
+
+/* The ranges of the current job: the caller's (0) and one per worker that may claim. */
+INLINE int ranges_now(void) {
+    return RANGE_HELPERS(__atomic_load_n(&N.pool.ranges[0].word, __ATOMIC_ACQUIRE)) + 1;
+}
+
+/* The next part of the current job for thread `self` (0: the caller, w + 1: worker w): from
+ * its own range first, so that calls over the same data give each core the same part (in its
+ * cache from the call before), then from the others' in turn; -1 when none is left to it. */
+static Py_ssize_t claim(int self) {
+    int ranges = ranges_now();
+    for (int k = 0; k < ranges; k++) {
+        Py_ssize_t i = claim_from((self + k) % ranges, self - 1);
+        if (i >= 0) return i;
+    }
     return -1;
 }
 
@@ -125,9 +144,13 @@ INLINE int spin(int (*ready)(const void *, int), const void *arg, int w) {
     }
 }
 
+/* Whether worker w has a part to claim. */
 static int work_ready(const void *unused, int w) {
     (void)unused;
-    return claimable(__atomic_load_n(&N.pool.ticket, __ATOMIC_SEQ_CST), w);
+    int ranges = ranges_now();
+    for (int k = 0; k < ranges; k++)
+        if (claimable(__atomic_load_n(&N.pool.ranges[k].word, __ATOMIC_SEQ_CST), w)) return 1;
+    return 0;
 }
 
 static int job_done(const void *job, int parts) {
@@ -157,7 +180,7 @@ static void finish_part(Job *job, unsigned parts) {
 /* Worker w runs the parts it claims: the first of a job under the job's environment with the
  * flags cleared, and after each the flags raised so far are handed back. */
 static void work(int w) {
-    for (Py_ssize_t i; (i = claim(w)) >= 0;) {
+    for (Py_ssize_t i; (i = claim(w + 1)) >= 0;) {
         Job *job = N.pool.job;
         unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
         Raised *r = &job->raised[w];
@@ -231,13 +254,18 @@ static void pool_wait(Job *job, unsigned parts) {
     pthread_mutex_unlock(&N.pool.lock);
 }
 
-/* Make `job` the pool's current one, for `helpers` workers over `parts` parts, and wake the
- * workers asleep (none is waited for). */
+/* Make `job` the pool's current one, cut into `parts` over the caller and `helpers` workers
+ * (a range of parts each), and wake the workers asleep (none is waited for). */
 static void pool_post(Job *job, int helpers, unsigned parts) {
     job->done = 0;
     for (int w = 0; w < helpers; w++) job->raised[w].ran = job->raised[w].raised = 0;
     N.pool.job = job;
-    __atomic_store_n(&N.pool.ticket, TICKET(helpers, parts), __ATOMIC_SEQ_CST);
+    unsigned each = parts / (unsigned)(helpers + 1) + (parts % (unsigned)(helpers + 1) != 0);
+    for (int k = helpers; k >= 0; k--) { /* range 0, which says how many there are, last */
+        unsigned start = (unsigned)k * each, end = start + each < parts ? start + each : parts;
+        uint64_t word = RANGE(start < end ? start : end, end, helpers);
+        __atomic_store_n(&N.pool.ranges[k].word, word, __ATOMIC_SEQ_CST);
+    }
     if (__atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST) == 0) return;
     pthread_mutex_lock(&N.pool.lock); /* a worker sleeping past its check wakes here */
     pthread_cond_broadcast(&N.pool.wake);
@@ -262,7 +290,7 @@ static void split_run(Job *job, int threads) {
     unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
     fegetenv(&job->env);
     pool_post(job, helpers, parts);
-    for (Py_ssize_t i; (i = claim(-1)) >= 0;) {
+    for (Py_ssize_t i; (i = claim(0)) >= 0;) {
         run_part(job, i);
         finish_part(job, parts);
     }
