@@ -261,7 +261,8 @@ def test_the_fast_path_splits_to_one_threads_bits(dtype: Any) -> None:
 
 
 def test_only_the_compiled_bodies_split() -> None:
-    """The pure-NumPy thunks and the integer-power forms run on one thread at any size."""
+    """The pure-NumPy thunks run on one thread at any size; the compiled bodies (the integer
+    powers' among them, which the fast path runs) on every core past every threshold."""
     ft.set_num_threads(threads.MAX_THREADS)
     pure = cpu.thunks("pure")
     assert {threads.threads_for(fn, BIG) for fn in pure.values()} == {1}
