@@ -189,7 +189,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-worker-flags-lost",
         NATIVE_SRC + "pool.c",
-        "if (job->raised[w].raised) fesetexceptflag(&job->raised[w].flags, job->raised[w].raised);",
+        "if (job->raised[w].raised) flags_merge(&job->raised[w].flags, job->raised[w].raised);",
         "(void)job->raised[w].flags;",
         THREAD_TESTS,
         "a flag raised only in a worker's part never reaches the caller's view of the run",
@@ -197,7 +197,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-worker-ignores-callers-fenv",
         NATIVE_SRC + "pool.c",
-        "            fesetenv(&job->env);\n",
+        "            env_set(&job->env);\n",
         "",
         POOL_TESTS,
         "a worker's part rounds and flushes subnormals by its own environment, not the caller's",
@@ -303,10 +303,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-affinity-ignored",
         NATIVE_SRC + "pool.c",
-        "int threads = want < cores ? want : cores > 1 ? cores : 1;",
-        "int threads = want;",
+        "threads = want < cores ? want : cores > 1 ? cores : 1;",
+        "threads = want;",
         THREAD_TESTS,
         "more threads than the cores the process may run on",
+    ),
+    M(
+        "threads-affinity-read-once",
+        NATIVE_SRC + "pool.c",
+        "    if (cores == 0 || now - read_at >= AFFINITY_NS) {",
+        "    if (cores == 0) {",
+        THREAD_TESTS,
+        "a thread's first count of its cores holds for ever: a narrowed affinity still splits",
     ),
     M(
         "threads-plans-kept",

@@ -105,16 +105,33 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
 #define POOL_SPIN_NS 50000
 #endif
 
+/* How long a thread keeps the count of the cores it may run on before reading its affinity mask
+ * again (`usable_cores`): the system call costs a mid-size call a share of its time. */
+#define AFFINITY_NS 1000000
+
 /* A body told whether to write through streaming stores (`streams`, decided on the whole
  * call's output, of which this may be one part): what a split call runs on each part. */
 typedef void (*PartBody)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
                          const PowShortcut *s, int stream);
 
 #if defined(HAVE_PTHREAD)
+/* The caller's floating-point environment as a worker takes it (`env_get`, `env_set`), and the
+ * status flags a worker hands back (`flags_get`, `flags_merge`; pool.c): on x86-64, MXCSR
+ * itself (rounding, flush-to-zero, denormals-are-zero, masks and flags: every float and double
+ * operation here is SSE), a few cycles where fegetenv and fesetenv take hundreds; elsewhere
+ * <fenv.h>'s. */
+#if defined(__SSE2__)
+typedef unsigned FpEnv;
+typedef unsigned FpFlags;
+#else
+typedef fenv_t FpEnv;
+typedef fexcept_t FpFlags;
+#endif
+
 /* The status flags one worker's parts of a job raised (`raised` says which; `ran`: it has
  * taken a part, under the job's environment, since the job was posted). */
 typedef struct {
-    fexcept_t flags;
+    FpFlags flags;
     int raised, ran;
 } Raised;
 
@@ -131,7 +148,7 @@ typedef struct {
     char *c;
     Py_ssize_t n, per;
     PowShortcut s;
-    fenv_t env;    /* the caller's floating-point environment, which every part runs under */
+    FpEnv env;     /* the caller's floating-point environment, which every part runs under */
     unsigned done; /* parts finished (atomic) */
     Raised raised[MAX_THREADS - 1]; /* per worker */
 } Job;

@@ -7,19 +7,25 @@
  * parts itself until none is left, then waits only for the parts workers hold: a worker still
  * polling joins at once, one asleep is woken but never waited for (by the time it wakes the
  * caller may have run every part), and one whose core is busy leaves its parts to the caller.
- * The workers are
- * a persistent pool, started by the first call that splits (a process that never splits has
- * no worker), polling for POOL_SPIN_NS after their last part and then parked on a condition
- * variable. A worker runs its parts under the caller's floating-point environment (`fegetenv`
- * passed along: rounding mode, FTZ/DAZ, masks), with the status flags cleared, and hands back
- * the flags its parts raised; the caller merges them into its own, so it sees the flags one
- * thread would have raised. One caller owns the pool at a time: another that finds it busy
- * runs its whole body on its own thread (the same bits). A forked child forgets the parent's
- * workers (`pthread_atfork`) and starts its own when it first splits. Workers are detached and
- * never joined: process exit ends them wherever they are parked. */
+ * The workers are a persistent pool, started by the first call that splits (a process that
+ * never splits has no worker), polling for POOL_SPIN_NS after their last part and then parked
+ * on a condition variable. A worker runs its parts under the caller's floating-point
+ * environment (passed along: rounding mode, FTZ/DAZ, masks; `env_get`), with the status flags
+ * cleared, and hands back the flags its parts raised; the caller merges them into its own, so
+ * it sees the flags one thread would have raised. One caller owns the pool at a time: another
+ * that finds it busy runs its whole body on its own thread (the same bits). A forked child
+ * forgets the parent's workers (`pthread_atfork`) and starts its own when it first splits.
+ * Workers are detached and never joined: process exit ends them wherever they are parked. */
 
-/* The cores this process may run on now (its affinity mask where the platform has one). */
-static int usable_cores(void) {
+#if defined(HAVE_PTHREAD)
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The cores this thread may run on now (its affinity mask where the platform has one). */
+static int cores_now(void) {
 #if defined(__linux__)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
@@ -30,6 +36,19 @@ static int usable_cores(void) {
 #endif
     return 1;
 }
+
+/* `cores_now`, read again once AFFINITY_NS have passed since this thread last read it. */
+static int usable_cores(void) {
+    static __thread int cores = 0;
+    static __thread uint64_t read_at = 0;
+    uint64_t now = now_ns();
+    if (cores == 0 || now - read_at >= AFFINITY_NS) {
+        cores = cores_now();
+        read_at = now;
+    }
+    return cores;
+}
+#endif
 
 /* Elements from which a body of `op` (POWI_OP: the integer-power body) on `dtype` splits:
  * its op class's measured threshold (abi.h), or every body from `set_parallel_from`'s. */
@@ -57,8 +76,9 @@ static Py_ssize_t part_length(Py_ssize_t n, int threads) {
 static int threads_for(int op, int dtype, Py_ssize_t n) {
 #if defined(HAVE_PTHREAD)
     if (n < split_from(op, dtype)) return 1;
-    int want = __atomic_load_n(&N.thread_setting, __ATOMIC_RELAXED), cores = usable_cores();
-    int threads = want < cores ? want : cores > 1 ? cores : 1;
+    int want = __atomic_load_n(&N.thread_setting, __ATOMIC_RELAXED);
+    if (want == 1) return 1;
+    int cores = usable_cores(), threads = want < cores ? want : cores > 1 ? cores : 1;
     Py_ssize_t blocks = n / CHUNK_ALIGN + (n % CHUNK_ALIGN != 0);
     return blocks < threads ? (int)blocks : threads;
 #else
@@ -123,12 +143,6 @@ INLINE void cpu_relax(void) {
 #endif
 }
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Poll `ready(arg)` for about POOL_SPIN_NS; 1 once it holds, 0 when the time is up. */
 INLINE int spin(int (*ready)(const void *, int), const void *arg, int w) {
     uint64_t until = 0;
@@ -156,6 +170,33 @@ static int work_ready(const void *unused, int w) {
 static int job_done(const void *job, int parts) {
     return __atomic_load_n(&((const Job *)job)->done, __ATOMIC_SEQ_CST) == (unsigned)parts;
 }
+
+#if defined(__SSE2__)
+INLINE void env_get(FpEnv *env) { *env = _mm_getcsr() & ~0x3Fu; }
+
+INLINE void env_set(const FpEnv *env) { _mm_setcsr(*env); } /* its flags clear */
+
+INLINE int flags_get(FpFlags *flags) { return (int)(*flags = _mm_getcsr() & 0x3Fu); }
+
+INLINE void flags_merge(const FpFlags *flags, int raised) {
+    (void)raised;
+    _mm_setcsr(_mm_getcsr() | *flags);
+}
+#else
+INLINE void env_get(FpEnv *env) { fegetenv(env); }
+
+INLINE void env_set(const FpEnv *env) {
+    fesetenv(env);
+    feclearexcept(FE_ALL_EXCEPT);
+}
+
+INLINE int flags_get(FpFlags *flags) {
+    fegetexceptflag(flags, FE_ALL_EXCEPT);
+    return fetestexcept(FE_ALL_EXCEPT);
+}
+
+INLINE void flags_merge(const FpFlags *flags, int raised) { fesetexceptflag(flags, raised); }
+#endif
 
 /* Run part i of `job`. */
 static void run_part(const Job *job, Py_ssize_t i) {
@@ -185,13 +226,11 @@ static void work(int w) {
         unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
         Raised *r = &job->raised[w];
         if (!r->ran) {
-            fesetenv(&job->env);
-            feclearexcept(FE_ALL_EXCEPT);
+            env_set(&job->env);
             r->ran = 1;
         }
         run_part(job, i);
-        r->raised = fetestexcept(FE_ALL_EXCEPT);
-        fegetexceptflag(&r->flags, FE_ALL_EXCEPT);
+        r->raised = flags_get(&r->flags);
         finish_part(job, parts);
     }
 }
@@ -288,7 +327,7 @@ static void split_run(Job *job, int threads) {
     }
     job->per = part_length(job->n, helpers + 1);
     unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
-    fegetenv(&job->env);
+    env_get(&job->env);
     pool_post(job, helpers, parts);
     for (Py_ssize_t i; (i = claim(0)) >= 0;) {
         run_part(job, i);
@@ -296,7 +335,7 @@ static void split_run(Job *job, int threads) {
     }
     pool_wait(job, parts);
     for (int w = 0; w < helpers; w++)
-        if (job->raised[w].raised) fesetexceptflag(&job->raised[w].flags, job->raised[w].raised);
+        if (job->raised[w].raised) flags_merge(&job->raised[w].flags, job->raised[w].raised);
     pthread_mutex_unlock(&N.pool.owner);
 }
 #endif
