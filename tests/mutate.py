@@ -285,6 +285,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the half types (widened and narrowed per tile) split no earlier than f32",
     ),
     M(
+        "threads-f64-split-by-elements",
+        NATIVE_SRC + "pool.c",
+        "    return SPLIT_BYTES / ITEMSIZE[dtype];",
+        "    return SPLIT_BYTES / 4;",
+        THREAD_TESTS,
+        "f64 splits from the element count f32 does, twice its bytes",
+    ),
+    M(
         "threads-table-crossed",
         NATIVE_SRC + "module.c",
         "PyObject *from = PyLong_FromSsize_t(split_from(op, d));",

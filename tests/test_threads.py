@@ -293,13 +293,15 @@ def test_the_judge_times_one_thread_and_all_of_them() -> None:
 def test_the_costlier_lanes_split_earlier() -> None:
     """pow (the C library's pow per lane) splits before every other op on its dtype, and every
     op on the half types (widened and narrowed tile by tile) before the same op on f32: a lane
-    of them costs more, so fewer elements repay a second thread."""
+    of them costs more, so fewer elements repay a second thread. f32 and f64 split at the same
+    output bytes."""
     table = _native.SPLIT_FROM
     for dtype in _native.DTYPES:
         assert all(table["pow"][dtype] < table[op][dtype] for op in table if op != "pow")
     for op in _native.OPS:
         if op != "pow":
             assert max(table[op]["bfloat16"], table[op]["float16"]) < table[op]["float32"], op
+            assert table[op]["float64"] * 8 == table[op]["float32"] * 4, f"{op}: not by bytes"
 
 
 def test_set_parallel_from_splits_every_body_from_there_and_zero_restores_the_classes() -> None:

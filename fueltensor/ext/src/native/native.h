@@ -105,6 +105,14 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
 #define POOL_SPIN_NS 50000
 #endif
 
+/* A worker asleep wakes by itself after PARK_FIRST_NS, then after twice as long each time up to
+ * PARK_MOST_NS, to see whether a call ran alone while it slept (`alone` in pool.c). */
+#define PARK_FIRST_NS 1000000
+#define PARK_MOST_NS 1000000000
+/* A call over WAKE_FACTOR times its op class's threshold wakes sleeping workers (a system call)
+ * as it posts its parts: long enough for one that starts late to take some. */
+#define WAKE_FACTOR 8
+
 /* How long a thread keeps the count of the cores it may run on before reading its affinity mask
  * again (`usable_cores`): the system call costs a mid-size call a share of its time. */
 #define AFFINITY_NS 1000000
@@ -167,6 +175,7 @@ typedef struct {
     pthread_cond_t wake, done;
     int workers;       /* started so far; read and written by the owner only */
     unsigned sleepers; /* workers asleep on `wake` (atomic) */
+    unsigned demand;   /* calls that ran alone while every worker slept (atomic) */
     int waiting;       /* the owner asleep on `done` (atomic) */
     Job *job;          /* the current job, read after a part of it is claimed */
     Range ranges[MAX_THREADS];
@@ -174,7 +183,7 @@ typedef struct {
 
 #define POOL_INIT                                                                               \
     {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
-     PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL, {{0}}}
+     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, {{0}}}
 #endif
 
 /* Everything `_native` keeps between calls. The pow shortcut is off until `pow_shortcut` turns

@@ -5,11 +5,13 @@
  * before, so a core finds them in its cache), then from the others'; every op is lane by lane,
  * so whichever thread runs a part, the bits are one thread's. The caller posts the job, claims
  * parts itself until none is left, then waits only for the parts workers hold: a worker still
- * polling joins at once, one asleep is woken but never waited for (by the time it wakes the
- * caller may have run every part), and one whose core is busy leaves its parts to the caller.
- * The workers are a persistent pool, started by the first call that splits (a process that
- * never splits has no worker), polling for POOL_SPIN_NS after their last part and then parked
- * on a condition variable. A worker runs its parts under the caller's floating-point
+ * polling joins at once, one whose core is busy leaves its parts to the caller, and one asleep
+ * is woken (a system call) only by a call long enough to repay it, and never waited for. A
+ * shorter call that finds every worker asleep runs alone and leaves a mark the workers look for
+ * when they wake by themselves (`park`): a run of such calls is split from then on. The workers
+ * are a persistent pool, started by the first call that splits (a process that never splits
+ * has no worker), polling for POOL_SPIN_NS after their last part and then parked on a
+ * condition variable. A worker runs its parts under the caller's floating-point
  * environment (passed along: rounding mode, FTZ/DAZ, masks; `env_get`), with the status flags
  * cleared, and hands back the flags its parts raised; the caller merges them into its own, so
  * it sees the flags one thread would have raised. One caller owns the pool at a time: another
@@ -58,9 +60,7 @@ static Py_ssize_t split_from(int op, int dtype) {
     if (op == POW) return SPLIT_POW;
     if (op == POWI_OP) return SPLIT_POWI;
     if (dtype == BF16 || dtype == F16) return SPLIT_HALF;
-    if (op == DIV || op == REM) return SPLIT_DIVIDE;
-    if (op == MAXIMUM || op == MINIMUM) return SPLIT_SELECT;
-    return SPLIT_ARITH;
+    return SPLIT_BYTES / ITEMSIZE[dtype];
 }
 
 /* Elements per part when n elements are split over `threads` (two or more): whole CHUNK_ALIGN
@@ -235,6 +235,27 @@ static void work(int w) {
     }
 }
 
+/* Sleep on `wake` until worker w has a part to claim or a call has left `demand` (ran alone
+ * rather than pay for waking it): woken by a long call, or by itself after PARK_FIRST_NS, then
+ * twice as long each time up to PARK_MOST_NS, to look for that mark. */
+static void park(int w) {
+    uint64_t nap = PARK_FIRST_NS;
+    pthread_mutex_lock(&N.pool.lock);
+    __atomic_add_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    unsigned seen = __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED);
+    while (!work_ready(NULL, w) && __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED) == seen) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + nap;
+        at.tv_sec += (time_t)(ns / 1000000000u);
+        at.tv_nsec = (long)(ns % 1000000000u);
+        if (pthread_cond_timedwait(&N.pool.wake, &N.pool.lock, &at) != 0)
+            nap = 2 * nap < PARK_MOST_NS ? 2 * nap : PARK_MOST_NS;
+    }
+    __atomic_sub_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&N.pool.lock);
+}
+
 /* A worker's life: wait for a part it may claim (spin, then sleep), run the parts it claims;
  * never returns. Signals are blocked here: they go to the interpreter's threads. */
 static void *pool_worker(void *arg) {
@@ -243,13 +264,7 @@ static void *pool_worker(void *arg) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
-        if (!spin(work_ready, NULL, w)) {
-            pthread_mutex_lock(&N.pool.lock);
-            __atomic_add_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
-            while (!work_ready(NULL, w)) pthread_cond_wait(&N.pool.wake, &N.pool.lock);
-            __atomic_sub_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
-            pthread_mutex_unlock(&N.pool.lock);
-        }
+        if (!spin(work_ready, NULL, w)) park(w);
         work(w);
     }
     return NULL;
@@ -311,13 +326,27 @@ static void pool_post(Job *job, int helpers, unsigned parts) {
     pthread_mutex_unlock(&N.pool.lock);
 }
 
+/* Whether a call over `job` runs alone rather than wake its workers: every one is asleep and
+ * the call is shorter than WAKE_FACTOR times its op class's threshold (waking a sleeping core
+ * costs the caller a system call of tens of microseconds on a virtual machine, and the worker
+ * would start late). It leaves `demand` for them instead: the first to wake by itself polls
+ * for the next call. */
+static int alone(const Job *job) {
+    unsigned asleep = __atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST);
+    if (N.pool.workers == 0 || asleep < (unsigned)N.pool.workers) return 0;
+    if (job->n / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
+    __atomic_add_fetch(&N.pool.demand, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
 /* Run `job` (all but its parts and flags set) on up to `threads` threads: post it, claim parts
  * here until none is left, wait for the workers' parts, then merge their flags into this
- * thread's. When another caller owns the pool, or no worker could be started, all of it here. */
+ * thread's. When another caller owns the pool, no worker could be started, or the call runs
+ * `alone`, all of it here. */
 static void split_run(Job *job, int threads) {
     int helpers = 0;
     if (pthread_mutex_trylock(&N.pool.owner) == 0) {
-        helpers = pool_grow(threads - 1);
+        helpers = alone(job) ? 0 : pool_grow(threads - 1);
         if (helpers == 0) pthread_mutex_unlock(&N.pool.owner);
     }
     if (helpers == 0) {
