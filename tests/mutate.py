@@ -237,12 +237,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a second caller posts its parts to the workers another caller is using",
     ),
     M(
-        "threads-sleeping-worker-not-woken",
+        "threads-parked-worker-ignores-demand",
         NATIVE_SRC + "pool.c",
-        "    pthread_cond_broadcast(&N.pool.wake);\n",
-        "",
+        "    while (!work_ready(NULL, w) && __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED) == "
+        "seen) {",
+        "    while (!work_ready(NULL, w)) {",
         POOL_TESTS,
-        "a worker parked between calls never wakes: split calls run on the caller alone",
+        "a worker asleep never comes back for mid-size calls (they run alone, posting no part)",
     ),
     M(
         "threads-threadpoolctl-never-registered",

@@ -127,6 +127,33 @@ def test_a_parked_worker_is_woken_to_take_parts_of_the_next_split_call() -> None
     assert lines == ["True"]
 
 
+def test_mid_size_calls_after_idle_bring_a_parked_worker_back() -> None:
+    """A split call too short to repay waking a sleeping worker runs alone and posts no part,
+    but leaves a mark: the worker, waking by itself, sees it and polls again, so a run of such
+    calls splits from then on (its CPU time grows). Without the mark it would sleep through
+    them all."""
+    lines = script(f"""
+        import time
+        def ticks(tid):
+            with open(f"/proc/self/task/{{tid}}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])
+        before = set(os.listdir("/proc/self/task"))
+        mul({BIG}, 2)
+        (worker,) = set(os.listdir("/proc/self/task")) - before
+        time.sleep(0.3)
+        n = 2 * N.SPLIT_FROM["mul"]["float32"]
+        assert 2 < N.WAKE_FACTOR  # n is too short to wake the worker itself
+        a = np.linspace(0.5, 2.0, n, dtype=np.float32)
+        out = np.empty_like(a)
+        start, deadline = ticks(worker), time.monotonic() + {SECONDS // 2}
+        while ticks(worker) - start < 5 and time.monotonic() < deadline:
+            N.binary(MUL, F32, a, a, out)
+        print(ticks(worker) - start >= 5)
+    """)
+    assert lines == ["True"]
+
+
 def test_the_process_exits_with_the_pool_running_and_a_thread_inside_it() -> None:
     """Workers are never joined: the interpreter exits while they are parked and while a daemon
     thread is still running split bodies."""
