@@ -336,10 +336,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-not-in-plans",
         PLANNER,
-        "return steps if threads == 1 else",
-        "return steps if True else",
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], body=body))",
         THREAD_TESTS,
         "explain and trace never say a kernel step ran on several threads",
+    ),
+    M(
+        "isa-body-not-in-plans",
+        PLANNER,
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], threads=threads))",
+        ("tests/test_kernels_native.py",),
+        "explain never names the compiled body (avx512) a kernel step runs",
     ),
     # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
     M(
