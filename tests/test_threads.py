@@ -264,6 +264,24 @@ def test_the_fast_path_splits_to_one_threads_bits(dtype: Any) -> None:
     assert np.array_equal(results[1], results[0]), differing(results[1], results[0])
 
 
+@TWO_CORES
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="the fast path serves native kernels only")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_integer_powers_split_to_one_threads_bits(dtype: str) -> None:
+    """x ** 3 through the fast path (the compiled PowI body) on two threads, at an offset, gives
+    one thread's bits; each planning call's result is kept alive, so no block holding a result
+    is handed to the next call's output."""
+    fmt = FORMATS[FMT_OF[dtype]]
+    x = ft.asarray(bits(fmt, BIG + 3, 6).view(fmt.np_dtype))[3:]
+    assert split(x.size, "powi", dtype) == 2
+    results, planned = [], []
+    for count in (2, 1):
+        ft.set_num_threads(count)
+        planned.append(x**3)  # plans it, so the next call is the fast path's
+        results.append(np.asarray(x**3).view(np.uint8))
+    assert np.array_equal(results[0], results[1]), differing(results[0], results[1])
+
+
 def test_only_the_compiled_bodies_split() -> None:
     """The pure-NumPy thunks run on one thread at any size; the compiled bodies (the integer
     powers' among them, which the fast path runs) on every core past every threshold."""
