@@ -7,7 +7,7 @@ and numexpr on two threads (when importable; not a dependency of fueltensor); an
 back to back, so the pool's worker is still polling for its next chunk; "parked" times one split
 call after the worker has gone to sleep (a pause longer than its spin), the cost of the first
 large call after idle. The rows below the threshold show where splitting starts to pay: the
-shipped threshold (`default`) is `_native.PARALLEL_FROM`.
+shipped threshold (`default`) is f32 add's and multiply's `SPLIT_FROM`.
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ def thread_rows(repeats: int) -> None:
     """Print the rows as a Markdown table (ms per call; ratios against NumPy)."""
     if numexpr is not None:
         numexpr.set_num_threads(2)
-    print(f"cores this process may use: {threads.cores()}; threshold {threads.PARALLEL_FROM:,}")
+    start = threads.SPLIT_FROM["add"]["float32"]
+    print(f"cores this process may use: {threads.cores()}; f32 add and mul split from {start:,}")
     head = "| case | NumPy | ft 1 thr | ft split | split parked | ft default | default ÷ NumPy |"
     print(head + " target | | numexpr 2 thr | numexpr ÷ NumPy |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
@@ -171,5 +172,5 @@ def split_rows(repeats: int) -> None:
                 (n for k, n in enumerate(SPLIT_SIZES) if all(r <= PAYS for r in shares[k:])), None
             )
             cells = [kind, f"{op} {dtype}", *(f"{r:.2f}" for r in shares)]
-            cells += [f"{pays:,}" if pays else "—", f"{NATIVE.SPLIT_FROM[op][dtype]:,}"]
+            cells += [f"{pays:,}" if pays else "—", f"{threads.SPLIT_FROM[op][dtype]:,}"]
             print("| " + " | ".join(cells) + " |", flush=True)
