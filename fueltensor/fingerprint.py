@@ -98,7 +98,7 @@ def _libc() -> str:
 def _kernels() -> str:
     """The CPU kernels in use, with the compiled body's instruction set."""
     if IMPLEMENTATION == "native" and NATIVE is not None:
-        return f"native ({NATIVE.ISAS[-1]})"
+        return f"native ({NATIVE.isa()})"
     return IMPLEMENTATION
 
 

@@ -150,38 +150,78 @@ MUTATIONS: tuple[Mutation, ...] = (
         STREAM_TESTS,
         "a streamed tile is copied from 16 bytes into the tile",
     ),
-    # -- all cores at large sizes (the C is rebuilt in the copy) -------------------------------
+    # -- the AVX-512 body (the C is rebuilt in the copy; caught on an AVX-512 machine) ----------
+    M(
+        "isa-avx512-never-selected",
+        NATIVE_SRC + "module.c",
+        '    count += count == 2 && __builtin_cpu_supports("avx512f") &&',
+        '    count += 0 && __builtin_cpu_supports("avx512f") &&',
+        ("tests/test_kernels_native.py",),
+        "an AVX-512 CPU runs the AVX2 body (ISAS and the fingerprint say avx2)",
+    ),
+    M(
+        "isa-widest-not-run",
+        NATIVE_SRC + "module.c",
+        "    N.isa = count - 1;",
+        "    N.isa = count > 1 ? 1 : 0;",
+        ("tests/test_kernels_native.py",),
+        "the AVX2 body runs where the CPU has AVX-512, while ISAS lists it last",
+    ),
+    M(
+        "isa-avx512-drops-the-last-lane",
+        NATIVE_SRC + "bodies.c",
+        "DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx2)",
+        "#define HALVES_avx512_whole HALVES_avx512\n"
+        "DEFINE_BODY(avx512_whole, TARGET_AVX512, pow_pass_avx2)\n"
+        "TARGET_AVX512 static void body_avx512_part(int op, int dtype, const void *a,\n"
+        "    const void *b, void *c, Py_ssize_t n, const PowShortcut *s, int stream) {\n"
+        "    body_avx512_whole_part(op, dtype, a, b, c, n - (n > 0), s, stream);\n}\n"
+        "TARGET_AVX512 static void body_avx512(int op, int dtype, const void *a, const void *b,\n"
+        "    void *c, Py_ssize_t n, const PowShortcut *s) {\n"
+        "    body_avx512_whole(op, dtype, a, b, c, n - (n > 0), s);\n}",
+        CPU_TESTS,
+        "the AVX-512 body leaves the last element of every call unwritten",
+    ),
+    M(
+        "isa-avx512-f16-tail-dropped",
+        NATIVE_SRC + "halves.c",
+        "    f16_narrow_f16c(src + i, dst + i, n - i);\n}\n#endif",
+        "    f16_narrow_f16c(src + i, dst + i, n - i - (n > i));\n}\n#endif",
+        CPU_TESTS,
+        "the AVX-512 f16 narrowing drops the last lane after its 16-lane steps",
+    ),
+    # -- all cores from mid sizes (the C is rebuilt in the copy) -------------------------------
     M(
         "threads-last-chunk-skipped",
         NATIVE_SRC + "pool.c",
-        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
-        "Py_ssize_t len = n - at < per ? 0 : per, skip = at * size;",
+        "len = job->n - at < job->per ? job->n - at : job->per;",
+        "len = job->n - at < job->per ? 0 : job->per;",
         THREAD_TESTS,
-        "the last chunk of a split body is never computed",
+        "the last part of a split body is never computed",
     ),
     M(
         "threads-worker-flags-lost",
         NATIVE_SRC + "pool.c",
-        "if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);",
-        "(void)parts[t].flags;",
+        "if (job->raised[w].raised) flags_merge(&job->raised[w].flags, job->raised[w].raised);",
+        "(void)job->raised[w].flags;",
         THREAD_TESTS,
-        "a flag raised only in a worker's chunk never reaches the caller's view of the run",
+        "a flag raised only in a worker's part never reaches the caller's view of the run",
     ),
     M(
         "threads-worker-ignores-callers-fenv",
         NATIVE_SRC + "pool.c",
-        "    fesetenv(k->env);\n",
+        "            env_set(&job->env);\n",
         "",
         POOL_TESTS,
-        "a worker's chunk rounds and flushes subnormals by its own environment, not the caller's",
+        "a worker's part rounds and flushes subnormals by its own environment, not the caller's",
     ),
     M(
         "threads-chunk-short-by-one",
         NATIVE_SRC + "pool.c",
-        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
-        "Py_ssize_t len = n - at < per ? n - at : per - 1, skip = at * size;",
+        "len = job->n - at < job->per ? job->n - at : job->per;",
+        "len = job->n - at < job->per ? job->n - at : job->per - 1;",
         THREAD_TESTS,
-        "a chunk boundary off by one: the last element before every boundary is never written",
+        "a part boundary off by one: the last element before every boundary is never written",
     ),
     M(
         "threads-pool-kept-at-fork",
@@ -194,27 +234,29 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-pool-started-by-any-body",
         NATIVE_SRC + "pool.c",
-        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    if (threads > 1) {",
-        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    pool_grow(1);\n"
+        "    int threads = threads_for(op, dtype, n);\n#if defined(HAVE_PTHREAD)\n"
         "    if (threads > 1) {",
+        "    int threads = threads_for(op, dtype, n);\n#if defined(HAVE_PTHREAD)\n"
+        "    pool_grow(1);\n    if (threads > 1) {",
         POOL_TESTS,
         "a process that never splits a body still pays for a worker",
     ),
     M(
         "threads-busy-pool-shared",
         NATIVE_SRC + "pool.c",
-        "if (pthread_mutex_trylock(&N.pool.owner) != 0) {",
-        "if (pthread_mutex_trylock(&N.pool.owner) != 0 && 0) {",
+        "if (pthread_mutex_trylock(&N.pool.owner) == 0) {",
+        "if (pthread_mutex_trylock(&N.pool.owner) == 0 || 1) {",
         POOL_TESTS,
-        "a second caller posts chunks to the workers another caller is using",
+        "a second caller posts its parts to the workers another caller is using",
     ),
     M(
-        "threads-sleeping-worker-not-woken",
+        "threads-parked-worker-ignores-demand",
         NATIVE_SRC + "pool.c",
-        "    pthread_cond_broadcast(&N.pool.wake);\n",
-        "",
+        "    while (!work_ready(NULL, w) && __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED) == "
+        "seen) {",
+        "    while (!work_ready(NULL, w)) {",
         POOL_TESTS,
-        "a worker parked between calls never wakes for the next chunk: the call hangs",
+        "a worker asleep never comes back for mid-size calls (they run alone, posting no part)",
     ),
     M(
         "threads-threadpoolctl-never-registered",
@@ -227,18 +269,74 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-threshold-ignored",
         NATIVE_SRC + "pool.c",
-        "if (n < __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED)) return 1;",
+        "if (n < split_from(op, dtype)) return 1;",
         "if (n < CHUNK_ALIGN) return 1;",
         THREAD_TESTS,
         "small bodies pay for threads",
     ),
     M(
+        "threads-measuring-threshold-ignored",
+        NATIVE_SRC + "pool.c",
+        "    if (forced > 0) return forced;\n",
+        "",
+        THREAD_TESTS,
+        "set_parallel_from (the benchmark's lowered threshold) changes nothing",
+    ),
+    M(
+        "threads-pow-split-as-arithmetic",
+        NATIVE_SRC + "pool.c",
+        "    if (op == POW) return SPLIT_POW;\n",
+        "",
+        THREAD_TESTS,
+        "pow (powf per lane) waits for the arithmetic threshold before it splits",
+    ),
+    M(
+        "threads-halves-split-as-f32",
+        NATIVE_SRC + "pool.c",
+        "    if (dtype == BF16 || dtype == F16) return SPLIT_HALF;\n",
+        "",
+        THREAD_TESTS,
+        "the half types (widened and narrowed per tile) split no earlier than f32",
+    ),
+    M(
+        "threads-f64-split-by-elements",
+        NATIVE_SRC + "pool.c",
+        "    return SPLIT_BYTES / ITEMSIZE[dtype];",
+        "    return SPLIT_BYTES / 4;",
+        THREAD_TESTS,
+        "f64 splits from the element count f32 does, twice its bytes",
+    ),
+    M(
+        "threads-table-crossed",
+        NATIVE_SRC + "module.c",
+        "PyObject *from = PyLong_FromSsize_t(split_from(op, d));",
+        "PyObject *from = PyLong_FromSsize_t(split_from(d, op));",
+        THREAD_TESTS,
+        "SPLIT_FROM reports another op's threshold than the one its bodies split from",
+    ),
+    M(
+        "threads-caller-returns-before-the-workers",
+        NATIVE_SRC + "pool.c",
+        "    pool_wait(job, parts);\n",
+        "",
+        POOL_TESTS,
+        "the caller returns while a worker still writes its part (and its flags)",
+    ),
+    M(
         "threads-affinity-ignored",
         NATIVE_SRC + "pool.c",
-        "int threads = want < cores ? want : cores > 1 ? cores : 1;",
-        "int threads = want;",
+        "threads = want < cores ? want : cores > 1 ? cores : 1;",
+        "threads = want;",
         THREAD_TESTS,
         "more threads than the cores the process may run on",
+    ),
+    M(
+        "threads-affinity-read-once",
+        NATIVE_SRC + "pool.c",
+        "    if (cores == 0 || now - read_at >= AFFINITY_NS) {",
+        "    if (cores == 0) {",
+        THREAD_TESTS,
+        "a thread's first count of its cores holds for ever: a narrowed affinity still splits",
     ),
     M(
         "threads-plans-kept",
@@ -251,10 +349,18 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-not-in-plans",
         PLANNER,
-        "return steps if threads == 1 else",
-        "return steps if True else",
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], body=body))",
         THREAD_TESTS,
         "explain and trace never say a kernel step ran on several threads",
+    ),
+    M(
+        "isa-body-not-in-plans",
+        PLANNER,
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], threads=threads))",
+        ("tests/test_kernels_native.py",),
+        "explain never names the compiled body (avx512) a kernel step runs",
     ),
     # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
     M(
@@ -1872,8 +1978,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "inplace-body-writes-over-its-operand",
         NATIVE_SRC + "bodies.c",
-        "    if (c != a && c != b) {\n        if (n >= STREAM_FROM",
-        "    if (1) {\n        if (n >= STREAM_FROM",
+        "    if (c != a && c != b) {\n        if (stream)",
+        "    if (1) {\n        if (stream)",
         ("tests/test_fast_inplace.py",),
         "an in-place body runs its loops straight into the operand they read (f32 pow's powf "
         "lanes re-read operands the shortcut has overwritten)",
@@ -1922,8 +2028,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "powi-c-halves-swap-narrowing",
         NATIVE_SRC + "powi.c",
-        "Narrow narrow = dtype == BF16 ? bf16_narrow_fn : f32_to_f16;",
-        "Narrow narrow = dtype != BF16 ? bf16_narrow_fn : f32_to_f16;",
+        "Narrow narrow = dtype == BF16 ? h->bf16_narrow : h->f16_narrow;",
+        "Narrow narrow = dtype != BF16 ? h->bf16_narrow : h->f16_narrow;",
         POWI_FAST_TESTS,
         "the compiled half-type powi narrows bf16 results as f16 and f16 results as bf16",
     ),
@@ -1954,10 +2060,28 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "powi-c-avx2-runs-baseline-loops",
         NATIVE_SRC + "powi.c",
-        "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f64x4_powi, f16_widen_f16c,",
-        "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f32x8_powi, f16_widen_f16c,",
+        "DEFINE_POWI_BODY(avx2, TARGET_AVX2_F16C, 8, 4)",
+        "#define powi_f64xas_f32_powi powi_f32x8_powi\n"
+        "DEFINE_POWI_BODY(avx2, TARGET_AVX2_F16C, 8, as_f32)",
         POWI_FAST_TESTS,
         "the AVX2 body runs f64 tensors through the f32 loop",
+    ),
+    M(
+        "powi-c-avx512-runs-f64-as-f32",
+        NATIVE_SRC + "powi.c",
+        "DEFINE_POWI_BODY(avx512, TARGET_AVX512, 16, 8)",
+        "#define powi_f64xas_f32_powi powi_f32x16_powi\n"
+        "DEFINE_POWI_BODY(avx512, TARGET_AVX512, 16, as_f32)",
+        POWI_FAST_TESTS,
+        "the AVX-512 body runs f64 tensors through the f32 loop",
+    ),
+    M(
+        "powi-c-threads-one-part",
+        NATIVE_SRC + "powi.c",
+        "        split_run(&job, threads);\n",
+        "        job.n = job.n / 2;\n        split_run(&job, threads);\n",
+        THREAD_TESTS,
+        "a split integer power computes the first half of its elements only",
     ),
     M(
         "param-range-off-by-one",

@@ -23,8 +23,8 @@ typedef struct {
     float y;
     uint64_t start, stop;
     int64_t band;
-    uint64_t mismatches[2]; /* per instruction set */
-    int64_t first[2];       /* the first mismatching x's bits, or -1 */
+    uint64_t mismatches[MAX_ISAS]; /* per instruction set */
+    int64_t first[MAX_ISAS];  /* the first mismatching x's bits, or -1 */
 } Check;
 
 /* Compare the bodies with powf over x in [start, stop), in the default rounding mode (the only
