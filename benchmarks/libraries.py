@@ -5,7 +5,7 @@ ratios against size, and each 10^7 row as a fraction of the machine's memory ban
 
 Every side gets the same values (JAX its own copy on its device); each call makes its result
 and drops it. The sides are timed in rotation, the order flipping every repeat, each sample a
-run of calls of about 2 ms, on the wall clock: fueltensor and PyTorch's all-core side use a
+run of calls of about 20 ms, on the wall clock: fueltensor and PyTorch's all-core side use a
 second thread that a CPU clock would not see. A side's thread setting is made before its
 sample (PyTorch's is global). "after idle" is one fueltensor call made 3 ms after the last
 (the pool's workers parked): what an isolated call costs. Bandwidth is STREAM's copy and triad
@@ -55,7 +55,10 @@ OPS: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
 """Case name -> (fueltensor function, the NumPy / JAX function name; PyTorch's is torch's own
 spelling below)."""
 TORCH_NAMES = {"add": "add", "mul": "mul", "div": "div", "maximum": "maximum", "pow": "pow"}
-SAMPLE_SECONDS = 2e-3
+SAMPLE_SECONDS = 20e-3
+"""Each sample is a run of calls this long: a library's threads, asleep after the other sides'
+samples, wake within it (PyTorch's when its first call wakes them, fueltensor's by
+themselves), as in a loop of the same operation."""
 BANDWIDTH_SOURCE = Path(__file__).with_name("bandwidth.c")
 
 

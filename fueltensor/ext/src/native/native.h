@@ -99,10 +99,13 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
  * that starts late (a worker still waking) or runs slower (a core shared with other work) takes
  * fewer, and the caller never waits for more than the one part a worker has in hand. */
 #define PARTS_PER_THREAD 4
-/* How long a worker polls for the next part after its last, and the caller for the parts the
- * workers hold, before sleeping: back-to-back calls skip the wake-up (benchmarks/RESULTS.md). */
+/* How long a worker polls for the next part after its last (yielding its core to any other
+ * thread that wants it), and the caller for the parts the workers hold, before sleeping: calls
+ * up to half a millisecond apart (a loop of mid-size operations with other Python work between)
+ * find it awake; waking it costs a call tens of microseconds on a virtual machine
+ * (benchmarks/RESULTS.md, issue 34: 50 us covered back-to-back calls only). */
 #ifndef POOL_SPIN_NS
-#define POOL_SPIN_NS 50000
+#define POOL_SPIN_NS 500000
 #endif
 
 /* A worker asleep wakes by itself after PARK_FIRST_NS, then after twice as long each time up to
