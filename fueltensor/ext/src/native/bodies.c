@@ -1,6 +1,6 @@
 /* ---------------------------------------------------------------------------------------------
  * One kernel body per instruction set: the same C, compiled for the baseline and for AVX2 (with
- * F16C and FMA, which the pow shortcut uses). */
+ * F16C and FMA, which the vector powf uses). */
 
 
 INLINE void loops(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
@@ -80,7 +80,7 @@ INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ss
 static void body_baseline(int op, int dtype, const void *a, const void *b, void *c,
                           Py_ssize_t n, const PowShortcut *s) {
     PowShortcut t = *s;
-    t.pass = pow_pass_generic;
+    t.pass = NULL; /* no vector powf: powf per lane */
     body(op, dtype, a, b, c, n, f16_widen, f16_narrow, &t);
 }
 
