@@ -151,10 +151,9 @@ def test_recognised_where_glibc_picks_its_fma_powf() -> None:
     version = tuple(int(v) for v in platform.libc_ver()[1].split(".")[:2])
     if version < (2, 28) or " fma " not in flags or " avx2 " not in flags:
         pytest.skip("glibc before 2.28 or no FMA and AVX2: glibc runs another powf here")
-    on, recognised, reason = native.pow_status()
+    _, recognised, reason = native.pow_status()
     assert recognised, reason
     assert "tables found" in reason and "8192 sample lanes equal" in reason
-    assert pow_shortcut.status() == (on, f"the vector powf runs: {reason}")
 
 
 @pytest.mark.parametrize("run", RUNNERS)
@@ -225,12 +224,38 @@ def test_random_lanes_are_powf(run: Callable[..., Any], random_lanes: Any) -> No
 @needs_vector
 def test_millions_of_random_pairs_are_powf() -> None:
     """Every pass against the C library's powf, called from C, on 4 million random pairs and
-    on 2^22 x for y = 2 and y = 0.5 (slices of benchmarks/pow_proof.py's proof)."""
+    on 2^22 x for y = 2 and y = 0.5 from 0.5 and among the subnormals (slices of
+    benchmarks/pow_proof.py's proof; y uniform: the passes' short way and its band)."""
     for name, mismatches, first_x, first_y in native.verify_pow_pairs(7, 0, 1 << 22, 2):
         assert (mismatches, first_x, first_y) == (0, -1, -1), name
-    for y, start in ((2.0, 0x3F000000), (0.5, 0x00400000)):
+    for y, start in ((2.0, 0x3F000000), (0.5, 0x3F000000), (0.5, 0x00400000), (2.0, 0xB9800000)):
         for name, mismatches, *_ in native.verify_pow(y, start, start + (1 << 22), 2):
-            assert mismatches == 0, (name, y)
+            assert mismatches == 0, (name, y, hex(start))
+
+
+def band_edge_bits(y: float, band: int) -> list[int]:
+    """x bit patterns whose exact result (x*x or sqrt(x) in double) lies at, just inside and
+    just outside `band` double ulps of a float rounding midpoint, and at the midpoint itself."""
+    xs = np.arange(0x3F000000, 0x3F000000 + (1 << 22), dtype=np.uint32)
+    x = xs.view(np.float32).astype(np.float64)
+    e = x * x if y == 2.0 else np.sqrt(x)
+    off = (e.view(np.uint64) & np.uint64(0x1FFFFFFF)).astype(np.int64) - (1 << 28)
+    picked: list[int] = []
+    for target in (0, band - 2, band - 1, band, band + 1, band + 2, band + 64):
+        dist = np.abs(np.abs(off) - target)
+        picked += xs[np.argpartition(dist, 16)[:16]].tolist()
+    return picked
+
+
+@pytest.mark.parametrize("run", RUNNERS)
+@pytest.mark.parametrize("y", [2.0, 0.5])
+def test_the_band_edges_of_the_short_way_are_powf(run: Callable[..., Any], y: float) -> None:
+    """y = 2 and y = 0.5 in whole groups take the exact value rounded once outside the band
+    around a rounding midpoint, the full algorithm inside it: lanes at its edges, either sign."""
+    bits = band_edge_bits(y, native.POW_BAND)
+    x = f32(bits + [b | 0x80000000 for b in bits])
+    y_lanes = np.full_like(x, y)
+    assert_powf(run(x, y_lanes), x, y_lanes)
 
 
 @pytest.mark.parametrize("run", RUNNERS)
@@ -309,7 +334,12 @@ def test_the_recognition_takes_this_powf(sample: Any) -> None:
     assert recognise(sample[2]) == (True, native.pow_status()[2])
 
 
-SAMPLE_PARTS = {"special": (0, 1764), "midpoint": (1764, 4096), "random": (4096, 8192)}
+SAMPLE_PARTS = {
+    "special": (0, 1764),
+    "midpoint": (1764, 3584),
+    "uniform": (3584, 4096),
+    "random": (4096, 8192),
+}
 """The sample's three parts (powf_recognise.c's `powf_sample`): a lane off in any is refused."""
 
 
@@ -370,13 +400,16 @@ def test_glibcs_sse2_powf_is_not_taken_for_its_fma_one() -> None:
         "n.binary(n.OPS.index('pow'), 0, x, y, out)\n"
         "want = np.fromiter(map(m.powf, x.tolist(), y.tolist()), np.float32, x.size)\n"
         "print(n.pow_status()[1], np.array_equal(out.view(np.uint32), want.view(np.uint32)))\n"
-        "print(n.pow_status()[2])\n"
+        "from fueltensor.kernels import pow_shortcut\n"
+        "print(pow_shortcut.describe())\n"
     )
     env = {**os.environ, "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     first, reason = done.stdout.splitlines()
-    assert first == "False True" and "SSE2" in reason
+    assert (
+        first == "False True" and reason.startswith("off: powf for every lane") and "SSE2" in reason
+    )
 
 
 @needs_vector
@@ -484,6 +517,17 @@ def test_off_by_environment() -> None:
     assert np.array_equal(
         np.asarray(json.loads(bits), np.uint32), powf_bits(x, np.full_like(x, 2.5))
     )
+
+
+@needs_vector
+def test_the_status_says_the_vector_powf_runs_and_why() -> None:
+    previous = native.pow_vector(True)
+    try:
+        assert pow_shortcut.status() == (True, f"the vector powf runs: {native.pow_status()[2]}")
+        native.pow_vector(False)
+        assert pow_shortcut.status()[0] is False
+    finally:
+        native.pow_vector(previous)
 
 
 def test_the_fingerprint_shows_the_state() -> None:

@@ -1,5 +1,5 @@
 /* Compiled fast path for fuel-cpu-backend's 32 kernels (the pure-NumPy chassis is the fallback;
- * both are tested against one scalar reference, and pow calls the C library's powf/pow in both),
+ * both are tested against one scalar reference, and pow is the C library's powf/pow in both),
  * and `copy_strided`, the planner's Contiguize (a cache-blocked copy of any strided layout into
  * a dense buffer). fuel-reference-backend shares none of this: it is the independent oracle.
  *

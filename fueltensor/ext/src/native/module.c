@@ -124,6 +124,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||
         PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_FROM", STREAM_FROM) < 0 ||
         PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||

@@ -66,12 +66,14 @@ static const uint32_t POWF_SPECIAL_Y[] = {
 #define N_SPECIAL_X (sizeof POWF_SPECIAL_X / sizeof POWF_SPECIAL_X[0])
 #define N_SPECIAL_Y (sizeof POWF_SPECIAL_Y / sizeof POWF_SPECIAL_Y[0])
 #define POWF_SAMPLE 8192
+#define POWF_UNIFORM (POWF_SAMPLE / 2 - 512) /* where the lanes of y = 2, then 0.5, start */
 /* Exponents of the lanes whose exact powers are at or next to a rounding midpoint (short
  * significands squared or cubed): where a powf that is not this one rounds the other way. */
 static const float POWF_MIDPOINT_Y[] = {2.0f, 3.0f, -2.0f, 0.5f, -1.0f, 4.0f, 1.5f, -0.5f};
 
 /* The recognition's inputs: the special grid, both signs of x (and of y); midpoint lanes with
- * short significands; the random pairs of `powf_pair` (stream 0). */
+ * short significands; 256 lanes of y = 2 then 256 of y = 0.5 (whole groups: the passes' short
+ * way) at random x; the random pairs of `powf_pair` (stream 0). */
 static void powf_sample(uint32_t *x, uint32_t *y) {
     size_t at = 0;
     for (size_t i = 0; i < N_SPECIAL_X; i++)
@@ -80,13 +82,17 @@ static void powf_sample(uint32_t *x, uint32_t *y) {
                 x[at] = POWF_SPECIAL_X[i] | (sign & 1) << 31;
                 y[at] = POWF_SPECIAL_Y[j] | (sign >> 1) << 31;
             }
-    for (uint64_t i = 0; at < POWF_SAMPLE / 2; i++, at++) {
+    for (uint64_t i = 0; at < POWF_UNIFORM; i++, at++) {
         uint64_t r = splitmix64(~i);
         uint32_t bits = 8 + (uint32_t)(r % 6), mant = (uint32_t)(r >> 8) | 1u << bits;
         mant = (mant & ((2u << bits) - 1)) | 1u; /* odd, bits + 1 significant bits */
         float v = ldexpf((float)mant, (int)((r >> 40) % 64) - 40);
         x[at] = f32_bits(v) | (uint32_t)(r >> 63) << 31;
         y[at] = f32_bits(POWF_MIDPOINT_Y[(r >> 32) % 8]);
+    }
+    for (uint64_t i = 0; at < POWF_SAMPLE / 2; i++, at++) {
+        x[at] = (uint32_t)splitmix64(i ^ 0xABCDu) & (at < POWF_UNIFORM + 256 ? ~0u : 0x7FFFFFFFu);
+        y[at] = f32_bits(at < POWF_UNIFORM + 256 ? 2.0f : 0.5f);
     }
     for (uint64_t i = 0; at < POWF_SAMPLE; i++, at++) powf_pair(0, i, &x[at], &y[at]);
 }

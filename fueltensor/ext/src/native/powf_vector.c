@@ -26,6 +26,19 @@
 #define PF_SIGN_BIAS (1 << 16)
 #define PF_OVER 0x1.fffffffd1d571p+6 /* y log2 x past it: |x^y| > 0x1.ffffffp127 */
 
+/* y = 2 and y = 0.5 take a short way where it is the algorithm's own result: x*x in double is
+ * exact and sqrt in double correctly rounded, and an exact value farther than POWF_BAND double
+ * ulps (2^-52 of its binade; half a float ulp is 2^28 of them) from a float rounding midpoint
+ * rounds to the float any approximation as close as powf's does (where glibc 2.36's powf is
+ * not the exact value rounded, that value lies at most 888,704 (y = 2) and 861,631 (y = 0.5)
+ * of them from a midpoint over all 2^32 x: benchmarks/pow_shortcut_check.c). A group whose every
+ * y is 2 (or 0.5) takes that value, rounded once, for its lanes with a normal float result
+ * outside the band, and the full algorithm for the others (1/256 of them). benchmarks/
+ * pow_proof.py proves the passes, this way included, on all 2^32 x for both exponents. */
+#define POWF_BAND (1 << 20)
+#define POWF_NORMAL_LO 0x3810000000000000LL /* FLT_MIN, as a double's bits */
+#define POWF_NORMAL_HI 0x47EFFFFFE0000000LL /* FLT_MAX */
+
 /* The algorithm's chosen constants, which have no closed form (glibc's e_powf_log2_data.c and
  * e_exp2f_data.c): 1/c_i, each near 1/centre of subinterval i, picked by the authors' search;
  * the minimax polynomials for log2(1 + r) and 2^r. `powf_tables` derives the rest from them,
@@ -231,7 +244,7 @@ TARGET_AVX2_F16C INLINE unsigned powf_range_avx2(__m256d ylogx) {
 }
 
 /* powf over 8 lanes, two halves of 4 doubles; returns the lanes powf itself must decide. */
-TARGET_AVX2_F16C INLINE unsigned powf_group_avx2(const float *a, const float *b, float *c) {
+TARGET_AVX2_F16C INLINE unsigned powf_full_avx2(const float *a, const float *b, float *c) {
     __m256i ix = _mm256_loadu_si256((const __m256i *)a), iy = _mm256_loadu_si256((const __m256i *)b);
     PowfLanes8 l = powf_lanes_avx2(ix, iy);
     __m256 yf = _mm256_castsi256_ps(iy);
@@ -257,6 +270,39 @@ TARGET_AVX2_F16C INLINE unsigned powf_group_avx2(const float *a, const float *b,
         powf_xflow_lanes(ylogx, range, negodd, c);
     }
     return slow;
+}
+
+/* For 4 lanes of x, the exact square (`two`) or root in double, rounded to float into *out;
+ * returns the lanes (bits) that must take the full algorithm (`POWF_BAND`). */
+TARGET_AVX2_F16C INLINE unsigned powf_exact_avx2(__m128 x, int two, __m128 *out) {
+    __m256d d = _mm256_cvtps_pd(x), e = two ? _mm256_mul_pd(d, d) : _mm256_sqrt_pd(d);
+    __m256i u = _mm256_castpd_si256(e);
+    __m256i off = _mm256_and_si256(_mm256_sub_epi64(u, _mm256_set1_epi64x(0x10000000 - POWF_BAND)),
+                                   _mm256_set1_epi64x(0x1FFFFFFF));
+    __m256i far = _mm256_cmpgt_epi64(off, _mm256_set1_epi64x(2 * POWF_BAND));
+    __m256i low = _mm256_cmpgt_epi64(_mm256_set1_epi64x(POWF_NORMAL_LO), u);
+    __m256i high = _mm256_cmpgt_epi64(u, _mm256_set1_epi64x(POWF_NORMAL_HI));
+    __m256i take = _mm256_andnot_si256(_mm256_or_si256(low, high), far);
+    *out = _mm256_cvtpd_ps(e);
+    return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(take)) ^ 0xFu;
+}
+
+/* powf over 8 lanes: the exact value where every y is 2 (or 0.5) and it decides, else (and for
+ * the lanes it does not decide) the full algorithm. */
+TARGET_AVX2_F16C INLINE unsigned powf_group_avx2(const float *a, const float *b, float *c) {
+    __m256 y = _mm256_loadu_ps(b), x = _mm256_loadu_ps(a);
+    int two = _mm256_movemask_ps(_mm256_cmp_ps(y, _mm256_set1_ps(2.0f), _CMP_EQ_OQ)) == 0xFF;
+    int half = _mm256_movemask_ps(_mm256_cmp_ps(y, _mm256_set1_ps(0.5f), _CMP_EQ_OQ)) == 0xFF;
+    if (!(two | half)) return powf_full_avx2(a, b, c);
+    __m128 lo, hi;
+    unsigned rest = powf_exact_avx2(_mm256_castps256_ps128(x), two, &lo) |
+                    powf_exact_avx2(_mm256_extractf128_ps(x, 1), two, &hi) << 4;
+    _mm256_storeu_ps(c, _mm256_set_m128(hi, lo));
+    if (rest == 0) return 0;
+    float full[8];
+    powf_full_avx2(a, b, full); /* y = 2 or 0.5: no lane is powf's to decide */
+    for (; rest != 0; rest &= rest - 1) c[__builtin_ctz(rest)] = full[__builtin_ctz(rest)];
+    return 0;
 }
 
 /* The AVX2 body's f32 pow pass over a tile (PowPass). */
@@ -367,7 +413,7 @@ TARGET_POWF_AVX512 INLINE unsigned powf_range_avx512(__m512d ylogx) {
 }
 
 /* powf over 16 lanes, two halves of 8 doubles; returns the lanes powf itself must decide. */
-TARGET_POWF_AVX512 INLINE unsigned powf_group_avx512(const float *a, const float *b, float *c) {
+TARGET_POWF_AVX512 INLINE unsigned powf_full_avx512(const float *a, const float *b, float *c) {
     __m512i ix = _mm512_loadu_si512(a), iy = _mm512_loadu_si512(b);
     PowfLanes16 l = powf_lanes_avx512(ix, iy);
     __m512d yd = _mm512_castps_pd(_mm512_castsi512_ps(iy));
@@ -390,6 +436,39 @@ TARGET_POWF_AVX512 INLINE unsigned powf_group_avx512(const float *a, const float
         powf_xflow_lanes(ylogx, range, l.negodd, c);
     }
     return slow;
+}
+
+/* powf_exact_avx2 for 8 lanes. */
+TARGET_POWF_AVX512 INLINE unsigned powf_exact_avx512(__m256 x, int two, __m256 *out) {
+    __m512d d = _mm512_cvtps_pd(x), e = two ? _mm512_mul_pd(d, d) : _mm512_sqrt_pd(d);
+    __m512i u = _mm512_castpd_si512(e);
+    __m512i off = _mm512_and_si512(_mm512_sub_epi64(u, _mm512_set1_epi64(0x10000000 - POWF_BAND)),
+                                   _mm512_set1_epi64(0x1FFFFFFF));
+    __mmask8 take = _mm512_cmpgt_epi64_mask(off, _mm512_set1_epi64(2 * POWF_BAND)) &
+                    _mm512_cmpge_epi64_mask(u, _mm512_set1_epi64(POWF_NORMAL_LO)) &
+                    _mm512_cmple_epi64_mask(u, _mm512_set1_epi64(POWF_NORMAL_HI));
+    *out = _mm512_cvtpd_ps(e);
+    return (unsigned)(__mmask8)~take;
+}
+
+/* powf_group_avx2 for 16 lanes. */
+TARGET_POWF_AVX512 INLINE unsigned powf_group_avx512(const float *a, const float *b, float *c) {
+    __m512 y = _mm512_loadu_ps(b), x = _mm512_loadu_ps(a);
+    int two = _mm512_cmp_ps_mask(y, _mm512_set1_ps(2.0f), _CMP_EQ_OQ) == 0xFFFF;
+    int half = _mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) == 0xFFFF;
+    if (!(two | half)) return powf_full_avx512(a, b, c);
+    __m512d xd = _mm512_castps_pd(x);
+    __m256 lo, hi;
+    unsigned rest = powf_exact_avx512(_mm256_castpd_ps(_mm512_castpd512_pd256(xd)), two, &lo) |
+                    powf_exact_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(xd, 1)), two, &hi)
+                        << 8;
+    _mm512_storeu_ps(c, _mm512_castpd_ps(_mm512_insertf64x4(
+                            _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1)));
+    if (rest == 0) return 0;
+    float full[16];
+    powf_full_avx512(a, b, full); /* y = 2 or 0.5: no lane is powf's to decide */
+    _mm512_mask_storeu_ps(c, (__mmask16)rest, _mm512_loadu_ps(full));
+    return 0;
 }
 
 /* The AVX-512 f32 pow pass over a tile (PowPass), for a body on a CPU with AVX-512F. */
