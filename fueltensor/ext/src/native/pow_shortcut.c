@@ -8,11 +8,6 @@
  * (the same bits either way). benchmarks/pow_proof.py holds the passes to powf on all 2^32 x for
  * y = 2 and y = 0.5 and on 10^9 random pairs (benchmarks/RESULTS.md). */
 
-#if defined(__GLIBC__) && defined(HAVE_AVX2_F16C)
-#include <link.h>
-#define HAVE_POWF_RECOGNITION 1
-#endif
-
 enum { PV_UNKNOWN, PV_CHECKING, PV_RECOGNISED, PV_REFUSED };
 #define PV_REASON 400
 

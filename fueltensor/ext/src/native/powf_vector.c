@@ -22,6 +22,11 @@
  * integer) that makes the result negative; a subnormal x is scaled by 2^23 first; and |y log2 x|
  * past the float range gives the libm's own overflow and underflow products (`powf_xflow`). */
 
+#if defined(__GLIBC__) && defined(HAVE_AVX2_F16C)
+#include <link.h>
+#define HAVE_POWF_RECOGNITION 1 /* glibc on x86-64: where a pass can follow the platform powf */
+#endif
+
 #define PF_OFF 0x3f330000 /* the first subinterval's start: z in [OFF, 2*OFF) */
 #define PF_SIGN_BIAS (1 << 16)
 #define PF_OVER 0x1.fffffffd1d571p+6 /* y log2 x past it: |x^y| > 0x1.ffffffp127 */
@@ -42,7 +47,7 @@
 /* The algorithm's chosen constants, which have no closed form (glibc's e_powf_log2_data.c and
  * e_exp2f_data.c): 1/c_i, each near 1/centre of subinterval i, picked by the authors' search;
  * the minimax polynomials for log2(1 + r) and 2^r. `powf_tables` derives the rest from them,
- * and pow_shortcut.c finds all of it, byte for byte, in the running libm's data. */
+ * and powf_recognise.c finds all of it, byte for byte, in the running libm's data. */
 static const double POWF_INVC[16] = {
     0x1.661ec79f8f3bep+0, 0x1.571ed4aaf883dp+0, 0x1.49539f0f010bp+0,  0x1.3c995b0b80385p+0,
     0x1.30d190c8864a5p+0, 0x1.25e227b0b8eap+0,  0x1.1bb4a4a1a343fp+0, 0x1.12358f08ae5bap+0,
@@ -64,6 +69,7 @@ static struct {
     double poly[5], c[3], shift;
 } PF;
 
+#ifdef HAVE_POWF_RECOGNITION
 /* Whether long double `v` rounds to the double `d` whatever its last few bits: true values
  * within 2^-60 of v (the x87 log2l / exp2l error is a few units of 2^-64) all round to d. */
 static int rounds_surely(long double v, double d) {
@@ -98,7 +104,9 @@ static const char *powf_tables(void) {
     PF.shift = 0x1.8p52 / 32;
     return NULL;
 }
+#endif
 
+#ifdef HAVE_AVX2_F16C
 /* The special branch for |y log2 x| >= 126 that does not reach exp2: __math_oflowf,
  * __math_uflowf and __math_may_uflowf, each (sign ? -v : v) * v in float. */
 static float powf_xflow(double ylogx, int negative) {
@@ -113,7 +121,6 @@ static void powf_xflow_lanes(const double *ylogx, unsigned lanes, unsigned negat
         c[j] = powf_xflow(ylogx[j], (int)(negative >> j) & 1);
     }
 }
-
 
 /* One step of a pass: c for its 8 or 16 lanes of a, b; returns the mask of lanes powf decides. */
 typedef unsigned (*PowfGroup)(const float *a, const float *b, float *c);
@@ -144,7 +151,6 @@ INLINE Py_ssize_t powf_tile(PowfGroup group, int width, const float *a, const fl
     return count;
 }
 
-#ifdef HAVE_AVX2_F16C
 /* glibc's log2_inline for 4 lanes of its argument's bits `ix` (sign cleared, subnormals
  * normalized): the subinterval i and exponent k from the bits, then the polynomial. */
 TARGET_AVX2_F16C INLINE __m256d powf_log2_avx2(__m128i ix) {
