@@ -293,12 +293,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "AVX-512: z * invc - 1 rounded twice where glibc's FMA variant rounds once",
     ),
     M(
-        "powf-avx2-exp-fma-dropped",
+        "powf-avx2-log-fma-dropped",
         POWF_VECTOR,
-        "    y = _mm256_fmadd_pd(z, r2, y);\n    return _mm256_cvtpd_ps",
-        "    y = _mm256_add_pd(_mm256_mul_pd(z, r2), y);\n    return _mm256_cvtpd_ps",
+        "__m256d q = _mm256_fmadd_pd(_mm256_set1_pd(PF.poly[4]), r, y0);",
+        "__m256d q = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(PF.poly[4]), r), y0);",
         POWF_TESTS,
-        "AVX2: the exp polynomial's last step rounded twice where glibc's rounds once",
+        "AVX2: A4 * r + (logc + k) rounded twice where glibc's FMA variant rounds once",
     ),
     M(
         "powf-avx2-odd-power-sign-lost",
@@ -398,12 +398,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tables the libm does not hold are taken for its own",
     ),
     M(
-        "powf-tunables-ignored",
+        "powf-sample-without-witnesses",
         POWF_RECOGNISE,
-        'return passes > 0 && (tunables == NULL || strstr(tunables, "hwcaps") == NULL);',
-        "return passes > 0;",
+        "for (size_t i = 0; i < N_WITNESS; i++, at++) {",
+        "for (size_t i = 0; i < 0; i++, at++) {",
         POWF_TESTS,
-        "glibc's SSE2 powf (CPU features masked by GLIBC_TUNABLES) is taken for its FMA one",
+        "glibc's SSE2 powf (FMA and AVX2 masked by GLIBC_TUNABLES) is taken for its FMA one",
     ),
     M(
         "powf-proof-blind",

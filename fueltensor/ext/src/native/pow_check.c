@@ -145,7 +145,8 @@ static PyObject *pow_with(PyObject *module, PyObject *const *args, Py_ssize_t na
     PowfPass chosen;
     Py_buffer x, y, out;
     if (nargs != 4) {
-        PyErr_Format(PyExc_TypeError, "pow_with(name, x, y, out) takes 4 arguments, got %zd", nargs);
+        PyErr_Format(PyExc_TypeError, "pow_with(name, x, y, out) takes 4 arguments, got %zd",
+                     nargs);
         return NULL;
     }
     if (named_pass(args[0], &chosen) < 0) return NULL;
@@ -203,7 +204,8 @@ static void *check_range(void *arg) {
             if (ck->pairs) powf_pair(ck->seed, u + (uint64_t)j, &x[j], &y[j]);
             else x[j] = (uint32_t)(u + (uint64_t)j), y[j] = f32_bits(ck->y);
             want[j] = powf(f32_value(x[j]), f32_value(y[j]));
-            if (((u + (uint64_t)j) & 0xFFFF) == 0) want[j] = f32_value(f32_bits(want[j]) ^ ck->flip);
+            if (((u + (uint64_t)j) & 0xFFFF) == 0)
+                want[j] = f32_value(f32_bits(want[j]) ^ ck->flip);
         }
         for (int v = 0; v < ck->count; v++) {
             f32_pow_vector(ck->passes[v].pass, (const float *)(const void *)x,
@@ -224,7 +226,8 @@ static void *check_range(void *arg) {
 /* Split [start, stop) over `threads` threads (this one included) and run `check_range` on each
  * part; the results are summed into `parts[0]`. */
 static void check_split(Check *parts, int threads) {
-    uint64_t start = parts[0].start, stop = parts[0].stop, step = (stop - start) / (uint64_t)threads;
+    uint64_t start = parts[0].start, stop = parts[0].stop;
+    uint64_t step = (stop - start) / (uint64_t)threads;
     for (int t = 0; t < threads; t++) {
         parts[t] = parts[0];
         parts[t].start = start + step * (uint64_t)t;
@@ -233,7 +236,8 @@ static void check_split(Check *parts, int threads) {
 #if defined(HAVE_PTHREAD)
     pthread_t ids[MAX_CHECK_THREADS];
     int started[MAX_CHECK_THREADS] = {0};
-    for (int t = 1; t < threads; t++) started[t] = pthread_create(&ids[t], NULL, check_range, &parts[t]) == 0;
+    for (int t = 1; t < threads; t++)
+        started[t] = pthread_create(&ids[t], NULL, check_range, &parts[t]) == 0;
     for (int t = 1; t < threads; t++)
         if (!started[t]) check_range(&parts[t]);
     check_range(&parts[0]);
@@ -266,9 +270,9 @@ static PyObject *run_check(Check *parts, long threads) {
     Py_END_ALLOW_THREADS
     PyObject *result = PyTuple_New(parts[0].count);
     for (int v = 0; result != NULL && v < parts[0].count; v++) {
-        PyObject *item = Py_BuildValue("(sKLL)", parts[0].passes[v].name,
-                                       (unsigned long long)parts[0].mismatches[v],
-                                       (long long)parts[0].first_x[v], (long long)parts[0].first_y[v]);
+        PyObject *item = Py_BuildValue(
+            "(sKLL)", parts[0].passes[v].name, (unsigned long long)parts[0].mismatches[v],
+            (long long)parts[0].first_x[v], (long long)parts[0].first_y[v]);
         if (item == NULL) Py_CLEAR(result);
         else PyTuple_SET_ITEM(result, v, item);
     }
@@ -322,8 +326,8 @@ static PyObject *verify_pow_pairs(PyObject *module, PyObject *const *args, Py_ss
     (void)module;
     Check parts[MAX_CHECK_THREADS];
     long threads;
-    if (check_arguments("verify_pow_pairs(seed, start, stop, threads[, flip])", args, nargs, UINT64_MAX,
-                        &parts[0], &threads) < 0)
+    if (check_arguments("verify_pow_pairs(seed, start, stop, threads[, flip])", args, nargs,
+                        UINT64_MAX, &parts[0], &threads) < 0)
         return NULL;
     unsigned long long seed = PyLong_AsUnsignedLongLong(args[0]);
     if (PyErr_Occurred()) return NULL;

@@ -67,13 +67,22 @@ static const uint32_t POWF_SPECIAL_Y[] = {
 #define N_SPECIAL_Y (sizeof POWF_SPECIAL_Y / sizeof POWF_SPECIAL_Y[0])
 #define POWF_SAMPLE 8192
 #define POWF_UNIFORM (POWF_SAMPLE / 2 - 512) /* where the lanes of y = 2, then 0.5, start */
+/* Inputs where glibc's FMA powf differs from the same arithmetic without its FMA in
+ * r = z * invc - 1 (the first six) or in q = A4 * r + (logc + k) (the last two), found by
+ * benchmarks/pow_fma_witnesses.c: they tell a pass or a libm without those FMAs (glibc's SSE2
+ * powf differs on seven of them) from this one, where random inputs almost never do. */
+static const uint32_t POWF_WITNESS[][2] = {
+    {0x3f831659, 0xc475433f}, {0x3f47756e, 0xc3a24605}, {0x3fb05cf7, 0xc32cbfb5},
+    {0x3fa6f1b5, 0xc31b57e1}, {0x3fa7d59c, 0x435e44f4}, {0x3ff97c9d, 0xc2dce392},
+    {0x3fa0d6e8, 0xc3083aa2}, {0x3f933de3, 0x440c79a8}};
+#define N_WITNESS (sizeof POWF_WITNESS / sizeof POWF_WITNESS[0])
 /* Exponents of the lanes whose exact powers are at or next to a rounding midpoint (short
  * significands squared or cubed): where a powf that is not this one rounds the other way. */
 static const float POWF_MIDPOINT_Y[] = {2.0f, 3.0f, -2.0f, 0.5f, -1.0f, 4.0f, 1.5f, -0.5f};
 
-/* The recognition's inputs: the special grid, both signs of x (and of y); midpoint lanes with
- * short significands; 256 lanes of y = 2 then 256 of y = 0.5 (whole groups: the passes' short
- * way) at random x; the random pairs of `powf_pair` (stream 0). */
+/* The recognition's inputs: the special grid, both signs of x (and of y); the FMA witnesses;
+ * midpoint lanes with short significands; 256 lanes of y = 2 then 256 of y = 0.5 (whole groups:
+ * the passes' short way) at random x; the random pairs of `powf_pair` (stream 0). */
 static void powf_sample(uint32_t *x, uint32_t *y) {
     size_t at = 0;
     for (size_t i = 0; i < N_SPECIAL_X; i++)
@@ -82,6 +91,10 @@ static void powf_sample(uint32_t *x, uint32_t *y) {
                 x[at] = POWF_SPECIAL_X[i] | (sign & 1) << 31;
                 y[at] = POWF_SPECIAL_Y[j] | (sign >> 1) << 31;
             }
+    for (size_t i = 0; i < N_WITNESS; i++, at++) {
+        x[at] = POWF_WITNESS[i][0];
+        y[at] = POWF_WITNESS[i][1];
+    }
     for (uint64_t i = 0; at < POWF_UNIFORM; i++, at++) {
         uint64_t r = splitmix64(~i);
         uint32_t bits = 8 + (uint32_t)(r % 6), mant = (uint32_t)(r >> 8) | 1u << bits;
@@ -132,7 +145,8 @@ static int powf_scan_object(struct dl_phdr_info *info, size_t size, void *data) 
     for (int h = 0; h < info->dlpi_phnum; h++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[h];
         uintptr_t start = info->dlpi_addr + p->p_vaddr;
-        if (p->p_type == PT_LOAD && inside >= start && inside - start < p->p_memsz) scan->object = 1;
+        if (p->p_type == PT_LOAD && inside >= start && inside - start < p->p_memsz)
+            scan->object = 1;
     }
     for (int h = 0; scan->object && h < info->dlpi_phnum; h++) {
         const ElfW(Phdr) *p = &info->dlpi_phdr[h];
@@ -153,18 +167,11 @@ static int powf_libm_holds(const PowfBlocks *blocks) {
     return scan.found[0] && scan.found[1];
 }
 
-/* Whether glibc's ifunc picked __powf_fma: it does where FMA and AVX2 are usable, which the
- * passes need too; a process started with GLIBC_TUNABLES masking CPU features (glibc.cpu.hwcaps)
- * may have had another pick, so it is not taken for one. */
-static int powf_fma_variant(int passes) {
-    const char *tunables = getenv("GLIBC_TUNABLES");
-    return passes > 0 && (tunables == NULL || strstr(tunables, "hwcaps") == NULL);
-}
-
 /* Whether the C library is glibc 2.28 or later (where powf became this algorithm). */
 static int powf_glibc_version_fits(const char *version) {
     unsigned major = 0, minor = 0;
-    return sscanf(version, "%u.%u", &major, &minor) == 2 && (major > 2 || (major == 2 && minor >= 28));
+    return sscanf(version, "%u.%u", &major, &minor) == 2 &&
+           (major > 2 || (major == 2 && minor >= 28));
 }
 #endif
 
@@ -209,10 +216,9 @@ static int powf_recognise(PowfLanes *s, char *why, size_t size) {
     const char *version = gnu_get_libc_version(), *tables = powf_tables();
     if (!powf_glibc_version_fits(version))
         return refuse(why, size, "glibc %s: its powf predates 2.28's algorithm", version);
-    if (!powf_fma_variant(count))
-        return refuse(why, size, "glibc %s may run its SSE2 powf here (%s), which no pass "
-                      "follows", version, count ? "GLIBC_TUNABLES masks CPU features" :
-                      "no FMA and AVX2");
+    if (count == 0) /* glibc's ifunc picks __powf_fma where FMA and AVX2 are usable, else SSE2 */
+        return refuse(why, size, "no FMA and AVX2 here: glibc %s runs its SSE2 powf, which no "
+                      "pass follows", version);
     if (tables != NULL) return refuse(why, size, "the tables: %s", tables);
     PowfBlocks blocks;
     powf_blocks(&blocks);
@@ -220,8 +226,8 @@ static int powf_recognise(PowfLanes *s, char *why, size_t size) {
         return refuse(why, size, "the libm holding powf does not hold the tables byte for byte");
     for (int v = 0; v < count; v++)
         if (powf_sample_differs(&passes[v], s, why, size)) return 0;
-    snprintf(why, size, "glibc %s powf, the FMA variant its ifunc picks on this CPU; its tables "
-             "found in its libm; %d sample lanes equal on the %s%s%s pass%s", version,
+    snprintf(why, size, "glibc %s powf, its FMA variant (the sample's FMA witnesses equal); its "
+             "tables found in its libm; %d sample lanes equal on the %s%s%s pass%s", version,
              POWF_SAMPLE, passes[0].name, count > 1 ? " and " : "", count > 1 ? passes[1].name : "",
              count > 1 ? "es" : "");
     return 1;

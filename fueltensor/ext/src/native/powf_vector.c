@@ -213,7 +213,8 @@ TARGET_AVX2_F16C INLINE PowfLanes8 powf_lanes_avx2(__m256i ix, __m256i iy) {
     __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f), e);
     __m256i big = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(0x96));
     __m256i whole = _mm256_cmpeq_epi32(_mm256_and_si256(iy, _mm256_sub_epi32(m, one)), zero);
-    __m256i fraction = _mm256_or_si256(small, _mm256_andnot_si256(_mm256_or_si256(big, whole), ones));
+    __m256i fraction =
+        _mm256_or_si256(small, _mm256_andnot_si256(_mm256_or_si256(big, whole), ones));
     __m256i units_even = _mm256_cmpeq_epi32(_mm256_and_si256(iy, m), zero);
     l.odd_y = _mm256_andnot_si256(_mm256_or_si256(fraction, units_even), ones);
     __m256i negative = _mm256_cmpgt_epi32(zero, ix);
@@ -251,7 +252,8 @@ TARGET_AVX2_F16C INLINE unsigned powf_range_avx2(__m256d ylogx) {
 
 /* powf over 8 lanes, two halves of 4 doubles; returns the lanes powf itself must decide. */
 TARGET_AVX2_F16C INLINE unsigned powf_full_avx2(const float *a, const float *b, float *c) {
-    __m256i ix = _mm256_loadu_si256((const __m256i *)a), iy = _mm256_loadu_si256((const __m256i *)b);
+    __m256i ix = _mm256_loadu_si256((const __m256i *)a);
+    __m256i iy = _mm256_loadu_si256((const __m256i *)b);
     PowfLanes8 l = powf_lanes_avx2(ix, iy);
     __m256 yf = _mm256_castsi256_ps(iy);
     __m256d lo = _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(yf)),
@@ -355,7 +357,8 @@ TARGET_POWF_AVX512 INLINE __m256 powf_exp2_avx512(__m512d xd, __mmask8 negative)
     __m512i low = _mm512_permutex2var_epi64(_mm512_load_si512(tab), ki, _mm512_load_si512(tab + 8));
     __m512i high = _mm512_permutex2var_epi64(_mm512_load_si512(tab + 16), ki,
                                              _mm512_load_si512(tab + 24));
-    __m512i t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), low, high);
+    __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16));
+    __m512i t = _mm512_mask_blend_epi64(upper, low, high);
     __m512i bias = _mm512_maskz_mov_epi64(negative, _mm512_set1_epi64(PF_SIGN_BIAS));
     t = _mm512_add_epi64(t, _mm512_slli_epi64(_mm512_add_epi64(ki, bias), 47));
     __m512d z = _mm512_fmadd_pd(_mm512_set1_pd(PF.c[0]), r, _mm512_set1_pd(PF.c[1]));
@@ -468,8 +471,9 @@ TARGET_POWF_AVX512 INLINE unsigned powf_group_avx512(const float *a, const float
     unsigned rest = powf_exact_avx512(_mm256_castpd_ps(_mm512_castpd512_pd256(xd)), two, &lo) |
                     powf_exact_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(xd, 1)), two, &hi)
                         << 8;
-    _mm512_storeu_ps(c, _mm512_castpd_ps(_mm512_insertf64x4(
-                            _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1)));
+    __m512d both = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
+                                      _mm256_castps_pd(hi), 1);
+    _mm512_storeu_ps(c, _mm512_castpd_ps(both));
     if (rest == 0) return 0;
     float full[16];
     powf_full_avx512(a, b, full); /* y = 2 or 0.5: no lane is powf's to decide */
