@@ -310,18 +310,27 @@ def test_every_length_and_alignment(run: Callable[..., Any]) -> None:
 @pytest.mark.parametrize("mode", sorted(ROUNDING))
 @pytest.mark.parametrize("isa", ISAS)
 def test_another_rounding_mode_runs_powf(mode: str, isa: str) -> None:
-    """Another rounding mode changes powf's bits and the passes' differently: the bodies must
-    step aside and give powf's bits in that mode."""
+    """In another rounding mode glibc's overflow branch and the short way for y = 2 and 0.5
+    (exact value rounded once) give other bits than powf's: the bodies must step aside and give
+    powf's bits in that mode (whole arrays of y = 2 and of 0.5, mixed exponents, and results
+    just under the float range, where glibc asks the rounding mode)."""
     rng = np.random.default_rng(5)
-    x = (rng.standard_normal(4096) * 8).astype(np.float32)
-    y = rng.choice(np.array([2.0, 0.5, 3.7, -1.25], np.float32), 4096)
+    x = (np.abs(rng.standard_normal(4096)) * 8).astype(np.float32)
+    mixed = rng.choice(np.array([2.0, 0.5, 3.7, -1.25], np.float32), x.size)
+    near = rng.uniform(1.1, 3.9, 4096).astype(np.float32)  # y log2 x just under 128
+    edge = (127.99999997 / np.log2(near.astype(np.float64))).astype(np.float32)
+    cases = [(x, np.full_like(x, 2.0)), (x, np.full_like(x, 0.5)), (x, mixed), (near, edge)]
     assert _LIBC.fesetround(ROUNDING[mode]) == 0
     try:
-        got = body(isa)(x, y)
-        want = np.fromiter(map(_LIBM.powf, x.tolist(), y.tolist()), np.float32, x.size)
+        got = [body(isa)(a, b) for a, b in cases]
+        want = [
+            np.fromiter(map(_LIBM.powf, a.tolist(), b.tolist()), np.float32, a.size)
+            for a, b in cases
+        ]
     finally:
         _LIBC.fesetround(0)
-    assert np.array_equal(got, want.view(np.uint32))
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w.view(np.uint32))
 
 
 def test_public_operators_give_powf_bits() -> None:
@@ -518,16 +527,38 @@ def test_off_by_environment() -> None:
         "print(pow_shortcut.describe())\n"
         "x = ft.asarray(np.linspace(0.1, 9, 4099, dtype=np.float32))\n"
         "print(np.asarray(x ** 2.5).view(np.uint32).tolist())\n"
+        "from fueltensor.kernels._chassis import NATIVE as n\n"
+        "t = np.full(64, 3.0, np.float32)\n"
+        "print(n.raised(n.OPS.index('pow'), 0, t, t - 1, np.empty_like(t)))\n"
     )
     env = {**os.environ, pow_shortcut.ENV_VAR: "0"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    text, bits = done.stdout.splitlines()
+    text, bits, flags = done.stdout.splitlines()
     assert text == f"off: switched off ({pow_shortcut.ENV_VAR}=0): powf for every lane"
+    assert int(flags) == FE_INEXACT  # powf's arithmetic ran, not the short way
     x = np.linspace(0.1, 9, 4099, dtype=np.float32)
     assert np.array_equal(
         np.asarray(json.loads(bits), np.uint32), powf_bits(x, np.full_like(x, 2.5))
     )
+
+
+FE_INEXACT = 0x20 if platform.machine() == "x86_64" else 0x10
+"""<fenv.h>'s FE_INEXACT (x86-64; aarch64)."""
+
+
+@needs_vector
+def test_the_switch_turns_the_vector_powf_off() -> None:
+    """The bits are the same either way, so which path ran shows in the status flags: 3 ** 2
+    in whole groups is exact on the short way (no flag) and inexact in powf's arithmetic."""
+    x, y = np.full(64, 3.0, np.float32), np.full(64, 2.0, np.float32)
+    previous = native.pow_vector(True)
+    try:
+        assert native.raised(POW, F32_CODE, x, y, np.empty_like(x)) == 0
+        native.pow_vector(False)
+        assert native.raised(POW, F32_CODE, x, y, np.empty_like(x)) == FE_INEXACT
+    finally:
+        native.pow_vector(previous)
 
 
 @needs_vector
