@@ -60,7 +60,7 @@ static PyObject *pow_recognise(PyObject *module, PyObject *want) {
     } else {
         char why[PV_REASON];
         fenv_t env;
-        powf_sample(s->x, s->y);
+        powf_lanes(s);
         memcpy(s->want, view.buf, sizeof s->want);
         fegetenv(&env);
         fesetenv(FE_DFL_ENV);
@@ -193,26 +193,29 @@ typedef struct {
  * only one the passes run in), leaving the thread's environment as it was. */
 static void *check_range(void *arg) {
     Check *ck = arg;
-    uint32_t x[CHECK_CHUNK], y[CHECK_CHUNK];
-    float want[CHECK_CHUNK], got[CHECK_CHUNK];
+    float x[CHECK_CHUNK], y[CHECK_CHUNK], want[CHECK_CHUNK], got[CHECK_CHUNK];
     fenv_t env;
     fegetenv(&env);
     fesetenv(FE_DFL_ENV);
     for (uint64_t u = ck->start; u < ck->stop; u += CHECK_CHUNK) {
         Py_ssize_t k = (Py_ssize_t)(ck->stop - u < CHECK_CHUNK ? ck->stop - u : CHECK_CHUNK);
         for (Py_ssize_t j = 0; j < k; j++) {
-            if (ck->pairs) powf_pair(ck->seed, u + (uint64_t)j, &x[j], &y[j]);
-            else x[j] = (uint32_t)(u + (uint64_t)j), y[j] = f32_bits(ck->y);
-            want[j] = powf(f32_value(x[j]), f32_value(y[j]));
+            uint32_t xb = (uint32_t)(u + (uint64_t)j), yb = f32_bits(ck->y);
+            if (ck->pairs) powf_pair(ck->seed, u + (uint64_t)j, &xb, &yb);
+            x[j] = f32_value(xb);
+            y[j] = f32_value(yb);
+            want[j] = powf(x[j], y[j]);
             if (((u + (uint64_t)j) & 0xFFFF) == 0)
                 want[j] = f32_value(f32_bits(want[j]) ^ ck->flip);
         }
         for (int v = 0; v < ck->count; v++) {
-            f32_pow_vector(ck->passes[v].pass, (const float *)(const void *)x,
-                           (const float *)(const void *)y, got, k);
+            f32_pow_vector(ck->passes[v].pass, x, y, got, k);
             for (Py_ssize_t j = 0; j < k; j++) {
                 if (f32_bits(got[j]) == f32_bits(want[j])) continue;
-                if (ck->first_x[v] < 0) ck->first_x[v] = x[j], ck->first_y[v] = y[j];
+                if (ck->first_x[v] < 0) {
+                    ck->first_x[v] = f32_bits(x[j]);
+                    ck->first_y[v] = f32_bits(y[j]);
+                }
                 ck->mismatches[v]++;
             }
         }

@@ -175,11 +175,19 @@ static int powf_glibc_version_fits(const char *version) {
 }
 #endif
 
-/* The sample's inputs, powf's bits on them (or what stands for them), and a pass's bits. */
+/* The sample's inputs (bits, and as floats), powf's bits on them (or what stands for them), and
+ * a pass's results. */
 typedef struct {
     uint32_t x[POWF_SAMPLE], y[POWF_SAMPLE], want[POWF_SAMPLE];
-    float got[POWF_SAMPLE];
+    float fx[POWF_SAMPLE], fy[POWF_SAMPLE], got[POWF_SAMPLE];
 } PowfLanes;
+
+/* Fill the sample's inputs, bits and floats. */
+static void powf_lanes(PowfLanes *s) {
+    powf_sample(s->x, s->y);
+    memcpy(s->fx, s->x, sizeof s->fx);
+    memcpy(s->fy, s->y, sizeof s->fy);
+}
 
 /* Write the verdict's reason into `why`; returns 0 (refused), for `return refuse(...)`. */
 __attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t size,
@@ -193,8 +201,7 @@ __attribute__((format(printf, 3, 4))) static int refuse(char *why, size_t size,
 
 /* The first lane where a pass differs from `want` on the sample, into `why`; 0 if none. */
 static int powf_sample_differs(const PowfPass *p, PowfLanes *s, char *why, size_t size) {
-    f32_pow_vector(p->pass, (const float *)(const void *)s->x, (const float *)(const void *)s->y,
-                   s->got, POWF_SAMPLE);
+    f32_pow_vector(p->pass, s->fx, s->fy, s->got, POWF_SAMPLE);
     for (int i = 0; i < POWF_SAMPLE; i++) {
         uint32_t got = f32_bits(s->got[i]);
         if (got != s->want[i]) {
@@ -253,9 +260,8 @@ static int pow_recognise_now(void) {
     if (s == NULL) {
         refuse(PV.reason, sizeof PV.reason, "no memory for the sample");
     } else {
-        powf_sample(s->x, s->y);
-        for (int i = 0; i < POWF_SAMPLE; i++)
-            s->want[i] = f32_bits(powf(f32_value(s->x[i]), f32_value(s->y[i])));
+        powf_lanes(s);
+        for (int i = 0; i < POWF_SAMPLE; i++) s->want[i] = f32_bits(powf(s->fx[i], s->fy[i]));
         ok = powf_recognise(s, PV.reason, sizeof PV.reason);
     }
     fesetenv(&env);
