@@ -1,7 +1,8 @@
 """The optional compiled kernels; everything else about the package is in pyproject.toml.
 
 `optional=True`: where an extension cannot be built (no C compiler), the install still succeeds
-and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the same bits.
+and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the same bits; the
+build then says so once, in words (`BuildExt`; pip shows a build's output with `-v`).
 
 f32 pow runs a vector transcription of glibc's `powf` where the extension recognises the
 platform's `powf` as that algorithm (at the first f32 pow, not at build time); elsewhere `powf`
@@ -13,10 +14,13 @@ the C-touching tests and the differential fuzzer on it).
 """
 
 import os
+import sys
 from pathlib import Path
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import BaseError, CCompilerError
 
 SRC = Path("fueltensor/ext/src")
 """The compiled floor's sources: one folder per extension, each built as one translation unit
@@ -47,7 +51,41 @@ SANITIZE = (
 must be correct C for any compiler, not only for one that wraps."""
 
 
+NOT_BUILT = """
+fueltensor: its compiled kernels were NOT built, so it will run its pure-NumPy kernels and
+Python dispatch instead: the same bits, slower. Not built:
+{failures}
+To build them, install a C compiler (Debian or Ubuntu: apt-get install gcc; Fedora: dnf install
+gcc; macOS: xcode-select --install) and install fueltensor again.
+"""
+"""What the build says, once, when an extension could not be built."""
+
+
+class BuildExt(build_ext):
+    """build_ext that collects the optional extensions it could not build and says, once and
+    in words, what fueltensor runs instead (setuptools' own word is one line per extension
+    naming the compiler's error, not what it means for the user)."""
+
+    def run(self) -> None:
+        """Build every extension, then name the ones that failed."""
+        self.not_built: list[str] = []
+        super().run()
+        if self.not_built:
+            failures = "\n".join(f"  {line}" for line in self.not_built)
+            print(NOT_BUILT.format(failures=failures), file=sys.stderr, flush=True)
+
+    def build_extension(self, ext: Extension) -> None:
+        """Build one extension; an optional one's failure is recorded, not raised."""
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, BaseError) as error:
+            if not ext.optional:
+                raise
+            self.not_built.append(f"{ext.name}: {error}")
+
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "fueltensor.ext._native",

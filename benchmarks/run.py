@@ -8,8 +8,9 @@ is held to the issue's target. Then (issue 12) a size sweep from 4 elements up, 
 operands (at 10^6, and the common ones at 4 and 4,096), pow, views, the RSS of many small live
 results and three clients (scikit-learn under array_api_dispatch, scipy.stats.skew; skipped
 when not installed); then dispatch cost on tiny operands (against NumPy and PyTorch one-thread,
-and with 1,000 extra registered contracts), tracemalloc peaks, and import / first-op times in
-fresh subprocesses. Prints Markdown tables. Not a test: nothing here asserts.
+and with 1,000 extra registered contracts), a compiled provider's call at 16 elements against
+the built-in kernel's (examples/c_provider, built with cc), tracemalloc peaks, and import /
+first-op times in fresh subprocesses. Prints Markdown tables. Not a test: nothing here asserts.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 import operator
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,7 @@ from thread_rows import thread_rows  # benchmarks/ is the script's directory, fi
 
 import fueltensor as ft
 from fueltensor.fingerprint import machine as fingerprint
+from fueltensor.fkc import load_document
 from fueltensor.registry import bundled_contracts_dir
 
 try:
@@ -651,6 +654,63 @@ def dispatch_rows(repeats: int) -> None:
     print(f"\n(loading the {len(big)}-contract registry took {load_s:.2f} s, once)")
 
 
+# -- compiled providers --------------------------------------------------------------------------
+
+
+COMPILED_TARGET = 2.0
+"""Issue 32: a compiled provider's call at 16 elements within 2x of a built-in kernel's."""
+EXAMPLE_C = Path(__file__).resolve().parents[1] / "examples" / "c_provider"
+
+
+def compiled_provider(directory: Path) -> tuple[str, ft.Registry] | None:
+    """examples/c_provider built with cc into `directory` and registered: its provider name and
+    a registry with the bundled contracts; None without a C compiler."""
+    cc = shutil.which("cc")
+    if cc is None:
+        return None
+    library = directory / "libc_kernels.so"
+    source = EXAMPLE_C / "kernels.c"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    document = EXAMPLE_C / "c-kernels.md"
+    provider, contracts = load_document(document)
+    table = {c.entry_point: c.entry_point.rsplit("::", 1)[-1] for c in contracts}
+    ft.register_provider(provider.name, ft.load_library(library, table))
+    return provider.name, ft.Registry.from_paths([bundled_contracts_dir(), document])
+
+
+def compiled_rows(repeats: int) -> None:
+    """16-element F32 add through a compiled provider (examples/c_provider's `c_add_f32`,
+    called from C) against the built-in kernel, interleaved, each inside its `use_backend`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        built = compiled_provider(Path(tmp))
+    if built is None:
+        print("(no C compiler on PATH: the compiled-provider row is not measured)")
+        return
+    provider, reg = built
+    x = ft.asarray(np.arange(16, dtype=np.float32) + 1)
+    inner = 2000
+
+    def on(backend: str) -> Thunk:
+        def calls() -> None:
+            with ft.use_registry(reg), ft.use_backend(backend):
+                for _ in range(inner):
+                    x + x
+
+        return calls
+
+    with ft.use_registry(reg), ft.use_backend(provider):
+        plan = ft.explain(ft.add, x, x)
+    assert plan.kernel is not None and plan.kernel.name == "c_add_f32", plan
+    compiled, builtin = (t / inner for t in interleaved([on(provider), on("cpu")], repeats))
+    print("| compiled provider case | provider µs | built-in µs | ratio | target | |")
+    print("|---|---:|---:|---:|---:|---|")
+    print(
+        f"| 16-element f32 add (`x + x`), c_add_f32 vs add_f32 | {compiled * 1e6:.2f} | "
+        f"{builtin * 1e6:.2f} | {compiled / builtin:.2f} | ≤ {COMPILED_TARGET:.0f} | "
+        f"{verdict(compiled / builtin, COMPILED_TARGET)} |"
+    )
+
+
 # -- memory ------------------------------------------------------------------------------------
 
 
@@ -832,6 +892,7 @@ SECTIONS = (
     "live",
     "clients",
     "dispatch",
+    "compiled",
     "memory",
     "startup",
 )
@@ -880,6 +941,7 @@ def main() -> None:
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),
         "dispatch": lambda: dispatch_rows(max(repeats, 31)),
+        "compiled": lambda: compiled_rows(max(repeats, 31)),
         "memory": lambda: memory_rows(n),
         "startup": lambda: startup_rows(args.startup_runs),
     }

@@ -4,7 +4,8 @@ The namespace follows the Python array API standard (2024.12) with its `linalg` 
 extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16` and `float16` are documented
 extensions. The eight contract operations (add, subtract, multiply, divide,
 remainder, pow, maximum, minimum) are planned from the FKC contract registry; `explain`,
-`trace`, `use_backend` and `compare_backends` show and steer that choice.
+`trace`, `use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing`
+holds the bit-level helpers for testing kernels (random bits, special values, assertions).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 
+from fueltensor import testing
 from fueltensor.array_api import fft, lib, linalg
 from fueltensor.array_api.creation import (
     arange,
@@ -221,6 +223,8 @@ pi = math.pi
 newaxis = None
 
 __array_api_version__ = "2024.12"
+__version__ = "0.1.0"
+"""The release: the one place it is written (pyproject.toml reads it from here, statically)."""
 
 __all__ = [
     "ComparisonReport",
@@ -389,6 +393,7 @@ __all__ = [
     "tan",
     "tanh",
     "tensordot",
+    "testing",
     "tile",
     "trace",
     "transpose",

@@ -20,14 +20,25 @@ from typing import TextIO
 import numpy as np
 
 from .array_api.manipulation import permute_dims
+from .cli_audit import (
+    DRAFT_ERRORS,
+    add_compare,
+    add_draft_flags,
+    add_judge,
+    add_wide,
+    draft,
+    draft_sources,
+    fail,
+)
 from .core.errors import ContractError, ContractWarning, plural
 from .core.tensor import FuelTensor, asarray
-from .engine.backends import use_backend
+from .engine.backends import use_backend, use_registry
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
+from .tools.drafts import Finding, lint
 from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
@@ -63,29 +74,47 @@ def _row(c: KernelContract) -> tuple[str, ...]:
     )
 
 
+def _loaded(args: argparse.Namespace) -> tuple[list[KernelContract], list[Finding]]:
+    """The contracts `contracts` shows and what is wrong with them: the draft's (`--contracts`,
+    linted and linked through `--library`/`--module`) or the installed registry's."""
+    with warnings.catch_warnings():  # the findings say the same, on the right stream
+        warnings.simplefilter("ignore", ContractWarning)
+        if args.contracts:
+            return lint(args.contracts, draft_sources(args))
+        draft_sources(args)  # refuses --library and --module without documents
+        reg = registry()
+        return list(reg), [Finding(ContractError(p), "problem") for p in reg.problems()]
+
+
+def _check(contracts: list[KernelContract], findings: list[Finding]) -> int:
+    """`contracts --check`: every finding, then the counts; exit 1 if any is not a warning."""
+    for finding in findings:
+        print(finding)
+    problems = sum(f.fatal for f in findings)
+    warned = len(findings) - problems
+    tail = f", {plural(warned, 'warning')}" if warned else ""
+    print(f"{plural(len(contracts), 'contract')} checked, {plural(problems, 'problem')}{tail}")
+    return 1 if problems else 0
+
+
 def _run_contracts(args: argparse.Namespace) -> int:
     try:
-        with warnings.catch_warnings():  # --check reports the same problems on stdout
-            warnings.simplefilter("ignore" if args.check else "default", ContractWarning)
-            reg = Registry.from_paths(args.contracts) if args.contracts else registry()
-    except ContractError as e:
-        print(f"fueltensor contracts: {e}", file=sys.stderr)
-        return 1 if args.check else 2
+        contracts, findings = _loaded(args)
+    except DRAFT_ERRORS as e:
+        return fail("contracts", e)
     if args.check:
-        problems = reg.problems()
-        for problem in problems:
-            print(problem)
-        print(f"{plural(len(reg), 'contract')} checked, {plural(len(problems), 'problem')}")
-        return 1 if problems else 0
-    contracts = list(reg)
-    providers = None
+        return _check(contracts, findings)
+    for finding in findings:  # an entry point not linked yet does not matter to a listing
+        if finding.fatal:
+            print(f"fueltensor contracts: {finding}", file=sys.stderr)
+    if any(f.level == "error" for f in findings):
+        return 2
+    reg = Registry(contracts, {})  # for its provider names and aliases; nothing is called
     try:
         op_kind = _op_kind(args.op, {c.op_kind for c in contracts})
-        if args.provider is not None:
-            providers = reg.provider_names(args.provider)
+        providers = None if args.provider is None else reg.provider_names(args.provider)
     except ValueError as e:
-        print(f"fueltensor contracts: {e}", file=sys.stderr)
-        return 2
+        return fail("contracts", e)
     selected = [
         c
         for c in contracts
@@ -95,11 +124,34 @@ def _run_contracts(args: argparse.Namespace) -> int:
     if args.json:
         payload = [{"provider": c.provider.name, "blurb": c.blurb, **c.to_dict()} for c in selected]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif not selected:
+        print(_nothing_matched(args, op_kind, providers, contracts))
     else:
         rows = [CONTRACT_COLUMNS, *map(_row, selected)]
         optional = ("audited", "layout strategy", "dispatch", "bytes_moved")
         print(fit_table(rows, rule=False, optional=optional))
     return 0
+
+
+def _nothing_matched(
+    args: argparse.Namespace,
+    op_kind: str | None,
+    providers: frozenset[str] | None,
+    contracts: list[KernelContract],
+) -> str:
+    """What was asked that nothing matched, and which providers serve that op kind."""
+    asked = []
+    for flag, given, meant in (("op", args.op, op_kind), ("provider", args.provider, providers)):
+        if given is not None:
+            named = meant if isinstance(meant, str) or meant is None else ", ".join(sorted(meant))
+            asked.append(f"--{flag} {given}" + (f" ({named})" if named != given else ""))
+    serving = dict.fromkeys(c.provider.name for c in contracts if c.op_kind == op_kind)
+    where = (
+        f"{op_kind} contracts come from {', '.join(serving)}"
+        if serving
+        else f"no contract is at {op_kind}"
+    )
+    return fit_lines(f"nothing matched: no contract has {' and '.join(asked)}; {where}")
 
 
 def _op_kind(text: str | None, kinds: set[str]) -> str | None:
@@ -140,16 +192,12 @@ def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--check",
         action="store_true",
-        help="report contracts that load but cannot work (e.g. an unknown op_kind); exit 1 if any",
+        help="lint: report what does not load, cannot work as written (an unknown op_kind) or "
+        "is not linked (a warning), each with file:line; exit 1 unless only warnings",
     )
-    p.add_argument(
-        "--contracts",
-        nargs="+",
-        metavar="PATH",
-        help="read these FKC documents (files or directories) instead of the bundled registry",
-    )
+    add_draft_flags(p, "list or --check instead of the installed registry")
     p.add_argument("--json", action="store_true", help="print the contracts' facts as JSON")
-    _add_wide(p)
+    add_wide(p)
     p.set_defaults(run=_run_contracts)
 
 
@@ -181,13 +229,16 @@ def _run_explain(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        found = draft(args)
         lhs = _operand(shapes[0], dtypes[0], args.transpose_lhs)
         rhs = _operand(shapes[1], dtypes[1], args.transpose_rhs)
-        with use_backend(args.backend) if args.backend else nullcontext():
+        with (
+            use_registry(found.registry) if found else nullcontext(),
+            use_backend(args.backend) if args.backend else nullcontext(),
+        ):
             plan = explain(OPERATIONS[args.op], lhs, rhs)
-    except (TypeError, ValueError) as e:
-        print(f"fueltensor explain: {e}", file=sys.stderr)
-        return 2
+    except (*DRAFT_ERRORS, TypeError, ValueError) as e:
+        return fail("explain", e)
     print(fit_lines(str(plan)))
     return 0
 
@@ -232,9 +283,12 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     p.add_argument(
         "--backend",
+        "--provider",
+        dest="backend",
         metavar="NAME",
         help="plan under use_backend(NAME): a provider or alias (cpu, reference), or contracts",
     )
+    add_draft_flags(p, "plan with")
     p.set_defaults(run=_run_explain)
 
 
@@ -248,101 +302,8 @@ def _run_tour(args: argparse.Namespace) -> int:
 def add_tour(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor tour`: registry, dispatch and a backend comparison in a few seconds."""
     p = sub.add_parser("tour", help="a few-second tour: registry, dispatch, providers compared")
-    _add_wide(p)
+    add_wide(p)
     p.set_defaults(run=_run_tour)
-
-
-def _run_judge(args: argparse.Namespace) -> int:
-    from .tools.judge import judge, write_outputs
-
-    if args.scheduler:
-        if args.contracts:
-            print(
-                "fueltensor judge: --scheduler audits each worker's own registry; "
-                "--contracts is for a local audit",
-                file=sys.stderr,
-            )
-            return 2
-        return _judge_cluster(args)
-    try:
-        reg = Registry.from_paths(args.contracts) if args.contracts else registry()
-        report = judge(reg, args.kernel, quick=args.quick)
-    except (KeyError, ValueError, ContractError) as e:
-        print(f"fueltensor judge: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
-        return 2
-    print(report)
-    write_outputs(report, args.json, args.markdown)
-    return 0 if report.ok else 1
-
-
-def _judge_cluster(args: argparse.Namespace) -> int:
-    """`fueltensor judge --scheduler ADDRESS`: the audit on one worker per host of a Dask
-    cluster, the machines compared."""
-    from .tools.judge import judge, write_outputs
-
-    try:
-        from distributed import Client
-    except ImportError:
-        print(
-            "fueltensor judge: --scheduler needs Dask: pip install 'fueltensor[dask]'",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        # distributed's Client.__init__ carries no annotations
-        with Client(args.scheduler, timeout=args.timeout) as client:  # type: ignore[no-untyped-call]
-            report = judge(
-                kernels=args.kernel,
-                quick=args.quick,
-                client=client,
-                every_worker=args.every_worker,
-                timeout=args.timeout,
-            )
-    except (KeyError, ValueError, RuntimeError, OSError, TimeoutError) as e:
-        print(f"fueltensor judge: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
-        return 2
-    print(report)
-    write_outputs(report, args.json, args.markdown)
-    return 0 if report.ok else 1
-
-
-def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`fueltensor judge`: audit determinism, precision, conformance and cost of the kernels."""
-    p = sub.add_parser(
-        "judge",
-        help="audit every registrable contract against its kernel (exit 1 if a bound breaks)",
-    )
-    p.add_argument("--quick", action="store_true", help="smaller probes (well under a minute)")
-    p.add_argument(
-        "--kernel", action="append", metavar="NAME", help="audit only this contract (repeatable)"
-    )
-    p.add_argument(
-        "--contracts",
-        nargs="+",
-        metavar="PATH",
-        help="audit these FKC documents instead of the bundled registry",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run the audit on one worker per host of this Dask cluster and compare the machines",
-    )
-    p.add_argument(
-        "--every-worker",
-        action="store_true",
-        help="with --scheduler: audit on every worker, not one per host",
-    )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="with --scheduler: give up connecting or waiting after this long (default 600)",
-    )
-    p.add_argument("--json", metavar="PATH", help="also write the findings as JSON")
-    p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
-    _add_wide(p)
-    p.set_defaults(run=_run_judge)
 
 
 def _check_progress(stream: TextIO) -> Callable[[float, int, int], None]:
@@ -424,14 +385,6 @@ def _version() -> str:
         return "(not installed: run from a source checkout)"
 
 
-def _add_wide(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--wide",
-        action="store_true",
-        help="print every column at full width (tables otherwise fit the terminal)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `fueltensor` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
@@ -442,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_contracts(sub)
     add_explain(sub)
     add_tour(sub)
+    add_compare(sub)
     add_judge(sub)
     add_pow_shortcut(sub)
     return parser

@@ -159,11 +159,13 @@ def _group_mentioned() -> bool:
     return False
 
 
-def _link_map(provider: Provider) -> Mapping[str, KernelFn] | None:
+def linked_entry_points(provider: str) -> Mapping[str, KernelFn] | None:
+    """The link map registered for `provider` (by `register_provider`, a plugin or the built-in
+    providers), None if it has none: what its documents' entry points resolve through."""
     with _lock:
-        if provider.name not in _links:
+        if provider not in _links:
             _discover()
-        return _links.get(provider.name)
+        return _links.get(provider)
 
 
 def bundled_contracts_dir() -> Path:
@@ -175,9 +177,9 @@ def bundled_contracts_dir() -> Path:
     raise ContractError(f"bundled contracts not found in {package / 'contracts'} or the checkout")
 
 
-def _expand(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
-    """Files as given (one str or path is one file); a directory stands for its `*.md` files
-    in name order."""
+def document_paths(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[Path]:
+    """The FKC documents `paths` name: files as given (one str or path is one file), a directory
+    standing for its `*.md` files in name order."""
     out: list[Path] = []
     for p in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         path = Path(p)
@@ -242,7 +244,7 @@ class Registry:
         """
         contracts: list[KernelContract] = []
         providers: dict[str, Provider] = {}
-        for path in _expand(paths):
+        for path in document_paths(paths):
             provider, declared = load_document(path, cached=cached)
             first = providers.setdefault(provider.name, provider)
             if first.to_dict() != provider.to_dict():
@@ -364,7 +366,7 @@ def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:
     for c in contracts:
         if not c.registrable:
             continue
-        table = _link_map(c.provider)
+        table = linked_entry_points(c.provider.name)
         fn = table.get(c.entry_point) if table is not None else None
         if fn is None:
             why = (
@@ -383,6 +385,12 @@ def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:
     return kernels
 
 
+def installed_documents() -> tuple[Path, ...]:
+    """The documents `registry()` reads, in its order: the bundled ones, then those of every
+    installed provider plugin."""
+    return (*document_paths(bundled_contracts_dir()), *_discover())
+
+
 def registry() -> Registry:
     """The bundled contracts plus every installed provider's, linked; built once, thread-safe."""
     global _bundled
@@ -390,6 +398,6 @@ def registry() -> Registry:
     if reg is None:
         with _lock:
             if _bundled is None:
-                _bundled = Registry.from_paths([bundled_contracts_dir(), *_discover()], cached=True)
+                _bundled = Registry.from_paths(installed_documents(), cached=True)
             reg = _bundled
     return reg

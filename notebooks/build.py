@@ -82,6 +82,18 @@ CONTRACTS: Cells = [
     ("py", "reg['maximum_f32']"),
     (
         "md",
+        "The `notes` keep the words of the seed document this contract was written from: the "
+        "FKC document of the Rust provider `fuel-cpu-backend` that the project started from "
+        "(a copy is in `tests/seeds/003_f61b2f697a8bb6f9.txt`). They cite two sources of that "
+        "Rust project which are not part of fueltensor. **`binary.rs`** is its source file "
+        "`fuel-cpu-backend/src/chassis/binary.rs`, the one chassis behind its 32 byte kernels "
+        "(fueltensor's counterparts are `fueltensor/kernels/_chassis.py` and the "
+        "C in `fueltensor/ext/src/native/`). **KISS §6.13** is a section of that project's "
+        "design document, which the seed cites but does not include. What it pins is in the "
+        "contract itself: on a ±0 tie the left operand wins, unlike `np.maximum`.",
+    ),
+    (
+        "md",
         "## Why a kernel is rejected\n\nEvery plan lists the other candidates with the "
         "reason each lost: a dtype it does not take, a shape constraint, or a higher cost.",
     ),
@@ -111,9 +123,9 @@ BACKENDS: Cells = [
     (
         "py",
         "import numpy as np\n\nimport fueltensor as ft\n"
-        "from fueltensor.tools.compare import compare_backends, ulp_distance\n"
-        "from fueltensor.tools.judge import REFERENCES\n"
-        "from fueltensor.tools.tour import random_bits\n\n"
+        "from fueltensor.testing import random_bits, ulp_distance\n"
+        "from fueltensor.tools.compare import compare_backends\n"
+        "from fueltensor.tools.judge import REFERENCES\n\n"
         "rng = np.random.default_rng(0)",
     ),
     (
@@ -128,7 +140,7 @@ BACKENDS: Cells = [
         "py",
         "with compare_backends() as report:\n"
         "    for dtype in ('bfloat16', 'float16'):\n"
-        "        a, b = random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)\n"
+        "        a, b = random_bits(dtype, 20000, rng=rng), random_bits(dtype, 20000, rng=rng)\n"
         "        for op in (ft.add, ft.subtract, ft.multiply, ft.divide, ft.maximum):\n"
         "            op(a, b)\n"
         "report.assert_equal(max_ulp=0)  # bit for bit, NaN payloads and signs included\n"

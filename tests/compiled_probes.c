@@ -37,3 +37,47 @@ int32_t probe_vandal_f32(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rh
     }
     return 0;
 }
+
+static atomic_int waiting, signalled;
+
+/* Waits, zeroing `out`, until another thread calls probe_signal while it waits, then returns 0;
+ * 2 if no signal came in about 30 s: a Python thread can signal only if the call released the
+ * GIL (its ctypes call of probe_signal needs it). */
+int32_t probe_wait(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs, size_t rhs_bytes,
+                   uint8_t *out, size_t out_bytes) {
+    (void)lhs, (void)lhs_bytes, (void)rhs, (void)rhs_bytes;
+    memset(out, 0, out_bytes);
+    atomic_store(&waiting, 1);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 30000; i++) {
+        if (atomic_exchange(&signalled, 0)) {
+            atomic_store(&waiting, 0);
+            return 0;
+        }
+        nanosleep(&ms, NULL);
+    }
+    atomic_store(&waiting, 0);
+    return 2;
+}
+
+/* Whether a probe_wait call is waiting for its signal. */
+int probe_waiting(void) { return atomic_load(&waiting); }
+
+/* Ends the waiting probe_wait call. */
+void probe_signal(void) { atomic_store(&signalled, 1); }
+
+/* out = lhs + rhs over f32, zeroing `out` first: with `out` aliasing an input it gives a wrong
+ * sum (its contract's aliasing: none allows that). */
+int32_t probe_add_zero_first(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs,
+                             size_t rhs_bytes, uint8_t *out, size_t out_bytes) {
+    if (lhs_bytes != rhs_bytes || rhs_bytes != out_bytes || lhs_bytes % 4) return 1;
+    memset(out, 0, out_bytes);
+    for (size_t i = 0; i < out_bytes; i += 4) {
+        float a, b, r;
+        memcpy(&a, lhs + i, 4);
+        memcpy(&b, rhs + i, 4);
+        r = a + b;
+        memcpy(out + i, &r, 4);
+    }
+    return 0;
+}

@@ -58,6 +58,8 @@ RULED_TESTS = ("tests/test_ruled_host.py", "tests/test_ruled_direct.py")
 POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
 VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
 
+CALL_TESTS = ("tests/test_compiled_calls.py",)
+ENGINE_FAST = "fueltensor/engine/fast.py"
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/validate.py"
 CHASSIS = "fueltensor/kernels/_chassis.py"
@@ -74,7 +76,15 @@ POWF_TESTS = ("tests/test_pow_shortcut.py",)
 """The vector powf's tests: every body and pass against libm powf, the recognition, the tables
 and the proofs' machinery (a mutated `_native` is rebuilt in the copy)."""
 JUDGE = "fueltensor/tools/judge/audit.py"
+JUDGE_REPORT = "fueltensor/tools/judge/report.py"
 COMPARE = "fueltensor/tools/compare.py"
+TIMING = "fueltensor/tools/timing.py"
+TESTING_FORMATS = "fueltensor/testing/formats.py"
+TESTING_VALUES = "fueltensor/testing/values.py"
+TESTING_DIFFERENCES = "fueltensor/testing/differences.py"
+TESTING_TESTS = ("tests/test_testing.py",)
+TIMING_TESTS = ("tests/test_timing.py",)
+LOOP_TESTS = ("tests/test_author_loop.py",)
 DISPATCH = "fueltensor/engine/dispatch.py"
 EXECUTE = "fueltensor/engine/execute.py"
 STORAGE = "fueltensor/core/storage.py"
@@ -87,6 +97,8 @@ POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
 THREADS_PY = "fueltensor/engine/threads.py"
 REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
+DRAFTS = "fueltensor/tools/drafts.py"
+DRAFT_TESTS = ("tests/test_cli_draft.py",)
 """Run without Dask: test_dask.py's cluster test needs it, these do not."""
 
 
@@ -479,6 +491,56 @@ MUTATIONS: tuple[Mutation, ...] = (
         "on a cost tie the oracle beats the production provider",
     ),
     M(
+        "plan-tie-lever-names-the-winner",
+        PLANNER,
+        'levers.append(f"use_backend({loser.provider.name!r})")',
+        'levers.append(f"use_backend({winner.provider.name!r})")',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told to use the winner's provider",
+    ),
+    M(
+        "plan-tie-lever-order-reversed",
+        PLANNER,
+        'f"list {doc} before {first} in Registry.from_paths"',
+        'f"list {first} before {doc} in Registry.from_paths"',
+        PLAN_TESTS,
+        "a kernel outranked on registry order is told the order it already has",
+    ),
+    # -- a draft provider on the command line (tools/drafts.py) ---------------------------------
+    M(
+        "draft-unlinked-is-an-error",
+        DRAFTS,
+        'return Finding(error, "error" if misses else "warning")',
+        'return Finding(error, "error")',
+        DRAFT_TESTS,
+        "a lint fails a draft whose kernels were not named yet",
+    ),
+    M(
+        "draft-symbol-is-the-whole-entry-point",
+        DRAFTS,
+        'return entry_point.rsplit("::", 1)[-1]',
+        "return entry_point",
+        DRAFT_TESTS,
+        "an entry point NS::NAME looks for the C symbol NS::NAME",
+    ),
+    M(
+        "draft-replaces-the-providers-map",
+        DRAFTS,
+        "register_provider(provider, {**(linked_entry_points(provider) or {}), **table})",
+        "register_provider(provider, table)",
+        DRAFT_TESTS,
+        "a draft's kernels drop the entry points its provider registered before",
+    ),
+    M(
+        "draft-module-by-its-document",
+        DRAFTS,
+        "            if c.entry_point not in (linked_entry_points(c.provider.name) or {}):\n",
+        "            found = [Module(symbol, import_module(c.entry_point.split('::')[0]))]\n"
+        "            if c.entry_point not in (linked_entry_points(c.provider.name) or {}):\n",
+        DRAFT_TESTS,
+        "a document's entry point imports the module it names",
+    ),
+    M(
         "plan-cast-read-only",
         PLANNER,
         "moved = o.count * (o.dtype.itemsize + target.itemsize)",
@@ -787,12 +849,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the kept lhs NaN is not quieted",
     ),
     M(
-        "chassis-nan-tail-short",
+        "chassis-nan-repair-skipped",
         CHASSIS,
-        "k = min(out.size, _TAIL)",
-        "k = min(out.size, 4)",
+        "            keep_lhs_nan(lhs, rhs, out)",
+        "            pass",
         CPU_TESTS,
-        "the NaN-pair repair misses NumPy's tail lanes",
+        "NumPy's own choice of NaN stands where both operands are NaN",
     ),
     M(
         "chassis-pow-inputs-not-quieted",
@@ -858,6 +920,127 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPILED_TESTS,
         "a compiled kernel's nonzero status (its Err) is ignored and its output returned",
     ),
+    # -- compiled providers' kernels called from C (`_fast`'s FOREIGN entries and byte_call) ----
+    M(
+        "foreign-entry-not-made",
+        DISPATCH,
+        "    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently",
+        "    if False:",
+        CALL_TESTS,
+        "a compiled provider's cached plan gets no fast entry: every call pays the Python path",
+    ),
+    M(
+        "foreign-entry-for-a-subclass",
+        DISPATCH,
+        "    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently",
+        "    if isinstance(plan.fn, CompiledKernel):",
+        CALL_TESTS,
+        "a CompiledKernel subclass's own __call__ is bypassed by the fast path",
+    ),
+    M(
+        "foreign-broadcast-need-ignored",
+        ENGINE_FAST,
+        "need = plan.size if StepKind.BROADCAST_TO in steps else operand.layout.size",
+        "need = operand.layout.size",
+        CALL_TESTS,
+        "a broadcast operand reaches the kernel at its own size, not the output's",
+    ),
+    M(
+        "foreign-stride0-read-as-dense",
+        ENGINE_FAST,
+        "operand.layout.flags.contiguous and need in (0, operand.layout.size)",
+        "operand.layout.flags.contiguous",
+        CALL_TESTS,
+        "a stride-0 broadcast view the kernel refuses is read as its storage's dense elements",
+    ),
+    M(
+        "foreign-private-copy-off",
+        FAST_SRC + "foreign.c",
+        "        if (bytes[k] <= PRIVATE_BYTES) {",
+        "        if (0) {",
+        CALL_TESTS,
+        "a kernel that writes its input changes the cached scalar every later call shares",
+    ),
+    M(
+        "foreign-gil-never-released",
+        FAST_SRC + "foreign.c",
+        "    PyThreadState *state = release ? PyEval_SaveThread() : NULL;",
+        "    PyThreadState *state = NULL;",
+        CALL_TESTS,
+        "a large compiled call holds the GIL: no other Python thread runs meanwhile",
+    ),
+    M(
+        "foreign-entry-holds-the-gil",
+        FAST_SRC + "foreign.c",
+        "out, out_bytes, e->count >= GIL_FREE_FROM);",
+        "out, out_bytes, 0);",
+        CALL_TESTS,
+        "the fast path's large compiled call holds the GIL",
+    ),
+    M(
+        "byte-call-holds-the-gil",
+        FAST_SRC + "foreign.c",
+        "                                  PyArray_SIZE(a[2]) >= GIL_FREE_FROM);",
+        "                                  0);",
+        CALL_TESTS,
+        "the Python path's large compiled call holds the GIL",
+    ),
+    M(
+        "foreign-status-ignored",
+        FAST_SRC + "foreign.c",
+        "    ran = status == 0 ? 1 : raise_status(e->failure, status, bytes, out_bytes);",
+        "    ran = 1;",
+        CALL_TESTS,
+        "the fast path returns the output of a kernel that reported an error",
+    ),
+    M(
+        "foreign-flags-leak",
+        FAST_SRC + "foreign.c",
+        "    fp_restore(&flags);\n    return status;",
+        "    return status;",
+        CALL_TESTS,
+        "a compiled provider's call leaves its floating-point flags raised in the caller",
+    ),
+    M(
+        "foreign-writes-into-its-operand",
+        FAST_SRC + "run.c",
+        "    if (e->kind == FOREIGN) return 0;",
+        "",
+        CALL_TESTS,
+        "`x += y` hands a compiled provider's kernel x's own buffer as `out`",
+    ),
+    M(
+        "foreign-entry-takes-repeat",
+        FAST_SRC + "foreign.c",
+        "(e->mode[k] != AS_IS && e->mode[k] != DENSIFY) || ",
+        "",
+        CALL_TESTS,
+        "a foreign entry accepts a mode it does not run (REPEAT)",
+    ),
+    M(
+        "byte-call-takes-a-strided-array",
+        FAST_SRC + "foreign.c",
+        "if (!PyArray_Check(arg) || !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)arg) ||",
+        "if (!PyArray_Check(arg) ||",
+        CALL_TESTS,
+        "byte_call hands a strided view to C as if it were dense",
+    ),
+    M(
+        "byte-call-writes-a-read-only-out",
+        FAST_SRC + "foreign.c",
+        "    if (!PyArray_ISWRITEABLE(a[2])) {",
+        "    if (0) {",
+        CALL_TESTS,
+        "byte_call writes into a read-only output",
+    ),
+    M(
+        "compiled-python-path-through-ctypes",
+        COMPILED,
+        "        if _byte_call is not None:",
+        "        if False:",
+        CALL_TESTS,
+        "the Python path calls through ctypes: a cached scalar reaches the kernel itself",
+    ),
     # -- reports: judge and compare ------------------------------------------------------------
     M(
         "judge-bound-inclusive",
@@ -877,7 +1060,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "judge-nan-mismatch-free",
-        COMPARE,  # the judge measures with compare.errors, the one error measure
+        TESTING_DIFFERENCES,  # the judge measures with testing.errors, the one error measure
         "ulp[nan_got != nan_want] = np.inf",
         "ulp[nan_got != nan_want] = 0.0",
         JUDGE_TESTS,
@@ -901,7 +1084,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-ulp-zero",
-        COMPARE,
+        TESTING_FORMATS,
         "np.where(sa >= sb, oa - ob, ob - oa)",
         "np.where(sa >= sb, oa - oa, ob - ob)",
         (*COMPARE_TESTS, "tests/test_judge.py"),
@@ -909,9 +1092,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-ulp-sign-ignored",
-        COMPARE,
-        "np.where(negative, np.uint64(0) - magnitude, magnitude)",
-        "np.where(negative, magnitude, magnitude)",
+        TESTING_FORMATS,
+        "np.where((wide & sign) != 0, np.uint64(0) - magnitude, magnitude)",
+        "np.where((wide & sign) != 0, magnitude, magnitude)",
         (*COMPARE_TESTS, "tests/test_judge.py"),
         "ulp_distance(-x, x) is 0",
     ),
@@ -949,7 +1132,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-nan-mismatch-free",
-        COMPARE,
+        TESTING_DIFFERENCES,
         "ulp[nan_got != nan_want] = np.inf",
         "ulp[nan_got != nan_want] = 0.0",
         COMPARE_TESTS,
@@ -962,6 +1145,142 @@ MUTATIONS: tuple[Mutation, ...] = (
         "str(c.mismatches),",
         ("tests/test_compare.py", "tests/test_tour_cli.py"),
         "a NaN that differs only in payload is shown as a value mismatch",
+    ),
+    M(
+        "compare-same-provider-skipped",
+        COMPARE,
+        "p.kernel and p.kernel.name != name and selection.admits(p)",
+        "p.kernel and p.provider != plan.provider and selection.admits(p)",
+        ("tests/test_compare.py", *LOOP_TESTS),
+        "a second kernel of the provider that ran is never compared",
+    ),
+    M(
+        "compare-named-kernels-ignored",
+        COMPARE,
+        "or plan.kernel.name in (self.kernels or ())",
+        "or False",
+        ("tests/test_compare.py",),
+        "compare_backends(kernels=[...]) compares none of the kernels named",
+    ),
+    M(
+        "compare-within-payloads-forgiven",
+        COMPARE,
+        "payloads_ok = not nan_payloads or self.nan_payloads == 0",
+        "payloads_ok = True",
+        ("tests/test_compare.py",),
+        "assert_equal(max_ulp=1) forgives NaN payload differences it was asked to check",
+    ),
+    M(
+        "compare-reasons-dropped",
+        COMPARE,
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]",
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), summary]",
+        ("tests/test_compare.py",),
+        "an operation that was not compared no longer says why",
+    ),
+    M(
+        "timing-no-warm-up",
+        TIMING,
+        "        for _ in range(harness.warmup - 1):\n            call()\n",
+        "",
+        TIMING_TESTS,
+        "the harness times a cold kernel (its first calls counted in its figure)",
+    ),
+    M(
+        "timing-best-not-median",
+        TIMING,
+        "statistics.median(samples[name]),",
+        "min(samples[name]),",
+        TIMING_TESTS,
+        "the figure is the luckiest batch, not the steady median",
+    ),
+    M(
+        "timing-calls-miscounted",
+        TIMING,
+        "batch[name] * rounds,",
+        "batch[name],",
+        TIMING_TESTS,
+        "the reported call count leaves out all but one batch",
+    ),
+    M(
+        "timing-not-interleaved",
+        TIMING,
+        "for name in names[r % len(names) :] + names[: r % len(names)]:",
+        "for name in names:",
+        TIMING_TESTS,
+        "the same candidate always runs first in a round",
+    ),
+    M(
+        "judge-nan-bits-ignored",
+        JUDGE,
+        "differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)",
+        "differ = (bits(got) != bits(want)) & ~both_nan",
+        ("tests/test_judge.py", *LOOP_TESTS),
+        "a maximum that loses the lhs NaN payload passes the judge",
+    ),
+    M(
+        "judge-failure-without-lane",
+        JUDGE,
+        'f"max_ulp {p.max_ulp:g}{found}; worst {a.worst}"',
+        'f"max_ulp {p.max_ulp:g}{found}"',
+        ("tests/test_judge.py",),
+        "a precision failure no longer names the lane, its inputs and bits",
+    ),
+    M(
+        "judge-legend-of-every-column",
+        JUDGE_REPORT,
+        "lines = [table, fit_lines(legend(shown_columns(table))), fit_lines(self.summary())]",
+        "lines = [table, fit_lines(legend()), fit_lines(self.summary())]",
+        ("tests/test_judge.py",),
+        "a narrow judge table's legend explains the columns it left out",
+    ),
+    M(
+        "testing-quiet-bit-inverted",
+        TESTING_VALUES,
+        "(e == top) & ((m & np.uint64(fmt.quiet_bit)) != 0),",
+        "(e == top) & ((m & np.uint64(fmt.quiet_bit)) == 0),",
+        TESTING_TESTS,
+        "classify calls a signaling NaN quiet (and a quiet one signaling)",
+    ),
+    M(
+        "testing-binade-edge-lost",
+        TESTING_VALUES,
+        "(m == 1) | (m == mask),",
+        "(m == 1),",
+        TESTING_TESTS,
+        "the float just below a power of two is not a binade edge",
+    ),
+    M(
+        "testing-nan-sign-as-payload",
+        TESTING_DIFFERENCES,
+        "nan_g & nan_w & same_magnitude,",
+        "nan_g & nan_w & False,",
+        TESTING_TESTS,
+        "a NaN whose sign alone differs is reported as a payload difference",
+    ),
+    M(
+        "testing-signed-zero-as-rounding",
+        TESTING_DIFFERENCES,
+        "(gc == ZERO) & (wc == ZERO),",
+        "(gc == ZERO) & (wc == ZERO) & False,",
+        TESTING_TESTS,
+        "+0 against -0 is not named a signed zero",
+    ),
+    M(
+        "testing-ulp-bound-loose",
+        TESTING_DIFFERENCES,
+        "ok |= ~nan & (classes != NAN_VS_NUMBER) & (ulp <= max_ulp)",
+        "ok |= ~nan & (ulp <= max_ulp + 1)",
+        TESTING_TESTS,
+        "assert_bits_equal(max_ulp=k) accepts k + 1 ULP and a NaN against a number",
+    ),
+    M(
+        "testing-payload-pattern-wrong",
+        TESTING_VALUES,
+        '("highest payload bit", fmt.quiet_bit >> 1),',
+        '("highest payload bit", fmt.quiet_bit),',
+        TESTING_TESTS,
+        "the 'highest payload bit' NaN sets the quiet bit instead",
     ),
     M(
         "textwidth-names-break",
@@ -1794,7 +2113,10 @@ def rebuild(copy: Path) -> bool:
         check=False,
     )
     built = list((copy / "fueltensor" / "ext").glob("_native*.so"))
-    return done.returncode == 0 and b"failed" not in done.stderr.lower() and bool(built)
+    said = done.stderr.lower()  # an optional extension's failure is said, not raised
+    return (
+        done.returncode == 0 and b"failed" not in said and b"not built" not in said and bool(built)
+    )
 
 
 def pytest_run(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[str, float]:

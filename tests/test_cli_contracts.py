@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 import fueltensor as ft
-from fueltensor.cli import main
+from fueltensor.cli import CONTRACT_COLUMNS, main
 from fueltensor.registry import bundled_contracts_dir
+from fueltensor.tools.textwidth import fit_table
 
 
 def table_rows(out: str) -> list[list[str]]:
@@ -140,3 +141,46 @@ def test_python_dash_m_runs_the_same_command() -> None:
         "rem_bf16",
         "rem_f16",
     ]
+
+
+@pytest.mark.parametrize("columns", [None, 80], ids=["piped", "terminal"])
+def test_a_filter_that_matches_nothing_says_what_was_asked(columns: int | None) -> None:
+    """No reference contract is at MaximumElementwise: piped or on an 80-column terminal, the
+    command says so, naming the filters as given and as resolved, and who serves that op."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)  # what a terminal's width reads
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fueltensor",
+            "contracts",
+            "--op",
+            "maximum",
+            "--provider",
+            "reference",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    text = " ".join(done.stdout.split())
+    assert text.startswith("nothing matched: no contract has --op maximum (MaximumElementwise)")
+    assert "--provider reference (fuel-reference-backend)" in text
+    serving = {c.provider.name for c in ft.registry() if c.op_kind == "MaximumElementwise"}
+    assert text.endswith(f"MaximumElementwise contracts come from {', '.join(sorted(serving))}")
+    assert "kernel" not in text.split()  # no table header without rows
+    if columns is not None:
+        assert max(map(len, done.stdout.splitlines())) <= columns
+
+
+def test_a_table_of_a_header_alone_fits_any_width() -> None:
+    rows = [CONTRACT_COLUMNS]
+    for width in (20, 40, 80, None):
+        lines = fit_table(rows, width=width, rule=False).splitlines()
+        assert "kernel" in lines[0]
+        if width is not None:
+            assert max(map(len, lines)) <= width

@@ -1,10 +1,13 @@
 """The command line at 60, 80, 100 and 200 columns: no line wider than the terminal, every row
 still there, names (kernel, provider, op, dtype) and header words never broken, formulas
-wrapped only before an operator, prose wrapped with a hanging indent, numbers kept before
-prose; `--wide` keeps one line per row; `--version`."""
+wrapped only before an operator, prose wrapped with a hanging indent, columns left out in
+their order and named (bit equality, conformance and a time kept at 80 columns, the judge's
+legend explaining only what it shows, an uncompared operation's reason printed at any width);
+`--wide` keeps one line per row; `--version`."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -16,7 +19,9 @@ import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS
 from fueltensor.core.errors import plural
 from fueltensor.tools.compare import COLUMNS as COMPARE_COLUMNS
+from fueltensor.tools.compare import NARROW_DROPS as COMPARE_DROPS
 from fueltensor.tools.judge import COLUMNS as JUDGE_COLUMNS
+from fueltensor.tools.judge import NARROW_DROPS as JUDGE_DROPS
 from fueltensor.tools.textwidth import fit_lines, fit_table
 
 WIDTHS = (60, 80, 100, 200)
@@ -90,8 +95,31 @@ def test_contracts_keep_names_whole_and_every_row(columns: int) -> None:
     assert all(h in " ".join(out.split()) for h in left_out)  # named in the note
 
 
+def header_and_note(out: str, first: int = 0) -> tuple[list[str], str]:
+    """The header words of the table starting at line `first` (above its rule), and the text
+    of the note naming the columns it leaves out ("" when there is none)."""
+    lines = out.splitlines()[first:]
+    rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    text = " ".join(out.split())
+    note = re.search(r"\(not shown at \d+ columns: (.*?); --wide", text)
+    return words(" ".join(lines[:rule])), note.group(1) if note else ""
+
+
+def check_columns(
+    header: list[str], note: str, columns: tuple[str, ...], drops: tuple[str, ...]
+) -> list[str]:
+    """Every column is shown (all its header words above the rule) or named as left out; the
+    narrow drops go in their order (one shown means every later one is). The shown ones."""
+    shown = [c for c in columns if all(w in header for w in c.split())]
+    for column in columns:
+        assert column in shown or column in note, column
+    for early, late in itertools.pairwise(drops):
+        assert early not in shown or late in shown, (early, late)
+    return shown
+
+
 @pytest.mark.parametrize("columns", WIDTHS)
-def test_judge_keeps_kernel_names_and_header_words_whole(columns: int) -> None:
+def test_judge_keeps_kernel_names_conformance_and_times(columns: int) -> None:
     done = run(["judge", "--quick"], columns)
     out = done.stdout
     labels = {
@@ -102,30 +130,34 @@ def test_judge_keeps_kernel_names_and_header_words_whole(columns: int) -> None:
     assert "broadcast_div[F32]" in labels
     names_unbroken(out, labels)
     assert [line for line in out.splitlines() if "broadcast_div" in line]  # | grep finds it
-    rule = next(i for i, line in enumerate(out.splitlines()) if line.startswith("---"))
-    header = words(" ".join(out.splitlines()[:rule]))
-    for column in JUDGE_COLUMNS:
-        shown = [w in header for w in column.split()]
-        assert all(shown) or (not any(shown) and column in " ".join(out.split())), column
-    assert "verdict" in header
+    header, note = header_and_note(out)
+    shown = check_columns(header, note, JUDGE_COLUMNS, JUDGE_DROPS)
+    assert {"kernel", "worst ULP", "conformance", "verdict"} <= set(shown)
+    if columns >= 80:  # a time stays beside the correctness columns
+        assert {"ULP bound", "same bits", "ns/elem"} <= set(shown)
+    if columns >= 200:
+        assert shown == list(JUDGE_COLUMNS)
+    legend = " ".join(out.split())
+    for column in JUDGE_COLUMNS[1:-1]:  # the legend explains exactly the columns shown
+        assert (f"{column}:" in legend) == (column in shown), column
 
 
 @pytest.mark.parametrize("columns", WIDTHS)
-def test_the_tour_comparison_keeps_numbers_before_prose(columns: int) -> None:
+def test_the_tour_comparison_keeps_bit_equality_and_the_reasons(columns: int) -> None:
     out = run(["tour"], columns).stdout
     section = out[out.index("3. Providers") :]
-    rule = section.splitlines().index(
-        next(line for line in section.splitlines()[2:] if line.startswith("---"))
-    )
-    header = words(" ".join(section.splitlines()[2:rule]))
-    assert {"kernels", "value", "mismatches", "payload/sign"} <= set(header)
+    header, note = header_and_note(section, 2)
+    shown = check_columns(header, note, COMPARE_COLUMNS, COMPARE_DROPS)
+    assert {"op", "kernels", "bit-equal", "values differ", "NaN bits differ"} <= set(shown)
     if columns >= 80:
-        assert "ULP" in header
-    if columns >= 100:
-        assert header.count("max") == 3  # max ULP, max abs, max rel
-    if "time" in header:  # the prose column is shown only when every number is
-        assert {"abs", "rel", "shape", "elements"} <= set(header)
+        assert {"max ULP", "dtypes", "µs per call"} <= set(shown)
+    if columns >= 200:
+        assert shown == list(COMPARE_COLUMNS)
     names_unbroken(section, {"add_bf16", "broadcast_add", "bfloat16", "float16"})
+    text = " ".join(section.split())
+    for dtype in ("bfloat16", "float16"):  # the uncompared rows keep their reason
+        assert f"not compared: maximum({dtype}, {dtype}): no other allowed kernel admits it" in text
+    assert "calls timed per kernel" in text
 
 
 def test_formulas_wrap_only_before_an_operator() -> None:

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.fingerprint import machine
 from fueltensor.registry import bundled_contracts_dir
-from fueltensor.tools.compare import compare_backends, ulp_distance
+from fueltensor.testing import ulp_distance
+from fueltensor.tools.compare import compare_backends
 from fueltensor.tools.textwidth import table_width
 
 F32 = np.float32
@@ -101,6 +102,15 @@ def test_a_planted_one_ulp_difference_is_found_and_located(
         f"{a[index]:.9g} (0x{a.view(np.uint32)[index]:08x})",
         f"{b[index]:.9g} (0x{b.view(np.uint32)[index]:08x})",
     )
+    got = exact.copy()
+    got[index] = np.nextafter(got[index], F32(np.inf))
+    names = ("lhs", "rhs")  # the default kernel's input names
+    inputs = ", ".join(f"{n} {v}" for n, v in zip(names, bad.worst.inputs, strict=True))
+    assert str(bad.worst) == (  # testing.lane_message: the message assert_bits_equal prints
+        f"at (1, 2): inputs ({inputs}) -> planted_f32 {got[index]:.9g} "
+        f"(0x{got.view(np.uint32)[index]:08x}), add_f32 {exact[index]:.9g} "
+        f"(0x{exact.view(np.uint32)[index]:08x}): rounding, 1 ULP"
+    )
     with pytest.raises(AssertionError, match=r"planted_f32.*1 of 15.*at \(1, 2\)"):
         report.assert_equal()
     report.assert_equal(max_ulp=1)
@@ -120,7 +130,9 @@ def test_nan_payload_differences_are_mismatches_with_agreeing_patterns(
     assert (c.count, c.mismatches, c.max_ulp, c.nan_patterns_agree) == (6, 4, 0, True)
     with pytest.raises(AssertionError, match="4 of 6"):
         report.assert_equal(max_ulp=0)
-    report.assert_equal(max_ulp=1)
+    with pytest.raises(AssertionError, match="NaN payload"):  # a ULP bound is for numbers
+        report.assert_equal(max_ulp=1)
+    report.assert_equal(max_ulp=1, nan_payloads=False)
 
 
 def _planted_nan_lane(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
@@ -165,6 +177,66 @@ def test_assert_equal_holds_the_ulp_bound_exactly(
     report.assert_equal(max_ulp=2)
 
 
+def _exact_add(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    np.add(a, b, out=out)
+
+
+@pytest.fixture
+def two_kernels(contract_text: Callable[..., str], write: Callable[..., Path]) -> ft.Registry:
+    """The bundled contracts plus two AddElementwise F32 kernels of one provider (test-provider):
+    planted_f32 (one element one ULP up) and exact_f32."""
+    ft.register_provider(
+        "test-provider", {"tests::planted_f32": _planted_ulp, "tests::exact_f32": _exact_add}
+    )
+    docs = [write(contract_text(kernel=k), f"{k}.md") for k in ("planted_f32", "exact_f32")]
+    return ft.Registry.from_paths([bundled_contracts_dir(), *docs])
+
+
+def test_every_admissible_kernel_of_a_named_provider_is_compared(two_kernels: ft.Registry) -> None:
+    x, y, _, _ = operands()
+    with ft.use_registry(two_kernels), compare_backends("test-provider") as report:
+        x + y
+    assert [c.kernels for c in report] == [("add_f32", "planted_f32"), ("add_f32", "exact_f32")]
+    assert [c.mismatches for c in report] == [1, 0]
+    for c in report:  # raced together: one timing per kernel, the baseline's shared
+        assert set(c.times) == set(c.calls) == set(c.kernels) and min(c.calls.values()) >= 3
+    first, second = report
+    assert first.times["add_f32"] == second.times["add_f32"]
+    with ft.use_registry(two_kernels), compare_backends() as everything:
+        x + y
+    assert [c.kernels[1] for c in everything] == ["planted_f32", "exact_f32", "broadcast_add"]
+    # The default kernel of the provider itself: its second kernel is compared with it.
+    with ft.use_registry(two_kernels), ft.use_backend("test-provider"), compare_backends() as own:
+        x + y
+    assert [c.kernels for c in own] == [("planted_f32", "exact_f32")]
+
+
+def test_kernels_can_be_named_and_a_wrong_name_is_refused(two_kernels: ft.Registry) -> None:
+    x, y, _, _ = operands()
+    with ft.use_registry(two_kernels):
+        with compare_backends(kernels=["exact_f32"]) as named:
+            x + y
+        with compare_backends("reference", kernels="exact_f32") as both:
+            x + y
+            x * y
+        with (
+            pytest.raises(ValueError, match="did you mean exact_f32"),
+            compare_backends(kernels=["exact_f33"]),
+        ):
+            pass
+        with pytest.raises(ValueError, match="describe-only"), compare_backends(kernels="binary"):
+            pass
+    assert [c.kernels for c in named] == [("add_f32", "exact_f32")]
+    assert [c.kernels[-1] for c in both] == ["exact_f32", "broadcast_add", "broadcast_mul"]
+    with ft.use_registry(two_kernels), compare_backends(kernels=["exact_f32"]) as none:
+        x * y
+    (c,) = none
+    assert (
+        not c.compared
+        and c.note == "no other selected kernel admits it (only mul_f32, of fuel-cpu-backend)"
+    )
+
+
 def test_single_provider_operations_are_listed_as_not_compared() -> None:
     x, y, _, _ = operands()
     with compare_backends() as report:
@@ -173,7 +245,10 @@ def test_single_provider_operations_are_listed_as_not_compared() -> None:
     first, second = list(report)
     assert not first.compared and first.kernels == ("maximum_f32",)
     assert not second.compared and second.kernels == ("host",)
-    assert str(report).count("not compared") == 2
+    text = " ".join(str(report).split())
+    assert text.count("not compared") == 4  # each row's cell, and each reason under the table
+    assert "not compared: maximum(float32, float32): no other allowed kernel admits it" in text
+    assert "not compared: add(int64, int64): no contract admits it" in text
     report.assert_equal()
 
 
@@ -182,7 +257,7 @@ def test_nested_in_use_backend_only_the_allowed_providers_count() -> None:
     with ft.use_backend("cpu"), compare_backends() as report:
         x + y
     (c,) = list(report)
-    assert not c.compared and "only fuel-cpu-backend" in c.note
+    assert not c.compared and "(only add_f32, of fuel-cpu-backend)" in c.note
     with compare_backends("cpu") as only_cpu:
         x + y
     assert not next(iter(only_cpu)).compared
@@ -250,6 +325,8 @@ def test_html_report_is_an_escaped_table() -> None:
     html = report._repr_html_()
     assert html.startswith("<div><table") and "add_f32 vs broadcast_add" in html
     assert "not compared" in html and "<script" not in html
+    assert "no other allowed kernel admits it (only maximum_f32, of fuel-cpu-backend)" in html
+    assert "calls timed per kernel" in html
     plan_html = ft.explain(ft.add, x, y)._repr_html_()
     assert "-&gt;" in plan_html and "broadcast_add" in plan_html
     tensor_html = x.T._repr_html_()
@@ -275,8 +352,9 @@ def test_reports_name_the_machine_and_count_nan_payload_mismatches(
     with table_width(None):
         header, _, row = str(report).splitlines()[:3]
     cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", row), strict=True))
-    assert cells["value mismatches"] == "0"  # a payload difference is not a failure
-    assert cells["NaN payload/sign"] == str(c.nan_payloads)
+    assert cells["values differ"] == "0"  # a payload difference is not a failure
+    assert cells["NaN bits differ"] == str(c.nan_payloads)
+    assert cells["bit-equal"] == f"{c.equal}/8192"
     assert str(report).endswith(f"measured on: {machine()}")
     data = report.to_dict()
     assert data["machine"] == machine().to_dict() and data["mismatches"] == c.mismatches

@@ -17,10 +17,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cbuild import build_c as _build_c
+from _cbuild import tool as _tool
+from _cbuild import tool_env
 
 import fueltensor as ft
 from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.fkc import KernelContract, load_document
+from fueltensor.kernels._chassis import NATIVE
 from fueltensor.ops import BY_KIND
 from fueltensor.registry import bundled_contracts_dir
 
@@ -29,28 +33,16 @@ registry_module = importlib.import_module("fueltensor.registry")
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 LANES = 20_000
-
-
-def _tool(name: str, what: str) -> str:
-    """The path of build tool `name`, or skip the test saying it is missing."""
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} not found on PATH: building the {what} example needs it")
-    return found
-
-
-def _build_c(source: Path, into: Path) -> Path:
-    """`source` compiled with cc into the shared library `into`."""
-    cc = _tool("cc", "C")
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)], check=True)
-    return into
+GIL_FREE_FROM = NATIVE.GIL_FREE_FROM if NATIVE is not None else 1
+"""Output elements from which a compiled call releases the GIL (any, through ctypes)."""
 
 
 def _build_rust(crate: Path, into: Path) -> Path:
     """The example crate, copied into `into` (cargo writes Cargo.lock beside it) and built."""
     cargo = _tool("cargo", "Rust")
     shutil.copytree(crate, into, ignore=shutil.ignore_patterns("target", "*.md"))
-    subprocess.run([cargo, "build", "--release", "--offline", "--quiet"], cwd=into, check=True)
+    command = [cargo, "build", "--release", "--offline", "--quiet"]
+    subprocess.run(command, cwd=into, check=True, env=tool_env())
     release = into / "target" / "release"
     shared = (".so", ".dylib", ".dll")
     return next(p for p in release.iterdir() if "rust_kernels" in p.stem and p.suffix in shared)
@@ -227,15 +219,16 @@ def test_a_compiled_kernel_refuses_a_buffer_that_is_not_dense(tmp_path: Path) ->
     assert out.tolist() == [4.0, 6.0, 8.0, 10.0]
 
 
-def test_compiled_calls_release_the_gil(probes: Path) -> None:
-    # probe_rendezvous returns 0 only once a second call is inside it at the same time.
+def test_large_compiled_calls_release_the_gil(probes: Path) -> None:
+    # probe_rendezvous returns 0 only once a second call is inside it at the same time; an
+    # output of GIL_FREE_FROM elements is large enough for a call to release the GIL.
     kernel = ft.load_library(probes, {"x::meet": "probe_rendezvous"})["x::meet"]
-    empty = np.empty(0, np.uint8)
+    large = np.zeros(GIL_FREE_FROM, np.uint8)
     errors: list[BaseException] = []
 
     def call() -> None:
         try:
-            kernel(empty, empty, out=np.empty(0, np.uint8))
+            kernel(large, large, out=np.empty_like(large))
         except BaseException as e:  # collected for the main thread's assertion
             errors.append(e)
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
-from fueltensor.core import shared
+from fueltensor.core import scalars, shared
 from fueltensor.core.layout import Layout
 from fueltensor.core.tensor import check_inplace, read_only
 from fueltensor.engine import dispatch, fast
@@ -59,7 +59,7 @@ scalar = st.sampled_from([1.0, -0.0, float("nan"), 3, -2, True, False])
 def test_one_key_for_both_paths(a: ft.FuelTensor, b: Any, op: str) -> None:
     """The compiled key equals the pure build's for the same operands, and it is the key the
     Python path caches the plan under (views, weak scalars and mixed dtypes alike)."""
-    tensors = dispatch.coerce(a, b)
+    tensors = scalars.coerce(a, b)
     key = FAST.key(op, *tensors)
     assert key == fast.python_key(op, *tensors)
     assert key[0] == op and (key[1], key[3]) == (tensors[0].dtype.np, tensors[1].dtype.np)
@@ -330,3 +330,36 @@ def test_one_inplace_rule_for_both_paths(
         else:
             with pytest.raises((TypeError, ValueError), match=SAYS[reason]):
                 check_inplace(target, dtype, want, "add")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True, width=64),
+        st.integers(-(2**70), 2**70),
+        st.booleans(),
+        st.integers(0, 2**64 - 1).map(
+            lambda bits: float(np.frombuffer(np.uint64(bits).tobytes(), np.float64)[0])
+        ),
+    ),
+    dtype=st.sampled_from(DTYPES),
+)
+def test_one_weak_scalar_rule_for_both_paths(value: Any, dtype: Any) -> None:
+    """The fast path's cached 0-d tensor of a Python scalar (`_fast.scalar`) is the one the
+    rule's home makes (`core.scalars.scalar_tensor`): same dtype, same bits (NaN payloads and
+    -0.0 kept), the same refusal of an int the dtype cannot hold. A kept one is read-only (an
+    int beyond int64 is made afresh, not kept)."""
+    from fueltensor.core import scalars
+
+    like = ft.asarray(np.zeros(2, dtype))
+    try:
+        made = scalars.scalar_tensor(value, like)
+    except (OverflowError, TypeError) as refused:
+        with pytest.raises(type(refused)):
+            FAST.scalar(value, like)
+        return
+    cached = FAST.scalar(value, like)
+    assert cached.dtype is made.dtype and cached.shape == made.shape == ()
+    assert cached._array.tobytes() == made._array.tobytes()
+    kept = not isinstance(value, int) or -(2**63) <= value < 2**63
+    assert cached._storage.flags.writeable is not kept

@@ -283,7 +283,7 @@ SCALARS: list[Any] = [
     -3,
     0,
     2**40,
-    2**63,  # beyond int64: made by dispatch._scalar, not cached
+    2**63,  # beyond int64: made by scalars.scalar_tensor, not cached
     True,
     False,
 ]

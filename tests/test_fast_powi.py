@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from test_kernels_cpu import special_bits
 
 import fueltensor as ft
+from fueltensor.core import scalars
 from fueltensor.engine import dispatch, fast, scalar_forms
 
 pytestmark = [
@@ -204,7 +205,7 @@ def test_the_form_key_is_one_definition_apart_from_float_exponents() -> None:
     module = dispatch._FAST_MODULE
     x = ft.asarray(np.random.default_rng(5).uniform(-4, 4, 4096).astype(np.float32))
     assert module.form_key("pow", x, 3) == fast.python_form_key("pow", x, 3)
-    three = dispatch._scalar(3.0, x)
+    three = scalars.scalar_tensor(3.0, x)
     assert module.form_key("pow", x, 3) != module.key("pow", x, three)
     x**3.0
     x**3

@@ -3,9 +3,12 @@ and it fails deliberately wrong kernels registered from a temporary document."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib
 import json
 import math
+import re
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -19,7 +22,9 @@ from fueltensor.cli import main
 from fueltensor.fingerprint import machine
 from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
 from fueltensor.registry import bundled_contracts_dir
+from fueltensor.testing import special_pairs
 from fueltensor.tools.judge import REFERENCES, judge, round_to
+from fueltensor.tools.textwidth import table_width
 
 F32 = np.float32
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -161,7 +166,17 @@ def test_a_nan_where_the_reference_has_a_number_is_infinitely_far(
     )
     (row,) = report.rows
     assert row.measured_ulp == math.inf and row.nan_mismatches >= 1
-    assert any("declared max_ulp 0" in f for f in row.failures)
+    (failure,) = row.failures
+    # The failure names the lane as testing.lane_message does: inputs, bits got and expected.
+    number = r"-?[\d.e+-]+ \(0x[0-9a-f]{8}\)"
+    assert re.search(
+        rf"declared max_ulp 0 \(lanes that differ: 1 NaN vs number\); worst at \(0,\): inputs "
+        rf"\(a {number}, b {number}\) -> got nan \(0x7fc00000\), expected {number}: NaN vs number",
+        failure,
+    ), failure
+    with table_width(80):
+        text = str(report)
+    assert max(map(len, text.splitlines())) <= 80 and "FAIL wrong_f32: precision" in text
 
 
 def test_conformance_and_determinism_failures(wrong_doc: Callable[..., Path]) -> None:
@@ -191,6 +206,13 @@ JUDGE = importlib.import_module("fueltensor.tools.judge.audit")  # where _cpu_th
 
 def test_reports_name_the_machine_in_every_form(tmp_path: Path) -> None:
     report = judge(kernels=["add_f32"], quick=True, progress=False)
+    explained = ("worst ULP:", "conformance:", "ns/elem:", "GB/s:", "copy-speed ns/elem:")
+    with table_width(60):  # the legend explains the columns shown, and only those
+        narrow = " ".join(str(report).split())
+    assert [e in narrow for e in explained] == [True, True, True, False, False]
+    with table_width(None):
+        wide = str(report)
+    assert all(e in wide for e in explained) and "Times: medians" in wide
     where = str(machine())
     assert report.machine == machine()
     assert f"measured on: {where}" in str(report)
@@ -221,3 +243,45 @@ def test_judge_audits_the_registry_of_use_registry(wrong_doc: Callable[..., Path
     assert not report.ok
     assert [name for name, _ in report.failures] == ["wrong_f32"]
     assert len(report.rows) == len(judge(quick=True, progress=False).rows) + 1
+
+
+def _max_canonical_nan(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """maximum, lhs on ties, but every NaN result the canonical quiet NaN (payload lost)."""
+    with np.errstate(all="ignore"):
+        nan = np.isnan(a) | np.isnan(b)
+        np.copyto(out, np.where(nan, F32(np.nan), np.where(a >= b, a, b)))
+
+
+def test_a_maximum_that_loses_nan_payloads_fails_naming_the_lane(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider("test-provider", {"tests::lossy_max_f32": _max_canonical_nan})
+    doc = write(contract_text(kernel="lossy_max_f32", op_kind="MaximumElementwise"))
+    (row,) = judge(ft.Registry.from_paths([doc]), quick=True, progress=False).rows
+    assert row.measured_ulp == 0  # every value is right: only NaN bits differ
+    assert row.nan_payloads > 0 and not row.ok
+    (failure,) = row.failures
+    assert failure.startswith(f"precision: {row.nan_payloads} NaN lanes not the reference's NaN")
+    # The probe starts with every pair of special values: the first lane whose right answer
+    # is a NaN other than the canonical one is the one named.
+    lhs, rhs = (s.array for s in special_pairs("float32"))
+    lb, rb = lhs.view(np.uint32), rhs.view(np.uint32)
+    want = np.where(np.isnan(lhs) | ~np.isnan(rhs), lb, rb)  # a NaN operand, lhs first
+    lane = int(np.flatnonzero(np.isnan(want.view(F32)) & (want != 0x7FC00000))[0])
+    kind = "NaN sign" if want[lane] ^ 0x7FC00000 == 0x80000000 else "NaN payload"
+    assert failure.endswith(
+        f"first at ({lane},): inputs (a nan (0x{lb[lane]:08x}), b {rhs[lane]:.9g} "
+        f"(0x{rb[lane]:08x})) -> got nan (0x7fc00000), expected nan (0x{want[lane]:08x}): {kind}"
+    ), failure
+    assert set(row.differences) <= {"NaN payload", "NaN sign"}
+
+
+def test_the_pow_reference_is_the_c_librarys_pow_rounded_once() -> None:
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.pow.restype, libm.pow.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+    rng = np.random.default_rng(5)
+    a = rng.uniform(0, 8, 2000).astype(F32)
+    b = rng.uniform(-6, 6, 2000).astype(F32)
+    want = np.array([libm.pow(float(x), float(y)) for x, y in zip(a, b, strict=True)])
+    got = REFERENCES["PowElementwise"].fn(a, b)
+    assert u32(got) == u32(want.astype(F32))  # f64 -> f32 in NumPy rounds once, to nearest

@@ -21,11 +21,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _impls import IMPLS, thunk, using
-from _oracle import FORMATS, Fmt, cpu_expected, encode
+from _oracle import FORMATS, Fmt, cpu_expected
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fueltensor.kernels._chassis import IMPLEMENTATIONS, NATIVE
+from fueltensor.testing import special_values
 
 _native: Any = NATIVE
 
@@ -41,19 +42,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def specials(fmt: Fmt) -> list[int]:
-    """Values where the ops' rules bite: ±0, ±inf, quiet and signalling NaNs, subnormals, 1."""
-    m, top = fmt.man_bits, fmt.exp_mask
-    base = [0, 1, (1 << m) - 1, top - 1, top, top | fmt.quiet, top | fmt.quiet | 5, top | 3]
-    return base + [b | fmt.sign for b in base] + [encode(1.0, fmt), encode(-2.0, fmt)]
-
-
 def operands(fmt: Fmt, n: int, seed: int) -> tuple[Any, Any]:
-    """Random bit patterns, about a quarter replaced by special values, an eighth of the rhs
-    equal to the lhs and an eighth its negation (so ±0 ties and NaN pairs occur)."""
+    """Random bit patterns, about a quarter replaced by `fueltensor.testing`'s special values, an
+    eighth of the rhs equal to the lhs and an eighth its negation (so ±0 ties and NaN pairs
+    occur)."""
     rng = np.random.default_rng(seed)
     top = (1 << fmt.width) - 1
-    pool = np.array(specials(fmt), dtype=fmt.uint)
+    pool = special_values(fmt.np_dtype).array.view(fmt.uint)
     lhs, rhs = (rng.integers(0, top, n, dtype=fmt.uint, endpoint=True) for _ in range(2))
     for side in (lhs, rhs):
         pick = rng.random(n) < 0.25

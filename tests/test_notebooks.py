@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 import numpy as np
 import pytest
+from _extras import needs
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = (
@@ -91,7 +92,10 @@ def shown(nb: Any, source: str) -> str:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=needs("distributed", "dask")) if "dask" in n else n for n in NAMES],
+)
 def test_notebook_runs_top_to_bottom(name: str, run: Callable[[str], Any]) -> None:
     nb = run(name)
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -170,8 +174,8 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
     run: Callable[[str], Any],
 ) -> None:
     import fueltensor as ft
+    from fueltensor.testing import random_bits
     from fueltensor.tools.judge import REFERENCES
-    from fueltensor.tools.tour import random_bits
 
     nb = run("03_backends.ipynb")
     # 2 half dtypes x 5 ops of 20000 random bit patterns; maximum has no second provider, so 10
@@ -179,7 +183,7 @@ def test_the_backends_notebook_shows_the_counts_and_ulps_it_computed(
     # seeds' `half` arithmetic makes them) agree bit for bit, NaN payloads included.
     rng = np.random.default_rng(0)  # the notebook's draws, in the notebook's order
     for dtype in ("bfloat16", "float16"):
-        random_bits(dtype, 20000, rng), random_bits(dtype, 20000, rng)
+        random_bits(dtype, 20000, rng=rng), random_bits(dtype, 20000, rng=rng)
     report = shown(nb, "with compare_backends() as report:")
     assert report == "<ComparisonReport: 10 operations, 0 mismatches>"
     want: dict[tuple[str, str], int] = {}

@@ -14,6 +14,7 @@ import ast
 import contextlib
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,3 +350,67 @@ def test_each_flag_is_judged_on_its_own(
                 np.asarray(ft.add(make("float32"), dense)),
                 np.asarray(make("float32")) + np.asarray(dense),
             )
+
+
+def _add(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    np.add(a, b, out=out)
+
+
+def _tied(reg: ft.Registry, kernel: str) -> str:
+    """The reason `kernel` lost a same-shape f32 add planned through `reg`."""
+    x = tensor((3, 4), "float32")
+    with ft.use_registry(reg):
+        (reason,) = ft.explain(ft.add, x, x).rejected[kernel]
+    return reason
+
+
+def _runs(reg: ft.Registry, backend: str | None = None) -> str | None:
+    """The kernel a same-shape f32 add runs through `reg` (under `use_backend(backend)`)."""
+    x = tensor((3, 4), "float32")
+    with ft.use_registry(reg), ft.use_backend(backend) if backend else contextlib.nullcontext():
+        return ft.explain(ft.add, x, x).kernel_name
+
+
+def test_a_tie_in_registry_order_names_the_levers_that_make_the_other_kernel_run(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """A user's kernel that costs what add_f32 costs loses on registry order; the plan says how
+    to make it run, and each lever it names does (followed as written, names and order read back
+    from the message)."""
+    ft.register_provider("tie-provider", {"tests::tied_add_f32": _add})
+    doc = write(contract_text(provider="tie-provider", kernel="tied_add_f32"), "tied.md")
+    bundled = sorted(bundled_contracts_dir().glob("*.md"))
+    reason = _tied(ft.Registry.from_paths([*bundled, doc]), "tied_add_f32")
+    assert "admissible but outranked: 144 bytes moved vs 144 for add_f32" in reason
+    assert "a tie: registry order decides" in reason
+    backend = re.search(r"use_backend\('([^']+)'\)", reason)
+    assert backend is not None and backend[1] == "tie-provider"
+    assert _runs(ft.Registry.from_paths([*bundled, doc]), backend[1]) == "tied_add_f32"
+    order = re.search(r"list (\S+) before (\S+) in Registry\.from_paths", reason)
+    assert order is not None and order[1] == doc.name
+    by_name = {p.name: p for p in [*bundled, doc]}
+    ahead = [by_name[order[1]], by_name[order[2]]]
+    rest = [p for p in [*bundled, doc] if p not in ahead]
+    assert _runs(ft.Registry.from_paths([*ahead, *rest])) == "tied_add_f32"
+    assert _runs(ft.Registry.from_paths([*bundled, doc])) == "add_f32"  # as the plan said
+
+
+def test_a_tie_inside_one_document_names_the_declaration_order(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """Two kernels of one provider that tie: use_backend cannot separate them, the order of
+    their declarations can; swapped as the message says, the other runs."""
+    ft.register_provider("twin-provider", {"tests::twin_a": _add, "tests::twin_b": _add})
+    first = contract_text(provider="twin-provider", kernel="twin_a")
+    second = contract_text(provider="twin-provider", kernel="twin_b")
+    block_a, block_b = first[first.index("## twin_a") :], second[second.index("## twin_b") :]
+    head = first[: first.index("## twin_a")]
+    reg = ft.Registry.from_paths([write(head + block_a + "\n" + block_b, "twins.md")])
+    with ft.use_registry(reg), ft.use_backend("twin-provider"):
+        (reason,) = ft.explain(ft.add, *[tensor((3, 4), "float32")] * 2).rejected["twin_b"]
+    assert "use_backend" not in reason
+    assert reason.endswith(
+        "(a tie: registry order decides; to run it: declare it before twin_a in twins.md)"
+    )
+    swapped = ft.Registry.from_paths([write(head + block_b + "\n" + block_a, "twins.md")])
+    assert _runs(swapped, "twin-provider") == "twin_b"

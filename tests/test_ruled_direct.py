@@ -30,8 +30,8 @@ from _fpstatus import ALL, FE, flags_after
 import fueltensor as ft
 from fueltensor.array_api._host import ruled_host
 from fueltensor.array_api.linear_algebra import _product
+from fueltensor.core.errstate import ERRSTATE
 from fueltensor.engine import dispatch
-from fueltensor.kernels._chassis import ERRSTATE
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST_MODULE is None or ERRSTATE is None, reason="no compiled host calls here"

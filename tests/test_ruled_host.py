@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import fueltensor as ft
 from fueltensor.core.dtypes import from_numpy
+from fueltensor.core.errstate import ERRSTATE
 from fueltensor.engine import dispatch
-from fueltensor.kernels._chassis import ERRSTATE
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST_MODULE is None or ERRSTATE is None, reason="no compiled host calls here"

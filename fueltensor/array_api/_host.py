@@ -19,12 +19,13 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
+from fueltensor.core.errstate import restore, silence
 from fueltensor.core.layout import normalize_axis
+from fueltensor.core.scalars import coerce
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import fast
 from fueltensor.engine.backends import tracing
-from fueltensor.engine.dispatch import coerce, host_operation, record_host
-from fueltensor.kernels._chassis import restore, silence
+from fueltensor.engine.dispatch import host_operation, record_host
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,9 +13,9 @@ import numpy as np
 from fueltensor.array_api._host import axes, fresh, host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import with_article
+from fueltensor.core.scalars import coerce
 from fueltensor.core.shared import basic_view
 from fueltensor.core.tensor import FuelTensor, check_writable
-from fueltensor.engine.dispatch import coerce
 
 
 @host

@@ -268,7 +268,10 @@ def vector_norm(
     rest = tuple(i for i in range(a.ndim) if i not in over)
     kept = tuple(a.shape[i] for i in rest)
     flat = np.transpose(a, over + rest).reshape((math.prod(a.shape[i] for i in over), *kept))
-    norm = np.linalg.norm(flat, ord=ord, axis=0)
+    if ord == math.inf:  # the largest |x|, 0 over no elements (NumPy < 2.3's norm raises there)
+        norm = np.max(np.abs(flat), axis=0, initial=0)
+    else:
+        norm = np.linalg.norm(flat, ord=ord, axis=0)
     if keepdims:
         norm = norm.reshape(tuple(1 if i in over else n for i, n in enumerate(a.shape)))
     return fresh(norm, _real(dt))

@@ -17,9 +17,11 @@ import numpy as np
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core import operators
 from fueltensor.core.errors import NoKernelError
+from fueltensor.core.errstate import ERRSTATE
 from fueltensor.core.layout import Layout, broadcast_shapes
+from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
-from fueltensor.core.tensor import FuelTensor, asarray, check_inplace
+from fueltensor.core.tensor import FuelTensor, check_inplace
 from fueltensor.engine import backends, fast
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.execute import HostFn, run
@@ -34,7 +36,7 @@ from fueltensor.engine.planner import (
 )
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
-from fueltensor.kernels._chassis import ERRSTATE, restore, silence
+from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
 
 Scalar = bool | int | float | complex
@@ -77,7 +79,8 @@ def _fast_entry(plan: Plan) -> object | None:
     a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
     neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
     Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
-    Cast), or an output that cannot exist (the Python path refuses it). A Cast makes the
+    Cast) nor a compiled provider's (`fast.foreign_entry`), or an output that cannot exist (the
+    Python path refuses it). A Cast makes the
     operand a dense tensor of its own shape, as `execute.prepare` does (the same `astype`
     call), which the entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment:
@@ -112,6 +115,8 @@ def _fast_entry(plan: Plan) -> object | None:
             *codes, *out, modes, offsets, needs, None, None, tuple(casts)
         )
         return native
+    if type(plan.fn) is CompiledKernel:  # exactly: a subclass may call differently
+        return fast.foreign_entry(_FAST_MODULE, plan, operands, kinds, tuple(casts))
     ufunc = _ORACLE.get(plan.fn) if plan.fn is not None else None
     if ufunc is None or any(o.dtype is not dt for o in operands):
         return None
@@ -147,63 +152,12 @@ DEFERRED: dict[type, Callable[[str, Any, Any], Any]] = {}
 type -> handler(op, a, b). Filled by `fueltensor.dask.register()`."""
 
 
-def _scalar(value: Scalar, like: FuelTensor) -> FuelTensor:
-    """A Python scalar as a 0-d tensor of the dtype it takes next to `like` (scalars are weak)."""
-    dt = _dtypes.scalar_dtype(value, like.dtype)
-    if dt.category in ("signed integer", "unsigned integer") and not isinstance(value, bool):
-        info = np.iinfo(dt.np)
-        if not info.min <= value <= info.max:  # type: ignore[operator]
-            raise OverflowError(
-                f"Python int {value} does not fit {dt.name} ({info.min}..{info.max})"
-            )
-    token = silence()  # 1e300 as float32 is inf, as the weak scalar rule means (not a warning)
-    try:
-        return FuelTensor._from_dense(np.array(value, dtype=dt.np), dt)
-    finally:
-        restore(token)
-
-
-def coerce(a: Any, b: Any) -> tuple[FuelTensor, FuelTensor]:
-    """Both operands as tensors: Python scalars take the other operand's dtype kind, NumPy
-    arrays keep their dtype."""
-    if type(a) is FuelTensor and type(b) is FuelTensor:
-        return a, b
-    if not isinstance(a, FuelTensor) and not isinstance(b, FuelTensor):
-        a = asarray(a) if isinstance(a, np.ndarray | np.generic) else a
-        b = asarray(b) if isinstance(b, np.ndarray | np.generic) else b
-    if isinstance(a, FuelTensor) and isinstance(b, FuelTensor):
-        return a, b
-    if isinstance(a, FuelTensor):
-        return a, _operand(b, a)
-    if isinstance(b, FuelTensor):
-        return _operand(a, b), b
-    raise TypeError(
-        f"unsupported operand types {type(a).__name__} and {type(b).__name__}; "
-        "an operation needs at least one FuelTensor or NumPy array"
-    )
-
-
-def _operand(value: Any, like: FuelTensor) -> FuelTensor:
-    """The non-tensor operand next to tensor `like`: a weak scalar (the fast path's cached,
-    read-only 0-d tensor where it is built: operands are only read), or a NumPy array
-    adopted."""
-    if isinstance(value, bool | int | float | complex):
-        cached = _CACHED_SCALAR(value, like) if _CACHED_SCALAR is not None else None
-        return cached if cached is not None else _scalar(value, like)
-    if isinstance(value, np.ndarray | np.generic):
-        return asarray(value)
-    raise TypeError(
-        f"unsupported operand type {type(value).__name__}; use a FuelTensor, a "
-        "NumPy array or a Python bool, int, float or complex"
-    )
-
-
 _CONFIG: Final = fast.FastConfig(
     policy_var=backends._POLICY,
     trace_var=backends._TRACE,
     observers_var=backends._OBSERVERS,
     default_policy=backends.default_policy,
-    make_scalar=_scalar,
+    make_scalar=scalar_tensor,
     errstate=ERRSTATE,
     check_inplace=check_inplace,
     integer_forms=frozenset(FORMS),
@@ -224,10 +178,6 @@ _FAST_INPLACE: Final[Callable[[str, FuelTensor, Any], FuelTensor | None] | None]
 """`ext._fast.inplace`, or None where it is not built."""
 _PLAN_KEY: Final = fast.key_function(_FAST_MODULE)
 """The plan-cache key's one definition in this build (`_fast.key` where compiled)."""
-_CACHED_SCALAR: Final[Callable[[Scalar, FuelTensor], FuelTensor | None] | None] = (
-    _FAST_MODULE.scalar if _FAST_MODULE is not None else None
-)
-"""`ext._fast.scalar` (a Python scalar's 0-d tensor, cached), or None where not built."""
 
 
 def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:

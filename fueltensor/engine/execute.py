@@ -17,11 +17,13 @@ from functools import cache
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation, KernelStatusError
+from fueltensor.core.errstate import silenced
 from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.planner import Plan, Step, StepKind
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE, silenced
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
+from fueltensor.kernels.compiled import CompiledKernel
 
 HostFn = Callable[..., np.ndarray]
 _ARRAY = operator.attrgetter("_array")
@@ -180,6 +182,13 @@ def _failed(plan: Plan, error: KernelStatusError) -> KernelStatusError:
         status=error.status,
         symbol=error.symbol,
     )
+
+
+def raise_status(plan: Plan, status: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int) -> None:
+    """Raise the Python path's error for a nonzero `status` of `plan`'s compiled kernel, called
+    on buffers of these byte lengths (the fast path's entry calls this when its call fails)."""
+    assert isinstance(plan.fn, CompiledKernel)
+    raise _failed(plan, plan.fn.status_error(status, lhs_bytes, rhs_bytes, out_bytes))
 
 
 def _check_returned(plan: Plan, got: object, inputs: tuple[np.ndarray, ...]) -> np.ndarray:

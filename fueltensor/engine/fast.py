@@ -10,13 +10,16 @@ are `_fast`'s constants (dispatch reads them there), and its kernel op / dtype n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from fueltensor.core.layout import Layout
-from fueltensor.engine.steps import StepKind
+from fueltensor.engine.execute import raise_status
+from fueltensor.engine.steps import Operand, StepKind
+from fueltensor.kernels.compiled import CompiledKernel
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
@@ -38,7 +41,7 @@ class FastConfig(NamedTuple):
     default_policy: Callable[[], Any]
     """Makes the default policy (`backends.default_policy`): called once, its result kept."""
     make_scalar: Callable[[Any, Any], Any]
-    """A Python scalar as the 0-d tensor beside a tensor (`dispatch._scalar`)."""
+    """A Python scalar as the 0-d tensor beside a tensor (`scalars.scalar_tensor`)."""
     errstate: tuple[ContextVar[Any], Any] | None
     """NumPy's error-state var and its all-ignore value (None: no oracle entries)."""
     check_inplace: Callable[[Any, Any, tuple[int, ...], str], None]
@@ -124,5 +127,52 @@ def param_entry(fast: ModuleType, plan: Plan) -> object | None:
         None,
         (None, None),
         plan.params,
+    )
+    return made
+
+
+_FOREIGN_PREP: Final = (
+    (),
+    (StepKind.CONTIGUIZE,),
+    (StepKind.BROADCAST_TO,),
+    (StepKind.BROADCAST_TO, StepKind.CONTIGUIZE),
+)
+"""The operand preparations a compiled provider's entry performs (after a Cast)."""
+
+
+def foreign_entry(
+    fast: ModuleType,
+    plan: Plan,
+    operands: Sequence[Operand],
+    kinds: Sequence[tuple[StepKind, ...]],
+    casts: tuple[object, ...],
+) -> object | None:
+    """`fast`'s entry for a plan whose kernel is a compiled provider's (`CompiledKernel`), or
+    None: its C function called on the buffers `execute.prepare` would hand it, each operand
+    (after its Cast: `operands`, `kinds`, `casts`) of the output's dtype and read as it is
+    (dense) or as the dense copy of its Contiguize, after a BroadcastTo (to the output's shape:
+    the operation's, which the planner broadcasts to). A nonzero status raises the Python path's
+    error (`execute.raise_status`)."""
+    fn = plan.fn
+    assert isinstance(fn, CompiledKernel)
+    modes, needs = [], []
+    for operand, steps in zip(operands, kinds, strict=True):
+        if operand.dtype is not plan.out_dtype or steps not in _FOREIGN_PREP:
+            return None
+        need = plan.size if StepKind.BROADCAST_TO in steps else operand.layout.size
+        copy = StepKind.CONTIGUIZE in steps
+        if not copy and not (operand.layout.flags.contiguous and need in (0, operand.layout.size)):
+            return None  # read as it is: its own dense elements (a broadcast adds only 1s), or none
+        modes.append(fast.DENSIFY if copy else fast.AS_IS)
+        needs.append(need)
+    dt = plan.out_dtype
+    made: object | None = fast.foreign_entry(
+        fn.address,
+        partial(raise_status, plan),
+        *(dt, Layout.dense(plan.out_shape), dt.np, plan.out_shape),
+        tuple(modes),
+        tuple(o.layout.offset for o in operands),
+        tuple(needs),
+        casts,
     )
     return made

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
@@ -421,6 +422,22 @@ def promote(
     return tuple(cast), tuple(steps)
 
 
+def _tie(loser: KernelContract, winner: KernelContract, oracle: bool) -> str:
+    """Why a contract lost at the winner's cost: an oracle gives way to a production provider;
+    otherwise the registry's document order decided, and it says how the loser could run."""
+    if oracle:
+        return " (a tie: the production provider is preferred over the oracle)"
+    doc, first = PurePath(loser.source.path).name, PurePath(winner.source.path).name
+    levers = []
+    if loser.provider.name != winner.provider.name:
+        levers.append(f"use_backend({loser.provider.name!r})")
+    if loser.source.path == winner.source.path:
+        levers.append(f"declare it before {winner.name} in {doc}")
+    else:
+        levers.append(f"list {doc} before {first} in Registry.from_paths")
+    return f" (a tie: registry order decides; to run it: {', or '.join(levers)})"
+
+
 def plan_contracts(
     op: str,
     op_kind: str,
@@ -455,13 +472,8 @@ def plan_contracts(
         assert best.kernel is not None
         for (cost, oracle, _), plan in ranked[1:]:
             assert plan.kernel is not None
-            tie = ""
-            if cost == best_cost:
-                tie = (
-                    " (a tie: the production provider is preferred over the oracle)"
-                    if oracle and not best_oracle
-                    else " (a tie: registry order decides)"
-                )
+            yielded = oracle and not best_oracle  # an oracle gives way to a production provider
+            tie = "" if cost != best_cost else _tie(plan.kernel, best.kernel, yielded)
             rejected[plan.kernel.name] = (
                 f"admissible but outranked: {cost:,} bytes moved vs "
                 f"{best_cost:,} for {best.kernel.name}{tie}",

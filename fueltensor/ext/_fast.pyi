@@ -55,7 +55,7 @@ def adopt(array: Any, dtype: Any, /) -> Any:
     memory, row-major and writable; else None."""
 
 def scalar(value: Any, like: Any, /) -> Any:
-    """`dispatch._scalar(value, like)`, cached (its arrays read-only), for an exact Python
+    """`scalars.scalar_tensor(value, like)`, cached (its arrays read-only), for an exact Python
     float / int / bool beside tensor `like`; else None."""
 
 def operator(op: str, form: int, fallback: Callable[..., Any], hooks: Any = None, /) -> Any:
@@ -84,6 +84,29 @@ def entry(
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
     None for an oracle plan where NumPy's error state cannot be set from C. `params` is a
     `_native.POWI_OP` kernel's (k,), k in i32 (none for any other kernel)."""
+
+def foreign_entry(
+    address: int,
+    failure: Callable[[int, int, int, int], None],
+    out_dtype: Any,
+    out_layout: Any,
+    np_dtype: Any,
+    shape: tuple[int, ...],
+    modes: tuple[int, ...],
+    offsets: tuple[int, ...],
+    needs: tuple[int, ...],
+    casts: tuple[tuple[Any, Any, Any] | None, ...],
+    /,
+) -> object | None:
+    """What `binary` runs for a cached plan of a compiled provider's kernel, the function at
+    `address` (see `engine.fast.foreign_entry`): each operand read AS_IS (`needs` elements from
+    its offset) or DENSIFY (its dense copy, broadcast to `shape` when its need is the output's
+    count); `failure(status, lhs_bytes, rhs_bytes, out_bytes)` raises a nonzero status."""
+
+def byte_call(address: int, lhs: Any, rhs: Any, out: Any, /) -> int:
+    """The status of the compiled kernel at `address` (the FKC byte-kernel C ABI) called on
+    three C-contiguous arrays, `out` writable: inputs of at most 16 bytes as private copies,
+    the GIL released from `GIL_FREE_FROM` output elements, the caller's FP flags kept."""
 
 def empty(count: int, dtype: Any, /) -> Any:
     """An uninitialized 1-D array of `count` elements whose first byte is 64-byte aligned."""

@@ -14,8 +14,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from types import ModuleType
@@ -25,6 +24,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
+from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
 from fueltensor.ops import KERNEL_OPS
 
@@ -47,47 +47,6 @@ DTYPES: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
     ("f16", F16),
 )
 """The four dtypes both providers' kernels take: thunk-name suffix and storage dtype."""
-
-# Silencing NumPy's floating-point warnings is on every kernel call, so its price is dispatch
-# overhead. `np.errstate` costs ~2 µs per enter/exit; NumPy 2 keeps the error state in a
-# contextvar holding an opaque "extobj", and setting that contextvar directly costs ~0.1 µs.
-# It is private API, hence the guarded import with `np.errstate` as the fallback.
-try:
-    from numpy._core._multiarray_umath import (  # type: ignore[import-not-found]
-        _extobj_contextvar,
-        _make_extobj,
-    )
-
-    _IGNORE: Any = _make_extobj(all="ignore")
-    # Bound C-level callables (no Python frame): the pair costs ~0.25 µs on this machine.
-    silence: Callable[[], Any] = partial(_extobj_contextvar.set, _IGNORE)
-    restore: Callable[[Any], None] = _extobj_contextvar.reset
-    ERRSTATE: tuple[Any, Any] | None = (_extobj_contextvar, _IGNORE)
-    """NumPy's error-state contextvar and its all-ignore value (None on the fallback): what
-    dispatch's compiled path sets around the oracle's ufunc call."""
-
-except ImportError:  # pragma: no cover - exercised only on NumPy builds without the contextvar
-    ERRSTATE = None
-
-    def silence() -> Any:
-        """Enter the all-ignore floating-point error state; returns the token for `restore`."""
-        state = np.errstate(all="ignore")
-        state.__enter__()
-        return state
-
-    def restore(token: Any) -> None:
-        """Leave the error state entered by `silence`."""
-        token.__exit__(None, None, None)
-
-
-@contextmanager
-def silenced() -> Iterator[None]:
-    """Context-manager form of `silence`/`restore` for code paths that are not per-call hot."""
-    token = silence()
-    try:
-        yield
-    finally:
-        restore(token)
 
 
 class Scratch:
@@ -213,12 +172,11 @@ def _rem_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
 Whole = Callable[..., None]
 """A whole-array body: `fn(lhs, rhs, out=out)`."""
 
-_TAIL: Final = 64
-_NAN_FIX: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int, int]]] = {
-    F32: (np.dtype(np.uint32), 0x00400000, 16),
-    F64: (np.dtype(np.uint64), 0x0008000000000000, 8),
+_NAN_FIX: Final[dict[np.dtype[Any], tuple[np.dtype[Any], int]]] = {
+    F32: (np.dtype(np.uint32), 0x00400000),
+    F64: (np.dtype(np.uint64), 0x0008000000000000),
 }
-"""Per dtype: its bits dtype, quiet bit, and the length beyond which NumPy's tail lanes swap."""
+"""Per dtype: its bits dtype and quiet bit."""
 
 
 def keep_lhs_nan(lhs: Array, rhs: Array, out: Array) -> None:
@@ -226,24 +184,24 @@ def keep_lhs_nan(lhs: Array, rhs: Array, out: Array) -> None:
     `lhs` and `rhs` broadcast to `out`'s shape, an F32 or F64 array."""
     both = np.isnan(lhs) & np.isnan(rhs)
     if both.any():
-        uint, quiet, _ = _NAN_FIX[out.dtype]
+        uint, quiet = _NAN_FIX[out.dtype]
         out.view(uint)[both] = np.broadcast_to(lhs, out.shape).view(uint)[both] | quiet
 
 
 def _lhs_nan_first(ufunc: np.ufunc) -> Whole:
-    """`ufunc` with the contract's NaN rule restored in the lanes where NumPy loses it.
+    """`ufunc` with the contract's NaN rule (lhs's NaN when both are NaN) in every lane.
 
-    Measured on NumPy 2.4 (AVX2): for the commutative add and multiply, the remainder lanes
-    after the unrolled vector body (the last < 32 elements of an array longer than 16 f32 or
-    8 f64) return the rhs NaN when both operands are NaN; the body and short arrays return
-    lhs, as x86 does.
+    NumPy's commutative add and multiply loops may take either NaN when both operands are one,
+    and which lanes do depends on NumPy's release and the machine's SIMD (NumPy 2.4 on AVX2:
+    the remainder lanes after the unrolled body). So every lane is repaired, not a measured
+    subset: a lane whose operands are both NaN has a NaN result, so a result without NaN (one
+    reduction over it, the common case) needs nothing.
     """
 
     def call(lhs: Array, rhs: Array, *, out: Array) -> None:
         ufunc(lhs, rhs, out=out)
-        if out.size > _NAN_FIX[out.dtype][2]:
-            k = min(out.size, _TAIL)
-            keep_lhs_nan(lhs.reshape(-1)[-k:], rhs.reshape(-1)[-k:], out.reshape(-1)[-k:])
+        if out.size and np.isnan(np.maximum.reduce(out, axis=None)):
+            keep_lhs_nan(lhs, rhs, out)
 
     call.__doc__ = f"np.{ufunc.__name__} with the first NaN operand (lhs) kept in every lane."
     return call

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels._chassis import (
     BLOCK,
     F32,
@@ -22,8 +23,6 @@ from fueltensor.kernels._chassis import (
     Scratch,
     give_scratch,
     narrow,
-    restore,
-    silence,
     take_scratch,
     widen,
 )

@@ -4,16 +4,19 @@
                  uint8_t *out, size_t out_bytes);
 
 is the seeds' thunk over three byte slices: 0 is `Ok`, any other status an `Err`. `load_library`
-resolves every symbol when it loads (a missing library or symbol fails there, not at the first
-call) and returns the `entry_point -> kernel` map that `register_provider` takes. The calls go
-through ctypes, which releases the GIL for the duration of a foreign call.
+resolves every symbol when it loads, through ctypes (a missing library or symbol fails there,
+not at the first call), and returns the `entry_point -> kernel` map that `register_provider`
+takes. Each kernel holds its function's address, which C calls: the fast path from a cached
+plan's entry, the Python path through `_fast.byte_call`. Both release the GIL from
+`GIL_FREE_FROM` output elements and hand over an input of at most 16 bytes (a scalar) as a
+private copy. A build without `_fast` calls through ctypes (the GIL always released, no copy).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -27,14 +30,22 @@ from fueltensor.kernels import KernelFn
 _ARGTYPES = (ctypes.c_void_p, ctypes.c_size_t) * 3
 """lhs, lhs_bytes, rhs, rhs_bytes, out, out_bytes."""
 
+_byte_call: Callable[[int, NDArray[Any], NDArray[Any], NDArray[Any]], int] | None
+try:
+    from fueltensor.ext._fast import byte_call as _byte_call
+except ImportError:  # a build without the compiled floor: ctypes calls the kernels
+    _byte_call = None
+
 
 class CompiledKernel:
     """One byte kernel of a loaded library, as a `kernel(lhs, rhs, *, out)` callable."""
 
-    __slots__ = ("__name__", "_fn", "library", "symbol")
+    __slots__ = ("__name__", "_fn", "address", "library", "symbol")
 
     def __init__(self, fn: Any, library: Path, symbol: str) -> None:
         self._fn = fn
+        self.address: int = ctypes.cast(fn, ctypes.c_void_p).value or 0
+        """The C function's address: what the fast path's entry and `_fast.byte_call` call."""
         self.library = library
         self.symbol = symbol
         self.__name__ = symbol
@@ -53,16 +64,25 @@ class CompiledKernel:
                 )
         if not out.flags.writeable:
             raise ValueError(f"{self.symbol}: out must be writable")
-        status = self._fn(
-            lhs.ctypes.data, lhs.nbytes, rhs.ctypes.data, rhs.nbytes, out.ctypes.data, out.nbytes
-        )
+        if _byte_call is not None:
+            status = _byte_call(self.address, lhs, rhs, out)
+        else:
+            data = (lhs.ctypes.data, lhs.nbytes, rhs.ctypes.data, rhs.nbytes)
+            status = self._fn(*data, out.ctypes.data, out.nbytes)
         if status:
-            raise KernelStatusError(
-                f"{self.symbol} ({self.library}) returned status {status} for byte lengths "
-                f"lhs {lhs.nbytes}, rhs {rhs.nbytes}, out {out.nbytes}",
-                status=status,
-                symbol=self.symbol,
-            )
+            raise self.status_error(status, lhs.nbytes, rhs.nbytes, out.nbytes)
+
+    def status_error(
+        self, status: int, lhs_bytes: int, rhs_bytes: int, out_bytes: int
+    ) -> KernelStatusError:
+        """The error of a nonzero `status` returned for buffers of these byte lengths (both
+        paths word it here)."""
+        return KernelStatusError(
+            f"{self.symbol} ({self.library}) returned status {status} for byte lengths "
+            f"lhs {lhs_bytes}, rhs {rhs_bytes}, out {out_bytes}",
+            status=status,
+            symbol=self.symbol,
+        )
 
 
 def _open(path: str | os.PathLike[str]) -> tuple[Path, ctypes.CDLL]:

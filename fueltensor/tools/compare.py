@@ -1,18 +1,20 @@
-"""`compare_backends`: run every operation on every admissible provider and diff the results.
+"""`compare_backends`: run every operation on every admissible kernel and diff the results.
 
 Inside the block the code gets the default plan's result as usual; after each contract
-operation the best viable plan of every other allowed provider runs on the same operands, and
-the two outputs are compared bit for bit (ULP distance on the ordered integer bit patterns, so
--0 and +0 are 0 apart and NaNs are compared by pattern, not by value).
+operation every other admissible kernel of the chosen providers (or the kernels named) runs on
+the same operands, and each output is compared with the default one bit for bit (ULP distance
+on the ordered integer bit patterns, so -0 and +0 are 0 apart and NaNs are compared by
+pattern, not by value). All of them are then timed together by `tools.timing`'s harness.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
+from html import escape
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -23,100 +25,39 @@ from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
+from fueltensor.registry import Registry
+from fueltensor.testing import bits, errors, format_value, lane_message
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
+from fueltensor.tools.timing import HARNESS, Timing, race
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 Observer = Callable[[Planning, Plan, tuple[FuelTensor, ...], FuelTensor], None]
-_UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def bits(array: np.ndarray) -> np.ndarray:
-    """The raw bit patterns of a float array as unsigned integers of the same width."""
-    return np.ascontiguousarray(array).view(_UNSIGNED[array.dtype.itemsize])
-
-
-def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|ord(a) - ord(b)| as uint64, where ord maps bit patterns to integers in value order
-    (so -0 and +0 are 0 apart, and adjacent floats are 1 apart across zero)."""
-    width = a.dtype.itemsize
-    sign = np.uint64(1) << np.uint64(8 * width - 1)
-
-    def ordered(x: np.ndarray) -> np.ndarray:
-        u = bits(x).astype(np.uint64)
-        negative = (u & sign) != 0
-        magnitude = u & (sign - np.uint64(1))
-        wrapped: np.ndarray = np.where(negative, np.uint64(0) - magnitude, magnitude)
-        return wrapped  # negative patterns wrap to -magnitude
-
-    oa, ob = ordered(a), ordered(b)
-    # The true difference fits in 64 bits; compare as signed to pick the non-wrapping order.
-    sa, sb = oa.view(np.int64), ob.view(np.int64)
-    distance: np.ndarray = np.where(sa >= sb, oa - ob, ob - oa)
-    return distance
-
-
-@dataclass(frozen=True)
-class Errors:
-    """Per-lane differences of `got` from `want` (float64 arrays).
-
-    The NaN-lane rule: a lane NaN on both sides agrees (0 ULP, no error); a lane NaN on one
-    side only is `nan_mismatch` and infinitely many ULPs apart; neither counts towards the
-    absolute or relative error, which measure the lanes that hold numbers.
-    """
-
-    ulp: np.ndarray
-    absolute: np.ndarray
-    relative: np.ndarray
-    nan_mismatch: np.ndarray
-
-
-def errors(got: np.ndarray, want: np.ndarray) -> Errors:
-    """ULP distance, absolute and relative error of `got` from `want` by the NaN-lane rule."""
-    with np.errstate(all="ignore"):
-        wg, ww = got.astype(np.float64), want.astype(np.float64)
-        nan_got, nan_want = np.isnan(wg), np.isnan(ww)
-        numbers = ~(nan_got | nan_want)
-        ulp = ulp_distance(got, want).astype(np.float64)
-        ulp[~numbers] = 0.0
-        ulp[nan_got != nan_want] = np.inf
-        same = (wg == ww) | ~numbers
-        absolute = np.where(same, 0.0, np.abs(wg - ww))
-        relative = np.where(same, 0.0, np.nan_to_num(absolute / np.abs(ww), nan=np.inf))
-    return Errors(ulp, absolute, relative, nan_got != nan_want)
-
-
-def format_value(value: Any) -> str:
-    """A scalar as its shortest repr plus its bit pattern, e.g. `1.0 (0x3f800000)`."""
-    array = np.asarray(value)
-    if array.dtype.kind in "biuc" or array.dtype.itemsize not in _UNSIGNED:
-        return str(array.item())
-    pattern = int(bits(array.reshape(1))[0])
-    return f"{float(array):.9g} (0x{pattern:0{2 * array.dtype.itemsize}x})"
 
 
 @dataclass(frozen=True)
 class Worst:
-    """The element where two kernels differ most: its index, the operands and both outputs."""
+    """The element where two kernels differ most: its index, the operands and both outputs
+    (each formatted as its value and bits), and `testing.lane_message`'s description of it."""
 
     index: tuple[int, ...]
     inputs: tuple[str, ...]
     baseline: str
     other: str
     ulp: float
+    message: str = ""
 
     def __str__(self) -> str:
-        args = ", ".join(self.inputs)
-        return f"at {self.index}: inputs ({args}) -> {self.baseline} vs {self.other}"
+        return self.message
 
 
 @dataclass(frozen=True)
 class Comparison:
     """One operation run by the default kernel and one other kernel, compared element by element.
 
-    `compared` is False when no other allowed provider admits the operation (`note` says why);
+    `compared` is False when no other allowed kernel admits the operation (`note` says why);
     then the figures cover the default kernel alone.
     """
 
@@ -133,10 +74,13 @@ class Comparison:
     max_rel: float = 0.0
     nan_patterns_agree: bool = True
     times: dict[str, float] = field(default_factory=dict)
+    """Median seconds per call of each kernel's plan (`tools.timing`), by kernel name."""
     worst: Worst | None = None
     note: str = ""
     nan_payloads: int = 0
     """Mismatches where both outputs are NaN: only the payload or sign differs."""
+    calls: dict[str, int] = field(default_factory=dict)
+    """Calls timed per kernel (warm-up excluded), by kernel name."""
 
     @property
     def mismatches(self) -> int:
@@ -145,12 +89,13 @@ class Comparison:
 
     def within(self, max_ulp: float, nan_payloads: bool = True) -> bool:
         """True if every element is bit-equal, or (for max_ulp > 0) within `max_ulp` ULPs with
-        the same NaN positions. `nan_payloads=False` lets a NaN meet any NaN (payload and sign
-        are then not compared)."""
+        the same NaN positions. A NaN meets a NaN of another payload or sign only with
+        `nan_payloads=False` (as `testing.assert_bits_equal` rules)."""
         ignored = 0 if nan_payloads else self.nan_payloads
         if not self.compared or self.mismatches == ignored:
             return True
-        return max_ulp > 0 and self.nan_patterns_agree and self.max_ulp <= max_ulp
+        payloads_ok = not nan_payloads or self.nan_payloads == 0
+        return max_ulp > 0 and self.nan_patterns_agree and payloads_ok and self.max_ulp <= max_ulp
 
 
 COLUMNS = (
@@ -158,40 +103,43 @@ COLUMNS = (
     "dtypes",
     "shape",
     "kernels",
-    "elements",
     "bit-equal",
-    "value mismatches",
-    "NaN payload/sign",
+    "values differ",
+    "NaN bits differ",
     "max ULP",
     "max abs",
     "max rel",
     "NaN patterns",
-    "time per kernel",
+    "µs per call",
 )
+"""The comparison table's columns: `bit-equal` is "equal/elements"; `values differ` counts the
+elements that differ in value (a NaN against a number included), `NaN bits differ` those where
+both are NaN and only the payload or sign differs; `µs per call` gives the kernels' median
+times in the order of `kernels`, slash-separated."""
 
 
-def _seconds(t: float) -> str:
-    return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+def _microseconds(times: Sequence[float]) -> str:
+    """Seconds as microseconds, in order, one unbreakable cell: `11.2/32.1` (no decimal from
+    100 µs up)."""
+    return "/".join(f"{t * 1e6:,.{1 if t < 1e-4 else 0}f}" for t in times)
 
 
 def comparison_row(c: Comparison) -> tuple[str, ...]:
     """One table row of a comparison (shared by the text table and the HTML table)."""
-    times = ", ".join(f"{k} {_seconds(v)}" for k, v in c.times.items())
-    head = (c.op, ", ".join(c.dtypes), "x".join(map(str, c.shape)) or "()")
+    head = (c.op, ", ".join(dict.fromkeys(c.dtypes)), "x".join(map(str, c.shape)) or "()")
     if not c.compared:
-        return (*head, c.kernels[0], str(c.count), "not compared", *[""] * 6, c.note)
+        return (*head, c.kernels[0], "not compared", *[""] * 7)
     return (
         *head,
         " vs ".join(c.kernels),
-        str(c.count),
-        str(c.equal),
+        f"{c.equal}/{c.count}",
         str(c.mismatches - c.nan_payloads),
         str(c.nan_payloads),
         f"{c.max_ulp:g}",
         f"{c.max_abs:.3g}",
         f"{c.max_rel:.3g}",
         "agree" if c.nan_patterns_agree else "DIFFER",
-        times,
+        _microseconds([c.times[k] for k in c.kernels]) if c.times else "",
     )
 
 
@@ -205,15 +153,23 @@ def text_table(
 
 
 NARROW_DROPS: Final = (
-    "time per kernel",
-    "shape",
-    "elements",
-    "bit-equal",
-    "NaN patterns",
     "max rel",
     "max abs",
+    "shape",
+    "NaN patterns",
+    "µs per call",
+    "dtypes",
+    "max ULP",
+    "NaN bits differ",
+    "values differ",
 )
-"""Comparison columns a narrow terminal may leave out, first to last: prose before numbers."""
+"""Comparison columns a narrow terminal may leave out, first to last: the figures derived from
+the worst element (relative and absolute error) and the context (shape, NaN positions, which
+`values differ` counts too) first, then the timing, then the dtypes (most kernel names carry
+theirs); whether the bits agree (`kernels`, `bit-equal`) is never left out, and the reason an
+operation was not compared is printed under the table, at any width."""
+WHOLE: Final = ("kernels", "bit-equal")
+"""Columns whose cells break only between words (a kernel name, `not compared`)."""
 
 
 class ComparisonReport:
@@ -261,8 +217,28 @@ class ComparisonReport:
             f"{len(compared)} of {plural(len(self.comparisons), 'operation')} compared; "
             f"{self.mismatches} of {plural(total, 'element')} differ{self.nan_note()}"
         )
-        table = text_table(rows, NARROW_DROPS, whole=("kernels",))
-        return f"{table}\n{summary}\n{fit_lines(f'measured on: {self.machine}')}"
+        lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]
+        lines += [self.timing_note(), f"measured on: {self.machine}"]
+        return "\n".join(fit_lines(line) for line in lines if line)
+
+    def reasons(self) -> list[str]:
+        """One line per operation (and dtypes) that was not compared, saying why."""
+        seen = {
+            f"not compared: {c.op}({', '.join(c.dtypes)}): {c.note}": None
+            for c in self.comparisons
+            if not c.compared
+        }
+        return list(seen)
+
+    def timing_note(self) -> str:
+        """How the times were taken: the harness and the calls timed per kernel."""
+        calls = [n for c in self.comparisons for n in c.calls.values()]
+        if not calls:
+            return ""
+        return (
+            f"µs per call: the median of interleaved batches after {HARNESS.warmup} warm-up "
+            f"calls, {min(calls):,} to {max(calls):,} calls timed per kernel (tools.timing)"
+        )
 
     def nan_note(self) -> str:
         """' (N of them only in a NaN's payload or sign)' when there are such mismatches."""
@@ -293,7 +269,8 @@ class ComparisonReport:
         )
 
     def _repr_html_(self) -> str:
-        """The comparison table, mismatching operations shaded, worst elements listed below."""
+        """The comparison table, mismatching operations shaded; below it the worst elements,
+        why an operation was not compared, and how the times were taken."""
         rows = list(self)
         table = html_table(
             COLUMNS,
@@ -304,7 +281,9 @@ class ComparisonReport:
         )
         worst = [(c.op, " vs ".join(c.kernels), str(c.worst)) for c in rows if c.worst is not None]
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
-        return f"<div>{table}{extra}{machine_html(self.machine)}</div>"
+        lines = [*self.reasons(), self.timing_note()]
+        notes = "".join(f"<p>{escape(line)}</p>" for line in lines if line)
+        return f"<div>{table}{extra}{notes}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
         """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
@@ -344,25 +323,9 @@ def _how(c: Comparison) -> str:
         parts.append(
             f"{nans} of {plural(c.count, 'element')} "
             f"{'is a NaN that differs' if nans == 1 else 'are NaNs that differ'} only in "
-            "payload or sign"
+            "payload or sign" + ("" if values else f"; first {c.worst}")
         )
     return "; ".join(parts)
-
-
-def _timed(
-    plan: Plan, tensors: tuple[FuelTensor, ...], repeats: int = 3
-) -> tuple[FuelTensor, float]:
-    """The first run's output and the best of `repeats` run times (the first run pays for
-    cold caches)."""
-    best = float("inf")
-    out = None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        got = execute.run(plan, tensors)
-        best = min(best, time.perf_counter() - start)
-        out = got if out is None else out
-    assert out is not None
-    return out, best
 
 
 def diff(
@@ -372,10 +335,11 @@ def diff(
     base: np.ndarray,
     other: Plan,
     out: np.ndarray,
-    times: dict[str, float],
+    timings: dict[str, Timing],
 ) -> Comparison:
     """Compare two kernels' outputs of one operation element by element."""
     assert baseline.kernel is not None and other.kernel is not None
+    names = (baseline.kernel.name, other.kernel.name)
     a, b = base.reshape(-1), out.reshape(-1)
     equal = bits(a) == bits(b)
     measured = errors(b, a)
@@ -386,16 +350,29 @@ def diff(
         score = np.where(equal, -1.0, ulp)
         flat = int(np.argmax(score))
         index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
-        inputs = tuple(format_value(np.broadcast_to(t._array, base.shape)[index]) for t in tensors)
+        operands = [np.broadcast_to(t._array, base.shape)[index] for t in tensors]
+        specs = baseline.kernel.inputs
+        named = dict(zip((s.name for s in specs), operands, strict=True))
         worst = Worst(
-            index, inputs, format_value(base[index]), format_value(out[index]), float(ulp[flat])
+            index,
+            tuple(map(format_value, operands)),
+            format_value(base[index]),
+            format_value(out[index]),
+            float(ulp[flat]),
+            lane_message(
+                index,
+                out[index],
+                base[index],
+                named if len(specs) == len(operands) else operands,
+                (names[1], names[0]),
+            ),
         )
     return Comparison(
         op,
         baseline.op_kind,
         tuple(t.dtype.name for t in tensors),
         baseline.out_shape,
-        (baseline.kernel.name, other.kernel.name),
+        names,
         True,
         int(a.size),
         int(equal.sum()),
@@ -403,68 +380,102 @@ def diff(
         float(measured.absolute.max(initial=0.0)),
         float(measured.relative.max(initial=0.0)),
         not measured.nan_mismatch.any(),
-        times,
+        {k: timings[k].seconds for k in names},
         worst,
         nan_payloads=int((np.isnan(a) & np.isnan(b) & ~equal).sum()),
+        calls={k: timings[k].calls for k in names},
     )
 
 
-def _alternatives(planning: Planning, plan: Plan, allowed: frozenset[str] | None) -> list[Plan]:
-    """The best viable plan of every allowed provider other than the one that ran."""
-    best: dict[str, Plan] = {}
-    for p in planning.viable:
-        name = p.provider
-        if name != plan.provider and (allowed is None or name in allowed):
-            best.setdefault(name, p)
-    return list(best.values())
+@dataclass(frozen=True)
+class Selection:
+    """Which kernels `compare_backends` runs beside the default one: every admissible kernel
+    of `providers` and the kernels named in `kernels` (both None: every admissible kernel)."""
+
+    providers: frozenset[str] | None
+    kernels: frozenset[str] | None
+
+    def admits(self, plan: Plan) -> bool:
+        """True when `plan`'s kernel is one this selection compares."""
+        assert plan.kernel is not None
+        if self.providers is None and self.kernels is None:
+            return True
+        return plan.provider in (self.providers or ()) or plan.kernel.name in (self.kernels or ())
 
 
-def _observer(report: ComparisonReport) -> Observer:
+def _select(reg: Registry, names: Sequence[str], kernels: Iterable[str] | None) -> Selection:
+    """The selection of `compare_backends(*names, kernels=...)`, every name checked: a provider
+    (or alias) the registry has, a kernel it holds that dispatch may run."""
+    providers = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
+    if kernels is None:
+        return Selection(providers, None)
+    chosen = frozenset([kernels] if isinstance(kernels, str) else kernels)
+    for name in sorted(chosen):
+        try:
+            contract = reg[name]
+        except KeyError as e:
+            raise ValueError(f"compare_backends(kernels=...): {e.args[0]}") from None
+        if not contract.registrable:
+            raise ValueError(f"compare_backends: {name} is describe-only (registrable: false)")
+    return Selection(providers, chosen)
+
+
+def _alternatives(planning: Planning, plan: Plan, selection: Selection) -> list[Plan]:
+    """Every viable plan the selection admits, other than the one that ran (kernels of the same
+    provider included)."""
+    assert plan.kernel is not None
+    name = plan.kernel.name
+    return [
+        p for p in planning.viable if p.kernel and p.kernel.name != name and selection.admits(p)
+    ]
+
+
+def _not_compared(plan: Plan, selection: Selection, dtypes: tuple[str, ...]) -> Comparison:
+    """The row of an operation no other selected kernel admits, saying why."""
+    if plan.kernel is None:
+        label, note = "host", "no contract admits it"
+    else:
+        label = plan.kernel.name
+        scope = "allowed" if selection.kernels is None else "selected"
+        note = f"no other {scope} kernel admits it (only {label}, of {plan.provider})"
+    return Comparison(
+        plan.op, plan.op_kind, dtypes, plan.out_shape, (label,), False, count=plan.size, note=note
+    )
+
+
+def _observer(report: ComparisonReport, selection: Selection) -> Observer:
     def seen(
         planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...], result: FuelTensor
     ) -> None:
         dtypes = tuple(t.dtype.name for t in tensors)
-        label = plan.kernel.name if plan.kernel else "host"
-        others = _alternatives(planning, plan, report.providers) if plan.kernel else []
+        others = _alternatives(planning, plan, selection) if plan.kernel else []
         if not others:
-            allowed = (
-                "no contract admits it"
-                if plan.kernel is None
-                else (f"no other allowed provider admits it (only {plan.provider})")
-            )
-            report.add(
-                Comparison(
-                    plan.op,
-                    plan.op_kind,
-                    dtypes,
-                    plan.out_shape,
-                    (label,),
-                    False,
-                    count=plan.size,
-                    note=allowed,
-                )
-            )
+            report.add(_not_compared(plan, selection, dtypes))
             return
-        _, base_time = _timed(plan, tensors)
-        for other in others:
-            assert other.kernel is not None
-            out, t = _timed(other, tensors)
-            times = {label: base_time, other.kernel.name: t}
-            report.add(diff(plan.op, tensors, plan, result._array, other, out._array, times))
+        outputs = [execute.run(other, tensors)._array for other in others]
+        plans = [plan, *others]
+        timings = race({p.kernel.name: partial(execute.run, p, tensors) for p in plans if p.kernel})
+        for other, out in zip(others, outputs, strict=True):
+            report.add(diff(plan.op, tensors, plan, result._array, other, out, timings))
 
     return seen
 
 
 @contextmanager
-def compare_backends(*names: str) -> Iterator[ComparisonReport]:
-    """Run every contract operation in the block on each admissible provider among `names`
-    (default: all contract providers) and record how their results differ.
+def compare_backends(
+    *names: str, kernels: Iterable[str] | None = None
+) -> Iterator[ComparisonReport]:
+    """Run every contract operation in the block on every other admissible kernel of the
+    providers `names` (names or aliases) and on the kernels named in `kernels` (contract
+    names); with neither, on every admissible kernel. Record how each result differs from the
+    default one, bit for bit, and how long each kernel's plan takes per call (all timed alike:
+    `tools.timing`).
 
     The block's code gets the default plan's result. Inside `use_backend`, only the providers
     that policy allows are candidates.
     """
     reg = current_policy().registry
-    allowed = frozenset().union(*(_resolve(reg, n) for n in names)) if names else None
-    report = ComparisonReport(allowed)
-    with observe(_observer(report)):
+    selection = _select(reg, names, kernels)
+    report = ComparisonReport(selection.providers)
+    with observe(_observer(report, selection)):
         yield report

@@ -114,7 +114,7 @@ def _limits(rows: Sequence[Sequence[str]], i: int, kind: str) -> tuple[int, int]
     header, cells = rows[0][i], [r[i] for r in rows[1:]]
     longest = max(map(len, cells), default=0)
     natural = max(_floor(header, "key"), longest)
-    floor = max(_floor(header, "key"), *(_floor(c, kind) for c in cells))
+    floor = max([_floor(header, "key"), *(_floor(c, kind) for c in cells)])  # a header alone too
     if kind == "text":
         floor = max(floor, min(longest, READABLE))
     return natural, floor

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor, asarray
 from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
+from fueltensor.testing import random_bits
 from fueltensor.tools.compare import Comparison, ComparisonReport, compare_backends, text_table
 from fueltensor.tools.textwidth import current_width, fit_lines
 
@@ -41,14 +41,6 @@ def registry_summary(reg: Registry) -> str:
     )
 
 
-def random_bits(dtype: str, n: int, rng: np.random.Generator) -> FuelTensor:
-    """`n` uniformly random bit patterns of a float dtype (NaNs, infinities, subnormals too)."""
-    dt = _dtypes.as_dtype(dtype)
-    u = np.dtype(f"u{dt.itemsize}")
-    raw = rng.integers(0, np.iinfo(u).max, n, dtype=u, endpoint=True)
-    return asarray(raw.view(dt.np))
-
-
 HALF_OPS: tuple[Callable[[Any, Any], FuelTensor], ...] = (add, subtract, multiply, divide, maximum)
 
 
@@ -57,7 +49,7 @@ def half_comparison(n: int = 4096, seed: int = 0) -> ComparisonReport:
     rng = np.random.default_rng(seed)
     with compare_backends() as report:
         for dtype in ("bfloat16", "float16"):
-            x, y = random_bits(dtype, n, rng), random_bits(dtype, n, rng)
+            x, y = random_bits(dtype, n, rng=rng), random_bits(dtype, n, rng=rng)
             for op in HALF_OPS:
                 op(x, y)
     return report

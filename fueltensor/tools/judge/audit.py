@@ -5,29 +5,30 @@ Four checks, recorded into an `Audit`:
 * **determinism**: one probe run 16 times into freshly garbage-filled buffers must give
   byte-identical outputs (the seeds' own evidence standard);
 * **precision**: the maximum ULP distance from a higher-precision reference over random bit
-  patterns, random ordinary values and every pair of special values; a declared `max_ulp`
-  (or `max_relative` / `max_absolute`) that is exceeded is a failure, an undeclared one is
-  reported as measured;
+  patterns, random ordinary values and every pair of `fueltensor.testing`'s special values; a
+  declared `max_ulp` (or `max_relative` / `max_absolute`) that is exceeded is a failure, an
+  undeclared one is reported as measured; where the reference fixes a NaN's bits (a selection
+  returns the NaN operand), a NaN of another payload or sign fails too. A failure names the
+  worst lane: its inputs, the bits got and expected, and the class of the difference;
 * **conformance**: output dtype, shape, layout and aliasing per the `return` clause, inputs left
   untouched, and every output element written without reading `out`;
 * **cost**: the call overhead on one-element inputs, then ns per element and GB/s at a large
-  size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth.
+  size, next to what the `bytes_moved` formula predicts at this machine's copy bandwidth; every
+  figure is a steady-state median of `tools.timing`'s harness, as `compare_backends` times.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Final, cast
+from typing import Final, cast
 
-import ml_dtypes
 import numpy as np
 
 from fueltensor.core.dtypes import DType
+from fueltensor.core.errors import plural
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.execute import returned_problems
@@ -36,8 +37,18 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import running_on, threads_for
 from fueltensor.ops import BY_KIND
-from fueltensor.tools.compare import bits, errors
-from fueltensor.tools.judge.references import BF16, F64, REFERENCES, Array, Reference, round_to
+from fueltensor.testing import (
+    bits,
+    difference_classes,
+    errors,
+    lane_message,
+    random_bits,
+    special_pairs,
+    special_values,
+    summarize,
+)
+from fueltensor.tools.judge.references import F64, REFERENCES, Array, Reference, round_to
+from fueltensor.tools.timing import Timing, time_one
 
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
@@ -55,45 +66,21 @@ class Settings:
     random: int
     exact: int
     large: int
-    tiny_calls: int
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
         """The quick probe sizes (`--quick`) or the full ones."""
-        return cls(2048, 256, 1 << 16, 200) if quick else cls(32768, 2048, 1 << 20, 1000)
+        return cls(2048, 256, 1 << 16) if quick else cls(32768, 2048, 1 << 20)
 
 
 # -- probes -------------------------------------------------------------------------------------
 
 
-def _specials(dtype: np.dtype) -> Array:
-    """Zeros, infinities, NaN, ones, halves, subnormal and extreme values of `dtype`."""
-    info: Any = ml_dtypes.finfo(dtype) if dtype == BF16 else np.finfo(dtype)  # type: ignore[no-untyped-call]
-    base = [
-        0.0,
-        1.0,
-        0.5,
-        2.0,
-        3.0,
-        1.5,
-        10.0,
-        float(info.eps),
-        float(info.tiny),
-        float(info.smallest_subnormal),
-        float(info.max),
-        math.inf,
-        math.nan,
-    ]
-    values = np.array([s * v for v in base for s in (1.0, -1.0)], np.float64)
-    return round_to(values, dtype)
-
-
 def probes(dtype: np.dtype, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
-    """Operand pairs: every pair of special values, random bit patterns and random values."""
-    s = _specials(dtype)
-    sa, sb = np.repeat(s, s.size), np.tile(s, s.size)
-    u = np.dtype(f"u{dtype.itemsize}")
-    patterns = rng.integers(0, np.iinfo(u).max, (2, n), dtype=u, endpoint=True).view(dtype)
+    """Operand pairs: every pair of `testing.special_values`, random bit patterns and random
+    values."""
+    sa, sb = (s.array for s in special_pairs(dtype))
+    patterns = np.asarray(random_bits(dtype, (2, n), rng=rng))
     magnitude = np.exp2(rng.uniform(-12, 12, (2, n))) * rng.choice([-1.0, 1.0], (2, n))
     ordinary = round_to(magnitude, dtype)
     return (
@@ -120,7 +107,16 @@ class Audit:
     max_relative: float = 0.0
     probes: int = 0
     nan_mismatches: int = 0
+    nan_payloads: int = 0
+    """Lanes where the kernel's NaN differs from the reference's in payload or sign, counted
+    where the reference fixes a NaN's bits (`Reference.nan_bits`)."""
     worst: str = ""
+    """The worst lane, as `testing.lane_message` describes it: inputs, bits got and expected."""
+    nan_worst: str = ""
+    """The first lane of `nan_payloads`, described the same way."""
+    differences: dict[str, int] = field(default_factory=dict)
+    """Differing lanes by `testing.DIFFERENCE_CLASSES` (NaN against NaN only where the
+    reference fixes NaN bits)."""
     identical_runs: int = 0
     runs: int = RUNS
     digest: str = ""
@@ -128,6 +124,8 @@ class Audit:
     the same inputs, so equal digests mean bit-identical results across machines)."""
     conformance: list[str] = field(default_factory=list)
     overhead_ns: float = 0.0
+    overhead_calls: int = 0
+    """Calls the overhead's median was taken over (warm-up excluded)."""
     ns_per_element: float = 0.0
     """One call on `large_n` elements, on one thread."""
     ns_per_element_all: float = 0.0
@@ -137,6 +135,8 @@ class Audit:
     formula_bytes_per_element: float = 0.0
     predicted_ns_per_element: float = 0.0
     large_n: int = 0
+    large_calls: int = 0
+    """Calls of the large input timed on one thread (warm-up excluded)."""
     implementations: dict[str, int] = field(default_factory=dict)
     """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
@@ -240,22 +240,12 @@ def _conformance(
     return problems, first, inputs
 
 
-def _time(call: Callable[[], object], calls: int, repeats: int = 3) -> float:
-    """Best seconds per call over `repeats` batches of `calls` calls."""
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best
-
-
-def _time_on_threads(call: Callable[[], object], n: int) -> tuple[float, float]:
-    """Seconds per call on one thread, and ns per element on every thread the setting gives."""
+def _time_on_threads(call: Callable[[], object], n: int) -> tuple[Timing, float]:
+    """The timing of a call on one thread, and its ns per element on every thread the setting
+    gives."""
     with running_on(1):
-        one = _time(call, 1)
-    return one, 1e9 * _time(call, 1) / n
+        one = time_one(call)
+    return one, 1e9 * time_one(call).seconds / n
 
 
 def copy_bandwidth(n: int = 1 << 22) -> float:
@@ -263,20 +253,45 @@ def copy_bandwidth(n: int = 1 << 22) -> float:
     `n` elements: a working set of 8 n bytes)."""
     src = np.ones(n, np.float32)
     dst = np.empty_like(src)
-    return 2 * src.nbytes / _time(lambda: np.copyto(dst, src), 1, 5)
+    return 2 * src.nbytes / time_one(lambda: np.copyto(dst, src)).seconds
 
 
-def _measure(a: Audit, got: Array, want: Array) -> None:
-    """Fold one batch of kernel outputs vs reference values into the audit's precision."""
+Inputs = Mapping[str, "Array | int"]
+"""A batch's operands by the contract's names (arrays aligned with the batch) and its integer
+parameters (one value for the whole batch)."""
+
+
+def _lane(i: int, got: Array, want: Array, inputs: Inputs, lanes: Array | None) -> str:
+    """`testing.lane_message` of lane `i` of a batch (numbered as the probe's lane)."""
+    at = {k: v[i] if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    return lane_message((int(i if lanes is None else lanes[i]),), got[i], want[i], at)
+
+
+def _measure(
+    a: Audit, got: Array, want: Array, inputs: Inputs, ref: Reference, lanes: Array | None = None
+) -> None:
+    """Fold one batch of kernel outputs vs reference values into the audit's precision: the
+    worst ULP distance, the NaN lanes whose bits the reference fixes, the differences by
+    class; `lanes` numbers the batch's lanes in the probe (default: in order)."""
     measured = errors(got, want)
     ulp = measured.ulp
     a.probes += got.size
     a.nan_mismatches += int(measured.nan_mismatch.sum())
     a.max_relative = max(a.max_relative, float(measured.relative.max(initial=0.0)))
+    with np.errstate(all="ignore"):
+        both_nan = np.isnan(got.astype(F64)) & np.isnan(want.astype(F64))
+    differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)
+    classes, counts = np.unique(difference_classes(got[differ], want[differ]), return_counts=True)
+    for name, n in zip(classes.tolist(), counts.tolist(), strict=True):
+        a.differences[name] = a.differences.get(name, 0) + n
+    payload = np.flatnonzero(differ & both_nan)
+    a.nan_payloads += payload.size
+    if payload.size and not a.nan_worst:
+        a.nan_worst = _lane(int(payload[0]), got, want, inputs, lanes)
     worst = int(np.argmax(ulp)) if ulp.size else 0
     if ulp.size and ulp[worst] > a.measured_ulp:
         a.measured_ulp = float(ulp[worst])
-        a.worst = f"got 0x{int(bits(got)[worst]):x}, reference 0x{int(bits(want)[worst]):x}"
+        a.worst = _lane(worst, got, want, inputs, lanes)
 
 
 def audit(
@@ -343,9 +358,10 @@ def _checks(
         _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
         _check_bounds(a, contract)
     elif ref is not None and len(contract.inputs) == 2:
-        _precision(a, ref, outputs[0], (lhs, rhs), settings, rng)
-        wide = tuple(np.broadcast_to(x, out.shape) for x in inputs)
-        _measure(a, out.reshape(-1), ref.fn(*(w.reshape(-1) for w in wide)))
+        names = tuple(spec.name for spec in contract.inputs)
+        _precision(a, ref, outputs[0], dict(zip(names, (lhs, rhs), strict=True)), settings, rng)
+        wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
+        _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
@@ -381,21 +397,25 @@ def _precision(
     a: Audit,
     ref: Reference,
     got: Array,
-    operands: tuple[Array, Array],
+    operands: dict[str, Array],
     settings: Settings,
     rng: np.random.Generator,
 ) -> None:
-    lhs, rhs = operands
+    """Precision over the probe's lanes (for F64 with an exact reference: every special pair
+    and a random subsample of the rest)."""
+    lhs, rhs = operands.values()
     keep = np.ones(lhs.size, bool)
     if ref.skip is not None:
         keep &= ~ref.skip(lhs, rhs)
     if ref.exact_f64 and lhs.dtype == F64:
         chosen = np.flatnonzero(keep)
-        specials = _specials(F64).size ** 2
+        specials = len(special_values(F64)) ** 2
         rest = rng.choice(chosen[chosen >= specials], settings.exact, replace=False)
         keep = np.zeros(lhs.size, bool)
         keep[np.concatenate([chosen[chosen < specials], rest])] = True
-    _measure(a, got[keep], ref.fn(lhs[keep], rhs[keep]))
+    lanes = np.flatnonzero(keep)
+    kept = {name: x[keep] for name, x in operands.items()}
+    _measure(a, got[keep], ref.fn(*kept.values()), kept, ref, lanes)
 
 
 def _swept_precision(
@@ -413,26 +433,36 @@ def _swept_precision(
     parameter tuple of the sweep (a subsample where F64's reference is exact and slow)."""
     x = np.unique(probe.view(f"u{probe.itemsize}")).view(probe.dtype)
     if ref.exact_f64 and x.dtype == F64 and x.size > settings.exact:
-        specials = _specials(F64)
+        specials = special_values(F64).array
         x = np.concatenate([specials, rng.choice(x, settings.exact, replace=False)])
     for params in sweep:
         plan = _plan(contract, dtype, _flat_shapes(contract, x.size), params)
         got = _call(fn, plan, (x.reshape(plan.operands[0].layout.shape),)).reshape(-1)
         keep = ~ref.skip(x, *params) if ref.skip is not None else np.ones(x.size, bool)
-        _measure(a, got[keep], ref.fn(x[keep], *params))
+        inputs: dict[str, Array | int] = {contract.inputs[0].name: x[keep]}
+        inputs.update((p.name, v) for p, v in zip(contract.params, params, strict=True))
+        _measure(a, got[keep], ref.fn(x[keep], *params), inputs, ref)
 
 
 def _check_bounds(a: Audit, contract: KernelContract) -> None:
+    """Fail the audit where the measured precision breaks a declared bound, or a NaN's bits
+    differ where the reference fixes them; each failure names the lane that shows it."""
     p = contract.precision
+    found = f" (lanes that differ: {summarize(a.differences)})" if a.differences else ""
     if p.max_ulp is not None and a.measured_ulp > p.max_ulp:
         a.failures.append(
             f"precision: {a.measured_ulp:g} ULP from the reference, declared "
-            f"max_ulp {p.max_ulp:g} ({a.worst})"
+            f"max_ulp {p.max_ulp:g}{found}; worst {a.worst}"
         )
     if p.max_relative is not None and a.max_relative > p.max_relative:
         a.failures.append(
             f"precision: relative error {a.max_relative:.3g}, declared "
-            f"max_relative {p.max_relative:g}"
+            f"max_relative {p.max_relative:g}; worst {a.worst}"
+        )
+    if a.nan_payloads:
+        a.failures.append(
+            f"precision: {plural(a.nan_payloads, 'NaN lane')} not the reference's NaN (payload "
+            f"or sign differs; {a.reference}){found}; first {a.nan_worst}"
         )
 
 
@@ -448,13 +478,15 @@ def _cost(
     tiny = _plan(contract, dtype, _flat_shapes(contract, 1), params)
     ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
     out = _fresh_out(tiny, 0)
-    a.overhead_ns = 1e9 * _time(lambda: fn(*ones, *params, out=out), settings.tiny_calls)
+    overhead = time_one(lambda: fn(*ones, *params, out=out))
+    a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
     n = settings.large
     big = _plan(contract, dtype, _flat_shapes(contract, n), params)
     rng = np.random.default_rng(1)
     xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
     out = _fresh_out(big, 0)
-    seconds, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
+    one, a.ns_per_element_all = _time_on_threads(lambda: fn(*xs, *params, out=out), n)
+    seconds, a.large_calls = one.seconds, one.calls
     a.threads = threads_for(fn, n)
     predicted = float(big.steps[-1].bytes)
     a.large_n = n

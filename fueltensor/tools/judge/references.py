@@ -3,9 +3,9 @@
 One reference per row of the op table `fueltensor.ops` computes what the bundled contract
 documents of that op kind state, rounded once to the dtype: exactly rounded arithmetic (F64 in
 exact rationals on a subsample), selection returning an operand's own bits, the documented
-remainder formula step by step, and a wider `pow` (lanes a contract leaves open, such as a
-signaling-NaN operand of pow, are left out). The numerics themselves are the documents'
-(`fueltensor contracts --op OP_KIND`), not this module's.
+remainder formula step by step, and the C library's `pow` one precision up (lanes a contract
+leaves open, such as a signaling-NaN operand of pow, are left out). The numerics themselves
+are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from typing import Any, Final
 import ml_dtypes
 import numpy as np
 
+from fueltensor.kernels._chassis import libm_pow
 from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
-from fueltensor.tools.compare import bits
+from fueltensor.testing import SIGNALING_NAN, classify
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -105,7 +106,9 @@ def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
             lhs = np.isnan(wa) | (pick_lhs(wa, wb) & ~np.isnan(wb))
         return np.where(lhs, a, b)
 
-    return Reference("selection: NaN operand unchanged (lhs first), lhs on a ±0 tie", ref)
+    return Reference(
+        "selection: NaN operand unchanged (lhs first), lhs on a ±0 tie", ref, nan_bits=True
+    )
 
 
 def _remainder(a: Array, b: Array) -> Array:
@@ -121,16 +124,21 @@ def _remainder(a: Array, b: Array) -> Array:
 
 def _signaling(x: Array) -> Array:
     """Lanes holding a signaling NaN (quiet bit, the top fraction bit, clear)."""
-    quiet = {2: 0x0040 if x.dtype == BF16 else 0x0200, 4: 0x00400000, 8: 1 << 51}
-    with np.errstate(all="ignore"):
-        found: Array = np.isnan(x.astype(F64)) & ((bits(x) & quiet[x.dtype.itemsize]) == 0)
+    found: Array = classify(x) == SIGNALING_NAN
     return found
 
 
 def _pow(a: Array, b: Array) -> Array:
-    wide = np.longdouble if a.dtype == F64 else np.float64
-    with np.errstate(all="ignore"):
-        return round_to(np.power(a.astype(wide), b.astype(wide)), a.dtype)
+    """pow one precision up, rounded once: the C library's `pow` (double) for F32 and the half
+    types, as the kernels' `powf` is; for F64 NumPy's long double power, which calls the C
+    library's `powl` (NumPy's own vector loops serve float32/float64 only). NumPy's float64
+    `np.power` is not used: on AVX-512 machines it runs its own loops, other last bits."""
+    if a.dtype == F64:
+        with np.errstate(all="ignore"):
+            return round_to(np.power(a.astype(np.longdouble), b.astype(np.longdouble)), F64)
+    wide = np.empty(a.shape, F64)
+    libm_pow(a.astype(F64), b.astype(F64), out=wide)
+    return round_to(wide, a.dtype)
 
 
 POWI_SWEEP: Final = 32
@@ -190,6 +198,10 @@ class Reference:
     """F64 is computed in exact rational arithmetic: the probe is subsampled."""
     skip: Callable[..., Array] | None = None
     """Lanes left out of the precision measure (the semantics leave them open)."""
+    nan_bits: bool = False
+    """The reference's NaNs are the contract's bit for bit (a selection returns a NaN operand
+    unchanged): a NaN of another payload or sign is a failure. Elsewhere the contracts say
+    only that the result is NaN, and any NaN meets any NaN."""
 
 
 _BY_KERNEL_OP: Final[dict[str, Reference]] = {
@@ -203,7 +215,7 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
         "a - floor(a/b)*b, each step rounded to the working precision", _remainder, exact_f64=True
     ),
     "pow": Reference(
-        "pow in f64 (F64: long double), rounded once",
+        "the C library's pow in f64 (F64: powl in long double), rounded once",
         _pow,
         skip=lambda a, b: _signaling(a) | _signaling(b),
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from html import escape
 from pathlib import Path
@@ -22,10 +23,10 @@ if TYPE_CHECKING:
 
 COLUMNS: Final = (
     "kernel",
-    "declared ULP",
-    "measured ULP",
+    "ULP bound",
+    "worst ULP",
     "probes",
-    "deterministic",
+    "same bits",
     "conformance",
     "overhead ns",
     "ns/elem",
@@ -37,26 +38,70 @@ COLUMNS: Final = (
     "verdict",
 )
 
-
-LEGEND: Final = (
-    "~ = no bound declared (measured and reported, never a failure). measured ULP: the worst "
-    "distance to an exactly rounded reference over `probes` input pairs (every pair of special "
-    "values plus random ones; fewer for f64, whose exact reference is slow, and none where the "
-    "reference is undefined). deterministic: byte-identical outputs / runs. ns/elem and GB/s: "
-    "one call on a large input, on one thread; all threads: that call's ns/elem ×threads it "
-    "split over; copy-speed ns/elem: the formula's bytes at the copy bandwidth."
+EXPLAINED: Final = {
+    "ULP bound": "ULP bound: the declared max_ulp (~: none declared; measured and reported, "
+    "never a failure).",
+    "worst ULP": "worst ULP: the worst distance to an exactly rounded reference over every pair "
+    "of special values and random pairs (fewer for f64, whose exact reference is slow; none "
+    "where the reference is undefined).",
+    "probes": "probes: the input pairs measured.",
+    "same bits": "same bits: runs with byte-identical outputs / runs.",
+    "conformance": "conformance: the return clause (dtype, shape, layout, aliasing), inputs "
+    "untouched, every output element written.",
+    "overhead ns": "overhead ns: a one-element call.",
+    "ns/elem": "ns/elem: one call on a large input, on one thread.",
+    "all threads": "all threads: that call's ns/elem ×threads it split over.",
+    "GB/s": "GB/s: the formula's bytes over that call's time.",
+    "formula B/elem": "formula B/elem: bytes_moved per element.",
+    "copy-speed ns/elem": "copy-speed ns/elem: the formula's bytes at the copy bandwidth.",
+    "other impl. differ": "other impl. differ: lanes where the kernel's other build (compiled or "
+    "pure) gives other bits.",
+}
+"""What each judge column means, printed under the table for the columns it shows."""
+TIMED: Final = ("overhead ns", "ns/elem", "all threads", "GB/s")
+TIMING: Final = (
+    "Times: medians of tools.timing's harness (warm-up, then interleaved batches), as "
+    "compare_backends times."
 )
-"""What the judge table's symbols and counts mean, printed under it."""
+
+
+def legend(shown: Sequence[str] = COLUMNS) -> str:
+    """The legend of the columns `shown` (all of them by default), in table order."""
+    parts = [EXPLAINED[c] for c in shown if c in EXPLAINED]
+    if any(c in TIMED for c in shown):
+        parts.append(TIMING)
+    return " ".join(parts)
+
+
+LEGEND: Final = legend()
+"""The legend of every column (the Markdown and HTML tables show them all)."""
 
 NARROW_DROPS: Final = (
-    "all threads",
-    "overhead ns",
-    "copy-speed ns/elem",
     "formula B/elem",
+    "copy-speed ns/elem",
     "GB/s",
+    "all threads",
+    "other impl. differ",
+    "probes",
+    "overhead ns",
     "ns/elem",
+    "same bits",
+    "ULP bound",
 )
-"""Judge columns a narrow terminal may leave out, first to last."""
+"""Judge columns a narrow terminal may leave out, first to last: the figures derived from
+ns/elem (the formula's bytes, its copy-speed prediction, GB/s), the all-threads time, the other
+build's lane count (a difference also fails the audit, printed below), the probe count, the
+measured times; below 80 columns the run count and the declared bound (a broken one fails the
+audit). The kernel, its worst ULP, conformance and the verdict stay."""
+
+
+def shown_columns(table: str, columns: Sequence[str] = COLUMNS) -> list[str]:
+    """The columns a fitted table kept: those whose header words all stand above its rule
+    (a header never breaks inside a word, and each column has a word of its own)."""
+    lines = table.splitlines()
+    rule = next((i for i, line in enumerate(lines) if line.startswith("---")), len(lines))
+    words = set(" ".join(lines[:rule]).split())
+    return [c for c in columns if all(w in words for w in c.split())]
 
 
 def judge_row(a: Audit) -> tuple[str, ...]:
@@ -125,9 +170,9 @@ class JudgeReport:
 
     def __str__(self) -> str:
         table = text_table([COLUMNS, *map(judge_row, self.rows)], NARROW_DROPS)
-        lines = [table, fit_lines(LEGEND), fit_lines(self.summary())]
+        lines = [table, fit_lines(legend(shown_columns(table))), fit_lines(self.summary())]
         lines.append(fit_lines(f"measured on: {self.machine}"))
-        lines += [f"FAIL {label}: {why}" for label, why in self.failures]
+        lines += [fit_lines(f"FAIL {label}: {why}") for label, why in self.failures]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -146,8 +191,8 @@ class JudgeReport:
         )
         fails = [(r.label, f) for r in self.rows for f in r.failures]
         extra = html_table(("kernel", "failure"), fails, caption="failures") if fails else ""
-        legend = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
-        return f"<div>{table}{legend}{extra}{machine_html(self.machine)}</div>"
+        note = f"<p style='font-size:12px;max-width:60em'>{escape(LEGEND)}</p>"
+        return f"<div>{table}{note}{extra}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
         """A titled matplotlib Figure of the cost findings (the `plot` extra; `tools.plots`)."""

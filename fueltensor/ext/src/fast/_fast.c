@@ -6,7 +6,7 @@
  * plan's kernel and wrap the result as `FuelTensor._from_dense` would. Anything else returns
  * None and dispatch's Python path runs, so plans, bits, traces and observers are that path's.
  *
- * Two kinds of plans have entries:
+ * Three kinds of plans have entries:
  * - a compiled fuel-cpu-backend kernel with no step but BroadcastTo / Contiguize: the body of
  *   `_native` runs here. An operand the plan densifies is copied with `_native`'s strided copy
  *   (up to 1 MiB; larger ones take the Python path, which reuses a per-thread buffer), except a
@@ -18,11 +18,15 @@
  *   1 MiB) at their own shapes: the call the oracle makes, its ufunc on the broadcast views it
  *   builds (`reference.broadcast_src_view`'s strides, given by dispatch) with `out=`, under
  *   NumPy's all-ignore error state.
- * An operand either kind reads may first have a Cast step (mixed dtypes): the `astype` call
+ * - a compiled provider's kernel (`kernels.compiled`, the FKC byte-kernel C ABI) on operands of
+ *   the output's dtype, each dense or the plan's dense copy (Contiguize, after a BroadcastTo to
+ *   the output's shape; up to 1 MiB): its function is called here (foreign.c) on whole buffers,
+ *   as the Python path calls it, and a nonzero status raises that path's KernelStatusError.
+ * An operand any kind reads may first have a Cast step (mixed dtypes): the `astype` call
  * `execute.prepare` makes, under the caller's error state as there, gives a dense operand of
  * its own shape, read as above.
  *
- * A Python scalar becomes the 0-d tensor `dispatch._scalar` makes (which raises OverflowError
+ * A Python scalar becomes the 0-d tensor `scalars.scalar_tensor` makes (which raises OverflowError
  * for an int the dtype cannot hold), kept in a small cache keyed by its type, its exact bits
  * (so -0.0 and 0.0, and NaN payloads, stay apart) and the other operand's dtype.
  *
@@ -59,6 +63,7 @@
  *   scalars.c     Python scalars' 0-d tensors, cached
  *   entries.c     a cached plan as the fast path runs it (`entry`)
  *   run.c         running an entry: operands, casts, the native, PowI and oracle kernels
+ *   foreign.c     compiled providers' kernels, called from C on both paths
  *   inplace.c     the in-place rule, `x op= y`, and the module's binary/adopt/scalar calls
  *   operators.c   `x + y`, `y + x`, `x += y`, `ft.add(x, y)` as C callables
  *   host_calls.c  host element-wise functions over NumPy's own strided loops
@@ -74,6 +79,7 @@
 #include "scalars.c"
 #include "entries.c"
 #include "run.c"
+#include "foreign.c"
 #include "inplace.c"
 #include "operators.c"
 #include "host_calls.c"

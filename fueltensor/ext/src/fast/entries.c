@@ -8,6 +8,7 @@ static void entry_dealloc(PyObject *self) {
     Py_XDECREF(e->np_dtype);
     Py_XDECREF(e->shape);
     Py_XDECREF(e->ufunc);
+    Py_XDECREF(e->failure);
     Py_XDECREF(e->cast[0]);
     Py_XDECREF(e->cast[1]);
     PyObject_Free(self);
@@ -127,7 +128,8 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     if (oracle && S.errstate_var == NULL) Py_RETURN_NONE; /* no silent error state to call under */
     Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
     if (e == NULL) return NULL;
-    e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = NULL;
+    e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = e->failure = NULL;
+    e->kernel = NULL;
     for (int k = 0; k < 2; k++) {
         PyObject *cast = PyTuple_GET_ITEM(casts, k);
         e->cast[k] = cast == Py_None ? NULL : Py_NewRef(cast);

@@ -38,7 +38,8 @@
 /* A tensor's slot at byte offset `off` (S.off_storage, ...): a borrowed reference. */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-enum { NATIVE, ORACLE, POWI };        /* the kernel an entry runs */
+enum { NATIVE, ORACLE, POWI, FOREIGN }; /* the kernel an entry runs (FOREIGN: a compiled
+                                            provider's byte kernel, foreign.c) */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
 enum { AS_IS, DENSIFY, REPEAT };      /* its own dense elements, a dense copy, one repeated */
@@ -46,16 +47,25 @@ enum { FORWARD, REFLECTED, INPLACE, HOST, METHOD }; /* `x op y`, `y op x` (x the
                                     `x op= y`, `x op y` of a host function (`x > 0`), a method
                                     of a ruled host function (`x.sum()`, see `method_call`) */
 
+/* A compiled provider's kernel: the FKC byte-kernel C ABI of the seeds' thunks, 0 for `Ok`, any
+ * other status an `Err` (`kernels.compiled`). */
+typedef int32_t (*ByteKernel)(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs,
+                              size_t rhs_bytes, uint8_t *out, size_t out_bytes);
+
 /* What `binary` needs of a cached plan, made once by `entry` when dispatch caches it. */
 typedef struct {
     PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
     int bare_ufunc;           /* ORACLE: its call is a NumPy ufunc itself (see writes_in_place) */
     int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
+    ByteKernel kernel;        /* FOREIGN: the provider's function */
+    PyObject *failure;        /* FOREIGN: raises the plan's KernelStatusError for a status */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
     Py_ssize_t count, itemsize;
     Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
-                                 ORACLE), and how many storage elements it needs from there */
+                                 ORACLE), and how many storage elements it needs from there
+                                 (FOREIGN: the elements its kernel is handed, as it is or as
+                                 its dense copy) */
     Py_ssize_t need[2];
     PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
     PyObject *cast[2];        /* an operand's Cast step: (NumPy dtype, dense Layout of its
@@ -145,7 +155,7 @@ static struct {
     PyObject *policy_var, *trace_var, *observers_var;
     PyObject *default_policy;  /* makes the default policy (once: then kept in `fallback`) */
     PyObject *fallback;        /* the default policy, once made */
-    PyObject *make_scalar;     /* dispatch._scalar(value, like) */
+    PyObject *make_scalar;     /* scalars.scalar_tensor(value, like) */
     PyObject *check_inplace;   /* tensor.check_inplace(target, dtype, shape, what) */
     PyObject *integer_forms;   /* ops whose `x op k`, k an int, dispatch plans itself */
     PyObject *form_marker;     /* the first part of an integer-scalar form's plan-cache key */

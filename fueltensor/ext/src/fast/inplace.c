@@ -217,15 +217,18 @@ static PyObject *adopt_array(PyObject *array, PyObject *dtype, PyObject **kept) 
     return made;
 }
 
-/* scalar(value, like): the cached 0-d tensor `dispatch._scalar(value, like)` makes (read-only),
- * or None when `value` is not an exact Python float / int / bool or `like` not a tensor. */
+/* scalar(value, like): the cached 0-d tensor `scalars.scalar_tensor(value, like)` makes
+ * (read-only), or None when `value` is not an exact Python float / int / bool, `like` not a
+ * tensor, or nothing is configured yet. */
 static PyObject *scalar(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 2) {
         PyErr_Format(PyExc_TypeError, "scalar(value, like) takes 2 arguments, got %zd", nargs);
         return NULL;
     }
-    if (S.tensor == NULL || Py_TYPE(args[1]) != S.tensor || !is_scalar(args[0])) Py_RETURN_NONE;
+    if (S.tensor == NULL || S.make_scalar == NULL || Py_TYPE(args[1]) != S.tensor ||
+        !is_scalar(args[0]))
+        Py_RETURN_NONE;
     return scalar_operand(args[0], args[1]);
 }
 

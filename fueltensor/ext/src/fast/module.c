@@ -9,7 +9,7 @@ static PyMethodDef methods[] = {
      "adopt(array, dtype) -> FuelTensor | None: FuelTensor._from_dense(array, dtype) for an "
      "exact ndarray of dtype owning its memory, row-major and writable; else None."},
     {"scalar", (PyCFunction)(void (*)(void))scalar, METH_FASTCALL,
-     "scalar(value, like) -> FuelTensor | None: dispatch._scalar(value, like), cached and "
+     "scalar(value, like) -> FuelTensor | None: scalars.scalar_tensor(value, like), cached and "
      "read-only, for an exact Python float / int / bool; else None."},
     {"operator", (PyCFunction)(void (*)(void))make_operator, METH_FASTCALL,
      "operator(op, form, fallback): a callable (a, b) that runs the fast path, else "
@@ -18,6 +18,14 @@ static PyMethodDef methods[] = {
     {"entry", (PyCFunction)(void (*)(void))entry, METH_FASTCALL,
      "entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc, "
      "steps, casts): what binary runs for a cached plan (an opaque object), or None."},
+    {"foreign_entry", (PyCFunction)(void (*)(void))foreign_entry, METH_FASTCALL,
+     "foreign_entry(address, failure, out_dtype, out_layout, np_dtype, shape, modes, offsets, "
+     "needs, casts): what binary runs for a cached plan of a compiled provider's kernel (an "
+     "opaque object), or None."},
+    {"byte_call", (PyCFunction)(void (*)(void))byte_call, METH_FASTCALL,
+     "byte_call(address, lhs, rhs, out) -> int: the status of the compiled kernel at address "
+     "called on three C-contiguous arrays (inputs of at most 16 bytes as private copies, the "
+     "GIL released from GIL_FREE_FROM output elements)."},
     {"empty", (PyCFunction)(void (*)(void))empty, METH_FASTCALL,
      "empty(count, dtype): an uninitialized 1-D array whose first byte is 64-byte aligned."},
     {"getitem", (PyCFunction)(void (*)(void))getitem, METH_FASTCALL,

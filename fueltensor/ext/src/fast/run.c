@@ -18,11 +18,13 @@ static char *operand_at(PyObject *t, Py_ssize_t offset, Py_ssize_t need, Py_ssiz
 
 static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int *ndim,
                        Py_ssize_t *offset);
+static int run_foreign(const Entry *e, PyObject *const *operands, char *out);
 
 /* The plan's BroadcastTo (to the output's shape, when `broadcast`) and Contiguize of operand
- * `t`, into a fresh buffer `*temp` (to be freed with PyMem_RawFree); NULL with no error set
- * when the operand is not one this code copies. */
-static const char *densify(PyObject *t, const Entry *e, int broadcast, char **temp) {
+ * `t`, into a fresh buffer `*temp` (to be freed with PyMem_RawFree) of `*made` elements; NULL
+ * with no error set when the operand is not one this code copies. */
+static const char *densify(PyObject *t, const Entry *e, int broadcast, char **temp,
+                           Py_ssize_t *made) {
     Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
     Py_ssize_t steps[NPY_MAXDIMS];
     int ndim;
@@ -47,6 +49,7 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
     if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, itemsize);
+    *made = count;
     return *temp;
 }
 
@@ -80,11 +83,11 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL};
     _Alignas(64) char blocks[2][REPEAT_BYTES];
-    Py_ssize_t isz = e->itemsize, step = e->count;
+    Py_ssize_t isz = e->itemsize, step = e->count, made;
     int status = 0;
     for (int k = 0; k < 2; k++) {
         if (e->mode[k] == DENSIFY) {
-            src[k] = densify(operands[k], e, 1, &temp[k]);
+            src[k] = densify(operands[k], e, 1, &temp[k], &made);
         } else {
             src[k] = operand_at(operands[k], e->offset[k], e->need[k], isz);
             if (src[k] != NULL && e->mode[k] == REPEAT) {
@@ -121,7 +124,8 @@ done:
  * `run_native` does. 1 done, 0 when the operand is not one this code reads, -1 on error. */
 static int run_powi_entry(const Entry *e, PyObject *x, char *out) {
     char *temp = NULL;
-    const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp)
+    Py_ssize_t made;
+    const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp, &made)
                                             : operand_at(x, e->offset[0], e->need[0], e->itemsize);
     if (src == NULL) return 0;
     FpFlags flags;
@@ -153,10 +157,11 @@ static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *
 static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out) {
     PyObject *args[3] = {NULL, NULL, out};
     char *temp[2] = {NULL, NULL};
+    Py_ssize_t made;
     int status = -1;
     for (int k = 0; k < 2; k++) {
         const char *data = e->mode[k] == DENSIFY
-                               ? densify(operands[k], e, 0, &temp[k])
+                               ? densify(operands[k], e, 0, &temp[k], &made)
                                : operand_at(operands[k], e->offset[k], e->need[k], e->itemsize);
         if (data == NULL) {
             status = 0;
@@ -301,9 +306,10 @@ static int cast_operands(Call *c) {
  * is not one this code reads, -1 on error. */
 static int run_entry(Call *c, char *out, PyObject *view) {
     const Entry *e = c->e;
-    return e->kind == ORACLE ? run_oracle(e, c->operands, view)
-           : e->kind == POWI ? run_powi_entry(e, c->operands[0], out)
-                             : run_native(e, c->operands, out);
+    return e->kind == ORACLE    ? run_oracle(e, c->operands, view)
+           : e->kind == POWI    ? run_powi_entry(e, c->operands[0], out)
+           : e->kind == FOREIGN ? run_foreign(e, c->operands, out)
+                                : run_native(e, c->operands, out);
 }
 
 /* Whether the found entry (its Cast steps run) may write straight into `out`, an in-place
@@ -312,9 +318,12 @@ static int run_entry(Call *c, char *out, PyObject *view) {
  * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
  * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
  * entry whose call is a bare ufunc writes through NumPy, which copies overlapping operands
- * itself; a half type's call re-reads its operands after the ufunc, so it never does. */
+ * itself; a half type's call re-reads its operands after the ufunc, so it never does. Nor
+ * does a compiled provider's kernel, whose contract promises nothing of an `out` that aliases
+ * an input (the Python path hands it a fresh one). */
 static int writes_in_place(const Call *c, const char *out) {
     const Entry *e = c->e;
+    if (e->kind == FOREIGN) return 0;
     if (e->kind == ORACLE) return e->bare_ufunc;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {

@@ -1,5 +1,5 @@
 /* ---------------------------------------------------------------------------------------------
- * Python scalars: the 0-d tensor `dispatch._scalar` makes, cached. */
+ * Python scalars: the 0-d tensor `scalars.scalar_tensor` makes, cached. */
 
 
 /* Whether `value` is a Python scalar this code takes: exactly a float, an int or a bool. */

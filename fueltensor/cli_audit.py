@@ -1,0 +1,289 @@
+"""The kernel author's loop on the command line: the flags that bring a draft provider in
+(`--contracts`, `--library`, `--module`, taken by `contracts`, `explain`, `compare` and `judge`),
+and the `compare` and `judge` subcommands.
+
+A draft is FKC documents read after the installed ones, linked to the kernels of a shared library
+or a Python module named here (`tools.drafts`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .core.dtypes import BY_FKC, DType, as_dtype
+from .core.errors import ContractError, LibraryError
+from .core.tensor import asarray
+from .engine.backends import use_registry
+from .engine.dispatch import OPERATIONS
+from .fkc import KernelContract
+from .ops import BY_KIND, CONTRACT_OPS, spelled
+from .registry import Registry, registry
+from .tools.drafts import Draft, DraftError, Source, load, sources
+from .tools.textwidth import fit_lines
+
+DRAFT_ERRORS = (ContractError, DraftError, LibraryError)
+"""What a draft that cannot be read or linked raises: each names the file (and line) at fault."""
+
+
+def add_wide(p: argparse.ArgumentParser) -> None:
+    """The `--wide` flag of the commands that print tables."""
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every column at full width (tables otherwise fit the terminal)",
+    )
+
+
+def add_draft_flags(p: argparse.ArgumentParser, what: str) -> None:
+    """`--contracts`, `--library` and `--module`: a draft provider, `what` the command does to
+    its documents' contracts."""
+    p.add_argument(
+        "--contracts",
+        nargs="+",
+        metavar="PATH",
+        help=f"FKC documents (files or directories) to {what}, read after the installed ones",
+    )
+    p.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a shared library (.so) holding their kernels: entry point NS::NAME is its C symbol "
+        "NAME, loaded with ft.load_library (repeatable)",
+    )
+    p.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a Python file or module holding their kernels: its ENTRY_POINTS map, else its "
+        "function NAME for entry point NS::NAME (repeatable; imported because you name it here)",
+    )
+
+
+def draft_sources(args: argparse.Namespace) -> list[Source]:
+    """The libraries and modules named; DraftError if one is missing or fails to import, or if
+    they are named without documents to link."""
+    if (args.library or args.module) and not args.contracts:
+        raise DraftError("--library and --module link the documents of --contracts: name them")
+    for word in args.contracts or ():
+        if not Path(word).exists() and not Path(word).suffix:  # `--contracts doc.md maximum`
+            raise DraftError(
+                f"--contracts {word}: no such document; --contracts takes every word up to the "
+                f"next option, so name operations and providers before it (fueltensor "
+                f"{args.command} {word} --contracts ...)"
+            )
+    return sources(args.library, args.module)
+
+
+def draft(args: argparse.Namespace) -> Draft | None:
+    """The draft the flags name, linked beside the installed registry (None without
+    `--contracts`); one of `DRAFT_ERRORS` at the first fault."""
+    found = draft_sources(args)
+    return load(args.contracts, found) if args.contracts else None
+
+
+def fail(command: str, e: Exception) -> int:
+    """Print `fueltensor COMMAND: why` on stderr; exit status 2 (a usage or document error)."""
+    print(f"fueltensor {command}: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
+    return 2
+
+
+def _cases(
+    contracts: list[KernelContract], ops: list[str], dtypes: list[str]
+) -> Iterator[tuple[str, DType]]:
+    """(operation, dtype) once each, read from the contracts: every binary operation they serve
+    at every dtype their first input takes, narrowed to `ops` and `dtypes` when given."""
+    wanted = {as_dtype(d) for d in dtypes}
+    seen: set[tuple[str, DType]] = set()
+    for c in contracts:
+        op = BY_KIND.get(c.op_kind)
+        if op is None or c.params or (ops and op.name not in ops):
+            continue
+        for fkc in c.inputs[0].dtypes:
+            case = (op.name, BY_FKC[fkc])
+            if case not in seen and (not wanted or case[1] in wanted):
+                seen.add(case)
+                yield case
+
+
+def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]:
+    """`compare`'s words sorted into operations (any spelling) and providers (a name or alias
+    of `reg`); ValueError naming both kinds for a word that is neither."""
+    ops, providers = [], []
+    for name in names:
+        op = spelled(name)
+        if op is not None:
+            ops.append(op.name)
+            continue
+        try:
+            reg.provider_names(name)
+        except ValueError as e:
+            known = ", ".join(o.name for o in CONTRACT_OPS)
+            raise ValueError(
+                f"{name!r} is neither an operation ({known}) nor a provider: {e}"
+            ) from None
+        providers.append(name)
+    return ops, providers
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from .tools.compare import compare_backends
+    from .tools.judge import probes
+
+    try:
+        found = draft(args)
+        reg = found.registry if found else registry()
+        chosen = [reg[n] for n in found.names] if found else [c for c in reg if c.registrable]
+        ops, providers = _split_names(reg, args.names)
+        cases = list(_cases(chosen, ops, args.dtypes))
+        if not cases:
+            raise ValueError("no contract of a binary operation matched: nothing to compare")
+        rng = np.random.default_rng(args.seed)
+        with use_registry(reg), compare_backends(*providers, *args.provider) as report:
+            for op, dtype in cases:
+                lhs, rhs = probes(dtype.np, args.size, rng)
+                OPERATIONS[op](asarray(lhs), asarray(rhs))
+    except (*DRAFT_ERRORS, KeyError, ValueError, TypeError) as e:
+        return fail("compare", e)
+    print(report)
+    try:
+        report.assert_equal(args.max_ulp)
+    except AssertionError as e:  # the worst element of each pair of kernels that differ
+        print(fit_lines(str(e)))
+        return 1
+    return 0
+
+
+def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fueltensor compare`: the kernels of several providers on the same inputs, bit for bit."""
+    p = sub.add_parser(
+        "compare",
+        help="run operations on every admissible provider and diff the bits (exit 1 if any differ)",
+        description="Run each operation the contracts serve (a draft's, with --contracts) on "
+        "every pair of special values plus random bit patterns, under compare_backends, e.g. "
+        "`fueltensor compare maximum cpu my-c-max --contracts my-max.md --library ./libmymax.so`.",
+    )
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="only these operations (add, maximum, ...) and providers (cpu, my-provider, ...); "
+        "default: every operation the contracts serve, on every provider",
+    )
+    p.add_argument(
+        "--provider",
+        "--providers",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="NAME",
+        help="compare only these providers (a name or alias; default: all)",
+    )
+    p.add_argument(
+        "--dtypes", nargs="+", default=[], metavar="DTYPE", help="only these dtypes (float32 ...)"
+    )
+    p.add_argument(
+        "--size", type=int, default=4096, help="random operand pairs besides the special values"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random bit patterns")
+    p.add_argument(
+        "--max-ulp",
+        type=float,
+        default=0.0,
+        metavar="ULP",
+        help="tolerated difference (default 0: bit for bit, NaN payloads included)",
+    )
+    add_draft_flags(p, "compare")
+    add_wide(p)
+    p.set_defaults(run=_run_compare)
+
+
+def _run_judge(args: argparse.Namespace) -> int:
+    from .tools.judge import judge, write_outputs
+
+    if args.scheduler:
+        if args.contracts:
+            return fail(
+                "judge",
+                ValueError(
+                    "--scheduler audits each worker's own registry; --contracts is for a local "
+                    "audit"
+                ),
+            )
+        return _judge_cluster(args)
+    try:
+        found = draft(args)
+        reg: Registry = found.registry if found else registry()
+        kernels = args.kernel or (list(found.names) if found else None)
+        report = judge(reg, kernels, quick=args.quick)
+    except (*DRAFT_ERRORS, KeyError, ValueError) as e:
+        return fail("judge", e)
+    print(report)
+    write_outputs(report, args.json, args.markdown)
+    return 0 if report.ok else 1
+
+
+def _judge_cluster(args: argparse.Namespace) -> int:
+    """`fueltensor judge --scheduler ADDRESS`: the audit on one worker per host of a Dask
+    cluster, the machines compared."""
+    from .tools.judge import judge, write_outputs
+
+    try:
+        from distributed import Client
+    except ImportError:
+        return fail("judge", ImportError("--scheduler needs Dask: pip install 'fueltensor[dask]'"))
+    try:
+        # distributed's Client.__init__ carries no annotations
+        with Client(args.scheduler, timeout=args.timeout) as client:  # type: ignore[no-untyped-call]
+            report = judge(
+                kernels=args.kernel,
+                quick=args.quick,
+                client=client,
+                every_worker=args.every_worker,
+                timeout=args.timeout,
+            )
+    except (KeyError, ValueError, RuntimeError, OSError, TimeoutError) as e:
+        return fail("judge", e)
+    print(report)
+    write_outputs(report, args.json, args.markdown)
+    return 0 if report.ok else 1
+
+
+def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fueltensor judge`: audit determinism, precision, conformance and cost of the kernels."""
+    p = sub.add_parser(
+        "judge",
+        help="audit every registrable contract against its kernel (exit 1 if a bound breaks)",
+    )
+    p.add_argument("--quick", action="store_true", help="smaller probes (well under a minute)")
+    p.add_argument(
+        "--kernel", action="append", metavar="NAME", help="audit only this contract (repeatable)"
+    )
+    add_draft_flags(p, "audit (only theirs unless --kernel names others)")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the audit on one worker per host of this Dask cluster and compare the machines",
+    )
+    p.add_argument(
+        "--every-worker",
+        action="store_true",
+        help="with --scheduler: audit on every worker, not one per host",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="with --scheduler: give up connecting or waiting after this long (default 600)",
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the findings as JSON")
+    p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    add_wide(p)
+    p.set_defaults(run=_run_judge)
