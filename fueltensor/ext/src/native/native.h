@@ -114,9 +114,9 @@ typedef struct {
 #endif
 
 /* Everything `_native` keeps between calls (the vector powf's state is pow_shortcut.c's). The
- * ISA bodies are filled at init (`isa` the selected one); the
- * thread setting is `set_threads`'s, and `parallel_from` is PARALLEL_FROM except while
- * benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`). */
+ * ISA bodies are filled at init (`isa` the selected one); the thread setting is `set_threads`'s,
+ * and `parallel_from` is PARALLEL_FROM except while benchmarks/run.py measures where splitting
+ * starts to pay (`set_parallel_from`). */
 static struct {
     BodyWith isa_bodies[2];
     int isa_count, isa;
