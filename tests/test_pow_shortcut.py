@@ -33,7 +33,7 @@ from _oracle import F32, pow_
 import fueltensor as ft
 from fueltensor.fingerprint import machine
 from fueltensor.kernels import pow_shortcut
-from fueltensor.kernels._chassis import NATIVE
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 native: Any = NATIVE
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
@@ -45,6 +45,9 @@ STATUS = (False, False, "") if NATIVE is None else NATIVE.pow_status()
 PASSES = () if not STATUS[1] else tuple(name for name, *_ in NATIVE.verify_pow(2.0, 0, 0, 1))
 """The vector passes this CPU runs, where the vector powf is recognised here."""
 needs_vector = pytest.mark.skipif(not STATUS[1], reason=f"no vector powf here: {STATUS[2]}")
+kernels_native = pytest.mark.skipif(
+    IMPLEMENTATION != "native", reason="the pure kernels are in use (FUELTENSOR_PURE_NUMPY=1)"
+)
 
 SAMPLE_PARTS = {
     "special": (0, 1764),
@@ -110,6 +113,12 @@ RUNNERS = [pytest.param(body(isa), id=f"body-{isa}") for isa in ISAS] + [
     pytest.param(vector_pass(name), id=f"pass-{name}") for name in PASSES
 ]
 """Every way f32 pow runs here: each instruction set's kernel body, each vector pass."""
+
+
+def compiled_environment() -> dict[str, str]:
+    """This environment for a child process that runs the compiled kernels (whatever this run's
+    FUELTENSOR_PURE_NUMPY: the child tests the compiled kernels' pow)."""
+    return {k: v for k, v in os.environ.items() if k != "FUELTENSOR_PURE_NUMPY"}
 
 
 def special_bits() -> list[int]:
@@ -424,7 +433,7 @@ def test_glibcs_sse2_powf_is_not_taken_for_its_fma_one() -> None:
         "from fueltensor.kernels import pow_shortcut\n"
         "print(pow_shortcut.describe())\n"
     )
-    env = {**os.environ, "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
+    env = {**compiled_environment(), "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     first, reason = done.stdout.splitlines()
@@ -531,7 +540,7 @@ def test_off_by_environment() -> None:
         "t = np.full(64, 3.0, np.float32)\n"
         "print(n.raised(n.OPS.index('pow'), 0, t, t - 1, np.empty_like(t)))\n"
     )
-    env = {**os.environ, pow_shortcut.ENV_VAR: "0"}
+    env = {**compiled_environment(), pow_shortcut.ENV_VAR: "0"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     text, bits, flags = done.stdout.splitlines()
@@ -548,6 +557,7 @@ FE_INEXACT = 0x20 if platform.machine() == "x86_64" else 0x10
 
 
 @needs_vector
+@kernels_native
 def test_a_fresh_process_runs_the_vector_powf() -> None:
     """Nothing run by hand: the kernels take the vector powf as the package comes (3 ** 2 on
     the short way raises no flag; powf's arithmetic would raise inexact)."""
@@ -571,6 +581,7 @@ def test_the_switch_turns_the_vector_powf_off() -> None:
 
 
 @needs_vector
+@kernels_native
 def test_the_status_says_the_vector_powf_runs_and_why() -> None:
     previous = native.pow_vector(True)
     try:
