@@ -69,21 +69,12 @@ NATIVE_SRC = "fueltensor/ext/src/native/"
 FAST_SRC = "fueltensor/ext/src/fast/"
 """The compiled floor's per-concern C files: a C mutation names the file its snippet is in."""
 HOST = "fueltensor/array_api/_host.py"
-POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
-POW_LOOP_TESTS = tuple(
-    f"tests/test_pow_shortcut.py::{name}"
-    for name in (
-        "test_specials_and_band_edges_are_powf",
-        "test_random_bit_patterns_are_powf",
-        "test_every_length_offset_and_mixed_exponents",
-        "test_another_rounding_mode_runs_powf",
-        "test_verifier_catches_a_loop_without_a_band",
-    )
-)
-"""The pow shortcut loop's tests that force it on: a mutated `_native` is rebuilt and tested
-with the shortcut off otherwise (no cached verdict applies: a verdict is keyed on the
-extension's bytes)."""
-POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
+POW_STATUS = "fueltensor/kernels/pow_shortcut.py"
+POWF_VECTOR = NATIVE_SRC + "powf_vector.c"
+POWF_RECOGNISE = NATIVE_SRC + "powf_recognise.c"
+POWF_TESTS = ("tests/test_pow_shortcut.py",)
+"""The vector powf's tests: every body and pass against libm powf, the recognition, the tables
+and the proofs' machinery (a mutated `_native` is rebuilt in the copy)."""
 JUDGE = "fueltensor/tools/judge/audit.py"
 JUDGE_REPORT = "fueltensor/tools/judge/report.py"
 COMPARE = "fueltensor/tools/compare.py"
@@ -170,9 +161,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "isa-avx512-drops-the-last-lane",
         NATIVE_SRC + "bodies.c",
-        "DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx2)",
+        "DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx512)",
         "#define HALVES_avx512_whole HALVES_avx512\n"
-        "DEFINE_BODY(avx512_whole, TARGET_AVX512, pow_pass_avx2)\n"
+        "DEFINE_BODY(avx512_whole, TARGET_AVX512, pow_pass_avx512)\n"
         "TARGET_AVX512 static void body_avx512_part(int op, int dtype, const void *a,\n"
         "    const void *b, void *c, Py_ssize_t n, const PowShortcut *s, int stream) {\n"
         "    body_avx512_whole_part(op, dtype, a, b, c, n - (n > 0), s, stream);\n}\n"
@@ -362,86 +353,199 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_kernels_native.py",),
         "explain never names the compiled body (avx512) a kernel step runs",
     ),
-    # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
+    # -- f32 pow: the vector powf (the C is rebuilt in the copy) -------------------------------
     M(
-        "pow-no-band",
-        NATIVE_SRC + "native.h",
-        "#define POW_BAND (1 << 21)",
-        "#define POW_BAND 0",
-        POW_LOOP_TESTS,
-        "lanes next to a rounding midpoint take x*x or sqrt where powf rounds the other way",
+        "powf-invc-entry-one-ulp-off",
+        POWF_VECTOR,
+        "0x1.25e227b0b8eap+0,",
+        "0x1.25e227b0b8ea1p+0,",
+        POWF_TESTS,
+        "one 1/c of the log table is a ulp off glibc's",
     ),
     M(
-        "pow-avx2-no-lower-range",
+        "powf-log-coefficient-one-ulp-off",
+        POWF_VECTOR,
+        "0x1.ec70a6ca7baddp-2,",
+        "0x1.ec70a6ca7badep-2,",
+        POWF_TESTS,
+        "a coefficient of the log2 polynomial is a ulp off glibc's",
+    ),
+    M(
+        "powf-exp-table-entry-one-ulp-off",
+        POWF_VECTOR,
+        "PF.exp2[j] = u - ((uint64_t)j << 47);",
+        "PF.exp2[j] = u - ((uint64_t)j << 47) + (j == 7);",
+        POWF_TESTS,
+        "one derived 2^(j/32) is a ulp off its definition (and glibc's)",
+    ),
+    M(
+        "powf-short-way-without-band",
+        POWF_VECTOR,
+        "#define POWF_BAND (1 << 20)",
+        "#define POWF_BAND 0",
+        POWF_TESTS,
+        "y = 2 and 0.5 round the exact value next to a midpoint, where powf rounds the other way",
+    ),
+    M(
+        "powf-short-way-any-exponent",
+        POWF_VECTOR,
+        "int half = _mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) == 0xFFFF;",
+        "int half = _mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) != 0;",
+        POWF_TESTS,
+        "AVX-512: a group with one y = 0.5 takes every lane's square root",
+    ),
+    M(
+        "powf-avx2-short-way-range-ignored",
+        POWF_VECTOR,
+        "__m256i take = _mm256_andnot_si256(_mm256_or_si256(low, high), far);",
+        "__m256i take = far;",
+        POWF_TESTS,
+        "AVX2: zeros, subnormal and overflowing squares and roots skip powf's own branches",
+    ),
+    M(
+        "powf-avx512-log-fma-dropped",
+        POWF_VECTOR,
+        "__m512d r = _mm512_fmadd_pd(z, invc, _mm512_set1_pd(-1.0));",
+        "__m512d r = _mm512_sub_pd(_mm512_mul_pd(z, invc), _mm512_set1_pd(1.0));",
+        POWF_TESTS,
+        "AVX-512: z * invc - 1 rounded twice where glibc's FMA variant rounds once",
+    ),
+    M(
+        "powf-avx2-log-fma-dropped",
+        POWF_VECTOR,
+        "__m256d q = _mm256_fmadd_pd(_mm256_set1_pd(PF.poly[4]), r, y0);",
+        "__m256d q = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(PF.poly[4]), r), y0);",
+        POWF_TESTS,
+        "AVX2: A4 * r + (logc + k) rounded twice where glibc's FMA variant rounds once",
+    ),
+    M(
+        "powf-avx2-odd-power-sign-lost",
+        POWF_VECTOR,
+        "__m256i bias = _mm256_and_si256(l.negodd, _mm256_set1_epi32(PF_SIGN_BIAS));",
+        "__m256i bias = _mm256_setzero_si256();",
+        POWF_TESTS,
+        "AVX2: a negative base to an odd integer power comes out positive",
+    ),
+    M(
+        "powf-avx512-invalid-not-nan",
+        POWF_VECTOR,
+        "return _mm512_mask_blend_ps(l.invalid, res, _mm512_div_ps(d, d));",
+        "return res;",
+        POWF_TESTS,
+        "AVX-512: a negative base to a non-integer power is a number, not the default NaN",
+    ),
+    M(
+        "powf-avx2-zero-base-not-inverted",
+        POWF_VECTOR,
+        "    x2 = _mm256_blendv_ps(x2, _mm256_div_ps(_mm256_set1_ps(1.0f), x2), "
+        "_mm256_castsi256_ps(iy));\n",
+        "",
+        POWF_TESTS,
+        "AVX2: 0, inf or NaN to a negative power is x*x, not 1/(x*x)",
+    ),
+    M(
+        "powf-avx512-subnormal-not-scaled",
+        POWF_VECTOR,
+        "__mmask16 sub = _mm512_cmplt_epi32_mask(xa, _mm512_set1_epi32(0x00800000));",
+        "__mmask16 sub = 0;",
+        POWF_TESTS,
+        "AVX-512: a subnormal base goes to log2 unnormalized",
+    ),
+    M(
+        "powf-avx2-range-ignored",
+        POWF_VECTOR,
+        "unsigned range = (powf_range_avx2(lo) | powf_range_avx2(hi) << 4) & ~(slow | rare);",
+        "unsigned range = 0;",
+        POWF_TESTS,
+        "AVX2: results past the float range skip glibc's overflow and underflow products",
+    ),
+    M(
+        "powf-underflow-step-moved",
+        POWF_VECTOR,
+        "ylogx <= -150.0 ? 0x1p-95f : 0x1.4p-75f",
+        "ylogx < -150.0 ? 0x1p-95f : 0x1.4p-75f",
+        POWF_TESTS,
+        "y log2 x = -150 exactly gives the smallest subnormal where glibc gives 0",
+    ),
+    M(
+        "powf-avx512-special-y-kept",
+        POWF_VECTOR,
+        "unsigned slow = l.special_y, rare = (unsigned)(l.special_x | l.invalid);",
+        "unsigned slow = 0, rare = (unsigned)(l.special_x | l.invalid);",
+        POWF_TESTS,
+        "AVX-512: y = 0, inf or NaN keeps the main path's value instead of powf's",
+    ),
+    M(
+        "powf-tail-not-written",
+        POWF_VECTOR,
+        "        if (gc == pc) memcpy(c + g, pc, (size_t)rest * sizeof(float));\n",
+        "",
+        POWF_TESTS,
+        "the last few lanes of a tile (the padded group) are never written",
+    ),
+    M(
+        "powf-any-rounding-mode",
         NATIVE_SRC + "pow_shortcut.c",
-        "__m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));",
-        "__m256i ok = _mm256_cmpgt_epi32(hi, in);",
-        POW_LOOP_TESTS,
-        "AVX2: -0 ** 0.5 gives -0 and subnormal squares skip powf's own rounding",
+        "if (s->pass != NULL && s->on && default_fp_mode() && pow_vector_ready()) {",
+        "if (s->pass != NULL && s->on && pow_vector_ready()) {",
+        POWF_TESTS,
+        "the vector powf runs in a rounding mode where powf's bits differ from its",
     ),
     M(
-        "pow-generic-no-range",
+        "powf-switch-ignored",
         NATIVE_SRC + "pow_shortcut.c",
-        "return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));",
-        "return !((b == want) & (near > 2 * band));",
-        POW_LOOP_TESTS,
-        "baseline: zeros, subnormal and overflowing results skip powf",
+        "if (s->pass != NULL && s->on && default_fp_mode() && pow_vector_ready()) {",
+        "if (s->pass != NULL && default_fp_mode() && pow_vector_ready()) {",
+        POWF_TESTS,
+        "FUELTENSOR_POW_SHORTCUT=0 (pow_vector(False)) leaves the vector powf running",
     ),
     M(
-        "pow-avx2-any-exponent",
-        NATIVE_SRC + "pow_shortcut.c",
-        "_mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ)",
-        "_mm256_cmp_ps(want, want, _CMP_EQ_OQ)",
-        POW_LOOP_TESTS,
-        "AVX2: a lane with another y in a tile led by y = 2 is squared",
+        "powf-recognition-blind",
+        POWF_RECOGNISE,
+        "if (powf_sample_differs(&passes[v], s, why, size)) return 0;",
+        "powf_sample_differs(&passes[v], s, why, size);",
+        POWF_TESTS,
+        "a powf that differs on the sample is recognised anyway",
     ),
     M(
-        "pow-any-rounding-mode",
-        NATIVE_SRC + "pow_shortcut.c",
-        "int on = (s->two | s->half) && default_fp_mode();",
-        "int on = s->two | s->half;",
-        POW_LOOP_TESTS,
-        "the shortcut runs under a rounding mode it was not verified in",
+        "powf-libm-scan-blind",
+        POWF_RECOGNISE,
+        "return scan.found[0] && scan.found[1];",
+        "return 1;",
+        POWF_TESTS,
+        "tables the libm does not hold are taken for its own",
     ),
     M(
-        "pow-avx2-root-distance-doubled",
-        NATIVE_SRC + "pow_shortcut.c",
-        "d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));",
-        "d = _mm256_mul_ps(rest, _mm256_rcp_ps(r));",
-        POW_LOOP_TESTS,
-        "AVX2: the root's distance from a midpoint is misjudged (x - r*r over r, not 2r)",
+        "powf-sample-without-witnesses",
+        POWF_RECOGNISE,
+        "for (size_t i = 0; i < N_WITNESS; i++, at++) {",
+        "for (size_t i = 0; i < 0; i++, at++) {",
+        POWF_TESTS,
+        "glibc's SSE2 powf (FMA and AVX2 masked by GLIBC_TUNABLES) is taken for its FMA one",
     ),
     M(
-        "pow-verifier-blind",
+        "powf-proof-blind",
         NATIVE_SRC + "pow_check.c",
         "if (f32_bits(got[j]) == f32_bits(want[j])) continue;",
         "if (f32_bits(got[j]) == f32_bits(got[j])) continue;",
-        POW_LOOP_TESTS,
-        "the exhaustive check reports no mismatch whatever the loop does",
+        POWF_TESTS,
+        "the proofs report no mismatch whatever the passes do",
     ),
     M(
-        "pow-verdict-partial-proves",
-        POW_VERDICT,
-        "c.y == y and c.inputs == INPUTS and c.mismatches == 0",
-        "c.y == y and c.mismatches == 0",
-        POW_VERDICT_TESTS,
-        "a check over a slice of the inputs switches the shortcut on",
+        "powf-status-claims-it-runs",
+        POW_STATUS,
+        "    if not recognised:\n",
+        "    if False:\n",
+        POWF_TESTS,
+        "the fingerprint says the vector powf runs where it was refused",
     ),
     M(
-        "pow-verdict-any-machine",
-        POW_VERDICT,
-        "return verdict if verdict.identity == expected else None",
-        "return verdict",
-        POW_VERDICT_TESTS,
-        "a verdict from another machine, libm or build switches the shortcut on",
-    ),
-    M(
-        "pow-verdict-ignores-mismatches",
-        POW_VERDICT,
-        "mismatches += sum(count for count, _ in per_body)",
-        "mismatches += 0",
-        POW_VERDICT_TESTS,
-        "a check that found mismatches reports none",
+        "powf-environment-ignored",
+        POW_STATUS,
+        'off = os.environ.get(ENV_VAR) == "0"',
+        "off = False",
+        POWF_TESTS,
+        "FUELTENSOR_POW_SHORTCUT=0 no longer switches the vector powf off",
     ),
     # -- planner ---------------------------------------------------------------------------
     M(
@@ -2125,8 +2229,8 @@ def copy_tree(dest: Path) -> None:
 
 
 def rebuild(copy: Path) -> bool:
-    """Build the copy's mutated C extension in place, without the pow shortcut's check; False
-    when it does not compile (the mutation is then caught by the build)."""
+    """Build the copy's mutated C extension in place; False when it does not compile (the
+    mutation is then caught by the build)."""
     done = subprocess.run(
         [sys.executable, "setup.py", "build_ext", "--inplace", "--force"],
         cwd=copy,

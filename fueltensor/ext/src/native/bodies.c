@@ -1,6 +1,6 @@
 /* ---------------------------------------------------------------------------------------------
  * One kernel body per instruction set: the same C, compiled for the baseline, for AVX2 (with
- * F16C and FMA, which the pow shortcut uses) and for AVX-512 (in 512-bit vectors). */
+ * F16C and FMA, which the vector powf uses) and for AVX-512 (in 512-bit vectors). */
 
 
 INLINE void loops(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
@@ -81,9 +81,9 @@ INLINE void body(int op, int dtype, const void *a, const void *b, void *c, Py_ss
  * (decided for the whole call, of which a body may run one part on a thread). */
 INLINE int streams(int dtype, Py_ssize_t n) { return n >= STREAM_FROM / ITEMSIZE[dtype]; }
 
-/* The bodies of one instruction set (`target`, its `Halves` and pow tile pass):
- * `body_<isa>_part` told whether to stream (what the pool runs, part by part), and
- * `body_<isa>`, a whole call (the BodyWith of `N.isa_bodies`). */
+/* The bodies of one instruction set (`target`, its `Halves` and vector powf pass, NULL for
+ * powf per lane): `body_<isa>_part` told whether to stream (what the pool runs, part by part),
+ * and `body_<isa>`, a whole call (the BodyWith of `N.isa_bodies`). */
 #define DEFINE_BODY(isa, target, tile_pass)                                              \
     target static void body_##isa##_part(int op, int dtype, const void *a, const void *b,         \
                                          void *c, Py_ssize_t n, const PowShortcut *s,             \
@@ -97,11 +97,10 @@ INLINE int streams(int dtype, Py_ssize_t n) { return n >= STREAM_FROM / ITEMSIZE
         body_##isa##_part(op, dtype, a, b, c, n, s, streams(dtype, n));                            \
     }
 
-DEFINE_BODY(baseline, , pow_pass_generic)
+DEFINE_BODY(baseline, , NULL)
 #ifdef HAVE_AVX2_F16C
 DEFINE_BODY(avx2, TARGET_AVX2_F16C, pow_pass_avx2)
 #endif
 #ifdef HAVE_AVX512
-/* The AVX2 tile pass for the pow shortcut (its exhaustive proof holds for it). */
-DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx2)
+DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx512)
 #endif

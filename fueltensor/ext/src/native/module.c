@@ -20,11 +20,31 @@ static PyMethodDef methods[] = {
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
-    {"pow_shortcut", (PyCFunction)(void (*)(void))pow_shortcut, METH_FASTCALL,
-     "pow_shortcut(two, half) -> previous: take f32 pow's verified shortcut for y == 2 / 0.5."},
+    {"pow_vector", pow_vector, METH_O,
+     "pow_vector(on) -> previous: let f32 pow run the vector powf where it is recognised "
+     "(on by default; off: powf for every lane)."},
+    {"pow_status", pow_status, METH_NOARGS,
+     "pow_status() -> (on, recognised, reason): pow_vector's switch, whether the platform powf "
+     "is the algorithm the vector powf follows (recognising it now if no call has yet), and "
+     "what that rests on."},
+    {"pow_sample", pow_sample, METH_NOARGS,
+     "pow_sample() -> (x, y): the recognition's inputs, as bytes of uint32 bit patterns."},
+    {"pow_recognise", pow_recognise, METH_O,
+     "pow_recognise(want) -> (recognised, reason): the recognition, with the uint32 bits `want` "
+     "standing for powf's on the sample."},
+    {"pow_tables", pow_tables, METH_NOARGS,
+     "pow_tables() -> (log, exp): the vector powf's tables as glibc lays them out (bytes)."},
+    {"pow_libm_holds", (PyCFunction)(void (*)(void))pow_libm_holds, METH_FASTCALL,
+     "pow_libm_holds(log, exp) -> bool: whether the libm holding powf holds both blocks."},
+    {"pow_with", (PyCFunction)(void (*)(void))pow_with, METH_FASTCALL,
+     "pow_with(name, x, y, out): out[i] = f32 pow(x[i], y[i]) through one vector powf pass."},
     {"verify_pow", (PyCFunction)(void (*)(void))verify_pow, METH_FASTCALL,
-     "verify_pow(y, start, stop, band, threads) -> ((mismatches, first x bits or -1) per ISA): "
-     "compare f32 pow with the shortcut on against powf over the x bit patterns [start, stop)."},
+     "verify_pow(y, start, stop, threads[, flip]) -> ((pass, mismatches, first x, first y) per "
+     "pass): compare every vector powf pass with powf for the x bit patterns [start, stop) "
+     "(flip: XORed into powf's bits every 2^16 lanes, to show mismatches are found)."},
+    {"verify_pow_pairs", (PyCFunction)(void (*)(void))verify_pow_pairs, METH_FASTCALL,
+     "verify_pow_pairs(seed, start, stop, threads[, flip]) -> as verify_pow, over the random "
+     "(x, y) pairs [start, stop) of stream `seed`."},
     {"pow_identity", pow_identity, METH_NOARGS,
      "pow_identity() -> {libc, libm, powf}: the C library, file and symbol of the powf called."},
     {"select_isa", select_isa, METH_O,
@@ -165,7 +185,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
-        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||
         PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_FROM", STREAM_FROM) < 0 ||
         PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||

@@ -71,22 +71,18 @@ static const char *const ISA_NAMES[] = {"baseline", "avx2", "avx512"};
 
 /* Half-float elements per tile: three f32 tiles (6 KiB) stay in L1 between the passes. */
 #define TILE 512
-/* Double ULPs of the exact value (2^-52 of its binade; half a float ULP is 2^28 of them) inside
- * which powf decides: 2^21 is 2.4x the largest distance measured (benchmarks/
- * pow_shortcut_check.c) and sends 1/128 of the lanes to powf. */
-#define POW_BAND (1 << 21)
-/* Lanes per tile: one pass fills them and flags the slow ones, then powf fills those. */
+/* Lanes per f32 pow tile: a vector pass fills them and flags the lanes powf must decide. */
 #define POW_TILE 512
 
-/* Fill a tile's c with the shortcut's values for y == `want` (2 or 0.5) and `slow` (one bit per
- * lane) with the lanes powf must decide; returns how many. */
+/* An instruction set's f32 pow pass over a tile of k <= POW_TILE lanes: c from the vector powf
+ * (powf_vector.c) and one bit per lane in `slow` for the lanes powf itself must decide;
+ * returns how many. */
 typedef Py_ssize_t (*PowPass)(const float *a, const float *b, float *c, uint8_t *slow,
-                              Py_ssize_t k, float want, int64_t band);
+                              Py_ssize_t k);
 
 typedef struct {
-    int two, half; /* take the shortcut for lanes with y == 2 / y == 0.5 */
-    int64_t band;  /* POW_BAND; another value only in `verify_pow`, to show it catches errors */
-    PowPass pass;  /* the instruction set's tile pass (set by the kernel body) */
+    int on;       /* the vector powf may run (`pow_vector`'s switch, read once per call) */
+    PowPass pass; /* the instruction set's pass (set by the kernel body), NULL: powf per lane */
 } PowShortcut;
 
 /* A body with its pow shortcut settings spelled out (the kernels pass `pow_settings()`). */
@@ -189,13 +185,12 @@ typedef struct {
      PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, {{0}}}
 #endif
 
-/* Everything `_native` keeps between calls. The pow shortcut is off until `pow_shortcut` turns
- * it on (after a verdict); the ISA bodies are filled at init (`isa` the selected one); the
- * thread setting is `set_threads`'s, and `parallel_from` is 0 (each op class splits from its
- * measured threshold, `split_from`) except while benchmarks/run.py measures where splitting
- * starts to pay (`set_parallel_from`: every body from there). */
+/* Everything `_native` keeps between calls (the vector powf's state is pow_shortcut.c's). The
+ * ISA bodies are filled at init (`isa` the selected one); the thread setting is `set_threads`'s,
+ * and `parallel_from` is 0 (each op class splits from its measured threshold, `split_from`)
+ * except while benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`:
+ * every body from there). */
 static struct {
-    int pow_on_two, pow_on_half;
     BodyWith isa_bodies[MAX_ISAS];
     PartBody isa_parts[MAX_ISAS];
     PowIBody isa_powi[MAX_ISAS];
@@ -205,7 +200,7 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {0, 0, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0
+} N = {{NULL}, {NULL}, {NULL}, 1, 0, 1, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif
