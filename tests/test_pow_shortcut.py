@@ -342,9 +342,34 @@ def test_another_rounding_mode_runs_powf(mode: str, isa: str) -> None:
         assert np.array_equal(g, w.view(np.uint32))
 
 
-def test_public_operators_give_powf_bits() -> None:
+def any_bits_and_specials() -> np.ndarray[Any, Any]:
+    """20,000 random bit patterns and every special class (zeros of both signs, subnormals,
+    results past the float range, infinities, NaNs)."""
     rng = np.random.default_rng(9)
-    x = f32(np.concatenate([rng.integers(0, 1 << 32, 20000, dtype=np.uint32), special_bits()]))
+    return f32(np.concatenate([rng.integers(0, 1 << 32, 20000, dtype=np.uint32), special_bits()]))
+
+
+@pytest.fixture(scope="module")
+def whole_groups() -> dict[float, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    """y -> (x, powf's bits) for whole arrays of y = 2 and of y = 0.5."""
+    x = any_bits_and_specials()
+    return {y: (x, powf_bits(x, np.full_like(x, y))) for y in (2.0, 0.5)}
+
+
+@pytest.mark.parametrize("run", RUNNERS)
+@pytest.mark.parametrize("y", [2.0, 0.5])
+def test_whole_groups_of_two_and_half_are_powf(
+    run: Callable[..., Any], y: float, whole_groups: Any
+) -> None:
+    """Every lane of a group is y = 2 (or 0.5), so each body and pass takes its short way: the
+    lanes it must leave to glibc's branches (-0, subnormal and overflowing results, negative
+    bases, inf, NaN) are powf's too."""
+    x, want = whole_groups[y]
+    assert np.array_equal(run(x, np.full_like(x, y)), want)
+
+
+def test_public_operators_give_powf_bits() -> None:
+    x = any_bits_and_specials()
     for y in (2.0, 0.5, -1.5):
         got = np.asarray(ft.asarray(x) ** y).view(np.uint32)
         assert np.array_equal(got, powf_bits(x, np.full_like(x, y))), y
