@@ -194,6 +194,7 @@ from fueltensor.core.errors import (
     KernelStatusError,
     LibraryError,
     NoKernelError,
+    ProviderUnavailable,
 )
 from fueltensor.core.layout import LayoutFlags
 from fueltensor.core.tensor import FuelTensor, as_strided, asarray
@@ -215,6 +216,7 @@ from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
+from fueltensor.tools.semantics import SemanticsTable, semantics_table
 
 e = math.e
 inf = math.inf
@@ -237,7 +239,9 @@ __all__ = [
     "LibraryError",
     "NoKernelError",
     "Plan",
+    "ProviderUnavailable",
     "Registry",
+    "SemanticsTable",
     "Step",
     "__array_namespace_info__",
     "abs",
@@ -375,6 +379,7 @@ __all__ = [
     "roll",
     "round",
     "searchsorted",
+    "semantics_table",
     "set_num_threads",
     "sign",
     "signbit",

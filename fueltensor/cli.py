@@ -30,7 +30,7 @@ from .cli_audit import (
     draft_sources,
     fail,
 )
-from .core.errors import ContractError, ContractWarning, plural
+from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend, use_registry
 from .engine.dispatch import OPERATIONS, explain
@@ -39,6 +39,7 @@ from .kernels.pow_shortcut import Y_VALUES
 from .ops import CONTRACT_OPS, spelled
 from .registry import Registry, registry
 from .tools.drafts import Finding, lint
+from .tools.semantics import add_semantics
 from .tools.textwidth import fit_lines, fit_table, table_width
 
 CONTRACT_COLUMNS = (
@@ -237,7 +238,7 @@ def _run_explain(args: argparse.Namespace) -> int:
             use_backend(args.backend) if args.backend else nullcontext(),
         ):
             plan = explain(OPERATIONS[args.op], lhs, rhs)
-    except (*DRAFT_ERRORS, TypeError, ValueError) as e:
+    except (*DRAFT_ERRORS, TypeError, ValueError, ProviderUnavailable) as e:
         return fail("explain", e)
     print(fit_lines(str(plan)))
     return 0
@@ -398,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare(sub)
     add_judge(sub)
     add_pow_shortcut(sub)
+    add_semantics(sub)
     return parser
 
 

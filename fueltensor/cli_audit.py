@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .core.dtypes import BY_FKC, DType, as_dtype
-from .core.errors import ContractError, LibraryError
+from .core.errors import ContractError, LibraryError, ProviderUnavailable
 from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import OPERATIONS
@@ -149,7 +149,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             for op, dtype in cases:
                 lhs, rhs = probes(dtype.np, args.size, rng)
                 OPERATIONS[op](asarray(lhs), asarray(rhs))
-    except (*DRAFT_ERRORS, KeyError, ValueError, TypeError) as e:
+    except (*DRAFT_ERRORS, KeyError, ValueError, TypeError, ProviderUnavailable) as e:
         return fail("compare", e)
     print(report)
     try:
@@ -221,8 +221,8 @@ def _run_judge(args: argparse.Namespace) -> int:
         found = draft(args)
         reg: Registry = found.registry if found else registry()
         kernels = args.kernel or (list(found.names) if found else None)
-        report = judge(reg, kernels, quick=args.quick)
-    except (*DRAFT_ERRORS, KeyError, ValueError) as e:
+        report = judge(reg, kernels, quick=args.quick, provider=args.provider)
+    except (*DRAFT_ERRORS, KeyError, ValueError, ProviderUnavailable) as e:
         return fail("judge", e)
     print(report)
     write_outputs(report, args.json, args.markdown)
@@ -264,6 +264,9 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quick", action="store_true", help="smaller probes (well under a minute)")
     p.add_argument(
         "--kernel", action="append", metavar="NAME", help="audit only this contract (repeatable)"
+    )
+    p.add_argument(
+        "--provider", metavar="NAME", help="audit this provider's contracts (numpy, torch, jax)"
     )
     add_draft_flags(p, "audit (only theirs unless --kernel names others)")
     p.add_argument(

@@ -13,16 +13,17 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.machinery import PathFinder
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Final
 
-from .core.errors import ContractError, ContractWarning, plural
+from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
 from .fkc.files import read_regular
+from .fkc.schema import MeasuredOn
 from .fkc.validate import check_unique
 from .kernels import KernelFn
 
@@ -36,6 +37,10 @@ PROVIDER_GROUP: Final = "fueltensor.providers"
 
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
+_hooks: dict[str, dict[str, Callable[[], object]]] = {}
+"""Provider name -> its module's optional hooks: UNAVAILABLE (why it cannot run here, None
+when it can) and ENVIRONMENT (the `MeasuredOn` of this machine, for the judge)."""
+HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT")
 _discovered: tuple[Path, ...] | None = None
 _bundled: Registry | None = None
 
@@ -68,7 +73,43 @@ def _adopt(obj: object, origin: str) -> tuple[Path, ...]:
             f"provider {origin} must define PROVIDER: str and ENTRY_POINTS: Mapping[str, Callable]"
         )
     register_provider(name, table)
+    hooks = {h: fn for h in HOOK_NAMES if callable(fn := getattr(obj, h, None))}
+    with _lock:
+        _hooks[name] = hooks
     return tuple(_home(obj) / d for d in getattr(obj, "DOCUMENTS", ()))
+
+
+def _hook(name: str, hook: str) -> Callable[[], object] | None:
+    """Provider `name`'s hook (`HOOK_NAMES`), once its module was adopted; None without one."""
+    with _lock:
+        if name not in _hooks:
+            _discover()
+        return _hooks.get(name, {}).get(hook)
+
+
+def provider_unavailable(name: str) -> str | None:
+    """Why provider `name` cannot run on this machine (its framework is not installed, say:
+    the message says how to install it), or None when it can or does not say."""
+    hook = _hook(name, "UNAVAILABLE")
+    why = hook() if hook is not None else None
+    return why if isinstance(why, str) else None
+
+
+def provider_environment(name: str) -> MeasuredOn | None:
+    """What provider `name` would be measured with on this machine (framework version,
+    instruction set), for setting against its documents' `measured_on`; None if it does not
+    say. Importing the framework is the hook's business (it may take seconds)."""
+    hook = _hook(name, "ENVIRONMENT")
+    found = hook() if hook is not None else None
+    return found if isinstance(found, MeasuredOn) else None
+
+
+def require(names: Iterable[str]) -> None:
+    """ProviderUnavailable for the first provider among `names` that cannot run here."""
+    for name in names:
+        why = provider_unavailable(name)
+        if why is not None:
+            raise ProviderUnavailable(why)
 
 
 def _home(obj: object) -> Path:
@@ -85,8 +126,9 @@ def _discover() -> tuple[Path, ...]:
     with _lock:
         if _discovered is None:
             from fueltensor.kernels import cpu, reference  # on first use: keeps import light
+            from fueltensor.kernels.frameworks import jax_provider, numpy_provider, torch_provider
 
-            for module in (cpu, reference):
+            for module in (cpu, reference, numpy_provider, torch_provider, jax_provider):
                 _adopt(module, module.__name__)
             documents: list[Path] = []
             for ep in _plugin_entry_points():
@@ -210,11 +252,23 @@ class Contracts(tuple[KernelContract, ...]):
 class Registry:
     """Validated, linked kernel contracts: iterable in document order, indexed by name and op."""
 
-    __slots__ = ("__weakref__", "_by_name", "_by_op", "_contracts", "_kernels", "_providers")
+    __slots__ = (
+        "__weakref__",
+        "_by_name",
+        "_by_op",
+        "_contracts",
+        "_joined",
+        "_kernels",
+        "_providers",
+    )
 
     def __init__(
-        self, contracts: Iterable[KernelContract], kernels: Mapping[str, KernelFn]
+        self,
+        contracts: Iterable[KernelContract],
+        kernels: Mapping[str, KernelFn],
+        joined: frozenset[str] = frozenset(),
     ) -> None:
+        self._joined = joined
         self._contracts = tuple(contracts)
         self._by_name = {c.name: c for c in self._contracts}
         self._kernels = dict(kernels)
@@ -309,6 +363,34 @@ class Registry:
             p.name + (f" (alias {', '.join(a)})" if (a := provider_aliases(p)) else "")
             for p in self._providers
         )
+
+    def joins(self, provider: Provider) -> bool:
+        """Whether `provider`'s contracts take part in dispatch where no provider is named:
+        always, unless its documents say `dispatch: when_named` and it was not `joined`."""
+        return not provider.when_named or provider.name in self._joined
+
+    def excluded(self, contract: KernelContract, providers: frozenset[str] | None) -> str:
+        """Why `contract`'s provider takes no part where `providers` may run (None: no
+        provider named), "" when it does: it is not among them, or none is named and it joins
+        only where it is named."""
+        name = contract.provider.name
+        if providers is not None and name not in providers:
+            return f"provider {name} is excluded by use_backend"
+        if providers is None and not self.joins(contract.provider):
+            return (
+                f"provider {name} joins only where it is named: use_backend({name!r}), "
+                f"compare_backends(..., {name!r}) or registry().joined({name!r})"
+            )
+        return ""
+
+    def joined(self, *names: str) -> Registry:
+        """This registry with the named `dispatch: when_named` providers (names or aliases)
+        joining dispatch by default, their costs against everyone's: the registry option
+        behind `with ft.use_registry(ft.registry().joined("torch")): ...`. ValueError for an
+        unknown name; ProviderUnavailable for a framework that is not installed."""
+        found = frozenset().union(*(self.provider_names(n) for n in names))
+        require(found)
+        return Registry(self._contracts, self._kernels, self._joined | found)
 
     def problems(self) -> list[str]:
         """What loads but cannot work as written (e.g. an unknown op_kind), one line each."""

@@ -117,57 +117,107 @@ CONTRACTS: Cells = [
 BACKENDS: Cells = [
     (
         "md",
-        "# Providers side by side\n\n`compare_backends` runs every operation on each "
-        "admissible provider and diffs the results bit for bit.",
+        "# Side by side: fueltensor's kernels, NumPy, PyTorch and JAX\n\n"
+        "A kernel has to agree with the frameworks it will run beside, and those disagree "
+        "with each other wherever IEEE 754 leaves a choice: which NaN comes out, a NaN's "
+        "payload, `minimum(+0, -0)`, the sign of a zero remainder, `x % inf`, subnormals. "
+        "fueltensor runs NumPy, PyTorch (CPU) and JAX (CPU) as contract providers "
+        "(`contracts/numpy.md`, `torch.md`, `jax.md`), each document declaring what its "
+        "framework does. They join dispatch only where they are named, so nothing below "
+        "changes what `x + y` runs. PyTorch and JAX are extras "
+        "(`pip install torch==2.13.0 && pip install 'fueltensor[torch]'`, "
+        "`pip install 'fueltensor[jax]'`); a framework that is not installed is left out.",
     ),
     (
         "py",
         "import numpy as np\n\nimport fueltensor as ft\n"
-        "from fueltensor.testing import random_bits, ulp_distance\n"
-        "from fueltensor.tools.compare import compare_backends\n"
-        "from fueltensor.tools.judge import REFERENCES\n\n"
-        "rng = np.random.default_rng(0)",
+        "from fueltensor.registry import provider_unavailable\n"
+        "from fueltensor.testing import random_bits\n\n"
+        "frameworks = [n for n in ('numpy', 'torch', 'jax') if provider_unavailable(n) is None]\n"
+        "rng = np.random.default_rng(0)\nframeworks",
     ),
     (
         "md",
-        "## Half types on random bit patterns: CPU vs the oracle\n\nThe CPU kernels widen "
-        "to f32 and round once; the oracle, which shares no code with them, computes in the "
-        "half type (ml_dtypes' bfloat16, NumPy's float16) and makes a NaN result as the seeds' "
-        "`half` arithmetic does (the lhs NaN first, quieted, its high bits kept). For + - * / "
-        "the two agree bit for bit on every element, infinities and NaN payloads included.",
+        "## The cases where they may differ\n\n`ft.semantics_table` runs each provider's "
+        "kernel on targeted cases (NaN operands and pairs, signaling NaNs, ±0 ties, "
+        "remainder signs, infinite divisors) at several lengths and offsets, and shows what "
+        "each returned: a number, or where a NaN came from (`lhs`, `rhs quieted`, `+qNaN` "
+        "for one with no payload). `a | b`: the result depended on where the element sat. "
+        "Shaded rows: the providers differ. `fueltensor semantics` prints the same table.",
+    ),
+    ("py", "ft.semantics_table(['cpu', *frameworks], ['minimum', 'remainder'])"),
+    (
+        "md",
+        "## Where an element sits can change its bits\n\nPyTorch's `minimum` runs a vector "
+        "body and a scalar tail, and they break a ±0 tie differently: at length 17 (one "
+        "AVX-512 vector of f32, plus one) one call returns both zeros.",
     ),
     (
         "py",
-        "with compare_backends() as report:\n"
-        "    for dtype in ('bfloat16', 'float16'):\n"
-        "        a, b = random_bits(dtype, 20000, rng=rng), random_bits(dtype, 20000, rng=rng)\n"
-        "        for op in (ft.add, ft.subtract, ft.multiply, ft.divide, ft.maximum):\n"
-        "            op(a, b)\n"
-        "report.assert_equal(max_ulp=0)  # bit for bit, NaN payloads and signs included\n"
+        "zeros = ft.zeros(17, dtype=ft.float32)\n"
+        "if 'torch' in frameworks:\n"
+        "    with ft.use_backend('torch'):\n"
+        "        tie = np.asarray(ft.minimum(zeros, -zeros))\n"
+        "    signs = ''.join('-' if s else '+' for s in np.signbit(tie))\n"
+        "    print('signs of minimum(+0, -0) at length 17:', signs)",
+    ),
+    (
+        "md",
+        "## Every operation on random bit patterns and on every pair of special values\n\n"
+        "`compare_backends('cpu', *frameworks)` runs each operation of the block on the default "
+        "kernel and on every kernel the named frameworks have for it, and diffs the results bit "
+        "for bit. The report groups the differing elements by class (NaN payload, signed zero, "
+        "remainder sign, infinity, subnormal, rounding ...) and provider, above the table of "
+        "operations; `report.plot()` draws that class x provider matrix.",
+    ),
+    (
+        "py",
+        "from fueltensor.testing import special_pairs\n\n"
+        "ops = (ft.add, ft.subtract, ft.multiply, ft.divide, ft.remainder, ft.pow, ft.maximum, "
+        "ft.minimum)\n"
+        "with ft.compare_backends('cpu', *frameworks) as report:\n"
+        "    for dtype in ('float32', 'bfloat16'):\n"
+        "        random = [random_bits(dtype, 2048, rng=rng) for _ in 'ab']\n"
+        "        specials = [v.tensor() for v in special_pairs(dtype)]\n"
+        "        for a, b in (random, specials):\n"
+        "            for op in ops:\n"
+        "                op(a, b)\n"
         "report",
     ),
     ("py", "report.plot()"),
     (
         "md",
-        "## Against a float64 reference\n\nCPU and oracle agree on every value, so the interesting "
-        "distances are to a higher-precision reference: `pow` and `%` across dtypes "
-        "(the judge's references: pow in f64, the remainder formula step by step).",
+        "## Why they differ\n\n"
+        "- **±0 ties.** The seeds' kernels return the lhs (their formula). NumPy's f32, f64 "
+        "and bfloat16 loops return the rhs, the rule of the `vminps` instruction, though "
+        "NumPy documents `np.where(x1 <= x2, x1, x2)` (its float16 loop does that: lhs). "
+        "PyTorch returns lhs or rhs depending on where the element sits; JAX orders -0 "
+        "below +0, as IEEE 754-2019's minimum does.\n"
+        "- **NaN payloads.** PyTorch's `maximum`/`minimum` return a NaN without payload "
+        "(`+qNaN`, or every bit set in the vector body), though its documentation says "
+        "the NaN element is returned. bfloat16 NaNs lose their payload in NumPy (ml_dtypes' "
+        "loops), PyTorch and JAX, which compute through f32 and round.\n"
+        "- **Remainder sign.** An exact zero remainder is `+0` by the seeds' floor formula "
+        "(`a - a`), has the divisor's sign in NumPy (Python's `%`) and the dividend's in "
+        "PyTorch and JAX (`fmod`'s), though both document the divisor's.\n"
+        "- **Infinite divisor.** `5 % inf` is NaN by the floor formula (`0 * inf`) and 5 in "
+        "all three frameworks.\n"
+        "- **Subnormals.** JAX on CPU flushes them to zero in f32, f64 and bfloat16 "
+        "arithmetic, `maximum` and `minimum`; it keeps them in float16 and in `remainder`.\n"
+        "- **Rounding.** `pow` comes from different libraries (within one ULP); the floor "
+        "formula rounds at each step (`rem(1e10, 3)` is 0 in f32, 1 by fmod); PyTorch's "
+        "vectorized `remainder` returns NaN where `a / b` overflows.\n\n"
+        "Each of these is declared in the providers' documents (the `semantics` section, "
+        "docs/semantics.md) and audited by the judge.",
     ),
     (
-        "py",
-        "kinds = {'pow': (ft.pow, 'PowElementwise'), 'remainder': (ft.remainder, "
-        "'RemElementwise')}\n"
-        "dtypes = ['float32', 'bfloat16', 'float16']\nworst = {}\n"
-        "for name, (op, kind) in kinds.items():\n"
-        "    for dtype in dtypes:\n"
-        "        a = ft.asarray(rng.uniform(0.1, 4, 20000), dtype=dtype)\n"
-        "        b = ft.asarray(rng.uniform(-3, 3, 20000), dtype=dtype)\n"
-        "        got = np.asarray(op(a, b))\n"
-        "        want = REFERENCES[kind].fn(np.asarray(a), np.asarray(b))\n"
-        "        d = ulp_distance(got, want)\n"
-        "        worst[name, dtype] = int(d.max())\n"
-        "worst",
+        "md",
+        "## The documents hold\n\n`ft.judge(provider='numpy')` audits NumPy's contracts: "
+        "every declared semantic checked with the cases above at every length from 1 to "
+        "four vectors and every offset inside 64 bytes, the precision bounds measured "
+        "(`fueltensor judge --provider torch` and `jax` do the same; they take minutes).",
     ),
+    ("py", "audit = ft.judge(provider='numpy', quick=True, progress=False)\naudit"),
 ]
 
 JUDGE: Cells = [

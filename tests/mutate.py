@@ -97,9 +97,13 @@ POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
 THREADS_PY = "fueltensor/engine/threads.py"
 REFUSAL_TESTS = ("tests/test_refusals.py",)
 CLUSTER_TESTS = ("tests/test_cluster.py",)
+"""Run without Dask: test_dask.py's cluster test needs it, these do not."""
+SEMANTICS = "fueltensor/tools/judge/semantics.py"
+DECLARED = "fueltensor/tools/judge/declared.py"
+SEMANTICS_TESTS = ("tests/test_semantics_audit.py",)
+FRAMEWORK_TESTS = ("tests/test_framework_providers.py",)
 DRAFTS = "fueltensor/tools/drafts.py"
 DRAFT_TESTS = ("tests/test_cli_draft.py",)
-"""Run without Dask: test_dask.py's cluster test needs it, these do not."""
 
 
 @dataclass(frozen=True)
@@ -2210,6 +2214,159 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return out & (abs(k) > POWI_SWEEP)",
         JUDGE_TESTS,
         "the judge measures PowI lanes whose intermediate powers overflow (no bound holds there)",
+    ),
+    # -- declared semantics, their audit and the framework providers ---------------------------
+    M(
+        "semantics-zero-tie-unchecked",
+        SEMANTICS,
+        "    return pattern in allowed[declared]",
+        "    return True",
+        SEMANTICS_TESTS,
+        "a document declaring the wrong ±0 tie passes the judge",
+    ),
+    M(
+        "semantics-nan-payload-ignored",
+        SEMANTICS,
+        "        if any(m is not None and m | sign == pattern | sign for m in made):",
+        "        if any(m is not None for m in made):",
+        SEMANTICS_TESTS,
+        "any NaN passes for a declared payload rule (kept, quieted, canonical)",
+    ),
+    M(
+        "semantics-position-unchecked",
+        SEMANTICS,
+        '    if semantics.position in (None, "dependent"):',
+        "    if True:",
+        SEMANTICS_TESTS,
+        "a kernel whose bits depend on the length of the call passes as position-invariant",
+    ),
+    M(
+        "semantics-sweep-stays-aligned",
+        "fueltensor/tools/judge/positions.py",
+        "    array = raw[offset : offset + nbytes].view(dtype)",
+        "    array = raw[:nbytes].view(dtype)",
+        SEMANTICS_TESTS,
+        "the position sweep never moves an operand off a 64-byte boundary",
+    ),
+    M(
+        "semantics-remainder-reference-ignores-definition",
+        DECLARED,
+        '    if sem.remainder is not None and sem.remainder.definition == "fmod":',
+        "    if False:",
+        SEMANTICS_TESTS,
+        "an fmod remainder is measured against the seeds' floor formula",
+    ),
+    M(
+        "semantics-flush-ignored",
+        DECLARED,
+        '    if sem.subnormals == "flushed":',
+        "    if False:",
+        SEMANTICS_TESTS,
+        "a kernel declared to flush subnormals is measured against one that keeps them",
+    ),
+    M(
+        "semantics-remeasure-trusts-the-document",
+        SEMANTICS,
+        "    if there is None or here is None or here == there:\n        return failures, []",
+        "    if True:\n        return failures, []",
+        SEMANTICS_TESTS,
+        "a document measured on another framework version or ISA fails instead of re-measuring",
+    ),
+    M(
+        "semantics-selection-holds-every-nan",
+        DECLARED,
+        "    return replace(ref, nan_bits=ref.nan_bits and own)",
+        "    return ref",
+        SEMANTICS_TESTS,
+        "a framework whose maximum gives canonical NaNs fails precision though it declares so",
+    ),
+    M(
+        "semantics-selection-tie-ignored",
+        DECLARED,
+        '    if sem.zero_tie in ("rhs", "ordered"):',
+        "    if False:",
+        SEMANTICS_TESTS,
+        "a selection's reference breaks every ±0 tie for lhs, whatever the contract declares",
+    ),
+    M(
+        "compare-classes-remainder-sign-lost",
+        "fueltensor/tools/differences.py",
+        '    if op_kind == "RemElementwise":',
+        "    if False:",
+        ("tests/test_compare_classes.py",),
+        "a zero remainder of the other sign is reported as a plain signed zero",
+    ),
+    M(
+        "compare-classes-nan-sign-apart",
+        "fueltensor/tools/differences.py",
+        "    found = np.where(found == NAN_SIGN, NAN_PAYLOAD, found)",
+        "    found = np.where(found == NAN_SIGN, NAN_SIGN, found)",
+        ("tests/test_compare_classes.py",),
+        "a NaN's sign is reported as a class of its own, not with its payload",
+    ),
+    M(
+        "semantics-listed-twice",
+        "fueltensor/fkc/semantics.py",
+        "        if value in values:\n",
+        "        if False:\n",
+        ("tests/test_fkc_semantics.py",),
+        "a semantics list naming a value twice loads",
+    ),
+    M(
+        "semantics-in-the-revision-hash",
+        "fueltensor/fkc/schema.py",
+        'UNHASHED: Final = ("kernel_revision_hash", "semantics")',
+        'UNHASHED: Final = ("kernel_revision_hash",)',
+        ("tests/test_fkc_semantics.py", "tests/test_fkc_parse.py"),
+        "declaring semantics makes a new kernel revision (the seeds' hashes change)",
+    ),
+    M(
+        "frameworks-join-by-default",
+        "fueltensor/registry.py",
+        "        if providers is None and not self.joins(contract.provider):",
+        "        if False:",
+        FRAMEWORK_TESTS,
+        "installing a framework changes what x + y runs: its contracts compete by default",
+    ),
+    M(
+        "frameworks-compare-misses-named",
+        COMPARE,
+        "        named = with_named(planning, plan, reg, selection.named(reg))",
+        "        named = planning",
+        FRAMEWORK_TESTS,
+        "compare_backends('cpu', 'numpy') never runs NumPy's kernels",
+    ),
+    M(
+        "frameworks-missing-not-said",
+        "fueltensor/engine/backends.py",
+        "    require(providers or ())\n",
+        "",
+        FRAMEWORK_TESTS,
+        "use_backend('torch') without PyTorch enters, and fails later without naming the install",
+    ),
+    M(
+        "frameworks-judge-audits-everyone",
+        "fueltensor/tools/judge/run.py",
+        "            and (reg.joins(c.provider) if names is None else c.provider.name in names)",
+        "            and (True if names is None else c.provider.name in names)",
+        ("tests/test_framework_providers.py", "tests/test_notebooks.py"),
+        "fueltensor judge audits the named-only frameworks too (a default run imports torch, jax)",
+    ),
+    M(
+        "frameworks-bf16-through-floats",
+        "fueltensor/kernels/frameworks/torch_provider.py",
+        "        return torch.from_dlpack(bits(array)).view(torch.bfloat16)",
+        "        return torch.from_dlpack(array.astype(np.float32)).to(torch.bfloat16)",
+        FRAMEWORK_TESTS,
+        "bfloat16 reaches PyTorch through floats: a copy, and NaN payloads rewritten",
+    ),
+    M(
+        "frameworks-jax-f64-without-x64",
+        "fueltensor/kernels/frameworks/jax_provider.py",
+        "    x64 = jax.enable_x64(True) if dtype == _F64 else nullcontext()",
+        "    x64 = nullcontext()",
+        FRAMEWORK_TESTS,
+        "JAX computes F64 in float32 (its x64 switch off)",
     ),
 )
 

@@ -28,10 +28,16 @@ def pyproject() -> dict[str, Any]:
     return toml.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+FRAMEWORK_EXTRAS = ("torch", "jax")
+"""The extras the matrix does not install: CI's main environment runs the framework providers
+with torch pinned exactly (a range fetches CUDA builds) and JAX's newest release."""
+
+
 def declared() -> list[Requirement]:
-    """Every requirement pyproject.toml states: the package's, and each extra's."""
+    """Every requirement pyproject.toml states that the matrix installs: the package's, and each
+    extra's but the frameworks'."""
     project = pyproject()["project"]
-    extras = project["optional-dependencies"].values()
+    extras = [r for e, r in project["optional-dependencies"].items() if e not in FRAMEWORK_EXTRAS]
     return [Requirement(r) for r in [*project["dependencies"], *(r for e in extras for r in e)]]
 
 

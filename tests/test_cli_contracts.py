@@ -37,6 +37,7 @@ def test_table_lists_every_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_op_filter(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["contracts", "--op", "PowElementwise"]) == 0
     _, *rows = table_rows(capsys.readouterr().out)
+    rows = [r for r in rows if r[2] == "fuel-cpu-backend"]  # the frameworks' follow
     assert [r[0] for r in rows] == ["pow_f32", "pow_f64", "pow_bf16", "pow_f16"]
     assert {r[1] for r in rows} == {"PowElementwise"}
     assert {r[-3] for r in rows} == {"~"}  # max_ulp undeclared: the judge measures it
@@ -90,7 +91,7 @@ def test_json_carries_the_documents_facts(capsys: pytest.CaptureFixture[str]) ->
     assert [p["kernel"] for p in payload] == [
         k for k, (_, c) in documents.items() if c["op_kind"] == "DivElementwise"
     ]
-    assert [p["kernel"] for p in payload] == [
+    assert [p["kernel"] for p in payload][:5] == [  # then the frameworks' (named-only)
         "div_f32",
         "div_f64",
         "div_bf16",
@@ -106,6 +107,7 @@ def test_json_carries_the_documents_facts(capsys: pytest.CaptureFixture[str]) ->
         # what a document may leave out, with the meaning the FKC format gives it
         want.setdefault("registrable", True)
         want["cost"].setdefault("overhead_ns", None)
+        want["caps"].setdefault("fast_paths", [])
         for bound in ("max_ulp", "max_relative", "max_absolute"):
             want["precision"].setdefault(bound, None)
         assert entry == want
@@ -135,7 +137,7 @@ def test_python_dash_m_runs_the_same_command() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert [r[0] for r in table_rows(done.stdout)[1:]] == [
+    assert [r[0] for r in table_rows(done.stdout)[1:]][:4] == [
         "rem_f32",
         "rem_f64",
         "rem_bf16",

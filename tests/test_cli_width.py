@@ -79,20 +79,21 @@ def names_unbroken(out: str, names: set[str]) -> None:
 def test_contracts_keep_names_whole_and_every_row(columns: int) -> None:
     out = run(["contracts"], columns).stdout
     reg = ft.registry()
-    names_unbroken(out, {c.name for c in reg} | {c.provider.name for c in reg})
-    starts = [line.split()[0] for line in out.splitlines() if line and not line[0].isspace()]
-    assert {c.name for c in reg} <= set(starts)
     header = " ".join(
         line
         for line in out.splitlines()[
             : out.splitlines().index(
-                next(line for line in out.splitlines() if line.startswith("binary"))
+                next(line for line in out.splitlines() if line.startswith("powi_f32"))
             )
         ]
     )
     shown = [h for h in CONTRACT_COLUMNS if all(w in words(header) for w in h.split())]
     left_out = [h for h in CONTRACT_COLUMNS if h not in shown]
     assert all(h in " ".join(out.split()) for h in left_out)  # named in the note
+    providers = {c.provider.name for c in reg} if "provider" in shown else set()
+    names_unbroken(out, {c.name for c in reg} | providers)
+    starts = [line.split()[0] for line in out.splitlines() if line and not line[0].isspace()]
+    assert {c.name for c in reg} <= set(starts)
 
 
 def header_and_note(out: str, first: int = 0) -> tuple[list[str], str]:
@@ -148,7 +149,7 @@ def test_the_tour_comparison_keeps_bit_equality_and_the_reasons(columns: int) ->
     section = out[out.index("3. Providers") :]
     header, note = header_and_note(section, 2)
     shown = check_columns(header, note, COMPARE_COLUMNS, COMPARE_DROPS)
-    assert {"op", "kernels", "bit-equal", "values differ", "NaN bits differ"} <= set(shown)
+    assert {"op", "kernels", "bit-equal", "differences"} <= set(shown)
     if columns >= 80:
         assert {"max ULP", "dtypes", "µs per call"} <= set(shown)
     if columns >= 200:

@@ -35,8 +35,16 @@ def test_seed_and_bundled_documents_declare_the_same_facts(
     assert seed_provider.to_dict() == own_provider.to_dict()
     assert [c.name for c in seed_contracts] == [c.name for c in own_contracts]
     for theirs, ours in zip(seed_contracts, own_contracts, strict=True):
-        assert theirs.to_dict() == ours.to_dict(), theirs.name
+        # The project's documents add a `semantics` section, derived from the seeds' formulas
+        # (the seeds say it in prose): every other fact, and the revision hash, is the seed's.
+        facts = ours.to_dict()
+        assert (ours.semantics is not None) == ours.registrable, ours.name
+        assert facts.pop("semantics", None) == (ours.semantics and ours.semantics.to_dict())
+        assert theirs.semantics is None
+        assert theirs.to_dict() == facts, theirs.name
         assert theirs.kernel_revision_hash == ours.kernel_revision_hash
+        if ours.semantics is not None:
+            assert ours.semantics.source == ("formula",), ours.name
 
 
 def test_seed_values_arrive_nested_and_typed(seeds: Path) -> None:

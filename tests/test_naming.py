@@ -25,7 +25,8 @@ def test_every_alias_selects_its_provider_in_use_backend_and_the_cli(
     provider: ft.fkc.Provider, capsys: pytest.CaptureFixture[str]
 ) -> None:
     names = [provider.name, *provider_aliases(provider)]
-    assert provider.kernel_source in names and len(names) == 3
+    # a short name, unless the name is short already (numpy), and the kernel_source
+    assert provider.kernel_source in names and len(names) == len(set(names)) >= 2
     expected = [c.name for c in ft.registry() if c.provider.name == provider.name]
     for name in names:
         with ft.use_backend(name) as policy:

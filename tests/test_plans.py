@@ -141,11 +141,13 @@ def price(
 
 
 def candidates(op_kind: str, dtype: str) -> list[Any]:
-    """The registrable contracts at `op_kind` that list `dtype` for every input."""
+    """The registrable contracts at `op_kind` that list `dtype` for every input, of the
+    providers that join dispatch by default (the frameworks join only where named)."""
+    reg = ft.registry()
     return [
         c
-        for c in ft.registry().for_op(op_kind)
-        if c.registrable and all(FKC[dtype] in s.dtypes for s in c.inputs)
+        for c in reg.for_op(op_kind)
+        if c.registrable and reg.joins(c.provider) and all(FKC[dtype] in s.dtypes for s in c.inputs)
     ]
 
 

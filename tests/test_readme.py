@@ -112,15 +112,20 @@ def test_readme_has_python_examples() -> None:
 
 
 @needs("distributed", "dask")  # the Dask example
+@needs("torch", "torch")  # the frameworks example
+@needs("jax", "jax")
 def test_readme_examples_pasted_into_an_interpreter(examples: Path) -> None:
     done = run(["-c", CONSOLE], examples, "\0".join(python_blocks()))
     assert "via fuel-reference-backend" in done.stdout  # the first block's plan
     assert "via my-backend" in done.stdout  # the lever the tie names, pulled
     assert "add_f32 vs c_add_f32" in done.stdout  # the compiled example, compared
+    assert "minimum_f32 vs" in done.stdout and "signed zero" in done.stdout  # the frameworks
     assert "['maximum_f32', 'add_f32'," in done.stdout  # the Dask block's kernels
 
 
 @needs("distributed", "dask")  # the Dask example
+@needs("torch", "torch")  # the frameworks example
+@needs("jax", "jax")
 def test_readme_examples_saved_as_a_script(examples: Path) -> None:
     script = examples / "readme_examples.py"
     script.write_text("\n".join(python_blocks()))

@@ -28,6 +28,11 @@ class NoKernelError(TypeError):
     """No kernel contract admits an operation under the active backend restriction."""
 
 
+class ProviderUnavailable(ImportError):
+    """A provider was named where it cannot run: its framework is not installed (the message
+    says how to install it)."""
+
+
 class ContractViolation(RuntimeError):
     """A kernel produced an output that breaks its contract's `return` clause."""
 

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fueltensor.registry import Registry, registry
+from fueltensor.registry import Registry, registry, require
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
@@ -91,12 +91,15 @@ def _resolve(reg: Registry, name: str) -> frozenset[str]:
 @contextmanager
 def use_backend(name: str) -> Iterator[Policy]:
     """Restrict dispatch to provider `name` (its name or an alias: "cpu", "reference", a
-    kernel_source), or to every contract provider with no host fallback ("contracts").
+    kernel_source, "torch"), or to every provider that joins dispatch by default, with no host
+    fallback ("contracts").
 
-    Inside, an operation no allowed contract admits raises `NoKernelError`.
+    Inside, an operation no allowed contract admits raises `NoKernelError`. A provider whose
+    framework is not installed raises `ProviderUnavailable`, saying how to install it.
     """
     reg = current_policy().registry
     providers = None if name == "contracts" else _resolve(reg, name)
+    require(providers or ())
     policy = _policy(reg, providers, False, name)
     token = _POLICY.set(policy)
     try:

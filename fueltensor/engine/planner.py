@@ -458,10 +458,9 @@ def plan_contracts(
     ranked: list[tuple[tuple[int, bool, int], Plan]] = []
     rejected: dict[str, tuple[str, ...]] = {}
     for order, contract in enumerate(registry.for_op(op_kind)):
-        if providers is not None and contract.provider.name not in providers:
-            rejected[contract.name] = (
-                f"provider {contract.provider.name} is excluded by use_backend",
-            )
+        excluded = registry.excluded(contract, providers)
+        if excluded:
+            rejected[contract.name] = (excluded,)
             continue
         verdict = admit(contract, op, cast, out_shape, params)
         if isinstance(verdict, tuple):

@@ -30,12 +30,8 @@ from typing import Any, Final
 
 from ..core.errors import ContractError
 from .files import read_regular
-from .schema import (
-    KernelContract,
-    Node,
-    Provider,
-    Source,
-)
+from .schema import KernelContract, Provider, Source
+from .shapes import Node
 from .validate import build_contract, build_provider, check_unique
 
 FORMAT: Final = 2

@@ -19,7 +19,8 @@ import yaml
 
 from ..core.errors import ContractError
 from .files import read_regular
-from .schema import CONTRACT_SHAPE, FRONT_MATTER_SHAPE, Node, Scalar, Shape
+from .schema import CONTRACT_SHAPE, FRONT_MATTER_SHAPE
+from .shapes import Node, Scalar, Shape
 
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CONSTRUCTOR: Final = yaml.constructor.SafeConstructor()

@@ -11,12 +11,14 @@ import hashlib
 import json
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final
 
 from ..core.hooks import present
 from .formula import Formula
+from .semantics import SEMANTICS_SHAPE, Semantics
+from .shapes import OPEN, Scalar, shape_of
 
 LAYOUT_FLAGS: Final = (
     "contiguous",
@@ -49,66 +51,40 @@ PARAM_TYPES: Final = {
 FKC_VERSIONS: Final = (1,)
 AUTO_HASH: Final = "auto"
 
-Scalar: TypeAlias = str | int | float | bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A parsed YAML value and its 1-based line in the file (the key's line for a mapping entry)."""
-
-    value: Scalar | dict[str, Node] | list[Node]
-    line: int
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The keys one mapping of a document may hold (canonical order) and how they nest."""
-
-    keys: tuple[str, ...]
-    required: frozenset[str]
-    maps: Mapping[str, Shape]
-    lists: Mapping[str, Shape]
-    open: bool = False
-
-
-def _shape(spec: str, **nested: Shape | list[Shape]) -> Shape:
-    """A Shape from `"key key? ..."` (`?` marks optional keys) and the nested shapes by key."""
-    names = spec.split()
-    return Shape(
-        keys=tuple(n.rstrip("?") for n in names),
-        required=frozenset(n for n in names if not n.endswith("?")),
-        maps={k: v for k, v in nested.items() if isinstance(v, Shape)},
-        lists={k: v[0] for k, v in nested.items() if isinstance(v, list)},
-    )
-
-
-OPEN: Final = Shape((), frozenset(), {}, {}, open=True)
-PROVIDER_SHAPE: Final = _shape("name backend kernel_source link_registry revision_base")
-FRONT_MATTER_SHAPE: Final = _shape("fkc_version provider", provider=PROVIDER_SHAPE)
-LAYOUT_SHAPE: Final = _shape(" ".join(LAYOUT_FLAGS))
-INPUT_SHAPE: Final = _shape("name dtypes layout rank shape_constraint?", layout=LAYOUT_SHAPE)
-PARAM_SHAPE: Final = _shape("name type")
-OUTPUT_SHAPE: Final = _shape("name dtype_rule shape_rule layout_guarantee aliasing")
-FAST_PATH_SHAPE: Final = _shape("when class? note?")
-MEMORY_SHAPE: Final = _shape("device_bytes host_bytes disk_bytes")
-ACCEPT_SHAPE: Final = _shape(
+DISPATCH: Final = ("default", "when_named")
+"""`when_named`: the provider's contracts join dispatch only where the provider is named
+(`use_backend`, `compare_backends`, `judge --provider`, `Registry.joined`), never by default."""
+MEASURED_ON_SHAPE: Final = shape_of("framework isa")
+PROVIDER_SHAPE: Final = shape_of(
+    "name backend kernel_source link_registry revision_base dispatch? measured_on?",
+    measured_on=MEASURED_ON_SHAPE,
+)
+FRONT_MATTER_SHAPE: Final = shape_of("fkc_version provider", provider=PROVIDER_SHAPE)
+LAYOUT_SHAPE: Final = shape_of(" ".join(LAYOUT_FLAGS))
+INPUT_SHAPE: Final = shape_of("name dtypes layout rank shape_constraint?", layout=LAYOUT_SHAPE)
+PARAM_SHAPE: Final = shape_of("name type")
+OUTPUT_SHAPE: Final = shape_of("name dtype_rule shape_rule layout_guarantee aliasing")
+FAST_PATH_SHAPE: Final = shape_of("when class? note?")
+MEMORY_SHAPE: Final = shape_of("device_bytes host_bytes disk_bytes")
+ACCEPT_SHAPE: Final = shape_of(
     "inputs params? op_params?", inputs=[INPUT_SHAPE], params=[PARAM_SHAPE], op_params=OPEN
 )
-RETURN_SHAPE: Final = _shape("outputs", outputs=[OUTPUT_SHAPE])
-CAPS_SHAPE: Final = _shape(
+RETURN_SHAPE: Final = shape_of("outputs", outputs=[OUTPUT_SHAPE])
+CAPS_SHAPE: Final = shape_of(
     "awkward_layout_strategy fast_paths? in_place alignment_bytes access_granularity_bits",
     fast_paths=[FAST_PATH_SHAPE],
 )
-COST_SHAPE: Final = _shape(
+COST_SHAPE: Final = shape_of(
     "provenance class flops bytes_moved overhead_ns? memory", memory=MEMORY_SHAPE
 )
-PRECISION_SHAPE: Final = _shape(
+PRECISION_SHAPE: Final = shape_of(
     "bit_stable_on_same_hardware max_ulp? max_relative? max_absolute? audited notes?"
 )
-CONTRACT_SHAPE: Final = _shape(
+CONTRACT_SHAPE: Final = shape_of(
     "kernel op_kind registrable? blurb? backend kernel_source entry_point kernel_revision_hash? "
-    "accept return caps cost precision determinism",
+    "accept return caps cost precision determinism semantics?",
     accept=ACCEPT_SHAPE,
+    semantics=SEMANTICS_SHAPE,
     caps=CAPS_SHAPE,
     cost=COST_SHAPE,
     precision=PRECISION_SHAPE,
@@ -128,6 +104,14 @@ class Source:
 
 
 @dataclass(frozen=True)
+class MeasuredOn:
+    """The framework (name and version) and the instruction set a document was measured on."""
+
+    framework: str
+    isa: str
+
+
+@dataclass(frozen=True)
 class Provider:
     """A document's front matter: who provides the kernels and how they are linked."""
 
@@ -138,13 +122,28 @@ class Provider:
     revision_base: str
     fkc_version: int
     path: str
+    dispatch: str = "default"
+    """A value of `DISPATCH`: whether the contracts join dispatch by default."""
+    measured_on: MeasuredOn | None = None
+    """What the document's measured facts were measured with (None: nothing measured, e.g.
+    facts that follow from a formula)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The front matter as the document writes it (`fkc_version`, `provider: {...}`)."""
-        return {
-            "fkc_version": self.fkc_version,
-            "provider": {k: getattr(self, k) for k in PROVIDER_SHAPE.keys},
+        """The front matter as the document writes it (`fkc_version`, `provider: {...}`); the
+        optional keys only when the document sets them."""
+        provider = {
+            k: getattr(self, k) for k in PROVIDER_SHAPE.keys if k in PROVIDER_SHAPE.required
         }
+        if self.dispatch != "default":
+            provider["dispatch"] = self.dispatch
+        if self.measured_on is not None:
+            provider["measured_on"] = asdict(self.measured_on)
+        return {"fkc_version": self.fkc_version, "provider": provider}
+
+    @property
+    def when_named(self) -> bool:
+        """True when the contracts join dispatch only where the provider is named."""
+        return self.dispatch == "when_named"
 
 
 @dataclass(frozen=True)
@@ -335,6 +334,8 @@ class KernelContract(_PicklesReadOnlyMaps):
     description: str
     provider: Provider
     source: Source
+    semantics: Semantics | None = None
+    """The declared `semantics` section (None when the document declares none)."""
 
     def __repr__(self) -> str:
         """Its name and a one-line summary (registered by `fueltensor.tools.display`)."""
@@ -401,11 +402,18 @@ class KernelContract(_PicklesReadOnlyMaps):
                 "notes": self.precision.notes,
             },
             "determinism": self.determinism,
+            **({"semantics": self.semantics.to_dict()} if self.semantics is not None else {}),
         }
+
+
+UNHASHED: Final = ("kernel_revision_hash", "semantics")
+"""Facts left out of the revision hash: the hash itself, and the `semantics` section, which
+spells out what the kernel already does (declaring it makes no new revision of the kernel, so
+the seeds' documents, which say it in prose, keep their hashes)."""
 
 
 def revision_hash(revision_base: str, facts: Mapping[str, Any]) -> str:
     """A stable 16-hex-digit hash of a provider build id and a contract's facts."""
-    payload = {k: v for k, v in facts.items() if k != "kernel_revision_hash"}
+    payload = {k: v for k, v in facts.items() if k not in UNHASHED}
     text = json.dumps([revision_base, payload], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -24,6 +24,7 @@ from .schema import (
     CAPS_SHAPE,
     CONTRACT_SHAPE,
     COST_SHAPE,
+    DISPATCH,
     DTYPE_RULES,
     FAST_PATH_SHAPE,
     FKC_VERSIONS,
@@ -33,8 +34,8 @@ from .schema import (
     LAYOUT_GUARANTEES,
     LAYOUT_SHAPE,
     LAYOUT_VALUES,
+    MEASURED_ON_SHAPE,
     MEMORY_SHAPE,
-    OPEN,
     OUTPUT_SHAPE,
     PARAM_SHAPE,
     PARAM_TYPES,
@@ -47,24 +48,24 @@ from .schema import (
     Cost,
     InputSpec,
     KernelContract,
-    Node,
+    MeasuredOn,
     OutputSpec,
     ParamSpec,
     Precision,
     Provider,
     Rule,
-    Scalar,
-    Shape,
     ShapeConstraint,
     Source,
     revision_hash,
 )
+from .semantics import build_semantics
+from .shapes import OPEN, Node, Scalar, Shape
 
 _IDENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _RULE: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()]*)\)\Z")
 
 
-class _Reader:
+class Reader:
     """Typed accessors over `Node`s that raise ContractError with file, line and field."""
 
     def __init__(self, path: str) -> None:
@@ -176,7 +177,7 @@ def _join(where: str, key: str) -> str:
 
 def build_provider(node: Node, path: str) -> Provider:
     """The Provider a document's front matter declares."""
-    r = _Reader(path)
+    r = Reader(path)
     top = r.mapping(node, FRONT_MATTER_SHAPE, "")
     version = r.integer(top["fkc_version"], "fkc_version")
     if version not in FKC_VERSIONS:
@@ -186,13 +187,27 @@ def build_provider(node: Node, path: str) -> Provider:
             f"version {version} is not supported; accepted: 1",
         )
     p = r.mapping(top["provider"], PROVIDER_SHAPE, "provider")
-    fields = {k: r.string(p[k], f"provider.{k}") for k in PROVIDER_SHAPE.keys}
-    return Provider(**fields, fkc_version=version, path=path)
+    fields = {k: r.string(p[k], f"provider.{k}") for k in PROVIDER_SHAPE.required}
+    measured = None
+    if "measured_on" in p:
+        m = r.mapping(p["measured_on"], MEASURED_ON_SHAPE, "provider.measured_on")
+        measured = MeasuredOn(
+            *(r.string(m[k], f"provider.measured_on.{k}") for k in MEASURED_ON_SHAPE.keys)
+        )
+    return Provider(
+        **fields,
+        fkc_version=version,
+        path=path,
+        dispatch=r.string(p["dispatch"], "provider.dispatch", DISPATCH)
+        if "dispatch" in p
+        else "default",
+        measured_on=measured,
+    )
 
 
 def build_contract(node: Node, provider: Provider, description: str) -> KernelContract:
     """The KernelContract one ```fkc block declares, checked against its provider."""
-    r = _Reader(provider.path)
+    r = Reader(provider.path)
     top = r.mapping(node, CONTRACT_SHAPE, "")
     for key, expected in (("backend", provider.backend), ("kernel_source", provider.kernel_source)):
         value = r.string(top[key], key)
@@ -228,6 +243,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         description=description,
         provider=provider,
         source=Source(provider.path, node.line, {k: v.line for k, v in top.items()}),
+        semantics=build_semantics(r, top["semantics"]) if "semantics" in top else None,
     )
     if contract.kernel_revision_hash == AUTO_HASH:
         digest = revision_hash(provider.revision_base, contract.to_dict())
@@ -251,7 +267,7 @@ def check_unique(contracts: Iterable[KernelContract]) -> None:
         first[c.name] = c
 
 
-def _inputs(r: _Reader, node: Node) -> tuple[InputSpec, ...]:
+def _inputs(r: Reader, node: Node) -> tuple[InputSpec, ...]:
     nodes = r.items(node, "accept.inputs")
     if not nodes:
         r.fail(node.line, "accept.inputs", "expected at least one input")
@@ -267,7 +283,7 @@ def _inputs(r: _Reader, node: Node) -> tuple[InputSpec, ...]:
     return tuple(_input(r, f"accept.inputs[{i}]", e, names) for i, (_, e) in enumerate(raw))
 
 
-def _input(r: _Reader, where: str, e: dict[str, Node], names: list[str]) -> InputSpec:
+def _input(r: Reader, where: str, e: dict[str, Node], names: list[str]) -> InputSpec:
     name = e["name"].value
     assert isinstance(name, str)
     dtypes: list[str] = []
@@ -298,7 +314,7 @@ def _input(r: _Reader, where: str, e: dict[str, Node], names: list[str]) -> Inpu
 
 
 def _shape_constraint(
-    r: _Reader, node: Node | None, where: str, name: str, names: list[str]
+    r: Reader, node: Node | None, where: str, name: str, names: list[str]
 ) -> ShapeConstraint | None:
     if node is None or node.value is None:
         return None
@@ -314,7 +330,7 @@ def _shape_constraint(
     return ShapeConstraint(kind, other)
 
 
-def _params(r: _Reader, node: Node | None, inputs: tuple[str, ...]) -> tuple[ParamSpec, ...]:
+def _params(r: Reader, node: Node | None, inputs: tuple[str, ...]) -> tuple[ParamSpec, ...]:
     """The typed call-time parameters: identifiers unique among parameters and inputs."""
     if node is None or node.value is None:
         return ()
@@ -333,13 +349,13 @@ def _params(r: _Reader, node: Node | None, inputs: tuple[str, ...]) -> tuple[Par
     return tuple(params)
 
 
-def _op_params(r: _Reader, node: Node | None) -> Mapping[str, Scalar]:
+def _op_params(r: Reader, node: Node | None) -> Mapping[str, Scalar]:
     if node is None:
         return MappingProxyType({})
     return MappingProxyType(_scalars(r, node, "accept.op_params"))
 
 
-def _scalars(r: _Reader, node: Node, where: str) -> dict[str, Scalar]:
+def _scalars(r: Reader, node: Node, where: str) -> dict[str, Scalar]:
     """A mapping of free keys to scalar values (op_params, a fast path)."""
     entries = r.mapping(node, OPEN, where)
     out: dict[str, Scalar] = {}
@@ -351,7 +367,7 @@ def _scalars(r: _Reader, node: Node, where: str) -> dict[str, Scalar]:
 
 
 def _rule(
-    r: _Reader, node: Node, where: str, rules: Mapping[str, int], names: tuple[str, ...]
+    r: Reader, node: Node, where: str, rules: Mapping[str, int], names: tuple[str, ...]
 ) -> Rule:
     text = r.string(node, where)
     accepted = ", ".join(f"{k}({', '.join(['<input>'] * n)})" for k, n in rules.items())
@@ -371,7 +387,7 @@ def _rule(
     return Rule(m.group(1), args)
 
 
-def _outputs(r: _Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec, ...]:
+def _outputs(r: Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec, ...]:
     ret = r.mapping(node, RETURN_SHAPE, "return")
     items = r.items(ret["outputs"], "return.outputs")
     if not items:
@@ -397,7 +413,7 @@ def _outputs(r: _Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec
     return tuple(outputs)
 
 
-def _caps(r: _Reader, node: Node) -> Caps:
+def _caps(r: Reader, node: Node) -> Caps:
     c = r.mapping(node, CAPS_SHAPE, "caps")
     fast_paths: list[Mapping[str, Scalar]] = []
     if "fast_paths" in c:
@@ -426,7 +442,7 @@ def _caps(r: _Reader, node: Node) -> Caps:
     )
 
 
-def _cost(r: _Reader, node: Node, names: tuple[str, ...]) -> Cost:
+def _cost(r: Reader, node: Node, names: tuple[str, ...]) -> Cost:
     c = r.mapping(node, COST_SHAPE, "cost")
     variables = frozenset({"n", "dtype_bytes", *(f"{n}_count" for n in names)})
     memory = r.mapping(c["memory"], MEMORY_SHAPE, "cost.memory")
@@ -442,7 +458,7 @@ def _cost(r: _Reader, node: Node, names: tuple[str, ...]) -> Cost:
     )
 
 
-def _precision(r: _Reader, node: Node) -> Precision:
+def _precision(r: Reader, node: Node) -> Precision:
     p = r.mapping(node, PRECISION_SHAPE, "precision")
     return Precision(
         bit_stable_on_same_hardware=r.boolean(

@@ -23,10 +23,12 @@ from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import execute
 from fueltensor.engine.backends import _resolve, current_policy, observe
+from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.fingerprint import machine
-from fueltensor.registry import Registry
-from fueltensor.testing import bits, errors, format_value, lane_message
+from fueltensor.registry import Registry, require
+from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message, summarize
+from fueltensor.tools.differences import by_class, class_html, class_text, difference_counts
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
 from fueltensor.tools.timing import HARNESS, Timing, race
@@ -81,6 +83,11 @@ class Comparison:
     """Mismatches where both outputs are NaN: only the payload or sign differs."""
     calls: dict[str, int] = field(default_factory=dict)
     """Calls timed per kernel (warm-up excluded), by kernel name."""
+    classes: dict[str, int] = field(default_factory=dict)
+    """The differing elements by class (`tools.differences.CLASSES`: NaN payload, signed
+    zero, remainder sign, rounding ...)."""
+    provider: str = ""
+    """The provider of the kernel compared with the default one."""
 
     @property
     def mismatches(self) -> int:
@@ -104,18 +111,17 @@ COLUMNS = (
     "shape",
     "kernels",
     "bit-equal",
-    "values differ",
-    "NaN bits differ",
+    "differences",
     "max ULP",
     "max abs",
     "max rel",
     "NaN patterns",
     "µs per call",
 )
-"""The comparison table's columns: `bit-equal` is "equal/elements"; `values differ` counts the
-elements that differ in value (a NaN against a number included), `NaN bits differ` those where
-both are NaN and only the payload or sign differs; `µs per call` gives the kernels' median
-times in the order of `kernels`, slash-separated."""
+"""The comparison table's columns: `bit-equal` is "equal/elements"; `differences` counts the
+elements that differ by class (`tools.differences`: NaN payload, signed zero, remainder sign,
+infinity, subnormal, rounding ...); `µs per call` gives the kernels' median times in the order
+of `kernels`, slash-separated."""
 
 
 def _microseconds(times: Sequence[float]) -> str:
@@ -128,13 +134,12 @@ def comparison_row(c: Comparison) -> tuple[str, ...]:
     """One table row of a comparison (shared by the text table and the HTML table)."""
     head = (c.op, ", ".join(dict.fromkeys(c.dtypes)), "x".join(map(str, c.shape)) or "()")
     if not c.compared:
-        return (*head, c.kernels[0], "not compared", *[""] * 7)
+        return (*head, c.kernels[0], "not compared", *[""] * 6)
     return (
         *head,
         " vs ".join(c.kernels),
         f"{c.equal}/{c.count}",
-        str(c.mismatches - c.nan_payloads),
-        str(c.nan_payloads),
+        summarize(c.classes) or "none",
         f"{c.max_ulp:g}",
         f"{c.max_abs:.3g}",
         f"{c.max_rel:.3g}",
@@ -160,14 +165,12 @@ NARROW_DROPS: Final = (
     "µs per call",
     "dtypes",
     "max ULP",
-    "NaN bits differ",
-    "values differ",
 )
 """Comparison columns a narrow terminal may leave out, first to last: the figures derived from
 the worst element (relative and absolute error) and the context (shape, NaN positions, which
-`values differ` counts too) first, then the timing, then the dtypes (most kernel names carry
-theirs); whether the bits agree (`kernels`, `bit-equal`) is never left out, and the reason an
-operation was not compared is printed under the table, at any width."""
+`differences` counts too) first, then the timing, then the dtypes (most kernel names carry
+theirs); whether and how the bits differ (`kernels`, `bit-equal`, `differences`) is never left
+out, and the reason an operation was not compared is printed under the table, at any width."""
 WHOLE: Final = ("kernels", "bit-equal")
 """Columns whose cells break only between words (a kernel name, `not compared`)."""
 
@@ -218,8 +221,8 @@ class ComparisonReport:
             f"{self.mismatches} of {plural(total, 'element')} differ{self.nan_note()}"
         )
         lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]
-        lines += [self.timing_note(), f"measured on: {self.machine}"]
-        return "\n".join(fit_lines(line) for line in lines if line)
+        lines += [class_text(self.comparisons), self.timing_note(), f"measured on: {self.machine}"]
+        return "\n".join(fit_lines(line) if "\n" not in line else line for line in lines if line)
 
     def reasons(self) -> list[str]:
         """One line per operation (and dtypes) that was not compared, saying why."""
@@ -256,6 +259,7 @@ class ComparisonReport:
         return {
             "machine": self.machine.to_dict(),
             "mismatches": self.mismatches,
+            "by_class": by_class(self.comparisons),
             "comparisons": [
                 {k: v for k, v in asdict(c).items() if k != "worst"} | {"worst": str(c.worst or "")}
                 for c in self.comparisons
@@ -269,8 +273,9 @@ class ComparisonReport:
         )
 
     def _repr_html_(self) -> str:
-        """The comparison table, mismatching operations shaded; below it the worst elements,
-        why an operation was not compared, and how the times were taken."""
+        """The differing elements by class and provider, then the comparison table (mismatching
+        operations shaded), the worst elements, why an operation was not compared, and how the
+        times were taken."""
         rows = list(self)
         table = html_table(
             COLUMNS,
@@ -283,11 +288,11 @@ class ComparisonReport:
         extra = html_table(("op", "kernels", "worst element"), worst) if worst else ""
         lines = [*self.reasons(), self.timing_note()]
         notes = "".join(f"<p>{escape(line)}</p>" for line in lines if line)
-        return f"<div>{table}{extra}{notes}{machine_html(self.machine)}</div>"
+        return f"<div>{class_html(rows)}{table}{extra}{notes}{machine_html(self.machine)}</div>"
 
     def plot(self) -> Figure:
-        """A titled matplotlib Figure of the elements that differ, per operation (the `plot`
-        extra; `tools.plots`)."""
+        """A titled matplotlib Figure: the differing elements as a class x provider matrix
+        (the `plot` extra; `tools.plots`)."""
         from fueltensor.tools.plots import comparison_figure
 
         return comparison_figure(self)
@@ -342,6 +347,7 @@ def diff(
     names = (baseline.kernel.name, other.kernel.name)
     a, b = base.reshape(-1), out.reshape(-1)
     equal = bits(a) == bits(b)
+    classes = difference_counts(baseline.op_kind, b, a)
     measured = errors(b, a)
     ulp = measured.ulp
     worst = None
@@ -382,8 +388,10 @@ def diff(
         not measured.nan_mismatch.any(),
         {k: timings[k].seconds for k in names},
         worst,
-        nan_payloads=int((np.isnan(a) & np.isnan(b) & ~equal).sum()),
+        nan_payloads=classes.get(NAN_PAYLOAD, 0),  # both NaN, another payload or sign
         calls={k: timings[k].calls for k in names},
+        classes=classes,
+        provider=other.provider,
     )
 
 
@@ -394,6 +402,12 @@ class Selection:
 
     providers: frozenset[str] | None
     kernels: frozenset[str] | None
+
+    def named(self, reg: Registry) -> frozenset[str] | None:
+        """The providers named, those of the kernels named included (None: none named)."""
+        if self.providers is None and self.kernels is None:
+            return None
+        return (self.providers or frozenset()) | {reg[k].provider.name for k in self.kernels or ()}
 
     def admits(self, plan: Plan) -> bool:
         """True when `plan`'s kernel is one this selection compares."""
@@ -448,7 +462,9 @@ def _observer(report: ComparisonReport, selection: Selection) -> Observer:
         planning: Planning, plan: Plan, tensors: tuple[FuelTensor, ...], result: FuelTensor
     ) -> None:
         dtypes = tuple(t.dtype.name for t in tensors)
-        others = _alternatives(planning, plan, selection) if plan.kernel else []
+        reg = current_policy().registry
+        named = with_named(planning, plan, reg, selection.named(reg))
+        others = _alternatives(named, plan, selection) if plan.kernel else []
         if not others:
             report.add(_not_compared(plan, selection, dtypes))
             return
@@ -476,6 +492,7 @@ def compare_backends(
     """
     reg = current_policy().registry
     selection = _select(reg, names, kernels)
+    require(selection.named(reg) or ())
     report = ComparisonReport(selection.providers)
     with observe(_observer(report, selection)):
         yield report

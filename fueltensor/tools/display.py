@@ -147,8 +147,27 @@ def contract_facts(c: KernelContract) -> list[tuple[str, str]]:
         ),
         ("determinism", c.determinism),
         ("notes", p.notes or "none"),
+        ("semantics", semantics_text(c)),
         ("declared in", f"{c.source.path}:{c.source.line}"),
     ]
+
+
+def semantics_text(c: KernelContract) -> str:
+    """The declared semantics in one line (`nan lhs kept; zero_tie lhs; ...`, its sources)."""
+    sem = c.semantics
+    if sem is None:
+        return "not declared"
+    parts = []
+    for name, value in sem.to_dict().items():
+        if name in ("source", "notes"):
+            continue
+        if isinstance(value, dict):
+            shown = ", ".join(
+                f"{k} {'/'.join(v) if isinstance(v, list) else v}" for k, v in value.items()
+            )
+            value = f"({shown})"
+        parts.append(f"{name} {value}")
+    return "; ".join(parts) + f" (from {', '.join(sem.source)})"
 
 
 def contract_html(c: KernelContract) -> str:

@@ -18,13 +18,11 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from fueltensor.tools.compare import Comparison, ComparisonReport
+    from fueltensor.tools.compare import ComparisonReport
     from fueltensor.tools.judge import Audit, JudgeReport
 
 EXTRA = "plot"
 """The optional dependency group that brings matplotlib."""
-VALUE, PAYLOAD = "tab:red", "tab:orange"
-"""Colours of elements that differ in value, and of NaNs that differ only in payload or sign."""
 OUTLIER = 4.0
 """A kernel this many times slower per element than the median is named on the cost chart."""
 
@@ -70,40 +68,33 @@ def _figure(width: float, height: float, rows: int = 1) -> tuple[Figure, list[Ax
     return fig, list(axes[:, 0])
 
 
-def _comparison_label(c: Comparison) -> str:
-    return f"{c.op} {'/'.join(dict.fromkeys(c.dtypes))}: {' vs '.join(c.kernels)}"
-
-
 def comparison_figure(report: ComparisonReport) -> Figure:
-    """Per compared operation, the elements whose bits differ: in value (red) and NaNs that
-    differ only in payload or sign (orange), out of the elements compared."""
-    compared = [c for c in report if c.compared]
-    fig, (ax,) = _figure(9.0, 1.2 + 0.38 * max(len(compared), 1))
-    labels = [_comparison_label(c) for c in compared]
-    values = [c.mismatches - c.nan_payloads for c in compared]
-    nans = [c.nan_payloads for c in compared]
-    ax.barh(labels, values, color=VALUE, label="differ in value")
-    ax.barh(labels, nans, left=values, color=PAYLOAD, label="NaN payload or sign only")
-    for y, c in enumerate(compared):
-        ax.annotate(
-            f"{c.mismatches} of {c.count}, max {c.max_ulp:g} ULP",
-            (c.mismatches, y),
-            xytext=(4, 0),
-            textcoords="offset points",
-            va="center",
-            fontsize=8,
-        )
-    ax.invert_yaxis()  # in the order the operations ran
-    ax.set_xlim(0, max([c.mismatches for c in compared] + [1]) * 1.45)
-    ax.set_xlabel("elements whose bits differ between the two kernels")
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8)
-    skipped = sorted({c.op for c in report if not c.compared})
-    note = f"; not compared (one provider admits them): {', '.join(skipped)}" if skipped else ""
+    """The differing elements as a class x provider matrix: a row per difference class some
+    provider shows (`tools.differences`), a column per provider compared with the default
+    kernel, each cell its count, shaded by it (log scale)."""
+    import numpy as np
+
+    from fueltensor.tools.differences import CLASSES, by_class
+
+    matrix = by_class(report)
+    providers = list(matrix) or ["none compared"]
+    classes = [c for c in CLASSES if any(matrix[p].get(c, 0) for p in matrix)] or ["none"]
+    counts = np.array([[matrix.get(p, {}).get(c, 0) for p in providers] for c in classes])
+    fig, (ax,) = _figure(2.4 + 1.4 * len(providers), 1.6 + 0.45 * len(classes))
+    ax.imshow(np.log1p(counts), cmap="Reds", aspect="auto", vmin=0)
+    dark = np.log1p(counts.max(initial=1)) * 0.6
+    for (i, j), n in np.ndenumerate(counts):
+        if n:
+            color = "white" if np.log1p(n) > dark else "black"
+            ax.text(j, i, f"{n:,}", ha="center", va="center", fontsize=8, color=color)
+    ax.set_xticks(range(len(providers)), providers)
+    ax.set_yticks(range(len(classes)), classes)
+    ax.tick_params(length=0)
+    compared = sum(c.count for c in report if c.compared)
     ax.set_title(
-        f"compare_backends: {report.mismatches} of {sum(c.count for c in compared)} "
-        f"elements differ{report.nan_note()}{note}",
+        f"compare_backends: {report.mismatches:,} of {compared:,} elements differ\n"
+        "by class and provider, each against the default kernel",
         fontsize=10,
-        wrap=True,
     )
     return fig
 

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
+
 Clock = Callable[[], float]
 
 
@@ -113,3 +115,11 @@ def time_one(
 ) -> Timing:
     """`race` of a single candidate (the judge's cost figures)."""
     return race({"call": call}, harness, clock)["call"]
+
+
+def copy_bandwidth(n: int = 1 << 22) -> float:
+    """This machine's memory copy speed in bytes per second (read + write of an f32 array of
+    `n` elements: a working set of 8 n bytes), timed by `time_one`."""
+    src = np.ones(n, np.float32)
+    dst = np.empty_like(src)
+    return 2 * src.nbytes / time_one(lambda: np.copyto(dst, src)).seconds

@@ -21,7 +21,6 @@ from fueltensor.tools.judge.audit import (
     Audit,
     Settings,
     audit,
-    copy_bandwidth,
     probes,
 )
 from fueltensor.tools.judge.references import REFERENCES, Reference, round_to
@@ -34,6 +33,7 @@ from fueltensor.tools.judge.report import (
     write_outputs,
 )
 from fueltensor.tools.judge.run import judge_here
+from fueltensor.tools.timing import copy_bandwidth
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -71,6 +71,7 @@ def judge(
     client: None = None,
     every_worker: bool = False,
     timeout: float | None = None,
+    provider: str | None = None,
 ) -> JudgeReport: ...
 
 
@@ -85,6 +86,7 @@ def judge(
     client: Client,
     every_worker: bool = False,
     timeout: float | None = None,
+    provider: str | None = None,
 ) -> ClusterJudgeReport: ...
 
 
@@ -98,10 +100,12 @@ def judge(
     client: Client | None = None,
     every_worker: bool = False,
     timeout: float | None = None,
+    provider: str | None = None,
 ) -> JudgeReport | ClusterJudgeReport:
     """Audit the registrable contracts of `reg` (default: the active `use_registry` registry,
-    like `explain` and `compare_backends`), or only the named `kernels`; a progress bar goes to
-    stderr when it is a terminal.
+    like `explain` and `compare_backends`) whose providers join dispatch by default, or those
+    of `provider` (a name or alias: "torch"), or only the named `kernels`; a progress bar goes
+    to stderr when it is a terminal.
 
     With a Dask `client`, the audit runs on one worker per host (every worker when
     `every_worker`) over each worker's own registry, each tagged with its machine's fingerprint,
@@ -116,4 +120,4 @@ def judge(
         from fueltensor.tools.cluster import judge_cluster
 
         return judge_cluster(client, kernels, quick, seed, every_worker, timeout)
-    return judge_here(reg, kernels, quick, seed, progress)
+    return judge_here(reg, kernels, quick, seed, progress, provider)

@@ -47,7 +47,9 @@ from fueltensor.testing import (
     special_values,
     summarize,
 )
-from fueltensor.tools.judge.references import F64, REFERENCES, Array, Reference, round_to
+from fueltensor.tools.judge.declared import reference_for
+from fueltensor.tools.judge.references import F64, Array, Reference, round_to
+from fueltensor.tools.judge.semantics import audit_semantics
 from fueltensor.tools.timing import Timing, time_one
 
 RUNS: Final = 16
@@ -66,11 +68,12 @@ class Settings:
     random: int
     exact: int
     large: int
+    quick: bool = False  # the quick position sweep too (`judge.positions`)
 
     @classmethod
     def of(cls, quick: bool) -> Settings:
         """The quick probe sizes (`--quick`) or the full ones."""
-        return cls(2048, 256, 1 << 16) if quick else cls(32768, 2048, 1 << 20)
+        return cls(2048, 256, 1 << 16, True) if quick else cls(32768, 2048, 1 << 20)
 
 
 # -- probes -------------------------------------------------------------------------------------
@@ -141,6 +144,8 @@ class Audit:
     """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
+    semantics: list[str] = field(default_factory=list)
+    """Measured facts re-measured on a machine unlike the document's: notes, not failures."""
 
     @property
     def ok(self) -> bool:
@@ -248,14 +253,6 @@ def _time_on_threads(call: Callable[[], object], n: int) -> tuple[Timing, float]
     return one, 1e9 * time_one(call).seconds / n
 
 
-def copy_bandwidth(n: int = 1 << 22) -> float:
-    """This machine's memory copy speed in bytes per second (read + write of an f32 array of
-    `n` elements: a working set of 8 n bytes)."""
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    return 2 * src.nbytes / time_one(lambda: np.copyto(dst, src)).seconds
-
-
 Inputs = Mapping[str, "Array | int"]
 """A batch's operands by the contract's names (arrays aligned with the batch) and its integer
 parameters (one value for the whole batch)."""
@@ -304,7 +301,7 @@ def audit(
     seed: int = 0,
 ) -> Audit:
     """Audit one contract at one dtype."""
-    ref = REFERENCES.get(contract.op_kind)
+    ref = reference_for(contract)
     many = len({d for s in contract.inputs for d in s.dtypes}) > 1
     a = Audit(
         contract.name,
@@ -331,7 +328,8 @@ def _checks(
     copy_bps: float,
     rng: np.random.Generator,
 ) -> None:
-    """Conformance, determinism, precision and cost, in that order, recorded into `a`."""
+    """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
+    order, recorded into `a`."""
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
@@ -354,7 +352,7 @@ def _checks(
         )
 
     _implementations(a, contract, operands, plan, outputs[0])
-    ref = REFERENCES.get(contract.op_kind)
+    ref = reference_for(contract)
     if ref is not None and contract.params:
         _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
         _check_bounds(a, contract)
@@ -364,6 +362,7 @@ def _checks(
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
+    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, a.failures)
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 

@@ -173,6 +173,7 @@ class JudgeReport:
         lines = [table, fit_lines(legend(shown_columns(table))), fit_lines(self.summary())]
         lines.append(fit_lines(f"measured on: {self.machine}"))
         lines += [fit_lines(f"FAIL {label}: {why}") for label, why in self.failures]
+        lines += [fit_lines(f"note {a.label}: {n}") for a in self.rows for n in a.semantics]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -218,6 +219,7 @@ class JudgeReport:
         out.insert(1, "|" + "---|" * len(COLUMNS))
         out += ["", LEGEND, "", self.summary(), "", f"Measured on: {self.machine}"]
         out += ["", *(f"- **FAIL** `{k}`: {w}" for k, w in self.failures)]
+        out += [f"- note `{a.label}`: {n}" for a in self.rows for n in a.semantics]
         return "\n".join(out) + "\n"
 
 

@@ -10,9 +10,10 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.registry import Registry
-from fueltensor.tools.judge.audit import Settings, audit, copy_bandwidth
+from fueltensor.registry import Registry, require
+from fueltensor.tools.judge.audit import Settings, audit
 from fueltensor.tools.judge.report import JudgeReport
+from fueltensor.tools.timing import copy_bandwidth
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -30,10 +31,11 @@ def judge_here(
     quick: bool = False,
     seed: int = 0,
     progress: bool | None = None,
+    provider: str | None = None,
 ) -> JudgeReport:
     """`judge` on this machine (see `fueltensor.tools.judge.judge`)."""
     reg = reg if reg is not None else current_policy().registry
-    jobs = _jobs(reg, kernels)
+    jobs = _jobs(reg, kernels, provider)
     show = sys.stderr.isatty() if progress is None else progress
     settings = Settings.of(quick)
     start = time.perf_counter()
@@ -55,11 +57,21 @@ def judge_here(
     )
 
 
-def _jobs(reg: Registry, kernels: Iterable[str] | None) -> list[tuple[KernelContract, DType]]:
+def _jobs(
+    reg: Registry, kernels: Iterable[str] | None, provider: str | None = None
+) -> list[tuple[KernelContract, DType]]:
     """(contract, dtype) for every dtype its first input accepts, of the registrable contracts
-    or the named `kernels` (a describe-only one refused)."""
+    of `provider` (default: of the providers that join dispatch by default) or the named
+    `kernels` (a describe-only one refused)."""
+    names = reg.provider_names(provider) if provider is not None else None
+    require(names or ())
     if kernels is None:
-        chosen = [c for c in reg if c.registrable]
+        chosen = [
+            c
+            for c in reg
+            if c.registrable
+            and (reg.joins(c.provider) if names is None else c.provider.name in names)
+        ]
     else:
         chosen = [reg[name] for name in kernels]
         for c in chosen:

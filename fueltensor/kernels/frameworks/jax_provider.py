@@ -1,0 +1,91 @@
+"""JAX (CPU) as a contract provider: `jax.numpy.add` ... `jax.numpy.remainder`, and
+`jnp.power(x, k)` for an integer power (JAX's `lax.integer_pow`), as a JAX user calls them on
+NumPy operands (contracts/jax.md).
+
+JAX copies every NumPy operand into a buffer of its own whatever its layout, so the documents
+admit strided, offset, reversed and broadcast operands and the planner adds no Contiguize (the
+copy is JAX's, in its measured cost). Calls run on JAX's CPU device (`jax.default_device`).
+F64: JAX computes in float32 unless its x64 switch is on. The kernels never flip the global
+switch; an F64 call runs inside `jax.enable_x64(True)`, JAX's scoped (thread-local) form of
+the switch, which ends with the call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from contextlib import nullcontext
+from functools import cache
+from typing import Any, Final
+
+import numpy as np
+
+from fueltensor.fkc.schema import MeasuredOn
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
+
+FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
+PROVIDER: Final = FRAMEWORK.provider
+
+_FUNCTIONS: Final = {
+    "jax.numpy.add": "add",
+    "jax.numpy.subtract": "subtract",
+    "jax.numpy.multiply": "multiply",
+    "jax.numpy.divide": "divide",
+    "jax.numpy.remainder": "remainder",
+    "jax.numpy.power": "power",
+    "jax.numpy.maximum": "maximum",
+    "jax.numpy.minimum": "minimum",
+}
+"""Entry point -> the `jax.numpy` function it calls."""
+
+_F64: Final = np.dtype(np.float64)
+
+
+@cache
+def _jax() -> tuple[Any, Any, Any]:
+    """jax, jax.numpy and the CPU device, imported on the first kernel call."""
+    jax = FRAMEWORK.load()
+    return jax, importlib.import_module("jax.numpy"), jax.devices("cpu")[0]
+
+
+def _call(name: str, dtype: np.dtype, *args: Any) -> np.ndarray:
+    """`jax.numpy.<name>(*args)` on the CPU device, F64 under the scoped x64 switch; the
+    result as a NumPy array."""
+    jax, jnp, cpu = _jax()
+    x64 = jax.enable_x64(True) if dtype == _F64 else nullcontext()
+    with x64, jax.default_device(cpu):
+        return np.asarray(getattr(jnp, name)(*args))
+
+
+def _binary(name: str) -> KernelFn:
+    """A kernel calling `jax.numpy.<name>(lhs, rhs)` and copying the result's bits into `out`."""
+
+    def kernel(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        deliver(_call(name, out.dtype, lhs, rhs), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
+    return kernel
+
+
+def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
+    """`jnp.power(x, k)` with k a Python int, which JAX runs as `lax.integer_pow` (repeated
+    squaring, compiled for each k)."""
+    deliver(_call("power", out.dtype, x, int(exponent)), out)
+
+
+ENTRY_POINTS: Final[dict[str, KernelFn]] = {
+    **{entry: _binary(name) for entry, name in _FUNCTIONS.items()},
+    "jax.numpy.power(x, int)": _integer_power,
+}
+
+
+def environment() -> MeasuredOn:
+    """JAX's and jaxlib's versions, and the SIMD level of this CPU (XLA compiles for it)."""
+    jax = _jax()[0]
+    jaxlib = importlib.metadata.version("jaxlib")
+    return measured("jax", f"{jax.__version__} (jaxlib {jaxlib})", isa_here())
+
+
+UNAVAILABLE: Final = FRAMEWORK.unavailable
+ENVIRONMENT: Final = environment

@@ -1,0 +1,58 @@
+"""NumPy as a contract provider: each operation's ufunc (`np.add` ... `np.remainder`), and
+`x ** k` for an integer power, as a NumPy user calls them (contracts/numpy.md).
+
+NumPy takes strided, offset, reversed and broadcast (stride-0) operands as they are, so its
+contracts admit every layout and the planner adds no Contiguize in front of them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any, Final
+
+import numpy as np
+
+from fueltensor.core.errstate import silenced
+from fueltensor.fkc.schema import MeasuredOn
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
+from fueltensor.ops import CONTRACT_OPS
+
+FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
+PROVIDER: Final = FRAMEWORK.provider
+
+
+def _binary(fn: Callable[..., Any]) -> KernelFn:
+    """A kernel running `fn(lhs, rhs)` under NumPy's all-ignore error state, its result's bits
+    copied into `out`."""
+
+    def kernel(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        with silenced():
+            deliver(np.asarray(fn(lhs, rhs)), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"numpy_{getattr(fn, '__name__', 'power')}"
+    return kernel
+
+
+def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
+    """`x ** k` with k a Python int: NumPy's own integer-power path (k = 2 is `np.square`,
+    -1 `np.reciprocal`, 1 a copy, 0.5 `np.sqrt`; other k `np.power`)."""
+    with silenced():
+        deliver(np.asarray(operator.pow(x, int(exponent))), out)
+
+
+ENTRY_POINTS: Final[dict[str, KernelFn]] = {
+    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in CONTRACT_OPS},
+    "numpy.ndarray.__pow__(int)": _integer_power,
+}
+"""Entry point -> kernel: `numpy.<ufunc>` for the eight operations (the op table's ufuncs)."""
+
+
+def environment() -> MeasuredOn:
+    """NumPy's version and the SIMD level its loops dispatch to on this CPU."""
+    return measured("numpy", np.__version__, isa_here())
+
+
+UNAVAILABLE: Final = FRAMEWORK.unavailable
+ENVIRONMENT: Final = environment

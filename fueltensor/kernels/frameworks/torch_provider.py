@@ -1,0 +1,100 @@
+"""PyTorch (CPU) as a contract provider: `torch.add` ... `torch.remainder`, and `x ** k` for an
+integer power, as a PyTorch user calls them on CPU tensors (contracts/torch.md).
+
+Operands reach PyTorch through DLPack as views of the caller's memory (read-only ones too,
+with no copy and no warning): strided, offset and broadcast (stride-0) operands as they are.
+PyTorch has no negative strides (`torch.from_numpy` and DLPack refuse them, the latter by
+aborting the process), so the documents reject reversed operands and the planner makes them
+dense first; a reversed operand handed to a kernel directly raises ValueError. bfloat16 goes
+through its bits: NumPy's uint16 view, reinterpreted by `Tensor.view(torch.bfloat16)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Final
+
+import numpy as np
+
+from fueltensor.fkc.schema import MeasuredOn
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
+
+FRAMEWORK: Final = Framework(
+    "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
+)
+PROVIDER: Final = FRAMEWORK.provider
+
+_FUNCTIONS: Final = {
+    "torch.add": "add",
+    "torch.sub": "sub",
+    "torch.mul": "mul",
+    "torch.div": "div",
+    "torch.remainder": "remainder",
+    "torch.pow": "pow",
+    "torch.maximum": "maximum",
+    "torch.minimum": "minimum",
+}
+"""Entry point -> the `torch` function it calls."""
+
+
+def _tensor(torch: Any, array: np.ndarray) -> Any:
+    """A CPU tensor viewing `array`'s memory (no copy); bfloat16 through its bits."""
+    if any(s < 0 for s in array.strides):
+        raise ValueError(
+            "PyTorch has no negative strides: its contracts reject reversed operands, and a "
+            "reversed view handed to the kernel directly is refused"
+        )
+    if array.dtype == BF16:
+        return torch.from_dlpack(bits(array)).view(torch.bfloat16)
+    return torch.from_dlpack(array)
+
+
+def _numpy(torch: Any, tensor: Any, dtype: np.dtype) -> np.ndarray:
+    """A NumPy view of a result tensor's memory; bfloat16 through its bits."""
+    if dtype == BF16:
+        return np.asarray(tensor.view(torch.uint16).numpy()).view(BF16)
+    return np.asarray(tensor.numpy())
+
+
+@cache
+def _torch() -> Any:
+    """The torch module, imported on the first kernel call."""
+    return FRAMEWORK.load()
+
+
+def _binary(name: str) -> KernelFn:
+    """A kernel calling `torch.<name>(lhs, rhs)` and copying the result's bits into `out`."""
+
+    def kernel(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        torch = _torch()
+        got = getattr(torch, name)(_tensor(torch, lhs), _tensor(torch, rhs))
+        deliver(_numpy(torch, got, out.dtype), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"torch_{name}"
+    return kernel
+
+
+def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
+    """`x ** k` with k a Python int: `torch.pow(Tensor, Scalar)`, PyTorch's integer-exponent
+    path (k = 2 and 3 multiply, -1 and -2 take reciprocals, other k `std::pow`)."""
+    torch = _torch()
+    got = torch.pow(_tensor(torch, x), int(exponent))
+    deliver(_numpy(torch, got, out.dtype), out)
+
+
+ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
+    **{entry: _binary(name) for entry, name in _FUNCTIONS.items()},
+    "torch.pow(Tensor, int)": _integer_power,
+}
+
+
+def environment() -> MeasuredOn:
+    """PyTorch's version and the CPU capability its kernels dispatch to here (AVX512 ...)."""
+    torch = _torch()
+    return measured("torch", torch.__version__, torch.backends.cpu.get_cpu_capability())
+
+
+UNAVAILABLE: Final = FRAMEWORK.unavailable
+ENVIRONMENT: Final = environment
