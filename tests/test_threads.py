@@ -36,6 +36,9 @@ pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are
 FMT_OF = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
 """An odd size past every threshold: the last part is not a whole 512-element block."""
+WAKING = (NATIVE.PARALLEL_FROM * NATIVE.WAKE_FACTOR if NATIVE is not None else 0) + 4097
+"""An odd size whose call wakes a sleeping worker (a shorter one finding every worker asleep
+runs alone): what a test of a worker's part needs."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine())
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
@@ -121,8 +124,8 @@ def test_a_flag_raised_in_one_chunk_reaches_the_caller(where: int) -> None:
     """A division by zero in only the first or only the last element raises FE_DIVBYZERO in the
     run on two threads as on one, and the caller's own flags stay as they were."""
     assert FE is not None
-    lhs = np.ones(BIG, np.float32)
-    rhs = np.ones(BIG, np.float32)
+    lhs = np.ones(WAKING, np.float32)
+    rhs = np.ones(WAKING, np.float32)
     rhs[where] = 0.0
     div = _native.OPS.index("div"), _native.DTYPES.index("float32")
     for count in (1, 2):
@@ -138,8 +141,8 @@ def test_every_thread_rounds_as_the_caller() -> None:
     """Under the caller's FE_UPWARD, two threads give one thread's sums, which differ from the
     sums rounded to nearest."""
     assert FE is not None
-    a = np.full(BIG, 1.0, np.float32)
-    b = np.full(BIG, 2.0**-30, np.float32)  # 1 + 2^-30 rounds up to the next float only upward
+    a = np.full(WAKING, 1.0, np.float32)
+    b = np.full(WAKING, 2.0**-30, np.float32)  # 1 + 2^-30 rounds up to the next float only upward
     nearest = run("add", "float32", a, b, 0, 2)
     LIBM.fesetround(FE[1])
     try:
