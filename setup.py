@@ -4,9 +4,9 @@
 and fueltensor runs its pure-NumPy kernels and Python dispatch, which give the same bits; the
 build then says so once, in words (`BuildExt`; pip shows a build's output with `-v`).
 
-The build does not prove the f32 pow shortcut (an exhaustive check against the C library's
-`powf`, minutes of CPU): until `fueltensor pow-shortcut --check` has, the shortcut stays off
-and `powf` runs for every lane, with the same bits.
+f32 pow runs a vector transcription of glibc's `powf` where the extension recognises the
+platform's `powf` as that algorithm (at the first f32 pow, not at build time); elsewhere `powf`
+runs for every lane, with the same bits.
 
 `FUELTENSOR_SANITIZE=1` builds both extensions with AddressSanitizer and UndefinedBehaviorSanitizer,
 aborting at the first report (`.ci/sanitize` installs such a build beside the normal one and runs

@@ -2,14 +2,14 @@
  * the correctly rounded x * x / sqrt(x)? Over all 2^32 f32 inputs it counts the mismatches and,
  * for those whose exact value e (x * x in double, exact; sqrt((double)x), correctly rounded) is
  * a normal float, the largest distance of e from a midpoint between two floats, in double ULPs
- * of e (the low 29 significand bits of e against 2^28). The f32 pow shortcut in
- * fueltensor/ext/src/native/pow_shortcut.c sends every lane within POW_BAND (2^21) of a midpoint to powf:
- * this program is where that band comes from. glibc 2.36 on x86-64 (AVX2, FMA): y = 2 differs
- * for 1,548,806 inputs (1,539,494 with a normal result), the farthest 888,704 ULPs from a
- * midpoint; y = 0.5 for 1,361,093 (1,361,091; the other two are -0 and -inf, where powf gives
- * +0 and +inf), the farthest 861,631 (benchmarks/RESULTS.md). The shortcut itself is proven by
- * the kernels' exhaustive check (fueltensor/kernels/pow_shortcut.py), not by this. About 45 s
- * of one core per y:
+ * of e (the low 29 significand bits of e against 2^28). The vector powf's short way for y = 2
+ * and y = 0.5 (fueltensor/ext/src/native/powf_vector.c) sends every lane within POWF_BAND (2^20)
+ * of a midpoint to the full algorithm: this program is where that band comes from. glibc 2.36
+ * on x86-64 (AVX2, FMA): y = 2 differs for 1,548,806 inputs (1,539,494 with a normal result),
+ * the farthest 888,704 ULPs from a midpoint; y = 0.5 for 1,361,093 (1,361,091; the other two
+ * are -0 and -inf, where powf gives +0 and +inf), the farthest 861,631 (benchmarks/RESULTS.md).
+ * The short way itself is proven by benchmarks/pow_proof.py, not by this. About 45 s of one
+ * core per y:
  *   gcc -O2 -ffp-contract=off -fno-fast-math benchmarks/pow_shortcut_check.c -lm && ./a.out
  */
 #include <float.h>

@@ -38,7 +38,8 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from thread_rows import thread_rows  # benchmarks/ is the script's directory, first on sys.path
+from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
+from thread_rows import split_rows, thread_rows
 
 import fueltensor as ft
 from fueltensor.fingerprint import machine as fingerprint
@@ -887,6 +888,8 @@ SECTIONS = (
     "layouts",
     "sweep",
     "threads",
+    "split",
+    "libraries",
     "scalars",
     "views",
     "live",
@@ -915,6 +918,12 @@ def main() -> None:
         default="wall",
         help="wall time, or this thread's CPU time (steadier on a loaded machine)",
     )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=Path(__file__).with_name("libraries.png"),
+        help="where the libraries section saves its plot of ratios against size",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     if only - set(SECTIONS):
@@ -936,6 +945,8 @@ def main() -> None:
         "layouts": lambda: run_cases(layout_cases(n), repeats),
         "sweep": lambda: run_cases(sweep_cases(n), repeats),
         "threads": lambda: thread_rows(repeats),
+        "split": lambda: split_rows(repeats),
+        "libraries": lambda: library_rows(repeats, n, args.plot),
         "scalars": lambda: scalar_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,

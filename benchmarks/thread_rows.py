@@ -1,12 +1,13 @@
 """Issue 24 item 3's rows for benchmarks/run.py: f32 add and multiply at large sizes, results
 dropped each call, fueltensor on one thread and on every core the process may use, beside NumPy
-and numexpr on two threads (when importable; not a dependency of fueltensor).
+and numexpr on two threads (when importable; not a dependency of fueltensor); and issue 34's
+"split" rows, which measure per op class where splitting starts to pay (abi.h's SPLIT_FROM).
 
 "split" runs the compiled body split from any size (the threshold lowered for that call only),
 back to back, so the pool's worker is still polling for its next chunk; "parked" times one split
 call after the worker has gone to sleep (a pause longer than its spin), the cost of the first
 large call after idle. The rows below the threshold show where splitting starts to pay: the
-shipped threshold (`default`) is `_native.PARALLEL_FROM`.
+shipped threshold (`default`) is f32 add's and multiply's `SPLIT_FROM`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import fueltensor as ft
@@ -29,7 +31,7 @@ try:
 except ImportError:
     numexpr = None
 
-SIZES = (2**16, 2**17, 2**18, 2**19, 2**20, 10**6, 2**21, 2**22, 10**7)
+SIZES = (2**15, 2**16, 2**17, 2**18, 2**19, 2**20, 10**6, 2**21, 2**22, 10**7)
 TARGETS = {10**6: 0.8, 10**7: 0.6}
 """Issue 24: fueltensor on every core at most this many times NumPy's time."""
 OPS: dict[str, tuple[Callable[[Any, Any], Any], np.ufunc, str]] = {
@@ -107,7 +109,8 @@ def thread_rows(repeats: int) -> None:
     """Print the rows as a Markdown table (ms per call; ratios against NumPy)."""
     if numexpr is not None:
         numexpr.set_num_threads(2)
-    print(f"cores this process may use: {threads.cores()}; threshold {threads.PARALLEL_FROM:,}")
+    start = threads.SPLIT_FROM["add"]["float32"]
+    print(f"cores this process may use: {threads.cores()}; f32 add and mul split from {start:,}")
     head = "| case | NumPy | ft 1 thr | ft split | split parked | ft default | default ÷ NumPy |"
     print(head + " target | | numexpr 2 thr | numexpr ÷ NumPy |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
@@ -126,4 +129,48 @@ def thread_rows(repeats: int) -> None:
             cells = [f"{name} f32 n={n:,}", *(f"{v:.4g}" for v in t[:5]), f"{ratio:.2f}"]
             cells += [f"≤ {target}" if target else "—", verdict]
             cells += [f"{t[5]:.4g}", f"{t[5] / t[0]:.2f}"] if numexpr is not None else ["", ""]
+            print("| " + " | ".join(cells) + " |", flush=True)
+
+
+SPLIT_SIZES = tuple(2**k for k in range(10, 21))
+SPLIT_CASES: dict[str, list[tuple[str, str, Callable[[Any, Any], Any]]]] = {
+    "arith": [("add", "float32", ft.add), ("mul", "float64", ft.multiply)],
+    "select": [("maximum", "float32", ft.maximum), ("maximum", "float64", ft.maximum)],
+    "divide": [("div", "float32", ft.divide), ("rem", "float64", ft.remainder)],
+    "half": [("add", "bfloat16", ft.add), ("maximum", "float16", ft.maximum)],
+    "pow": [("pow", "float32", ft.pow), ("pow", "float64", ft.pow)],
+    "powi": [("powi", "float32", lambda x, _: x**3), ("powi", "float64", lambda x, _: x**3)],
+}
+"""abi.h's op classes, each by the ops that bound it (its cheapest): (op, dtype, call)."""
+PAYS = 0.9
+"""Splitting pays at a size when two threads take at most this share of one thread's time."""
+
+
+def split_rows(repeats: int) -> None:
+    """Per op class and size, fueltensor's call (result dropped) split over every core from any
+    size, back to back, as a share of its time on one thread; "pays from" is the smallest
+    size from which every larger one is at most PAYS; abi.h's threshold beside it."""
+    assert NATIVE is not None
+    cores = threads.cores()
+    print(f"cores {cores}; split ÷ one thread, back to back (wall clock); pays at ≤ {PAYS}")
+    sizes = " | ".join(f"2^{n.bit_length() - 1}" for n in SPLIT_SIZES)
+    print(f"| class | case | {sizes} | pays from | SPLIT_FROM |")
+    print("|---|---|" + "---:|" * (len(SPLIT_SIZES) + 2))
+    rng = np.random.default_rng(0)
+    for kind, cases in SPLIT_CASES.items():
+        for op, dtype, call in cases:
+            np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+            shares = []
+            for n in SPLIT_SIZES:
+                a = (rng.random(n, np.float32) * 4 + 0.5).astype(np_dtype)
+                b = (rng.random(n, np.float32) * 4 - 2).astype(np_dtype)
+                x, y = ft.asarray(a), ft.asarray(b)
+                one, split = _variants(call, x, y)[:2]
+                t_one, t_split = timed([one, split], repeats)
+                shares.append(t_split / t_one)
+            pays = next(
+                (n for k, n in enumerate(SPLIT_SIZES) if all(r <= PAYS for r in shares[k:])), None
+            )
+            cells = [kind, f"{op} {dtype}", *(f"{r:.2f}" for r in shares)]
+            cells += [f"{pays:,}" if pays else "—", f"{threads.SPLIT_FROM[op][dtype]:,}"]
             print("| " + " | ".join(cells) + " |", flush=True)

@@ -40,8 +40,8 @@ class Fingerprint:
     numpy: str
     ml_dtypes: str
     pow_shortcut: str
-    """Whether f32 pow by 2 / 0.5 takes the shortcut proven bit-identical to powf here, or why
-    not (the bits are powf's either way)."""
+    """Whether f32 pow takes the vector powf (glibc's powf recognised here), or why not (the
+    bits are powf's either way)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (tuples as lists)."""
@@ -98,7 +98,7 @@ def _libc() -> str:
 def _kernels() -> str:
     """The CPU kernels in use, with the compiled body's instruction set."""
     if IMPLEMENTATION == "native" and NATIVE is not None:
-        return f"native ({NATIVE.ISAS[-1]})"
+        return f"native ({NATIVE.isa()})"
     return IMPLEMENTATION
 
 

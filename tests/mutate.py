@@ -69,21 +69,12 @@ NATIVE_SRC = "fueltensor/ext/src/native/"
 FAST_SRC = "fueltensor/ext/src/fast/"
 """The compiled floor's per-concern C files: a C mutation names the file its snippet is in."""
 HOST = "fueltensor/array_api/_host.py"
-POW_VERDICT = "fueltensor/kernels/pow_shortcut.py"
-POW_LOOP_TESTS = tuple(
-    f"tests/test_pow_shortcut.py::{name}"
-    for name in (
-        "test_specials_and_band_edges_are_powf",
-        "test_random_bit_patterns_are_powf",
-        "test_every_length_offset_and_mixed_exponents",
-        "test_another_rounding_mode_runs_powf",
-        "test_verifier_catches_a_loop_without_a_band",
-    )
-)
-"""The pow shortcut loop's tests that force it on: a mutated `_native` is rebuilt and tested
-with the shortcut off otherwise (no cached verdict applies: a verdict is keyed on the
-extension's bytes)."""
-POW_VERDICT_TESTS = ("tests/test_pow_shortcut.py",)
+POW_STATUS = "fueltensor/kernels/pow_shortcut.py"
+POWF_VECTOR = NATIVE_SRC + "powf_vector.c"
+POWF_RECOGNISE = NATIVE_SRC + "powf_recognise.c"
+POWF_TESTS = ("tests/test_pow_shortcut.py",)
+"""The vector powf's tests: every body and pass against libm powf, the recognition, the tables
+and the proofs' machinery (a mutated `_native` is rebuilt in the copy)."""
 JUDGE = "fueltensor/tools/judge/audit.py"
 JUDGE_CALLS = "fueltensor/tools/judge/calls.py"
 JUDGE_REPORT = "fueltensor/tools/judge/report.py"
@@ -164,38 +155,78 @@ MUTATIONS: tuple[Mutation, ...] = (
         STREAM_TESTS,
         "a streamed tile is copied from 16 bytes into the tile",
     ),
-    # -- all cores at large sizes (the C is rebuilt in the copy) -------------------------------
+    # -- the AVX-512 body (the C is rebuilt in the copy; caught on an AVX-512 machine) ----------
+    M(
+        "isa-avx512-never-selected",
+        NATIVE_SRC + "module.c",
+        '    count += count == 2 && __builtin_cpu_supports("avx512f") &&',
+        '    count += 0 && __builtin_cpu_supports("avx512f") &&',
+        ("tests/test_kernels_native.py",),
+        "an AVX-512 CPU runs the AVX2 body (ISAS and the fingerprint say avx2)",
+    ),
+    M(
+        "isa-widest-not-run",
+        NATIVE_SRC + "module.c",
+        "    N.isa = count - 1;",
+        "    N.isa = count > 1 ? 1 : 0;",
+        ("tests/test_kernels_native.py",),
+        "the AVX2 body runs where the CPU has AVX-512, while ISAS lists it last",
+    ),
+    M(
+        "isa-avx512-drops-the-last-lane",
+        NATIVE_SRC + "bodies.c",
+        "DEFINE_BODY(avx512, TARGET_AVX512, pow_pass_avx512)",
+        "#define HALVES_avx512_whole HALVES_avx512\n"
+        "DEFINE_BODY(avx512_whole, TARGET_AVX512, pow_pass_avx512)\n"
+        "TARGET_AVX512 static void body_avx512_part(int op, int dtype, const void *a,\n"
+        "    const void *b, void *c, Py_ssize_t n, const PowShortcut *s, int stream) {\n"
+        "    body_avx512_whole_part(op, dtype, a, b, c, n - (n > 0), s, stream);\n}\n"
+        "TARGET_AVX512 static void body_avx512(int op, int dtype, const void *a, const void *b,\n"
+        "    void *c, Py_ssize_t n, const PowShortcut *s) {\n"
+        "    body_avx512_whole(op, dtype, a, b, c, n - (n > 0), s);\n}",
+        CPU_TESTS,
+        "the AVX-512 body leaves the last element of every call unwritten",
+    ),
+    M(
+        "isa-avx512-f16-tail-dropped",
+        NATIVE_SRC + "halves.c",
+        "    f16_narrow_f16c(src + i, dst + i, n - i);\n}\n#endif",
+        "    f16_narrow_f16c(src + i, dst + i, n - i - (n > i));\n}\n#endif",
+        CPU_TESTS,
+        "the AVX-512 f16 narrowing drops the last lane after its 16-lane steps",
+    ),
+    # -- all cores from mid sizes (the C is rebuilt in the copy) -------------------------------
     M(
         "threads-last-chunk-skipped",
         NATIVE_SRC + "pool.c",
-        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
-        "Py_ssize_t len = n - at < per ? 0 : per, skip = at * size;",
+        "len = job->n - at < job->per ? job->n - at : job->per;",
+        "len = job->n - at < job->per ? 0 : job->per;",
         THREAD_TESTS,
-        "the last chunk of a split body is never computed",
+        "the last part of a split body is never computed",
     ),
     M(
         "threads-worker-flags-lost",
         NATIVE_SRC + "pool.c",
-        "if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);",
-        "(void)parts[t].flags;",
+        "if (job->raised[w].raised) flags_merge(&job->raised[w].flags, job->raised[w].raised);",
+        "(void)job->raised[w].flags;",
         THREAD_TESTS,
-        "a flag raised only in a worker's chunk never reaches the caller's view of the run",
+        "a flag raised only in a worker's part never reaches the caller's view of the run",
     ),
     M(
         "threads-worker-ignores-callers-fenv",
         NATIVE_SRC + "pool.c",
-        "    fesetenv(k->env);\n",
+        "            env_set(&job->env);\n",
         "",
         POOL_TESTS,
-        "a worker's chunk rounds and flushes subnormals by its own environment, not the caller's",
+        "a worker's part rounds and flushes subnormals by its own environment, not the caller's",
     ),
     M(
         "threads-chunk-short-by-one",
         NATIVE_SRC + "pool.c",
-        "Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;",
-        "Py_ssize_t len = n - at < per ? n - at : per - 1, skip = at * size;",
+        "len = job->n - at < job->per ? job->n - at : job->per;",
+        "len = job->n - at < job->per ? job->n - at : job->per - 1;",
         THREAD_TESTS,
-        "a chunk boundary off by one: the last element before every boundary is never written",
+        "a part boundary off by one: the last element before every boundary is never written",
     ),
     M(
         "threads-pool-kept-at-fork",
@@ -208,27 +239,29 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-pool-started-by-any-body",
         NATIVE_SRC + "pool.c",
-        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    if (threads > 1) {",
-        "    int threads = threads_for(n);\n#if defined(HAVE_PTHREAD)\n    pool_grow(1);\n"
+        "    int threads = threads_for(op, dtype, n);\n#if defined(HAVE_PTHREAD)\n"
         "    if (threads > 1) {",
+        "    int threads = threads_for(op, dtype, n);\n#if defined(HAVE_PTHREAD)\n"
+        "    pool_grow(1);\n    if (threads > 1) {",
         POOL_TESTS,
         "a process that never splits a body still pays for a worker",
     ),
     M(
         "threads-busy-pool-shared",
         NATIVE_SRC + "pool.c",
-        "if (pthread_mutex_trylock(&N.pool.owner) != 0) {",
-        "if (pthread_mutex_trylock(&N.pool.owner) != 0 && 0) {",
+        "if (pthread_mutex_trylock(&N.pool.owner) == 0) {",
+        "if (pthread_mutex_trylock(&N.pool.owner) == 0 || 1) {",
         POOL_TESTS,
-        "a second caller posts chunks to the workers another caller is using",
+        "a second caller posts its parts to the workers another caller is using",
     ),
     M(
-        "threads-sleeping-worker-not-woken",
+        "threads-parked-worker-ignores-demand",
         NATIVE_SRC + "pool.c",
-        "    pthread_cond_broadcast(&N.pool.wake);\n",
-        "",
+        "    while (!work_ready(NULL, w) && __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED) == "
+        "seen) {",
+        "    while (!work_ready(NULL, w)) {",
         POOL_TESTS,
-        "a worker parked between calls never wakes for the next chunk: the call hangs",
+        "a worker asleep never comes back for mid-size calls (they run alone, posting no part)",
     ),
     M(
         "threads-threadpoolctl-never-registered",
@@ -241,18 +274,74 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-threshold-ignored",
         NATIVE_SRC + "pool.c",
-        "if (n < __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED)) return 1;",
+        "if (n < split_from(op, dtype)) return 1;",
         "if (n < CHUNK_ALIGN) return 1;",
         THREAD_TESTS,
         "small bodies pay for threads",
     ),
     M(
+        "threads-measuring-threshold-ignored",
+        NATIVE_SRC + "pool.c",
+        "    if (forced > 0) return forced;\n",
+        "",
+        THREAD_TESTS,
+        "set_parallel_from (the benchmark's lowered threshold) changes nothing",
+    ),
+    M(
+        "threads-pow-split-as-arithmetic",
+        NATIVE_SRC + "pool.c",
+        "    if (op == POW) return SPLIT_POW;\n",
+        "",
+        THREAD_TESTS,
+        "pow (powf per lane) waits for the arithmetic threshold before it splits",
+    ),
+    M(
+        "threads-halves-split-as-f32",
+        NATIVE_SRC + "pool.c",
+        "    if (dtype == BF16 || dtype == F16) return SPLIT_HALF;\n",
+        "",
+        THREAD_TESTS,
+        "the half types (widened and narrowed per tile) split no earlier than f32",
+    ),
+    M(
+        "threads-f64-split-by-elements",
+        NATIVE_SRC + "pool.c",
+        "    return SPLIT_BYTES / ITEMSIZE[dtype];",
+        "    return SPLIT_BYTES / 4;",
+        THREAD_TESTS,
+        "f64 splits from the element count f32 does, twice its bytes",
+    ),
+    M(
+        "threads-table-crossed",
+        NATIVE_SRC + "module.c",
+        "PyObject *from = PyLong_FromSsize_t(split_from(op, d));",
+        "PyObject *from = PyLong_FromSsize_t(split_from(d, op));",
+        THREAD_TESTS,
+        "SPLIT_FROM reports another op's threshold than the one its bodies split from",
+    ),
+    M(
+        "threads-caller-returns-before-the-workers",
+        NATIVE_SRC + "pool.c",
+        "    pool_wait(job, parts);\n",
+        "",
+        POOL_TESTS,
+        "the caller returns while a worker still writes its part (and its flags)",
+    ),
+    M(
         "threads-affinity-ignored",
         NATIVE_SRC + "pool.c",
-        "int threads = want < cores ? want : cores > 1 ? cores : 1;",
-        "int threads = want;",
+        "threads = want < cores ? want : cores > 1 ? cores : 1;",
+        "threads = want;",
         THREAD_TESTS,
         "more threads than the cores the process may run on",
+    ),
+    M(
+        "threads-affinity-read-once",
+        NATIVE_SRC + "pool.c",
+        "    if (cores == 0 || now - read_at >= AFFINITY_NS) {",
+        "    if (cores == 0) {",
+        THREAD_TESTS,
+        "a thread's first count of its cores holds for ever: a narrowed affinity still splits",
     ),
     M(
         "threads-plans-kept",
@@ -265,91 +354,212 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "threads-not-in-plans",
         PLANNER,
-        "return steps if threads == 1 else",
-        "return steps if True else",
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], body=body))",
         THREAD_TESTS,
         "explain and trace never say a kernel step ran on several threads",
     ),
-    # -- f32 pow shortcut (the C loop is rebuilt in the copy) ---------------------------------
     M(
-        "pow-no-band",
-        NATIVE_SRC + "native.h",
-        "#define POW_BAND (1 << 21)",
-        "#define POW_BAND 0",
-        POW_LOOP_TESTS,
-        "lanes next to a rounding midpoint take x*x or sqrt where powf rounds the other way",
+        "isa-body-not-in-plans",
+        PLANNER,
+        "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
+        "return (*steps[:-1], replace(steps[-1], threads=threads))",
+        ("tests/test_kernels_native.py",),
+        "explain never names the compiled body (avx512) a kernel step runs",
+    ),
+    # -- f32 pow: the vector powf (the C is rebuilt in the copy) -------------------------------
+    M(
+        "powf-invc-entry-one-ulp-off",
+        POWF_VECTOR,
+        "0x1.25e227b0b8eap+0,",
+        "0x1.25e227b0b8ea1p+0,",
+        POWF_TESTS,
+        "one 1/c of the log table is a ulp off glibc's",
     ),
     M(
-        "pow-avx2-no-lower-range",
+        "powf-log-coefficient-one-ulp-off",
+        POWF_VECTOR,
+        "0x1.ec70a6ca7baddp-2,",
+        "0x1.ec70a6ca7badep-2,",
+        POWF_TESTS,
+        "a coefficient of the log2 polynomial is a ulp off glibc's",
+    ),
+    M(
+        "powf-exp-table-entry-one-ulp-off",
+        POWF_VECTOR,
+        "PF.exp2[j] = u - ((uint64_t)j << 47);",
+        "PF.exp2[j] = u - ((uint64_t)j << 47) + (j == 7);",
+        POWF_TESTS,
+        "one derived 2^(j/32) is a ulp off its definition (and glibc's)",
+    ),
+    M(
+        "powf-short-way-without-band",
+        POWF_VECTOR,
+        "#define POWF_BAND (1 << 20)",
+        "#define POWF_BAND 0",
+        POWF_TESTS,
+        "y = 2 and 0.5 round the exact value next to a midpoint, where powf rounds the other way",
+    ),
+    M(
+        "powf-short-way-any-exponent",
+        POWF_VECTOR,
+        "int half = _mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) == 0xFFFF;",
+        "int half = _mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_EQ_OQ) != 0;",
+        POWF_TESTS,
+        "AVX-512: a group with one y = 0.5 takes every lane's square root",
+    ),
+    M(
+        "powf-avx2-short-way-range-ignored",
+        POWF_VECTOR,
+        "__m256i take = _mm256_andnot_si256(_mm256_or_si256(low, high), far);",
+        "__m256i take = far;",
+        POWF_TESTS,
+        "AVX2: zeros, subnormal and overflowing squares and roots skip powf's own branches",
+    ),
+    M(
+        "powf-avx512-log-fma-dropped",
+        POWF_VECTOR,
+        "__m512d r = _mm512_fmadd_pd(z, invc, _mm512_set1_pd(-1.0));",
+        "__m512d r = _mm512_sub_pd(_mm512_mul_pd(z, invc), _mm512_set1_pd(1.0));",
+        POWF_TESTS,
+        "AVX-512: z * invc - 1 rounded twice where glibc's FMA variant rounds once",
+    ),
+    M(
+        "powf-avx2-log-fma-dropped",
+        POWF_VECTOR,
+        "__m256d q = _mm256_fmadd_pd(_mm256_set1_pd(PF.poly[4]), r, y0);",
+        "__m256d q = _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(PF.poly[4]), r), y0);",
+        POWF_TESTS,
+        "AVX2: A4 * r + (logc + k) rounded twice where glibc's FMA variant rounds once",
+    ),
+    M(
+        "powf-avx2-odd-power-sign-lost",
+        POWF_VECTOR,
+        "__m256i bias = _mm256_and_si256(l.negodd, _mm256_set1_epi32(PF_SIGN_BIAS));",
+        "__m256i bias = _mm256_setzero_si256();",
+        POWF_TESTS,
+        "AVX2: a negative base to an odd integer power comes out positive",
+    ),
+    M(
+        "powf-avx512-invalid-not-nan",
+        POWF_VECTOR,
+        "return _mm512_mask_blend_ps(l.invalid, res, _mm512_div_ps(d, d));",
+        "return res;",
+        POWF_TESTS,
+        "AVX-512: a negative base to a non-integer power is a number, not the default NaN",
+    ),
+    M(
+        "powf-avx2-zero-base-not-inverted",
+        POWF_VECTOR,
+        "    x2 = _mm256_blendv_ps(x2, _mm256_div_ps(_mm256_set1_ps(1.0f), x2), "
+        "_mm256_castsi256_ps(iy));\n",
+        "",
+        POWF_TESTS,
+        "AVX2: 0, inf or NaN to a negative power is x*x, not 1/(x*x)",
+    ),
+    M(
+        "powf-avx512-subnormal-not-scaled",
+        POWF_VECTOR,
+        "__mmask16 sub = _mm512_cmplt_epi32_mask(xa, _mm512_set1_epi32(0x00800000));",
+        "__mmask16 sub = 0;",
+        POWF_TESTS,
+        "AVX-512: a subnormal base goes to log2 unnormalized",
+    ),
+    M(
+        "powf-avx2-range-ignored",
+        POWF_VECTOR,
+        "unsigned range = (powf_range_avx2(lo) | powf_range_avx2(hi) << 4) & ~(slow | rare);",
+        "unsigned range = 0;",
+        POWF_TESTS,
+        "AVX2: results past the float range skip glibc's overflow and underflow products",
+    ),
+    M(
+        "powf-underflow-step-moved",
+        POWF_VECTOR,
+        "ylogx <= -150.0 ? 0x1p-95f : 0x1.4p-75f",
+        "ylogx < -150.0 ? 0x1p-95f : 0x1.4p-75f",
+        POWF_TESTS,
+        "y log2 x = -150 exactly gives the smallest subnormal where glibc gives 0",
+    ),
+    M(
+        "powf-avx512-special-y-kept",
+        POWF_VECTOR,
+        "unsigned slow = l.special_y, rare = (unsigned)(l.special_x | l.invalid);",
+        "unsigned slow = 0, rare = (unsigned)(l.special_x | l.invalid);",
+        POWF_TESTS,
+        "AVX-512: y = 0, inf or NaN keeps the main path's value instead of powf's",
+    ),
+    M(
+        "powf-tail-not-written",
+        POWF_VECTOR,
+        "        if (gc == pc) memcpy(c + g, pc, (size_t)rest * sizeof(float));\n",
+        "",
+        POWF_TESTS,
+        "the last few lanes of a tile (the padded group) are never written",
+    ),
+    M(
+        "powf-any-rounding-mode",
         NATIVE_SRC + "pow_shortcut.c",
-        "__m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(in, lo), _mm256_cmpgt_epi32(hi, in));",
-        "__m256i ok = _mm256_cmpgt_epi32(hi, in);",
-        POW_LOOP_TESTS,
-        "AVX2: -0 ** 0.5 gives -0 and subnormal squares skip powf's own rounding",
+        "if (s->pass != NULL && s->on && default_fp_mode() && pow_vector_ready()) {",
+        "if (s->pass != NULL && s->on && pow_vector_ready()) {",
+        POWF_TESTS,
+        "the vector powf runs in a rounding mode where powf's bits differ from its",
     ),
     M(
-        "pow-generic-no-range",
+        "powf-switch-ignored",
         NATIVE_SRC + "pow_shortcut.c",
-        "return !((b == want) & (u >= NORMAL_LO) & (u <= NORMAL_HI) & (near > 2 * band));",
-        "return !((b == want) & (near > 2 * band));",
-        POW_LOOP_TESTS,
-        "baseline: zeros, subnormal and overflowing results skip powf",
+        "if (s->pass != NULL && s->on && default_fp_mode() && pow_vector_ready()) {",
+        "if (s->pass != NULL && default_fp_mode() && pow_vector_ready()) {",
+        POWF_TESTS,
+        "FUELTENSOR_POW_SHORTCUT=0 (pow_vector(False)) leaves the vector powf running",
     ),
     M(
-        "pow-avx2-any-exponent",
-        NATIVE_SRC + "pow_shortcut.c",
-        "_mm256_cmp_ps(_mm256_loadu_ps(b + g), want, _CMP_EQ_OQ)",
-        "_mm256_cmp_ps(want, want, _CMP_EQ_OQ)",
-        POW_LOOP_TESTS,
-        "AVX2: a lane with another y in a tile led by y = 2 is squared",
+        "powf-recognition-blind",
+        POWF_RECOGNISE,
+        "if (powf_sample_differs(&passes[v], s, why, size)) return 0;",
+        "powf_sample_differs(&passes[v], s, why, size);",
+        POWF_TESTS,
+        "a powf that differs on the sample is recognised anyway",
     ),
     M(
-        "pow-any-rounding-mode",
-        NATIVE_SRC + "pow_shortcut.c",
-        "int on = (s->two | s->half) && default_fp_mode();",
-        "int on = s->two | s->half;",
-        POW_LOOP_TESTS,
-        "the shortcut runs under a rounding mode it was not verified in",
+        "powf-libm-scan-blind",
+        POWF_RECOGNISE,
+        "return scan.found[0] && scan.found[1];",
+        "return 1;",
+        POWF_TESTS,
+        "tables the libm does not hold are taken for its own",
     ),
     M(
-        "pow-avx2-root-distance-doubled",
-        NATIVE_SRC + "pow_shortcut.c",
-        "d = _mm256_mul_ps(rest, _mm256_mul_ps(_mm256_rcp_ps(r), _mm256_set1_ps(0.5f)));",
-        "d = _mm256_mul_ps(rest, _mm256_rcp_ps(r));",
-        POW_LOOP_TESTS,
-        "AVX2: the root's distance from a midpoint is misjudged (x - r*r over r, not 2r)",
+        "powf-sample-without-witnesses",
+        POWF_RECOGNISE,
+        "for (size_t i = 0; i < N_WITNESS; i++, at++) {",
+        "for (size_t i = 0; i < 0; i++, at++) {",
+        POWF_TESTS,
+        "glibc's SSE2 powf (FMA and AVX2 masked by GLIBC_TUNABLES) is taken for its FMA one",
     ),
     M(
-        "pow-verifier-blind",
+        "powf-proof-blind",
         NATIVE_SRC + "pow_check.c",
         "if (f32_bits(got[j]) == f32_bits(want[j])) continue;",
         "if (f32_bits(got[j]) == f32_bits(got[j])) continue;",
-        POW_LOOP_TESTS,
-        "the exhaustive check reports no mismatch whatever the loop does",
+        POWF_TESTS,
+        "the proofs report no mismatch whatever the passes do",
     ),
     M(
-        "pow-verdict-partial-proves",
-        POW_VERDICT,
-        "c.y == y and c.inputs == INPUTS and c.mismatches == 0",
-        "c.y == y and c.mismatches == 0",
-        POW_VERDICT_TESTS,
-        "a check over a slice of the inputs switches the shortcut on",
+        "powf-status-claims-it-runs",
+        POW_STATUS,
+        "    if not recognised:\n",
+        "    if False:\n",
+        POWF_TESTS,
+        "the fingerprint says the vector powf runs where it was refused",
     ),
     M(
-        "pow-verdict-any-machine",
-        POW_VERDICT,
-        "return verdict if verdict.identity == expected else None",
-        "return verdict",
-        POW_VERDICT_TESTS,
-        "a verdict from another machine, libm or build switches the shortcut on",
-    ),
-    M(
-        "pow-verdict-ignores-mismatches",
-        POW_VERDICT,
-        "mismatches += sum(count for count, _ in per_body)",
-        "mismatches += 0",
-        POW_VERDICT_TESTS,
-        "a check that found mismatches reports none",
+        "powf-environment-ignored",
+        POW_STATUS,
+        'off = os.environ.get(ENV_VAR) == "0"',
+        "off = False",
+        POWF_TESTS,
+        "FUELTENSOR_POW_SHORTCUT=0 no longer switches the vector powf off",
     ),
     # -- planner ---------------------------------------------------------------------------
     M(
@@ -2076,8 +2286,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "inplace-body-writes-over-its-operand",
         NATIVE_SRC + "bodies.c",
-        "    if (c != a && c != b) {\n        if (n >= STREAM_FROM",
-        "    if (1) {\n        if (n >= STREAM_FROM",
+        "    if (c != a && c != b) {\n        if (stream)",
+        "    if (1) {\n        if (stream)",
         ("tests/test_fast_inplace.py",),
         "an in-place body runs its loops straight into the operand they read (f32 pow's powf "
         "lanes re-read operands the shortcut has overwritten)",
@@ -2126,8 +2336,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "powi-c-halves-swap-narrowing",
         NATIVE_SRC + "powi.c",
-        "Narrow narrow = dtype == BF16 ? bf16_narrow_fn : f32_to_f16;",
-        "Narrow narrow = dtype != BF16 ? bf16_narrow_fn : f32_to_f16;",
+        "Narrow narrow = dtype == BF16 ? h->bf16_narrow : h->f16_narrow;",
+        "Narrow narrow = dtype != BF16 ? h->bf16_narrow : h->f16_narrow;",
         POWI_FAST_TESTS,
         "the compiled half-type powi narrows bf16 results as f16 and f16 results as bf16",
     ),
@@ -2158,10 +2368,28 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "powi-c-avx2-runs-baseline-loops",
         NATIVE_SRC + "powi.c",
-        "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f64x4_powi, f16_widen_f16c,",
-        "    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f32x8_powi, f16_widen_f16c,",
+        "DEFINE_POWI_BODY(avx2, TARGET_AVX2_F16C, 8, 4)",
+        "#define powi_f64xas_f32_powi powi_f32x8_powi\n"
+        "DEFINE_POWI_BODY(avx2, TARGET_AVX2_F16C, 8, as_f32)",
         POWI_FAST_TESTS,
         "the AVX2 body runs f64 tensors through the f32 loop",
+    ),
+    M(
+        "powi-c-avx512-runs-f64-as-f32",
+        NATIVE_SRC + "powi.c",
+        "DEFINE_POWI_BODY(avx512, TARGET_AVX512, 16, 8)",
+        "#define powi_f64xas_f32_powi powi_f32x16_powi\n"
+        "DEFINE_POWI_BODY(avx512, TARGET_AVX512, 16, as_f32)",
+        POWI_FAST_TESTS,
+        "the AVX-512 body runs f64 tensors through the f32 loop",
+    ),
+    M(
+        "powi-c-threads-one-part",
+        NATIVE_SRC + "powi.c",
+        "        split_run(&job, threads);\n",
+        "        job.n = job.n / 2;\n        split_run(&job, threads);\n",
+        THREAD_TESTS,
+        "a split integer power computes the first half of its elements only",
     ),
     M(
         "param-range-off-by-one",
@@ -2358,8 +2586,8 @@ def copy_tree(dest: Path) -> None:
 
 
 def rebuild(copy: Path) -> bool:
-    """Build the copy's mutated C extension in place, without the pow shortcut's check; False
-    when it does not compile (the mutation is then caught by the build)."""
+    """Build the copy's mutated C extension in place; False when it does not compile (the
+    mutation is then caught by the build)."""
     done = subprocess.run(
         [sys.executable, "setup.py", "build_ext", "--inplace", "--force"],
         cwd=copy,

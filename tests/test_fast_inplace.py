@@ -221,12 +221,12 @@ def test_a_target_that_is_its_own_operand_is_written_with_fresh_outputs_bits(
     """The fast path writes straight into a dense target that is an operand (no fresh output):
     f32 and f64 through the body's in-place loops, pow and the halves over many in-place tiles,
     and split over two threads past PARALLEL_FROM, `x op= y`, `x op= x` and `x op= scalar` give
-    the Python path's bits for every op, on every instruction set's body; f32 pow also with its
-    shortcut forced on (its powf lanes re-read their operands)."""
+    the Python path's bits for every op, on every instruction set's body; f32 pow with its vector
+    powf switched on (its powf lanes re-read their operands)."""
     native: Any = NATIVE
     n = native.PARALLEL_FROM + 4097 if threads == 2 else 3 * 4096 + 7
     base, other = values(DTYPES[fmt], (n,), n), ft.asarray(values(DTYPES[fmt], (n,), 1))
-    previous = (ft.set_num_threads(threads), native.pow_shortcut(True, True))
+    previous = (ft.set_num_threads(threads), native.pow_vector(True))
     previous_isa = native.select_isa(isa)
     try:
         for op in OPS:
@@ -237,7 +237,7 @@ def test_a_target_that_is_its_own_operand_is_written_with_fresh_outputs_bits(
                 np.testing.assert_array_equal(storage_bits(got), storage_bits(slow))
     finally:
         ft.set_num_threads(previous[0])
-        native.pow_shortcut(*previous[1])
+        native.pow_vector(previous[1])
         native.select_isa(previous_isa)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import os
+import platform
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,10 @@ from _impls import IMPLS, thunk, using
 from _oracle import FORMATS, Fmt, cpu_expected
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy._core import _multiarray_umath as umath
 
+import fueltensor as ft
+from fueltensor.fingerprint import machine
 from fueltensor.kernels._chassis import IMPLEMENTATIONS, NATIVE
 from fueltensor.testing import special_values
 
@@ -35,7 +39,8 @@ KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
 NATIVE = [impl for impl in IMPLS if impl != "pure"]
 AVAILABLE = [impl for impl in IMPLS if impl.partition("-")[0] in IMPLEMENTATIONS]
 """Every implementation built here: pure, and the compiled one per instruction set."""
-SIZES = (0, 1, 7, 8, 15, 16, 17, 31, 33, 1000, 8193)
+SIZES = (0, 1, 7, 8, 15, 16, 17, 31, 33, 63, 65, 1000, 8193)
+"""Every vector tail: past 4, 8 and 16 lanes (SSE2, AVX2, AVX-512 f32) and their unrolled blocks."""
 
 pytestmark = pytest.mark.skipif(
     "native" not in IMPLEMENTATIONS, reason="the compiled kernels are not built here"
@@ -127,6 +132,37 @@ def test_non_contiguous_and_read_only_buffers_are_refused() -> None:
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match="out must be a C-contiguous, writable array"):
         add(a, a, out=frozen)
+
+
+ISA_FEATURES = {
+    "avx2": ("AVX2", "F16C", "FMA3"),
+    "avx512": ("AVX2", "F16C", "FMA3", "AVX512F", "AVX512VL", "AVX512BW", "AVX512DQ"),
+}
+"""The CPU features each instruction set's body needs, by NumPy's names for them."""
+
+
+def test_a_body_for_every_instruction_set_the_cpu_runs_and_the_widest_runs() -> None:
+    """ISAS holds the baseline and every body whose features NumPy's own CPU detection finds
+    (this machine's AVX-512 included), and the last, the widest, is the one that runs, as
+    explain and the fingerprint say; select_isa switches it."""
+    found = getattr(umath, "__cpu_features__", {})
+    if not found:
+        pytest.skip("this NumPy does not report CPU features")
+    runs = [isa for isa, need in ISA_FEATURES.items() if all(found.get(f) for f in need)]
+    if platform.machine() != "x86_64":
+        runs = []
+    assert ("baseline", *runs) == _native.ISAS
+    assert _native.isa() == _native.ISAS[-1]
+    assert machine().kernels in ("pure", f"native ({_native.ISAS[-1]})")
+    x = ft.asarray(np.ones(8, np.float32))
+    if machine().kernels != "pure":
+        assert f"({_native.ISAS[-1]} body)" in str(ft.explain(ft.add, x, x))
+    previous = _native.select_isa("baseline")
+    try:
+        assert _native.isa() == "baseline"
+    finally:
+        assert _native.select_isa(previous) == "baseline"
+    assert _native.isa() == previous
 
 
 def test_threads_run_the_kernels_concurrently_with_the_same_bits() -> None:

@@ -1,11 +1,13 @@
-"""f32 pow's shortcut for y = 2 and y = 0.5: the C library's `powf` bits, and only where proven.
+"""f32 pow's vector powf: the C library's `powf` bits, and only where `powf` is recognised.
 
-The compiled loop (`ext/src/native/pow_shortcut.c`) is held, with the shortcut forced on, to
-ctypes libm `powf` (never np.power) on special values, values at the band's edges, random bit
-patterns, and every length and alignment of the vector loop, on each instruction set. The
-exhaustive verifier is run over a slice and shown to catch a wrong loop, and the verdict logic
-(`fueltensor/kernels/pow_shortcut.py`) to switch the shortcut on only for a matching, complete,
-clean verdict.
+The compiled kernels run a transcription of glibc's `powf` (`ext/src/native/powf_vector.c`)
+where the platform's `powf` is recognised as that algorithm (`powf_recognise.c`). Every kernel
+body and every vector pass is held to ctypes libm `powf` (never np.power) on every class of
+special value, on the overflow and underflow edges, on random bit patterns, at every length and
+alignment, and in the other rounding modes (where `powf` itself runs). The recognition is shown
+to refuse a `powf` that is not this one (a perturbed reference, glibc's SSE2 variant, tables
+that are not the libm's), the tables to be their definitions, and the proofs' machinery to find
+and count what differs.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import ctypes
 import ctypes.util
 import io
 import json
+import math
+import os
 import platform
-import threading
-from collections.abc import Iterator
-from dataclasses import replace
-from functools import cache
+import subprocess
+import sys
+from collections.abc import Callable
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,7 @@ from _oracle import F32, pow_
 import fueltensor as ft
 from fueltensor.fingerprint import machine
 from fueltensor.kernels import pow_shortcut
-from fueltensor.kernels._chassis import NATIVE
+from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
 native: Any = NATIVE
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are not built here")
@@ -37,65 +41,219 @@ pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are
 POW = 6 if NATIVE is None else NATIVE.OPS.index("pow")
 F32_CODE = 0 if NATIVE is None else NATIVE.DTYPES.index("float32")
 ISAS = () if NATIVE is None else NATIVE.ISAS
-YS = (2.0, 0.5)
+STATUS = (False, False, "") if NATIVE is None else NATIVE.pow_status()
+PASSES = () if not STATUS[1] else tuple(name for name, *_ in NATIVE.verify_pow(2.0, 0, 0, 1))
+"""The vector passes this CPU runs, where the vector powf is recognised here."""
+needs_vector = pytest.mark.skipif(not STATUS[1], reason=f"no vector powf here: {STATUS[2]}")
+kernels_native = pytest.mark.skipif(
+    IMPLEMENTATION != "native", reason="the pure kernels are in use (FUELTENSOR_PURE_NUMPY=1)"
+)
+
+SAMPLE_PARTS = {
+    "special": (0, 1764),
+    "witness": (1764, 1772),
+    "midpoint": (1772, 3584),
+    "uniform": (3584, 4096),
+    "random": (4096, 8192),
+}
+"""The sample's parts (powf_recognise.c's `powf_sample`): a lane off in any is refused."""
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 _LIBM.powf.restype = ctypes.c_float
 _LIBM.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+_LIBC = ctypes.CDLL(None)
+ROUNDING = {"upward": 0x800, "downward": 0x400, "toward zero": 0xC00}
+"""x86's <fenv.h> rounding-mode codes (to nearest is 0)."""
 
 
-def powf_bits(x: np.ndarray[Any, Any], y: float) -> np.ndarray[Any, Any]:
-    """libm powf(x[i], y) for f32 `x`, as uint32 bits (NaN lanes passed as exact bits)."""
-    out = np.fromiter(map(_LIBM.powf, x.tolist(), [y] * x.size), np.float32, x.size)
-    bits = out.view(np.uint32)
-    xb = x.view(np.uint32)
-    y_bits = int(np.float32(y).view(np.uint32))
-    for i in np.flatnonzero(np.isnan(x)).tolist():
-        bits[i] = pow_(int(xb[i]), y_bits, F32)
-    return bits
-
-
-@pytest.fixture
-def forced() -> Iterator[None]:
-    """The shortcut on for both exponents, whatever the verdict; restored afterwards."""
-    previous = native.pow_shortcut(True, True)
-    try:
-        yield
-    finally:
-        native.pow_shortcut(*previous)
-
-
-def kernel_bits(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The compiled f32 pow over `x`, `y` (the selected instruction set), as uint32 bits."""
-    out = np.empty_like(x)
-    native.binary(POW, F32_CODE, x, y, out)
-    return out.view(np.uint32)
-
-
-def f32(bits: list[int] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def f32(bits: Any) -> np.ndarray[Any, Any]:
     """f32 values from bit patterns."""
     return np.asarray(bits, dtype=np.uint32).view(np.float32)
 
 
+def powf_bits(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """libm powf(x[i], y[i]) as uint32 bits (lanes with a NaN operand passed as exact bits)."""
+    out = np.fromiter(map(_LIBM.powf, x.tolist(), y.tolist()), np.float32, x.size)
+    bits = out.view(np.uint32)
+    xb, yb = x.view(np.uint32), y.view(np.uint32)
+    for i in np.flatnonzero(np.isnan(x) | np.isnan(y)).tolist():
+        bits[i] = pow_(int(xb[i]), int(yb[i]), F32)
+    return bits
+
+
+def body(isa: str) -> Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
+    """The compiled f32 pow of one instruction set's kernel body, as uint32 bits."""
+
+    def run(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        out = np.empty_like(x)
+        previous = native.select_isa(isa)
+        try:
+            native.binary(POW, F32_CODE, x, y, out)
+        finally:
+            native.select_isa(previous)
+        return out.view(np.uint32)
+
+    return run
+
+
+def vector_pass(
+    name: str,
+) -> Callable[[np.ndarray[Any, Any], np.ndarray[Any, Any]], np.ndarray[Any, Any]]:
+    """f32 pow through one vector pass (`_native.pow_with`), as uint32 bits."""
+
+    def run(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        out = np.empty_like(x)
+        native.pow_with(name, np.ascontiguousarray(x), np.ascontiguousarray(y), out)
+        return out.view(np.uint32)
+
+    return run
+
+
+RUNNERS = [pytest.param(body(isa), id=f"body-{isa}") for isa in ISAS] + [
+    pytest.param(vector_pass(name), id=f"pass-{name}") for name in PASSES
+]
+"""Every way f32 pow runs here: each instruction set's kernel body, each vector pass."""
+
+
+def compiled_environment() -> dict[str, str]:
+    """This environment for a child process that runs the compiled kernels (whatever this run's
+    FUELTENSOR_PURE_NUMPY: the child tests the compiled kernels' pow)."""
+    return {k: v for k, v in os.environ.items() if k != "FUELTENSOR_PURE_NUMPY"}
+
+
 def special_bits() -> list[int]:
-    """±0, ±inf, quiet and signalling NaNs with payloads, subnormals, the FLT_MIN and FLT_MAX
-    regions, the squares' and roots' underflow/overflow edges, 1, 2, and their negations."""
-    edges = []
-    for x in (2.0**-63, 2.0**-75, 2.0**64, 1.8446743e19, 2.0**-149, 1.0, 2.0, 0.5, 4.0):
-        b = int(np.float32(x).view(np.uint32))
-        edges += [b - 2, b - 1, b, b + 1, b + 2]
-    base = [0, 1, 2, 0x7FFFFF, 0x400000, 0x800000, 0x800001, 0x7F7FFFFF, 0x7F7FFFFE]
-    base += [0x7F800000, 0x7FC00000, 0x7FC00005, 0x7F800001, 0x7FA00000, 0x7FFFFFFF]
-    base += [0x1AC00000, 0x0000072F, 0x3F800001, 0x5F800000, 0x5F7FFFFF]
-    allbits = base + edges
-    allbits = [b for b in allbits if b >= 0]
-    return sorted(set(allbits) | {b | 0x80000000 for b in allbits})
+    """Every class glibc's powf tells apart, both signs: ±0, subnormals (smallest, largest,
+    between), FLT_MIN and FLT_MAX and their neighbours, ±1 and its neighbours, 2, 0.5, 3, ±inf,
+    quiet and signalling NaNs with payloads, integers with low set bits (odd and even)."""
+    base = [0, 1, 2, 3, 0x000F0F0F, 0x400000, 0x7FFFFF, 0x800000, 0x800001, 0x00FFFFFF]
+    base += [0x3F7FFFFF, 0x3F800000, 0x3F800001, 0x40000000, 0x3F000000, 0x40400000, 0x3FC00000]
+    base += [0x7F7FFFFE, 0x7F7FFFFF, 0x7F800000, 0x7FC00000, 0x7FC00005, 0x7FFFFFFF]
+    base += [0x7F800001, 0x7FA00000, 0x7F812345, 0x4B000001, 0x4B7FFFFF, 0x4B800001, 0x4F000000]
+    base += [0x3E800000, 0x2F800000, 0x5F800000, 0x1AC00000, 0x0000072F]
+    return sorted(set(base) | {b | 0x80000000 for b in base})
 
 
-@cache
+def special_grid() -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Every special x with every special y (and a few exponents past the integer range)."""
+    xs = special_bits()
+    ys = [*xs, 0x42FE0000, 0x43000000, 0xC3150000, 0xC3160000, 0x41000001, 0x3F800001]
+    x = np.repeat(np.asarray(xs, np.uint32), len(ys))
+    y = np.tile(np.asarray(ys, np.uint32), len(xs))
+    return f32(x), f32(y)
+
+
+def assert_powf(
+    got: np.ndarray[Any, Any], x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]
+) -> None:
+    """got is libm powf's bits on every lane (the first few differing lanes shown otherwise)."""
+    want = powf_bits(x, y)
+    bad = np.flatnonzero(got != want)[:8]
+    shown = [
+        (hex(int(x.view(np.uint32)[i])), hex(int(y.view(np.uint32)[i])), hex(got[i]), hex(want[i]))
+        for i in bad
+    ]
+    assert bad.size == 0, shown
+
+
+@pytest.mark.skipif(
+    platform.machine() != "x86_64"
+    or platform.libc_ver()[0] != "glibc"
+    or "hwcaps" in os.environ.get("GLIBC_TUNABLES", ""),
+    reason="the vector powf follows glibc's x86-64 FMA powf only",
+)
+def test_recognised_where_glibc_picks_its_fma_powf() -> None:
+    """On glibc 2.28+ with FMA and AVX2 the vector powf must be recognised (its tables found in
+    the libm, byte for byte): a table off by one ulp or a pass off anywhere in the sample is
+    refused, and would leave powf running here."""
+    flags = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    version = tuple(int(v) for v in platform.libc_ver()[1].split(".")[:2])
+    if version < (2, 28) or " fma " not in flags or " avx2 " not in flags:
+        pytest.skip("glibc before 2.28 or no FMA and AVX2: glibc runs another powf here")
+    _, recognised, reason = native.pow_status()
+    assert recognised, reason
+    assert "tables found" in reason and "8192 sample lanes equal" in reason
+
+
+@pytest.mark.parametrize("run", RUNNERS)
+def test_special_values_are_powf(run: Callable[..., Any]) -> None:
+    x, y = special_grid()
+    assert_powf(run(x, y), x, y)
+
+
+def edge_exponents(x: float) -> list[float]:
+    """y putting y log2(x) at, and a few ulps around, the overflow threshold (|x^y| about
+    2^128), the last normal (2^-126), the underflow steps at 2^-149 and 2^-150."""
+    targets = (
+        127.99999,
+        128.0,
+        float.fromhex("0x1.fffffffd1d571p6"),
+        -126.0,
+        -149.0,
+        -149.5,
+        -150.0,
+        -151.0,
+    )
+    ys = []
+    for t in targets:
+        y = np.float32(t / math.log2(x))
+        for step in range(-3, 4):
+            ys.append(float(y + np.float32(step) * np.spacing(y)))
+    return ys
+
+
+@pytest.mark.parametrize("run", RUNNERS)
+def test_overflow_and_underflow_edges_are_powf(run: Callable[..., Any]) -> None:
+    """Results either side of the largest float, the smallest normal and subnormal, both signs
+    (a negative base with odd and even integer powers: y integers near the edges)."""
+    xs, ys = [], []
+    for base in (2.0, 3.0, 10.0, 0.5, 0.1, 1.0001, 0.9999, 2.0**-140, 2.0**100):
+        for y in edge_exponents(base):
+            xs += [base, -base]
+            ys += [y, y]
+        for k in (-151, -150, -149, -127, -126, 127, 128, 129):
+            n = round(k / math.log2(base))
+            xs += [-base] * 4
+            ys += [n - 1, n, n + 1, n + 2]
+    x, y = np.asarray(xs, np.float32), np.asarray(ys, np.float32)
+    assert_powf(run(x, y), x, y)
+
+
+@pytest.fixture(scope="module")
+def random_lanes() -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """2^17 lanes: a quarter any bits, the rest moderate bases (both signs) with exponents in
+    [-40, 40] a third of them integers; and powf's bits on them."""
+    rng = np.random.default_rng(12)
+    n = 1 << 17
+    x = rng.integers(0, 1 << 32, n, dtype=np.uint32).view(np.float32)
+    y = rng.integers(0, 1 << 32, n, dtype=np.uint32).view(np.float32)
+    m = n // 4
+    x[m:] = (rng.standard_normal(n - m) * np.exp2(rng.integers(-20, 20, n - m))).astype(np.float32)
+    y[m:] = rng.uniform(-40, 40, n - m).astype(np.float32)
+    y[m::3] = np.round(y[m::3])
+    return x, y, powf_bits(x, y)
+
+
+@pytest.mark.parametrize("run", RUNNERS)
+def test_random_lanes_are_powf(run: Callable[..., Any], random_lanes: Any) -> None:
+    x, y, want = random_lanes
+    assert np.array_equal(run(x, y), want)
+
+
+@needs_vector
+def test_millions_of_random_pairs_are_powf() -> None:
+    """Every pass against the C library's powf, called from C, on 4 million random pairs and
+    on 2^22 x for y = 2 and y = 0.5 from 0.5 and among the subnormals (slices of
+    benchmarks/pow_proof.py's proof; y uniform: the passes' short way and its band)."""
+    for name, mismatches, first_x, first_y in native.verify_pow_pairs(7, 0, 1 << 22, 2):
+        assert (mismatches, first_x, first_y) == (0, -1, -1), name
+    for y, start in ((2.0, 0x3F000000), (0.5, 0x3F000000), (0.5, 0x00400000), (2.0, 0xB9800000)):
+        for name, mismatches, *_ in native.verify_pow(y, start, start + (1 << 22), 2):
+            assert mismatches == 0, (name, y, hex(start))
+
+
 def band_edge_bits(y: float, band: int) -> list[int]:
-    """x bit patterns whose exact result (double x*x or sqrt(x)) lies at, just inside and just
-    outside `band` double ULPs from a float rounding midpoint, and at the midpoint itself."""
+    """x bit patterns whose exact result (x*x or sqrt(x) in double) lies at, just inside and
+    just outside `band` double ulps of a float rounding midpoint, and at the midpoint itself."""
     xs = np.arange(0x3F000000, 0x3F000000 + (1 << 22), dtype=np.uint32)
     x = xs.view(np.float32).astype(np.float64)
     e = x * x if y == 2.0 else np.sqrt(x)
@@ -103,291 +261,364 @@ def band_edge_bits(y: float, band: int) -> list[int]:
     picked: list[int] = []
     for target in (0, band - 2, band - 1, band, band + 1, band + 2, band + 64):
         dist = np.abs(np.abs(off) - target)
-        picked += xs[np.argpartition(dist, 8)[:8]].tolist()
+        picked += xs[np.argpartition(dist, 16)[:16]].tolist()
     return picked
 
 
-@pytest.mark.parametrize("isa", ISAS)
-@pytest.mark.parametrize("y", YS)
-def test_specials_and_band_edges_are_powf(forced: None, isa: str, y: float) -> None:
-    x = f32(special_bits() + band_edge_bits(y, native.POW_BAND))
-    previous = native.select_isa(isa)
-    try:
-        got = kernel_bits(x, np.full_like(x, y))
-    finally:
-        native.select_isa(previous)
-    want = powf_bits(x, y)
-    bad = np.flatnonzero(got != want)
-    assert bad.size == 0, [(hex(int(x.view(np.uint32)[i])), hex(got[i]), hex(want[i])) for i in bad]
+@pytest.mark.parametrize("run", RUNNERS)
+@pytest.mark.parametrize("y", [2.0, 0.5])
+def test_the_band_edges_of_the_short_way_are_powf(run: Callable[..., Any], y: float) -> None:
+    """y = 2 and y = 0.5 in whole groups take the exact value rounded once outside the band
+    around a rounding midpoint, the full algorithm inside it: lanes at its edges, either sign."""
+    bits = band_edge_bits(y, native.POW_BAND)
+    x = f32(bits + [b | 0x80000000 for b in bits])
+    y_lanes = np.full_like(x, y)
+    assert_powf(run(x, y_lanes), x, y_lanes)
 
 
-@pytest.mark.parametrize("isa", ISAS)
-@pytest.mark.parametrize("y", YS)
-def test_random_bit_patterns_are_powf(forced: None, isa: str, y: float) -> None:
-    x = f32(np.random.default_rng(12).integers(0, 1 << 32, 10**6, dtype=np.uint32))
-    if y == 0.5:  # half of them positive, so the root's lanes are exercised as much
-        x = np.abs(x[: x.size // 2]).tolist() + x[x.size // 2 :].tolist()
-        x = np.asarray(x, dtype=np.float32)
-    previous = native.select_isa(isa)
-    try:
-        got = kernel_bits(x, np.full_like(x, y))
-    finally:
-        native.select_isa(previous)
-    assert np.array_equal(got, powf_bits(x, y))
+@pytest.mark.parametrize("run", RUNNERS)
+def test_the_fma_witnesses_are_powf(run: Callable[..., Any]) -> None:
+    """The inputs where dropping an FMA of glibc's (r = z * invc - 1, q = A4 * r + y0) changes
+    powf's result (benchmarks/pow_fma_witnesses.c; the recognition sample carries them)."""
+    xb, yb = native.pow_sample()
+    lo, hi = SAMPLE_PARTS["witness"]
+    x, y = np.frombuffer(xb, np.float32)[lo:hi].copy(), np.frombuffer(yb, np.float32)[lo:hi].copy()
+    assert np.all(np.isfinite(x) & (x > 0) & (np.abs(y) > 100))
+    assert_powf(run(x, y), x, y)
 
 
-@pytest.mark.parametrize("isa", ISAS)
-def test_every_length_offset_and_mixed_exponents(forced: None, isa: str) -> None:
-    """Lengths across the 8-lane groups and the 512-lane tiles, at every 4-byte offset, with
-    other exponents (and the other shortcut's) mixed into a tile and leading it."""
+@pytest.mark.parametrize("run", RUNNERS)
+def test_every_length_and_alignment(run: Callable[..., Any]) -> None:
+    """Lengths across the 8- and 16-lane groups and the 512-lane tiles, at every 4-byte offset
+    of a 64-byte line, specials mixed in, and exponents varying lane to lane (a tile whose
+    lanes powf must decide anywhere in it, the padded last group included)."""
     rng = np.random.default_rng(3)
-    pool = f32(special_bits() + band_edge_bits(2.0, native.POW_BAND))
-    previous = native.select_isa(isa)
-    try:
-        for n in (*range(0, 26), 511, 512, 513, 1029):
-            for offset in range(8):
-                buf = rng.standard_normal(n + offset).astype(np.float32)
-                buf[::5] = rng.choice(pool, buf[::5].size)
-                x = buf[offset:]
-                for y in (
-                    np.full(n, 2.0, np.float32),
-                    np.full(n, 0.5, np.float32),
-                    rng.choice(np.array([2.0, 0.5, 3.0, -2.0], np.float32), n),
-                ):
-                    want = np.array(
-                        [
-                            pow_(int(a), int(b), F32)
-                            for a, b in zip(
-                                x.view(np.uint32).tolist(), y.view(np.uint32).tolist(), strict=True
-                            )
-                        ],
-                        dtype=np.uint32,
+    pool = f32(special_bits())
+    for n in (*range(0, 41), 511, 512, 513, 1029):
+        for offset in range(16):
+            buf = rng.standard_normal(n + offset).astype(np.float32) * 4
+            buf[::5] = rng.choice(pool, buf[::5].size)
+            x = buf[offset:]
+            ybuf = rng.choice(
+                np.array([2.0, 0.5, 3.0, -2.0, 0.0, np.nan, 1.5], np.float32), n + offset
+            )
+            y = ybuf[offset:]
+            want = np.array(
+                [
+                    pow_(int(a), int(b), F32)
+                    for a, b in zip(
+                        x.view(np.uint32).tolist(), y.view(np.uint32).tolist(), strict=True
                     )
-                    assert np.array_equal(kernel_bits(x, y), want), (n, offset, y[:3])
-    finally:
-        native.select_isa(previous)
+                ],
+                dtype=np.uint32,
+            )
+            assert np.array_equal(run(x, y), want), (n, offset)
 
 
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 rounding-mode codes")
+@pytest.mark.parametrize("mode", sorted(ROUNDING))
 @pytest.mark.parametrize("isa", ISAS)
-def test_negative_zero_in_every_tail_lane_of_a_square_root(forced: None, isa: str) -> None:
-    """-0.0 ** 0.5 in the lanes after the last full 8-lane group (the scalar rule's): its bits
-    as a double are INT64_MIN, which the lane's midpoint arithmetic once overflowed as a signed
-    integer (undefined behaviour; fails under the sanitizer build's UBSan before the fix)."""
-    previous = native.select_isa(isa)
+def test_another_rounding_mode_runs_powf(mode: str, isa: str) -> None:
+    """In another rounding mode glibc's overflow branch and the short way for y = 2 and 0.5
+    (exact value rounded once) give other bits than powf's: the bodies must step aside and give
+    powf's bits in that mode (whole arrays of y = 2 and of 0.5, mixed exponents, and results
+    just under the float range, where glibc asks the rounding mode)."""
+    rng = np.random.default_rng(5)
+    x = (np.abs(rng.standard_normal(4096)) * 8).astype(np.float32)
+    mixed = rng.choice(np.array([2.0, 0.5, 3.7, -1.25], np.float32), x.size)
+    near = rng.uniform(1.1, 3.9, 4096).astype(np.float32)  # y log2 x just under 128
+    edge = (127.99999997 / np.log2(near.astype(np.float64))).astype(np.float32)
+    cases = [(x, np.full_like(x, 2.0)), (x, np.full_like(x, 0.5)), (x, mixed), (near, edge)]
+    assert _LIBC.fesetround(ROUNDING[mode]) == 0
     try:
-        for n in range(1, 17):
-            x = np.full(n, -0.0, np.float32)
-            assert np.array_equal(kernel_bits(x, np.full(n, 0.5, np.float32)), powf_bits(x, 0.5))
+        got = [body(isa)(a, b) for a, b in cases]
+        want = [
+            np.fromiter(map(_LIBM.powf, a.tolist(), b.tolist()), np.float32, a.size)
+            for a, b in cases
+        ]
     finally:
-        native.select_isa(previous)
+        _LIBC.fesetround(0)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w.view(np.uint32))
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 rounding codes")
-def test_another_rounding_mode_runs_powf(forced: None) -> None:
-    """Rounding upward changes powf's bits; the shortcut (verified to nearest) must step aside."""
-    fesetround = ctypes.CDLL(None).fesetround
-    x = f32(np.random.default_rng(5).integers(0x30000000, 0x50000000, 4096, dtype=np.uint32))
-    assert fesetround(0x800) == 0  # FE_UPWARD
-    try:
-        got = {y: kernel_bits(x, np.full_like(x, y)) for y in YS}
-        want = {y: powf_bits(x, y) for y in YS}
-    finally:
-        fesetround(0)  # FE_TONEAREST
-    for y in YS:
-        assert np.array_equal(got[y], want[y])
-
-
-def test_public_operators_give_powf_bits(forced: None) -> None:
+def any_bits_and_specials() -> np.ndarray[Any, Any]:
+    """20,000 random bit patterns and every special class (zeros of both signs, subnormals,
+    results past the float range, infinities, NaNs)."""
     rng = np.random.default_rng(9)
-    x = f32(np.concatenate([rng.integers(0, 1 << 32, 20000, dtype=np.uint32), special_bits()]))
-    for y in YS:
-        got = np.asarray(ft.asarray(x) ** y).view(np.uint32)
-        assert np.array_equal(got, powf_bits(x, y)), y
+    return f32(np.concatenate([rng.integers(0, 1 << 32, 20000, dtype=np.uint32), special_bits()]))
 
 
-# -- the verifier ----------------------------------------------------------------------------
-
-SLICE = (0x3F000000, 0x3F000000 + (1 << 24))
-"""2^24 inputs from 0.5 up: normal results, and mismatches for a loop without a band."""
-
-
-def test_verifier_passes_the_real_loop_on_a_slice() -> None:
-    for y in YS:
-        per_body = native.verify_pow(y, *SLICE, native.POW_BAND, 2)
-        assert per_body == tuple((0, -1) for _ in ISAS), y
+@pytest.fixture(scope="module")
+def whole_groups() -> dict[float, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    """y -> (x, powf's bits) for whole arrays of y = 2 and of y = 0.5."""
+    x = any_bits_and_specials()
+    return {y: (x, powf_bits(x, np.full_like(x, y))) for y in (2.0, 0.5)}
 
 
-def test_verifier_catches_a_loop_without_a_band() -> None:
-    """Band 0 rounds the exact value for lanes powf rounds the other way: it must be caught,
-    and the first lane it names must really differ from powf."""
-    for y in YS:
-        for count, first in native.verify_pow(y, *SLICE, 0, 2):
-            assert count > 0 and SLICE[0] <= first < SLICE[1], y
-            x = f32([first])
-            exact = x.astype(np.float64)[0] ** 2 if y == 2.0 else np.sqrt(x.astype(np.float64))[0]
-            assert int(np.float32(exact).view(np.uint32)) != int(powf_bits(x, y)[0])
-    checks = pow_shortcut.check(native, *SLICE, band=0)
-    assert all(c.mismatches > 0 and c.first is not None and c.first >= SLICE[0] for c in checks)
-    assert all(c.inputs == SLICE[1] - SLICE[0] for c in checks)
-
-
-def test_check_reports_a_slice_as_unproven() -> None:
-    checks = pow_shortcut.check(native, stop=1 << 16)
-    assert all(c.inputs == 1 << 16 for c in checks)
-    verdict = pow_shortcut.Verdict(pow_shortcut.identity(native), checks)
-    assert [c.y for c in checks] == list(YS) and all(c.mismatches == 0 for c in checks)
-    assert not any(verdict.proven(y) for y in YS)  # 2^16 of 2^32 inputs prove nothing
-
-
-def test_a_check_in_chunks_counts_as_one_and_reports_progress(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("run", RUNNERS)
+@pytest.mark.parametrize("y", [2.0, 0.5])
+def test_whole_groups_of_two_and_half_are_powf(
+    run: Callable[..., Any], y: float, whole_groups: Any
 ) -> None:
-    """`check` runs `CHUNK` inputs per call: over several chunks it must find the same
-    mismatches and first lane as one call over the whole range, and report every chunk."""
-    lo, hi = SLICE
-    whole = [native.verify_pow(y, lo, hi, 0, 2) for y in YS]
+    """Every lane of a group is y = 2 (or 0.5), so each body and pass takes its short way: the
+    lanes it must leave to glibc's branches (-0, subnormal and overflowing results, negative
+    bases, inf, NaN) are powf's too."""
+    x, want = whole_groups[y]
+    assert np.array_equal(run(x, np.full_like(x, y)), want)
+
+
+def test_public_operators_give_powf_bits() -> None:
+    x = any_bits_and_specials()
+    for y in (2.0, 0.5, -1.5):
+        got = np.asarray(ft.asarray(x) ** y).view(np.uint32)
+        assert np.array_equal(got, powf_bits(x, np.full_like(x, y))), y
+
+
+# -- the recognition -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The recognition's inputs and this machine's powf bits on them."""
+    xb, yb = native.pow_sample()
+    x, y = np.frombuffer(xb, np.float32).copy(), np.frombuffer(yb, np.float32).copy()
+    return x, y, powf_bits(x, y)
+
+
+def recognise(want: np.ndarray[Any, Any]) -> tuple[bool, str]:
+    """The recognition with `want` standing for powf's bits on the sample."""
+    ok, reason = native.pow_recognise(np.ascontiguousarray(want, np.uint32).tobytes())
+    return bool(ok), str(reason)
+
+
+@needs_vector
+def test_the_recognition_takes_this_powf(sample: Any) -> None:
+    assert recognise(sample[2]) == (True, native.pow_status()[2])
+
+
+@needs_vector
+@pytest.mark.parametrize("part", sorted(SAMPLE_PARTS))
+def test_the_recognition_refuses_a_powf_one_ulp_off_in_one_lane(sample: Any, part: str) -> None:
+    x, y, want = sample
+    lo, hi = SAMPLE_PARTS[part]
+    finite = np.flatnonzero(np.isfinite(want.view(np.float32)[lo:hi]) & (want[lo:hi] != 0))
+    lane = lo + int(finite[len(finite) // 2])
+    fake = want.copy()
+    fake[lane] += 1
+    ok, reason = recognise(fake)
+    assert not ok
+    assert (
+        f"x=0x{int(x.view(np.uint32)[lane]):08x} y=0x{int(y.view(np.uint32)[lane]):08x}" in reason
+    )
+
+
+@needs_vector
+def test_the_recognition_refuses_other_nan_signs(sample: Any) -> None:
+    """A libm whose invalid results are +NaN (not x86's default -NaN) is another powf."""
+    fake = sample[2].copy()
+    nan = np.isnan(fake.view(np.float32))
+    assert nan.sum() > 100
+    fake[nan] ^= np.uint32(0x80000000)
+    assert not recognise(fake)[0]
+
+
+@needs_vector
+def test_the_recognition_refuses_a_correctly_rounded_powf(sample: Any) -> None:
+    """A powf rounded correctly (powf's error is up to 0.82 ULP) differs on the sample's lanes
+    next to a rounding midpoint: the lanes whose exact power is finite take the double pow's."""
+    x, y, want = sample
+    with np.errstate(all="ignore"):
+        exact = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    both = np.isfinite(exact) & np.isfinite(want.view(np.float32))
+    fake = np.where(both, exact.view(np.uint32), want)
+    assert (fake != want).sum() > 0
+    ok, reason = recognise(fake)
+    assert not ok and "differs from powf" in reason
+
+
+@needs_vector
+def test_glibcs_sse2_powf_is_not_taken_for_its_fma_one() -> None:
+    """GLIBC_TUNABLES can mask FMA and AVX2 from glibc, whose ifunc then runs its SSE2 powf: the
+    sample's FMA witnesses tell it apart, that process refuses the vector powf and its kernels
+    give that powf's bits."""
+    code = (
+        "import ctypes, ctypes.util, numpy as np\n"
+        "from fueltensor.kernels._chassis import NATIVE as n\n"
+        "m = ctypes.CDLL(ctypes.util.find_library('m'))\n"
+        "m.powf.restype = ctypes.c_float\n"
+        "m.powf.argtypes = [ctypes.c_float, ctypes.c_float]\n"
+        "r = np.random.default_rng(1)\n"
+        "x = (r.standard_normal(20000) * 8).astype(np.float32)\n"
+        "y = r.uniform(-9, 9, 20000).astype(np.float32)\n"
+        "out = np.empty_like(x)\n"
+        "n.binary(n.OPS.index('pow'), 0, x, y, out)\n"
+        "want = np.fromiter(map(m.powf, x.tolist(), y.tolist()), np.float32, x.size)\n"
+        "print(n.pow_status()[1], np.array_equal(out.view(np.uint32), want.view(np.uint32)))\n"
+        "from fueltensor.kernels import pow_shortcut\n"
+        "print(pow_shortcut.describe())\n"
+    )
+    env = {**compiled_environment(), "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    first, reason = done.stdout.splitlines()
+    assert first == "False True"
+    assert reason.startswith("off: powf for every lane") and "pass differs from powf" in reason
+
+
+@needs_vector
+def test_the_tables_are_their_definitions() -> None:
+    """logc = log2(1/invc) and exp2[j] + (j << 47) = 2^(j/32), each rounded to nearest (from
+    60-digit decimal logarithms and exponentials), and the shift 1.5 * 2^52 / 32."""
+    log, exp = native.pow_tables()
+    blocks = np.frombuffer(log, np.float64)
+    table = np.frombuffer(exp, np.uint64)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        ln2 = Decimal(2).ln()
+        for invc, logc in zip(blocks[0:32:2].tolist(), blocks[1:32:2].tolist(), strict=True):
+            exact = -Decimal(invc).ln() / ln2
+            assert np.float64(logc).view(np.uint64) == np.float64(float(exact) + 0.0).view(
+                np.uint64
+            )
+        for j in range(32):
+            power = np.float64(float((ln2 * j / 32).exp())).view(np.uint64)
+            assert int(table[j]) + (j << 47) == int(power), j
+    assert table[32] == np.float64(1.5 * 2.0**52 / 32).view(np.uint64)
+
+
+@needs_vector
+@pytest.mark.parametrize(
+    ("block", "index"),
+    [
+        ("log", 0),
+        ("log", 1),
+        ("log", 18),
+        ("log", 34),
+        ("exp", 0),
+        ("exp", 17),
+        ("exp", 32),
+        ("exp", 35),
+    ],
+)
+def test_the_libm_scan_refuses_a_table_one_ulp_off(block: str, index: int) -> None:
+    """An invc, a logc, a log coefficient, an exp2 entry, the shift, an exp coefficient one ulp
+    off: the libm does not hold that table, and the recognition refuses."""
+    log, exp = native.pow_tables()
+    assert native.pow_libm_holds(log, exp)
+    changed = {"log": bytearray(log), "exp": bytearray(exp)}
+    words = np.frombuffer(changed[block], np.uint64)
+    words[index] += np.uint64(1)
+    assert not native.pow_libm_holds(bytes(changed["log"]), bytes(changed["exp"]))
+
+
+# -- the proofs ------------------------------------------------------------------------------
+
+
+@needs_vector
+def test_the_proof_finds_and_counts_what_differs() -> None:
+    """With powf's bits flipped on every lane whose index is a multiple of 2^16, the proof
+    counts exactly those lanes for every pass and names the first."""
+    lo, hi = 0x3F7F0000, 0x3F7F0000 + (5 << 16) + 3
+    flipped = [u for u in range(lo, hi) if u % (1 << 16) == 0]
+    two = int(np.float32(2.0).view(np.uint32))
+    for name, mismatches, first_x, first_y in native.verify_pow(2.0, lo, hi, 2, 1):
+        assert (mismatches, first_x, first_y) == (len(flipped), flipped[0], two), name
+    for name, mismatches, *_ in native.verify_pow_pairs(3, lo, hi, 2, 0x80000000):
+        assert mismatches == len(flipped), name
+
+
+@needs_vector
+def test_a_check_over_a_slice_proves_nothing() -> None:
+    checks = pow_shortcut.check(native, stop=1 << 16)
+    assert [c.y for c in checks] == list(pow_shortcut.Y_VALUES)
+    assert all(c.inputs == 1 << 16 and c.mismatches == 0 and c.first is None for c in checks)
+    assert all(c.passes == PASSES and not c.proven for c in checks)
+
+
+@needs_vector
+def test_a_check_in_chunks_reports_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    lo, hi = 0x3F000000, 0x3F000000 + (1 << 20)
     seen: list[tuple[float, int, int]] = []
     chunk = (hi - lo) // 5 + 1
     monkeypatch.setattr(pow_shortcut, "CHUNK", chunk)
-    checks = pow_shortcut.check(native, lo, hi, band=0, progress=lambda *a: seen.append(a))
-    for c, per_body in zip(checks, whole, strict=True):
-        assert c.mismatches == sum(n for n, _ in per_body) > 0
-        assert c.first == min(f for _, f in per_body if f >= 0)
+    checks = pow_shortcut.check(native, lo, hi, progress=lambda *a: seen.append(a))
+    assert all(c.mismatches == 0 and c.inputs == hi - lo for c in checks)
     assert [done for y, done, _ in seen if y == 2.0] == [chunk * k for k in (1, 2, 3, 4)] + [
         hi - lo
     ]
     assert {total for *_, total in seen} == {hi - lo}
 
 
-# -- the verdict logic -----------------------------------------------------------------------
+# -- status ----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A fresh cache directory (no verdict); the kernels' state restored afterwards."""
-    monkeypatch.setenv("FUELTENSOR_CACHE_DIR", str(tmp_path / "cache"))
-    state = native.pow_shortcut(False, False)
-    native.pow_shortcut(*state)
-    status = pow_shortcut.status()
+def test_off_by_environment() -> None:
+    """FUELTENSOR_POW_SHORTCUT=0: powf for every lane, and the status says so."""
+    code = (
+        "import numpy as np, fueltensor as ft\n"
+        "from fueltensor.kernels import pow_shortcut\n"
+        "print(pow_shortcut.describe())\n"
+        "x = ft.asarray(np.linspace(0.1, 9, 4099, dtype=np.float32))\n"
+        "print(np.asarray(x ** 2.5).view(np.uint32).tolist())\n"
+        "from fueltensor.kernels._chassis import NATIVE as n\n"
+        "t = np.full(64, 3.0, np.float32)\n"
+        "print(n.raised(n.OPS.index('pow'), 0, t, t - 1, np.empty_like(t)))\n"
+    )
+    env = {**compiled_environment(), pow_shortcut.ENV_VAR: "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    text, bits, flags = done.stdout.splitlines()
+    assert text == f"off: switched off ({pow_shortcut.ENV_VAR}=0): powf for every lane"
+    assert int(flags) == FE_INEXACT  # powf's arithmetic ran, not the short way
+    x = np.linspace(0.1, 9, 4099, dtype=np.float32)
+    assert np.array_equal(
+        np.asarray(json.loads(bits), np.uint32), powf_bits(x, np.full_like(x, 2.5))
+    )
+
+
+FE_INEXACT = 0x20 if platform.machine() == "x86_64" else 0x10
+"""<fenv.h>'s FE_INEXACT (x86-64; aarch64)."""
+
+
+@needs_vector
+def test_a_fresh_process_runs_the_vector_powf() -> None:
+    """Nothing run by hand: the kernels take the vector powf as the package comes (3 ** 2 on
+    the short way raises no flag; powf's arithmetic would raise inexact)."""
+    assert native.pow_status()[:2] == (True, True)
+    x, y = np.full(64, 3.0, np.float32), np.full(64, 2.0, np.float32)
+    assert native.raised(POW, F32_CODE, x, y, np.empty_like(x)) == 0
+
+
+@needs_vector
+def test_the_switch_turns_the_vector_powf_off() -> None:
+    """The bits are the same either way, so which path ran shows in the status flags: 3 ** 2
+    in whole groups is exact on the short way (no flag) and inexact in powf's arithmetic."""
+    x, y = np.full(64, 3.0, np.float32), np.full(64, 2.0, np.float32)
+    previous = native.pow_vector(True)
     try:
-        yield tmp_path
+        assert native.raised(POW, F32_CODE, x, y, np.empty_like(x)) == 0
+        native.pow_vector(False)
+        assert native.raised(POW, F32_CODE, x, y, np.empty_like(x)) == FE_INEXACT
     finally:
-        native.pow_shortcut(*state)
-        pow_shortcut._report(status)
+        native.pow_vector(previous)
 
 
-def verdict(mismatches: int = 0, inputs: int = 1 << 32, **changed: str) -> pow_shortcut.Verdict:
-    """A verdict for this machine (or one with `changed` identity fields)."""
-    checks = tuple(pow_shortcut.Check(y, inputs, mismatches, None, 1.0) for y in YS)
-    return pow_shortcut.Verdict({**pow_shortcut.identity(native), **changed}, checks)
+@needs_vector
+@kernels_native
+def test_the_status_says_the_vector_powf_runs_and_why() -> None:
+    previous = native.pow_vector(True)
+    try:
+        assert pow_shortcut.status() == (True, f"the vector powf runs: {native.pow_status()[2]}")
+        native.pow_vector(False)
+        assert pow_shortcut.status()[0] is False
+    finally:
+        native.pow_vector(previous)
 
 
-def state() -> tuple[bool, bool]:
-    """Whether the kernels take the shortcut for y = 2 and y = 0.5 now."""
-    now: tuple[bool, bool] = native.pow_shortcut(False, False)
-    native.pow_shortcut(*now)
-    return now
-
-
-def test_a_cached_verdict_for_this_machine_is_used(isolated: Path) -> None:
-    path = pow_shortcut.cache_path(pow_shortcut.identity(native))
-    assert path is not None
-    pow_shortcut.write(verdict(), path)
-    pow_shortcut.activate(native)
-    assert state() == (True, True)
-    texts = pow_shortcut.status().values()
-    assert all(t.startswith("verified on this machine (cache") for t in texts)
-    assert pow_shortcut.describe().startswith("y=2 and y=0.5 verified on this machine (cache")
-
-
-@pytest.mark.parametrize(
-    "field", ["cpu", "libc", "libm", "powf", "native", "glibc_tunables", "platform"]
-)
-def test_a_verdict_from_another_machine_is_ignored(isolated: Path, field: str) -> None:
-    path = isolated / "verdict.json"
-    pow_shortcut.write(verdict(**{field: "elsewhere"}), path)
-    assert pow_shortcut.read(path, pow_shortcut.identity(native)) is None
-    assert pow_shortcut.read(isolated / "missing.json", pow_shortcut.identity(native)) is None
-    path.write_text("{not json")
-    assert pow_shortcut.read(path, pow_shortcut.identity(native)) is None
-
-
-def test_a_negative_verdict_keeps_powf_and_says_why(isolated: Path, forced: None) -> None:
-    good = verdict()
-    wrong = replace(good.checks[0], mismatches=7, first=0x1AC00000)
-    bad = replace(good, checks=(wrong, *good.checks[1:]))
-    pow_shortcut.apply(native, bad, "cache")
-    assert state() == (False, True)
-    text = pow_shortcut.status()[2.0]
-    assert text.startswith("off: 7 of 2^32 inputs differ") and "0x1ac00000" in text
-    x = f32(np.random.default_rng(1).integers(0, 1 << 32, 4096, dtype=np.uint32))
-    assert np.array_equal(kernel_bits(x, np.full_like(x, 2.0)), powf_bits(x, 2.0))
-
-
-def test_an_incomplete_or_wrong_format_verdict_enables_nothing(isolated: Path) -> None:
-    pow_shortcut.apply(native, verdict(inputs=1 << 24), "cache")
-    assert state() == (False, False)
-    assert "covered 16777216 of 2^32" in pow_shortcut.status()[0.5]
-    path = isolated / "v.json"
-    data = verdict().to_dict()
-    data["format"] = 0
-    path.write_text(json.dumps(data))
-    assert pow_shortcut.read(path, pow_shortcut.identity(native)) is None
-
-
-def test_off_by_environment(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = pow_shortcut.cache_path(pow_shortcut.identity(native))
-    assert path is not None
-    pow_shortcut.write(verdict(), path)
-    monkeypatch.setenv(pow_shortcut.ENV_VAR, "0")
-    pow_shortcut.activate(native)
-    assert state() == (False, False)
-    assert pow_shortcut.status()[2.0] == f"off: {pow_shortcut.ENV_VAR}=0"
-
-
-def test_without_a_verdict_nothing_runs_and_the_status_says_how_to_check(isolated: Path) -> None:
-    """No verdict for this machine: the shortcut stays off, no thread starts behind the
-    user's back, and the status names the command that checks."""
-    threads = threading.active_count()
-    pow_shortcut.activate(native)
-    assert state() == (False, False)
-    assert threading.active_count() == threads
-    assert "fueltensor pow-shortcut --check" in pow_shortcut.status()[2.0]
-
-
-def test_verify_checks_caches_and_applies(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`verify` (the command's work) caches its verdict for the next process and applies it;
-    here over a slice, so the verdict proves nothing and the shortcut stays off."""
-    real = pow_shortcut.check
-    monkeypatch.setattr(
-        pow_shortcut, "check", lambda n, progress: real(n, stop=1 << 16, progress=progress)
-    )
-    seen: list[tuple[float, int, int]] = []
-    pow_shortcut.verify(native, lambda *a: seen.append(a))
-    assert seen == [(y, 1 << 16, 1 << 16) for y in YS]
-    assert state() == (False, False)
-    cached = pow_shortcut.cache_path(pow_shortcut.identity(native))
-    assert cached is not None and pow_shortcut.read(cached, pow_shortcut.identity(native))
-    assert "covered 65536 of 2^32" in pow_shortcut.status()[2.0]
-    pow_shortcut.activate(native)  # the next process reads it from the cache
-    assert "covered 65536 of 2^32" in pow_shortcut.status()[0.5]
-
-
-def test_verify_without_a_cache_applies_and_says_it_did_not_save(
-    isolated: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = pow_shortcut.check
-    monkeypatch.setattr(
-        pow_shortcut, "check", lambda n, progress: real(n, stop=1 << 12, progress=progress)
-    )
-    monkeypatch.setenv("FUELTENSOR_CACHE_DIR", "")
-    with pytest.raises(OSError, match="cache is off"):
-        pow_shortcut.verify(native)
-    assert "covered 4096 of 2^32" in pow_shortcut.status()[2.0]
-
-
-def test_the_fingerprint_shows_the_shortcut_state() -> None:
-    assert "y=2 " in machine().pow_shortcut and "y=0.5 " in machine().pow_shortcut
+def test_the_fingerprint_shows_the_state() -> None:
+    on, text = pow_shortcut.status()
+    assert machine().pow_shortcut == f"{'on' if on else 'off'}: {text}"
     assert machine().pow_shortcut in str(machine())
 
 
@@ -395,8 +626,10 @@ def test_the_command_shows_the_state(capsys: pytest.CaptureFixture[str]) -> None
     from fueltensor.cli import main
 
     assert main(["pow-shortcut"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out == [f"pow shortcut y={y:g}: {pow_shortcut.status()[y]}" for y in YS]
+    on, text = pow_shortcut.status()
+    assert (
+        capsys.readouterr().out.split() == f"pow shortcut: {'on' if on else 'off'}: {text}".split()
+    )
 
 
 class _Terminal(io.StringIO):

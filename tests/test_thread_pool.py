@@ -86,7 +86,7 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
         int,
         script(f"""
             start = tasks()
-            mul(N.PARALLEL_FROM - 1, 64)
+            mul(N.SPLIT_FROM["mul"]["float32"] - 1, 64)
             small = tasks()
             mul({BIG}, 1)
             single = tasks()
@@ -100,6 +100,58 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
     assert small == single == start
     assert split == start + 1
     assert again == start + min(threads.cores(), threads.MAX_THREADS) - 1
+
+
+def test_a_parked_worker_is_woken_to_take_parts_of_the_next_split_call() -> None:
+    """After a pause longer than its poll the worker sleeps; the next split calls wake it and it
+    runs parts of them (its CPU time, from /proc, grows), though no call waits for it to wake
+    (the caller claims parts meanwhile). A worker left asleep would leave it unchanged."""
+    lines = script(f"""
+        import time
+        def ticks(tid):
+            with open(f"/proc/self/task/{{tid}}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+        before = set(os.listdir("/proc/self/task"))
+        mul({BIG}, 2)
+        (worker,) = set(os.listdir("/proc/self/task")) - before
+        time.sleep(0.3)  # far past POOL_SPIN_NS: the worker is parked
+        start, deadline = ticks(worker), time.monotonic() + {SECONDS // 2}
+        a = np.linspace(0.5, 2.0, 1 << 20)
+        out = np.empty_like(a)
+        N.set_threads(2)
+        while ticks(worker) - start < 5 and time.monotonic() < deadline:
+            N.binary(N.OPS.index("pow"), N.DTYPES.index("float64"), a, a, out)
+        print(ticks(worker) - start >= 5)
+    """)
+    assert lines == ["True"]
+
+
+def test_mid_size_calls_after_idle_bring_a_parked_worker_back() -> None:
+    """A split call too short to repay waking a sleeping worker runs alone and posts no part,
+    but leaves a mark: the worker, waking by itself, sees it and polls again, so a run of such
+    calls splits from then on (its CPU time grows). Without the mark it would sleep through
+    them all."""
+    lines = script(f"""
+        import time
+        def ticks(tid):
+            with open(f"/proc/self/task/{{tid}}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])
+        before = set(os.listdir("/proc/self/task"))
+        mul({BIG}, 2)
+        (worker,) = set(os.listdir("/proc/self/task")) - before
+        time.sleep(0.3)
+        n = 2 * N.SPLIT_FROM["mul"]["float32"]
+        assert 2 < N.WAKE_FACTOR  # n is too short to wake the worker itself
+        a = np.linspace(0.5, 2.0, n, dtype=np.float32)
+        out = np.empty_like(a)
+        start, deadline = ticks(worker), time.monotonic() + {SECONDS // 2}
+        while ticks(worker) - start < 5 and time.monotonic() < deadline:
+            N.binary(MUL, F32, a, a, out)
+        print(ticks(worker) - start >= 5)
+    """)
+    assert lines == ["True"]
 
 
 def test_the_process_exits_with_the_pool_running_and_a_thread_inside_it() -> None:

@@ -1,5 +1,6 @@
-"""All cores at large sizes: a compiled body over `PARALLEL_FROM` elements or more splits into
-chunks on threads, and nothing the caller sees changes but the time.
+"""All cores from mid sizes: a compiled body over its op class's threshold (`SPLIT_FROM`; every
+one splits from `PARALLEL_FROM`) runs in parts on threads, and nothing the caller sees changes
+but the time.
 
 Every op and dtype gives one thread's bits on several threads (random bit patterns: NaN
 payloads, subnormals, infinities), at odd sizes and at offsets; a flag raised only in the last
@@ -17,6 +18,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +35,10 @@ pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled kernels are
 
 FMT_OF = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
-"""An odd size past the threshold: the last chunk is not a whole 512-element block."""
+"""An odd size past every threshold: the last part is not a whole 512-element block."""
+WAKING = (NATIVE.PARALLEL_FROM * NATIVE.WAKE_FACTOR if NATIVE is not None else 0) + 4097
+"""An odd size whose call wakes a sleeping worker (a shorter one finding every worker asleep
+runs alone): what a test of a worker's part needs."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine())
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
@@ -50,6 +55,14 @@ def keep_setting() -> Iterator[None]:
     before = ft.get_num_threads()
     yield
     ft.set_num_threads(before)
+
+
+def split(n: int, op: str = "add", dtype: str = "float32") -> int:
+    """How many threads the compiled body of `op` ("powi": the integer power) on `dtype` runs
+    a call over n elements on now."""
+    code = _native.POWI_OP if op == "powi" else _native.OPS.index(op)
+    threads: int = _native.threads(n, code, _native.DTYPES.index(dtype))
+    return threads
 
 
 def bits(fmt: Fmt, n: int, seed: int) -> np.ndarray[Any, Any]:
@@ -89,7 +102,7 @@ def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
     fmt = FORMATS[FMT_OF[dtype]]
     lhs, rhs = (bits(fmt, BIG + 3, seed).view(fmt.np_dtype) for seed in (1, 2))
     for a, b in ((lhs[:BIG], rhs[:BIG]), (lhs[3:], rhs[1:-2])):
-        assert _native.threads(a.size) == 2
+        assert split(a.size, op, dtype) == 2
         one, two = run(op, dtype, a, b, 0x00, 1), run(op, dtype, a, b, 0xFF, 2)
         assert np.array_equal(two, one), differing(two, one)
 
@@ -111,8 +124,8 @@ def test_a_flag_raised_in_one_chunk_reaches_the_caller(where: int) -> None:
     """A division by zero in only the first or only the last element raises FE_DIVBYZERO in the
     run on two threads as on one, and the caller's own flags stay as they were."""
     assert FE is not None
-    lhs = np.ones(BIG, np.float32)
-    rhs = np.ones(BIG, np.float32)
+    lhs = np.ones(WAKING, np.float32)
+    rhs = np.ones(WAKING, np.float32)
     rhs[where] = 0.0
     div = _native.OPS.index("div"), _native.DTYPES.index("float32")
     for count in (1, 2):
@@ -128,8 +141,8 @@ def test_every_thread_rounds_as_the_caller() -> None:
     """Under the caller's FE_UPWARD, two threads give one thread's sums, which differ from the
     sums rounded to nearest."""
     assert FE is not None
-    a = np.full(BIG, 1.0, np.float32)
-    b = np.full(BIG, 2.0**-30, np.float32)  # 1 + 2^-30 rounds up to the next float only upward
+    a = np.full(WAKING, 1.0, np.float32)
+    b = np.full(WAKING, 2.0**-30, np.float32)  # 1 + 2^-30 rounds up to the next float only upward
     nearest = run("add", "float32", a, b, 0, 2)
     LIBM.fesetround(FE[1])
     try:
@@ -152,30 +165,44 @@ def test_set_num_threads_refuses_counts_outside_the_range(bad: Any) -> None:
 
 
 def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
-    """Above the process's cores the setting is accepted and the cores are used; below
-    PARALLEL_FROM elements a body runs here alone; setting returns the previous value."""
+    """Above the process's cores the setting is accepted and the cores are used; below its op
+    class's SPLIT_FROM elements a body runs here alone; setting returns the previous value."""
     cores = len(os.sched_getaffinity(0))
     assert ft.set_num_threads(threads.MAX_THREADS) >= 1
     assert ft.set_num_threads(1) == threads.MAX_THREADS
-    assert _native.threads(BIG) == 1
+    assert split(BIG) == 1
     ft.set_num_threads(threads.MAX_THREADS)
     assert ft.get_num_threads() == threads.MAX_THREADS
-    assert _native.threads(BIG) == cores
-    assert _native.threads(sys.maxsize) == cores  # no overflow in the chunk arithmetic
-    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+    assert split(BIG) == cores
+    assert split(sys.maxsize) == cores  # no overflow in the part arithmetic
+    for op, row in _native.SPLIT_FROM.items():
+        for dtype, start in row.items():
+            assert (split(start - 1, op, dtype), split(start, op, dtype)) == (1, cores), (op, dtype)
+
+
+def test_every_op_and_dtype_has_a_threshold_of_whole_blocks_below_parallel_from() -> None:
+    """SPLIT_FROM names every op (and the integer power) on every dtype, each threshold at least
+    one 512-element block, and PARALLEL_FROM is the largest: every body splits from there."""
+    assert list(_native.SPLIT_FROM) == [*_native.OPS, "powi"]
+    starts = [start for row in _native.SPLIT_FROM.values() for start in row.values()]
+    assert all(list(row) == list(_native.DTYPES) for row in _native.SPLIT_FROM.values())
+    assert min(starts) >= 512 and max(starts) == _native.PARALLEL_FROM
 
 
 @TWO_CORES
 def test_an_affinity_of_one_core_runs_one_thread() -> None:
-    """The cap follows the affinity mask when the body runs, not the machine's core count."""
+    """The cap follows the calling thread's affinity mask as the bodies run (read again once
+    AFFINITY_NS have passed), not the machine's core count."""
     ft.set_num_threads(2)
     mask = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(mask)})
     try:
-        assert _native.threads(BIG) == 1
+        time.sleep(2 * _native.AFFINITY_NS / 1e9)
+        assert split(BIG) == 1
     finally:
         os.sched_setaffinity(0, mask)
-    assert _native.threads(BIG) == 2
+    time.sleep(2 * _native.AFFINITY_NS / 1e9)
+    assert split(BIG) == 2
 
 
 @pytest.mark.parametrize(("value", "want"), [("1", "1"), ("3", "3"), (" 2 ", "2")])
@@ -240,8 +267,27 @@ def test_the_fast_path_splits_to_one_threads_bits(dtype: Any) -> None:
     assert np.array_equal(results[1], results[0]), differing(results[1], results[0])
 
 
+@TWO_CORES
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="the fast path serves native kernels only")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_integer_powers_split_to_one_threads_bits(dtype: str) -> None:
+    """x ** 3 through the fast path (the compiled PowI body) on two threads, at an offset, gives
+    one thread's bits; each planning call's result is kept alive, so no block holding a result
+    is handed to the next call's output."""
+    fmt = FORMATS[FMT_OF[dtype]]
+    x = ft.asarray(bits(fmt, BIG + 3, 6).view(fmt.np_dtype))[3:]
+    assert split(x.size, "powi", dtype) == 2
+    results, planned = [], []
+    for count in (2, 1):
+        ft.set_num_threads(count)
+        planned.append(x**3)  # plans it, so the next call is the fast path's
+        results.append(np.asarray(x**3).view(np.uint8))
+    assert np.array_equal(results[0], results[1]), differing(results[0], results[1])
+
+
 def test_only_the_compiled_bodies_split() -> None:
-    """The pure-NumPy thunks and the integer-power forms run on one thread at any size."""
+    """The pure-NumPy thunks run on one thread at any size; the compiled bodies (the integer
+    powers' among them, which the fast path runs) on every core past every threshold."""
     ft.set_num_threads(threads.MAX_THREADS)
     pure = cpu.thunks("pure")
     assert {threads.threads_for(fn, BIG) for fn in pure.values()} == {1}
@@ -265,11 +311,36 @@ def test_the_judge_times_one_thread_and_all_of_them() -> None:
     assert "all threads" in report.to_markdown() and "×1" in report.to_markdown()
 
 
-def test_set_parallel_from_refuses_less_than_a_chunk() -> None:
-    """The threshold (lowered only to measure it) is at least one 512-element chunk."""
-    with pytest.raises(ValueError, match="at least 512 elements, got 511"):
+def test_the_costlier_lanes_split_earlier() -> None:
+    """pow (the C library's pow per lane) splits before every other op on its dtype, and every
+    op on the half types (widened and narrowed tile by tile) before the same op on f32: a lane
+    of them costs more, so fewer elements repay a second thread. f32 and f64 split at the same
+    output bytes."""
+    table = _native.SPLIT_FROM
+    for dtype in _native.DTYPES:
+        assert all(table["pow"][dtype] < table[op][dtype] for op in table if op != "pow")
+    for op in _native.OPS:
+        if op != "pow":
+            assert max(table[op]["bfloat16"], table[op]["float16"]) < table[op]["float32"], op
+            assert table[op]["float64"] * 8 == table[op]["float32"] * 4, f"{op}: not by bytes"
+
+
+def test_set_parallel_from_splits_every_body_from_there_and_zero_restores_the_classes() -> None:
+    """The threshold lowered to measure it (at least one 512-element block) holds for every op;
+    0 puts back each op class's own; below 512 is refused and changes nothing."""
+    ft.set_num_threads(2)
+    cores = min(threads.cores(), 2)
+    low = min(start for row in _native.SPLIT_FROM.values() for start in row.values())
+    with pytest.raises(ValueError, match=r"at least 512 elements \(or 0.*, got 511"):
         _native.set_parallel_from(511)
-    assert _native.threads(_native.PARALLEL_FROM - 1) == 1
+    assert split(_native.PARALLEL_FROM - 1) == 1
+    assert _native.set_parallel_from(low) == 0
+    try:
+        assert {split(low, op) for op in _native.SPLIT_FROM} == {cores}
+        assert split(low - 1, "pow") == 1
+    finally:
+        assert _native.set_parallel_from(0) == low
+    assert split(_native.SPLIT_FROM["add"]["float32"] - 1) == 1
 
 
 THREADPOOLCTL_FIRST = """
@@ -282,12 +353,12 @@ def ours():
 ft.set_num_threads(2)
 seen = [ours()]
 with threadpoolctl.threadpool_limits(limits=1):
-    seen += [ours(), ft.get_num_threads(), NATIVE.threads({big})]
+    seen += [ours(), ft.get_num_threads(), NATIVE.threads({big}, 0, 0)]
 with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
     seen.append(ft.get_num_threads())
 with threadpoolctl.threadpool_limits(limits=1000):
     seen.append(ft.get_num_threads())
-print(*seen, ft.get_num_threads(), NATIVE.threads({big}))
+print(*seen, ft.get_num_threads(), NATIVE.threads({big}, 0, 0))
 """
 
 

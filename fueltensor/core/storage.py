@@ -2,7 +2,7 @@
 
 Each buffer is its own allocation, so a live result holds only its own bytes (no shared arena
 block). The compiled `_fast.empty` makes a small one as a NumPy buffer over-allocated and viewed
-at its first aligned byte, and a large one (256 KiB to 64 MiB) as an aligned block that is kept,
+at its first aligned byte, and a large one (256 KiB to 256 MiB) as an aligned block that is kept,
 when it dies, for the next buffer of its size; the NumPy fallback over-allocates and reads the
 address from `__array_interface__`.
 

@@ -27,7 +27,7 @@ from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels.threads import threads_for
+from fueltensor.kernels.threads import compiled_body, threads_for
 from fueltensor.registry import Registry
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
@@ -388,9 +388,12 @@ def admit(
 
 
 def _threaded(steps: tuple[Step, ...], fn: KernelFn | None, count: int) -> tuple[Step, ...]:
-    """`steps` with the Kernel step (the last) saying how many threads `fn` runs on."""
-    threads = threads_for(fn, count)
-    return steps if threads == 1 else (*steps[:-1], replace(steps[-1], threads=threads))
+    """`steps` with the Kernel step (the last) saying which compiled body runs `fn` and on how
+    many threads."""
+    threads, body = threads_for(fn, count), compiled_body(fn) or ""
+    if threads == 1 and not body:
+        return steps
+    return (*steps[:-1], replace(steps[-1], threads=threads, body=body))
 
 
 def promote(

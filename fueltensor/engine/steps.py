@@ -44,8 +44,10 @@ class Step:
     shape: Shape | None = None
     why: tuple[str, ...] = ()
     threads: int = 1
-    """The threads a Kernel step runs on (a compiled body of `_native.PARALLEL_FROM` elements
-    or more splits)."""
+    """The threads a Kernel step runs on (a compiled body over its op class's threshold,
+    `_native.SPLIT_FROM`, splits)."""
+    body: str = ""
+    """The instruction set of the compiled body a Kernel step runs ("avx512"), or ""."""
 
     def __str__(self) -> str:
         why = f"  [{'; '.join(self.why)}]" if self.why else ""
@@ -57,4 +59,5 @@ class Step:
         if self.kind is StepKind.CONTIGUIZE:
             return f"Contiguize({self.label}){why}"
         threads = f" on {self.threads} threads" if self.threads > 1 else ""
-        return f"{self.label}{threads}{why}"
+        body = f" ({self.body} body)" if self.body else ""
+        return f"{self.label}{threads}{body}{why}"

@@ -8,8 +8,9 @@ from fueltensor.kernels import threads
 
 
 def set_num_threads(n: int) -> int:
-    """Let operations over `_native.PARALLEL_FROM` elements or more run on up to `n` threads
-    (1 to 64; above the cores this process may run on, the cores). Returns the previous setting.
+    """Let operations over their op class's threshold (`_native.SPLIT_FROM`) run on up to `n`
+    threads (1 to 64; above the cores this process may run on, the cores). Returns the previous
+    setting.
     Plans made before are forgotten, so `explain` and `trace` show the thread count the new
     setting gives."""
     count = threads.checked(n, "set_num_threads(n)")

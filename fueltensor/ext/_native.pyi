@@ -15,6 +15,18 @@ def binary(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 
+def isa() -> str:
+    """The instruction set of the kernel body that runs (ISAS[-1] unless `select_isa` chose)."""
+
+SPLIT_FROM: dict[str, dict[str, int]]
+"""Per op name (and "powi") and dtype name, the elements from which a body splits (abi.h)."""
+PARALLEL_FROM: int
+"""The largest of SPLIT_FROM: every body splits from here (abi.h)."""
+
+def threads(n: int, op: int, dtype: int, /) -> int:
+    """How many threads the body of OPS[op] (POWI_OP: the integer power) on DTYPES[dtype]
+    runs a call over n elements on now."""
+
 def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""
 

@@ -1,15 +1,16 @@
-"""All cores at large sizes: how many threads the compiled kernels split a large body over.
+"""All cores from mid sizes: how many threads the compiled kernels split a body over.
 
-A compiled body over `PARALLEL_FROM` elements or more (`ext/src/abi.h`, set by measurement in
-benchmarks/run.py's "threads" rows) runs in contiguous chunks on up to `setting()` threads, never
-more than the cores the process may run on when it runs (`os.sched_getaffinity`): a larger
-setting is accepted and capped there, so one script serves machines of any size. The chunks
-beyond the caller's own run on a pool of workers that the first split call starts and later
-calls reuse (none below the threshold). Every op is lane by lane, so the bits are one thread's;
-each chunk runs under the caller's floating-point environment and the status flags the caller
-sees are one thread's too. The setting starts at $FUELTENSOR_NUM_THREADS, else the process's
-cores. The pure-NumPy implementation (FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one
-thread.
+A compiled body over its op class's threshold (`SPLIT_FROM`, per op and dtype, from
+`ext/src/abi.h`, set by measurement in benchmarks/run.py's "split" rows; every body splits from
+`PARALLEL_FROM`) runs in parts on up to `setting()` threads, never more than the cores the
+calling thread may run on (`os.sched_getaffinity`, read again every millisecond): a larger
+setting is accepted and capped there, so one script serves machines of any size. The caller and
+a pool of workers (started by the first split call, reused by later ones) claim the parts; a
+short call that finds every worker asleep runs alone rather than wake one. Every op is lane by
+lane, so the bits are one thread's; each part runs under the caller's floating-point
+environment and the status flags the caller sees are one thread's too. The setting starts at
+$FUELTENSOR_NUM_THREADS, else the process's cores. The pure-NumPy implementation
+(FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one thread.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ ENV_VAR: Final = "FUELTENSOR_NUM_THREADS"
 MAX_THREADS: Final[int] = NATIVE.MAX_THREADS if NATIVE is not None else 64
 """The largest setting (the compiled kernels' own bound; the same where they are not built)."""
 PARALLEL_FROM: Final[int | None] = NATIVE.PARALLEL_FROM if NATIVE is not None else None
-"""Elements from which a compiled body splits (None: no compiled kernels here)."""
+"""Elements from which every compiled body splits (None: no compiled kernels here)."""
+SPLIT_FROM: Final[dict[str, dict[str, int]]] = NATIVE.SPLIT_FROM if NATIVE is not None else {}
+"""Per op name (and "powi") and dtype name, the elements from which its compiled body splits
+(empty: no compiled kernels here)."""
 
 
 def cores() -> int:
@@ -90,12 +94,22 @@ def running_on(n: int) -> Iterator[None]:
             NATIVE.set_threads(previous)
 
 
+def compiled_body(fn: KernelFn | None) -> str | None:
+    """The instruction set of the compiled body kernel `fn` runs ("avx512", "avx2",
+    "baseline"), or None for every kernel but the compiled fuel-cpu-backend bodies."""
+    if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
+        return None
+    isa: str = NATIVE.isa()
+    return isa
+
+
 def threads_for(fn: KernelFn | None, count: int) -> int:
     """How many threads kernel `fn` runs on over `count` output elements now (one for every
     kernel but the compiled fuel-cpu-backend bodies)."""
-    if NATIVE is None or getattr(fn, "__fueltensor_native__", None) is None:
+    code = getattr(fn, "__fueltensor_native__", None)
+    if NATIVE is None or code is None:
         return 1
-    threads: int = NATIVE.threads(min(count, sys.maxsize))  # a plan may outsize any buffer
+    threads: int = NATIVE.threads(min(count, sys.maxsize), *code)  # a plan may outsize any buffer
     return threads
 
 

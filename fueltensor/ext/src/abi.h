@@ -23,11 +23,21 @@ enum { F32, F64, BF16, F16, N_DTYPES };
 #define ALIGNMENT 64
 /* Below this many elements the loop is shorter than releasing and retaking the GIL. */
 #define GIL_FREE_FROM 16384
-/* Elements from which a body splits across threads (`_native.PARALLEL_FROM`; benchmarks/run.py's
- * "threads" rows measured it on the 2-core box: back to back, splitting pays from 2^16; a call
- * that must wake an idle core pays 0.1-0.25 ms there at any size, repaid only from about 2^20;
- * 2^19 is the power of two below 10^6, where the issue's target asks for both cores). */
-#define PARALLEL_FROM (1 << 19)
+/* Where a body starts to split across threads, by op class (`split_from` in native/pool.c;
+ * `_native.SPLIT_FROM` per op and dtype): the size from which two threads called back to back
+ * beat one on the 2-core development machine (benchmarks/run.py's "split" section;
+ * benchmarks/RESULTS.md, issue 34). The working precisions split by output bytes (f32 from
+ * 2^16 elements, f64 from 2^15: maximum and minimum measured as arithmetic, and division and
+ * remainder no earlier); the others by elements. A call that finds every worker asleep runs
+ * alone below WAKE_FACTOR (native.h) times its threshold: it never pays for waking one. */
+#define SPLIT_BYTES (256 << 10) /* add, sub, mul, div, maximum, minimum, rem on f32 and f64 */
+#define SPLIT_HALF (1 << 15)    /* every op but pow on bf16 and f16 (widened, narrowed per tile) */
+/* pow on every dtype, measured with the C library's pow or powf per lane (5-7 ns a lane); f32's
+ * vector powf (0.6-1.7 ns a lane) splits from here too until a quiet run measures it. */
+#define SPLIT_POW (1 << 12)
+#define SPLIT_POWI (1 << 16)    /* the integer power (x ** 3's two products per lane) */
+/* Every body splits from here on (`_native.PARALLEL_FROM`): the largest threshold above. */
+#define PARALLEL_FROM (1 << 16)
 /* Output bytes from which a body apart from its operands writes through streaming stores
  * (`_native.STREAM_FROM`): a result this large leaves the caches anyway, and a plain store first
  * reads each line it writes (benchmarks/RESULTS.md: mul f32 at 10^7 on two threads 3.3 -> 2.2 ms

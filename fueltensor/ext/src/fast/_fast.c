@@ -49,7 +49,7 @@
  * `empty` is the aligned allocation both paths share: a small buffer is over-allocated by NumPy
  * and viewed at its first 64-byte boundary (no arena, so a small result holds only its own
  * bytes); a large one is a block of its own, kept for the next output of its size when it dies
- * (at most 64 MiB kept; see `aligned_array`).
+ * (at most 256 MiB kept; see `aligned_array`).
  *
  * Every decision read from Python comes through `bind_core` and `configure` (config.c): this
  * code names no private attribute of fueltensor's Python.

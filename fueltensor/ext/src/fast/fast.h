@@ -118,9 +118,12 @@ static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCE
 #define GUARD_BYTES 256
 #define GUARD_PATTERN 0xA5
 
-/* Large outputs' blocks (allocator.c): kept from KEEP_FROM bytes, up to KEEP_BUDGET in all. */
+/* Large outputs' blocks (allocator.c): kept from KEEP_FROM bytes, up to KEEP_BUDGET in all. The
+ * budget holds the blocks of a two-op chain over 10^7 f64 (80 MB each): below that, each such
+ * output took a fresh block and a page fault per page (2 MiB), which cost it more than its
+ * arithmetic (benchmarks/RESULTS.md, issue 34: f64 + at 10^7, 20 -> 12 ms of CPU). */
 #define KEEP_FROM (256 * 1024)
-#define KEEP_BUDGET ((size_t)64 << 20)
+#define KEEP_BUDGET ((size_t)256 << 20)
 #define KEEP_SLOTS 4
 #define NUMPY_TRACE_DOMAIN 389047
 

@@ -1,5 +1,5 @@
 /* Compiled fast path for fuel-cpu-backend's 32 kernels (the pure-NumPy chassis is the fallback;
- * both are tested against one scalar reference, and pow calls the C library's powf/pow in both),
+ * both are tested against one scalar reference, and pow is the C library's powf/pow in both),
  * and `copy_strided`, the planner's Contiguize (a cache-blocked copy of any strided layout into
  * a dense buffer). fuel-reference-backend shares none of this: it is the independent oracle.
  *
@@ -11,7 +11,8 @@
  */
 /* One translation unit (a unity build): the parts below are included in dependency order, so
  * the kernels inline across them as they did in one file. Each part holds one concern:
- *   pow_shortcut.c  f32 pow by 2 and 0.5 without powf, where that is powf's own result
+ *   powf_vector.c   glibc's powf vectorized (AVX2, AVX-512): its tables and passes
+ *   pow_shortcut.c  f32 pow: the vector powf where it is recognised, else powf per lane
  *   loops.c         the working-precision loops (f32, f64) from one definition
  *   halves.c        bf16/f16: widen, compute in f32, narrow once (F16C on x86)
  *   bodies.c        one kernel body per instruction set, tiled, with streamed stores
@@ -19,10 +20,12 @@
  *   powi.c          integer powers (PowIElementwise) in vector blocks
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
- *   pow_check.c     the pow shortcut's switch and its exhaustive proof
+ *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
+ *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
 #include "native.h"
 
+#include "powf_vector.c"
 #include "pow_shortcut.c"
 #include "loops.c"
 #include "halves.c"
@@ -31,5 +34,6 @@
 #include "powi.c"
 #include "copy.c"
 #include "calls.c"
+#include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

@@ -182,19 +182,37 @@ static PyObject *set_parallel_from(PyObject *module, PyObject *count) {
     (void)module;
     Py_ssize_t n = PyLong_AsSsize_t(count);
     if (n == -1 && PyErr_Occurred()) return NULL;
-    if (n < CHUNK_ALIGN) {
-        PyErr_Format(PyExc_ValueError, "set_parallel_from: at least %d elements, got %zd",
+    if (n != 0 && n < CHUNK_ALIGN) {
+        PyErr_Format(PyExc_ValueError,
+                     "set_parallel_from: at least %d elements (or 0: each op class's own "
+                     "threshold), got %zd",
                      CHUNK_ALIGN, n);
         return NULL;
     }
     return PyLong_FromSsize_t(__atomic_exchange_n(&N.parallel_from, n, __ATOMIC_RELAXED));
 }
 
-static PyObject *threads(PyObject *module, PyObject *count) {
+static PyObject *threads(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    Py_ssize_t n = PyLong_AsSsize_t(count);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    return PyLong_FromLong(threads_for(n));
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "threads(n, op, dtype) takes 3 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]);
+    long op = PyLong_AsLong(args[1]), dtype = PyLong_AsLong(args[2]);
+    if (PyErr_Occurred()) return NULL;
+    if (op < 0 || op > POWI_OP || dtype < 0 || dtype >= N_DTYPES) {
+        PyErr_Format(PyExc_ValueError, "op must be in [0, %d] and dtype in [0, %d), got %ld, %ld",
+                     POWI_OP, N_DTYPES, op, dtype);
+        return NULL;
+    }
+    return PyLong_FromLong(threads_for((int)op, (int)dtype, n));
+}
+
+static PyObject *isa(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
+    return PyUnicode_FromString(ISA_NAMES[N.isa]);
 }
 
 /* The byte range a non-empty strided buffer's elements span; -1 when an axis's reach

@@ -67,6 +67,25 @@ TARGET_AVX2_F16C static void f16_narrow_f16c(const float *src, uint16_t *dst, Py
 }
 #endif
 
+#ifdef HAVE_AVX512
+/* The F16C conversions of the AVX2 body, sixteen lanes a step. */
+TARGET_AVX512 static void f16_widen_avx512(const uint16_t *src, float *dst, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
+    f16_widen_f16c(src + i, dst + i, n - i);
+}
+
+TARGET_AVX512 static void f16_narrow_avx512(const float *src, uint16_t *dst, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_storeu_si256((__m256i *)(dst + i), h);
+    }
+    f16_narrow_f16c(src + i, dst + i, n - i);
+}
+#endif
+
 /* Set the quiet bit of every NaN, as `half`'s widening does (pow can tell: powf(1, sNaN)). */
 INLINE void quiet_nans(float *x, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -88,13 +107,31 @@ INLINE void half_select(const uint16_t *a, const uint16_t *b, const float *wa, c
 typedef void (*Widen)(const uint16_t *, float *, Py_ssize_t);
 typedef void (*Narrow)(const float *, uint16_t *, Py_ssize_t);
 
-static void bf16_widen_fn(const uint16_t *src, float *dst, Py_ssize_t n) {
-    bf16_widen(src, dst, n);
-}
+/* An instruction set's conversions of the half types to f32 and back. */
+typedef struct {
+    Widen bf16_widen, f16_widen;
+    Narrow bf16_narrow, f16_narrow;
+} Halves;
 
-static void bf16_narrow_fn(const float *src, uint16_t *dst, Py_ssize_t n) {
-    bf16_narrow(src, dst, n);
-}
+/* The bf16 conversions compiled for the instruction set `target` names (nothing: the baseline),
+ * and that set's `Halves` with its f16 conversions. */
+#define DEFINE_HALVES(isa, target, f16_to_f32, f32_to_f16)                                         \
+    target static void bf16_widen_##isa(const uint16_t *src, float *dst, Py_ssize_t n) {          \
+        bf16_widen(src, dst, n);                                                                   \
+    }                                                                                              \
+    target static void bf16_narrow_##isa(const float *src, uint16_t *dst, Py_ssize_t n) {         \
+        bf16_narrow(src, dst, n);                                                                  \
+    }                                                                                              \
+    static const Halves HALVES_##isa = {bf16_widen_##isa, f16_to_f32, bf16_narrow_##isa,          \
+                                        f32_to_f16};
+
+DEFINE_HALVES(baseline, , f16_widen, f16_narrow)
+#ifdef HAVE_AVX2_F16C
+DEFINE_HALVES(avx2, TARGET_AVX2_F16C, f16_widen_f16c, f16_narrow_f16c)
+#endif
+#ifdef HAVE_AVX512
+DEFINE_HALVES(avx512, TARGET_AVX512, f16_widen_avx512, f16_narrow_avx512)
+#endif
 
 /* BF16/F16: per tile widen both operands to f32, compute, and narrow once on store. */
 INLINE void half_loop(int op, Widen widen, Narrow narrow, const uint16_t *restrict a,

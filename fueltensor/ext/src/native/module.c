@@ -6,21 +6,45 @@ static PyMethodDef methods[] = {
      "raised(op, dtype, lhs, rhs, out) -> int: binary's run, returning the floating-point status "
      "flags it raised (<fenv.h>'s FE_* bits; the caller's own flags are left as they were)."},
     {"set_threads", set_threads, METH_O,
-     "set_threads(n) -> previous: the threads a body over PARALLEL_FROM elements or more may "
-     "use, 1 to MAX_THREADS (capped by the cores this process may run on)."},
+     "set_threads(n) -> previous: the threads a body over its SPLIT_FROM threshold may use, 1 "
+     "to MAX_THREADS (capped by the cores this process may run on)."},
     {"set_parallel_from", set_parallel_from, METH_O,
-     "set_parallel_from(n) -> previous: split bodies from n elements (PARALLEL_FROM by default; "
-     "for measuring where splitting pays)."},
-    {"threads", threads, METH_O,
-     "threads(n) -> int: how many threads a body over n elements runs on now."},
+     "set_parallel_from(n) -> previous: split every body from n elements (for measuring where "
+     "splitting pays); 0, the default, splits each op class from its SPLIT_FROM threshold."},
+    {"isa", isa, METH_NOARGS,
+     "isa() -> str: the instruction set of the kernel body that runs (one of ISAS: the last, "
+     "the widest this CPU runs, unless select_isa chose another)."},
+    {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
+     "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
+     "power) on DTYPES[dtype] over n elements runs on now."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
-    {"pow_shortcut", (PyCFunction)(void (*)(void))pow_shortcut, METH_FASTCALL,
-     "pow_shortcut(two, half) -> previous: take f32 pow's verified shortcut for y == 2 / 0.5."},
+    {"pow_vector", pow_vector, METH_O,
+     "pow_vector(on) -> previous: let f32 pow run the vector powf where it is recognised "
+     "(on by default; off: powf for every lane)."},
+    {"pow_status", pow_status, METH_NOARGS,
+     "pow_status() -> (on, recognised, reason): pow_vector's switch, whether the platform powf "
+     "is the algorithm the vector powf follows (recognising it now if no call has yet), and "
+     "what that rests on."},
+    {"pow_sample", pow_sample, METH_NOARGS,
+     "pow_sample() -> (x, y): the recognition's inputs, as bytes of uint32 bit patterns."},
+    {"pow_recognise", pow_recognise, METH_O,
+     "pow_recognise(want) -> (recognised, reason): the recognition, with the uint32 bits `want` "
+     "standing for powf's on the sample."},
+    {"pow_tables", pow_tables, METH_NOARGS,
+     "pow_tables() -> (log, exp): the vector powf's tables as glibc lays them out (bytes)."},
+    {"pow_libm_holds", (PyCFunction)(void (*)(void))pow_libm_holds, METH_FASTCALL,
+     "pow_libm_holds(log, exp) -> bool: whether the libm holding powf holds both blocks."},
+    {"pow_with", (PyCFunction)(void (*)(void))pow_with, METH_FASTCALL,
+     "pow_with(name, x, y, out): out[i] = f32 pow(x[i], y[i]) through one vector powf pass."},
     {"verify_pow", (PyCFunction)(void (*)(void))verify_pow, METH_FASTCALL,
-     "verify_pow(y, start, stop, band, threads) -> ((mismatches, first x bits or -1) per ISA): "
-     "compare f32 pow with the shortcut on against powf over the x bit patterns [start, stop)."},
+     "verify_pow(y, start, stop, threads[, flip]) -> ((pass, mismatches, first x, first y) per "
+     "pass): compare every vector powf pass with powf for the x bit patterns [start, stop) "
+     "(flip: XORed into powf's bits every 2^16 lanes, to show mismatches are found)."},
+    {"verify_pow_pairs", (PyCFunction)(void (*)(void))verify_pow_pairs, METH_FASTCALL,
+     "verify_pow_pairs(seed, start, stop, threads[, flip]) -> as verify_pow, over the random "
+     "(x, y) pairs [start, stop) of stream `seed`."},
     {"pow_identity", pow_identity, METH_NOARGS,
      "pow_identity() -> {libc, libm, powf}: the C library, file and symbol of the powf called."},
     {"select_isa", select_isa, METH_O,
@@ -88,29 +112,89 @@ static int add_body(PyObject *module) {
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
 
-PyMODINIT_FUNC PyInit__native(void) {
-    N.isa_bodies[0] = body_baseline;
+/* Fill the bodies of every instruction set this CPU runs (a prefix of ISA_NAMES) and select the
+ * last: the widest vectors. */
+static void find_isas(void) {
+    BodyWith bodies[] = {body_baseline,
+#ifdef HAVE_AVX2_F16C
+                         body_avx2,
+#endif
+#ifdef HAVE_AVX512
+                         body_avx512,
+#endif
+    };
+    PartBody parts[] = {body_baseline_part,
+#ifdef HAVE_AVX2_F16C
+                        body_avx2_part,
+#endif
+#ifdef HAVE_AVX512
+                        body_avx512_part,
+#endif
+    };
+    PowIBody powi[] = {powi_baseline,
+#ifdef HAVE_AVX2_F16C
+                       powi_avx2,
+#endif
+#ifdef HAVE_AVX512
+                       powi_avx512,
+#endif
+    };
+    int count = 1;
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-        __builtin_cpu_supports("fma")) {
-        N.isa_bodies[1] = body_avx2;
-        N.isa_count = 2;
-        N.isa = 1;
-    }
+    count += __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+             __builtin_cpu_supports("fma");
 #endif
+#ifdef HAVE_AVX512
+    count += count == 2 && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq");
+#endif
+    for (int i = 0; i < count; i++) {
+        N.isa_bodies[i] = bodies[i];
+        N.isa_parts[i] = parts[i];
+        N.isa_powi[i] = powi[i];
+    }
+    N.isa_count = count;
+    N.isa = count - 1;
+}
+
+/* `_native.SPLIT_FROM`: {op name (and "powi"): {dtype name: elements from which it splits}}. */
+static int add_split_table(PyObject *module) {
+    PyObject *table = PyDict_New();
+    for (int op = 0; table != NULL && op <= N_OPS; op++) {
+        PyObject *row = PyDict_New();
+        for (int d = 0; row != NULL && d < N_DTYPES; d++) {
+            PyObject *from = PyLong_FromSsize_t(split_from(op, d));
+            if (from == NULL || PyDict_SetItemString(row, DTYPE_NAMES[d], from) < 0) Py_CLEAR(row);
+            Py_XDECREF(from);
+        }
+        if (row == NULL || PyDict_SetItemString(table, op < N_OPS ? OP_NAMES[op] : "powi", row) < 0)
+            Py_CLEAR(table);
+        Py_XDECREF(row);
+    }
+    int status = table == NULL ? -1 : PyModule_AddObjectRef(module, "SPLIT_FROM", table);
+    Py_XDECREF(table);
+    return status;
+}
+
+PyMODINIT_FUNC PyInit__native(void) {
+    find_isas();
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
-        PyModule_AddIntConstant(module, "POW_BAND", POW_BAND) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||
         PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
         PyModule_AddIntConstant(module, "STREAM_FROM", STREAM_FROM) < 0 ||
         PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||
+        PyModule_AddIntConstant(module, "AFFINITY_NS", AFFINITY_NS) < 0 ||
+        PyModule_AddIntConstant(module, "WAKE_FACTOR", WAKE_FACTOR) < 0 ||
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
-        PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0) {
+        PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||
+        add_split_table(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

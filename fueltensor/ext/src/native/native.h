@@ -35,6 +35,21 @@
 #include <immintrin.h>
 #define HAVE_AVX2_F16C 1
 #define TARGET_AVX2_F16C __attribute__((target("avx2,f16c,fma")))
+/* AVX-512 F, VL, BW and DQ (every AVX-512 CPU has them) beside AVX2's F16C and FMA, in 512-bit
+ * vectors. Not AVX512-BF16: its converts round to nearest even whatever MXCSR says, and the
+ * halves narrow by their own rounding logic on every body. GCC's generic tuning reloads an
+ * operand from memory for each use in these loops (three loads a vector for the NaN rule):
+ * Ice Lake's tuning keeps it in a register (instruction choice only; values are the same). */
+#define HAVE_AVX512 1
+#if defined(__clang__)
+#define TARGET_AVX512                                                                            \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma"),                  \
+                   min_vector_width(512)))
+#else
+#define TARGET_AVX512                                                                            \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma,"                   \
+                          "prefer-vector-width=512,tune=icelake-server")))
+#endif
 #endif
 
 #if defined(__GNUC__)
@@ -49,26 +64,25 @@ static const char *const OP_NAMES[N_OPS] = {"add",     "sub",     "mul", "div",
                                             "maximum", "minimum", "pow", "rem"};
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
 static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
-static const char *const ISA_NAMES[] = {"baseline", "avx2"};
+/* The instruction sets a body is compiled for, in the order init tries them: each one's CPU
+ * features include the one's before, so those found are a prefix (`N.isa_count` long). */
+static const char *const ISA_NAMES[] = {"baseline", "avx2", "avx512"};
+#define MAX_ISAS 3
 
 /* Half-float elements per tile: three f32 tiles (6 KiB) stay in L1 between the passes. */
 #define TILE 512
-/* Double ULPs of the exact value (2^-52 of its binade; half a float ULP is 2^28 of them) inside
- * which powf decides: 2^21 is 2.4x the largest distance measured (benchmarks/
- * pow_shortcut_check.c) and sends 1/128 of the lanes to powf. */
-#define POW_BAND (1 << 21)
-/* Lanes per tile: one pass fills them and flags the slow ones, then powf fills those. */
+/* Lanes per f32 pow tile: a vector pass fills them and flags the lanes powf must decide. */
 #define POW_TILE 512
 
-/* Fill a tile's c with the shortcut's values for y == `want` (2 or 0.5) and `slow` (one bit per
- * lane) with the lanes powf must decide; returns how many. */
+/* An instruction set's f32 pow pass over a tile of k <= POW_TILE lanes: c from the vector powf
+ * (powf_vector.c) and one bit per lane in `slow` for the lanes powf itself must decide;
+ * returns how many. */
 typedef Py_ssize_t (*PowPass)(const float *a, const float *b, float *c, uint8_t *slow,
-                              Py_ssize_t k, float want, int64_t band);
+                              Py_ssize_t k);
 
 typedef struct {
-    int two, half; /* take the shortcut for lanes with y == 2 / y == 0.5 */
-    int64_t band;  /* POW_BAND; another value only in `verify_pow`, to show it catches errors */
-    PowPass pass;  /* the instruction set's tile pass (set by the kernel body) */
+    int on;       /* the vector powf may run (`pow_vector`'s switch, read once per call) */
+    PowPass pass; /* the instruction set's pass (set by the kernel body), NULL: powf per lane */
 } PowShortcut;
 
 /* A body with its pow shortcut settings spelled out (the kernels pass `pow_settings()`). */
@@ -77,60 +91,116 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
 
 /* Chunk boundaries: whole half-float and pow tiles, 64-byte aligned for every element size. */
 #define CHUNK_ALIGN 512
-/* How long a worker polls for its next chunk after one, and the caller for the workers'
- * chunks, before sleeping: back-to-back large calls skip the wake-up (benchmarks/RESULTS.md). */
+/* Parts per thread a split call is cut into: the threads claim them one at a time, so a thread
+ * that starts late (a worker still waking) or runs slower (a core shared with other work) takes
+ * fewer, and the caller never waits for more than the one part a worker has in hand. */
+#define PARTS_PER_THREAD 4
+/* How long a worker polls for the next part after its last (yielding its core to any other
+ * thread that wants it), and the caller for the parts the workers hold, before sleeping: calls
+ * up to half a millisecond apart (a loop of mid-size operations with other Python work between)
+ * find it awake; waking it costs a call tens of microseconds on a virtual machine
+ * (benchmarks/RESULTS.md, issue 34: 50 us covered back-to-back calls only). */
 #ifndef POOL_SPIN_NS
-#define POOL_SPIN_NS 50000
+#define POOL_SPIN_NS 500000
 #endif
 
+/* A worker asleep wakes by itself after PARK_FIRST_NS, then after twice as long each time up to
+ * PARK_MOST_NS, to see whether a call ran alone while it slept (`alone` in pool.c). */
+#define PARK_FIRST_NS 1000000
+#define PARK_MOST_NS 1000000000
+/* A call over WAKE_FACTOR times its op class's threshold wakes sleeping workers (a system call)
+ * as it posts its parts: long enough for one that starts late to take some. */
+#define WAKE_FACTOR 8
+
+/* How long a thread keeps the count of the cores it may run on before reading its affinity mask
+ * again (`usable_cores`): the system call costs a mid-size call a share of its time. */
+#define AFFINITY_NS 1000000
+
+/* A body told whether to write through streaming stores (`streams`, decided on the whole
+ * call's output, of which this may be one part): what a split call runs on each part. */
+typedef void (*PartBody)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n,
+                         const PowShortcut *s, int stream);
+
 #if defined(HAVE_PTHREAD)
+/* The caller's floating-point environment as a worker takes it (`env_get`, `env_set`), and the
+ * status flags a worker hands back (`flags_get`, `flags_merge`; pool.c): on x86-64, MXCSR
+ * itself (rounding, flush-to-zero, denormals-are-zero, masks and flags: every float and double
+ * operation here is SSE), a few cycles where fegetenv and fesetenv take hundreds; elsewhere
+ * <fenv.h>'s. */
+#if defined(__SSE2__)
+typedef unsigned FpEnv;
+typedef unsigned FpFlags;
+#else
+typedef fenv_t FpEnv;
+typedef fexcept_t FpFlags;
+#endif
+
+/* The status flags one worker's parts of a job raised (`raised` says which; `ran`: it has
+ * taken a part, under the job's environment, since the job was posted). */
 typedef struct {
-    BodyWith fn;
-    int op, dtype;
+    FpFlags flags;
+    int raised, ran;
+} Raised;
+
+/* One split call: `body` over [0, n) (or, with op POWI_OP, the PowI body `powi` with exponent
+ * k), cut into parts of `per` elements (whole CHUNK_ALIGN blocks) that the caller and the
+ * workers claim through the pool's ranges. Lives on the caller's stack until `done` counts
+ * every part. */
+typedef struct {
+    PartBody body;
+    PowIBody powi;
+    int op, dtype, stream;
+    int32_t k;
     const char *a, *b;
     char *c;
-    Py_ssize_t n;
-    const PowShortcut *s;
-    const fenv_t *env; /* the caller's floating-point environment, which the chunk runs under */
-    fexcept_t flags;   /* the status flags the chunk raised, and which (`raised`) */
-    int raised;
-} Chunk;
+    Py_ssize_t n, per;
+    PowShortcut s;
+    FpEnv env;     /* the caller's floating-point environment, which every part runs under */
+    unsigned done; /* parts finished (atomic) */
+    Raised raised[MAX_THREADS - 1]; /* per worker */
+} Job;
 
-/* A worker runs `job` each time `posted` (written by the pool's owner) passes the count it ran. */
+/* One thread's range of the current job's parts: its next unclaimed part, its end and the
+ * workers that may claim (RANGE in pool.c), advanced by compare and swap; a line of its own. */
 typedef struct {
-    Chunk *job;
-    unsigned posted;
-} Worker;
+    _Alignas(64) uint64_t word;
+} Range;
 
 /* The pool. `owner` is held by the one caller using it; `lock` guards the sleeps on `wake`
- * (workers waiting for a chunk) and `done` (the owner waiting for `pending` to reach 0). */
+ * (workers waiting for a part) and `done` (the owner waiting for the parts workers hold).
+ * `ranges` cut the current job's parts between the caller (0) and the workers (w + 1). */
 typedef struct {
     pthread_mutex_t owner, lock;
     pthread_cond_t wake, done;
-    int workers; /* started so far; read and written by the owner only */
-    unsigned pending; /* chunks posted and not finished yet (atomic) */
-    Worker slot[MAX_THREADS - 1];
+    int workers;       /* started so far; read and written by the owner only */
+    unsigned sleepers; /* workers asleep on `wake` (atomic) */
+    unsigned demand;   /* calls that ran alone while every worker slept (atomic) */
+    int waiting;       /* the owner asleep on `done` (atomic) */
+    Job *job;          /* the current job, read after a part of it is claimed */
+    Range ranges[MAX_THREADS];
 } Pool;
 
 #define POOL_INIT                                                                               \
     {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
-     PTHREAD_COND_INITIALIZER, 0, 0, {{NULL, 0}}}
+     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, {{0}}}
 #endif
 
-/* Everything `_native` keeps between calls. The pow shortcut is off until `pow_shortcut` turns
- * it on (after a verdict); the ISA bodies are filled at init (`isa` the selected one); the
- * thread setting is `set_threads`'s, and `parallel_from` is PARALLEL_FROM except while
- * benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`). */
+/* Everything `_native` keeps between calls (the vector powf's state is pow_shortcut.c's). The
+ * ISA bodies are filled at init (`isa` the selected one); the thread setting is `set_threads`'s,
+ * and `parallel_from` is 0 (each op class splits from its measured threshold, `split_from`)
+ * except while benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`:
+ * every body from there). */
 static struct {
-    int pow_on_two, pow_on_half;
-    BodyWith isa_bodies[2];
+    BodyWith isa_bodies[MAX_ISAS];
+    PartBody isa_parts[MAX_ISAS];
+    PowIBody isa_powi[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
     Py_ssize_t parallel_from;
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {0, 0, {NULL, NULL}, 1, 0, 1, PARALLEL_FROM
+} N = {{NULL}, {NULL}, {NULL}, 1, 0, 1, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif

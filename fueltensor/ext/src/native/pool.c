@@ -1,21 +1,33 @@
 /* ---------------------------------------------------------------------------------------------
- * All cores at large sizes: a body over `parallel_from` elements or more runs in contiguous
- * chunks, one per thread (the caller's included), each a whole number of CHUNK_ALIGN elements,
- * so every thread runs the tiles one thread would (every op is lane by lane: the bits are the
- * same). The other chunks run on a persistent pool of workers, started by the first call that
- * splits (a process that never splits has no worker) and parked on a condition variable between
- * calls after a short bounded spin. A worker runs its chunk under the caller's floating-point
- * environment (`fegetenv` passed along: rounding mode, FTZ/DAZ, masks), with the status flags
- * cleared, and hands back the flags its chunk raised; the caller merges them into its own, so it
- * sees the flags one thread would have raised. One caller owns the pool at a time: another that
- * finds it busy runs its whole body on its own thread (the same bits). A forked child forgets
- * the parent's workers (`pthread_atfork`) and starts its own when it first splits. Workers are
- * detached and never joined: process exit ends them wherever they are parked. */
+ * All cores from mid sizes: a body over its op class's threshold (`split_from`) runs in parts of
+ * whole CHUNK_ALIGN blocks, PARTS_PER_THREAD per thread, which the caller and the pool's workers
+ * claim one at a time, each from its own range of them first (the same parts as in the call
+ * before, so a core finds them in its cache), then from the others'; every op is lane by lane,
+ * so whichever thread runs a part, the bits are one thread's. The caller posts the job, claims
+ * parts itself until none is left, then waits only for the parts workers hold: a worker still
+ * polling joins at once, one whose core is busy leaves its parts to the caller, and one asleep
+ * is woken (a system call) only by a call long enough to repay it, and never waited for. A
+ * shorter call that finds every worker asleep runs alone and leaves a mark the workers look for
+ * when they wake by themselves (`park`): a run of such calls is split from then on. The workers
+ * are a persistent pool, started by the first call that splits (a process that never splits
+ * has no worker), polling for POOL_SPIN_NS after their last part and then parked on a
+ * condition variable. A worker runs its parts under the caller's floating-point
+ * environment (passed along: rounding mode, FTZ/DAZ, masks; `env_get`), with the status flags
+ * cleared, and hands back the flags its parts raised; the caller merges them into its own, so
+ * it sees the flags one thread would have raised. One caller owns the pool at a time: another
+ * that finds it busy runs its whole body on its own thread (the same bits). A forked child
+ * forgets the parent's workers (`pthread_atfork`) and starts its own when it first splits.
+ * Workers are detached and never joined: process exit ends them wherever they are parked. */
 
+#if defined(HAVE_PTHREAD)
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
-
-/* The cores this process may run on now (its affinity mask where the platform has one). */
-static int usable_cores(void) {
+/* The cores this thread may run on now (its affinity mask where the platform has one). */
+static int cores_now(void) {
 #if defined(__linux__)
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
@@ -27,24 +39,51 @@ static int usable_cores(void) {
     return 1;
 }
 
-/* Elements per chunk when n elements are split `threads` (two or more) ways: whole CHUNK_ALIGN
- * blocks. No sum here overflows for any n (`threads` takes any Py_ssize_t). */
-static Py_ssize_t chunk_length(Py_ssize_t n, int threads) {
-    Py_ssize_t per = n / threads + (n % threads != 0), part = per % CHUNK_ALIGN;
-    return part ? per + (CHUNK_ALIGN - part) : per;
+/* `cores_now`, read again once AFFINITY_NS have passed since this thread last read it. */
+static int usable_cores(void) {
+    static __thread int cores = 0;
+    static __thread uint64_t read_at = 0;
+    uint64_t now = now_ns();
+    if (cores == 0 || now - read_at >= AFFINITY_NS) {
+        cores = cores_now();
+        read_at = now;
+    }
+    return cores;
+}
+#endif
+
+/* Elements from which a body of `op` (POWI_OP: the integer-power body) on `dtype` splits:
+ * its op class's measured threshold (abi.h), or every body from `set_parallel_from`'s. */
+static Py_ssize_t split_from(int op, int dtype) {
+    Py_ssize_t forced = __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED);
+    if (forced > 0) return forced;
+    if (op == POW) return SPLIT_POW;
+    if (op == POWI_OP) return SPLIT_POWI;
+    if (dtype == BF16 || dtype == F16) return SPLIT_HALF;
+    return SPLIT_BYTES / ITEMSIZE[dtype];
 }
 
-/* How many threads a body over `n` elements runs on now: the setting, capped by the cores,
- * and by the chunks n makes (one where threads cannot be made). */
-static int threads_for(Py_ssize_t n) {
+/* Elements per part when n elements are split over `threads` (two or more): whole CHUNK_ALIGN
+ * blocks, about PARTS_PER_THREAD parts per thread. No sum here overflows for any n. */
+static Py_ssize_t part_length(Py_ssize_t n, int threads) {
+    Py_ssize_t parts = (Py_ssize_t)threads * PARTS_PER_THREAD;
+    Py_ssize_t per = n / parts + (n % parts != 0), rest = per % CHUNK_ALIGN;
+    return rest ? per + (CHUNK_ALIGN - rest) : per;
+}
+
+/* How many threads a body of `op` on `dtype` over `n` elements runs on now: the setting, capped
+ * by the cores and by the CHUNK_ALIGN blocks n makes; one below the op class's threshold. */
+static int threads_for(int op, int dtype, Py_ssize_t n) {
 #if defined(HAVE_PTHREAD)
-    if (n < __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED)) return 1;
-    int want = __atomic_load_n(&N.thread_setting, __ATOMIC_RELAXED), cores = usable_cores();
-    int threads = want < cores ? want : cores > 1 ? cores : 1;
-    if (threads == 1) return 1;
-    Py_ssize_t per = chunk_length(n, threads);
-    return (int)(n / per + (n % per != 0));
+    if (n < split_from(op, dtype)) return 1;
+    int want = __atomic_load_n(&N.thread_setting, __ATOMIC_RELAXED);
+    if (want == 1) return 1;
+    int cores = usable_cores(), threads = want < cores ? want : cores > 1 ? cores : 1;
+    Py_ssize_t blocks = n / CHUNK_ALIGN + (n % CHUNK_ALIGN != 0);
+    return blocks < threads ? (int)blocks : threads;
 #else
+    (void)op;
+    (void)dtype;
     (void)n;
     return 1;
 #endif
@@ -59,24 +98,56 @@ __attribute__((visibility("default"))) int fueltensor_thread_setting(void) {
 
 #if defined(HAVE_PTHREAD)
 
+/* A range's word: bits 0-15 its next unclaimed part, 16-31 the part it ends before, 32-47 the
+ * workers (0 to helpers - 1) that may claim from it; the caller claims as -1. A stale word that
+ * still matches names an unclaimed part of the current job, so claiming it is right. */
+#define RANGE(next, end, helpers)                                                              \
+    ((uint64_t)(next) | ((uint64_t)(end) << 16) | ((uint64_t)(helpers) << 32))
+#define RANGE_NEXT(r) ((Py_ssize_t)((r) & 0xFFFFu))
+#define RANGE_END(r) ((Py_ssize_t)(((r) >> 16) & 0xFFFFu))
+#define RANGE_HELPERS(r) ((int)((r) >> 32))
+
+INLINE int claimable(uint64_t r, int w) {
+    return RANGE_NEXT(r) < RANGE_END(r) && w < RANGE_HELPERS(r);
+}
+
+/* The next part of range k for worker w (-1: the caller), or -1 when none is left to it. */
+static Py_ssize_t claim_from(int k, int w) {
+    uint64_t *word = &N.pool.ranges[k].word, r = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    while (claimable(r, w))
+        if (__atomic_compare_exchange_n(word, &r, r + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return RANGE_NEXT(r);
+    return -1;
+}
+
+/* The ranges of the current job: the caller's (0) and one per worker that may claim. */
+INLINE int ranges_now(void) {
+    return RANGE_HELPERS(__atomic_load_n(&N.pool.ranges[0].word, __ATOMIC_ACQUIRE)) + 1;
+}
+
+/* The next part of the current job for thread `self` (0: the caller, w + 1: worker w): from
+ * its own range first, so that calls over the same data give each core the same part (in its
+ * cache from the call before), then from the others' in turn; -1 when none is left to it. */
+static Py_ssize_t claim(int self) {
+    int ranges = ranges_now();
+    for (int k = 0; k < ranges; k++) {
+        Py_ssize_t i = claim_from((self + k) % ranges, self - 1);
+        if (i >= 0) return i;
+    }
+    return -1;
+}
+
 INLINE void cpu_relax(void) {
 #if defined(__SSE2__)
     _mm_pause();
 #endif
 }
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* Poll `*word` for about POOL_SPIN_NS until it equals `value` (`equal`) or differs from it
- * (`!equal`); 1 once it does, 0 when the time is up. */
-static int spin(const unsigned *word, unsigned value, int equal) {
+/* Poll `ready(arg)` for about POOL_SPIN_NS; 1 once it holds, 0 when the time is up. */
+INLINE int spin(int (*ready)(const void *, int), const void *arg, int w) {
     uint64_t until = 0;
     for (unsigned i = 0;; i++) {
-        if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) == value) == equal) return 1;
+        if (ready(arg, w)) return 1;
         if (i % 64 == 0) { /* the clock every 64 polls: a pause is 10-150 cycles by CPU */
             uint64_t now = now_ns();
             if (until == 0) until = now + POOL_SPIN_NS;
@@ -87,34 +158,114 @@ static int spin(const unsigned *word, unsigned value, int equal) {
     }
 }
 
-static void run_chunk(Chunk *k) {
-    fesetenv(k->env);
-    feclearexcept(FE_ALL_EXCEPT);
-    k->fn(k->op, k->dtype, k->a, k->b, k->c, k->n, k->s);
-    k->raised = fetestexcept(FE_ALL_EXCEPT);
-    fegetexceptflag(&k->flags, FE_ALL_EXCEPT);
+/* Whether worker w has a part to claim. */
+static int work_ready(const void *unused, int w) {
+    (void)unused;
+    int ranges = ranges_now();
+    for (int k = 0; k < ranges; k++)
+        if (claimable(__atomic_load_n(&N.pool.ranges[k].word, __ATOMIC_SEQ_CST), w)) return 1;
+    return 0;
 }
 
-/* A worker's life: wait for a chunk (spin, then sleep), run it, count it done; never returns.
- * Signals are blocked here: they go to the interpreter's threads. */
+static int job_done(const void *job, int parts) {
+    return __atomic_load_n(&((const Job *)job)->done, __ATOMIC_SEQ_CST) == (unsigned)parts;
+}
+
+#if defined(__SSE2__)
+INLINE void env_get(FpEnv *env) { *env = _mm_getcsr() & ~0x3Fu; }
+
+INLINE void env_set(const FpEnv *env) { _mm_setcsr(*env); } /* its flags clear */
+
+INLINE int flags_get(FpFlags *flags) { return (int)(*flags = _mm_getcsr() & 0x3Fu); }
+
+INLINE void flags_merge(const FpFlags *flags, int raised) {
+    (void)raised;
+    _mm_setcsr(_mm_getcsr() | *flags);
+}
+#else
+INLINE void env_get(FpEnv *env) { fegetenv(env); }
+
+INLINE void env_set(const FpEnv *env) {
+    fesetenv(env);
+    feclearexcept(FE_ALL_EXCEPT);
+}
+
+INLINE int flags_get(FpFlags *flags) {
+    fegetexceptflag(flags, FE_ALL_EXCEPT);
+    return fetestexcept(FE_ALL_EXCEPT);
+}
+
+INLINE void flags_merge(const FpFlags *flags, int raised) { fesetexceptflag(flags, raised); }
+#endif
+
+/* Run part i of `job`. */
+static void run_part(const Job *job, Py_ssize_t i) {
+    Py_ssize_t at = i * job->per, len = job->n - at < job->per ? job->n - at : job->per;
+    Py_ssize_t skip = at * ITEMSIZE[job->dtype];
+    if (job->op == POWI_OP) job->powi(job->dtype, job->a + skip, job->k, job->c + skip, len);
+    else
+        job->body(job->op, job->dtype, job->a + skip, job->b + skip, job->c + skip, len, &job->s,
+                  job->stream);
+}
+
+/* Count a part of `job` (of `parts`) done; the last one wakes the caller if it sleeps. `job`
+ * is not touched after: the caller may return as soon as the count is complete. */
+static void finish_part(Job *job, unsigned parts) {
+    if (__atomic_add_fetch(&job->done, 1, __ATOMIC_SEQ_CST) != parts) return;
+    if (!__atomic_load_n(&N.pool.waiting, __ATOMIC_SEQ_CST)) return;
+    pthread_mutex_lock(&N.pool.lock);
+    pthread_cond_signal(&N.pool.done);
+    pthread_mutex_unlock(&N.pool.lock);
+}
+
+/* Worker w runs the parts it claims: the first of a job under the job's environment with the
+ * flags cleared, and after each the flags raised so far are handed back. */
+static void work(int w) {
+    for (Py_ssize_t i; (i = claim(w + 1)) >= 0;) {
+        Job *job = N.pool.job;
+        unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
+        Raised *r = &job->raised[w];
+        if (!r->ran) {
+            env_set(&job->env);
+            r->ran = 1;
+        }
+        run_part(job, i);
+        r->raised = flags_get(&r->flags);
+        finish_part(job, parts);
+    }
+}
+
+/* Sleep on `wake` until worker w has a part to claim or a call has left `demand` (ran alone
+ * rather than pay for waking it): woken by a long call, or by itself after PARK_FIRST_NS, then
+ * twice as long each time up to PARK_MOST_NS, to look for that mark. */
+static void park(int w) {
+    uint64_t nap = PARK_FIRST_NS;
+    pthread_mutex_lock(&N.pool.lock);
+    __atomic_add_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    unsigned seen = __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED);
+    while (!work_ready(NULL, w) && __atomic_load_n(&N.pool.demand, __ATOMIC_RELAXED) == seen) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        uint64_t ns = (uint64_t)at.tv_nsec + nap;
+        at.tv_sec += (time_t)(ns / 1000000000u);
+        at.tv_nsec = (long)(ns % 1000000000u);
+        if (pthread_cond_timedwait(&N.pool.wake, &N.pool.lock, &at) != 0)
+            nap = 2 * nap < PARK_MOST_NS ? 2 * nap : PARK_MOST_NS;
+    }
+    __atomic_sub_fetch(&N.pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&N.pool.lock);
+}
+
+/* A worker's life: wait for a part it may claim (spin, then sleep), run the parts it claims;
+ * never returns. Signals are blocked here: they go to the interpreter's threads. */
 static void *pool_worker(void *arg) {
-    Worker *w = arg;
+    int w = (int)(intptr_t)arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    for (unsigned seen = 0;; seen++) { /* the owner posts a worker's next chunk after its last */
-        if (!spin(&w->posted, seen, 0)) {
-            pthread_mutex_lock(&N.pool.lock);
-            while (__atomic_load_n(&w->posted, __ATOMIC_ACQUIRE) == seen)
-                pthread_cond_wait(&N.pool.wake, &N.pool.lock);
-            pthread_mutex_unlock(&N.pool.lock);
-        }
-        run_chunk(w->job);
-        if (__atomic_sub_fetch(&N.pool.pending, 1, __ATOMIC_ACQ_REL) == 0) {
-            pthread_mutex_lock(&N.pool.lock);
-            pthread_cond_signal(&N.pool.done);
-            pthread_mutex_unlock(&N.pool.lock);
-        }
+    for (;;) {
+        if (!spin(work_ready, NULL, w)) park(w);
+        work(w);
     }
     return NULL;
 }
@@ -137,8 +288,9 @@ static int pool_grow(int want) {
     if (N.pool.workers < want && pthread_attr_init(&attr) == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         while (N.pool.workers < want) {
+            void *slot = (void *)(intptr_t)N.pool.workers;
             pthread_t id;
-            if (pthread_create(&id, &attr, pool_worker, &N.pool.slot[N.pool.workers]) != 0) break;
+            if (pthread_create(&id, &attr, pool_worker, slot) != 0) break;
             N.pool.workers++;
         }
         pthread_attr_destroy(&attr);
@@ -146,50 +298,73 @@ static int pool_grow(int want) {
     return N.pool.workers < want ? N.pool.workers : want;
 }
 
-/* Wait until every posted chunk is done (spin, then sleep on `done`). */
-static void pool_wait(void) {
-    if (spin(&N.pool.pending, 0, 1)) return;
+/* Wait until every part of `job` is done (spin, then sleep on `done`). */
+static void pool_wait(Job *job, unsigned parts) {
+    if (spin(job_done, job, (int)parts)) return;
     pthread_mutex_lock(&N.pool.lock);
-    while (__atomic_load_n(&N.pool.pending, __ATOMIC_ACQUIRE) != 0)
-        pthread_cond_wait(&N.pool.done, &N.pool.lock);
+    __atomic_store_n(&N.pool.waiting, 1, __ATOMIC_SEQ_CST);
+    while (!job_done(job, (int)parts)) pthread_cond_wait(&N.pool.done, &N.pool.lock);
+    __atomic_store_n(&N.pool.waiting, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&N.pool.lock);
 }
 
-/* Run `fn` over n elements on `threads` threads: chunk 0 here, chunks 1.. on the pool's
- * workers (here, those it has no worker for), then merge the workers' flags into this thread's.
- * When another caller owns the pool, all of it here. */
-static void split_body(BodyWith fn, int op, int dtype, const char *a, const char *b, char *c,
-                       Py_ssize_t n, const PowShortcut *s, int threads) {
-    if (pthread_mutex_trylock(&N.pool.owner) != 0) {
-        fn(op, dtype, a, b, c, n, s);
-        return;
+/* Make `job` the pool's current one, cut into `parts` over the caller and `helpers` workers
+ * (a range of parts each), and wake the workers asleep (none is waited for). */
+static void pool_post(Job *job, int helpers, unsigned parts) {
+    job->done = 0;
+    for (int w = 0; w < helpers; w++) job->raised[w].ran = job->raised[w].raised = 0;
+    N.pool.job = job;
+    unsigned each = parts / (unsigned)(helpers + 1) + (parts % (unsigned)(helpers + 1) != 0);
+    for (int k = helpers; k >= 0; k--) { /* range 0, which says how many there are, last */
+        unsigned start = (unsigned)k * each, end = start + each < parts ? start + each : parts;
+        uint64_t word = RANGE(start < end ? start : end, end, helpers);
+        __atomic_store_n(&N.pool.ranges[k].word, word, __ATOMIC_SEQ_CST);
     }
-    Chunk parts[MAX_THREADS];
-    fenv_t env;
-    fegetenv(&env);
-    Py_ssize_t size = ITEMSIZE[dtype], per = chunk_length(n, threads);
-    int count = 0;
-    for (Py_ssize_t at = 0; at < n && count < threads; at += per, count++) {
-        Py_ssize_t len = n - at < per ? n - at : per, skip = at * size;
-        Chunk part = {.fn = fn, .op = op, .dtype = dtype, .a = a + skip, .b = b + skip,
-                      .c = c + skip, .n = len, .s = s, .env = &env};
-        parts[count] = part;
-    }
-    int helpers = pool_grow(count - 1);
-    __atomic_store_n(&N.pool.pending, (unsigned)helpers, __ATOMIC_RELAXED);
-    for (int t = 0; t < helpers; t++) {
-        N.pool.slot[t].job = &parts[t + 1];
-        __atomic_store_n(&N.pool.slot[t].posted, N.pool.slot[t].posted + 1, __ATOMIC_RELEASE);
-    }
+    if (__atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST) == 0) return;
     pthread_mutex_lock(&N.pool.lock); /* a worker sleeping past its check wakes here */
     pthread_cond_broadcast(&N.pool.wake);
     pthread_mutex_unlock(&N.pool.lock);
-    for (int t = helpers + 1; t < count; t++) /* no worker for these: here, in this thread */
-        fn(op, dtype, parts[t].a, parts[t].b, parts[t].c, parts[t].n, s);
-    fn(op, dtype, parts[0].a, parts[0].b, parts[0].c, parts[0].n, s);
-    pool_wait();
-    for (int t = 1; t <= helpers; t++)
-        if (parts[t].raised) fesetexceptflag(&parts[t].flags, parts[t].raised);
+}
+
+/* Whether a call over `job` runs alone rather than wake its workers: every one is asleep and
+ * the call is shorter than WAKE_FACTOR times its op class's threshold (waking a sleeping core
+ * costs the caller a system call of tens of microseconds on a virtual machine, and the worker
+ * would start late). It leaves `demand` for them instead: the first to wake by itself polls
+ * for the next call. */
+static int alone(const Job *job) {
+    unsigned asleep = __atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST);
+    if (N.pool.workers == 0 || asleep < (unsigned)N.pool.workers) return 0;
+    if (job->n / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
+    __atomic_add_fetch(&N.pool.demand, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Run `job` (all but its parts and flags set) on up to `threads` threads: post it, claim parts
+ * here until none is left, wait for the workers' parts, then merge their flags into this
+ * thread's. When another caller owns the pool, no worker could be started, or the call runs
+ * `alone`, all of it here. */
+static void split_run(Job *job, int threads) {
+    int helpers = 0;
+    if (pthread_mutex_trylock(&N.pool.owner) == 0) {
+        helpers = alone(job) ? 0 : pool_grow(threads - 1);
+        if (helpers == 0) pthread_mutex_unlock(&N.pool.owner);
+    }
+    if (helpers == 0) {
+        job->per = job->n;
+        run_part(job, 0);
+        return;
+    }
+    job->per = part_length(job->n, helpers + 1);
+    unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
+    env_get(&job->env);
+    pool_post(job, helpers, parts);
+    for (Py_ssize_t i; (i = claim(0)) >= 0;) {
+        run_part(job, i);
+        finish_part(job, parts);
+    }
+    pool_wait(job, parts);
+    for (int w = 0; w < helpers; w++)
+        if (job->raised[w].raised) flags_merge(&job->raised[w].flags, job->raised[w].raised);
     pthread_mutex_unlock(&N.pool.owner);
 }
 #endif
@@ -199,14 +374,15 @@ static void split_body(BodyWith fn, int op, int dtype, const char *a, const char
 static void selected_body(int op, int dtype, const void *a, const void *b, void *c,
                           Py_ssize_t n) {
     PowShortcut s = pow_settings();
-    int threads = threads_for(n);
+    int threads = threads_for(op, dtype, n);
 #if defined(HAVE_PTHREAD)
     if (threads > 1) {
-        split_body(N.isa_bodies[N.isa], op, dtype, a, b, c, n, &s, threads);
+        Job job = {.body = N.isa_parts[N.isa], .op = op, .dtype = dtype,
+                   .stream = streams(dtype, n), .a = a, .b = b, .c = c, .n = n, .s = s};
+        split_run(&job, threads);
         return;
     }
 #endif
     (void)threads;
     N.isa_bodies[N.isa](op, dtype, a, b, c, n, &s);
 }
-

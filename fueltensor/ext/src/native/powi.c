@@ -58,6 +58,10 @@ DEFINE_POWI(double, powi_f64x2, 16, )
 DEFINE_POWI(float, powi_f32x8, 32, TARGET_AVX2_F16C)
 DEFINE_POWI(double, powi_f64x4, 32, TARGET_AVX2_F16C)
 #endif
+#ifdef HAVE_AVX512
+DEFINE_POWI(float, powi_f32x16, 64, TARGET_AVX512)
+DEFINE_POWI(double, powi_f64x8, 64, TARGET_AVX512)
+#endif
 
 /* A PowI loop over n elements of one working type (a V##_powi). */
 typedef void (*PowILoop)(const void *x, void *out, Py_ssize_t n, int32_t k);
@@ -67,7 +71,7 @@ typedef void (*PowILoop)(const void *x, void *out, Py_ssize_t n, int32_t k);
 /* out[i] = x[i] ** k for n elements of `dtype` (F32, F64, BF16, F16) with the instruction set's
  * loops, the halves widened to f32 a tile at a time and narrowed once. */
 INLINE void powi_run(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n,
-                     PowILoop f32_loop, PowILoop f64_loop, Widen f16_to_f32, Narrow f32_to_f16) {
+                     PowILoop f32_loop, PowILoop f64_loop, const Halves *h) {
     static const size_t SIZES[N_DTYPES] = {4, 8, 2, 2};
     if (k == 1) {
         memcpy(out, x, (size_t)n * SIZES[dtype]); /* x itself: signalling NaNs included */
@@ -77,8 +81,8 @@ INLINE void powi_run(int dtype, const void *x, int32_t k, void *out, Py_ssize_t 
         (dtype == F32 ? f32_loop : f64_loop)(x, out, n, k);
         return;
     }
-    Widen widen = dtype == BF16 ? bf16_widen_fn : f16_to_f32;
-    Narrow narrow = dtype == BF16 ? bf16_narrow_fn : f32_to_f16;
+    Widen widen = dtype == BF16 ? h->bf16_widen : h->f16_widen;
+    Narrow narrow = dtype == BF16 ? h->bf16_narrow : h->f16_narrow;
     float w[POWI_TILE];
     for (Py_ssize_t i = 0; i < n; i += POWI_TILE) {
         Py_ssize_t t = n - i < POWI_TILE ? n - i : POWI_TILE;
@@ -88,25 +92,33 @@ INLINE void powi_run(int dtype, const void *x, int32_t k, void *out, Py_ssize_t 
     }
 }
 
+/* The PowI body of one instruction set (`target`), its vectors of f32 and f64 `lanes` wide. */
+#define DEFINE_POWI_BODY(isa, target, f32_lanes, f64_lanes)                                        \
+    target static void powi_##isa(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n) {  \
+        powi_run(dtype, x, k, out, n, powi_f32x##f32_lanes##_powi, powi_f64x##f64_lanes##_powi,    \
+                 &HALVES_##isa);                                                                   \
+    }
 
-static void powi_baseline(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n) {
-    powi_run(dtype, x, k, out, n, powi_f32x4_powi, powi_f64x2_powi, f16_widen, f16_narrow);
-}
-
+DEFINE_POWI_BODY(baseline, , 4, 2)
 #ifdef HAVE_AVX2_F16C
-TARGET_AVX2_F16C static void powi_avx2(int dtype, const void *x, int32_t k, void *out,
-                                       Py_ssize_t n) {
-    powi_run(dtype, x, k, out, n, powi_f32x8_powi, powi_f64x4_powi, f16_widen_f16c,
-             f16_narrow_f16c);
-}
-static const PowIBody POWI_BODIES[] = {powi_baseline, powi_avx2};
-#else
-static const PowIBody POWI_BODIES[] = {powi_baseline};
+DEFINE_POWI_BODY(avx2, TARGET_AVX2_F16C, 8, 4)
+#endif
+#ifdef HAVE_AVX512
+DEFINE_POWI_BODY(avx512, TARGET_AVX512, 16, 8)
 #endif
 
-/* The PowI body of the selected instruction set (ISA_NAMES[isa]): what `_fast` runs, exported
- * as the POWI capsule. */
+/* The PowI body of the selected instruction set (ISA_NAMES[isa]), on as many threads as
+ * `threads_for` gives: what `_fast` runs, exported as the POWI capsule. */
 static void powi_body(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n) {
-    POWI_BODIES[N.isa](dtype, x, k, out, n);
+    PowIBody fn = N.isa_powi[N.isa];
+    int threads = threads_for(POWI_OP, dtype, n);
+#if defined(HAVE_PTHREAD)
+    if (threads > 1) {
+        Job job = {.powi = fn, .op = POWI_OP, .dtype = dtype, .k = k, .a = x, .c = out, .n = n};
+        split_run(&job, threads);
+        return;
+    }
+#endif
+    (void)threads;
+    fn(dtype, x, k, out, n);
 }
-
