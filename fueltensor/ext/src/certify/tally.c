@@ -1,0 +1,121 @@
+/* ---------------------------------------------------------------------------------------------
+ * The tally of one pair: its ULP bucket, the difference class against the correctly rounded
+ * value, agreement with the formula, the special-value outcomes, and its operand classes. */
+
+/* A pattern's position in value order: -0 and +0 meet at 0, neighbours are 1 apart. */
+static int32_t ordered(const Format *f, uint32_t u) {
+    int32_t magnitude = (int32_t)(u & ~f->sign);
+    return (u & f->sign) ? -magnitude : magnitude;
+}
+
+/* ULPs between a result and the reference; two NaNs are 0 apart, a NaN and a number NAN_DISTANCE. */
+static int64_t distance(const Format *f, uint32_t got, uint32_t want) {
+    int nan_got = is_nan(f, got), nan_want = is_nan(f, want);
+    if (nan_got || nan_want) return nan_got && nan_want ? 0 : NAN_DISTANCE;
+    int32_t d = ordered(f, got) - ordered(f, want);
+    return d < 0 ? -(int64_t)d : d;
+}
+
+/* `testing.difference_classes` of one lane: the first that holds, in DIFFERENCE_CLASSES' order. */
+static int difference(const Format *f, uint32_t got, uint32_t want, int64_t ulps) {
+    int nan_got = is_nan(f, got), nan_want = is_nan(f, want);
+    int same_magnitude = (got & ~f->sign) == (want & ~f->sign);
+    if (got == want) return D_EQUAL;
+    if (nan_got && nan_want) return same_magnitude ? D_NAN_SIGN : D_NAN_PAYLOAD;
+    if (nan_got || nan_want) return D_NAN_VS_NUMBER;
+    if (is_zero(f, got) && is_zero(f, want)) return D_SIGNED_ZERO;
+    if (is_inf(f, got) || is_inf(f, want)) return D_INFINITY;
+    if (is_subnormal(f, got) || is_subnormal(f, want)) return D_SUBNORMAL;
+    if (same_magnitude) return D_SIGN;
+    return ulps <= (int64_t)f->rounding_ulp ? D_ROUNDING : D_VALUE;
+}
+
+/* What became of a NaN operand's NaN (`p`, the propagated one; `other`, the other operand). */
+static int nan_outcome(const Format *f, uint32_t got, uint32_t p, uint32_t other) {
+    if (!is_nan(f, got)) return NAN_LOST;
+    if (got == p) return is_signaling(f, p) ? NAN_SIGNALING_KEPT : NAN_QUIET_KEPT;
+    if (got == (p | f->quiet)) return NAN_SIGNALING_QUIETED;
+    if (got == ((p & f->sign) | f->inf | f->quiet)) return NAN_CANONICAL;
+    if (is_nan(f, other) && (got == other || got == (other | f->quiet))) return NAN_OTHER_OPERAND;
+    return NAN_OTHER;
+}
+
+/* The NaN of an invalid operation (no NaN operand, a NaN reference). */
+static int invalid_outcome(const Format *f, uint32_t got) {
+    if (!is_nan(f, got)) return INVALID_LOST;
+    if (got == (f->inf | f->quiet)) return INVALID_POSITIVE;
+    return got == (f->sign | f->inf | f->quiet) ? INVALID_NEGATIVE : INVALID_OTHER;
+}
+
+/* The outcome of a number reference that is a zero, an infinity or a subnormal (-1: none). */
+static int number_outcome(const Format *f, uint32_t got, uint32_t want) {
+    if (is_zero(f, want)) {
+        if (got == want) return ZERO_KEPT;
+        return is_zero(f, got) ? ZERO_SIGN : ZERO_LOST;
+    }
+    if (is_inf(f, want)) return got == want ? INF_KEPT : INF_LOST;
+    if (is_subnormal(f, want)) {
+        if (got == want) return SUB_OUT_KEPT;
+        return got == (want & f->sign) ? SUB_OUT_FLUSHED : SUB_OUT_OTHER;
+    }
+    return -1;
+}
+
+/* A subnormal operand's outcome: the reference's bits, or the reference of the pair with its
+ * subnormal operands read as zeros of their sign (the result of a kernel that flushes them). */
+static int subnormal_input_outcome(const Format *f, int op, uint32_t a, uint32_t b, uint32_t got,
+                                   uint32_t want) {
+    if (got == want) return SUB_IN_EXACT;
+    uint32_t fa = is_subnormal(f, a) ? a & f->sign : a, fb = is_subnormal(f, b) ? b & f->sign : b;
+    uint32_t flushed = exact(f, op, fa, fb);
+    if (is_subnormal(f, flushed)) flushed &= f->sign; /* and the result flushed too */
+    return got == flushed ? SUB_IN_FLUSHED : SUB_IN_OTHER;
+}
+
+/* Count the special-value outcomes of one pair. */
+static void tally_specials(const Format *f, int op, uint32_t a, uint32_t b, uint32_t got,
+                           uint32_t want, int64_t *stats) {
+    uint32_t p = propagated(f, a, b);
+    if (is_nan(f, want)) {
+        stats[p ? nan_outcome(f, got, p, p == a ? b : a) : invalid_outcome(f, got)]++;
+        return;
+    }
+    int outcome = number_outcome(f, got, want);
+    if (outcome >= 0) stats[outcome]++;
+    if (is_subnormal(f, a) || is_subnormal(f, b))
+        stats[subnormal_input_outcome(f, op, a, b, got, want)]++;
+}
+
+/* Record `d` into the histogram and the maximum (the first pair reaching it). */
+static void tally_distance(int64_t d, uint32_t a, uint32_t b, int exact_bits, int64_t *stats) {
+    if (exact_bits) stats[H_EXACT]++;
+    else stats[d > HIST_ULPS ? H_BEYOND : H_ULP0 + d]++;
+    if (d > stats[MAX_ULP] || stats[MAX_LHS] < 0) { /* the first pair starts the maximum */
+        stats[MAX_ULP] = d;
+        stats[MAX_LHS] = a;
+        stats[MAX_RHS] = b;
+    }
+}
+
+/* Tally `n` pairs (lhs[i], rhs[i]) -> got[i] into `stats`; `classes` numbers each pattern's
+ * value class (`testing.classify`), below `n_classes`. */
+static void tally(const Format *f, int op, const uint16_t *lhs, const uint16_t *rhs,
+                  const uint16_t *got, Py_ssize_t n, const uint8_t *classes, int64_t *stats) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t a = lhs[i], b = rhs[i], r = got[i];
+        Want w = {exact(f, op, a, b), formula(f, op, a, b)};
+        int64_t d = distance(f, r, w.exact);
+        tally_distance(d, a, b, r == w.exact, stats);
+        stats[difference(f, r, w.exact, d)]++;
+        int64_t *cell = stats + CLASS_TABLE + 3 * (classes[a] * MAX_CLASSES + classes[b]);
+        cell[0]++;
+        cell[1] += r == w.exact;
+        cell[2] += r == w.formula;
+        if (r == w.formula) stats[FORMULA_EQUAL]++;
+        else if (stats[FORMULA_LHS] < 0) {
+            stats[FORMULA_LHS] = a;
+            stats[FORMULA_RHS] = b;
+        }
+        tally_specials(f, op, a, b, r, w.exact, stats);
+    }
+}
