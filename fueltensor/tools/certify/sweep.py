@@ -172,6 +172,8 @@ class Sweep:
     seconds: float
     threads: int
     resumed_blocks: int
+    block_digests: list[str]
+    """Each block's SHA-256, in block order."""
 
 
 def sweep(
@@ -186,7 +188,11 @@ def sweep(
     `blocks` picks the block indices to run here (default all: a cluster splits them)."""
     all_rows = job.span.blocks()
     wanted = blocks(all_rows) if blocks is not None else list(range(len(all_rows)))
-    header = {"contract": job.contract.name, "dtype": job.dtype.name, "span": [job.span.lhs, job.span.rhs]}
+    header = {
+        "contract": job.contract.name,
+        "dtype": job.dtype.name,
+        "span": [job.span.lhs, job.span.rhs],
+    }
     header = json.loads(json.dumps(header))
     results = {r.index: r for r in _resumed(state, header)}
     classes = class_table(job.dtype)
@@ -232,5 +238,5 @@ def _finish(
     for i in wanted:
         merge(total, results[i].stats)
         chain.update(bytes.fromhex(results[i].digest))
-    return Sweep(total, chain.hexdigest(), seconds, threads, resumed)
-
+    digests = [results[i].digest for i in wanted]
+    return Sweep(total, chain.hexdigest(), seconds, threads, resumed, digests)

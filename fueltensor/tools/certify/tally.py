@@ -65,9 +65,12 @@ def merge(total: np.ndarray, part: np.ndarray) -> None:
     mx, ml, mr = at("max_ulp"), at("max_lhs"), at("max_rhs")
     fl, fr = at("formula_lhs"), at("formula_rhs")
     marks = total[[mx, ml, mr, fl, fr]].copy()
-    t_max, p_max = (int(total[mx]), (int(total[ml]), int(total[mr]))), (
-        int(part[mx]),
-        (int(part[ml]), int(part[mr])),
+    t_max, p_max = (
+        (int(total[mx]), (int(total[ml]), int(total[mr]))),
+        (
+            int(part[mx]),
+            (int(part[ml]), int(part[mr])),
+        ),
     )
     total += part
     total[[mx, ml, mr, fl, fr]] = marks

@@ -1,0 +1,175 @@
+"""`fueltensor certify` / `ft.certify(...)`: every operand pair of every BF16/F16 contract of a
+provider, checked against the correctly rounded result, written down as a certificate.
+
+For a 16-bit dtype there are 2**32 operand pairs per binary op: few enough to run them all, so
+a provider's kernel is proven on every input rather than sampled. `sweep` runs the pairs in
+blocks through the kernel (as dispatch calls it) and the compiled tally (`fueltensor.ext.
+_certify`), on every core, resumable from a state file; `certificate` writes what the sweep
+established (histogram, maximum and its first pair, agreement with the contract's formula,
+special-value outcomes, digest, machine) and compares two certificates; `verdict` is the
+judge's reading of a certificate against the contract it certifies. docs/certificates.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+import ml_dtypes
+import numpy as np
+
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.engine.backends import current_policy
+from fueltensor.fingerprint import machine
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.ops import BY_KIND
+from fueltensor.registry import Registry, provider_environment, require
+from fueltensor.testing import float_format
+from fueltensor.tools.certify.certificate import Certificate, build, pair
+from fueltensor.tools.certify.compare import compare
+from fueltensor.tools.certify.sweep import FULL, Job, Span, Sweep, sweep
+from fueltensor.tools.certify.tally import core
+from fueltensor.tools.certify.verdict import verdict
+
+HALVES = ("BF16", "F16")
+"""The FKC dtypes a certificate covers exhaustively (2**32 pairs each)."""
+
+__all__ = ["Certificate", "Span", "certify", "compare", "jobs", "verdict"]
+
+
+def jobs(reg: Registry, provider: str, kernels: Iterable[str] | None, span: Span) -> list[Job]:
+    """A job per (contract, 16-bit dtype) of `provider`'s registrable binary contracts whose
+    op the compiled core knows (or of the named `kernels`)."""
+    names = reg.provider_names(provider)
+    require(names)
+    wanted = set(kernels) if kernels is not None else None
+    found = []
+    for c in reg:
+        if not c.registrable or c.provider.name not in names or len(c.inputs) != 2:
+            continue
+        if wanted is not None and c.name not in wanted:
+            continue
+        row = BY_KIND.get(c.op_kind)
+        if row is None or row.kernel_op not in core().OPS:
+            continue
+        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in HALVES):
+            dtype = _dtypes.BY_FKC[code]
+            found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
+    missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
+    if missing:
+        raise ValueError(f"no BF16/F16 binary contract of {provider} named {missing}")
+    return found
+
+
+def _identity(c: KernelContract) -> dict[str, object]:
+    """The contract as a certificate names it."""
+    return {
+        "name": c.name,
+        "provider": c.provider.name,
+        "op_kind": c.op_kind,
+        "entry_point": c.entry_point,
+        "kernel_revision_hash": c.kernel_revision_hash,
+        "declared_max_ulp": c.precision.max_ulp,
+        "semantics": c.semantics.to_dict() if c.semantics is not None else None,
+    }
+
+
+def _versions(c: KernelContract) -> dict[str, str]:
+    """The library versions the bits may depend on (the provider's framework too)."""
+    from fueltensor import __version__
+
+    found = {"fueltensor": __version__, "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
+    env = provider_environment(c.provider.name)
+    if env is not None:
+        found[c.provider.name] = str(env)
+    return found
+
+
+def _first(job: Job, stats_pair: tuple[int, int]) -> dict[str, object] | None:
+    """A first pair with the kernel's result and the correctly rounded one (None: no pair)."""
+    lhs, rhs = stats_pair
+    if lhs < 0:
+        return None
+    a, b = np.array([lhs], np.uint16), np.array([rhs], np.uint16)
+    got = int(job.run(a, b)[0])
+    exact, formula = np.empty(1, np.uint16), np.empty(1, np.uint16)
+    fmt = float_format(job.dtype)
+    core().references(job.op, fmt.exponent, fmt.mantissa, a, b, exact, formula)
+    return pair(job.dtype.name, lhs, rhs, got, int(exact[0]))
+
+
+def certificate(job: Job, result: Sweep) -> Certificate:
+    """The certificate of a finished sweep."""
+    s = {n: int(v) for n, v in zip(core().STATS, result.stats, strict=False)}
+    span = {
+        "lhs": list(job.span.lhs),
+        "rhs": list(job.span.rhs),
+        "pairs": job.span.pairs,
+        "exhaustive": job.span.exhaustive,
+    }
+    extras = {
+        "max_pair": _first(job, (s["max_lhs"], s["max_rhs"])),
+        "digest": result.digest,
+        "block_digests": [d[:16] for d in result.block_digests],
+        "machine": machine().to_dict(),
+        "versions": _versions(job.contract),
+        "seconds": result.seconds,
+        "threads": result.threads,
+    }
+    cert = build(_identity(job.contract), job.dtype.name, span, result.stats, extras)
+    cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
+    cert.data["verdict"] = verdict(cert, job.contract)
+    return cert
+
+
+def certify(
+    provider: str = "cpu",
+    kernels: Iterable[str] | None = None,
+    *,
+    lhs: tuple[int, int] = FULL,
+    rhs: tuple[int, int] = FULL,
+    threads: int | None = None,
+    out_dir: str | Path | None = None,
+    state_dir: str | Path | None = None,
+    progress: bool | TextIO | None = None,
+    reg: Registry | None = None,
+) -> list[Certificate]:
+    """Certify every BF16/F16 binary contract of `provider` (or the named `kernels`) over the
+    operand patterns lhs x rhs (default every pair, 2**32), on `threads` threads (default all
+    cores); each certificate is written to `out_dir` when given (JSON and text), and each
+    sweep's finished blocks to `state_dir`, so a stopped run resumes. `progress`: True, a
+    stream, or None (stderr when it is a terminal)."""
+    reg = reg if reg is not None else current_policy().registry
+    span = Span(lhs, rhs)
+    stream = _stream(progress)
+    n = threads or os.cpu_count() or 1
+    found = []
+    for job in jobs(reg, provider, kernels, span):
+        state = _state(state_dir, job)
+        result = sweep(job, n, state, stream)
+        cert = certificate(job, result)
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            cert.save(Path(out_dir) / f"{job.contract.name}.json")
+        found.append(cert)
+    return found
+
+
+def _stream(progress: bool | TextIO | None) -> TextIO | None:
+    """Where the progress line goes."""
+    if progress is None:
+        return sys.stderr if sys.stderr.isatty() else None
+    if isinstance(progress, bool):
+        return sys.stderr if progress else None
+    return progress
+
+
+def _state(state_dir: str | Path | None, job: Job) -> Path | None:
+    """The state file of a job's sweep (None: not kept)."""
+    if state_dir is None:
+        return None
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    return Path(state_dir) / f"{job.contract.name}.{job.dtype.name}.state"
