@@ -300,3 +300,32 @@ def test_core_refuses_bad_arguments() -> None:
     with pytest.raises(ValueError, match="class numbers"):
         _certify.tally(0, 8, 7, a, a, a, np.full(1 << 16, 99, np.uint8), stats)
     assert (stats == fresh()).all()
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_pow_reference_is_mpfr_where_proven_and_the_rest_is_named(dtype: str) -> None:
+    """pow's correctly rounded reference: on every finite, nonzero lane the core proves, the
+    C library's double pow rounded once is MPFR's correctly rounded pow; the lanes it does
+    not prove are returned (exact midpoints among them: 1.0625**2 = 1 + 2**-3 + 2**-8 has nine
+    significant bits, a tie in bf16)."""
+    pytest.importorskip("gmpy2")
+    from fueltensor.tools.exact_pow import correctly_rounded
+
+    fmt = float_format(dtype)
+    a, b = _pairs(dtype, 6000, seed=11)
+    exact, _ = _references("pow", dtype, a, b)
+    with np.errstate(all="ignore"):
+        x, y = (v.view(fmt.dtype).astype(np.float64) for v in (a, b))
+        lanes = np.isfinite(x) & np.isfinite(y) & ~np.isnan(np.power(x, y))
+    mpfr = correctly_rounded(x[lanes], y[lanes], fmt).view(np.uint16)
+    unproven = set(
+        _certify.references(
+            _certify.OPS.index("pow"), fmt.exponent, fmt.mantissa, a, b, exact, exact
+        )
+    )
+    proven = np.array([i not in unproven for i in np.flatnonzero(lanes)])
+    assert (exact[lanes][proven] == mpfr[proven]).all()
+    tie = np.array([0x3F88], np.uint16), np.array([0x4000], np.uint16)  # 1.0625 ** 2
+    if dtype == "bfloat16":
+        out = np.empty(1, np.uint16)
+        assert _certify.references(_certify.OPS.index("pow"), 8, 7, *tie, out, out) == [0]

@@ -28,6 +28,7 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.ops import BY_KIND
 from fueltensor.registry import Registry, provider_environment, require
 from fueltensor.testing import float_format
+from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.certificate import Certificate, build, pair
 from fueltensor.tools.certify.compare import compare
 from fueltensor.tools.certify.sweep import FULL, Job, Span, Sweep, sweep
@@ -97,7 +98,9 @@ def _first(job: Job, stats_pair: tuple[int, int]) -> dict[str, object] | None:
     got = int(job.run(a, b)[0])
     exact, formula = np.empty(1, np.uint16), np.empty(1, np.uint16)
     fmt = float_format(job.dtype)
-    core().references(job.op, fmt.exponent, fmt.mantissa, a, b, exact, formula)
+    if core().references(job.op, fmt.exponent, fmt.mantissa, a, b, exact, formula):
+        x, y = (v.view(job.dtype.np).astype(np.float64) for v in (a, b))
+        exact = exact_pow.correctly_rounded(x, y, fmt).view(np.uint16)
     return pair(job.dtype.name, lhs, rhs, got, int(exact[0]))
 
 
@@ -121,6 +124,7 @@ def certificate(job: Job, result: Sweep) -> Certificate:
     }
     cert = build(_identity(job.contract), job.dtype.name, span, result.stats, extras)
     cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
+    cert.data["reference"]["decided_by_mpfr"] = result.decided
     cert.data["verdict"] = verdict(cert, job.contract)
     return cert
 

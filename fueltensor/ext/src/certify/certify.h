@@ -30,6 +30,9 @@ typedef struct {
     const double *values;  /* every pattern's value (`values_for`) */
 } Format;
 
+/* pow's error bound, in ULPs of double, inside which its rounding is decided exactly. */
+#define POW_BOUND_ULPS 1024.0
+
 /* The most value classes the class table may number (`testing.VALUE_CLASSES` has 11). */
 #define MAX_CLASSES 16
 /* Finite ULP distances of their own in the histogram; further ones are "beyond". */
@@ -86,6 +89,12 @@ enum {
     CLASS_TABLE = N_SCALARS,
     N_STATS = CLASS_TABLE + MAX_CLASSES * MAX_CLASSES * 3
 };
+
+/* Indices of pairs left out of a tally (pow near a rounding boundary), in a growing array. */
+typedef struct {
+    Py_ssize_t *at;
+    Py_ssize_t count, capacity;
+} Skipped;
 
 /* One pair's two references: the correctly rounded value and the contract formula's bits. */
 typedef struct {

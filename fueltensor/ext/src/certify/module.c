@@ -60,37 +60,59 @@ static int get_buffers(PyObject *const *args, Py_buffer *views, int count, int f
     return -1;
 }
 
-static PyObject *py_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "tally(op, exponent, mantissa, lhs, rhs, got, classes, "
-                                      "stats) takes 8 arguments, got %zd", nargs);
-        return NULL;
+/* The skipped indices as a Python list (NULL with an exception set on failure). */
+static PyObject *skipped_list(const Skipped *s, int failed) {
+    if (failed) return PyErr_NoMemory();
+    PyObject *list = PyList_New(s->count);
+    for (Py_ssize_t i = 0; list != NULL && i < s->count; i++) {
+        PyObject *index = PyLong_FromSsize_t(s->at[i]);
+        if (index == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, index);
     }
-    int op;
-    Format f;
-    if (parse_format(args, &op, &f) < 0) return NULL;
-    Py_buffer v[5];
-    Py_ssize_t n, stats_bytes;
-    if (__builtin_mul_overflow((Py_ssize_t)N_STATS, (Py_ssize_t)sizeof(int64_t), &stats_bytes))
-        return PyErr_NoMemory();
-    const Py_ssize_t sizes[5] = {-1, -1, -1, 65536, stats_bytes};
-    if (get_buffers(args + 3, v, 5, 4, &n, sizes) < 0) return NULL;
-    const uint8_t *classes = v[3].buf;
+    return list;
+}
+
+/* Whether every class number is below MAX_CLASSES (ValueError if not). */
+static int classes_ok(const uint8_t *classes) {
     Py_ssize_t bad = 0;
     for (Py_ssize_t i = 0; i < 65536; i++) bad += classes[i] >= MAX_CLASSES;
     if (bad) PyErr_Format(PyExc_ValueError, "class numbers must be below %d", MAX_CLASSES);
-    else {
+    return bad == 0;
+}
+
+static PyObject *py_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    int op, with_want = nargs == 9 && args[8] != Py_None;
+    Format f;
+    if (nargs != 8 && nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "tally(op, exponent, mantissa, lhs, rhs, got, classes, "
+                                      "stats, want=None) takes 8 or 9 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (parse_format(args, &op, &f) < 0) return NULL;
+    Py_buffer v[6];
+    Py_ssize_t n, stats_bytes;
+    if (__builtin_mul_overflow((Py_ssize_t)N_STATS, (Py_ssize_t)sizeof(int64_t), &stats_bytes))
+        return PyErr_NoMemory();
+    const Py_ssize_t sizes[6] = {-1, -1, -1, 65536, stats_bytes, -1};
+    PyObject *const ordered[6] = {args[3], args[4], args[5], args[6], args[7],
+                                  with_want ? args[8] : args[3]};
+    if (get_buffers(ordered, v, 6, 4, &n, sizes) < 0) return NULL;
+    Skipped skipped = {NULL, 0, 0};
+    int failed = 0, ok = classes_ok(v[3].buf);
+    if (ok) {
         fenv_t env;
         Py_BEGIN_ALLOW_THREADS fegetenv(&env);
         fesetenv(FE_DFL_ENV);
-        tally(&f, op, v[0].buf, v[1].buf, v[2].buf, n, classes, v[4].buf);
+        failed = tally(&f, op, v[0].buf, v[1].buf, v[2].buf, with_want ? v[5].buf : NULL, n,
+                       v[3].buf, v[4].buf, &skipped) < 0;
         fesetenv(&env);
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < 5; i++) PyBuffer_Release(&v[i]);
-    if (bad) return NULL;
-    Py_RETURN_NONE;
+    for (int i = 0; i < 6; i++) PyBuffer_Release(&v[i]);
+    PyObject *result = ok ? skipped_list(&skipped, failed) : NULL;
+    PyMem_RawFree(skipped.at);
+    return result;
 }
 
 static PyObject *py_references(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -109,27 +131,36 @@ static PyObject *py_references(PyObject *module, PyObject *const *args, Py_ssize
     if (get_buffers(args + 3, v, 4, 2, &n, sizes) < 0) return NULL;
     const uint16_t *a = v[0].buf, *b = v[1].buf;
     uint16_t *e = v[2].buf, *fo = v[3].buf;
+    Skipped unproven = {NULL, 0, 0};
+    int failed = 0;
     fenv_t env;
     Py_BEGIN_ALLOW_THREADS fegetenv(&env);
     fesetenv(FE_DFL_ENV);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        e[i] = (uint16_t)exact(&f, op, a[i], b[i]);
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        int doubt = 0;
+        e[i] = (uint16_t)exact(&f, op, a[i], b[i], &doubt);
         fo[i] = (uint16_t)formula(&f, op, a[i], b[i]);
+        failed = doubt && skip(&unproven, i) < 0;
     }
     fesetenv(&env);
     Py_END_ALLOW_THREADS
     for (int i = 0; i < 4; i++) PyBuffer_Release(&v[i]);
-    Py_RETURN_NONE;
+    PyObject *result = skipped_list(&unproven, failed);
+    PyMem_RawFree(unproven.at);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"tally", (PyCFunction)(void (*)(void))py_tally, METH_FASTCALL,
-     "tally(op, exponent, mantissa, lhs, rhs, got, classes, stats): add the pairs (lhs[i], "
-     "rhs[i]) -> got[i] (2-byte patterns) to the int64 tally `stats` (STATS, then the operand "
-     "class table); classes: 65536 bytes, each pattern's value class number."},
+     "tally(op, exponent, mantissa, lhs, rhs, got, classes, stats, want=None) -> skipped: add "
+     "the pairs (lhs[i], rhs[i]) -> got[i] (2-byte patterns) to the int64 tally `stats` (STATS, "
+     "then the operand class table); classes: 65536 bytes, each pattern's value class number; "
+     "want: each pair's correctly rounded result, else computed here, and the indices of the "
+     "pairs it cannot prove (pow near a rounding boundary) are returned, not tallied."},
     {"references", (PyCFunction)(void (*)(void))py_references, METH_FASTCALL,
-     "references(op, exponent, mantissa, lhs, rhs, exact, formula): write each pair's correctly "
-     "rounded result and the seeds' formula's bits (2-byte patterns)."},
+     "references(op, exponent, mantissa, lhs, rhs, exact, formula) -> unproven: write each "
+     "pair's correctly rounded result and the seeds' formula's bits (2-byte patterns); returns "
+     "the indices whose correctly rounded result is not proven (pow near a rounding boundary)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -167,7 +198,8 @@ PyMODINIT_FUNC PyInit__certify(void) {
         PyModule_AddIntConstant(module, "CLASS_TABLE", CLASS_TABLE) < 0 ||
         PyModule_AddIntConstant(module, "MAX_CLASSES", MAX_CLASSES) < 0 ||
         PyModule_AddIntConstant(module, "HIST_ULPS", HIST_ULPS) < 0 ||
-        PyModule_AddIntConstant(module, "NAN_DISTANCE", NAN_DISTANCE) < 0) {
+        PyModule_AddIntConstant(module, "NAN_DISTANCE", NAN_DISTANCE) < 0 ||
+        PyModule_AddIntConstant(module, "POW_BOUND_ULPS", (int)POW_BOUND_ULPS) < 0) {
         Py_DECREF(module);
         return NULL;
     }

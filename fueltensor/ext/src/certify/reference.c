@@ -57,15 +57,28 @@ static int pow_is_one(const Format *f, uint32_t a, uint32_t b) {
     return is_zero(f, b) || a == ((uint32_t)f->bias << f->mantissa);
 }
 
-/* The correctly rounded result of `op` on a pair (pow: the C library's double pow rounded once,
- * which is the correctly rounded value wherever pow is within the bound `pow_ambiguous` tests). */
-static uint32_t exact(const Format *f, int op, uint32_t a, uint32_t b) {
+/* Whether a double pow result `r` (within POW_BOUND_ULPS of the true value) may round either
+ * way: the format's rounding of the two ends of that interval differs (a midpoint, or the
+ * overflow threshold, lies inside). glibc documents pow within 1 ULP of double; the bound is
+ * that times 1024, so a C library a thousand times worse still gives a proven reference. */
+static int pow_unproven(const Format *f, double r) {
+    double m = fabs(r);
+    if (!isfinite(m) || m == 0.0) return 0; /* pow's exact specials, or far beyond the format */
+    double delta = POW_BOUND_ULPS * (nextafter(m, INFINITY) - m);
+    return round_double(f, m - delta) != round_double(f, m + delta);
+}
+
+/* The correctly rounded result of `op` on a pair. pow: the C library's double pow rounded once,
+ * proven correct unless `*unproven` is set (then Python decides the pair exactly; NULL: the
+ * caller does not ask). */
+static uint32_t exact(const Format *f, int op, uint32_t a, uint32_t b, int *unproven) {
     uint32_t nan = propagated(f, a, b);
     if (op == POW && pow_is_one(f, a, b)) return (uint32_t)f->bias << f->mantissa;
     if (nan) return nan | f->quiet;
     if (op == MAXIMUM || op == MINIMUM) return ordered_select(f, op, a, b);
     if (op == REM) return floored_remainder(f, a, b);
     double r = op == POW ? pow(widen(f, a), widen(f, b)) : arith(op, widen(f, a), widen(f, b));
+    if (op == POW && unproven != NULL) *unproven = pow_unproven(f, r);
     return isnan(r) ? invalid_nan(f) : round_double(f, r);
 }
 
