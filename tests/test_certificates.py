@@ -143,12 +143,12 @@ def test_the_oracle_and_the_cpu_kernels_give_the_same_bits() -> None:
         (
             "semantics:\n  source: [measurement]\n"
             "  nan: {operand: lhs, result: [kept], sign: kept}",
-            "nan.result ['kept'], but",
+            "result: ['kept'], sign: kept}, but",
         ),
         (
             "semantics:\n  source: [measurement]\n  nan: {operand: lhs, result: [quieted], "
             "sign: kept, invalid: [positive_canonical]}",
-            "nan.invalid ['positive_canonical'], but",
+            "invalid: ['positive_canonical']}, but",
         ),
         ("semantics:\n  source: [measurement]\n  subnormals: flushed", "subnormals flushed, but"),
     ],
@@ -164,7 +164,7 @@ def test_semantics_a_certificate_contradicts_fail(
     [cert] = ft.certify("one-off", reg=reg, lhs=(0x7F70, 0x8090), rhs=rhs)
     found = any(failure in f for f in cert.data["verdict"])
     # lhs NaNs meet either rhs range; inf - inf needs rhs -inf; subnormal sums need rhs +0.
-    expected = {"nan.result": True, "nan.invalid": rhs[0] != 0, "subnormals": rhs[0] == 0}
+    expected = {"result: ['kept']": True, "invalid:": rhs[0] != 0, "subnormals": rhs[0] == 0}
     assert found == next(v for k, v in expected.items() if k in failure), cert.data["verdict"]
 
 
@@ -196,3 +196,24 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["certify", "--lhs", "5"])
     assert "a range is START:STOP" in capsys.readouterr().err
+
+
+def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
+    """The judge's reading of one NaN form mask (bits as tests/test_certify_core.py writes them
+    out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
+    an invalid operation's NaN among the declared patterns."""
+    from fueltensor.fkc.semantics import NanRule
+    from fueltensor.tools.certify.verdict import nan_allowed
+
+    lhs_nan, rhs_nan, lhs_quieted, rhs_quieted = 1 << 13, 1 << 14, 1 << 1, 1 << 6
+    lhs_quieted_flipped, positive, negative = 1 << 4, 1 << 10, 1 << 11
+    quieted_lhs = NanRule("lhs", ("quieted",), "kept", ("positive_canonical",))
+    assert nan_allowed(lhs_nan | lhs_quieted, quieted_lhs)
+    assert not nan_allowed(lhs_nan | rhs_nan | rhs_quieted, quieted_lhs)
+    assert nan_allowed(lhs_nan | rhs_nan | rhs_quieted, NanRule("either", ("quieted",), "kept"))
+    assert nan_allowed(rhs_nan | rhs_quieted, quieted_lhs)  # lhs a number: rhs's NaN it is
+    assert not nan_allowed(lhs_nan | lhs_quieted_flipped, quieted_lhs)
+    assert nan_allowed(lhs_nan | lhs_quieted_flipped, NanRule("lhs", ("quieted",), "any"))
+    assert nan_allowed(positive, quieted_lhs) and not nan_allowed(negative, quieted_lhs)
+    assert nan_allowed(lhs_nan | negative, NanRule("lhs", ("canonical",), "any"))
+    assert not nan_allowed(lhs_nan | negative, NanRule("lhs", ("positive_canonical",), "kept"))

@@ -215,7 +215,7 @@ def test_tally_counts_what_testing_counts(name: str) -> None:
             strict=True,
         )
     )
-    table = result.stats[_certify.CLASS_TABLE :].reshape(
+    table = result.stats[_certify.CLASS_TABLE : _certify.NAN_FORMS].reshape(
         _certify.MAX_CLASSES, _certify.MAX_CLASSES, 3
     )
     for (ca, cb), count in cells.items():
@@ -329,3 +329,57 @@ def test_pow_reference_is_mpfr_where_proven_and_the_rest_is_named(dtype: str) ->
     if dtype == "bfloat16":
         out = np.empty(1, np.uint16)
         assert _certify.references(_certify.OPS.index("pow"), 8, 7, *tie, out, out) == [0]
+
+
+def _forms_by_hand(got: int, a: int, b: int, fmt: O.Fmt) -> int:
+    """certify.h's NaN form mask, written out: per NaN operand (lhs bits 0-4, rhs 5-9) kept,
+    quieted, canonical of its sign, kept and quieted with the sign flipped; +qNaN, -qNaN, all
+    ones (10-12); lhs NaN (13), rhs NaN (14)."""
+    mask = 0
+    for at, p in ((0, a), (5, b)):
+        if O.is_nan(p, fmt):
+            forms = [p, p | fmt.quiet, (p & fmt.sign) | fmt.exp_mask | fmt.quiet]
+            hits = [got == f for f in forms] + [got ^ fmt.sign == f for f in forms[:2]]
+            mask |= sum(int(h) << (at + i) for i, h in enumerate(hits))
+            mask |= 1 << (13 if at == 0 else 14)
+    fixed = [fmt.exp_mask | fmt.quiet, fmt.sign | fmt.exp_mask | fmt.quiet, 0xFFFF]
+    return mask | sum(int(got == f) << (10 + i) for i, f in enumerate(fixed))
+
+
+@pytest.mark.parametrize(
+    ("name", "span"),
+    [
+        ("maximum_f16", Span((0x7BF0, 0x7E10), (0xFDF0, 0xFE10))),
+        ("add_bf16", Span((0x7F70, 0x7FD0), (0xFF70, 0xFFD0))),
+    ],
+)
+def test_nan_form_masks_are_counted_lane_by_lane(name: str, span: Span) -> None:
+    """A kernel whose NaNs are each lane's own choice (kept, canonical, the other operand's,
+    sign flipped, by position): the tally's form masks are the masks written out here."""
+    real = ft.registry().kernel(name)
+
+    def mixed(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        real(lhs, rhs, out=out)
+        u, b = out.view(np.uint16), rhs.view(np.uint16)
+        nan = (u & 0x7FFF) > 0x7F80 if "bf16" in name else (u & 0x7FFF) > 0x7C00
+        pick = np.arange(u.size) % 4
+        quiet = 0x7FC0 if "bf16" in name else 0x7E00
+        u[nan & (pick == 1)] = quiet
+        u[nan & (pick == 2)] = b[nan & (pick == 2)]
+        u[nan & (pick == 3)] ^= 0x8000
+
+    job = _job(name, span, mixed)
+    fmt = FMTS[job.dtype.name]
+    a, b = _span_pairs(span)
+    got = job.run(a, b)
+    exact, _ = _references(name.rsplit("_", 1)[0], job.dtype.name, a, b)
+    nan = lambda v: (v & 0x7FFF) > fmt.exp_mask  # noqa: E731
+    lanes = nan(exact) & nan(got)
+    want = Counter(
+        _forms_by_hand(g, x, y, fmt)
+        for g, x, y in zip(got[lanes].tolist(), a[lanes].tolist(), b[lanes].tolist(), strict=True)
+    )
+    s = sweep(job, threads=2).stats
+    from fueltensor.tools.certify.tally import nan_forms
+
+    assert nan_forms(s) == dict(want) and len(want) > 4

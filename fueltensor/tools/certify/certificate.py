@@ -20,7 +20,7 @@ from typing import Any, Final
 import numpy as np
 
 from fueltensor.testing import float_format, format_value
-from fueltensor.tools.certify.tally import class_cells, core, named
+from fueltensor.tools.certify.tally import class_cells, core, describe_forms, named, nan_forms
 
 KIND: Final = "fueltensor certificate"
 VERSION: Final = 1
@@ -39,16 +39,8 @@ DIFFERENCES: Final = (
     "value",
 )
 SPECIALS: Final = (
-    "nan_quiet_kept",
-    "nan_signaling_kept",
-    "nan_signaling_quieted",
-    "nan_canonical",
-    "nan_other_operand",
-    "nan_other",
+    "open",
     "nan_lost",
-    "invalid_positive",
-    "invalid_negative",
-    "invalid_other",
     "invalid_lost",
     "zero_kept",
     "zero_sign",
@@ -142,6 +134,7 @@ class Certificate:
             ),
             "special values: "
             + (", ".join(f"{k} {v:,}" for k, v in d["specials"].items() if v) or "none"),
+            *(f"  NaN from {row['forms']}: {row['pairs']:,}" for row in d["nan_forms"]),
             f"digest {d['digest']}",
             f"{d['machine']['cpu']}; fueltensor {d['versions']['fueltensor']}; "
             f"{d['seconds']:.1f} s on {d['threads']} threads",
@@ -205,6 +198,10 @@ def build(
         "formula": {"equal": s["formula_equal"]},
         "differences": {k: s[k] for k in DIFFERENCES if s[k]},
         "specials": {k: s[k] for k in SPECIALS},
+        "nan_forms": [
+            {"mask": m, "forms": describe_forms(m), "pairs": n}
+            for m, n in sorted(nan_forms(stats).items())
+        ],
         "classes": class_cells(stats),
         **extras,
     }

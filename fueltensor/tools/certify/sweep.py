@@ -27,7 +27,7 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
-from fueltensor.tools.certify.tally import class_table, core, fresh, merge
+from fueltensor.tools.certify.tally import class_table, core, dense, fresh, merge, sparse
 from fueltensor.tools.judge.audit import _call, _plan
 
 ROWS: Final = 16
@@ -172,7 +172,7 @@ def _resumed(state: Path | None, header: dict[str, Any]) -> Iterator[BlockResult
         for line in f:
             if line.endswith("\n"):  # a line cut by a stop is done again
                 row = json.loads(line)
-                stats = np.array(row["stats"], np.int64)
+                stats = dense(row["stats"])
                 yield BlockResult(row["block"], stats, row["digest"], row["decided"])
 
 
@@ -183,7 +183,7 @@ def _record(stream: TextIO | None, result: BlockResult) -> None:
             "block": result.index,
             "digest": result.digest,
             "decided": result.decided,
-            "stats": result.stats.tolist(),
+            "stats": sparse(result.stats),
         }
         stream.write(json.dumps(row, separators=(",", ":")) + "\n")
         stream.flush()

@@ -91,7 +91,7 @@ def class_cells(stats: np.ndarray) -> list[dict[str, object]]:
     """The operand-class table's non-empty cells: lhs class, rhs class, pairs, pairs giving the
     correctly rounded bits, pairs giving the formula's bits."""
     c = core()
-    table = stats[c.CLASS_TABLE :].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
+    table = stats[c.CLASS_TABLE : c.NAN_FORMS].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
     return [
         {
             "lhs": VALUE_CLASSES[i],
@@ -104,3 +104,47 @@ def class_cells(stats: np.ndarray) -> list[dict[str, object]]:
         for j in range(len(VALUE_CLASSES))
         if table[i, j, 0]
     ]
+
+
+FORM_NAMES: Final = ("kept", "quieted", "canonical", "kept, sign flipped", "quieted, sign flipped")
+"""The forms of a NaN result made from one NaN operand, in the core's bit order (certify.h)."""
+FIXED_NAMES: Final = ("positive_canonical", "negative_canonical", "all_ones")
+"""The fixed NaN patterns, in the core's bit order after both operands' forms."""
+
+
+def nan_forms(stats: np.ndarray) -> dict[int, int]:
+    """The NaN results of NaN references by form mask (certify.h): mask -> pairs, nonzero ones."""
+    table = stats[core().NAN_FORMS :]
+    return {int(m): int(table[m]) for m in np.flatnonzero(table)}
+
+
+def form_bits(mask: int) -> dict[str, bool]:
+    """A form mask spelled out: "lhs kept", ..., "rhs quieted, sign flipped", the fixed
+    patterns, "lhs NaN", "rhs NaN"."""
+    names = [f"{side} {form}" for side in ("lhs", "rhs") for form in FORM_NAMES]
+    names += [*FIXED_NAMES, "lhs NaN", "rhs NaN"]
+    if len(FORM_NAMES) != core().FORMS_PER_OPERAND:
+        raise ImportError("fueltensor.ext._certify's NaN forms are not FORM_NAMES: rebuild it")
+    return {name: bool(mask >> bit & 1) for bit, name in enumerate(names)}
+
+
+def describe_forms(mask: int) -> str:
+    """One line for a form mask: which operands were NaN, and the forms the result matches."""
+    bits = form_bits(mask)
+    operands = [side for side in ("lhs", "rhs") if bits[f"{side} NaN"]]
+    source = " and ".join(operands) + " NaN" if operands else "invalid operation"
+    forms = [n for n, on in bits.items() if on and not n.endswith(" NaN")]
+    return f"{source}: {', '.join(forms) or 'another NaN'}"
+
+
+def sparse(stats: np.ndarray) -> dict[str, int]:
+    """A tally as its nonzero entries (index -> value), for the state file."""
+    return {str(int(i)): int(stats[i]) for i in np.flatnonzero(stats)}
+
+
+def dense(entries: dict[str, int]) -> np.ndarray:
+    """The tally `sparse` wrote."""
+    stats = np.zeros(core().N_STATS, np.int64)
+    for i, v in entries.items():
+        stats[int(i)] = v
+    return stats

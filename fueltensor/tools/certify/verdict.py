@@ -3,8 +3,9 @@
 A certificate contradicts its contract when it certifies another revision of the kernel, when
 its maximum distance from the correctly rounded result exceeds a declared `max_ulp`, or when a
 special-value outcome it counted is one the contract's `semantics` section rules out: a NaN
-result of a form `nan.result` does not list, the other operand's NaN under `nan.operand: lhs`,
-an invalid operation's NaN `nan.invalid` does not list, a lost NaN, or subnormals flushed
+result that no declared form of the declared operand's NaN matches (`nan_allowed`, on the form
+masks the core counts: a result matching several forms is allowed by any of them), an invalid
+operation's NaN `nan.invalid` does not list, a lost NaN, or subnormals flushed
 under `subnormals: kept` (kept under `flushed`) where the result is the correctly rounded one
 up to a bound (not for the seeds' floor-formula remainder, whose own errors lose tiny results).
 Every failure names the counts and, for the bound, the first pair reaching the maximum.
@@ -15,26 +16,11 @@ from __future__ import annotations
 from typing import Any, Final
 
 from fueltensor.fkc.schema import KernelContract
+from fueltensor.fkc.semantics import NanRule
 from fueltensor.ops import BY_KIND
 from fueltensor.tools.certify.certificate import Certificate
+from fueltensor.tools.certify.tally import FIXED_NAMES, form_bits
 
-NAN_FORMS: Final[dict[str, tuple[str, ...]]] = {
-    "nan_quiet_kept": ("kept", "quieted", "canonical", "any"),
-    "nan_signaling_kept": ("kept", "any"),
-    "nan_signaling_quieted": ("quieted", "any"),
-    "nan_canonical": ("canonical", "any"),
-    "nan_other": ("any", "all_ones", "positive_canonical", "negative_canonical"),
-    "nan_lost": (),
-}
-"""Each NaN outcome of the tally, and the `nan.result` values that allow it (a quiet NaN passed
-on unchanged is also what `canonical` gives a NaN without payload)."""
-INVALID_FORMS: Final[dict[str, tuple[str, ...]]] = {
-    "invalid_positive": ("positive_canonical", "any"),
-    "invalid_negative": ("negative_canonical", "any"),
-    "invalid_other": ("all_ones", "any"),
-    "invalid_lost": (),
-}
-"""Each invalid-operation outcome, and the `nan.invalid` values that allow it."""
 BOUNDED_OPS: Final = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 """Kernel ops whose declared max_ulp is measured from the correctly rounded result; a remainder
 too where it is declared `fmod` (the seeds' floor formula is its own reference)."""
@@ -58,30 +44,56 @@ def _bounded(contract: KernelContract) -> bool:
     return _correctly_rounded(contract) and not flushed
 
 
-def _nan_failures(specials: dict[str, int], contract: KernelContract) -> list[str]:
-    """The NaN outcomes the `nan` declaration rules out."""
+def _source_allows(bits: dict[str, bool], side: str, rule: NanRule) -> bool:
+    """Whether the NaN of operand `side` ("lhs"/"rhs"), in a form `rule.result` lists (its
+    sign flipped too where `rule.sign` is any), is what came out."""
+    flip = rule.sign == "any"
+    for form in rule.result:
+        if form in ("kept", "quieted"):
+            if bits[f"{side} {form}"] or (flip and bits[f"{side} {form}, sign flipped"]):
+                return True
+        elif form == "canonical":
+            either = bits["positive_canonical"] or bits["negative_canonical"]
+            if bits[f"{side} canonical"] or (flip and either):
+                return True
+    return False
+
+
+def nan_allowed(mask: int, rule: NanRule) -> bool:
+    """Whether a NaN result of form mask `mask` (`tally.form_bits`) is one `rule` allows: from
+    the operand `rule.operand` names (or any NaN operand, `either`), in a declared form; an
+    invalid operation's NaN, one of `rule.invalid` (undeclared: any)."""
+    bits = form_bits(mask)
+    fixed = [f for f in FIXED_NAMES if bits[f]]
+    nans = [side for side in ("lhs", "rhs") if bits[f"{side} NaN"]]
+    if not nans:
+        return rule.invalid is None or "any" in rule.invalid or bool(set(fixed) & set(rule.invalid))
+    if "any" in rule.result or set(fixed) & set(rule.result):
+        return True
+    first = {"lhs": "lhs", "rhs": "rhs"}.get(rule.operand)
+    sources = nans if first is None or first not in nans else [first]
+    return any(_source_allows(bits, side, rule) for side in sources)
+
+
+def _nan_failures(data: dict[str, Any], contract: KernelContract) -> list[str]:
+    """The NaN results the `nan` declaration rules out, and lost NaNs."""
     sem = contract.semantics
     rule = sem.nan if sem is not None else None
-    if rule is None:
-        return []
+    specials = data["specials"]
     found = [
-        f"semantics: nan.result {list(rule.result)}, but {count:,} pairs gave {outcome}"
-        for outcome, allowed in NAN_FORMS.items()
-        if (count := specials.get(outcome, 0)) and not set(allowed) & set(rule.result)
+        f"{specials[k]:,} pairs of a NaN reference gave a number ({k})"
+        for k in ("nan_lost", "invalid_lost")
+        if specials.get(k)
     ]
-    if rule.operand == "lhs" and specials.get("nan_other_operand", 0):
-        found.append(
-            f"semantics: nan.operand lhs, but {specials['nan_other_operand']:,} pairs of two "
-            "NaNs gave the rhs's"
-        )
-    if rule.invalid is not None:
-        found += [
-            f"semantics: nan.invalid {list(rule.invalid)}, but {count:,} invalid operations "
-            f"gave {outcome}"
-            for outcome, allowed in INVALID_FORMS.items()
-            if (count := specials.get(outcome, 0)) and not set(allowed) & set(rule.invalid)
-        ]
-    return found
+    if rule is None:
+        return found
+    declared = f"nan: {{operand: {rule.operand}, result: {list(rule.result)}, sign: {rule.sign}"
+    declared += f", invalid: {list(rule.invalid)}}}" if rule.invalid is not None else "}"
+    return found + [
+        f"semantics: {declared}, but {row['pairs']:,} pairs gave NaN from {row['forms']}"
+        for row in data["nan_forms"]
+        if not nan_allowed(row["mask"], rule)
+    ]
 
 
 def _subnormal_failures(specials: dict[str, int], contract: KernelContract) -> list[str]:
@@ -119,8 +131,4 @@ def verdict(cert: Certificate, contract: KernelContract) -> list[str]:
             f"result at ({p['lhs_value']}, {p['rhs_value']}): got {p['got_value']}, "
             f"correctly rounded {p['want_value']}"
         )
-    return (
-        found
-        + _nan_failures(d["specials"], contract)
-        + _subnormal_failures(d["specials"], contract)
-    )
+    return found + _nan_failures(d, contract) + _subnormal_failures(d["specials"], contract)

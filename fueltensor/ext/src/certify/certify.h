@@ -62,17 +62,9 @@ enum {
     D_SIGN,
     D_ROUNDING,
     D_VALUE,
-    NAN_QUIET_KEPT,        /* an operand's NaN propagated: a quiet one unchanged */
-    NAN_SIGNALING_KEPT,    /* a signaling one unchanged (still signaling) */
-    NAN_SIGNALING_QUIETED, /* a signaling one with its quiet bit set */
-    NAN_CANONICAL,         /* the quiet NaN with no payload, the propagated NaN's sign */
-    NAN_OTHER_OPERAND,     /* both NaN: the other operand's NaN (as it was, or quieted) */
-    NAN_OTHER,             /* any other NaN */
-    NAN_LOST,              /* no NaN */
-    INVALID_POSITIVE,      /* an invalid operation on numbers: +qNaN, no payload */
-    INVALID_NEGATIVE,      /* -qNaN, no payload */
-    INVALID_OTHER,         /* another NaN */
-    INVALID_LOST,          /* no NaN */
+    OPEN,                  /* pairs the semantics leave open (pow with a signaling NaN) */
+    NAN_LOST,              /* a NaN reference from a NaN operand, and no NaN */
+    INVALID_LOST,          /* a NaN reference from an invalid operation on numbers, and no NaN */
     ZERO_KEPT,             /* a zero reference: the zero of its sign */
     ZERO_SIGN,             /* the zero of the other sign */
     ZERO_LOST,             /* not a zero */
@@ -87,7 +79,29 @@ enum {
     N_SCALARS,
     /* Then per (lhs class, rhs class): pairs, reference bits, formula bits. */
     CLASS_TABLE = N_SCALARS,
-    N_STATS = CLASS_TABLE + MAX_CLASSES * MAX_CLASSES * 3
+    /* Then, per form mask (below), the NaN results of NaN references. */
+    NAN_FORMS = CLASS_TABLE + MAX_CLASSES * MAX_CLASSES * 3,
+    N_STATS = NAN_FORMS + (1 << 15)
+};
+
+/* A NaN result's form mask: which forms its bits match, so the judge can tell whether any
+ * declared form allows it. Five bits per NaN operand (lhs at 0, rhs at 5): its NaN unchanged,
+ * quieted, the quiet NaN without payload of its sign, and the first two with the sign flipped;
+ * then the fixed patterns (+qNaN, -qNaN without payload, all ones); then which operands were
+ * NaN (neither: an invalid operation on numbers). */
+enum {
+    FORM_KEPT,
+    FORM_QUIETED,
+    FORM_CANONICAL,
+    FORM_KEPT_FLIPPED,
+    FORM_QUIETED_FLIPPED,
+    FORMS_PER_OPERAND,
+    FORM_POSITIVE_CANONICAL = 2 * FORMS_PER_OPERAND,
+    FORM_NEGATIVE_CANONICAL,
+    FORM_ALL_ONES,
+    FORM_LHS_NAN,
+    FORM_RHS_NAN,
+    N_FORM_BITS
 };
 
 /* Indices of pairs left out of a tally (pow near a rounding boundary), in a growing array. */

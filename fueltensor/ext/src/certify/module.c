@@ -10,9 +10,7 @@ static const char *const STAT_NAMES[N_SCALARS] = {
     "max_ulp", "max_lhs", "max_rhs", "formula_equal", "formula_lhs", "formula_rhs",
     "equal", "NaN sign", "NaN payload", "NaN vs number", "signed zero", "infinity", "subnormal",
     "sign", "rounding", "value",
-    "nan_quiet_kept", "nan_signaling_kept", "nan_signaling_quieted", "nan_canonical",
-    "nan_other_operand", "nan_other", "nan_lost",
-    "invalid_positive", "invalid_negative", "invalid_other", "invalid_lost",
+    "open", "nan_lost", "invalid_lost",
     "zero_kept", "zero_sign", "zero_lost", "inf_kept", "inf_lost",
     "subnormal_out_kept", "subnormal_out_flushed", "subnormal_out_other",
     "subnormal_in_exact", "subnormal_in_flushed", "subnormal_in_other",
@@ -196,6 +194,8 @@ PyMODINIT_FUNC PyInit__certify(void) {
         add_names(module, "STATS", STAT_NAMES, N_SCALARS) < 0 ||
         PyModule_AddIntConstant(module, "N_STATS", N_STATS) < 0 ||
         PyModule_AddIntConstant(module, "CLASS_TABLE", CLASS_TABLE) < 0 ||
+        PyModule_AddIntConstant(module, "NAN_FORMS", NAN_FORMS) < 0 ||
+        PyModule_AddIntConstant(module, "FORMS_PER_OPERAND", FORMS_PER_OPERAND) < 0 ||
         PyModule_AddIntConstant(module, "MAX_CLASSES", MAX_CLASSES) < 0 ||
         PyModule_AddIntConstant(module, "HIST_ULPS", HIST_ULPS) < 0 ||
         PyModule_AddIntConstant(module, "NAN_DISTANCE", NAN_DISTANCE) < 0 ||

@@ -57,6 +57,12 @@ static int pow_is_one(const Format *f, uint32_t a, uint32_t b) {
     return is_zero(f, b) || a == ((uint32_t)f->bias << f->mantissa);
 }
 
+/* pow's pairs that C99 and IEEE 754 answer differently, left open by the contracts: a signaling
+ * NaN where a quiet one would give 1 (pow(sNaN, ±0), pow(1, sNaN)). */
+static int pow_open(const Format *f, uint32_t a, uint32_t b) {
+    return (is_signaling(f, a) || is_signaling(f, b)) && pow_is_one(f, a, b);
+}
+
 /* Whether a double pow result `r` (within POW_BOUND_ULPS of the true value) may round either
  * way: the format's rounding of the two ends of that interval differs (a midpoint, or the
  * overflow threshold, lies inside). glibc documents pow within 1 ULP of double; the bound is

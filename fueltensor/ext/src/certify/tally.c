@@ -30,21 +30,26 @@ static int difference(const Format *f, uint32_t got, uint32_t want, int64_t ulps
     return ulps <= (int64_t)f->rounding_ulp ? D_ROUNDING : D_VALUE;
 }
 
-/* What became of a NaN operand's NaN (`p`, the propagated one; `other`, the other operand). */
-static int nan_outcome(const Format *f, uint32_t got, uint32_t p, uint32_t other) {
-    if (!is_nan(f, got)) return NAN_LOST;
-    if (got == p) return is_signaling(f, p) ? NAN_SIGNALING_KEPT : NAN_QUIET_KEPT;
-    if (got == (p | f->quiet)) return NAN_SIGNALING_QUIETED;
-    if (got == ((p & f->sign) | f->inf | f->quiet)) return NAN_CANONICAL;
-    if (is_nan(f, other) && (got == other || got == (other | f->quiet))) return NAN_OTHER_OPERAND;
-    return NAN_OTHER;
+/* The forms of result `got` made from NaN operand `p` (FORM_* bits, shifted by `at`). */
+static uint32_t operand_forms(const Format *f, uint32_t got, uint32_t p, int at) {
+    uint32_t flipped = got ^ f->sign, mask = 0;
+    mask |= (uint32_t)(got == p) << FORM_KEPT;
+    mask |= (uint32_t)(got == (p | f->quiet)) << FORM_QUIETED;
+    mask |= (uint32_t)(got == ((p & f->sign) | f->inf | f->quiet)) << FORM_CANONICAL;
+    mask |= (uint32_t)(flipped == p) << FORM_KEPT_FLIPPED;
+    mask |= (uint32_t)(flipped == (p | f->quiet)) << FORM_QUIETED_FLIPPED;
+    return mask << at;
 }
 
-/* The NaN of an invalid operation (no NaN operand, a NaN reference). */
-static int invalid_outcome(const Format *f, uint32_t got) {
-    if (!is_nan(f, got)) return INVALID_LOST;
-    if (got == (f->inf | f->quiet)) return INVALID_POSITIVE;
-    return got == (f->sign | f->inf | f->quiet) ? INVALID_NEGATIVE : INVALID_OTHER;
+/* The form mask of a NaN result (see certify.h). */
+static uint32_t nan_forms(const Format *f, uint32_t got, uint32_t a, uint32_t b) {
+    uint32_t mask = 0, all_ones = f->sign | f->inf | f->frac;
+    if (is_nan(f, a)) mask |= operand_forms(f, got, a, 0) | (1u << FORM_LHS_NAN);
+    if (is_nan(f, b)) mask |= operand_forms(f, got, b, FORMS_PER_OPERAND) | (1u << FORM_RHS_NAN);
+    mask |= (uint32_t)(got == (f->inf | f->quiet)) << FORM_POSITIVE_CANONICAL;
+    mask |= (uint32_t)(got == (f->sign | f->inf | f->quiet)) << FORM_NEGATIVE_CANONICAL;
+    mask |= (uint32_t)(got == all_ones) << FORM_ALL_ONES;
+    return mask;
 }
 
 /* The outcome of a number reference that is a zero, an infinity or a subnormal (-1: none). */
@@ -75,9 +80,9 @@ static int subnormal_input_outcome(const Format *f, int op, uint32_t a, uint32_t
 /* Count the special-value outcomes of one pair. */
 static void tally_specials(const Format *f, int op, uint32_t a, uint32_t b, uint32_t got,
                            uint32_t want, int64_t *stats) {
-    uint32_t p = propagated(f, a, b);
     if (is_nan(f, want)) {
-        stats[p ? nan_outcome(f, got, p, p == a ? b : a) : invalid_outcome(f, got)]++;
+        if (is_nan(f, got)) stats[NAN_FORMS + nan_forms(f, got, a, b)]++;
+        else stats[propagated(f, a, b) ? NAN_LOST : INVALID_LOST]++;
         return;
     }
     int outcome = number_outcome(f, got, want);
@@ -146,6 +151,10 @@ static int tally(const Format *f, int op, const uint16_t *lhs, const uint16_t *r
         uint32_t w = want != NULL ? want[i] : exact(f, op, a, b, &unproven);
         if (unproven) {
             if (skip(skipped, i) < 0) return -1;
+            continue;
+        }
+        if (op == POW && pow_open(f, a, b)) {
+            stats[OPEN]++;
             continue;
         }
         tally_one(f, op, a, b, got[i], w, classes, stats);
