@@ -113,6 +113,11 @@ SEMANTICS_TESTS = ("tests/test_semantics_audit.py",)
 FRAMEWORK_TESTS = ("tests/test_framework_providers.py",)
 DRAFTS = "fueltensor/tools/drafts.py"
 DRAFT_TESTS = ("tests/test_cli_draft.py",)
+CERTIFY_SRC = "fueltensor/ext/src/certify/"
+CERTIFY = "fueltensor/tools/certify/"
+CERTIFY_CORE_TESTS = ("tests/test_certify_core.py",)
+CERTIFICATE_TESTS = ("tests/test_certificates.py",)
+POW_REFERENCE_TESTS = ("tests/test_pow_reference.py",)
 
 
 @dataclass(frozen=True)
@@ -941,6 +946,151 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if False:",
         CALL_TESTS,
         "the Python path calls through ctypes: a cached scalar reaches the kernel itself",
+    ),
+    # -- certify: the compiled core, the sweep, certificates, the verdict ---------------------
+    M(
+        "certify-round-ties-away",
+        CERTIFY_SRC + "rounding.c",
+        "k += (rest > half) | ((rest == half) & (k & 1u));",
+        "k += (rest >= half);",
+        CERTIFY_CORE_TESTS,
+        "the correctly rounded reference rounds ties away from zero, not to even",
+    ),
+    M(
+        "certify-subnormal-quantum",
+        CERTIFY_SRC + "rounding.c",
+        "int shift = 52 - f->mantissa + (e < lowest ? lowest - e : 0);",
+        "int shift = 52 - f->mantissa;",
+        CERTIFY_CORE_TESTS,
+        "results below the normal range are rounded as if the format had no subnormals",
+    ),
+    M(
+        "certify-nan-vs-number-free",
+        CERTIFY_SRC + "tally.c",
+        "return nan_got && nan_want ? 0 : NAN_DISTANCE;",
+        "return 0;",
+        CERTIFY_CORE_TESTS,
+        "a NaN where the correctly rounded result is a number counts as 0 ULP",
+    ),
+    M(
+        "certify-max-last-pair",
+        CERTIFY_SRC + "tally.c",
+        "if (d > stats[MAX_ULP] || stats[MAX_LHS] < 0) {",
+        "if (d >= stats[MAX_ULP] || stats[MAX_LHS] < 0) {",
+        CERTIFY_CORE_TESTS,
+        "the certificate names the last pair reaching the maximum, not the first",
+    ),
+    M(
+        "certify-nan-rhs-first",
+        CERTIFY_SRC + "reference.c",
+        "    if (is_nan(f, a)) return a;\n    return is_nan(f, b) ? b : 0u;",
+        "    if (is_nan(f, b)) return b;\n    return is_nan(f, a) ? a : 0u;",
+        CERTIFY_CORE_TESTS,
+        "the references propagate the rhs's NaN first",
+    ),
+    M(
+        "certify-pow-never-unproven",
+        CERTIFY_SRC + "reference.c",
+        "return round_double(f, m - delta) != round_double(f, m + delta);",
+        "return 0;",
+        CERTIFY_CORE_TESTS,
+        "pow's double result is trusted at a rounding boundary (exact ties included)",
+    ),
+    M(
+        "certify-nan-form-quieted-lost",
+        CERTIFY_SRC + "tally.c",
+        "mask |= (uint32_t)(got == (p | f->quiet)) << FORM_QUIETED;",
+        "mask |= 0;",
+        CERTIFY_CORE_TESTS,
+        "a quieted NaN result is not counted as quieted: the judge would fail a true declaration",
+    ),
+    M(
+        "certify-merge-later-first",
+        CERTIFY + "tally.py",
+        "(p_max[0] == t_max[0] and p_max[1] < t_max[1])",
+        "(p_max[0] == t_max[0] and p_max[1] > t_max[1])",
+        CERTIFY_CORE_TESTS,
+        "merged blocks name a later pair at the maximum: the certificate depends on block order",
+    ),
+    M(
+        "certify-digest-order",
+        CERTIFY + "sweep.py",
+        "    for i in wanted:\n        merge(total, results[i].stats)",
+        "    for i in reversed(wanted):\n        merge(total, results[i].stats)",
+        CERTIFY_CORE_TESTS,
+        "the digest chains the blocks in reverse order",
+    ),
+    M(
+        "certify-resume-ignored",
+        CERTIFY + "sweep.py",
+        "results = {r.index: r for r in _resumed(state, header)}",
+        "results = {r.index: r for r in _resumed(None, header)}",
+        CERTIFY_CORE_TESTS,
+        "a stopped sweep starts over instead of resuming from its state file",
+    ),
+    M(
+        "certify-verdict-bound-ignored",
+        CERTIFY + "verdict.py",
+        "if declared is not None and _bounded(contract) and cert.max_ulp > declared:",
+        "if False:",
+        CERTIFICATE_TESTS,
+        "the judge accepts a certificate beyond the declared max_ulp",
+    ),
+    M(
+        "certify-verdict-bound-inclusive",
+        CERTIFY + "verdict.py",
+        "if declared is not None and _bounded(contract) and cert.max_ulp > declared:",
+        "if declared is not None and _bounded(contract) and cert.max_ulp >= declared:",
+        CERTIFICATE_TESTS,
+        "the judge fails an exact kernel's certificate",
+    ),
+    M(
+        "certify-verdict-operand-ignored",
+        CERTIFY + "verdict.py",
+        "sources = nans if first is None or first not in nans else [first]",
+        "sources = nans",
+        CERTIFICATE_TESTS,
+        "the judge accepts the rhs's NaN under nan.operand: lhs",
+    ),
+    M(
+        "certify-verdict-any-sign",
+        CERTIFY + "verdict.py",
+        'flip = rule.sign == "any"',
+        "flip = True",
+        CERTIFICATE_TESTS,
+        "the judge accepts a NaN of the other sign under nan.sign: kept",
+    ),
+    M(
+        "certify-verdict-revision-ignored",
+        CERTIFY + "verdict.py",
+        "if stated != contract.kernel_revision_hash:",
+        "if False:",
+        CERTIFICATE_TESTS,
+        "the judge reads a certificate of another revision of the kernel",
+    ),
+    M(
+        "certify-compare-always-same",
+        CERTIFY + "compare.py",
+        "if a.digest == b.digest:",
+        "if True:",
+        CERTIFICATE_TESTS,
+        "--compare calls two certificates with different bits the same",
+    ),
+    M(
+        "certify-compare-blocks-inverted",
+        CERTIFY + "compare.py",
+        "return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x != y]",
+        "return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x == y]",
+        CERTIFICATE_TESTS,
+        "--compare names the blocks that agree instead of those that differ",
+    ),
+    M(
+        "pow-reference-mpfr-unused",
+        "fueltensor/tools/exact_pow.py",
+        "        precision=p,",
+        "        precision=p + 1,",
+        POW_REFERENCE_TESTS,
+        "pow's lanes at a rounding boundary are decided one bit too fine (rounded twice)",
     ),
     # -- reports: judge and compare ------------------------------------------------------------
     M(

@@ -12,6 +12,7 @@ judge's reading of a certificate against the contract it certifies. docs/certifi
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from collections.abc import Iterable
@@ -80,9 +81,11 @@ def _identity(c: KernelContract) -> dict[str, object]:
 
 def _versions(c: KernelContract) -> dict[str, str]:
     """The library versions the bits may depend on (the provider's framework too)."""
-    from fueltensor import __version__
-
-    found = {"fueltensor": __version__, "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__}
+    found = {
+        "fueltensor": importlib.metadata.version("fueltensor"),
+        "numpy": np.__version__,
+        "ml_dtypes": ml_dtypes.__version__,
+    }
     env = provider_environment(c.provider.name)
     if env is not None:
         found[c.provider.name] = str(env)
