@@ -28,7 +28,7 @@ from fueltensor.kernels import KernelFn
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.tally import class_table, core, dense, fresh, merge, sparse
-from fueltensor.tools.judge.audit import _call, _plan
+from fueltensor.tools.judge.calls import call, plan_for
 
 ROWS: Final = 16
 """lhs patterns per block."""
@@ -85,8 +85,8 @@ class Job:
     def run(self, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """The kernel's output patterns for the pairs, called as dispatch calls it."""
         dt = self.dtype.np
-        plan = _plan(self.contract, self.dtype, [(lhs.size,), (rhs.size,)])
-        out = _call(self.kernel, plan, [lhs.view(dt), rhs.view(dt)])
+        plan = plan_for(self.contract, self.dtype, [(lhs.size,), (rhs.size,)])
+        out = call(self.kernel, plan, [lhs.view(dt), rhs.view(dt)])
         got: np.ndarray = np.ascontiguousarray(out).reshape(-1).view(np.uint16)
         return got
 

@@ -23,20 +23,17 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Final, cast
+from typing import Final
 
 import numpy as np
 
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import plural
-from fueltensor.core.layout import Layout, broadcast_shapes
-from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.execute import returned_problems
-from fueltensor.engine.planner import Operand, Plan, admit
+from fueltensor.engine.planner import Plan
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import running_on, threads_for
-from fueltensor.ops import BY_KIND
 from fueltensor.testing import (
     bits,
     difference_classes,
@@ -47,7 +44,12 @@ from fueltensor.testing import (
     special_values,
     summarize,
 )
+from fueltensor.tools.judge.calls import call as _call
+from fueltensor.tools.judge.calls import flat_shapes as _flat_shapes
+from fueltensor.tools.judge.calls import fresh_out as _fresh_out
+from fueltensor.tools.judge.calls import plan_for as _plan
 from fueltensor.tools.judge.declared import reference_for
+from fueltensor.tools.judge.invariance import audit_invariance
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
 from fueltensor.tools.timing import Timing, time_one
@@ -153,53 +155,6 @@ class Audit:
         return not self.failures
 
 
-def _fresh_out(plan: Plan, fill: int) -> Array:
-    """An aligned output buffer of the plan's shape, every byte set to `fill` (garbage)."""
-    assert plan.kernel is not None
-    out = aligned_empty(plan.size, plan.out_dtype.np, plan.kernel.caps.alignment_bytes)
-    out.view(np.uint8)[:] = fill
-    return out.reshape(plan.out_shape)
-
-
-def _call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) -> Array:
-    """Run the kernel as the executor does; an array it returns instead of writing `out` wins."""
-    out = _fresh_out(plan, fill)
-    got = cast(Callable[..., object], fn)(*inputs, *plan.params, out=out)
-    return got if isinstance(got, np.ndarray) else out
-
-
-def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
-    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
-    if not contract.params:
-        return [()]
-    specs = contract.params
-    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
-
-
-def _plan(
-    contract: KernelContract,
-    dtype: DType,
-    shapes: Sequence[tuple[int, ...]],
-    params: tuple[int, ...] = (),
-) -> Plan:
-    """The contract's plan for dense operands of `shapes` and the parameter values `params`
-    (its dtype and shape rules applied)."""
-    operands = tuple(Operand(dtype, Layout.dense(s)) for s in shapes)
-    row = BY_KIND.get(contract.op_kind)
-    op = row.name if row is not None else contract.op_kind
-    verdict = admit(contract, op, operands, broadcast_shapes(*shapes), params)
-    if isinstance(verdict, tuple):
-        raise ValueError(
-            f"{contract.name} does not admit its own probe {list(shapes)}: " + "; ".join(verdict)
-        )
-    return verdict
-
-
-def _flat_shapes(contract: KernelContract, n: int) -> list[tuple[int, ...]]:
-    """Shapes holding `n` elements in the last axis, at each input's declared rank (default 1)."""
-    return [(*(1,) * ((s.rank or 1) - 1), n) for s in contract.inputs]
-
-
 def _conformance_shapes(contract: KernelContract) -> list[tuple[int, ...]]:
     """Operand shapes exercising the accept clause: equal shapes for `same_as`, a stretched
     leading axis for `broadcast_to`."""
@@ -292,6 +247,14 @@ def _measure(
         a.worst = _lane(worst, got, want, inputs, lanes)
 
 
+def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
+    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
+    if not contract.params:
+        return [()]
+    specs = contract.params
+    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
+
+
 def audit(
     contract: KernelContract,
     fn: KernelFn,
@@ -362,7 +325,10 @@ def _checks(
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
-    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, a.failures)
+    invariance, notes = audit_invariance(contract, fn, dtype)
+    failures = [*a.failures, *invariance]
+    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, failures)
+    a.semantics += notes
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 
