@@ -18,6 +18,7 @@ import fueltensor as ft
 from fueltensor.cli import main
 from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.certify import Certificate, compare, verdict
+from tests._extras import needs
 
 pytest.importorskip("fueltensor.ext._certify")
 
@@ -217,3 +218,31 @@ def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
     assert nan_allowed(positive, quieted_lhs) and not nan_allowed(negative, quieted_lhs)
     assert nan_allowed(lhs_nan | negative, NanRule("lhs", ("canonical",), "any"))
     assert not nan_allowed(lhs_nan | negative, NanRule("lhs", ("positive_canonical",), "kept"))
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        pytest.param("numpy"),
+        pytest.param("torch", marks=needs("torch", "torch")),
+        pytest.param("jax", marks=needs("jax", "jax")),
+    ],
+)
+def test_framework_kernels_get_certificates_that_state_what_they_do(provider: str) -> None:
+    """Every BF16/F16 binary contract of a framework is certified on a span with numbers,
+    infinities and NaNs on both sides: every pair is counted once (in the histogram, or open),
+    the NaN results by form, and + - * / of NumPy and PyTorch are correctly rounded there."""
+    span = {"lhs": (0x3C00, 0x3C08), "rhs": (0x7BF0, 0x7E10)}
+    certs = ft.certify(provider, reg=ft.registry().joined(provider), **span)
+    assert len({(c.name, c.data["dtype"]) for c in certs}) == len(certs) >= 14
+    for cert in certs:
+        d = cert.data
+        assert sum(d["histogram"].values()) + d["specials"]["open"] == d["span"]["pairs"]
+        assert (
+            isinstance(d["verdict"], list)
+            and d["digest"]
+            and d["versions"][d["contract"]["provider"]]
+        )
+        op = d["contract"]["op_kind"]
+        if provider != "jax" and op in ("AddElementwise", "SubElementwise", "MulElementwise"):
+            assert cert.max_ulp == 0, cert.text()
