@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core.errors import ProviderUnavailable
 from .registry import registry
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -41,6 +45,30 @@ def _run(args: argparse.Namespace) -> int:
     """Certify, print each certificate's text, and exit 1 when the judge fails one."""
     if args.compare:
         return _compare(args.compare)
+    if args.scheduler:
+        return _on_cluster(args)
+    return _report(args, None)
+
+
+def _on_cluster(args: argparse.Namespace) -> int:
+    """`--scheduler ADDRESS`: the blocks on the workers of a Dask cluster."""
+    try:
+        from distributed import Client
+    except ImportError:
+        print("fueltensor certify: --scheduler needs Dask: pip install 'fueltensor[dask]'")
+        return 2
+    try:
+        # distributed's Client.__init__ carries no annotations
+        with Client(args.scheduler, timeout=args.timeout) as client:  # type: ignore[no-untyped-call]
+            return _report(args, client)
+    except (OSError, TimeoutError) as e:
+        print(f"fueltensor certify: {e}")
+        return 2
+
+
+def _report(args: argparse.Namespace, client: Client | None) -> int:
+    """Certify (on `client`'s cluster when given), print each certificate's text, exit 1 when
+    the judge fails one."""
     from .tools.certify import certify
 
     try:
@@ -54,6 +82,8 @@ def _run(args: argparse.Namespace) -> int:
             state_dir=args.state,
             progress=None,
             reg=registry(),
+            client=client,
+            timeout=args.timeout,
         )
     except (KeyError, ValueError, ImportError, ProviderUnavailable) as e:
         print(f"fueltensor certify: {e}")
@@ -89,6 +119,18 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--plot", action="store_true", help="with --out: a PNG per certificate too")
     p.add_argument(
         "--state", metavar="DIR", help="record finished blocks here: a stopped run resumes"
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the blocks on the workers of this Dask cluster (each over its own registry)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="with --scheduler: give up connecting, or waiting for a chunk, after this long",
     )
     p.add_argument(
         "--compare",

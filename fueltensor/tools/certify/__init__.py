@@ -17,53 +17,28 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import ml_dtypes
 import numpy as np
 
-from fueltensor.core import dtypes as _dtypes
 from fueltensor.engine.backends import current_policy
 from fueltensor.fingerprint import machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.ops import BY_KIND
-from fueltensor.registry import Registry, provider_environment, require
+from fueltensor.registry import Registry, provider_environment
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.certificate import Certificate, build, pair
+from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
-from fueltensor.tools.certify.sweep import FULL, Job, Span, Sweep, sweep
+from fueltensor.tools.certify.sweep import FULL, Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import core
 from fueltensor.tools.certify.verdict import verdict
 
-HALVES = ("BF16", "F16")
-"""The FKC dtypes a certificate covers exhaustively (2**32 pairs each)."""
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["Certificate", "Span", "certify", "compare", "jobs", "verdict"]
-
-
-def jobs(reg: Registry, provider: str, kernels: Iterable[str] | None, span: Span) -> list[Job]:
-    """A job per (contract, 16-bit dtype) of `provider`'s registrable binary contracts whose
-    op the compiled core knows (or of the named `kernels`)."""
-    names = reg.provider_names(provider)
-    require(names)
-    wanted = set(kernels) if kernels is not None else None
-    found = []
-    for c in reg:
-        if not c.registrable or c.provider.name not in names or len(c.inputs) != 2:
-            continue
-        if wanted is not None and c.name not in wanted:
-            continue
-        row = BY_KIND.get(c.op_kind)
-        if row is None or row.kernel_op not in core().OPS:
-            continue
-        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in HALVES):
-            dtype = _dtypes.BY_FKC[code]
-            found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
-    missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
-    if missing:
-        raise ValueError(f"no BF16/F16 binary contract of {provider} named {missing}")
-    return found
 
 
 def _identity(c: KernelContract) -> dict[str, object]:
@@ -143,21 +118,29 @@ def certify(
     state_dir: str | Path | None = None,
     progress: bool | TextIO | None = None,
     reg: Registry | None = None,
+    client: Client | None = None,
+    timeout: float | None = None,
 ) -> list[Certificate]:
     """Certify every BF16/F16 binary contract of `provider` (or the named `kernels`) over the
     operand patterns lhs x rhs (default every pair, 2**32), on `threads` threads (default all
     cores); each certificate is written to `out_dir` when given (JSON and text), and each
     sweep's finished blocks to `state_dir`, so a stopped run resumes. `progress`: True, a
-    stream, or None (stderr when it is a terminal)."""
+    stream, or None (stderr when it is a terminal). With a Dask `client`, the blocks run on
+    the cluster's workers, over each worker's own registry (`certify.cluster`); `timeout`
+    bounds the wait for each chunk."""
     reg = reg if reg is not None else current_policy().registry
     span = Span(lhs, rhs)
     stream = _stream(progress)
     n = threads or os.cpu_count() or 1
     found = []
     for job in jobs(reg, provider, kernels, span):
-        state = _state(state_dir, job)
-        result = sweep(job, n, state, stream)
+        if client is not None:
+            result, machines = sweep_cluster(client, job, timeout)
+        else:
+            result, machines = sweep(job, n, _state(state_dir, job), stream), []
         cert = certificate(job, result)
+        if machines:
+            cert.data["machine"] = machines[0] if len(machines) == 1 else machines
         if out_dir is not None:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
             cert.save(Path(out_dir) / f"{job.contract.name}.json")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +22,19 @@ from typing import Any, Final, TextIO
 
 import numpy as np
 
+from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
+from fueltensor.ops import BY_KIND
+from fueltensor.registry import Registry, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.tally import class_table, core, dense, fresh, merge, sparse
 from fueltensor.tools.judge.calls import call, plan_for
 
+HALVES: Final = ("BF16", "F16")
+"""The FKC dtypes a certificate covers exhaustively (2**32 pairs each)."""
 ROWS: Final = 16
 """lhs patterns per block."""
 FULL: Final = (0, 1 << 16)
@@ -156,6 +161,30 @@ class Progress:
         if self.done == self.total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def jobs(reg: Registry, provider: str, kernels: Iterable[str] | None, span: Span) -> list[Job]:
+    """A job per (contract, 16-bit dtype) of `provider`'s registrable binary contracts whose
+    op the compiled core knows (or of the named `kernels`)."""
+    names = reg.provider_names(provider)
+    require(names)
+    wanted = set(kernels) if kernels is not None else None
+    found = []
+    for c in reg:
+        if not c.registrable or c.provider.name not in names or len(c.inputs) != 2:
+            continue
+        if wanted is not None and c.name not in wanted:
+            continue
+        row = BY_KIND.get(c.op_kind)
+        if row is None or row.kernel_op not in core().OPS:
+            continue
+        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in HALVES):
+            dtype = _dtypes.BY_FKC[code]
+            found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
+    missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
+    if missing:
+        raise ValueError(f"no BF16/F16 binary contract of {provider} named {missing}")
+    return found
 
 
 def _resumed(state: Path | None, header: dict[str, Any]) -> Iterator[BlockResult]:
