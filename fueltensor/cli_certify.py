@@ -83,6 +83,8 @@ def _report(args: argparse.Namespace, client: Client | None) -> int:
             progress=None,
             reg=registry(),
             client=client,
+            sample=args.sample,
+            seed=args.seed,
             timeout=args.timeout,
         )
     except (KeyError, ValueError, ImportError, ProviderUnavailable) as e:
@@ -115,6 +117,14 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="restrict the operand patterns (default every one: 2**32 pairs)",
     )
     p.add_argument("--threads", type=int, help="threads (default every core)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="F32/F64 contracts too: every pair of their special values and N random pairs",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample's random pairs")
     p.add_argument("--out", metavar="DIR", help="write each certificate (JSON and text) here")
     p.add_argument("--plot", action="store_true", help="with --out: a PNG per certificate too")
     p.add_argument(

@@ -246,3 +246,31 @@ def test_framework_kernels_get_certificates_that_state_what_they_do(provider: st
         op = d["contract"]["op_kind"]
         if provider != "jax" and op in ("AddElementwise", "SubElementwise", "MulElementwise"):
             assert cert.max_ulp == 0, cert.text()
+
+
+def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Path) -> None:
+    """F32/F64 cannot be swept: every pair of the special values is run, then a seeded
+    sample, both sizes written down; a kernel wrong on one special pair (+0 + -0 giving -0)
+    is found: one signed-zero difference, 0 ULP apart."""
+    from fueltensor.testing import special_values
+
+    certs = {c.name: c for c in ft.certify("cpu", ["add_f32", "pow_f64"], sample=2000)}
+    for name, cert in certs.items():
+        span = cert.data["span"]
+        assert span["special_pairs"] == len(special_values(cert.data["dtype"])) ** 2
+        assert not span["exhaustive"] and span["sample"] == 2000 and span["seed"] == 0
+        total = sum(cert.data["histogram"].values()) + cert.data["specials"]["open"]
+        assert total == span["pairs"] and cert.data["verdict"] == [], name
+    real = ft.registry().kernel("add_f32")
+
+    def signed(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        real(lhs, rhs, out=out)
+        zero = (lhs.view(np.uint32) == 0) & (rhs.view(np.uint32) == 0x8000_0000)
+        out.view(np.uint32)[zero] = 0x8000_0000
+
+    path = tmp_path / "f32.md"
+    path.write_text(document("0", "").replace("BF16", "F32").replace("bf16", "f32"), "utf-8")
+    ft.register_provider("one-off", {"one_off::add_f32": signed})
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), path])
+    [cert] = ft.certify("one-off", reg=reg, sample=100)
+    assert cert.data["histogram"]["ulp0"] == 1 and cert.data["differences"] == {"signed zero": 1}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -28,12 +29,14 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, provider_environment
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
-from fueltensor.tools.certify.certificate import Certificate, build, pair
+from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
 from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
-from fueltensor.tools.certify.sweep import FULL, Job, Span, Sweep, jobs, sweep
+from fueltensor.tools.certify.sampled import WIDE, sampled_data
+from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import core
 from fueltensor.tools.certify.verdict import verdict
+from fueltensor.tools.judge.declared import reference_for
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -120,6 +123,8 @@ def certify(
     reg: Registry | None = None,
     client: Client | None = None,
     timeout: float | None = None,
+    sample: int = 0,
+    seed: int = 0,
 ) -> list[Certificate]:
     """Certify every BF16/F16 binary contract of `provider` (or the named `kernels`) over the
     operand patterns lhs x rhs (default every pair, 2**32), on `threads` threads (default all
@@ -127,13 +132,17 @@ def certify(
     sweep's finished blocks to `state_dir`, so a stopped run resumes. `progress`: True, a
     stream, or None (stderr when it is a terminal). With a Dask `client`, the blocks run on
     the cluster's workers, over each worker's own registry (`certify.cluster`); `timeout`
-    bounds the wait for each chunk."""
+    bounds the wait for each chunk. With `sample` > 0, the F32/F64 contracts too: every pair of
+    their special values and `sample` seeded random pairs (`certify.sampled`)."""
     reg = reg if reg is not None else current_policy().registry
     span = Span(lhs, rhs)
     stream = _stream(progress)
     n = threads or os.cpu_count() or 1
     found = []
-    for job in jobs(reg, provider, kernels, span):
+    for job in jobs(reg, provider, kernels, span, HALVES + (WIDE if sample else ())):
+        if job.dtype.fkc in WIDE:
+            found.append(_sampled(job, sample, seed, out_dir))
+            continue
         if client is not None:
             result, machines = sweep_cluster(client, job, timeout)
         else:
@@ -146,6 +155,29 @@ def certify(
             cert.save(Path(out_dir) / f"{job.contract.name}.json")
         found.append(cert)
     return found
+
+
+def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Certificate:
+    """The certificate of an F32/F64 job: special classes exhaustively, the rest sampled."""
+    start = time.perf_counter()
+    data = {
+        "kind": KIND,
+        "version": VERSION,
+        "contract": _identity(job.contract),
+        "dtype": job.dtype.name,
+        "reference": {"exact": reference_for(job.contract).describe},  # type: ignore[union-attr]
+        **sampled_data(job, sample, seed),
+        "machine": machine().to_dict(),
+        "versions": _versions(job.contract),
+        "threads": 1,
+    }
+    data["seconds"] = time.perf_counter() - start
+    cert = Certificate(data)
+    cert.data["verdict"] = verdict(cert, job.contract)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        cert.save(Path(out_dir) / f"{job.contract.name}.json")
+    return cert
 
 
 def _stream(progress: bool | TextIO | None) -> TextIO | None:

@@ -88,11 +88,12 @@ class Job:
         return np.repeat(lhs, rhs.size), np.tile(rhs, lhs.size)
 
     def run(self, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """The kernel's output patterns for the pairs, called as dispatch calls it."""
+        """The kernel's output patterns for the pairs (unsigned patterns of the dtype's width,
+        as `lhs`), called as dispatch calls it."""
         dt = self.dtype.np
         plan = plan_for(self.contract, self.dtype, [(lhs.size,), (rhs.size,)])
         out = call(self.kernel, plan, [lhs.view(dt), rhs.view(dt)])
-        got: np.ndarray = np.ascontiguousarray(out).reshape(-1).view(np.uint16)
+        got: np.ndarray = np.ascontiguousarray(out).reshape(-1).view(lhs.dtype)
         return got
 
 
@@ -163,8 +164,14 @@ class Progress:
         self.stream.flush()
 
 
-def jobs(reg: Registry, provider: str, kernels: Iterable[str] | None, span: Span) -> list[Job]:
-    """A job per (contract, 16-bit dtype) of `provider`'s registrable binary contracts whose
+def jobs(
+    reg: Registry,
+    provider: str,
+    kernels: Iterable[str] | None,
+    span: Span,
+    codes: tuple[str, ...] = HALVES,
+) -> list[Job]:
+    """A job per (contract, dtype of `codes`) of `provider`'s registrable binary contracts whose
     op the compiled core knows (or of the named `kernels`)."""
     names = reg.provider_names(provider)
     require(names)
@@ -178,12 +185,12 @@ def jobs(reg: Registry, provider: str, kernels: Iterable[str] | None, span: Span
         row = BY_KIND.get(c.op_kind)
         if row is None or row.kernel_op not in core().OPS:
             continue
-        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in HALVES):
+        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in codes):
             dtype = _dtypes.BY_FKC[code]
             found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
     missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
     if missing:
-        raise ValueError(f"no BF16/F16 binary contract of {provider} named {missing}")
+        raise ValueError(f"no {'/'.join(codes)} binary contract of {provider} named {missing}")
     return found
 
 

@@ -91,7 +91,7 @@ def _nan_failures(data: dict[str, Any], contract: KernelContract) -> list[str]:
     declared += f", invalid: {list(rule.invalid)}}}" if rule.invalid is not None else "}"
     return found + [
         f"semantics: {declared}, but {row['pairs']:,} pairs gave NaN from {row['forms']}"
-        for row in data["nan_forms"]
+        for row in data.get("nan_forms", ())
         if not nan_allowed(row["mask"], rule)
     ]
 
@@ -103,11 +103,11 @@ def _subnormal_failures(specials: dict[str, int], contract: KernelContract) -> l
     if not _correctly_rounded(contract):
         return []
     if declared == "kept":
-        flushed = specials["subnormal_out_flushed"] + specials["subnormal_in_flushed"]
+        flushed = specials.get("subnormal_out_flushed", 0) + specials.get("subnormal_in_flushed", 0)
         return (
             [f"semantics: subnormals kept, but {flushed:,} pairs flushed them"] if flushed else []
         )
-    if declared == "flushed" and specials["subnormal_out_kept"]:
+    if declared == "flushed" and specials.get("subnormal_out_kept", 0):
         kept = specials["subnormal_out_kept"]
         return [f"semantics: subnormals flushed, but {kept:,} subnormal results were kept"]
     return []
