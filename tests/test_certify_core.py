@@ -255,6 +255,8 @@ def test_digest_threads_resume_and_split(tmp_path: Path) -> None:
         a, b = job.operands(rows)
         chain.update(hashlib.sha256(job.run(a, b).astype("<u2").tobytes()).digest())
     assert one.digest == chain.hexdigest()
+    first = named(one.stats)  # every pair exact here: the maximum's first pair is the span's
+    assert first["max_ulp"] == 0 and (first["max_lhs"], first["max_rhs"]) == (0x3F70, 0)
     assert sweep(job, threads=2).digest == one.digest
     state = tmp_path / "mul.state"
     half = sweep(job, 2, state, blocks=lambda rows: list(range(len(rows) // 2)))
