@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import _oracle as O
 import numpy as np
 import pytest
 
@@ -27,7 +28,6 @@ from fueltensor.testing import (
     special_pairs,
     ulp_distance,
 )
-from tests import _oracle as O
 
 _certify = pytest.importorskip("fueltensor.ext._certify")
 

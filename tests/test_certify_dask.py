@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _extras import needs
 
 import fueltensor as ft
-from tests._extras import needs
 
 pytestmark = needs("distributed", "dask")
 pytest.importorskip("fueltensor.ext._certify")

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _one_off import document
 
 import fueltensor as ft
 from fueltensor.kernels._chassis import NATIVE
 from fueltensor.registry import bundled_contracts_dir
-from tests.test_certificates import document
 
 REAL = ft.registry().kernel("add_bf16")
 
