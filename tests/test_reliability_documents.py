@@ -33,6 +33,9 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-cpu-backend.md": 300,
     "fuel-cpu-backend-powi.md": 150,
     "fuel-reference-backend.md": 200,
+    "numpy.md": 150,
+    "torch.md": 150,
+    "jax.md": 150,
 }
 MB = 2**20
 
