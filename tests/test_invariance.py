@@ -5,17 +5,20 @@ position fails the claim it makes, naming the element, its inputs and both resul
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _extras import needs
 from _one_off import document
 
 import fueltensor as ft
 from fueltensor.kernels._chassis import NATIVE
-from fueltensor.registry import bundled_contracts_dir
+from fueltensor.registry import bundled_contracts_dir, provider_isa_switches
+from fueltensor.tools.judge.invariance import audit_invariance
 
 REAL = ft.registry().kernel("add_bf16")
 
@@ -116,3 +119,32 @@ def test_a_position_claim_is_audited_by_the_position_sweep(tmp_path: Path) -> No
     reg = _registry(tmp_path, by_position, _claims("position"))
     [row] = ft.judge(reg, ["add_one_off_bf16"], quick=True).rows
     assert any("position declared invariant, but" in f for f in row.failures), row.failures
+
+
+def _claiming_isa(name: str) -> tuple[Any, Any]:
+    """Framework contract `name` as if it claimed `isa`, and its kernel."""
+    reg = ft.registry()
+    c = reg[name]
+    assert c.semantics is not None
+    sem = dataclasses.replace(c.semantics, invariance=("isa",))
+    return dataclasses.replace(c, semantics=sem), reg.kernel(name)
+
+
+@pytest.mark.skipif(not provider_isa_switches("numpy"), reason="NumPy dispatches no SIMD here")
+def test_numpy_under_its_cpu_feature_switch_in_a_fresh_process() -> None:
+    """NumPy's float16 division with every dispatched SIMD target disabled (a fresh process
+    under NPY_DISABLE_CPU_FEATURES) gives its default bits: an isa claim would hold."""
+    contract, kernel = _claiming_isa("numpy_div")
+    assert audit_invariance(contract, kernel, ft.float16) == ([], [])
+
+
+@needs("torch", "torch")
+def test_torch_nan_bits_depend_on_its_cpu_capability() -> None:
+    """PyTorch's bf16 multiplication under ATEN_CPU_CAPABILITY=default (a fresh process) makes
+    other NaNs than its vector kernels here: an isa claim would fail, naming the element."""
+    if not provider_isa_switches("torch"):
+        pytest.skip("PyTorch runs its default capability here: nothing to switch")
+    contract, kernel = _claiming_isa("torch_mul_bf16")
+    failures, _ = audit_invariance(contract, kernel, ft.bfloat16)
+    assert failures and "default against ATEN_CPU_CAPABILITY=default" in failures[0]
+    assert "first element" in failures[0] and "nan (0x" in failures[0]

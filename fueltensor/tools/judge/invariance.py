@@ -6,8 +6,11 @@
   whatever it: the claim cannot be audited here, and the judge says so in a note.
 * `isa`: the kernel on every instruction-set body of fuel-cpu-backend this machine has
   (`_native.ISAS`: AVX2 and the baseline here, AVX-512 where the speed issue adds it) must give
-  the same bits. For another provider the judge says, in a note, that it has no bodies to
-  switch between here.
+  the same bits; a framework's kernel, under each of its own switches
+  (`registry.provider_isa_switches`: NumPy's NPY_DISABLE_CPU_FEATURES, PyTorch's
+  ATEN_CPU_CAPABILITY), read at start-up, so run in a fresh process (`python -m
+  fueltensor.tools.judge.invariance`). For a provider with neither, the judge says, in a note,
+  that it has nothing to switch between here.
 * `position`: the position sweep of `judge.semantics` audits it (`position: invariant`).
 
 Probes: `testing.special_pairs` tiled, then random bit patterns, so every special value sits
@@ -17,17 +20,23 @@ its index, its inputs and both results' bits.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Final
 
 import numpy as np
 
-from fueltensor.core.dtypes import DType
+from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import NATIVE
 from fueltensor.kernels.threads import MAX_THREADS, PARALLEL_FROM, running_on, threads_for
+from fueltensor.registry import provider_isa_switches, registry
 from fueltensor.testing import format_value, random_bits, special_pairs
 from fueltensor.tools.judge.calls import call, flat_shapes, plan_for
 
@@ -93,9 +102,57 @@ def audit_invariance(
     notes: list[str] = []
     if "threads" in claims:
         _threads(fn, n, inputs, run, failures, notes)
-    if "isa" in claims:
+    if "isa" in claims and provider_isa_switches(contract.provider.name):
+        _switched(contract, dtype, inputs, run, failures)
+    elif "isa" in claims:
         _isas(fn, inputs, run, failures, notes)
     return failures, notes
+
+
+def probe_outputs(name: str, dtype: str) -> Array:
+    """Contract `name`'s outputs on the invariance probe at `dtype` (an FKC code), in this
+    process: what a fresh process under an instruction-set switch computes."""
+    reg = registry()
+    contract, dt = reg[name], BY_FKC[dtype]
+    plan = plan_for(contract, dt, flat_shapes(contract, SPLIT_SIZE))
+    inputs = tuple(
+        x.reshape(o.layout.shape)
+        for x, o in zip(_operands(contract, dt, SPLIT_SIZE), plan.operands, strict=True)
+    )
+    return call(reg.kernel(name), plan, inputs)
+
+
+def _switched(
+    contract: KernelContract,
+    dtype: DType,
+    inputs: tuple[Array, ...],
+    run: Callable[[], Array],
+    failures: list[str],
+) -> None:
+    """The `isa` claim of a framework: its default here against each of its switches, each in
+    a fresh process."""
+    here = run()
+    for switch in provider_isa_switches(contract.provider.name):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "out.npy"
+            argv = [sys.executable, "-m", __name__, contract.name, dtype.fkc, str(path)]
+            done = subprocess.run(
+                argv, env=os.environ | switch, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                failures.append(f"invariance isa: under {switch} the kernel failed: {done.stderr}")
+                continue
+            there = np.load(path).view(here.dtype).reshape(here.shape)
+        shown = " ".join(f"{k}={v}" for k, v in switch.items())
+        found = _first_difference(inputs, here, there, f"invariance isa: default against {shown}")
+        if found:
+            failures.append(found)
+
+
+if __name__ == "__main__":
+    name, code, target = sys.argv[1:]
+    got = probe_outputs(name, code)
+    np.save(target, got.view(f"u{got.itemsize}"))
 
 
 def _threads(
