@@ -1101,6 +1101,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the isa claim runs one body under every name: a body-dependent kernel passes",
     ),
     M(
+        "invariance-switch-dropped",
+        "fueltensor/tools/judge/invariance.py",
+        "argv, env=os.environ | switch, capture_output=True, text=True, check=False",
+        "argv, env=dict(os.environ), capture_output=True, text=True, check=False",
+        ("tests/test_invariance.py",),
+        "a framework's isa claim runs its default in the fresh process: the switch is never used",
+    ),
+    M(
         "invariance-position-claim-ignored",
         "fueltensor/fkc/semantics.py",
         'return self.position or ("invariant" if claimed else None)',
