@@ -36,7 +36,6 @@ from fueltensor.tools.certify.sampled import WIDE, sampled_data
 from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import core
 from fueltensor.tools.certify.verdict import verdict
-from fueltensor.tools.judge.declared import reference_for
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -165,7 +164,6 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
         "version": VERSION,
         "contract": _identity(job.contract),
         "dtype": job.dtype.name,
-        "reference": {"exact": reference_for(job.contract).describe},  # type: ignore[union-attr]
         **sampled_data(job, sample, seed),
         "machine": machine().to_dict(),
         "versions": _versions(job.contract),

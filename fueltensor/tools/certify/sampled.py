@@ -70,6 +70,7 @@ def sampled_data(job: Job, sample: int, seed: int) -> dict[str, Any]:
         np.stack([classify(a), classify(b), exact.astype(str)]), axis=1, return_counts=True
     )
     return {
+        "reference": {"exact": ref.describe},
         "span": {
             "special_pairs": int(sa.size),
             "sample": int(ra.size),

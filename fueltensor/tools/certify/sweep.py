@@ -49,6 +49,7 @@ class Span:
     rhs: tuple[int, int] = FULL
 
     def __post_init__(self) -> None:
+        """Refuse a range outside the 16-bit patterns, or an empty one."""
         for name, (lo, hi) in (("lhs", self.lhs), ("rhs", self.rhs)):
             if not 0 <= lo < hi <= 1 << 16:
                 raise ValueError(f"{name} range {lo}..{hi} is not within 0..65536 and not empty")

@@ -96,6 +96,7 @@ def audit_invariance(
     )
 
     def run() -> Array:
+        """The kernel on the probe, as dispatch calls it."""
         return call(fn, plan, inputs)
 
     failures: list[str] = []
