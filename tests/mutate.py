@@ -1069,6 +1069,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the judge reads a certificate of another revision of the kernel",
     ),
     M(
+        "certify-judge-certificate-always-ok",
+        "fueltensor/cli_audit.py",
+        "        failed |= bool(found)",
+        "        failed |= False",
+        CERTIFICATE_TESTS,
+        "fueltensor judge --certificate exits 0 for a certificate that contradicts its contract",
+    ),
+    M(
         "certify-compare-always-same",
         CERTIFY + "compare.py",
         "if a.digest == b.digest:",

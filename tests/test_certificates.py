@@ -216,3 +216,24 @@ def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Pat
     reg = ft.Registry.from_paths([bundled_contracts_dir(), path])
     [cert] = ft.certify("one-off", reg=reg, sample=100)
     assert cert.data["histogram"]["ulp0"] == 1 and cert.data["differences"] == {"signed zero": 1}
+
+
+def test_the_judge_reads_a_saved_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fueltensor judge --certificate PATH`: the CPU kernel's certificate is accepted; edited
+    to show NaNs lost, it fails, saying so; a file that is not a certificate is refused."""
+    args = ["certify", "--kernel", "mul_f16", "--lhs", "0x3c00:0x3c10", "--rhs", "0:0x800"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    path = tmp_path / "mul_f16.json"
+    assert main(["judge", "--certificate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("ok mul_f16 (float16)")
+    data = json.loads(path.read_text())
+    data["specials"]["nan_lost"] = 3
+    path.write_text(json.dumps(data))
+    assert main(["judge", "--certificate", str(path)]) == 1
+    assert "3 pairs of a NaN reference gave a number (nan_lost)" in capsys.readouterr().out
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["judge", "--certificate", str(tmp_path / "x.json")]) == 2
+    assert "not a fueltensor certificate" in capsys.readouterr().err
