@@ -107,6 +107,16 @@ setup(
             libraries=["m"],
             optional=True,
         ),
+        # The certifier's core (`fueltensor certify`): every 16-bit pair against the correctly
+        # rounded value. No fast-math and no contraction: the references are rounded IEEE steps.
+        Extension(
+            "fueltensor.ext._certify",
+            **sources("certify"),
+            extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math", *SANITIZE],
+            extra_link_args=SANITIZE,
+            libraries=["m"],
+            optional=True,
+        ),
         # Dispatch's fast path for cached plans: runs `_native`'s kernels through NumPy's C API.
         Extension(
             "fueltensor.ext._fast",

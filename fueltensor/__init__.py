@@ -214,6 +214,7 @@ from fueltensor.engine.planner import Plan, Step
 from fueltensor.engine.threads import get_num_threads, set_num_threads
 from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
+from fueltensor.tools.certify import certify
 from fueltensor.tools.compare import ComparisonReport, compare_backends
 from fueltensor.tools.judge import JudgeReport, judge
 from fueltensor.tools.semantics import SemanticsTable, semantics_table
@@ -274,6 +275,7 @@ __all__ = [
     "broadcast_to",
     "can_cast",
     "ceil",
+    "certify",
     "clip",
     "compare_backends",
     "complex64",

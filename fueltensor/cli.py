@@ -30,6 +30,7 @@ from .cli_audit import (
     draft_sources,
     fail,
 )
+from .cli_certify import add_certify
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend, use_registry
@@ -400,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge(sub)
     add_pow_shortcut(sub)
     add_semantics(sub)
+    add_certify(sub)
     return parser
 
 

@@ -204,9 +204,34 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(run=_run_compare)
 
 
+def _judge_certificates(paths: list[str]) -> int:
+    """`fueltensor judge --certificate PATH`: each certificate read against the contract of its
+    name in the registry (`certify.verdict`); exit 1 when one contradicts its contract."""
+    from .tools.certify import Certificate, verdict
+
+    reg = registry()
+    failed = False
+    for path in paths:
+        try:
+            cert = Certificate.load(path)
+            contract = reg[cert.name]
+        except (ValueError, KeyError) as e:
+            return fail("judge", e)
+        found = verdict(cert, contract)
+        failed |= bool(found)
+        status = "FAIL" if found else "ok"
+        print(
+            f"{status} {cert.name} ({cert.data['dtype']}) by {path}"
+            + "".join(f"\n  {f}" for f in found)
+        )
+    return 1 if failed else 0
+
+
 def _run_judge(args: argparse.Namespace) -> int:
     from .tools.judge import judge, write_outputs
 
+    if args.certificate:
+        return _judge_certificates(args.certificate)
     if args.scheduler:
         if args.contracts:
             return fail(
@@ -285,6 +310,12 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=600.0,
         metavar="SECONDS",
         help="with --scheduler: give up connecting or waiting after this long (default 600)",
+    )
+    p.add_argument(
+        "--certificate",
+        action="append",
+        metavar="PATH",
+        help="read a certificate of `fueltensor certify` against its contract (repeatable)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the findings as JSON")
     p.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")

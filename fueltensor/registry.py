@@ -40,7 +40,7 @@ _links: dict[str, Mapping[str, KernelFn]] = {}
 _hooks: dict[str, dict[str, Callable[[], object]]] = {}
 """Provider name -> its module's optional hooks: UNAVAILABLE (why it cannot run here, None
 when it can) and ENVIRONMENT (the `MeasuredOn` of this machine, for the judge)."""
-HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT")
+HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT", "ISA_SWITCHES")
 _discovered: tuple[Path, ...] | None = None
 _bundled: Registry | None = None
 
@@ -93,6 +93,15 @@ def provider_unavailable(name: str) -> str | None:
     hook = _hook(name, "UNAVAILABLE")
     why = hook() if hook is not None else None
     return why if isinstance(why, str) else None
+
+
+def provider_isa_switches(name: str) -> list[dict[str, str]]:
+    """The environment settings under which provider `name`'s framework runs another
+    instruction set on this machine (NumPy's NPY_DISABLE_CPU_FEATURES, PyTorch's
+    ATEN_CPU_CAPABILITY), each read by a fresh process; empty if it names none."""
+    hook = _hook(name, "ISA_SWITCHES")
+    found = hook() if hook is not None else None
+    return [dict(s) for s in found] if isinstance(found, list) else []
 
 
 def provider_environment(name: str) -> MeasuredOn | None:

@@ -12,7 +12,9 @@ A section declares any of these aspects (an aspect left out is not declared, and
 * `pow`: pow(NaN, 0), pow(1, NaN), pow(-1, ±inf), pow(±0, negative), negative base with a
   non-integer exponent;
 * `subnormals`: kept or flushed to zero (inputs and outputs alike);
-* `position`: whether an element's bits depend on where it sits (length, offset, alignment).
+* `position`: whether an element's bits depend on where it sits (length, offset, alignment);
+* `invariance`: claims, each audited by the judge: `threads` (the same bits at one thread and
+  at all), `isa` (on every instruction-set body here), `position` (`position: invariant`).
 
 `source` says where the declarations come from (the formula, the framework's documentation,
 measurement) and `notes` which is which. docs/semantics.md describes every value.
@@ -55,12 +57,16 @@ SUBNORMALS: Final = ("kept", "flushed")
 POSITIONS: Final = ("invariant", "nan_bits", "dependent")
 """`nan_bits`: only the bits of a NaN result (within what `nan` declares) vary with position."""
 SOURCES: Final = ("formula", "documentation", "measurement")
+INVARIANCE: Final = ("threads", "isa", "position")
+"""Invariance claims, each audited by the judge: the same bits at one thread and at all threads
+(sizes that split), on every instruction-set body the provider may pick here, and whatever an
+element's position (`position: invariant`)."""
 
 NAN_SHAPE: Final = shape_of("operand result sign invalid?")
 REMAINDER_SHAPE: Final = shape_of("definition? zero_sign? infinite_divisor?")
 POW_SHAPE: Final = shape_of("nan_zero? one_nan? minus_one_inf? zero_negative? negative_fractional?")
 SEMANTICS_SHAPE: Final = shape_of(
-    "source nan? zero_tie? remainder? pow? subnormals? position? notes?",
+    "source nan? zero_tie? remainder? pow? subnormals? position? invariance? notes?",
     nan=NAN_SHAPE,
     remainder=REMAINDER_SHAPE,
     pow=POW_SHAPE,
@@ -124,7 +130,14 @@ class Semantics:
     pow: PowRule | None = None
     subnormals: str | None = None
     position: str | None = None
+    invariance: tuple[str, ...] | None = None
     notes: str = ""
+
+    @property
+    def effective_position(self) -> str | None:
+        """`position`, or `invariant` where only the `position` invariance claim says so."""
+        claimed = "position" in (self.invariance or ())
+        return self.position or ("invariant" if claimed else None)
 
     def declared(self) -> tuple[str, ...]:
         """The aspects this section declares, in document order."""
@@ -145,7 +158,7 @@ class Semantics:
                     for f in fields(value)
                     if getattr(value, f.name) is not None
                 }
-            out[name] = value
+            out[name] = list(value) if isinstance(value, tuple) else value
         if self.notes:
             out["notes"] = self.notes
         return out
@@ -202,8 +215,20 @@ def build_semantics(r: Reader, node: Node) -> Semantics:
         )
         if key in top
     }
+    invariance = (
+        _choices(r, top["invariance"], "semantics.invariance", INVARIANCE)
+        if "invariance" in top
+        else None
+    )
+    if invariance and "position" in invariance and one.get("position", "invariant") != "invariant":
+        r.fail(
+            top["invariance"].line,
+            "semantics.invariance",
+            f"claims position, but position is declared {one['position']}",
+        )
     return Semantics(
         source=_choices(r, top["source"], "semantics.source", SOURCES),
+        invariance=invariance,
         nan=_nan(r, top["nan"]) if "nan" in top else None,
         remainder=RemainderRule(
             **_fixed(r, top["remainder"], "semantics.remainder", REMAINDER_SHAPE, REMAINDER_CHOICES)

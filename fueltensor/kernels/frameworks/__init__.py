@@ -2,7 +2,8 @@
 calling convention, so its kernels can be planned, compared and judged like fueltensor's.
 
 A provider module here sets `PROVIDER`, `ENTRY_POINTS` (entry point -> kernel),
-`UNAVAILABLE` (why the framework cannot run here, None when it can) and `ENVIRONMENT` (the
+`UNAVAILABLE` (why the framework cannot run here, None when it can), `ISA_SWITCHES` (optional:
+the environment settings that make the framework run another instruction set) and `ENVIRONMENT` (the
 framework version and instruction set here, to set against the document's `measured_on`).
 Its documents (`contracts/numpy.md` ...) declare `dispatch: when_named`: the frameworks join
 dispatch only where they are named (`use_backend("torch")`, `compare_backends(...)`,

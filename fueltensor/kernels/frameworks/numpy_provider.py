@@ -54,5 +54,15 @@ def environment() -> MeasuredOn:
     return measured("numpy", np.__version__, isa_here())
 
 
+def isa_switches() -> list[dict[str, str]]:
+    """NumPy with every dispatched SIMD target it would use here disabled (its baseline loops),
+    through NPY_DISABLE_CPU_FEATURES; none where it dispatches to none."""
+    from fueltensor.fingerprint import machine
+
+    dispatched = machine().numpy_dispatch
+    return [{"NPY_DISABLE_CPU_FEATURES": " ".join(dispatched)}] if dispatched else []
+
+
 UNAVAILABLE: Final = FRAMEWORK.unavailable
 ENVIRONMENT: Final = environment
+ISA_SWITCHES: Final = isa_switches

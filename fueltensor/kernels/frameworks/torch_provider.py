@@ -96,5 +96,17 @@ def environment() -> MeasuredOn:
     return measured("torch", torch.__version__, torch.backends.cpu.get_cpu_capability())
 
 
+CAPABILITIES: Final = ("DEFAULT", "AVX2", "AVX512")
+"""PyTorch's CPU capabilities on x86, narrowest first (ATEN_CPU_CAPABILITY: lower-case)."""
+
+
+def isa_switches() -> list[dict[str, str]]:
+    """PyTorch on each CPU capability below the one it picks here, through ATEN_CPU_CAPABILITY."""
+    here = _torch().backends.cpu.get_cpu_capability()
+    below = CAPABILITIES[: CAPABILITIES.index(here)] if here in CAPABILITIES else ()
+    return [{"ATEN_CPU_CAPABILITY": c.lower()} for c in below]
+
+
 UNAVAILABLE: Final = FRAMEWORK.unavailable
 ENVIRONMENT: Final = environment
+ISA_SWITCHES: Final = isa_switches

@@ -55,6 +55,7 @@ from fueltensor.tools.judge.calls import (
     timing,
 )
 from fueltensor.tools.judge.declared import reference_for
+from fueltensor.tools.judge.invariance import audit_invariance
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
 
@@ -223,6 +224,14 @@ def _measure(
         a.worst = _lane(worst, got, want, inputs, lanes)
 
 
+def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
+    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
+    if not contract.params:
+        return [()]
+    specs = contract.params
+    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
+
+
 def audit(
     contract: KernelContract,
     fn: KernelFn,
@@ -294,7 +303,10 @@ def _checks(
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract)
         _fresh_values(a, ref, contract, (fn, plan), operands, settings, rng)
-    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, a.failures)
+    invariance, notes = audit_invariance(contract, fn, dtype)
+    failures = [*a.failures, *invariance]
+    a.failures, a.semantics = audit_semantics(contract, fn, dtype.np, settings.quick, failures)
+    a.semantics += notes
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
 

@@ -3,9 +3,10 @@
 One reference per row of the op table `fueltensor.ops` computes what the bundled contract
 documents of that op kind state, rounded once to the dtype: exactly rounded arithmetic (F64 in
 exact rationals on a subsample), selection returning an operand's own bits, the documented
-remainder formula step by step, and the C library's `pow` one precision up (lanes a contract
-leaves open, such as a signaling-NaN operand of pow, are left out). The numerics themselves
-are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
+remainder formula step by step, and pow correctly rounded: the C library's `pow` one precision
+up where its error bound proves the rounding, MPFR on the lanes near a rounding boundary (lanes
+a contract leaves open, such as a signaling-NaN operand of pow, are left out). The numerics
+themselves are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import numpy as np
 
 from fueltensor.kernels._chassis import libm_pow
 from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
-from fueltensor.testing import SIGNALING_NAN, classify
+from fueltensor.testing import SIGNALING_NAN, classify, float_format
+from fueltensor.tools import exact_pow
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -128,17 +130,46 @@ def _signaling(x: Array) -> Array:
     return found
 
 
-def _pow(a: Array, b: Array) -> Array:
-    """pow one precision up, rounded once: the C library's `pow` (double) for F32 and the half
-    types, as the kernels' `powf` is; for F64 NumPy's long double power, which calls the C
-    library's `powl` (NumPy's own vector loops serve float32/float64 only). NumPy's float64
-    `np.power` is not used: on AVX-512 machines it runs its own loops, other last bits."""
+def _wide_pow(a: Array, b: Array) -> Array:
+    """pow one precision up: the C library's `pow` (double) for F32 and the half types, as the
+    kernels' `powf` is; for F64 NumPy's long double power, which calls the C library's `powl`
+    (NumPy's own vector loops serve float32/float64 only). NumPy's float64 `np.power` is not
+    used: on AVX-512 machines it runs its own loops, other last bits."""
     if a.dtype == F64:
         with np.errstate(all="ignore"):
-            return round_to(np.power(a.astype(np.longdouble), b.astype(np.longdouble)), F64)
+            wide: Array = np.power(a.astype(np.longdouble), b.astype(np.longdouble))
+        return wide
     wide = np.empty(a.shape, F64)
-    libm_pow(a.astype(F64), b.astype(F64), out=wide)
-    return round_to(wide, a.dtype)
+    with np.errstate(all="ignore"):  # a signaling NaN widens quietly
+        libm_pow(a.astype(F64), b.astype(F64), out=wide)
+    return wide
+
+
+def _pow_unproven(a: Array, b: Array) -> Array:
+    """Lanes where the wider pow rounded once is not proven to be the correctly rounded result
+    (a rounding boundary of the dtype within the error bound, `exact_pow.unproven`)."""
+    return exact_pow.unproven(_wide_pow(a, b), lambda v: round_to(v, a.dtype))
+
+
+def _pow(a: Array, b: Array) -> Array:
+    """pow correctly rounded into the dtype: the wider pow rounded once (`_wide_pow`) where that
+    is proven, and MPFR's pow (`exact_pow`, the certify extra) on the lanes near a rounding
+    boundary; without gmpy2 those lanes are left out of the measure (`_pow_skip`)."""
+    wide = _wide_pow(a, b)
+    out = round_to(wide, a.dtype)
+    doubt = exact_pow.unproven(wide, lambda v: round_to(v, a.dtype))
+    if doubt.any() and exact_pow.available():
+        with np.errstate(all="ignore"):
+            x, y = a[doubt].astype(F64), b[doubt].astype(F64)
+        out[doubt] = exact_pow.correctly_rounded(x, y, float_format(a.dtype))
+    return out
+
+
+def _pow_skip(a: Array, b: Array) -> Array:
+    """pow's lanes left out: a signaling NaN operand (C99 leaves it open), and the unproven
+    lanes where MPFR is not installed."""
+    skip: Array = _signaling(a) | _signaling(b)
+    return skip if exact_pow.available() else skip | _pow_unproven(a, b)
 
 
 POWI_SWEEP: Final = 32
@@ -216,9 +247,10 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
         "a - floor(a/b)*b, each step rounded to the working precision", _remainder, exact_f64=True
     ),
     "pow": Reference(
-        "the C library's pow in f64 (F64: powl in long double), rounded once",
+        "correctly rounded: the C library's pow in f64 (F64: powl in long double) rounded once "
+        "where a 1024-ULP error bound proves it, MPFR elsewhere",
         _pow,
-        skip=lambda a, b: _signaling(a) | _signaling(b),
+        skip=_pow_skip,
     ),
     "powi": Reference(
         f"x**k exact (rational), rounded once; |k| <= {POWI_SWEEP}, no intermediate "

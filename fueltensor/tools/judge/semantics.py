@@ -274,7 +274,8 @@ def declared(semantics: Semantics, aspect: str) -> str:
 def _position(semantics: Semantics, observed: Observed) -> list[str]:
     """Findings against the declared `position`: a probe that gave more than one result where
     the section says it may not (`nan_bits`: only NaN results may differ)."""
-    if semantics.position in (None, "dependent"):
+    position = semantics.effective_position
+    if position in (None, "dependent"):
         return []
     found = []
     for probe, results in zip(observed.probes, observed.sweep.seen, strict=True):
@@ -282,15 +283,14 @@ def _position(semantics: Semantics, observed: Observed) -> list[str]:
         if len(patterns) < 2:
             continue
         f = probe.format
-        if semantics.position == "nan_bits" and all(is_nan(f, p) for p in patterns):
+        if position == "nan_bits" and all(is_nan(f, p) for p in patterns):
             continue
         shown = "; ".join(
             f"{describe(probe, p)} (0x{p:0{2 * f.dtype.itemsize}x}) at {results[p]}"
             for p in patterns[:3]
         )
         found.append(
-            f"position declared {semantics.position}, but {probe.label} "
-            f"({probe.operands()}) gave {shown}"
+            f"position declared {position}, but {probe.label} ({probe.operands()}) gave {shown}"
         )
     return found
 
@@ -310,7 +310,7 @@ def findings(semantics: Semantics, observed: Observed) -> list[str]:
             f"{declared(semantics, probe.aspect)}, but {probe.label} ({probe.operands()}) gave "
             f"{describe(probe, pattern)} (0x{pattern:0{width}x}) at {where}"
         )
-    aspects = {p.aspect for p in observed.probes} | {"position"}
+    aspects = {p.aspect for p in observed.probes} | {"position", "invariance"}
     for name in semantics.declared():
         if name not in aspects and not (name == "nan" and "invalid" in aspects):
             found.append(f"{name} is declared, but {observed.probes[0].op_kind} has no case of it")

@@ -1,0 +1,151 @@
+"""`fueltensor certify`: every BF16/F16 operand pair of a provider's contracts against the
+correctly rounded result, written as certificates; `--compare A.json B.json` says whether two
+certificates hold the same bits, and where not. docs/certificates.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .core.errors import ProviderUnavailable
+from .registry import registry
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+def _range(text: str) -> tuple[int, int]:
+    """`START:STOP` of 16-bit patterns (hex with 0x, or decimal) as a half-open range."""
+    try:
+        start, stop = (int(part, 0) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a range is START:STOP of 16-bit patterns, e.g. 0x3f00:0x3f80"
+        ) from None
+    return start, stop
+
+
+def _compare(paths: list[str]) -> int:
+    """Print the comparison of two certificates; exit 0 when they hold the same bits."""
+    from .tools.certify import Certificate, compare
+
+    try:
+        a, b = (Certificate.load(p) for p in paths)
+    except ValueError as e:
+        print(f"fueltensor certify: {e}")
+        return 2
+    result = compare(a, b)
+    print(f"{paths[0]} against {paths[1]}: {result.text()}")
+    return 0 if result.same_bits else 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Certify, print each certificate's text, and exit 1 when the judge fails one."""
+    if args.compare:
+        return _compare(args.compare)
+    if args.scheduler:
+        return _on_cluster(args)
+    return _report(args, None)
+
+
+def _on_cluster(args: argparse.Namespace) -> int:
+    """`--scheduler ADDRESS`: the blocks on the workers of a Dask cluster."""
+    try:
+        from distributed import Client
+    except ImportError:
+        print("fueltensor certify: --scheduler needs Dask: pip install 'fueltensor[dask]'")
+        return 2
+    try:
+        # distributed's Client.__init__ carries no annotations
+        with Client(args.scheduler, timeout=args.timeout) as client:  # type: ignore[no-untyped-call]
+            return _report(args, client)
+    except (OSError, TimeoutError) as e:
+        print(f"fueltensor certify: {e}")
+        return 2
+
+
+def _report(args: argparse.Namespace, client: Client | None) -> int:
+    """Certify (on `client`'s cluster when given), print each certificate's text, exit 1 when
+    the judge fails one."""
+    from .tools.certify import certify
+
+    try:
+        certs = certify(
+            args.provider,
+            args.kernel,
+            lhs=args.lhs,
+            rhs=args.rhs,
+            threads=args.threads,
+            out_dir=args.out,
+            state_dir=args.state,
+            progress=None,
+            reg=registry(),
+            client=client,
+            sample=args.sample,
+            seed=args.seed,
+            timeout=args.timeout,
+        )
+    except (KeyError, ValueError, ImportError, ProviderUnavailable) as e:
+        print(f"fueltensor certify: {e}")
+        return 2
+    for cert in certs:
+        print(cert.text(), end="\n\n")
+        if args.plot and args.out:
+            cert.plot().savefig(Path(args.out) / f"{cert.name}.png")
+    return 1 if any(c.data["verdict"] for c in certs) else 0
+
+
+def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fueltensor certify`: the exhaustive 16-bit sweep, or `--compare`."""
+    p = sub.add_parser(
+        "certify",
+        help="check every BF16/F16 operand pair of a provider against the correctly rounded "
+        "result and write certificates (exit 1 if the judge fails one)",
+    )
+    p.add_argument("--provider", default="cpu", help="the provider (default cpu)")
+    p.add_argument(
+        "--kernel", action="append", metavar="NAME", help="only this contract (repeatable)"
+    )
+    p.add_argument("--lhs", type=_range, default=(0, 1 << 16), metavar="START:STOP")
+    p.add_argument(
+        "--rhs",
+        type=_range,
+        default=(0, 1 << 16),
+        metavar="START:STOP",
+        help="restrict the operand patterns (default every one: 2**32 pairs)",
+    )
+    p.add_argument("--threads", type=int, help="threads (default every core)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="F32/F64 contracts too: every pair of their special values and N random pairs",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample's random pairs")
+    p.add_argument("--out", metavar="DIR", help="write each certificate (JSON and text) here")
+    p.add_argument("--plot", action="store_true", help="with --out: a PNG per certificate too")
+    p.add_argument(
+        "--state", metavar="DIR", help="record finished blocks here: a stopped run resumes"
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the blocks on the workers of this Dask cluster (each over its own registry)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="with --scheduler: give up connecting, or waiting for a chunk, after this long",
+    )
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A.json", "B.json"),
+        help="compare two certificates: the same bits, or which blocks differ",
+    )
+    p.set_defaults(run=_run)

@@ -1,0 +1,17 @@
+/* The certifier's compiled core (`fueltensor.ext._certify`): for a 16-bit format and an op, each
+ * pair's correctly rounded result and the seeds' formula's bits, and the tally of a provider's
+ * results against them (ULP histogram, maximum and its first pair, difference classes, special
+ * value outcomes, operand class table). Python drives it (`fueltensor.tools.certify`): operand
+ * blocks, the provider's kernel, the digest, threads, resuming.
+ *
+ * One translation unit (a unity build), its parts in dependency order:
+ *   rounding.c   widen a pattern to double exactly; round a double once, RNE, into the format
+ *   reference.c  the correctly rounded value and the formula's bits of one pair
+ *   tally.c      one pair's ULP bucket, difference class, outcomes and classes
+ *   module.c     the Python interface and the constants */
+#include "certify.h"
+
+#include "rounding.c"
+#include "reference.c"
+#include "tally.c"
+#include "module.c"

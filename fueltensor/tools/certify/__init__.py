@@ -1,0 +1,195 @@
+"""`fueltensor certify` / `ft.certify(...)`: every operand pair of every BF16/F16 contract of a
+provider, checked against the correctly rounded result, written down as a certificate.
+
+For a 16-bit dtype there are 2**32 operand pairs per binary op: few enough to run them all, so
+a provider's kernel is proven on every input rather than sampled. `sweep` runs the pairs in
+blocks through the kernel (as dispatch calls it) and the compiled tally (`fueltensor.ext.
+_certify`), on every core, resumable from a state file; `certificate` writes what the sweep
+established (histogram, maximum and its first pair, agreement with the contract's formula,
+special-value outcomes, digest, machine) and compares two certificates; `verdict` is the
+judge's reading of a certificate against the contract it certifies. docs/certificates.md.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import ml_dtypes
+import numpy as np
+
+from fueltensor.engine.backends import current_policy
+from fueltensor.fingerprint import machine
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.registry import Registry, provider_environment
+from fueltensor.testing import float_format
+from fueltensor.tools import exact_pow
+from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
+from fueltensor.tools.certify.cluster import sweep_cluster
+from fueltensor.tools.certify.compare import compare
+from fueltensor.tools.certify.sampled import WIDE, sampled_data
+from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
+from fueltensor.tools.certify.tally import core
+from fueltensor.tools.certify.verdict import verdict
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["Certificate", "Span", "certify", "compare", "jobs", "verdict"]
+
+
+def _identity(c: KernelContract) -> dict[str, object]:
+    """The contract as a certificate names it."""
+    return {
+        "name": c.name,
+        "provider": c.provider.name,
+        "op_kind": c.op_kind,
+        "entry_point": c.entry_point,
+        "kernel_revision_hash": c.kernel_revision_hash,
+        "declared_max_ulp": c.precision.max_ulp,
+        "semantics": c.semantics.to_dict() if c.semantics is not None else None,
+    }
+
+
+def _versions(c: KernelContract) -> dict[str, str]:
+    """The library versions the bits may depend on (the provider's framework too)."""
+    found = {
+        "fueltensor": importlib.metadata.version("fueltensor"),
+        "numpy": np.__version__,
+        "ml_dtypes": ml_dtypes.__version__,
+    }
+    env = provider_environment(c.provider.name)
+    if env is not None:
+        found[c.provider.name] = str(env)
+    return found
+
+
+def _first(job: Job, stats_pair: tuple[int, int]) -> dict[str, object] | None:
+    """A first pair with the kernel's result and the correctly rounded one (None: no pair)."""
+    lhs, rhs = stats_pair
+    if lhs < 0:
+        return None
+    a, b = np.array([lhs], np.uint16), np.array([rhs], np.uint16)
+    got = int(job.run(a, b)[0])
+    exact, formula = np.empty(1, np.uint16), np.empty(1, np.uint16)
+    fmt = float_format(job.dtype)
+    if core().references(job.op, fmt.exponent, fmt.mantissa, a, b, exact, formula):
+        x, y = (v.view(job.dtype.np).astype(np.float64) for v in (a, b))
+        exact = exact_pow.correctly_rounded(x, y, fmt).view(np.uint16)
+    return pair(job.dtype.name, lhs, rhs, got, int(exact[0]))
+
+
+def certificate(job: Job, result: Sweep) -> Certificate:
+    """The certificate of a finished sweep."""
+    s = {n: int(v) for n, v in zip(core().STATS, result.stats, strict=False)}
+    span = {
+        "lhs": list(job.span.lhs),
+        "rhs": list(job.span.rhs),
+        "pairs": job.span.pairs,
+        "exhaustive": job.span.exhaustive,
+    }
+    extras = {
+        "max_pair": _first(job, (s["max_lhs"], s["max_rhs"])),
+        "digest": result.digest,
+        "block_digests": [d[:16] for d in result.block_digests],
+        "machine": machine().to_dict(),
+        "versions": _versions(job.contract),
+        "seconds": result.seconds,
+        "threads": result.threads,
+    }
+    cert = build(_identity(job.contract), job.dtype.name, span, result.stats, extras)
+    cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
+    cert.data["reference"]["decided_by_mpfr"] = result.decided
+    cert.data["verdict"] = verdict(cert, job.contract)
+    return cert
+
+
+def certify(
+    provider: str = "cpu",
+    kernels: Iterable[str] | None = None,
+    *,
+    lhs: tuple[int, int] = FULL,
+    rhs: tuple[int, int] = FULL,
+    threads: int | None = None,
+    out_dir: str | Path | None = None,
+    state_dir: str | Path | None = None,
+    progress: bool | TextIO | None = None,
+    reg: Registry | None = None,
+    client: Client | None = None,
+    timeout: float | None = None,
+    sample: int = 0,
+    seed: int = 0,
+) -> list[Certificate]:
+    """Certify every BF16/F16 binary contract of `provider` (or the named `kernels`) over the
+    operand patterns lhs x rhs (default every pair, 2**32), on `threads` threads (default all
+    cores); each certificate is written to `out_dir` when given (JSON and text), and each
+    sweep's finished blocks to `state_dir`, so a stopped run resumes. `progress`: True, a
+    stream, or None (stderr when it is a terminal). With a Dask `client`, the blocks run on
+    the cluster's workers, over each worker's own registry (`certify.cluster`); `timeout`
+    bounds the wait for each chunk. With `sample` > 0, the F32/F64 contracts too: every pair of
+    their special values and `sample` seeded random pairs (`certify.sampled`)."""
+    reg = reg if reg is not None else current_policy().registry
+    span = Span(lhs, rhs)
+    stream = _stream(progress)
+    n = threads or os.cpu_count() or 1
+    found = []
+    for job in jobs(reg, provider, kernels, span, HALVES + (WIDE if sample else ())):
+        if job.dtype.fkc in WIDE:
+            found.append(_sampled(job, sample, seed, out_dir))
+            continue
+        if client is not None:
+            result, machines = sweep_cluster(client, job, timeout)
+        else:
+            result, machines = sweep(job, n, _state(state_dir, job), stream), []
+        cert = certificate(job, result)
+        if machines:
+            cert.data["machine"] = machines[0] if len(machines) == 1 else machines
+        if out_dir is not None:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            cert.save(Path(out_dir) / f"{job.contract.name}.json")
+        found.append(cert)
+    return found
+
+
+def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Certificate:
+    """The certificate of an F32/F64 job: special classes exhaustively, the rest sampled."""
+    start = time.perf_counter()
+    data = {
+        "kind": KIND,
+        "version": VERSION,
+        "contract": _identity(job.contract),
+        "dtype": job.dtype.name,
+        **sampled_data(job, sample, seed),
+        "machine": machine().to_dict(),
+        "versions": _versions(job.contract),
+        "threads": 1,
+    }
+    data["seconds"] = time.perf_counter() - start
+    cert = Certificate(data)
+    cert.data["verdict"] = verdict(cert, job.contract)
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        cert.save(Path(out_dir) / f"{job.contract.name}.json")
+    return cert
+
+
+def _stream(progress: bool | TextIO | None) -> TextIO | None:
+    """Where the progress line goes."""
+    if progress is None:
+        return sys.stderr if sys.stderr.isatty() else None
+    if isinstance(progress, bool):
+        return sys.stderr if progress else None
+    return progress
+
+
+def _state(state_dir: str | Path | None, job: Job) -> Path | None:
+    """The state file of a job's sweep (None: not kept)."""
+    if state_dir is None:
+        return None
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    return Path(state_dir) / f"{job.contract.name}.{job.dtype.name}.state"

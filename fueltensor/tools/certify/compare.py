@@ -1,0 +1,87 @@
+"""`fueltensor certify --compare A.json B.json`: did two machines or two versions give the same
+bits, and where not.
+
+Equal digests over the same op, dtype and span mean every output is bit-identical (two
+providers, two machines or two versions). Else the block digests name the blocks (`sweep.ROWS`
+lhs patterns each) whose outputs differ, and the tallies show how the distributions moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fueltensor.tools.certify.certificate import Certificate
+from fueltensor.tools.certify.sweep import Span
+
+SHOWN_BLOCKS = 8
+"""Differing blocks named in the text; the rest are counted."""
+
+
+@dataclass
+class Comparison:
+    """The comparison of two certificates."""
+
+    same_bits: bool
+    comparable: list[str] = field(default_factory=list)
+    """Why the two certify different things (contract, dtype, span), empty when they do not."""
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+    """The lhs ranges of the blocks whose outputs differ."""
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Tally entries that differ: (A's, B's)."""
+
+    def text(self) -> str:
+        """What a person reads."""
+        if self.comparable:
+            return "not comparable: " + "; ".join(self.comparable)
+        if self.same_bits:
+            return "same bits: the two digests are equal"
+        shown = ", ".join(f"lhs {lo:#06x}..{hi:#06x}" for lo, hi in self.blocks[:SHOWN_BLOCKS])
+        more = len(self.blocks) - SHOWN_BLOCKS
+        lines = [
+            f"different bits in {len(self.blocks)} block(s): {shown}"
+            + (f" and {more} more" if more > 0 else "")
+        ]
+        lines += [f"  {k}: {a} -> {b}" for k, (a, b) in self.changes.items()]
+        return "\n".join(lines)
+
+
+def _flat(cert: Certificate) -> dict[str, Any]:
+    """The tally entries of a certificate, by one name each."""
+    d = cert.data
+    flat: dict[str, Any] = {"max_ulp": d["max_ulp"], "formula equal": d["formula"]["equal"]}
+    flat |= {f"histogram {k}": v for k, v in d["histogram"].items()}
+    flat |= {f"difference {k}": v for k, v in d["differences"].items()}
+    flat |= {f"special {k}": v for k, v in d["specials"].items()}
+    return flat
+
+
+def _blocks(a: Certificate, b: Certificate) -> list[tuple[int, int]]:
+    """The lhs range of each block whose digests differ."""
+    span = a.data["span"]
+    ranges = Span(tuple(span["lhs"]), tuple(span["rhs"])).blocks()
+    pairs = zip(a.data["block_digests"], b.data["block_digests"], strict=True)
+    return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x != y]
+
+
+def compare(a: Certificate, b: Certificate) -> Comparison:
+    """Compare two certificates (see the module docstring)."""
+    problems = [
+        f"{what}: {a.data[key] if sub is None else a.data[key][sub]} against "
+        f"{b.data[key] if sub is None else b.data[key][sub]}"
+        for what, key, sub in (
+            ("op", "contract", "op_kind"),
+            ("dtype", "dtype", None),
+            ("span", "span", None),
+        )
+        if (a.data[key] if sub is None else a.data[key][sub])
+        != (b.data[key] if sub is None else b.data[key][sub])
+    ]
+    if problems:
+        return Comparison(False, problems)
+    if a.digest == b.digest:
+        return Comparison(True)
+    fa, fb = _flat(a), _flat(b)
+    changes = {k: (fa.get(k, 0), fb.get(k, 0)) for k in dict.fromkeys([*fa, *fb])}
+    changes = {k: v for k, v in changes.items() if v[0] != v[1]}
+    return Comparison(False, [], _blocks(a, b), changes)

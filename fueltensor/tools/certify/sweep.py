@@ -1,0 +1,308 @@
+"""The sweep: every operand pair of a range, in blocks, through a provider's kernel and the
+compiled tally, on every core, resumable, in bounded memory.
+
+Pairs are ordered by lhs pattern, then rhs pattern. A block is `ROWS` consecutive lhs patterns
+(aligned: block k holds lhs 16k .. 16k + 15 of the range) against every rhs pattern of the
+range: 2**20 pairs for a full sweep, 4096 blocks. The block is the unit of work, of resuming
+and of the digest: the sweep's digest is the SHA-256 of the blocks' SHA-256 digests (each over
+the block's output patterns, little-endian, in pair order), in block order, so it does not
+depend on which thread or machine computed which block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import numpy as np
+
+from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.dtypes import DType
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.kernels import KernelFn
+from fueltensor.ops import BY_KIND
+from fueltensor.registry import Registry, require
+from fueltensor.testing import float_format
+from fueltensor.tools import exact_pow
+from fueltensor.tools.certify.tally import class_table, core, dense, fresh, merge, sparse
+from fueltensor.tools.judge.calls import call, plan_for
+
+HALVES: Final = ("BF16", "F16")
+"""The FKC dtypes a certificate covers exhaustively (2**32 pairs each)."""
+ROWS: Final = 16
+"""lhs patterns per block."""
+FULL: Final = (0, 1 << 16)
+"""Every 16-bit pattern."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """The operand patterns of a sweep: lhs in [lhs[0], lhs[1]), rhs in [rhs[0], rhs[1])."""
+
+    lhs: tuple[int, int] = FULL
+    rhs: tuple[int, int] = FULL
+
+    def __post_init__(self) -> None:
+        """Refuse a range outside the 16-bit patterns, or an empty one."""
+        for name, (lo, hi) in (("lhs", self.lhs), ("rhs", self.rhs)):
+            if not 0 <= lo < hi <= 1 << 16:
+                raise ValueError(f"{name} range {lo}..{hi} is not within 0..65536 and not empty")
+
+    @property
+    def pairs(self) -> int:
+        """Operand pairs in the span."""
+        return (self.lhs[1] - self.lhs[0]) * (self.rhs[1] - self.rhs[0])
+
+    @property
+    def exhaustive(self) -> bool:
+        """Whether the span holds every pair of the format (2**32)."""
+        return self.lhs == FULL and self.rhs == FULL
+
+    def blocks(self) -> list[tuple[int, int]]:
+        """The lhs range of each block, in order."""
+        lo, hi = self.lhs
+        starts = range(lo - lo % ROWS, hi, ROWS)
+        return [(max(lo, s), min(hi, s + ROWS)) for s in starts]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One contract at one 16-bit dtype, its kernel, and the span to sweep."""
+
+    contract: KernelContract
+    kernel: KernelFn
+    dtype: DType
+    op: int
+    """The op's number in `_certify.OPS`."""
+    span: Span
+
+    def operands(self, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The block's lhs and rhs patterns (uint16), pair by pair."""
+        lhs = np.arange(*rows, dtype=np.uint16)
+        rhs = np.arange(*self.span.rhs, dtype=np.uint16)
+        return np.repeat(lhs, rhs.size), np.tile(rhs, lhs.size)
+
+    def run(self, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """The kernel's output patterns for the pairs (unsigned patterns of the dtype's width,
+        as `lhs`), called as dispatch calls it."""
+        dt = self.dtype.np
+        plan = plan_for(self.contract, self.dtype, [(lhs.size,), (rhs.size,)])
+        out = call(self.kernel, plan, [lhs.view(dt), rhs.view(dt)])
+        got: np.ndarray = np.ascontiguousarray(out).reshape(-1).view(lhs.dtype)
+        return got
+
+
+@dataclass
+class BlockResult:
+    """One block's tally and digest, and how many of its pairs MPFR decided."""
+
+    index: int
+    stats: np.ndarray
+    digest: str
+    decided: int = 0
+
+
+def _decide(
+    job: Job, lhs: np.ndarray, rhs: np.ndarray, got: np.ndarray, classes: np.ndarray
+) -> np.ndarray:
+    """The tally of the pairs the core left out (pow near a rounding boundary of the format),
+    their correctly rounded results decided by MPFR."""
+    fmt = float_format(job.dtype)
+    x, y = (v.view(job.dtype.np).astype(np.float64) for v in (lhs, rhs))
+    want = exact_pow.correctly_rounded(x, y, fmt).view(np.uint16)
+    stats = fresh()
+    skipped = core().tally(job.op, fmt.exponent, fmt.mantissa, lhs, rhs, got, classes, stats, want)
+    assert not skipped  # with `want`, the core proves nothing itself
+    return stats
+
+
+def run_block(job: Job, index: int, rows: tuple[int, int], classes: np.ndarray) -> BlockResult:
+    """Sweep one block: operands, the kernel, the compiled tally (with MPFR's decision for the
+    pairs the core cannot prove), the digest of the outputs."""
+    fmt = float_format(job.dtype)
+    lhs, rhs = job.operands(rows)
+    got = job.run(lhs, rhs)
+    stats = fresh()
+    skipped = core().tally(job.op, fmt.exponent, fmt.mantissa, lhs, rhs, got, classes, stats)
+    if skipped:
+        at = np.array(skipped, np.intp)
+        merge(stats, _decide(job, lhs[at], rhs[at], got[at], classes))
+    digest = hashlib.sha256(got.astype("<u2").tobytes()).hexdigest()
+    return BlockResult(index, stats, digest, len(skipped))
+
+
+@dataclass
+class Progress:
+    """Progress with the time left, on one line of a stream (None: silent)."""
+
+    total: int
+    stream: TextIO | None
+    label: str
+    start: float = field(default_factory=time.perf_counter)
+    done: int = 0
+    resumed: int = 0
+
+    def step(self) -> None:
+        """One more block done."""
+        self.done += 1
+        if self.stream is None:
+            return
+        run = self.done - self.resumed
+        elapsed = time.perf_counter() - self.start
+        left = (self.total - self.done) * elapsed / max(run, 1)
+        self.stream.write(
+            f"\r{self.label}: {self.done}/{self.total} blocks, "
+            f"{elapsed:.0f} s, about {left:.0f} s left  "
+        )
+        if self.done == self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def jobs(
+    reg: Registry,
+    provider: str,
+    kernels: Iterable[str] | None,
+    span: Span,
+    codes: tuple[str, ...] = HALVES,
+) -> list[Job]:
+    """A job per (contract, dtype of `codes`) of `provider`'s registrable binary contracts whose
+    op the compiled core knows (or of the named `kernels`)."""
+    names = reg.provider_names(provider)
+    require(names)
+    wanted = set(kernels) if kernels is not None else None
+    found = []
+    for c in reg:
+        if not c.registrable or c.provider.name not in names or len(c.inputs) != 2:
+            continue
+        if wanted is not None and c.name not in wanted:
+            continue
+        row = BY_KIND.get(c.op_kind)
+        if row is None or row.kernel_op not in core().OPS:
+            continue
+        for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in codes):
+            dtype = _dtypes.BY_FKC[code]
+            found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
+    missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
+    if missing:
+        raise ValueError(f"no {'/'.join(codes)} binary contract of {provider} named {missing}")
+    return found
+
+
+def _resumed(state: Path | None, header: dict[str, Any]) -> Iterator[BlockResult]:
+    """The blocks a state file already holds (none without one); ValueError when the file is
+    another sweep's."""
+    if state is None or not state.exists():
+        return
+    with state.open(encoding="utf-8") as f:
+        first = json.loads(f.readline() or "null")
+        if first != header:
+            raise ValueError(
+                f"{state} is the state of another sweep ({first}); remove it or pass another"
+            )
+        for line in f:
+            if line.endswith("\n"):  # a line cut by a stop is done again
+                row = json.loads(line)
+                stats = dense(row["stats"])
+                yield BlockResult(row["block"], stats, row["digest"], row["decided"])
+
+
+def _record(stream: TextIO | None, result: BlockResult) -> None:
+    """Append a finished block to the state file."""
+    if stream is not None:
+        row = {
+            "block": result.index,
+            "digest": result.digest,
+            "decided": result.decided,
+            "stats": sparse(result.stats),
+        }
+        stream.write(json.dumps(row, separators=(",", ":")) + "\n")
+        stream.flush()
+
+
+@dataclass
+class Sweep:
+    """A sweep's outcome: the merged tally, the digest, the seconds and threads it took."""
+
+    stats: np.ndarray
+    digest: str
+    seconds: float
+    threads: int
+    resumed_blocks: int
+    block_digests: list[str]
+    """Each block's SHA-256, in block order."""
+    decided: int = 0
+    """Pairs whose correctly rounded result MPFR decided (pow near a rounding boundary)."""
+
+
+def sweep(
+    job: Job,
+    threads: int,
+    state: Path | None = None,
+    progress: TextIO | None = None,
+    blocks: Callable[[list[tuple[int, int]]], list[int]] | None = None,
+) -> Sweep:
+    """Sweep `job`'s span over `threads` threads; `state` (a file) records every finished block
+    so a stopped sweep resumes where it was; `progress` gets a line with the time left;
+    `blocks` picks the block indices to run here (default all: a cluster splits them)."""
+    all_rows = job.span.blocks()
+    wanted = blocks(all_rows) if blocks is not None else list(range(len(all_rows)))
+    header = {
+        "contract": job.contract.name,
+        "dtype": job.dtype.name,
+        "span": [job.span.lhs, job.span.rhs],
+    }
+    header = json.loads(json.dumps(header))
+    results = {r.index: r for r in _resumed(state, header)}
+    classes = class_table(job.dtype)
+    label = f"{job.contract.name} ({job.dtype.name})"
+    bar = Progress(len(wanted), progress, label)
+    bar.resumed = bar.done = sum(1 for i in wanted if i in results)
+    start = time.perf_counter()
+    todo = iter([i for i in wanted if i not in results])
+    out = None
+    if state is not None:
+        fresh_file = not state.exists()
+        out = state.open("a", encoding="utf-8")
+        if fresh_file:
+            out.write(json.dumps(header) + "\n")
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            running: set[Future[BlockResult]] = set()
+            while True:
+                for i in todo:
+                    running.add(pool.submit(run_block, job, i, all_rows[i], classes))
+                    if len(running) >= 2 * threads:
+                        break
+                if not running:
+                    break
+                finished, running = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    result = f.result()
+                    results[result.index] = result
+                    _record(out, result)
+                    bar.step()
+    finally:
+        if out is not None:
+            out.close()
+    return _finish(results, wanted, time.perf_counter() - start, threads, bar.resumed)
+
+
+def _finish(
+    results: dict[int, BlockResult], wanted: list[int], seconds: float, threads: int, resumed: int
+) -> Sweep:
+    """Merge the blocks' tallies and chain their digests in block order."""
+    total = fresh()
+    chain = hashlib.sha256()
+    for i in wanted:
+        merge(total, results[i].stats)
+        chain.update(bytes.fromhex(results[i].digest))
+    digests = [results[i].digest for i in wanted]
+    decided = sum(results[i].decided for i in wanted)
+    return Sweep(total, chain.hexdigest(), seconds, threads, resumed, digests, decided)

@@ -1,0 +1,239 @@
+"""Certificates end to end, on restricted spans: a user provider's kernel one ULP off in a
+single lane is certified, the judge's verdict names the lane and the broken bound, the JSON
+round-trips, the text and plot say what was found; `--compare` finds the one block that
+differs and calls the CPU kernels and the reference oracle bit-identical where the seeds say
+they agree; semantics a certificate contradicts fail; the command line does the same."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _extras import needs
+from _one_off import document
+
+import fueltensor as ft
+from fueltensor.cli import main
+from fueltensor.registry import bundled_contracts_dir
+from fueltensor.tools.certify import Certificate, compare, verdict
+
+pytest.importorskip("fueltensor.ext._certify")
+
+
+BAD = (0x3FC0, 0x3F2A)
+"""The one lane the wrong kernel gets wrong: 1.5 + 0.6640625 in bf16."""
+SPAN = {"lhs": (0x3FB0, 0x3FD0), "rhs": (0x3F00, 0x3F40)}
+
+
+def wrong(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+    """fuel-cpu-backend's add_bf16, but one ULP up in the one lane BAD."""
+    ft.registry().kernel("add_bf16")(lhs, rhs, out=out)
+    hit = (lhs.view(np.uint16) == BAD[0]) & (rhs.view(np.uint16) == BAD[1])
+    out.view(np.uint16)[hit] += 1
+
+
+def provider(
+    tmp_path: Path, kernel: Callable[..., Any], max_ulp: str = "0", semantics: str = ""
+) -> ft.Registry:
+    """The `one-off` provider linked to `kernel`, beside the bundled contracts."""
+    path = tmp_path / "one-off.md"
+    path.write_text(document(max_ulp, semantics), encoding="utf-8")
+    ft.register_provider("one-off", {"one_off::add_bf16": kernel})
+    return ft.Registry.from_paths([bundled_contracts_dir(), path])
+
+
+def test_a_lane_one_ulp_off_fails_the_declared_bound(tmp_path: Path) -> None:
+    reg = provider(tmp_path, wrong)
+    [cert] = ft.certify("one-off", reg=reg, progress=False, **SPAN)
+    d = cert.data
+    assert d["histogram"]["ulp1"] == 1 and cert.max_ulp == 1
+    assert (d["max_pair"]["lhs"], d["max_pair"]["rhs"]) == BAD
+    assert d["max_pair"]["got"] == d["max_pair"]["want"] + 1
+    [failure] = d["verdict"]
+    assert "max_ulp 0 declared, but 1 ULP" in failure and "1.5 (0x3fc0)" in failure
+    assert "FAILS" in cert.text() and "0x3f2a" in cert.text()
+    back = Certificate.load(cert.save(tmp_path / "wrong.json"))
+    assert back.data == json.loads(json.dumps(d)) and back.digest == cert.digest
+    assert (tmp_path / "wrong.txt").read_text().strip() == cert.text()
+    fig = cert.plot()
+    assert fig.axes[0].get_title().startswith("ULP")
+    fixed = ft.certify("one-off", reg=provider(tmp_path, ft.registry().kernel("add_bf16")), **SPAN)
+    assert fixed[0].data["verdict"] == [] and fixed[0].max_ulp == 0
+    found = compare(cert, fixed[0])
+    assert not found.same_bits and found.blocks == [(0x3FC0, 0x3FD0)]
+    assert found.changes["histogram ulp1"] == (1, 0)
+
+
+def test_the_oracle_and_the_cpu_kernels_give_the_same_bits() -> None:
+    """+ - * / in bf16 and f16: the reference oracle (computed in the half type) and the CPU
+    kernels (via f32) agree bit for bit, as the seeds say: equal digests."""
+    span = {"lhs": (0x3C00, 0x3C20), "rhs": (0x0000, 0x10000)}
+    for op in ("add", "sub", "mul", "div"):
+        cpu = {c.data["dtype"]: c for c in ft.certify("cpu", [f"{op}_bf16", f"{op}_f16"], **span)}
+        oracle = {c.data["dtype"]: c for c in ft.certify("reference", [f"broadcast_{op}"], **span)}
+        assert cpu.keys() == oracle.keys() == {"bfloat16", "float16"}
+        for dtype in cpu:
+            assert compare(cpu[dtype], oracle[dtype]).same_bits, (op, dtype)
+
+
+@pytest.mark.parametrize(
+    ("semantics", "failure"),
+    [
+        (
+            "semantics:\n  source: [measurement]\n"
+            "  nan: {operand: lhs, result: [kept], sign: kept}",
+            "result: ['kept'], sign: kept}, but",
+        ),
+        (
+            "semantics:\n  source: [measurement]\n  nan: {operand: lhs, result: [quieted], "
+            "sign: kept, invalid: [positive_canonical]}",
+            "invalid: ['positive_canonical']}, but",
+        ),
+        ("semantics:\n  source: [measurement]\n  subnormals: flushed", "subnormals flushed, but"),
+    ],
+)
+@pytest.mark.parametrize("rhs", [(0xFF70, 0xFF90), (0x0000, 0x0010)])
+def test_semantics_a_certificate_contradicts_fail(
+    tmp_path: Path, semantics: str, failure: str, rhs: tuple[int, int]
+) -> None:
+    """Signaling NaNs come out quieted (not kept); inf - inf's NaN is x86's negative one;
+    subnormal results are kept: each contradicts the declaration, which fails where the span
+    holds such pairs (and only there)."""
+    reg = provider(tmp_path, ft.registry().kernel("add_bf16"), semantics=semantics)
+    [cert] = ft.certify("one-off", reg=reg, lhs=(0x7F70, 0x8090), rhs=rhs)
+    found = any(failure in f for f in cert.data["verdict"])
+    # lhs NaNs meet either rhs range; inf - inf needs rhs -inf; subnormal sums need rhs +0.
+    expected = {"result: ['kept']": True, "invalid:": rhs[0] != 0, "subnormals": rhs[0] == 0}
+    assert found == next(v for k, v in expected.items() if k in failure), cert.data["verdict"]
+
+
+def test_a_certificate_of_another_revision_is_refused(tmp_path: Path) -> None:
+    """Another declared bound is another revision of the kernel: certify it again."""
+    span = {"lhs": (0x3F80, 0x3F90), "rhs": (0x3F80, 0x3F90)}
+    [cert] = ft.certify("one-off", reg=provider(tmp_path, ft.registry().kernel("add_bf16")), **span)
+    other = provider(tmp_path, ft.registry().kernel("add_bf16"), max_ulp="1")["add_one_off_bf16"]
+    [failure] = verdict(cert, other)
+    assert failure.startswith("the certificate is of revision") and "certify it again" in failure
+
+
+def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["certify", "--kernel", "mul_f16", "--lhs", "0x3c00:0x3c10", "--rhs", "0:0x800"]
+    assert main([*args, "--out", str(tmp_path / "a"), "--state", str(tmp_path / "s")]) == 0
+    assert "mul_f16 (fuel-cpu-backend, float16): 32,768 pairs" in capsys.readouterr().out
+    assert main([*args, "--out", str(tmp_path / "b"), "--state", str(tmp_path / "s")]) == 0
+    a, b = tmp_path / "a" / "mul_f16.json", tmp_path / "b" / "mul_f16.json"
+    assert main(["certify", "--compare", str(a), str(b)]) == 0
+    assert "same bits" in capsys.readouterr().out
+    other = tmp_path / "other.json"
+    data = json.loads(a.read_text())
+    data["digest"], data["block_digests"][0] = "0" * 64, "0" * 16
+    other.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(a), str(other)]) == 1
+    assert "different bits in 1 block(s): lhs 0x3c00..0x3c10" in capsys.readouterr().out
+    assert main(["certify", "--compare", str(a), str(tmp_path / "s")]) == 2
+    assert "not a readable certificate" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["certify", "--lhs", "5"])
+    assert "a range is START:STOP" in capsys.readouterr().err
+
+
+def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
+    """The judge's reading of one NaN form mask (bits as tests/test_certify_core.py writes them
+    out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
+    an invalid operation's NaN among the declared patterns."""
+    from fueltensor.fkc.semantics import NanRule
+    from fueltensor.tools.certify.verdict import nan_allowed
+
+    lhs_nan, rhs_nan, lhs_quieted, rhs_quieted = 1 << 13, 1 << 14, 1 << 1, 1 << 6
+    lhs_quieted_flipped, positive, negative = 1 << 4, 1 << 10, 1 << 11
+    quieted_lhs = NanRule("lhs", ("quieted",), "kept", ("positive_canonical",))
+    assert nan_allowed(lhs_nan | lhs_quieted, quieted_lhs)
+    assert not nan_allowed(lhs_nan | rhs_nan | rhs_quieted, quieted_lhs)
+    assert nan_allowed(lhs_nan | rhs_nan | rhs_quieted, NanRule("either", ("quieted",), "kept"))
+    assert nan_allowed(rhs_nan | rhs_quieted, quieted_lhs)  # lhs a number: rhs's NaN it is
+    assert not nan_allowed(lhs_nan | lhs_quieted_flipped, quieted_lhs)
+    assert nan_allowed(lhs_nan | lhs_quieted_flipped, NanRule("lhs", ("quieted",), "any"))
+    assert nan_allowed(positive, quieted_lhs) and not nan_allowed(negative, quieted_lhs)
+    assert nan_allowed(lhs_nan | negative, NanRule("lhs", ("canonical",), "any"))
+    assert not nan_allowed(lhs_nan | negative, NanRule("lhs", ("positive_canonical",), "kept"))
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        pytest.param("numpy"),
+        pytest.param("torch", marks=needs("torch", "torch")),
+        pytest.param("jax", marks=needs("jax", "jax")),
+    ],
+)
+def test_framework_kernels_get_certificates_that_state_what_they_do(provider: str) -> None:
+    """Every BF16/F16 binary contract of a framework is certified on a span with numbers,
+    infinities and NaNs on both sides: every pair is counted once (in the histogram, or open),
+    the NaN results by form, and + - * / of NumPy and PyTorch are correctly rounded there."""
+    span = {"lhs": (0x3C00, 0x3C08), "rhs": (0x7BF0, 0x7E10)}
+    certs = ft.certify(provider, reg=ft.registry().joined(provider), **span)
+    assert len({(c.name, c.data["dtype"]) for c in certs}) == len(certs) >= 14
+    for cert in certs:
+        d = cert.data
+        assert sum(d["histogram"].values()) + d["specials"]["open"] == d["span"]["pairs"]
+        assert (
+            isinstance(d["verdict"], list)
+            and d["digest"]
+            and d["versions"][d["contract"]["provider"]]
+        )
+        op = d["contract"]["op_kind"]
+        if provider != "jax" and op in ("AddElementwise", "SubElementwise", "MulElementwise"):
+            assert cert.max_ulp == 0, cert.text()
+
+
+def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Path) -> None:
+    """F32/F64 cannot be swept: every pair of the special values is run, then a seeded
+    sample, both sizes written down; a kernel wrong on one special pair (+0 + -0 giving -0)
+    is found: one signed-zero difference, 0 ULP apart."""
+    from fueltensor.testing import special_values
+
+    certs = {c.name: c for c in ft.certify("cpu", ["add_f32", "pow_f64"], sample=2000)}
+    for name, cert in certs.items():
+        span = cert.data["span"]
+        assert span["special_pairs"] == len(special_values(cert.data["dtype"])) ** 2
+        assert not span["exhaustive"] and span["sample"] == 2000 and span["seed"] == 0
+        total = sum(cert.data["histogram"].values()) + cert.data["specials"]["open"]
+        assert total == span["pairs"] and cert.data["verdict"] == [], name
+    real = ft.registry().kernel("add_f32")
+
+    def signed(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        real(lhs, rhs, out=out)
+        zero = (lhs.view(np.uint32) == 0) & (rhs.view(np.uint32) == 0x8000_0000)
+        out.view(np.uint32)[zero] = 0x8000_0000
+
+    path = tmp_path / "f32.md"
+    path.write_text(document("0", "").replace("BF16", "F32").replace("bf16", "f32"), "utf-8")
+    ft.register_provider("one-off", {"one_off::add_f32": signed})
+    reg = ft.Registry.from_paths([bundled_contracts_dir(), path])
+    [cert] = ft.certify("one-off", reg=reg, sample=100)
+    assert cert.data["histogram"]["ulp0"] == 1 and cert.data["differences"] == {"signed zero": 1}
+
+
+def test_the_judge_reads_a_saved_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fueltensor judge --certificate PATH`: the CPU kernel's certificate is accepted; edited
+    to show NaNs lost, it fails, saying so; a file that is not a certificate is refused."""
+    args = ["certify", "--kernel", "mul_f16", "--lhs", "0x3c00:0x3c10", "--rhs", "0:0x800"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    path = tmp_path / "mul_f16.json"
+    assert main(["judge", "--certificate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("ok mul_f16 (float16)")
+    data = json.loads(path.read_text())
+    data["specials"]["nan_lost"] = 3
+    path.write_text(json.dumps(data))
+    assert main(["judge", "--certificate", str(path)]) == 1
+    assert "3 pairs of a NaN reference gave a number (nan_lost)" in capsys.readouterr().out
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["judge", "--certificate", str(tmp_path / "x.json")]) == 2
+    assert "not a fueltensor certificate" in capsys.readouterr().err
