@@ -224,14 +224,6 @@ def _measure(
         a.worst = _lane(worst, got, want, inputs, lanes)
 
 
-def _param_values(contract: KernelContract) -> list[tuple[int, ...]]:
-    """The parameter tuples the audit runs the contract with (`[()]` without parameters)."""
-    if not contract.params:
-        return [()]
-    specs = contract.params
-    return [(v,) * len(specs) for v in PARAM_SWEEP if all(p.refusal(v) is None for p in specs)]
-
-
 def audit(
     contract: KernelContract,
     fn: KernelFn,

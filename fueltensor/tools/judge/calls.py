@@ -1,7 +1,7 @@
-"""How the judge and the certifier call a kernel: plans for its probe shapes, garbage-filled outputs, the call
-(in a checked run's worker for a compiled kernel, `tools.checked`, so nothing it does reaches
-the judge's process) and the timings (`tools.timing`'s harness, in the worker for a compiled
-kernel too).
+"""How the judge and the certifier call a kernel: plans for its probe shapes, garbage-filled
+outputs, the call (in a checked run's worker for a compiled kernel, `tools.checked`, so nothing
+it does reaches the judge's process) and the timings (`tools.timing`'s harness, in the worker
+for a compiled kernel too).
 """
 
 from __future__ import annotations
