@@ -18,9 +18,8 @@ from _one_off import document
 import fueltensor as ft
 from fueltensor.kernels._chassis import NATIVE
 from fueltensor.kernels.threads import threads_for
-from fueltensor.tools.judge.invariance import SPLIT_SIZE
 from fueltensor.registry import bundled_contracts_dir, provider_isa_switches
-from fueltensor.tools.judge.invariance import audit_invariance
+from fueltensor.tools.judge.invariance import SPLIT_SIZE, audit_invariance
 
 REAL = ft.registry().kernel("add_bf16")
 
