@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
+import numpy as np
+
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import NATIVE
 
@@ -45,8 +47,8 @@ def cores() -> int:
 
 def checked(n: object, source: str) -> int:
     """`n` as a thread count, or ValueError naming `source` and the accepted range."""
-    try:  # an int or any integer that says so (np.int64), never a bool
-        count = None if isinstance(n, bool) else operator.index(n)  # type: ignore[arg-type]
+    try:  # an int or any integer that says so (np.int64), never a bool (np.bool_ too)
+        count = None if isinstance(n, (bool, np.bool_)) else operator.index(n)  # type: ignore[arg-type]
     except TypeError:
         count = None
     if count is None or not 1 <= count <= MAX_THREADS:
