@@ -100,8 +100,36 @@ def run(
         timeout=WAIT,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    errors = without_closing_heartbeats(done.stderr)
+    assert "Traceback" not in errors, errors[-3000:]
     return done
+
+
+LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ - ", re.M)
+CLOSING_HEARTBEAT = (
+    "distributed.worker - ERROR - Failed to communicate with scheduler during heartbeat"
+)
+
+
+def without_closing_heartbeats(stderr: str) -> str:
+    """`stderr` less distributed's log records (with their tracebacks) of a worker whose
+    heartbeat met the scheduler already closed: a starved machine's race at cluster close, not
+    an error of the example. Every other record and line stays."""
+    starts = [m.start() for m in LOG_RECORD.finditer(stderr)]
+    pieces = [stderr[: starts[0] if starts else len(stderr)]]
+    for start, end in zip(starts, [*starts[1:], len(stderr)], strict=True):
+        if CLOSING_HEARTBEAT not in stderr[start:end].split("\n", 1)[0]:
+            pieces.append(stderr[start:end])
+    return "".join(pieces)
+
+
+def test_only_closing_heartbeat_records_are_forgiven() -> None:
+    trace = "Traceback (most recent call last):\n  ...\nCommClosedError: Stream is closed\n"
+    heartbeat = f"2026-12-02 05:07:31,658 - {CLOSING_HEARTBEAT}.\n{trace}"
+    other = f"2026-12-02 05:07:32,001 - distributed.nanny - ERROR - Worker process died\n{trace}"
+    assert without_closing_heartbeats("note\n" + heartbeat) == "note\n"
+    assert without_closing_heartbeats(heartbeat + other) == other
+    assert without_closing_heartbeats(trace + heartbeat) == trace
 
 
 def test_readme_has_python_examples() -> None:
