@@ -192,9 +192,11 @@ def test_a_forked_child_starts_its_own_workers_and_computes_right() -> None:
 
 def test_concurrent_callers_each_get_one_threads_bits() -> None:
     """Four Python threads running large bodies at once (the GIL is released in them): one owns
-    the pool, the others run alone; every result is one thread's."""
+    the pool, the others run alone; every result is one thread's. The bodies are 16 times the
+    size that splits, long enough for the callers' calls to overlap in the pool."""
     rng = np.random.default_rng(11)
-    pairs = [(rng.random(BIG, np.float32), rng.random(BIG, np.float32) - 0.5) for _ in range(4)]
+    n = 16 * BIG
+    pairs = [(rng.random(n, np.float32), rng.random(n, np.float32) - 0.5) for _ in range(4)]
     ops = [_native.OPS.index(op) for op in ("add", "mul", "div", "sub")]
     f32 = _native.DTYPES.index("float32")
     ft.set_num_threads(1)
