@@ -269,6 +269,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a worker asleep never comes back for mid-size calls (they run alone, posting no part)",
     ),
     M(
+        "threads-alone-streak-ignored",
+        NATIVE_SRC + "pool.c",
+        "    if (N.pool.streak > ALONE_STREAK) {",
+        "    if (0) {",
+        POOL_TESTS,
+        "a loop of mid-size calls runs alone until a long-parked worker's own nap ends",
+    ),
+    M(
         "threads-threadpoolctl-never-registered",
         "fueltensor/__init__.py",
         'if "threadpoolctl" in sys.modules:',

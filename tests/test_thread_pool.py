@@ -131,7 +131,7 @@ def test_mid_size_calls_after_idle_bring_a_parked_worker_back() -> None:
     """A split call too short to repay waking a sleeping worker runs alone and posts no part,
     but leaves a mark: the worker, waking by itself, sees it and polls again, so a run of such
     calls splits from then on (its CPU time grows). Without the mark it would sleep through
-    them all."""
+    them all: the calls are spaced wider than the worker polls, so none follows a streak."""
     lines = script(f"""
         import time
         def ticks(tid):
@@ -149,7 +149,33 @@ def test_mid_size_calls_after_idle_bring_a_parked_worker_back() -> None:
         start, deadline = ticks(worker), time.monotonic() + {SECONDS // 2}
         while ticks(worker) - start < 5 and time.monotonic() < deadline:
             N.binary(MUL, F32, a, a, out)
+            time.sleep(N.POOL_SPIN_NS * 1.5e-9)
         print(ticks(worker) - start >= 5)
+    """)
+    assert lines == ["True"]
+
+
+def test_a_run_of_mid_size_calls_wakes_a_long_parked_worker_at_once() -> None:
+    """After ALONE_STREAK mid-size calls in a row ran alone, the next one wakes the parked
+    worker itself (its voluntary context switches grow within milliseconds), instead of the
+    loop running alone until the worker's own nap, grown to a quarter second, ends."""
+    lines = script(f"""
+        import time
+        def switches(tid):
+            with open(f"/proc/self/task/{{tid}}/status") as f:
+                return [line for line in f if line.startswith("voluntary_ctxt_switches")]
+        before = set(os.listdir("/proc/self/task"))
+        mul({BIG}, 2)
+        (worker,) = set(os.listdir("/proc/self/task")) - before
+        time.sleep(0.6)  # its naps double from 1 ms: the one it sleeps now lasts 256 ms or more
+        n = 2 * N.SPLIT_FROM["mul"]["float32"]
+        a = np.linspace(0.5, 2.0, n, dtype=np.float32)
+        out = np.empty_like(a)
+        start = switches(worker)
+        for _ in range(N.ALONE_STREAK + 1):
+            N.binary(MUL, F32, a, a, out)
+        time.sleep(0.005)
+        print(switches(worker) != start)
     """)
     assert lines == ["True"]
 

@@ -22,6 +22,12 @@ SPLIT_FROM: dict[str, dict[str, int]]
 """Per op name (and "powi") and dtype name, the elements from which a body splits (abi.h)."""
 PARALLEL_FROM: int
 """The largest of SPLIT_FROM: every body splits from here (abi.h)."""
+WAKE_FACTOR: int
+"""A split call this many times its op class's threshold wakes sleeping workers (native.h)."""
+ALONE_STREAK: int
+"""After this many shorter calls in a row ran alone, the next wakes the workers (native.h)."""
+POOL_SPIN_NS: int
+"""How long a worker polls for the next part after its last before it sleeps (native.h)."""
 
 def threads(n: int, op: int, dtype: int, /) -> int:
     """How many threads the body of OPS[op] (POWI_OP: the integer power) on DTYPES[dtype]

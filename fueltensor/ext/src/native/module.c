@@ -191,6 +191,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "MAX_THREADS", MAX_THREADS) < 0 ||
         PyModule_AddIntConstant(module, "AFFINITY_NS", AFFINITY_NS) < 0 ||
         PyModule_AddIntConstant(module, "WAKE_FACTOR", WAKE_FACTOR) < 0 ||
+        PyModule_AddIntConstant(module, "ALONE_STREAK", ALONE_STREAK) < 0 ||
+        PyModule_AddIntConstant(module, "POOL_SPIN_NS", POOL_SPIN_NS) < 0 ||
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||

@@ -111,6 +111,10 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
 /* A call over WAKE_FACTOR times its op class's threshold wakes sleeping workers (a system call)
  * as it posts its parts: long enough for one that starts late to take some. */
 #define WAKE_FACTOR 8
+/* A call that would run alone wakes the sleeping workers after ALONE_STREAK calls in a row ran
+ * alone, each within POOL_SPIN_NS of the last: a loop of mid-size calls pays one wake-up, then
+ * finds them polling, while an isolated call never pays one. */
+#define ALONE_STREAK 3
 
 /* How long a thread keeps the count of the cores it may run on before reading its affinity mask
  * again (`usable_cores`): the system call costs a mid-size call a share of its time. */
@@ -175,6 +179,8 @@ typedef struct {
     int workers;       /* started so far; read and written by the owner only */
     unsigned sleepers; /* workers asleep on `wake` (atomic) */
     unsigned demand;   /* calls that ran alone while every worker slept (atomic) */
+    unsigned streak;   /* of those, the last ones in a row (owner only) */
+    uint64_t alone_at; /* when the last of them ran, now_ns() (owner only) */
     int waiting;       /* the owner asleep on `done` (atomic) */
     Job *job;          /* the current job, read after a part of it is claimed */
     Range ranges[MAX_THREADS];
@@ -182,7 +188,7 @@ typedef struct {
 
 #define POOL_INIT                                                                               \
     {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,            \
-     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, {{0}}}
+     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, {{0}}}
 #endif
 
 /* Everything `_native` keeps between calls (the vector powf's state is pow_shortcut.c's). The

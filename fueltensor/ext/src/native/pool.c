@@ -326,15 +326,22 @@ static void pool_post(Job *job, int helpers, unsigned parts) {
     pthread_mutex_unlock(&N.pool.lock);
 }
 
-/* Whether a call over `job` runs alone rather than wake its workers: every one is asleep and
- * the call is shorter than WAKE_FACTOR times its op class's threshold (waking a sleeping core
- * costs the caller a system call of tens of microseconds on a virtual machine, and the worker
- * would start late). It leaves `demand` for them instead: the first to wake by itself polls
- * for the next call. */
+/* Whether a call over `job` runs alone rather than wake its workers: every one is asleep, the
+ * call is shorter than WAKE_FACTOR times its op class's threshold (waking a sleeping core costs
+ * the caller a system call of tens of microseconds on a virtual machine, and the worker would
+ * start late), and it is not the one after an ALONE_STREAK. It leaves `demand` for them: the
+ * first to wake by itself polls for the next call. */
 static int alone(const Job *job) {
     unsigned asleep = __atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST);
     if (N.pool.workers == 0 || asleep < (unsigned)N.pool.workers) return 0;
     if (job->n / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
+    uint64_t now = now_ns();
+    N.pool.streak = now - N.pool.alone_at < POOL_SPIN_NS ? N.pool.streak + 1 : 1;
+    N.pool.alone_at = now;
+    if (N.pool.streak > ALONE_STREAK) {
+        N.pool.streak = 0;
+        return 0;
+    }
     __atomic_add_fetch(&N.pool.demand, 1, __ATOMIC_RELAXED);
     return 1;
 }
