@@ -1391,6 +1391,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a NaN where the correctly rounded result is a number counts as 0 ULP",
     ),
     M(
+        "certify-flush-one-ulp-off",
+        CERTIFY_SRC + "tally.c",
+        "return got == (want & f->sign) && distance(f, got, want) > 1 ? SUB_OUT_FLUSHED",
+        "return got == (want & f->sign) ? SUB_OUT_FLUSHED",
+        CERTIFICATE_TESTS,
+        "a zero one ULP from the smallest subnormal (a rounding) is counted as flushing",
+    ),
+    M(
+        "certify-flushed-input-never",
+        CERTIFY_SRC + "tally.c",
+        "return got == flushed && distance(f, got, want) > 1 ? SUB_IN_FLUSHED : SUB_IN_OTHER;",
+        "return SUB_IN_OTHER;",
+        CERTIFICATE_TESTS,
+        "a kernel reading subnormal operands as zeros is never seen doing so",
+    ),
+    M(
         "certify-max-last-pair",
         CERTIFY_SRC + "tally.c",
         "if (d > stats[MAX_ULP] || stats[MAX_LHS] < 0) {",

@@ -111,6 +111,48 @@ def test_semantics_a_certificate_contradicts_fail(
     assert found == next(v for k, v in expected.items() if k in failure), cert.data["verdict"]
 
 
+def subnormal(bits: np.ndarray) -> np.ndarray:
+    """Which bf16 patterns are subnormal."""
+    return ((bits & 0x7F80) == 0) & ((bits & 0x7F) != 0)
+
+
+def flushing(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+    """add_bf16 on a machine with FTZ and DAZ: subnormal operands and results are zeros."""
+    lhs, rhs = lhs.copy(), rhs.copy()
+    for x in (lhs.view(np.uint16), rhs.view(np.uint16)):
+        x[subnormal(x)] &= 0x8000
+    ft.registry().kernel("add_bf16")(lhs, rhs, out=out)
+    got = out.view(np.uint16)
+    got[subnormal(got)] &= 0x8000
+
+
+def last_subnormal_lost(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+    """add_bf16 one ULP off where the sum is the smallest subnormal: it gives a zero there, as a
+    result rounded twice may, and keeps every other subnormal."""
+    ft.registry().kernel("add_bf16")(lhs, rhs, out=out)
+    got = out.view(np.uint16)
+    got[(got & 0x7FFF) == 1] &= 0x8000
+
+
+@pytest.mark.parametrize(("kernel", "flushes"), [(flushing, True), (last_subnormal_lost, False)])
+def test_a_flushing_kernel_fails_kept_subnormals_and_a_rounding_does_not(
+    tmp_path: Path, kernel: Callable[..., Any], flushes: bool
+) -> None:
+    """Under `subnormals: kept` (and a 1-ULP bound), a kernel reading and writing subnormals as
+    zeros fails; one whose only loss is a zero one ULP from the smallest subnormal is within
+    its bound and is not called flushing."""
+    sem = "semantics:\n  source: [measurement]\n  subnormals: kept"
+    reg = provider(tmp_path, kernel, max_ulp="1", semantics=sem)
+    [cert] = ft.certify("one-off", reg=reg, lhs=(0x8000, 0x8080), rhs=(0x0000, 0x0080))
+    specials = cert.data["specials"]
+    assert (specials.get("subnormal_out_flushed", 0) > 0) == flushes, specials
+    assert (specials.get("subnormal_in_flushed", 0) > 0) == flushes, specials
+    assert any("subnormals kept, but" in f for f in cert.data["verdict"]) == flushes
+    assert cert.max_ulp <= 1 or flushes
+    if not flushes:
+        assert cert.data["verdict"] == [] and specials["subnormal_out_other"] > 0
+
+
 def test_a_certificate_of_another_revision_is_refused(tmp_path: Path) -> None:
     """Another declared bound is another revision of the kernel: certify it again."""
     span = {"lhs": (0x3F80, 0x3F90), "rhs": (0x3F80, 0x3F90)}

@@ -59,22 +59,24 @@ static int number_outcome(const Format *f, uint32_t got, uint32_t want) {
         return is_zero(f, got) ? ZERO_SIGN : ZERO_LOST;
     }
     if (is_inf(f, want)) return got == want ? INF_KEPT : INF_LOST;
-    if (is_subnormal(f, want)) {
+    if (is_subnormal(f, want)) { /* a zero one ULP off is a rounding (pow's two), not a flush */
         if (got == want) return SUB_OUT_KEPT;
-        return got == (want & f->sign) ? SUB_OUT_FLUSHED : SUB_OUT_OTHER;
+        return got == (want & f->sign) && distance(f, got, want) > 1 ? SUB_OUT_FLUSHED
+                                                                    : SUB_OUT_OTHER;
     }
     return -1;
 }
 
 /* A subnormal operand's outcome: the reference's bits, or the reference of the pair with its
- * subnormal operands read as zeros of their sign (the result of a kernel that flushes them). */
+ * subnormal operands read as zeros of their sign (the result of a kernel that flushes them)
+ * where that is more than one ULP from the reference (within one it is a rounding). */
 static int subnormal_input_outcome(const Format *f, int op, uint32_t a, uint32_t b, uint32_t got,
                                    uint32_t want) {
     if (got == want) return SUB_IN_EXACT;
     uint32_t fa = is_subnormal(f, a) ? a & f->sign : a, fb = is_subnormal(f, b) ? b & f->sign : b;
     uint32_t flushed = exact(f, op, fa, fb, NULL);
     if (is_subnormal(f, flushed)) flushed &= f->sign; /* and the result flushed too */
-    return got == flushed ? SUB_IN_FLUSHED : SUB_IN_OTHER;
+    return got == flushed && distance(f, got, want) > 1 ? SUB_IN_FLUSHED : SUB_IN_OTHER;
 }
 
 /* Count the special-value outcomes of one pair. */
