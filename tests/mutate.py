@@ -1391,6 +1391,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a NaN where the correctly rounded result is a number counts as 0 ULP",
     ),
     M(
+        "audit-nan-odd-power-unprobed",
+        "fueltensor/tools/judge/cases.py",
+        '        ("nan", "a NaN operand", b, value(f, 3.0)),\n',
+        "",
+        ("tests/test_semantics_audit.py",),
+        "the audit never raises a negative NaN to an odd power, where C's pow flips its sign",
+    ),
+    M(
         "certify-flush-one-ulp-off",
         CERTIFY_SRC + "tally.c",
         "return got == (want & f->sign) && distance(f, got, want) > 1 ? SUB_OUT_FLUSHED",

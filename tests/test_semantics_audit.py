@@ -193,6 +193,7 @@ def test_a_document_declaring_the_wrong_zero_tie_is_failed_with_case_inputs_and_
         ("rem_f32", "infinite_divisor: nan", "infinite_divisor: dividend_or_divisor", "inf)"),
         ("add_bf16", "subnormals: kept", "subnormals: flushed", "add(subnormal, +0)"),
         ("pow_f32", "one_nan: one", "one_nan: nan", "pow(1, NaN·a)"),
+        ("pow_f64", "sign: any", "sign: kept", "pow(-NaN·b, 3)"),
     ],
 )
 def test_a_document_declaring_another_wrong_rule_is_failed(

@@ -117,7 +117,8 @@ Builder = Callable[[FloatFormat, str], list[tuple[str, str, int, int]]]
 
 def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
     """A NaN operand on either side (beside a positive number and -inf: some kernels make the
-    NaN's sign from the other operand's), signaling NaNs, two NaNs either way round."""
+    NaN's sign from the other operand's; a negative NaN beside an odd integer: the C library's
+    pow negates x * x there), signaling NaNs, two NaNs either way round."""
     s = special(f.dtype)
     a, b = s["+qNaN, lowest payload bit"], s["-qNaN, alternating payload"]
     sa, sb = s["+sNaN, lowest payload bit"], s["-sNaN, alternating payload"]
@@ -127,6 +128,7 @@ def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
         ("nan", "a NaN operand", x, b),
         ("nan", "a NaN operand", s["-infinity"], a),
         ("nan", "a NaN operand", a, s["-infinity"]),
+        ("nan", "a NaN operand", b, value(f, 3.0)),
         ("nan", "a signaling NaN operand", sa, x),
         ("nan", "a signaling NaN operand", x, sb),
         ("nan", "two NaNs", a, b),
