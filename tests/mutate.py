@@ -1862,7 +1862,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "call = reference.in_type(ufunc, dt.np)",
         "call = ufunc",
         FAST_TESTS,
-        "the compiled path leaves out the oracle's half-type NaN rule the Python path applies",
+        "the compiled path leaves out the oracle's NaN rule the Python path applies",
     ),
     M(
         "fast-strided-read-as-dense",
