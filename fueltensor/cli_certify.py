@@ -93,7 +93,7 @@ def _report(args: argparse.Namespace, client: Client | None) -> int:
     for cert in certs:
         print(cert.text(), end="\n\n")
         if args.plot and args.out:
-            cert.plot().savefig(Path(args.out) / f"{cert.name}.png")
+            cert.plot().savefig(Path(args.out) / f"{cert.stem}.png")
     return 1 if any(c.data["verdict"] for c in certs) else 0
 
 

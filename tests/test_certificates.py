@@ -68,16 +68,22 @@ def test_a_lane_one_ulp_off_fails_the_declared_bound(tmp_path: Path) -> None:
     assert found.changes["histogram ulp1"] == (1, 0)
 
 
-def test_the_oracle_and_the_cpu_kernels_give_the_same_bits() -> None:
+def test_the_oracle_and_the_cpu_kernels_give_the_same_bits(tmp_path: Path) -> None:
     """+ - * / in bf16 and f16: the reference oracle (computed in the half type) and the CPU
-    kernels (via f32) agree bit for bit, as the seeds say: equal digests."""
+    kernels (via f32) agree bit for bit, as the seeds say: equal digests. The oracle's
+    contracts span both dtypes: a file each."""
     span = {"lhs": (0x3C00, 0x3C20), "rhs": (0x0000, 0x10000)}
     for op in ("add", "sub", "mul", "div"):
         cpu = {c.data["dtype"]: c for c in ft.certify("cpu", [f"{op}_bf16", f"{op}_f16"], **span)}
-        oracle = {c.data["dtype"]: c for c in ft.certify("reference", [f"broadcast_{op}"], **span)}
+        oracle = {
+            c.data["dtype"]: c
+            for c in ft.certify("reference", [f"broadcast_{op}"], out_dir=tmp_path, **span)
+        }
         assert cpu.keys() == oracle.keys() == {"bfloat16", "float16"}
         for dtype in cpu:
             assert compare(cpu[dtype], oracle[dtype]).same_bits, (op, dtype)
+            saved = Certificate.load(tmp_path / f"broadcast_{op}_{dtype}.json")
+            assert saved.digest == oracle[dtype].digest
 
 
 @pytest.mark.parametrize(

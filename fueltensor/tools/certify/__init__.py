@@ -47,6 +47,7 @@ def _identity(c: KernelContract) -> dict[str, object]:
     """The contract as a certificate names it."""
     return {
         "name": c.name,
+        "dtypes": list(dict.fromkeys(c.inputs[0].dtypes)),
         "provider": c.provider.name,
         "op_kind": c.op_kind,
         "entry_point": c.entry_point,
@@ -151,7 +152,7 @@ def certify(
             cert.data["machine"] = machines[0] if len(machines) == 1 else machines
         if out_dir is not None:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            cert.save(Path(out_dir) / f"{job.contract.name}.json")
+            cert.save(Path(out_dir) / f"{cert.stem}.json")
         found.append(cert)
     return found
 
@@ -174,7 +175,7 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     cert.data["verdict"] = verdict(cert, job.contract)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        cert.save(Path(out_dir) / f"{job.contract.name}.json")
+        cert.save(Path(out_dir) / f"{cert.stem}.json")
     return cert
 
 

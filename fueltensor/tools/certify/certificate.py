@@ -81,6 +81,13 @@ class Certificate:
         return str(self.data["contract"]["name"])
 
     @property
+    def stem(self) -> str:
+        """Its file name less `.json`: the contract's name, with the dtype where the contract
+        spans several (the oracle's broadcast_add certifies BF16 and F16)."""
+        several = len(self.data["contract"].get("dtypes", [])) > 1
+        return f"{self.name}_{self.data['dtype']}" if several else self.name
+
+    @property
     def max_ulp(self) -> float:
         """The largest ULP distance from the correctly rounded result (inf: a NaN against a
         number)."""
