@@ -116,8 +116,9 @@ def without_closing_heartbeats(stderr: str) -> str:
     heartbeat met the scheduler already closed: a starved machine's race at cluster close, not
     an error of the example. Every other record and line stays."""
     starts = [m.start() for m in LOG_RECORD.finditer(stderr)]
+    ends = [*starts[1:], len(stderr)] if starts else []
     pieces = [stderr[: starts[0] if starts else len(stderr)]]
-    for start, end in zip(starts, [*starts[1:], len(stderr)], strict=True):
+    for start, end in zip(starts, ends, strict=True):
         if CLOSING_HEARTBEAT not in stderr[start:end].split("\n", 1)[0]:
             pieces.append(stderr[start:end])
     return "".join(pieces)
@@ -127,6 +128,8 @@ def test_only_closing_heartbeat_records_are_forgiven() -> None:
     trace = "Traceback (most recent call last):\n  ...\nCommClosedError: Stream is closed\n"
     heartbeat = f"2026-12-02 05:07:31,658 - {CLOSING_HEARTBEAT}.\n{trace}"
     other = f"2026-12-02 05:07:32,001 - distributed.nanny - ERROR - Worker process died\n{trace}"
+    assert without_closing_heartbeats("") == ""
+    assert without_closing_heartbeats(trace) == trace
     assert without_closing_heartbeats("note\n" + heartbeat) == "note\n"
     assert without_closing_heartbeats(heartbeat + other) == other
     assert without_closing_heartbeats(trace + heartbeat) == trace
