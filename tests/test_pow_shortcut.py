@@ -48,6 +48,9 @@ needs_vector = pytest.mark.skipif(not STATUS[1], reason=f"no vector powf here: {
 kernels_native = pytest.mark.skipif(
     IMPLEMENTATION != "native", reason="the pure kernels are in use (FUELTENSOR_PURE_NUMPY=1)"
 )
+OUTSIDE = os.path.dirname(sys.executable)
+"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
+the installed package (with its compiled kernels) from the current directory."""
 
 SAMPLE_PARTS = {
     "special": (0, 1764),
@@ -459,7 +462,9 @@ def test_glibcs_sse2_powf_is_not_taken_for_its_fma_one() -> None:
         "print(pow_shortcut.describe())\n"
     )
     env = {**compiled_environment(), "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=OUTSIDE
+    )
     assert done.returncode == 0, done.stderr
     first, reason = done.stdout.splitlines()
     assert first == "False True"
@@ -566,7 +571,9 @@ def test_off_by_environment() -> None:
         "print(n.raised(n.OPS.index('pow'), 0, t, t - 1, np.empty_like(t)))\n"
     )
     env = {**compiled_environment(), pow_shortcut.ENV_VAR: "0"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=OUTSIDE
+    )
     assert done.returncode == 0, done.stderr
     text, bits, flags = done.stdout.splitlines()
     assert text == f"off: switched off ({pow_shortcut.ENV_VAR}=0): powf for every lane"

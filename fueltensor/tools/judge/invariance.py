@@ -137,8 +137,13 @@ def _switched(
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "out.npy"
             argv = [sys.executable, "-m", __name__, contract.name, dtype.fkc, str(path)]
-            done = subprocess.run(
-                argv, env=os.environ | switch, capture_output=True, text=True, check=False
+            done = subprocess.run(  # in tmp: a fueltensor checkout in the cwd is not it
+                argv,
+                env=os.environ | switch,
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if done.returncode != 0:
                 failures.append(f"invariance isa: under {switch} the kernel failed: {done.stderr}")
