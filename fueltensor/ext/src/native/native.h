@@ -112,8 +112,8 @@ typedef void (*BodyWith)(int op, int dtype, const void *a, const void *b, void *
  * as it posts its parts: long enough for one that starts late to take some. */
 #define WAKE_FACTOR 8
 /* A call that would run alone wakes the sleeping workers after ALONE_STREAK calls in a row ran
- * alone, each within POOL_SPIN_NS of the last: a loop of mid-size calls pays one wake-up, then
- * finds them polling, while an isolated call never pays one. */
+ * alone, each starting within POOL_SPIN_NS of the last one's end: a loop of mid-size calls pays
+ * one wake-up, then finds them polling, while an isolated call never pays one. */
 #define ALONE_STREAK 3
 
 /* How long a thread keeps the count of the cores it may run on before reading its affinity mask
@@ -179,8 +179,8 @@ typedef struct {
     int workers;       /* started so far; read and written by the owner only */
     unsigned sleepers; /* workers asleep on `wake` (atomic) */
     unsigned demand;   /* calls that ran alone while every worker slept (atomic) */
-    unsigned streak;   /* of those, the last ones in a row (owner only) */
-    uint64_t alone_at; /* when the last of them ran, now_ns() (owner only) */
+    unsigned streak;    /* of those, the last ones in a row (owner only) */
+    uint64_t alone_end; /* when the last of them ended, now_ns() (atomic) */
     int waiting;       /* the owner asleep on `done` (atomic) */
     Job *job;          /* the current job, read after a part of it is claimed */
     Range ranges[MAX_THREADS];

@@ -329,15 +329,15 @@ static void pool_post(Job *job, int helpers, unsigned parts) {
 /* Whether a call over `job` runs alone rather than wake its workers: every one is asleep, the
  * call is shorter than WAKE_FACTOR times its op class's threshold (waking a sleeping core costs
  * the caller a system call of tens of microseconds on a virtual machine, and the worker would
- * start late), and it is not the one after an ALONE_STREAK. It leaves `demand` for them: the
- * first to wake by itself polls for the next call. */
+ * start late), and it is not the one after an ALONE_STREAK (each call starting within
+ * POOL_SPIN_NS of the last one's end). It leaves `demand` for them: the first to wake by itself
+ * polls for the next call. */
 static int alone(const Job *job) {
     unsigned asleep = __atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST);
     if (N.pool.workers == 0 || asleep < (unsigned)N.pool.workers) return 0;
     if (job->n / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
-    uint64_t now = now_ns();
-    N.pool.streak = now - N.pool.alone_at < POOL_SPIN_NS ? N.pool.streak + 1 : 1;
-    N.pool.alone_at = now;
+    uint64_t gap = now_ns() - __atomic_load_n(&N.pool.alone_end, __ATOMIC_RELAXED);
+    N.pool.streak = gap < POOL_SPIN_NS ? N.pool.streak + 1 : 1;
     if (N.pool.streak > ALONE_STREAK) {
         N.pool.streak = 0;
         return 0;
@@ -352,13 +352,16 @@ static int alone(const Job *job) {
  * `alone`, all of it here. */
 static void split_run(Job *job, int threads) {
     int helpers = 0;
+    int lone = 0;
     if (pthread_mutex_trylock(&N.pool.owner) == 0) {
-        helpers = alone(job) ? 0 : pool_grow(threads - 1);
+        lone = alone(job);
+        helpers = lone ? 0 : pool_grow(threads - 1);
         if (helpers == 0) pthread_mutex_unlock(&N.pool.owner);
     }
     if (helpers == 0) {
         job->per = job->n;
         run_part(job, 0);
+        if (lone) __atomic_store_n(&N.pool.alone_end, now_ns(), __ATOMIC_RELAXED);
         return;
     }
     job->per = part_length(job->n, helpers + 1);
