@@ -1399,6 +1399,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "the audit never raises a negative NaN to an odd power, where C's pow flips its sign",
     ),
     M(
+        "certify-sampled-nan-bits-fixed",
+        "fueltensor/tools/certify/sampled.py",
+        "exact = (bits(g) == bits(want)) | open_nan",
+        "exact = bits(g) == bits(want)",
+        CERTIFICATE_TESTS,
+        "a sampled certificate counts another NaN as a difference where its reference leaves it",
+    ),
+    M(
         "certify-flush-one-ulp-off",
         CERTIFY_SRC + "tally.c",
         "return got == (want & f->sign) && distance(f, got, want) > 1 ? SUB_OUT_FLUSHED",

@@ -241,7 +241,8 @@ def test_framework_kernels_get_certificates_that_state_what_they_do(provider: st
 def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Path) -> None:
     """F32/F64 cannot be swept: every pair of the special values is run, then a seeded
     sample, both sizes written down; a kernel wrong on one special pair (+0 + -0 giving -0)
-    is found: one signed-zero difference, 0 ULP apart."""
+    is found: one signed-zero difference, 0 ULP apart. Its NaNs are all the canonical one,
+    which addition's reference leaves open: no difference there."""
     from fueltensor.testing import special_values
 
     certs = {c.name: c for c in ft.certify("cpu", ["add_f32", "pow_f64"], sample=2000)}
@@ -257,6 +258,7 @@ def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Pat
         real(lhs, rhs, out=out)
         zero = (lhs.view(np.uint32) == 0) & (rhs.view(np.uint32) == 0x8000_0000)
         out.view(np.uint32)[zero] = 0x8000_0000
+        out.view(np.uint32)[np.isnan(out)] = 0x7FC0_0000
 
     path = tmp_path / "f32.md"
     path.write_text(document("0", "").replace("BF16", "F32").replace("bf16", "f32"), "utf-8")
