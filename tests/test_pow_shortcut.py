@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _extras import OUTSIDE
 from _oracle import F32, pow_
 
 import fueltensor as ft
@@ -48,9 +49,6 @@ needs_vector = pytest.mark.skipif(not STATUS[1], reason=f"no vector powf here: {
 kernels_native = pytest.mark.skipif(
     IMPLEMENTATION != "native", reason="the pure kernels are in use (FUELTENSOR_PURE_NUMPY=1)"
 )
-OUTSIDE = os.path.dirname(sys.executable)
-"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
-the installed package (with its compiled kernels) from the current directory."""
 
 SAMPLE_PARTS = {
     "special": (0, 1764),

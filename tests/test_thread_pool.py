@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _extras import OUTSIDE
 
 import fueltensor as ft
 from fueltensor.kernels import threads
@@ -38,9 +39,6 @@ pytestmark = [
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
 SECONDS = 60
 """The bound on every wait below (a hang fails the test; no test is timed)."""
-OUTSIDE = os.path.dirname(sys.executable)
-"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
-the installed package (with its compiled kernels) from the current directory."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
 PRELUDE = """

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _extras import OUTSIDE
 from _oracle import FORMATS, Fmt
 
 import fueltensor as ft
@@ -44,9 +45,6 @@ FE = {"x86_64": (0x04, 0x800), "aarch64": (0x02, 0x400000)}.get(platform.machine
 """<fenv.h>'s FE_DIVBYZERO and FE_UPWARD on the platforms this test knows."""
 Bytes = np.ndarray[Any, np.dtype[np.uint8]]
 TWO_CORES = pytest.mark.skipif(threads.cores() < 2, reason="one core: nothing to split over")
-OUTSIDE = os.path.dirname(sys.executable)
-"""Where the fresh interpreters below start: not the checkout, whose unbuilt sources would shadow
-the installed package (with its compiled kernels) from the current directory."""
 
 
 @pytest.fixture(autouse=True)
