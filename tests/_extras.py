@@ -1,12 +1,15 @@
 """Skips for the tests that need one of fueltensor's optional extras: each names the module that
 is missing and the extra that installs it, so a run without the extra says what it left out; and
-where a fresh interpreter starts to import the installed package."""
+where a fresh interpreter starts to import the installed package; a bounded local Dask cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,3 +25,27 @@ def needs(module: str, extra: str) -> pytest.MarkDecorator:
 OUTSIDE = os.path.dirname(sys.executable)
 """Where a test's fresh interpreter starts: not the checkout, whose unbuilt sources would shadow
 the installed package (with its compiled kernels) from the current directory."""
+
+
+@contextlib.contextmanager
+def local_client(wait: float) -> Iterator[Any]:
+    """A Dask client of two single-threaded worker processes: every wait bounded by `wait`
+    seconds, the client and the cluster always closed."""
+    import distributed
+
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",  # any free port: None still binds 8787, which another run may hold
+        timeout=wait,
+    )
+    try:
+        client = distributed.Client(cluster, timeout=wait)
+        try:
+            client.wait_for_workers(2, timeout=wait)
+            yield client
+        finally:
+            client.close(timeout=wait)
+    finally:
+        cluster.close(timeout=wait)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _extras import needs
+from _extras import local_client, needs
 
 import fueltensor as ft
 
@@ -20,20 +20,8 @@ WAIT = 120
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """Two single-threaded worker processes; always closed, every wait bounded."""
-    import distributed
-
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", timeout=WAIT
-    )
-    try:
-        c = distributed.Client(cluster, timeout=WAIT)
-        try:
-            c.wait_for_workers(2, timeout=WAIT)
-            yield c
-        finally:
-            c.close(timeout=WAIT)
-    finally:
-        cluster.close(timeout=WAIT)
+    with local_client(WAIT) as c:
+        yield c
 
 
 def test_a_cluster_gives_the_local_certificate(client: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _extras import local_client
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -55,22 +56,8 @@ UFUNCS = {
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """Two single-threaded worker processes; always closed, every wait bounded."""
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",  # any free port: None still binds 8787, which another run may hold
-        timeout=WAIT,
-    )
-    try:
-        c = distributed.Client(cluster, timeout=WAIT)
-        try:
-            c.wait_for_workers(2, timeout=WAIT)
-            yield c
-        finally:
-            c.close(timeout=WAIT)
-    finally:
-        cluster.close(timeout=WAIT)
+    with local_client(WAIT) as c:
+        yield c
 
 
 def _uint(dtype: ft.DType) -> type[np.unsignedinteger[Any]]:
