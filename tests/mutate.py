@@ -277,6 +277,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a loop of mid-size calls runs alone until a long-parked worker's own nap ends",
     ),
     M(
+        "threads-repeated-scalar-blocks-short",
+        FAST_SRC + "fast.h",
+        "#define REPEAT_HEAP_BYTES (256 << 10)",
+        "#define REPEAT_HEAP_BYTES (8 << 10)",
+        ("tests/test_thread_pool.py",),
+        "a long call with a Python scalar runs its body in 8 KiB calls, none long enough to split",
+    ),
+    M(
         "threads-threadpoolctl-never-registered",
         "fueltensor/__init__.py",
         'if "threadpoolctl" in sys.modules:',

@@ -419,21 +419,30 @@ def test_a_repeated_scalar_runs_block_by_block(n: int, fmt: str) -> None:
 
 
 @NATIVE_FAST_PATH
-def test_a_repeated_scalar_allocates_only_the_output() -> None:
-    n = 3_000_000  # 12 MB: over the 1 MiB up to which a full copy would be made here
-    x = ft.asarray(np.linspace(-5, 5, n, dtype=np.float32))
-    plan = ft.explain(ft.maximum, x, 0.0)
-    assert [s.kind.value for s in plan.prep[1]] == ["BroadcastTo", "Contiguize"]
-    ft.maximum(x, 0.0)
+@pytest.mark.parametrize(
+    ("op", "scalar_first"), [("maximum", False), ("pow", False), ("pow", True)]
+)
+def test_a_repeated_scalar_allocates_only_the_output(op: str, scalar_first: bool) -> None:
+    """A Python scalar is read from a repeated block (on the heap for a long call, so that the
+    pool splits each body call over it), never a full copy; the bits are the Python path's."""
+    n = 3_000_001  # 12 MB: over the 1 MiB up to which a full copy would be made here
+    x = ft.asarray(np.linspace(0.25, 5, n, dtype=np.float32))
+    args = (0.5, x) if scalar_first else (x, 0.5)
+    plan = ft.explain(getattr(ft, op), *args)
+    assert [s.kind.value for s in plan.prep[0 if scalar_first else 1]] == [
+        "BroadcastTo",
+        "Contiguize",
+    ]
+    getattr(ft, op)(*args)
     tracemalloc.start()
     try:
-        fast = dispatch._FAST("maximum", x, 0.0)
+        fast = dispatch._FAST(op, *args)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert fast is not None
-    assert n * 4 <= peak <= n * 4 + 64 * 1024
-    np.testing.assert_array_equal(bits(fast, "f32"), bits(python_path("maximum", x, 0.0), "f32"))
+    assert n * 4 <= peak <= n * 4 + dispatch._FAST_MODULE.REPEAT_HEAP_BYTES + 64 * 1024
+    np.testing.assert_array_equal(bits(fast, "f32"), bits(python_path(op, *args), "f32"))
 
 
 def _scalar_values() -> st.SearchStrategy[Any]:

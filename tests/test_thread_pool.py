@@ -47,6 +47,10 @@ from fueltensor.kernels._chassis import NATIVE as N
 MUL, F32 = N.OPS.index("mul"), N.DTYPES.index("float32")
 def tasks():
     return len(os.listdir("/proc/self/task"))
+def ticks(tid):
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
 def mul(n, threads):
     N.set_threads(threads)
     a = (np.arange(n, dtype=np.float32) % 1000) * np.float32(0.37)
@@ -100,16 +104,35 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
     assert again == start + min(threads.cores(), threads.MAX_THREADS) - 1
 
 
+def test_a_long_call_with_a_python_scalar_splits() -> None:
+    """`x ** 0.5` on the fast path reads its scalar from a repeated block; a long call's block is
+    long enough that the pool splits each body call over it, so a worker runs parts (its CPU
+    time grows). 8 KiB blocks never reached pow's threshold: the calls ran on one core, 2.4x
+    NumPy's time at 10^6."""
+    lines = script(f"""
+        import time
+        import fueltensor as ft
+        from fueltensor.engine import dispatch
+        x = ft.asarray(np.linspace(0.5, 2.0, 1 << 20, dtype=np.float32))
+        before = set(os.listdir("/proc/self/task"))
+        mul({BIG}, 2)
+        (worker,) = set(os.listdir("/proc/self/task")) - before
+        N.set_threads(2)
+        x ** 0.5  # planned on the Python path; the calls below take the fast path
+        start, deadline = ticks(worker), time.monotonic() + {SECONDS // 2}
+        while ticks(worker) - start < 5 and time.monotonic() < deadline:
+            assert dispatch._FAST("pow", x, 0.5) is not None
+        print(ticks(worker) - start >= 5)
+    """)
+    assert lines == ["True"]
+
+
 def test_a_parked_worker_is_woken_to_take_parts_of_the_next_split_call() -> None:
     """After a pause longer than its poll the worker sleeps; the next split calls wake it and it
     runs parts of them (its CPU time, from /proc, grows), though no call waits for it to wake
     (the caller claims parts meanwhile). A worker left asleep would leave it unchanged."""
     lines = script(f"""
         import time
-        def ticks(tid):
-            with open(f"/proc/self/task/{{tid}}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
         before = set(os.listdir("/proc/self/task"))
         mul({BIG}, 2)
         (worker,) = set(os.listdir("/proc/self/task")) - before

@@ -15,6 +15,9 @@ DENSIFY: int
 """An entry's mode: a dense copy of the operand (its BroadcastTo and/or Contiguize) is read."""
 REPEAT: int
 """An entry's mode: the operand's single element is repeated block by block."""
+REPEAT_HEAP_BYTES: int
+"""The most a repeated element's block takes from the heap per operand, for a call long enough
+that each body call over a block is split over the threads (shorter ones fill a stack block)."""
 FORWARD: int
 """`operator`'s form: `x op y`."""
 REFLECTED: int

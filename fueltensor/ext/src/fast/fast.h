@@ -26,9 +26,12 @@
 
 #include "../abi.h"
 
-/* Bytes of the block a repeated single element fills: on the stack (never on the heap), small
- * enough for a thread started with a small stack. */
+/* Bytes of the block a repeated single element fills: on the stack up to REPEAT_BYTES (small
+ * enough for a thread started with a small stack); a longer call's block is on the heap, up to
+ * REPEAT_HEAP_BYTES, so that each call of the body over it is long enough for the pool to split
+ * (`x ** 0.5` ran on one core in 8 KiB calls: 2.4x NumPy at 10^6, benchmarks/RESULTS.md). */
 #define REPEAT_BYTES 8192
+#define REPEAT_HEAP_BYTES (256 << 10)
 /* Python scalars' 0-d tensors kept (a power of two: the cache is direct-mapped). */
 #define SCALAR_SLOTS 64
 /* Contiguize temporaries up to this size are made here; larger ones take the Python path, which

@@ -116,7 +116,8 @@ static int intern_names(void) {
     return 0;
 }
 
-/* The module's int constants: the codes dispatch reads (defined above only) and ALIGNMENT. */
+/* The module's int constants: the codes dispatch reads (defined above only), ALIGNMENT and
+ * the sizes the tests hold allocations to. */
 static int add_constants(PyObject *module) {
     static const struct {
         const char *name;
@@ -125,7 +126,8 @@ static int add_constants(PyObject *module) {
                 {"REPEAT", REPEAT},       {"FORWARD", FORWARD},     {"REFLECTED", REFLECTED},
                 {"INPLACE", INPLACE},     {"HOST", HOST},           {"METHOD", METHOD},
                 {"REDUCE", REDUCE},       {"STATISTIC", STATISTIC}, {"CAST", CAST},
-                {"MATMUL", MATMUL},       {"GUARD_BYTES", GUARD_BYTES}};
+                {"MATMUL", MATMUL},       {"GUARD_BYTES", GUARD_BYTES},
+                {"REPEAT_HEAP_BYTES", REPEAT_HEAP_BYTES}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (PyModule_AddIntConstant(module, ints[k].name, ints[k].value) < 0) return -1;
     PyObject *core = field_names(CORE_FIELDS, N_CORE);

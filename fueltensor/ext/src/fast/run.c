@@ -80,25 +80,36 @@ static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view
     return 0;
 }
 
+/* The blocks the `repeated` (1 or 2) operands are read from, of `*step` elements each: `stack`
+ * when a call of `count` elements fits REPEAT_BYTES or the heap refuses, else a heap block of up
+ * to REPEAT_HEAP_BYTES per operand (returned, to be freed with PyMem_RawFree). */
+static char *repeat_blocks(Py_ssize_t count, Py_ssize_t isz, int repeated,
+                           char (*stack)[REPEAT_BYTES], char *blocks[2], Py_ssize_t *step) {
+    Py_ssize_t want = count < REPEAT_HEAP_BYTES / isz ? count : REPEAT_HEAP_BYTES / isz;
+    char *heap = want * isz > REPEAT_BYTES ? PyMem_RawMalloc((size_t)(repeated * want * isz)) : NULL;
+    if (heap == NULL && want > REPEAT_BYTES / isz) want = REPEAT_BYTES / isz;
+    blocks[0] = heap == NULL ? stack[0] : heap;
+    blocks[1] = heap == NULL ? stack[1] : heap + (repeated - 1) * want * isz;
+    if (*step > want) *step = want;
+    return heap;
+}
+
 /* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads (the
  * Python path runs), -1 on error. */
 static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
-    char *temp[2] = {NULL, NULL};
-    _Alignas(64) char blocks[2][REPEAT_BYTES];
+    char *temp[2] = {NULL, NULL}, *blocks[2], *heap = NULL;
+    _Alignas(64) char stack[2][REPEAT_BYTES];
     Py_ssize_t isz = e->itemsize, step = e->count, made;
     int status = 0;
     for (int k = 0; k < 2; k++) {
-        if (e->mode[k] == DENSIFY) {
-            src[k] = densify(operands[k], e, 1, &temp[k], &made);
-        } else {
-            src[k] = operand_at(operands[k], e->offset[k], e->need[k], isz);
-            if (src[k] != NULL && e->mode[k] == REPEAT) {
-                if (step > REPEAT_BYTES / isz) step = REPEAT_BYTES / isz;
-            }
-        }
+        src[k] = e->mode[k] == DENSIFY
+                     ? densify(operands[k], e, 1, &temp[k], &made)
+                     : operand_at(operands[k], e->offset[k], e->need[k], isz);
         if (src[k] == NULL) goto done;
     }
+    int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
+    if (ra || rb) heap = repeat_blocks(e->count, isz, ra + rb, stack, blocks, &step);
     for (int k = 0; k < 2; k++) {
         if (e->mode[k] == REPEAT) { /* Contiguize's own copy of a stride-0 row: a fill */
             Py_ssize_t repeated = 0;
@@ -106,7 +117,6 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
             src[k] = blocks[k];
         }
     }
-    int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
     FpFlags flags;
     fp_save(&flags);
     PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
@@ -118,6 +128,7 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     fp_restore(&flags);
     status = 1;
 done:
+    PyMem_RawFree(heap);
     PyMem_RawFree(temp[0]);
     PyMem_RawFree(temp[1]);
     return status;
