@@ -146,9 +146,11 @@ def nans(lhs: Array, rhs: Array, out: Array) -> None:
     inf, quiet = _HALF[out.dtype] if half else _WIDE[out.dtype]
     word = np.dtype(f"u{out.itemsize}")
     mask, quiet_bit = word.type((1 << (8 * out.itemsize - 1)) - 1), word.type(quiet)
+    if not half and out.size and not np.isnan(out.max()):  # no NaN: one reduction (NaN wins)
+        return
     got = out.view(word)
     magnitude = got & mask
-    if int(magnitude.max(initial=0)) <= inf:  # no NaN: one reduction, no mask
+    if int(magnitude.max(initial=0)) <= inf:  # no NaN in a half type: one reduction on the bits
         return
     nan = magnitude > inf
     a, b = lhs.view(word)[nan], rhs.view(word)[nan]
