@@ -285,6 +285,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a long call with a Python scalar runs its body in 8 KiB calls, none long enough to split",
     ),
     M(
+        "fast-oracle-nans-never-redone",
+        FAST_SRC + "run.c",
+        "        return any != 0;",
+        "        return 0;",
+        ("tests/test_fuzz_fast.py", "tests/test_fast_path.py"),
+        "the fast path's oracle keeps the ufunc's own NaNs, not the oracle's rule",
+    ),
+    M(
         "threads-threadpoolctl-never-registered",
         "fueltensor/__init__.py",
         'if "threadpoolctl" in sys.modules:',

@@ -128,7 +128,7 @@ def _fast_entry(plan: Plan) -> object | None:
     )
     modes = tuple(DENSIFY if k else AS_IS for k in kinds)
     needs = tuple(o.layout.size for o in operands)
-    call = reference.in_type(ufunc, dt.np)  # its NaNs are redone after the ufunc
+    call = (ufunc, reference.nans, reference.infinity_bits(dt.np))  # the NaNs redone after it
     oracle: object | None = _FAST_MODULE.entry(
         0, 0, *out, modes, offsets, needs, call, strides, tuple(casts)
     )

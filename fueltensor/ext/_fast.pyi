@@ -81,14 +81,16 @@ def entry(
     modes: tuple[int, ...],
     offsets: tuple[int, ...],
     needs: tuple[int, ...],
-    ufunc: Any,
+    oracle: tuple[Any, Callable[[Any, Any, Any], None], int] | None,
     steps: tuple[tuple[int, ...], ...] | None,
     casts: tuple[tuple[Any, Any, Any] | None, ...],
     params: tuple[int, ...] = (),
     /,
 ) -> object | None:
     """What `binary` runs for a cached plan (an opaque object; see `dispatch._fast_entry`), or
-    None for an oracle plan where NumPy's error state cannot be set from C. `params` is a
+    None for an oracle plan where NumPy's error state cannot be set from C. `oracle` is the
+    reference oracle's (NumPy ufunc, `reference.nans`, its dtype's infinity bits): the ufunc
+    is called, then the NaN rule where its output holds a NaN. `params` is a
     `_native.POWI_OP` kernel's (k,), k in i32 (none for any other kernel)."""
 
 def foreign_entry(

@@ -126,6 +126,11 @@ _WIDE: Final[dict[np.dtype[Any], tuple[int, int]]] = {
 """Per hardware float type: its all-ones exponent field and its quiet bit."""
 
 
+def infinity_bits(dtype: np.dtype[Any]) -> int:
+    """The bits of +inf in `dtype`: a value whose bits past the sign are larger is a NaN."""
+    return (_HALF.get(dtype) or _WIDE[dtype])[0]
+
+
 def narrow_nan(bits: int, dtype: np.dtype[Any]) -> int:
     """`half`'s from_f32 of the f32 NaN `bits`: sign and high payload bits kept, quiet bit set."""
     if dtype == np.dtype(np.float16):

@@ -8,6 +8,7 @@ static void entry_dealloc(PyObject *self) {
     Py_XDECREF(e->np_dtype);
     Py_XDECREF(e->shape);
     Py_XDECREF(e->ufunc);
+    Py_XDECREF(e->redo);
     Py_XDECREF(e->failure);
     Py_XDECREF(e->overrun);
     Py_XDECREF(e->cast[0]);
@@ -113,9 +114,10 @@ static int read_entry(Entry *e, PyObject *const *args, Py_ssize_t nargs) {
     return bad ? -1 : 0;
 }
 
-/* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, ufunc,
+/* entry(kop, kdtype, out_dtype, out_layout, np_dtype, shape, modes, offsets, needs, oracle,
  * steps, casts[, params]): the fast path's opaque view of a cached plan (see
- * `dispatch._fast_entry`); `params` is the plan's kernel parameters (a POWI kernel's (k,)). */
+ * `dispatch._fast_entry`); `oracle` is None or (NumPy ufunc, NaN redo, infinity's bits);
+ * `params` is the plan's kernel parameters (a POWI kernel's (k,)). */
 static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 12 && nargs != 13) {
@@ -123,13 +125,17 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     if (entry_arguments(args) < 0) return NULL;
-    PyObject *shape = args[5], *ufunc = args[9], *casts = args[11];
+    PyObject *shape = args[5], *ufunc = NULL, *redo = NULL, *casts = args[11];
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-    int oracle = ufunc != Py_None;
+    int oracle = args[9] != Py_None;
+    unsigned long long above = 0;
+    if (oracle && !PyArg_ParseTuple(args[9], "OOK:entry's oracle", &ufunc, &redo, &above))
+        return NULL;
     if (oracle && S.errstate_var == NULL) Py_RETURN_NONE; /* no silent error state to call under */
     Entry *e = PyObject_NewVar(Entry, &EntryType, 3 * ndim + 1);
     if (e == NULL) return NULL;
     e->out_dtype = e->out_layout = e->np_dtype = e->shape = e->ufunc = e->failure = NULL;
+    e->redo = NULL;
     e->overrun = NULL;
     e->kernel = NULL;
     for (int k = 0; k < 2; k++) {
@@ -158,6 +164,7 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->np_dtype = Py_NewRef(args[4]);
     e->shape = Py_NewRef(shape);
     e->ufunc = oracle ? Py_NewRef(ufunc) : NULL;
-    e->bare_ufunc = oracle && strcmp(Py_TYPE(ufunc)->tp_name, "numpy.ufunc") == 0;
+    e->redo = oracle ? Py_NewRef(redo) : NULL;
+    e->nan_above = above;
     return (PyObject *)e;
 }

@@ -59,7 +59,6 @@ typedef int32_t (*ByteKernel)(const uint8_t *lhs, size_t lhs_bytes, const uint8_
 typedef struct {
     PyObject_VAR_HEAD
     int kind, kop, kdtype, ndim;
-    int bare_ufunc;           /* ORACLE: its call is a NumPy ufunc itself (see writes_in_place) */
     int32_t exponent;         /* POWI: the plan's parameter k (its one operand is x) */
     ByteKernel kernel;        /* FOREIGN: the provider's function */
     PyObject *failure;        /* FOREIGN: raises the plan's KernelStatusError for a status */
@@ -73,6 +72,8 @@ typedef struct {
                                  its dense copy) */
     Py_ssize_t need[2];
     PyObject *out_dtype, *out_layout, *np_dtype, *shape, *ufunc;
+    PyObject *redo;           /* ORACLE: `reference.nans`, called when the ufunc made a NaN */
+    uint64_t nan_above;       /* ORACLE: its dtype's infinity bits (a larger magnitude: NaN) */
     PyObject *cast[2];        /* an operand's Cast step: (NumPy dtype, dense Layout of its
                                  shape, DType), or NULL */
     npy_intp *dims;           /* the output's extents */

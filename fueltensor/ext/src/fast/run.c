@@ -165,24 +165,52 @@ static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *
     return view;
 }
 
-/* Run an oracle entry into `out`: the oracle's ufunc call on its broadcast views, silenced as
- * np.errstate(all="ignore") silences it. 1 done, 0 when an operand is not one this code reads,
- * -1 on error. */
-static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out) {
+/* Whether any of the n `Word`-wide floats at `data` is a NaN: its magnitude (the bits past the
+ * sign, so a signed compare is exact) above `above`, the infinity's. An OR of compares, which
+ * the compiler vectorizes without a chain from one step to the next; a word is read through
+ * memcpy, whatever its type. */
+#define DEFINE_ANY_NAN(Word, Signed)                                                             \
+    __attribute__((optimize("O3"))) static int any_nan_##Word(const char *data, Py_ssize_t n,  \
+                                                              Signed above) {                   \
+        Signed any = 0;                                                                          \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                     \
+            Word w;                                                                              \
+            memcpy(&w, data + i * (Py_ssize_t)sizeof w, sizeof w);                               \
+            any |= (Signed)(w & (Word)~((Word)1 << (8 * sizeof w - 1))) > above;                 \
+        }                                                                                        \
+        return any != 0;                                                                         \
+    }
+DEFINE_ANY_NAN(uint16_t, int16_t)
+DEFINE_ANY_NAN(uint32_t, int32_t)
+DEFINE_ANY_NAN(uint64_t, int64_t)
+
+/* Whether any of the n `isz`-byte floats at `data` is a NaN (`above`: the infinity's bits). */
+static int has_nan(const char *data, Py_ssize_t n, Py_ssize_t isz, uint64_t above) {
+    return isz == 2   ? any_nan_uint16_t(data, n, (int16_t)above)
+           : isz == 4 ? any_nan_uint32_t(data, n, (int32_t)above)
+                      : any_nan_uint64_t(data, n, (int64_t)above);
+}
+
+/* Run an oracle entry into `out` (`data` its dense bytes): the oracle's ufunc call on its
+ * broadcast views, silenced as np.errstate(all="ignore") silences it, then, where the ufunc
+ * made a NaN, the oracle's own NaN rule (`e->redo`, `reference.nans`, which the Python path
+ * runs after the same call). 1 done, 0 when an operand is not one this code reads, -1 on error.
+ */
+static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out, const char *data) {
     PyObject *args[3] = {NULL, NULL, out};
     char *temp[2] = {NULL, NULL};
     Py_ssize_t made;
     int status = -1;
     for (int k = 0; k < 2; k++) {
-        const char *data = e->mode[k] == DENSIFY
-                               ? densify(operands[k], e, 0, &temp[k], &made)
-                               : operand_at(operands[k], e->offset[k], e->need[k], e->itemsize);
-        if (data == NULL) {
+        const char *src = e->mode[k] == DENSIFY
+                              ? densify(operands[k], e, 0, &temp[k], &made)
+                              : operand_at(operands[k], e->offset[k], e->need[k], e->itemsize);
+        if (src == NULL) {
             status = 0;
             goto done;
         }
         PyObject *owner = temp[k] == NULL ? SLOT(operands[k], S.off_storage) : NULL;
-        args[k] = strided_view(e, data, e->steps[k], owner);
+        args[k] = strided_view(e, src, e->steps[k], owner);
         if (args[k] == NULL) goto done;
     }
     PyObject *token = PyContextVar_Set(S.errstate_var, S.errstate_ignore);
@@ -190,6 +218,9 @@ static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out) 
     PyObject *got = PyObject_Vectorcall(e->ufunc, args, 2, S.out_kwnames);
     int reset = PyContextVar_Reset(S.errstate_var, token);
     Py_DECREF(token);
+    if (got != NULL && reset == 0 && has_nan(data, e->count, e->itemsize, e->nan_above)) {
+        Py_SETREF(got, PyObject_Vectorcall(e->redo, args, 3, NULL));
+    }
     Py_XDECREF(got);
     if (got != NULL && reset == 0) status = 1;
 done:
@@ -320,7 +351,7 @@ static int cast_operands(Call *c) {
  * is not one this code reads, -1 on error. */
 static int run_entry(Call *c, char *out, PyObject *view) {
     const Entry *e = c->e;
-    return e->kind == ORACLE    ? run_oracle(e, c->operands, view)
+    return e->kind == ORACLE    ? run_oracle(e, c->operands, view, out)
            : e->kind == POWI    ? run_powi_entry(e, c->operands[0], out)
            : e->kind == FOREIGN ? run_foreign(e, c->operands, out)
                                 : run_native(e, c->operands, out);
@@ -331,14 +362,12 @@ static int run_entry(Call *c, char *out, PyObject *view) {
  * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
  * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
  * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
- * entry whose call is a bare ufunc writes through NumPy, which copies overlapping operands
- * itself; a half type's call re-reads its operands after the ufunc, so it never does. Nor
- * does a compiled provider's kernel, whose contract promises nothing of an `out` that aliases
- * an input (the Python path hands it a fresh one). */
+ * never does: its NaN rule re-reads the operands after the ufunc wrote `out`. Nor does a
+ * compiled provider's kernel, whose contract promises nothing of an `out` that aliases an
+ * input (the Python path hands it a fresh one). */
 static int writes_in_place(const Call *c, const char *out) {
     const Entry *e = c->e;
-    if (e->kind == FOREIGN) return 0;
-    if (e->kind == ORACLE) return e->bare_ufunc;
+    if (e->kind == FOREIGN || e->kind == ORACLE) return 0;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
         if (e->mode[k] != AS_IS) continue;
