@@ -71,7 +71,7 @@ def _shape(fn: object) -> list[tuple[str, inspect._ParameterKind]]:
 # array-api-strict's expand_dims follows the 2025.12 draft (axis required); 2024.12 writes
 # `expand_dims(x, /, *, axis=0)` and we accept axis by keyword or position. `diff` also takes
 # `n` by position, as NumPy does and scikit-learn's roc_curve calls it; `round` takes NumPy's
-# keyword `decimals` (for `x.round(2)`), both in README's deviations.
+# keyword `decimals` (for `x.round(2)`), both in docs/deviations.md.
 SIGNATURE_EXCEPTIONS = {"expand_dims", "diff", "round"}
 
 
@@ -386,7 +386,7 @@ def test_linear_algebra() -> None:
         ft.matmul(ft.asarray(1.0), a)
 
 
-# -- deviations, as the README's table lists them ---------------------------------------------
+# -- deviations, as docs/deviations.md's table lists them --------------------------------------
 
 
 def test_remainder_follows_its_contract_formula() -> None:

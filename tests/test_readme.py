@@ -1,10 +1,14 @@
-"""The README's code blocks run as written. The Python examples run in order, in a fresh
-interpreter: pasted line by line into an interactive console (where a blank line ends an
-indented block), and saved together as a script run with `python` (where a Dask cluster's
-worker processes import the script: the example's main guard must keep them from starting
-clusters of their own). They run in a folder where the `sh` blocks built the compiled example
-with cc (skipped, saying so, where there is no cc); the `sh` blocks run line by line with the
-installed `fueltensor` command; the `bash` test command is the one `.ci/run` runs."""
+"""The code blocks of the README and of every docs/ page run as written, each page on its own.
+A page's Python examples run in order, in a fresh interpreter: pasted line by line into an
+interactive console (where a blank line ends an indented block), and saved together as a script
+run with `python` (where a Dask cluster's worker processes import the script: the example's main
+guard must keep them from starting clusters of their own). They run in a folder where the
+page's `sh` blocks built its compiled example with cc (skipped, saying so, where there is no
+cc); the other `sh` lines run one by one with the installed `fueltensor` command. Blocks shown
+for reading (an FKC document, C, a listing of signatures, the `bash` set-up commands) use
+another fence language and are not run; the README's `bash` test command is the one `.ci/run`
+runs (tests/test_ci.py). The README stays a front door: at most 150 lines, and every relative
+link in it and in docs/ resolves."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ from _extras import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+"""The README and every docs page: each runs its own blocks."""
+FRONT_DOOR_LINES = 150
 WAIT = 600
 """Seconds before a hung example (a cluster that never starts or closes) fails the test."""
 
@@ -45,39 +52,82 @@ for block in sys.stdin.read().split("\\0"):
     if more:
         more = console.push("")  # the blank line a reader types after an indented block
     if more:
-        raise SystemExit("a README block is incomplete when pasted")
+        raise SystemExit("a block is incomplete when pasted")
 sys.exit(1 if Console.failed else 0)
 """
-"""Feeds the README's blocks, separated by NUL, to an interactive console as typed input (a
+"""Feeds a page's blocks, separated by NUL, to an interactive console as typed input (a
 blank line ends an indented block there, and a statement's error is printed, not raised); exits
 1 when any statement failed."""
 
 
-def blocks(language: str) -> list[str]:
-    """The bodies of the README's fences of `language` (python, sh, bash), in order."""
-    text = README.read_text(encoding="utf-8")
+def name(page: Path) -> str:
+    """The page's path in the repository: README.md, docs/dask.md ..."""
+    return page.relative_to(ROOT).as_posix()
+
+
+def blocks(page: Path, language: str) -> list[str]:
+    """The bodies of the page's fences of `language` (python, sh, bash), in order."""
+    text = page.read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```$", text, re.M | re.S)
 
 
-def python_blocks() -> list[str]:
-    """The bodies of the ```python fences, in order."""
-    return blocks("python")
+def shell_lines(page: Path) -> list[str]:
+    """The commands of the page's ```sh fences, in order."""
+    return [line for b in blocks(page, "sh") for line in b.splitlines() if line.strip()]
 
 
-def shell_lines(first_word: str | None = None) -> list[str]:
-    """The commands of the ```sh fences, in order (only those starting with `first_word`)."""
-    lines = [line for b in blocks("sh") for line in b.splitlines() if line.strip()]
-    return [line for line in lines if first_word is None or line.split()[0] == first_word]
+def builds(line: str) -> bool:
+    """Whether an `sh` line compiles an example with cc (run before the page's other blocks)."""
+    return line.split()[0] == "cc"
 
 
-@pytest.fixture
-def examples(tmp_path: Path) -> Path:
-    """A folder holding the repository's examples/, where the README's `cc` lines built the
-    compiled example; the test is skipped, saying so, where there is no cc."""
-    if shutil.which("cc") is None:
-        pytest.skip("cc not found on PATH: the README's compiled-provider example is built with it")
+NEEDS = {
+    "docs/dask.md": [("distributed", "dask")],
+    "docs/semantics.md": [("torch", "torch"), ("jax", "jax")],
+}
+"""The modules a page's Python examples import or name, and the extra that brings each."""
+
+SHOWS = {
+    "README.md": ["via fuel-reference-backend", "judge"],  # the first look's plan; the audit
+    "docs/providers.md": ["via my-backend", "add_f32 vs c_add_f32"],  # the tie's lever, pulled
+    "docs/semantics.md": ["minimum_f32 vs", "signed zero"],  # the frameworks, compared
+    "docs/dask.md": ["['maximum_f32', 'add_f32',"],  # the Dask block's kernels
+    "docs/certificates.md": ["8,388,608 pairs"],
+}
+"""What a page's Python examples print, pasted or saved; every page named has examples."""
+
+SHOWN_ONCE = {"docs/dask.md": "judge across 1 machine"}
+"""Printed exactly once by the saved script: the main guard kept the workers from running it."""
+
+SHELL_SHOWS = {
+    "docs/providers.md": [
+        "4 contracts checked, 0 problems, 4 warnings",
+        "use_backend('example-c-kernels')",
+        "add_f32 vs c_add_f32",
+        "4 audits, 0 failing",
+    ],
+}
+"""What each `sh` line of a page (after its cc lines) prints, line by line."""
+
+
+def pages(language: str) -> list[object]:
+    """The pages with blocks of `language`, as test parameters named by path and skipped,
+    saying why, where a module their examples need is missing."""
+    return [
+        pytest.param(page, marks=[needs(m, e) for m, e in NEEDS.get(name(page), [])], id=name(page))
+        for page in PAGES
+        if blocks(page, language)
+    ]
+
+
+def folder(page: Path, tmp_path: Path) -> Path:
+    """A folder holding the repository's examples/, where the page's `cc` lines built its
+    compiled example; the test is skipped, saying so, where the page needs cc and there is none."""
+    built = [line for line in shell_lines(page) if builds(line)]
+    if built and shutil.which("cc") is None:
+        pytest.skip(f"cc not found on PATH: {name(page)}'s compiled example is built with it")
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
-    for line in shell_lines("cc"):
+    for line in built:
         subprocess.run(["bash", "-ec", line], cwd=tmp_path, check=True, timeout=WAIT)
     return tmp_path
 
@@ -135,43 +185,75 @@ def test_only_closing_heartbeat_records_are_forgiven() -> None:
     assert without_closing_heartbeats(trace + heartbeat) == trace
 
 
-def test_readme_has_python_examples() -> None:
-    found = python_blocks()
-    assert len(found) >= 3 and "import fueltensor as ft" in found[0]
-    assert any('if __name__ == "__main__":' in b and "LocalCluster" in b for b in found)
-    assert any("ft.load_library(" in b for b in found)  # the compiled example runs too
+def test_the_examples_that_must_run_are_found() -> None:
+    """A fence relabelled by mistake would stop running quietly: the pages that SHOWS names
+    have Python examples, and the README's first one starts from the import."""
+    python = {name(page) for page in PAGES if blocks(page, "python")}
+    assert set(SHOWS) <= python
+    assert "import fueltensor as ft" in blocks(README, "python")[0]
+    assert any('if __name__ == "__main__":' in b for b in blocks(ROOT / "docs/dask.md", "python"))
+    assert any("ft.load_library(" in b for b in blocks(ROOT / "docs/providers.md", "python"))
 
 
-@needs("distributed", "dask")  # the Dask example
-@needs("torch", "torch")  # the frameworks example
-@needs("jax", "jax")
-def test_readme_examples_pasted_into_an_interpreter(examples: Path) -> None:
-    done = run(["-c", CONSOLE], examples, "\0".join(python_blocks()))
-    assert "via fuel-reference-backend" in done.stdout  # the first block's plan
-    assert "via my-backend" in done.stdout  # the lever the tie names, pulled
-    assert "add_f32 vs c_add_f32" in done.stdout  # the compiled example, compared
-    assert "minimum_f32 vs" in done.stdout and "signed zero" in done.stdout  # the frameworks
-    assert "['maximum_f32', 'add_f32'," in done.stdout  # the Dask block's kernels
+@pytest.mark.parametrize("page", pages("python"))
+def test_examples_pasted_into_an_interpreter(page: Path, tmp_path: Path) -> None:
+    done = run(["-c", CONSOLE], folder(page, tmp_path), "\0".join(blocks(page, "python")))
+    for shown in SHOWS.get(name(page), []):
+        assert shown in done.stdout, shown
 
 
-@needs("distributed", "dask")  # the Dask example
-@needs("torch", "torch")  # the frameworks example
-@needs("jax", "jax")
-def test_readme_examples_saved_as_a_script(examples: Path) -> None:
-    script = examples / "readme_examples.py"
-    script.write_text("\n".join(python_blocks()))
-    done = run([str(script)], examples)
-    assert "['maximum_f32', 'add_f32'," in done.stdout  # the Dask block ran, once
-    assert done.stdout.count("judge across 1 machine") == 1
+@pytest.mark.parametrize("page", pages("python"))
+def test_examples_saved_as_a_script(page: Path, tmp_path: Path) -> None:
+    script = folder(page, tmp_path) / "examples.py"
+    script.write_text("\n".join(blocks(page, "python")))
+    done = run([str(script)], script.parent)
+    for shown in SHOWS.get(name(page), []):
+        assert shown in done.stdout, shown
+    if name(page) in SHOWN_ONCE:
+        assert done.stdout.count(SHOWN_ONCE[name(page)]) == 1
 
 
-def test_readme_shell_lines_run(examples: Path) -> None:
-    """Each `sh` line with the installed `fueltensor` command: the compiled example through
-    the author's loop, every step succeeding."""
-    lines = shell_lines("fueltensor")
-    assert [line.split()[1] for line in lines] == ["contracts", "explain", "compare", "judge"]
-    out = [run([line], examples, shell=True).stdout for line in lines]
-    assert "4 contracts checked, 0 problems, 4 warnings" in out[0]
-    assert "use_backend('example-c-kernels')" in out[1]
-    assert "add_f32 vs c_add_f32" in out[2] and " 0 of " in out[2]
-    assert "4 audits, 0 failing" in out[3]
+@pytest.mark.parametrize("page", pages("sh"))
+def test_shell_lines_run(page: Path, tmp_path: Path) -> None:
+    """Each `sh` line but the cc ones (run first) with the installed `fueltensor` command: for
+    docs/providers.md, the compiled example through the author's loop, every step succeeding."""
+    where = folder(page, tmp_path)
+    lines = [line for line in shell_lines(page) if not builds(line)]
+    out = [run([line], where, shell=True).stdout for line in lines]
+    expected = SHELL_SHOWS.get(name(page))
+    if expected is not None:
+        assert len(expected) == len(out)
+        for shown, printed in zip(expected, out, strict=True):
+            assert shown in printed, shown
+
+
+def test_the_readme_is_a_front_door() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= FRONT_DOOR_LINES, f"README.md has {len(lines)} lines"
+
+
+FENCE = re.compile(r"^```.*?^```$", re.M | re.S)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.M)
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the page's headings (outside code blocks): lower case, every
+    character but letters, digits, `-`, `_` and spaces dropped, spaces made hyphens."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in HEADING.findall(text)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=name)
+def test_every_relative_link_resolves(page: Path) -> None:
+    """Each link to a file of the repository names one that exists, and a `#anchor` into a
+    Markdown page names one of its headings."""
+    broken = []
+    for target in LINK.findall(FENCE.sub("", page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in anchors(file)):
+            broken.append(target)
+    assert not broken, broken
