@@ -191,8 +191,14 @@ def _audit_here(
 
 
 def _machines(client: Client, every_worker: bool) -> dict[str, list[str]]:
-    """Worker addresses grouped by host (or one group per worker), in address order."""
-    workers: dict[str, Any] = client.scheduler_info(n_workers=-1)["workers"]
+    """Worker addresses grouped by host (or one group per worker), in address order. Asked of
+    the scheduler itself: `client.scheduler_info` keeps its last answer when the query fails,
+    which under load can be one without workers."""
+    if client.scheduler is None:
+        raise RuntimeError("the client is not connected to a scheduler: start it first")
+    ask = client.scheduler.identity
+    identity: dict[str, Any] = client.sync(ask, n_workers=-1)  # type: ignore[no-untyped-call]
+    workers: dict[str, Any] = identity["workers"]
     if not workers:
         raise RuntimeError(
             "the cluster has no workers yet; start some, or call "
