@@ -31,6 +31,7 @@ from fueltensor.testing import (
 
 _certify = pytest.importorskip("fueltensor.ext._certify")
 
+from fueltensor.tools.certify import certificate  # noqa: E402
 from fueltensor.tools.certify.sweep import Job, Span, sweep  # noqa: E402
 from fueltensor.tools.certify.tally import class_table, fresh, merge, named  # noqa: E402
 
@@ -241,6 +242,26 @@ def test_one_wrong_lane_is_found_with_its_inputs() -> None:
     assert s["formula_equal"] == span.pairs - 1 == s["exact"]
     clean = named(sweep(_job("add_bf16", span), threads=2).stats)
     assert clean["exact"] == span.pairs and clean["max_ulp"] == 0
+
+
+def test_the_max_pair_shows_the_bits_the_sweep_saw() -> None:
+    """A kernel wrong in one lane only when called on many elements (as a framework's vector
+    loop may differ from its one-element path): the certificate's max pair shows the bits the
+    sweep saw, not a one-element call's."""
+    bad = (0x3FC0, 0x3F2A)
+    real = ft.registry().kernel("add_bf16")
+
+    def wrong_in_bulk(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
+        real(lhs, rhs, out=out)
+        hit = (lhs.view(np.uint16) == bad[0]) & (rhs.view(np.uint16) == bad[1])
+        out.view(np.uint16)[hit & (lhs.size > 1)] = 0x7FC0
+
+    span = Span((0x3FB0, 0x3FD0), (0x3F00, 0x3F80))
+    job = _job("add_bf16", span, wrong_in_bulk)
+    cert = certificate(job, sweep(job, threads=2))
+    assert cert.max_ulp == math.inf
+    pair = cert.data["max_pair"]
+    assert (pair["lhs"], pair["rhs"], pair["got"]) == (*bad, 0x7FC0)
 
 
 def test_digest_threads_resume_and_split(tmp_path: Path) -> None:
