@@ -63,4 +63,23 @@ typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *sha
 #define CAPSULE_POWI NATIVE_MODULE ".POWI"
 #define CAPSULE_COPY NATIVE_MODULE ".COPY"
 
+/* Add a tuple of the C names `items` as the module constant `name` (`_native.OPS`,
+ * `_certify.OPS`, ...), so Python reads the tables from the extension that holds them: what
+ * each extension's init shares. */
+static inline int add_names(PyObject *module, const char *name, const char *const *items,
+                            int count) {
+    PyObject *tuple = PyTuple_New(count);
+    for (int i = 0; tuple != NULL && i < count; i++) {
+        PyObject *item = PyUnicode_FromString(items[i]);
+        if (item == NULL) {
+            Py_CLEAR(tuple);
+            break;
+        }
+        PyTuple_SET_ITEM(tuple, i, item);
+    }
+    int status = tuple == NULL ? -1 : PyModule_AddObjectRef(module, name, tuple);
+    Py_XDECREF(tuple);
+    return status;
+}
+
 #endif

@@ -171,22 +171,6 @@ static struct PyModuleDef module_def = {
     methods,
 };
 
-/* Add a tuple of the C names as a module constant, so Python reads the tables from here. */
-static int add_names(PyObject *module, const char *name, const char *const *items, int count) {
-    PyObject *tuple = PyTuple_New(count);
-    for (int i = 0; tuple != NULL && i < count; i++) {
-        PyObject *item = PyUnicode_FromString(items[i]);
-        if (item == NULL) {
-            Py_CLEAR(tuple);
-            break;
-        }
-        PyTuple_SET_ITEM(tuple, i, item);
-    }
-    int status = tuple == NULL ? -1 : PyModule_AddObjectRef(module, name, tuple);
-    Py_XDECREF(tuple);
-    return status;
-}
-
 PyMODINIT_FUNC PyInit__certify(void) {
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
