@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from _extras import TESTS
 
 import fueltensor as ft
 from fueltensor.ops import CONTRACT_OPS
 
-HERE = Path(__file__).resolve().parent
 VARIANTS = (
     "honest",
     "zeros",
@@ -42,7 +42,7 @@ def build(source: str, into: Path) -> Path:
     if cc is None:
         pytest.skip("cc not found on PATH: the test builds its kernels with it")
     flags = ["-O2", "-ffp-contract=off", "-shared", "-fPIC"]
-    subprocess.run([cc, *flags, "-o", str(into), str(HERE / source), "-lm"], check=True)
+    subprocess.run([cc, *flags, "-o", str(into), str(TESTS / source), "-lm"], check=True)
     return into
 
 

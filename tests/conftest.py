@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# SciPy reads this once, at import: tests/test_clients.py runs SciPy and scikit-learn on the
+# SciPy reads this once, at import: tests/clients/test_clients.py runs SciPy and scikit-learn on the
 # array API, so it is set before any test module can import them.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 

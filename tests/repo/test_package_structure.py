@@ -11,12 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
+from _extras import ROOT
 
 import fueltensor as ft
 from fueltensor.core.hooks import HookNotInstalled, Hooks, present
 
 PACKAGE = Path(ft.__file__).parent
-C_SOURCES = Path(__file__).resolve().parents[1] / "fueltensor" / "ext" / "src"
+C_SOURCES = ROOT / "fueltensor" / "ext" / "src"
 """The extensions' sources, read from the checkout (an installed wheel holds no C)."""
 ABOVE_CORE = (
     "fueltensor.engine",
@@ -301,7 +302,7 @@ def test_every_subpackage_is_in_the_wheel() -> None:
     """pyproject.toml lists packages by hand: a new subpackage left out installs without its
     files, which an editable install never shows (the installed wheel then fails to import)."""
     tomllib = pytest.importorskip("tomllib")
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     listed = set(
         tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )

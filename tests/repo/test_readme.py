@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _extras import needs
+from _extras import ROOT, needs
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 WAIT = 600
 """Seconds before a hung example (a cluster that never starts or closes) fails the test."""

@@ -190,8 +190,8 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
-    """The judge's reading of one NaN form mask (bits as tests/test_certify_core.py writes them
-    out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
+    """The judge's reading of one NaN form mask (bits as tests/tools/test_certify_core.py writes
+    them out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
     an invalid operation's NaN among the declared patterns."""
     from fueltensor.fkc.semantics import NanRule
     from fueltensor.tools.certify.verdict import nan_allowed
