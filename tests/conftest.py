@@ -1,4 +1,9 @@
-"""Shared fixtures: the seed documents, and a small valid FKC document to vary in tests."""
+"""Shared fixtures: the seed documents, and a small valid FKC document to vary in tests.
+
+The test files sit in folders that mirror the package (core, fkc, engine, kernels, array_api,
+tools, testing), with clients, reliability and repo for what crosses it; what they share (this
+file, the `_*.py` helpers, the C sources they build, seeds/) sits here, in tests/ itself.
+tests/repo/test_package_structure.py holds the tree to that shape."""
 
 from __future__ import annotations
 
