@@ -8,12 +8,13 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+import _documents as documents
 import pytest
+from _extras import TESTS
 
 import fueltensor as ft
 from fueltensor.ops import CONTRACT_OPS
 
-HERE = Path(__file__).resolve().parent
 VARIANTS = (
     "honest",
     "zeros",
@@ -30,10 +31,6 @@ DTYPES = {"f32": "F32", "f64": "F64", "bf16": "BF16", "f16": "F16"}
 """The C sources' dtype suffixes and their FKC codes."""
 OP_KINDS = {row.kernel_op: row.op_kind.value for row in CONTRACT_OPS}
 """The C sources' op names (the op table's kernel ops) and their op kinds."""
-DENSE = (
-    "{contiguous: required, strided: rejected, broadcast_stride0: rejected, "
-    "start_offset: rejected, reverse_strides: rejected}"
-)
 
 
 def build(source: str, into: Path) -> Path:
@@ -42,54 +39,23 @@ def build(source: str, into: Path) -> Path:
     if cc is None:
         pytest.skip("cc not found on PATH: the test builds its kernels with it")
     flags = ["-O2", "-ffp-contract=off", "-shared", "-fPIC"]
-    subprocess.run([cc, *flags, "-o", str(into), str(HERE / source), "-lm"], check=True)
+    subprocess.run([cc, *flags, "-o", str(into), str(TESTS / source), "-lm"], check=True)
     return into
 
 
 def contract(name: str, op_kind: str, fkc: str, max_ulp: float, provider: str) -> str:
     """One fkc block: `name` computes `op_kind` on two same-shape dense `fkc` tensors."""
-    width = {"F32": 4, "F64": 8, "BF16": 2, "F16": 2}[fkc]
-    return f"""
-## {name}
-
-```fkc
-kernel: {name}
-op_kind: {op_kind}
-blurb: "a kernel of the cheat catalogue"
-backend: Cpu
-kernel_source: "{provider}"
-entry_point: "{provider}::{name}"
-kernel_revision_hash: auto
-accept:
-  inputs:
-    - {{name: lhs, dtypes: [{fkc}], layout: {DENSE}, rank: any, shape_constraint: same_as=rhs}}
-    - {{name: rhs, dtypes: [{fkc}], layout: {DENSE}, rank: any, shape_constraint: same_as=lhs}}
-return:
-  outputs:
-    - name: out
-      dtype_rule: passthrough(lhs)
-      shape_rule: same_as(lhs)
-      layout_guarantee: contiguous
-      aliasing: none
-caps:
-  awkward_layout_strategy: requires_contiguous
-  in_place: false
-  alignment_bytes: 64
-  access_granularity_bits: {8 * width}
-cost:
-  provenance: author_estimate
-  class: cheap_elementwise
-  flops: "n"
-  bytes_moved: "3 * n * {width}"
-  memory: {{device_bytes: 0, host_bytes: "n * {width}", disk_bytes: 0}}
-precision:
-  bit_stable_on_same_hardware: true
-  max_ulp: {max_ulp}
-  audited: false
-  notes: "as the judge's reference"
-determinism: same_hardware_bitwise
-```
-"""
+    return documents.section(
+        name,
+        op_kind,
+        fkc,
+        source=provider,
+        entry_point=f"{provider}::{name}",
+        blurb="a kernel of the cheat catalogue",
+        max_ulp=max_ulp,
+        notes="as the judge's reference",
+        op_params=False,
+    )
 
 
 def register(
@@ -98,12 +64,8 @@ def register(
     """Register `provider` with each (name, op_kind, fkc, max_ulp) of `kernels`, its C symbol
     the name, and the registry of its document alone."""
     kernels = list(kernels)
-    front = (
-        f"---\nfkc_version: 1\nprovider: {{name: {provider}, backend: Cpu, kernel_source: "
-        f'"{provider}", link_registry: tests, revision_base: "t:1"}}\n---\n# {provider}\n'
-    )
     body = "".join(contract(*k, provider) for k in kernels)
-    into.write_text(front + body)
+    into.write_text(documents.front(provider, provider, "tests", "t:1", provider) + body)
     symbols = {f"{provider}::{name}": name for name, *_ in kernels}
     ft.register_provider(provider, ft.load_library(library, symbols))
     return ft.Registry.from_paths([into])

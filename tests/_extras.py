@@ -1,6 +1,7 @@
 """Skips for the tests that need one of fueltensor's optional extras: each names the module that
 is missing and the extra that installs it, so a run without the extra says what it left out; and
-where a fresh interpreter starts to import the installed package; a bounded local Dask cluster."""
+where a fresh interpreter starts to import the installed package; where the shared test files
+and the checkout are (whichever folder a test file sits in); a bounded local Dask cluster."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +27,12 @@ def needs(module: str, extra: str) -> pytest.MarkDecorator:
 OUTSIDE = os.path.dirname(sys.executable)
 """Where a test's fresh interpreter starts: not the checkout, whose unbuilt sources would shadow
 the installed package (with its compiled kernels) from the current directory."""
+
+TESTS = Path(__file__).resolve().parent
+"""tests/: the shared helpers, conftest.py, the C sources the tests build and the seed copies; the
+test files themselves sit in its subfolders, which mirror the package."""
+ROOT = TESTS.parent
+"""The checkout: its README, docs, notebooks, contracts and examples."""
 
 
 @contextlib.contextmanager

@@ -270,6 +270,41 @@ def bits_of(arr: np.ndarray[Any, Any], fmt: Fmt) -> list[int]:
     return [int(v) for v in np.ascontiguousarray(arr).reshape(-1).view(fmt.uint)]
 
 
+def special_bits(fmt: Fmt) -> list[int]:
+    """±0, ±inf, NaNs (payloads, both signs, signalling), subnormals, extremes, ordinary values."""
+    m = fmt.man_bits
+    top = fmt.exp_mask
+    base = [
+        0,
+        1,  # smallest subnormal
+        (1 << m) - 1,  # largest subnormal
+        1 << m,  # smallest normal
+        top - 1,  # largest finite
+        top - 2,
+        top,  # inf
+        top | fmt.quiet,  # canonical quiet NaN
+        top | fmt.quiet | 0b101,  # quiet NaN with payload
+        top | 1,  # signalling NaN
+        top | (fmt.quiet >> 1) | 1,  # another signalling NaN
+        encode(1.0, fmt),
+        encode(0.5, fmt),
+        encode(2.0, fmt),
+        encode(3.0, fmt),
+        encode(0.1, fmt),
+        encode(0.01, fmt),
+        encode(5.0, fmt),
+        encode(1.5, fmt),
+        encode(7.25, fmt),
+    ]
+    return sorted(set(base + [b | fmt.sign for b in base]))
+
+
+def as_array(bits: list[int], fmt: Fmt, shape: tuple[int, ...] | None = None) -> Any:
+    """An array of `fmt` holding the given bit patterns."""
+    arr = np.array(bits, dtype=fmt.uint).view(fmt.np_dtype)
+    return arr.reshape(shape) if shape is not None else arr
+
+
 def cpu_expected(op: str, lhs: np.ndarray[Any, Any], rhs: np.ndarray[Any, Any], fmt: Fmt) -> Any:
     """Expected result bits (as a uint array of lhs's shape) of the CPU kernel `<op>_<fmt>`."""
     out = [

@@ -1,4 +1,5 @@
-/* Byte kernels that misbehave on purpose, for tests/test_compiled_providers.py (FKC C ABI). */
+/* Byte kernels that misbehave on purpose, for tests/kernels/test_compiled_providers.py
+ * (FKC C ABI). */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,4 +1,9 @@
-"""Shared fixtures: the seed documents, and a small valid FKC document to vary in tests."""
+"""Shared fixtures: the seed documents, and a small valid FKC document to vary in tests.
+
+The test files sit in folders that mirror the package (core, fkc, engine, kernels, array_api,
+tools, testing), with clients, reliability and repo for what crosses it; what they share (this
+file, the `_*.py` helpers, the C sources they build, seeds/) sits here, in tests/ itself.
+tests/repo/test_package_structure.py holds the tree to that shape."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# SciPy reads this once, at import: tests/test_clients.py runs SciPy and scikit-learn on the
+# SciPy reads this once, at import: tests/clients/test_clients.py runs SciPy and scikit-learn on the
 # array API, so it is set before any test module can import them.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 

@@ -1,6 +1,6 @@
 /* F32 add byte kernels (FKC C ABI) that break the process they run in, for
- * tests/test_checked_runs.py and tests/test_foreign_calls.py: each does what its name says,
- * most of them after computing out = lhs + rhs honestly.
+ * tests/tools/test_checked_runs.py and tests/engine/test_foreign_calls.py: each does what its
+ * name says, most of them after computing out = lhs + rhs honestly.
  *
  * Build: cc -O2 -shared -fPIC -o libhostile.so hostile_kernels.c
  */

@@ -34,31 +34,43 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PLAN_TESTS = ("tests/test_plans.py", "tests/test_dispatch.py", "tests/test_views.py")
-SCHEMA_TESTS = ("tests/test_fkc_validation.py", "tests/test_fkc_parse.py", "tests/test_registry.py")
-CPU_TESTS = ("tests/test_kernels_cpu.py", "tests/test_kernels_native.py")
-REFERENCE_TESTS = ("tests/test_kernels_reference.py",)
-COMPILED_TESTS = ("tests/test_compiled_providers.py",)
-JUDGE_TESTS = ("tests/test_judge.py", "tests/test_notebooks.py")
-COMPARE_TESTS = ("tests/test_compare.py", "tests/test_notebooks.py")
-HOST_TESTS = ("tests/test_host_calls.py",)
+PLAN_TESTS = (
+    "tests/engine/test_plans.py",
+    "tests/engine/test_dispatch.py",
+    "tests/core/test_views.py",
+)
+SCHEMA_TESTS = (
+    "tests/fkc/test_fkc_validation.py",
+    "tests/fkc/test_fkc_parse.py",
+    "tests/fkc/test_registry.py",
+)
+CPU_TESTS = ("tests/kernels/test_kernels_cpu.py", "tests/kernels/test_kernels_native.py")
+REFERENCE_TESTS = ("tests/kernels/test_kernels_reference.py",)
+COMPILED_TESTS = ("tests/kernels/test_compiled_providers.py",)
+JUDGE_TESTS = ("tests/tools/test_judge.py", "tests/repo/test_notebooks.py")
+COMPARE_TESTS = ("tests/tools/test_compare.py", "tests/repo/test_notebooks.py")
+HOST_TESTS = ("tests/array_api/test_host_calls.py",)
 FAST_TESTS = (
-    "tests/test_fast_path.py",
-    "tests/test_fast_inplace.py",
-    "tests/test_fast_casts.py",
-    "tests/test_fast_interface.py",
+    "tests/engine/test_fast_path.py",
+    "tests/engine/test_fast_inplace.py",
+    "tests/engine/test_fast_casts.py",
+    "tests/engine/test_fast_interface.py",
 )
 POWI = "fueltensor/kernels/_powi.py"
 SCALAR_FORMS = "fueltensor/engine/scalar_forms.py"
-POWI_TESTS = ("tests/test_kernels_powi.py", "tests/test_powi_dispatch.py")
-PARAM_TESTS = ("tests/test_fkc_params.py", "tests/test_powi_dispatch.py")
-TRAMPOLINE_TESTS = ("tests/test_host_trampolines.py",)
-HOST_LOOP_TESTS = ("tests/test_host_loops.py",)
-RULED_TESTS = ("tests/test_ruled_host.py", "tests/test_ruled_direct.py")
-POWI_FAST_TESTS = ("tests/test_fast_powi.py", "tests/test_powi_dispatch.py")
-VIEW_TESTS = ("tests/test_views.py", "tests/test_fast_path.py", "tests/test_fast_interface.py")
+POWI_TESTS = ("tests/kernels/test_kernels_powi.py", "tests/engine/test_powi_dispatch.py")
+PARAM_TESTS = ("tests/fkc/test_fkc_params.py", "tests/engine/test_powi_dispatch.py")
+TRAMPOLINE_TESTS = ("tests/engine/test_host_trampolines.py",)
+HOST_LOOP_TESTS = ("tests/engine/test_host_loops.py",)
+RULED_TESTS = ("tests/engine/test_ruled_host.py", "tests/engine/test_ruled_direct.py")
+POWI_FAST_TESTS = ("tests/engine/test_fast_powi.py", "tests/engine/test_powi_dispatch.py")
+VIEW_TESTS = (
+    "tests/core/test_views.py",
+    "tests/engine/test_fast_path.py",
+    "tests/engine/test_fast_interface.py",
+)
 
-CALL_TESTS = ("tests/test_compiled_calls.py",)
+CALL_TESTS = ("tests/engine/test_compiled_calls.py",)
 ENGINE_FAST = "fueltensor/engine/fast.py"
 PLANNER = "fueltensor/engine/planner.py"
 SCHEMA = "fueltensor/fkc/validate.py"
@@ -72,7 +84,7 @@ HOST = "fueltensor/array_api/_host.py"
 POW_STATUS = "fueltensor/kernels/pow_shortcut.py"
 POWF_VECTOR = NATIVE_SRC + "powf_vector.c"
 POWF_RECOGNISE = NATIVE_SRC + "powf_recognise.c"
-POWF_TESTS = ("tests/test_pow_shortcut.py",)
+POWF_TESTS = ("tests/kernels/test_pow_shortcut.py",)
 """The vector powf's tests: every body and pass against libm powf, the recognition, the tables
 and the proofs' machinery (a mutated `_native` is rebuilt in the copy)."""
 JUDGE = "fueltensor/tools/judge/audit.py"
@@ -84,9 +96,9 @@ TIMING = "fueltensor/tools/timing.py"
 TESTING_FORMATS = "fueltensor/testing/formats.py"
 TESTING_VALUES = "fueltensor/testing/values.py"
 TESTING_DIFFERENCES = "fueltensor/testing/differences.py"
-TESTING_TESTS = ("tests/test_testing.py",)
-TIMING_TESTS = ("tests/test_timing.py",)
-LOOP_TESTS = ("tests/test_author_loop.py",)
+TESTING_TESTS = ("tests/testing/test_testing.py",)
+TIMING_TESTS = ("tests/tools/test_timing.py",)
+LOOP_TESTS = ("tests/tools/test_author_loop.py",)
 DISPATCH = "fueltensor/engine/dispatch.py"
 EXECUTE = "fueltensor/engine/execute.py"
 STORAGE = "fueltensor/core/storage.py"
@@ -97,28 +109,28 @@ CHECKED_WORKER = "fueltensor/tools/checked_worker.py"
 LIBRARIES = "fueltensor/kernels/libraries.py"
 BOUNDS = "fueltensor/fkc/bounds.py"
 PICKLED = "fueltensor/core/pickled.py"
-FOREIGN_TESTS = ("tests/test_foreign_calls.py",)
-CHECKED_TESTS = ("tests/test_checked_runs.py",)
-FP_STATUS_TESTS = ("tests/test_fp_status.py",)
-THREAD_TESTS = ("tests/test_threads.py",)
-STREAM_TESTS = ("tests/test_streaming.py",)
-POOL_TESTS = ("tests/test_thread_pool.py", "tests/test_threads.py")
+FOREIGN_TESTS = ("tests/engine/test_foreign_calls.py",)
+CHECKED_TESTS = ("tests/tools/test_checked_runs.py",)
+FP_STATUS_TESTS = ("tests/engine/test_fp_status.py",)
+THREAD_TESTS = ("tests/kernels/test_threads.py",)
+STREAM_TESTS = ("tests/kernels/test_streaming.py",)
+POOL_TESTS = ("tests/kernels/test_thread_pool.py", "tests/kernels/test_threads.py")
 """The pool's own tests first: a hang there is bounded (60 s), in test_threads it is not."""
 THREADS_PY = "fueltensor/engine/threads.py"
-REFUSAL_TESTS = ("tests/test_refusals.py",)
-CLUSTER_TESTS = ("tests/test_cluster.py",)
+REFUSAL_TESTS = ("tests/engine/test_refusals.py",)
+CLUSTER_TESTS = ("tests/tools/test_cluster.py",)
 """Run without Dask: test_dask.py's cluster test needs it, these do not."""
 SEMANTICS = "fueltensor/tools/judge/semantics.py"
 DECLARED = "fueltensor/tools/judge/declared.py"
-SEMANTICS_TESTS = ("tests/test_semantics_audit.py",)
-FRAMEWORK_TESTS = ("tests/test_framework_providers.py",)
+SEMANTICS_TESTS = ("tests/tools/test_semantics_audit.py",)
+FRAMEWORK_TESTS = ("tests/kernels/test_framework_providers.py",)
 DRAFTS = "fueltensor/tools/drafts.py"
-DRAFT_TESTS = ("tests/test_cli_draft.py",)
+DRAFT_TESTS = ("tests/tools/test_cli_draft.py",)
 CERTIFY_SRC = "fueltensor/ext/src/certify/"
 CERTIFY = "fueltensor/tools/certify/"
-CERTIFY_CORE_TESTS = ("tests/test_certify_core.py",)
-CERTIFICATE_TESTS = ("tests/test_certificates.py",)
-POW_REFERENCE_TESTS = ("tests/test_pow_reference.py",)
+CERTIFY_CORE_TESTS = ("tests/tools/test_certify_core.py",)
+CERTIFICATE_TESTS = ("tests/tools/test_certificates.py",)
+POW_REFERENCE_TESTS = ("tests/tools/test_pow_reference.py",)
 
 
 @dataclass(frozen=True)
@@ -166,7 +178,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "module.c",
         '    count += count == 2 && __builtin_cpu_supports("avx512f") &&',
         '    count += 0 && __builtin_cpu_supports("avx512f") &&',
-        ("tests/test_kernels_native.py",),
+        ("tests/kernels/test_kernels_native.py",),
         "an AVX-512 CPU runs the AVX2 body (ISAS and the fingerprint say avx2)",
     ),
     M(
@@ -174,7 +186,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "module.c",
         "    N.isa = count - 1;",
         "    N.isa = count > 1 ? 1 : 0;",
-        ("tests/test_kernels_native.py",),
+        ("tests/kernels/test_kernels_native.py",),
         "the AVX2 body runs where the CPU has AVX-512, while ISAS lists it last",
     ),
     M(
@@ -281,7 +293,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         FAST_SRC + "fast.h",
         "#define REPEAT_HEAP_BYTES (256 << 10)",
         "#define REPEAT_HEAP_BYTES (8 << 10)",
-        ("tests/test_thread_pool.py",),
+        ("tests/kernels/test_thread_pool.py",),
         "a long call with a Python scalar runs its body in 8 KiB calls, none long enough to split",
     ),
     M(
@@ -289,7 +301,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         FAST_SRC + "run.c",
         "        return any != 0;",
         "        return 0;",
-        ("tests/test_fuzz_fast.py", "tests/test_fast_path.py"),
+        ("tests/reliability/test_fuzz_fast.py", "tests/engine/test_fast_path.py"),
         "the fast path's oracle keeps the ufunc's own NaNs, not the oracle's rule",
     ),
     M(
@@ -393,7 +405,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         PLANNER,
         "return (*steps[:-1], replace(steps[-1], threads=threads, body=body))",
         "return (*steps[:-1], replace(steps[-1], threads=threads))",
-        ("tests/test_kernels_native.py",),
+        ("tests/kernels/test_kernels_native.py",),
         "explain never names the compiled body (avx512) a kernel step runs",
     ),
     # -- f32 pow: the vector powf (the C is rebuilt in the copy) -------------------------------
@@ -726,7 +738,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         PLANNER,
         "    if value < 0:\n",
         "    if value < -1e300:\n",
-        ("tests/test_reliability_costs.py", *PLAN_TESTS),
+        ("tests/reliability/test_reliability_costs.py", *PLAN_TESTS),
         "a negative bytes_moved is accepted and wins every plan",
     ),
     M(
@@ -734,7 +746,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         PLANNER,
         'return f"cost.bytes_moved cannot be priced for this call: {e}"',
         "raise",
-        ("tests/test_reliability_costs.py", *PLAN_TESTS),
+        ("tests/reliability/test_reliability_costs.py", *PLAN_TESTS),
         "a cost formula dividing by zero for one call breaks dispatch instead of rejecting",
     ),
     M(
@@ -1189,7 +1201,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if checked.applies(fn):\n        assert plan.kernel is not None\n        shape",
         "    if False:\n        assert plan.kernel is not None\n        shape",
         (
-            "tests/test_checked_runs.py::test_the_judge_survives_every_hostile_kernel_and_names_each",
+            "tests/tools/test_checked_runs.py::test_the_judge_survives_every_hostile_kernel_and_names_each",
         ),
         "the judge calls compiled kernels in its own process (and dies with them)",
     ),
@@ -1198,7 +1210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "    with observe(_observer(report, selection)), foreign.checking(checked.output):",
         "    with observe(_observer(report, selection)):",
-        ("tests/test_checked_runs.py",),
+        ("tests/tools/test_checked_runs.py",),
         "compare_backends runs a foreign kernel on the caller's tensors in its own process",
     ),
     M(
@@ -1207,7 +1219,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    other = [np.roll(x, i + 1) for i, x in enumerate(operands)]",
         "    other = list(operands)",
         (
-            "tests/test_cheat_catalogue.py::test_the_judge_fails_every_cheat_and_passes_the_honest_kernel[f32]",
+            "tests/tools/test_cheat_catalogue.py::test_the_judge_fails_every_cheat_and_passes_the_honest_kernel[f32]",
         ),
         "a kernel answering from a cache of earlier inputs passes the judge",
     ),
@@ -1216,7 +1228,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         LIBRARIES,
         "    digest = hashlib.sha256(data).hexdigest()",
         "    digest = hashlib.sha256(bytes(source)).hexdigest()",
-        ("tests/test_library_reload.py",),
+        ("tests/kernels/test_library_reload.py",),
         "a library rebuilt at the same path keeps running its first build",
     ),
     M(
@@ -1224,7 +1236,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPILED,
         "    if nul:\n",
         "    if False:\n",
-        ("tests/test_hostile_inputs.py",),
+        ("tests/reliability/test_hostile_inputs.py",),
         "a C symbol name with a NUL resolves to the part before it",
     ),
     M(
@@ -1248,7 +1260,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         PICKLED,
         "    layout.check(storage.shape[0], storage.itemsize)\n",
         "",
-        ("tests/test_hostile_pickles.py",),
+        ("tests/reliability/test_hostile_pickles.py",),
         "a pickle's slot state builds a tensor reaching outside its buffer",
     ),
     M(
@@ -1257,7 +1269,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor) || !tensor_ready(t)) "
         "Py_RETURN_NONE;",
         "if (S.tensor == NULL || !PyObject_TypeCheck(t, S.tensor)) Py_RETURN_NONE;",
-        ("tests/test_hostile_pickles.py",),
+        ("tests/reliability/test_hostile_pickles.py",),
         "x[0] of a tensor made by object.__new__ reads a NULL slot (a crash)",
     ),
     # -- compiled providers' kernels called from C (`_fast`'s FOREIGN entries and byte_call) ----
@@ -1411,7 +1423,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/judge/cases.py",
         '        ("nan", "a NaN operand", b, value(f, 3.0)),\n',
         "",
-        ("tests/test_semantics_audit.py",),
+        ("tests/tools/test_semantics_audit.py",),
         "the audit never raises a negative NaN to an odd power, where C's pow flips its sign",
     ),
     M(
@@ -1563,7 +1575,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/judge/invariance.py",
         "    with running_on(1):\n        one = run()",
         "    with running_on(MAX_THREADS):\n        one = run()",
-        ("tests/test_invariance.py",),
+        ("tests/fkc/test_invariance.py",),
         "the threads claim compares all threads with all threads: a thread-dependent kernel passes",
     ),
     M(
@@ -1571,7 +1583,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/judge/invariance.py",
         "    for name in NATIVE.ISAS:\n        with _isa(name):",
         "    for name in NATIVE.ISAS:\n        with _isa(NATIVE.ISAS[-1]):",
-        ("tests/test_invariance.py",),
+        ("tests/fkc/test_invariance.py",),
         "the isa claim runs one body under every name: a body-dependent kernel passes",
     ),
     M(
@@ -1579,7 +1591,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/judge/invariance.py",
         "argv, env=os.environ | switch, capture_output=True, text=True, check=False",
         "argv, env=dict(os.environ), capture_output=True, text=True, check=False",
-        ("tests/test_invariance.py",),
+        ("tests/fkc/test_invariance.py",),
         "a framework's isa claim runs its default in the fresh process: the switch is never used",
     ),
     M(
@@ -1587,7 +1599,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/fkc/semantics.py",
         'return self.position or ("invariant" if claimed else None)',
         "return self.position",
-        ("tests/test_invariance.py",),
+        ("tests/fkc/test_invariance.py",),
         "a position claim in invariance is never audited",
     ),
     M(
@@ -1644,7 +1656,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         TESTING_FORMATS,
         "np.where(sa >= sb, oa - ob, ob - oa)",
         "np.where(sa >= sb, oa - oa, ob - ob)",
-        (*COMPARE_TESTS, "tests/test_judge.py"),
+        (*COMPARE_TESTS, "tests/tools/test_judge.py"),
         "ulp_distance returns 0",
     ),
     M(
@@ -1652,7 +1664,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         TESTING_FORMATS,
         "np.where((wide & sign) != 0, np.uint64(0) - magnitude, magnitude)",
         "np.where((wide & sign) != 0, magnitude, magnitude)",
-        (*COMPARE_TESTS, "tests/test_judge.py"),
+        (*COMPARE_TESTS, "tests/tools/test_judge.py"),
         "ulp_distance(-x, x) is 0",
     ),
     M(
@@ -1684,7 +1696,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "ignored = 0 if nan_payloads else self.nan_payloads",
         "ignored = self.nan_payloads",
-        ("tests/test_compare.py",),
+        ("tests/tools/test_compare.py",),
         "assert_equal(max_ulp=0) forgives NaN-payload differences it was asked to check",
     ),
     M(
@@ -1700,7 +1712,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "str(c.mismatches - c.nan_payloads),",
         "str(c.mismatches),",
-        ("tests/test_compare.py", "tests/test_tour_cli.py"),
+        ("tests/tools/test_compare.py", "tests/tools/test_tour_cli.py"),
         "a NaN that differs only in payload is shown as a value mismatch",
     ),
     M(
@@ -1708,7 +1720,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         SELECTION,
         "p.kernel and p.kernel.name != name and selection.admits(p)",
         "p.kernel and p.provider != plan.provider and selection.admits(p)",
-        ("tests/test_compare.py", *LOOP_TESTS),
+        ("tests/tools/test_compare.py", *LOOP_TESTS),
         "a second kernel of the provider that ran is never compared",
     ),
     M(
@@ -1716,7 +1728,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         SELECTION,
         "or plan.kernel.name in (self.kernels or ())",
         "or False",
-        ("tests/test_compare.py",),
+        ("tests/tools/test_compare.py",),
         "compare_backends(kernels=[...]) compares none of the kernels named",
     ),
     M(
@@ -1724,7 +1736,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "payloads_ok = not nan_payloads or self.nan_payloads == 0",
         "payloads_ok = True",
-        ("tests/test_compare.py",),
+        ("tests/tools/test_compare.py",),
         "assert_equal(max_ulp=1) forgives NaN payload differences it was asked to check",
     ),
     M(
@@ -1732,7 +1744,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         COMPARE,
         "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]",
         "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), summary]",
-        ("tests/test_compare.py",),
+        ("tests/tools/test_compare.py",),
         "an operation that was not compared no longer says why",
     ),
     M(
@@ -1772,7 +1784,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         JUDGE,
         "differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)",
         "differ = (bits(got) != bits(want)) & ~both_nan",
-        ("tests/test_judge.py", *LOOP_TESTS),
+        ("tests/tools/test_judge.py", *LOOP_TESTS),
         "a maximum that loses the lhs NaN payload passes the judge",
     ),
     M(
@@ -1780,7 +1792,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         JUDGE,
         'f"max_ulp {p.max_ulp:g}{found}; worst {a.worst}"',
         'f"max_ulp {p.max_ulp:g}{found}"',
-        ("tests/test_judge.py",),
+        ("tests/tools/test_judge.py",),
         "a precision failure no longer names the lane, its inputs and bits",
     ),
     M(
@@ -1788,7 +1800,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         JUDGE_REPORT,
         "lines = [table, fit_lines(legend(shown_columns(table))), fit_lines(self.summary())]",
         "lines = [table, fit_lines(legend()), fit_lines(self.summary())]",
-        ("tests/test_judge.py",),
+        ("tests/tools/test_judge.py",),
         "a narrow judge table's legend explains the columns it left out",
     ),
     M(
@@ -1844,7 +1856,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/textwidth.py",
         '"key": re.compile(r"(?<=[ ,])"),',
         '"key": re.compile(r"(?<=[ ,_-])"),',
-        ("tests/test_cli_width.py",),
+        ("tests/tools/test_cli_width.py",),
         "a narrow table breaks kernel and provider names at underscores and hyphens",
     ),
     # -- dispatch's compiled fast path (its entries; the C code is tested through them) ---------
@@ -2113,7 +2125,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/core/tensor.py",
         "_INT64_MIN <= obj <= _INT64_MAX",
         "_INT64_MIN <= obj",
-        ("tests/test_asarray_scalars.py",),
+        ("tests/array_api/test_asarray_scalars.py",),
         "asarray(2**63) takes the int64 short path (OverflowError) instead of NumPy's uint64",
     ),
     M(
@@ -2121,7 +2133,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/core/tensor.py",
         "{bool: _dtypes.bool_, int:",
         "{bool: _dtypes.int64, int:",
-        ("tests/test_asarray_scalars.py",),
+        ("tests/array_api/test_asarray_scalars.py",),
         "asarray(True) is an int64 tensor, not a bool one",
     ),
     M(
@@ -2129,7 +2141,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/core/tensor.py",
         "if want is None and copy is not False else None",
         "if want is None else None",
-        ("tests/test_asarray_scalars.py",),
+        ("tests/array_api/test_asarray_scalars.py",),
         "asarray(1.5, copy=False) makes a tensor instead of refusing the copy it needs",
     ),
     M(
@@ -2534,7 +2546,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "bodies.c",
         "    if (c != a && c != b) {\n        if (stream)",
         "    if (1) {\n        if (stream)",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "an in-place body runs its loops straight into the operand they read (f32 pow's powf "
         "lanes re-read operands the shortcut has overwritten)",
     ),
@@ -2543,7 +2555,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "bodies.c",
         "    if (op != POW && dtype == F32) {",
         "    if (dtype == F32) {",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "f32 `x **= y` runs the in-place lane loops, which have no pow (it computes remainder)",
     ),
     M(
@@ -2551,7 +2563,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "bodies.c",
         "        f64_loop_in_place(op, a, b, c, n);",
         "        f64_loop_in_place(op, b, a, c, n);",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "f64 `x op= y` in place computes y op x (subtract, divide, the NaN-first rule)",
     ),
     M(
@@ -2559,7 +2571,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         NATIVE_SRC + "bodies.c",
         "        f32_loop_in_place(op, a, b, c, n);",
         "        f32_loop_in_place(op, a, b, c, n - 1);",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "f32 `x op= y` in place leaves its last element unwritten (a tail past the vectors)",
     ),
     M(
@@ -2567,7 +2579,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         FAST_SRC + "run.c",
         "        if (!apart) return 0;",
         "        (void)apart;",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "x[1:] += x[:-1] writes straight into x while the kernel still reads the shifted operand",
     ),
     M(
@@ -2575,7 +2587,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         FAST_SRC + "entries.c",
         'e->bare_ufunc = oracle && strcmp(Py_TYPE(ufunc)->tp_name, "numpy.ufunc") == 0;',
         "e->bare_ufunc = oracle;",
-        ("tests/test_fast_inplace.py",),
+        ("tests/engine/test_fast_inplace.py",),
         "a half type's oracle call writes into its target, then re-reads the overwritten "
         "operands for their NaN lanes",
     ),
@@ -2739,7 +2751,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/differences.py",
         '    if op_kind == "RemElementwise":',
         "    if False:",
-        ("tests/test_compare_classes.py",),
+        ("tests/tools/test_compare_classes.py",),
         "a zero remainder of the other sign is reported as a plain signed zero",
     ),
     M(
@@ -2747,7 +2759,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/differences.py",
         "    found = np.where(found == NAN_SIGN, NAN_PAYLOAD, found)",
         "    found = np.where(found == NAN_SIGN, NAN_SIGN, found)",
-        ("tests/test_compare_classes.py",),
+        ("tests/tools/test_compare_classes.py",),
         "a NaN's sign is reported as a class of its own, not with its payload",
     ),
     M(
@@ -2755,7 +2767,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/fkc/semantics.py",
         "        if value in values:\n",
         "        if False:\n",
-        ("tests/test_fkc_semantics.py",),
+        ("tests/fkc/test_fkc_semantics.py",),
         "a semantics list naming a value twice loads",
     ),
     M(
@@ -2763,7 +2775,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/fkc/schema.py",
         'UNHASHED: Final = ("kernel_revision_hash", "semantics")',
         'UNHASHED: Final = ("kernel_revision_hash",)',
-        ("tests/test_fkc_semantics.py", "tests/test_fkc_parse.py"),
+        ("tests/fkc/test_fkc_semantics.py", "tests/fkc/test_fkc_parse.py"),
         "declaring semantics makes a new kernel revision (the seeds' hashes change)",
     ),
     M(
@@ -2795,7 +2807,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "fueltensor/tools/judge/run.py",
         "            and (reg.joins(c.provider) if names is None else c.provider.name in names)",
         "            and (True if names is None else c.provider.name in names)",
-        ("tests/test_framework_providers.py", "tests/test_notebooks.py"),
+        ("tests/kernels/test_framework_providers.py", "tests/repo/test_notebooks.py"),
         "fueltensor judge audits the named-only frameworks too (a default run imports torch, jax)",
     ),
     M(

@@ -5,8 +5,8 @@ API's weak scalars): `scalar_dtype` says which dtype, `scalar_tensor` makes the 
 int the dtype cannot hold raises OverflowError), and `coerce` makes both operands of a binary
 operation tensors. The compiled fast path keeps `scalar_tensor`'s results in a cache keyed by the
 scalar's exact bits (`_fast.scalar`, configured with `scalar_tensor` by dispatch; it declines
-until then): tests/test_fast_interface.py holds the two equal. Dispatch and the host functions
-both coerce here, so one argument of `floor_divide` is read by this module only.
+until then): tests/engine/test_fast_interface.py holds the two equal. Dispatch and the host
+functions both coerce here, so one argument of `floor_divide` is read by this module only.
 """
 
 from __future__ import annotations

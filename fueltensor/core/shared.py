@@ -4,7 +4,7 @@ Where `ext._fast` is built, its functions are the definitions and both paths cal
 `new_tensor` builds every FuelTensor, `basic_view` is basic indexing (`x[key]`, `x[key] = v`),
 and `refusal` is the in-place / writable rule that `tensor.check_inplace` and `check_writable`
 word. The `python_*` functions stand in for them only where `_fast` is not built, and
-`tests/test_fast_interface.py` holds each equal to the compiled one (docs/interfaces.md, "One
+`tests/engine/test_fast_interface.py` holds each equal to the compiled one (docs/interfaces.md, "One
 dispatcher").
 """
 

@@ -3,8 +3,8 @@
  * as module attributes (`_native.OPS`, `DTYPES`, `MAX_DIMS`, `GIL_FREE_FROM`, ...); `_fast`
  * imports the capsules once at init and reads the same codes from this header. Python twins
  * that must exist without a compiled build (`core.layout.MAX_DIMS`, `core.storage`'s default
- * alignment) are held equal to these by tests/test_fast_interface.py. See docs/interfaces.md,
- * "The compiled floor". */
+ * alignment) are held equal to these by tests/engine/test_fast_interface.py. See
+ * docs/interfaces.md, "The compiled floor". */
 #ifndef FUELTENSOR_ABI_H
 #define FUELTENSOR_ABI_H
 

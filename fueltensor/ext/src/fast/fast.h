@@ -118,7 +118,7 @@ static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCE
 
 /* A compiled provider's fresh output (allocator.c, `guarded_array`) has GUARD_BYTES of
  * GUARD_PATTERN on each side, read after the call (`engine.foreign.GUARD_BYTES`, the Python
- * path's zones, is the same size: tests/test_foreign_calls.py holds them equal). */
+ * path's zones, is the same size: tests/engine/test_foreign_calls.py holds them equal). */
 #define GUARD_BYTES 256
 #define GUARD_PATTERN 0xA5
 

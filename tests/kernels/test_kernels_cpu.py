@@ -15,7 +15,19 @@ from typing import Any
 import numpy as np
 import pytest
 from _impls import IMPLS, thunk, using
-from _oracle import BF16, F16, F32, F64, FORMATS, Fmt, cpu_expected, encode, f64_bits
+from _oracle import (
+    BF16,
+    F16,
+    F32,
+    F64,
+    FORMATS,
+    Fmt,
+    as_array,
+    cpu_expected,
+    encode,
+    f64_bits,
+    special_bits,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,41 +38,6 @@ OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
 
 impls = pytest.mark.parametrize("impl", IMPLS)
-
-
-def special_bits(fmt: Fmt) -> list[int]:
-    """±0, ±inf, NaNs (payloads, both signs, signalling), subnormals, extremes, ordinary values."""
-    m = fmt.man_bits
-    top = fmt.exp_mask
-    base = [
-        0,
-        1,  # smallest subnormal
-        (1 << m) - 1,  # largest subnormal
-        1 << m,  # smallest normal
-        top - 1,  # largest finite
-        top - 2,
-        top,  # inf
-        top | fmt.quiet,  # canonical quiet NaN
-        top | fmt.quiet | 0b101,  # quiet NaN with payload
-        top | 1,  # signalling NaN
-        top | (fmt.quiet >> 1) | 1,  # another signalling NaN
-        encode(1.0, fmt),
-        encode(0.5, fmt),
-        encode(2.0, fmt),
-        encode(3.0, fmt),
-        encode(0.1, fmt),
-        encode(0.01, fmt),
-        encode(5.0, fmt),
-        encode(1.5, fmt),
-        encode(7.25, fmt),
-    ]
-    return sorted(set(base + [b | fmt.sign for b in base]))
-
-
-def as_array(bits: list[int], fmt: Fmt, shape: tuple[int, ...] | None = None) -> Any:
-    """An array of `fmt` holding the given bit patterns."""
-    arr = np.array(bits, dtype=fmt.uint).view(fmt.np_dtype)
-    return arr.reshape(shape) if shape is not None else arr
 
 
 def run(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> Any:

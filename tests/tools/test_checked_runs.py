@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _cheats import build, contract, register
+from _extras import TESTS
 
 import fueltensor as ft
 from fueltensor.core.errors import KernelStatusError
@@ -174,7 +175,7 @@ def test_the_judge_survives_every_hostile_kernel_and_names_each(
 ) -> None:
     names = [n for n in HOSTILE if n not in ("hang_f32", "status_f32", "hog_f32")]
     code = JUDGE.format(
-        tests=str(Path(__file__).parent),
+        tests=str(TESTS),
         library=str(library),
         names=names,
         doc=str(tmp_path / "d.md"),

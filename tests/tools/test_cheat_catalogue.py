@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _cheats import DTYPES, OP_KINDS, VARIANTS, build
+from _extras import TESTS
 
 JUDGE = """
 import json, sys
@@ -49,7 +50,7 @@ def test_the_judge_fails_every_cheat_and_passes_the_honest_kernel(
     library: Path, tmp_path: Path, dtype: str
 ) -> None:
     code = JUDGE.format(
-        tests=str(Path(__file__).parent),
+        tests=str(TESTS),
         ops=list(OP_KINDS),
         dtype=dtype,
         library=str(library),

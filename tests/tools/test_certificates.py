@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _documents import one_off
 from _extras import needs
-from _one_off import document
 
 import fueltensor as ft
 from fueltensor.cli import main
@@ -41,7 +41,7 @@ def provider(
 ) -> ft.Registry:
     """The `one-off` provider linked to `kernel`, beside the bundled contracts."""
     path = tmp_path / "one-off.md"
-    path.write_text(document(max_ulp, semantics), encoding="utf-8")
+    path.write_text(one_off(max_ulp, semantics), encoding="utf-8")
     ft.register_provider("one-off", {"one_off::add_bf16": kernel})
     return ft.Registry.from_paths([bundled_contracts_dir(), path])
 
@@ -190,8 +190,8 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
-    """The judge's reading of one NaN form mask (bits as tests/test_certify_core.py writes them
-    out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
+    """The judge's reading of one NaN form mask (bits as tests/tools/test_certify_core.py writes
+    them out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
     an invalid operation's NaN among the declared patterns."""
     from fueltensor.fkc.semantics import NanRule
     from fueltensor.tools.certify.verdict import nan_allowed
@@ -261,7 +261,7 @@ def test_f32_and_f64_get_special_classes_exhaustively_and_a_sample(tmp_path: Pat
         out.view(np.uint32)[np.isnan(out)] = 0x7FC0_0000
 
     path = tmp_path / "f32.md"
-    path.write_text(document("0", "").replace("BF16", "F32").replace("bf16", "f32"), "utf-8")
+    path.write_text(one_off("0", "").replace("BF16", "F32").replace("bf16", "f32"), "utf-8")
     ft.register_provider("one-off", {"one_off::add_f32": signed})
     reg = ft.Registry.from_paths([bundled_contracts_dir(), path])
     [cert] = ft.certify("one-off", reg=reg, sample=100)

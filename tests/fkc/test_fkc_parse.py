@@ -7,13 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _extras import ROOT, TESTS
 from conftest import SEED_CPU, SEED_REFERENCE
 
 from fueltensor import ContractError
 from fueltensor.fkc import PROSE_KEYS, KernelContract, load_document
 from fueltensor.fkc.schema import AUTO_HASH
 
-BUNDLED = Path(__file__).resolve().parents[1] / "contracts"
+BUNDLED = ROOT / "contracts"
 PAIRS = [(SEED_CPU, "fuel-cpu-backend.md"), (SEED_REFERENCE, "fuel-reference-backend.md")]
 
 
@@ -211,10 +212,10 @@ def test_optional_keys_take_their_defaults(
 
 def test_seed_copies_match_shared() -> None:
     """tests/seeds holds the seeds as received; where shared/ sits beside the checkout, compare."""
-    shared = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    shared = ROOT.parent / "shared" / "seeds"
     if not shared.is_dir():
         pytest.skip(f"no shared seeds at {shared} to compare the copies with")
-    copies = Path(__file__).resolve().parent / "seeds"
+    copies = TESTS / "seeds"
     names = sorted(p.name for p in shared.glob("*.txt"))
     assert names == sorted(p.name for p in copies.glob("*.txt"))
     for name in names:

@@ -10,12 +10,12 @@ import math
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _extras import ROOT
 
 import fueltensor as ft
 from fueltensor.testing import (
@@ -41,7 +41,7 @@ LAYOUT: dict[str, tuple[Any, int, int]] = {
 }
 ROUNDING_ULP = {"float32": 2048, "float64": 2**26, "bfloat16": 8, "float16": 32}
 DTYPES = tuple(LAYOUT)
-DOC = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
+DOC = ROOT / "docs" / "testing.md"
 
 
 def np_dtype(name: str) -> np.dtype:

@@ -9,16 +9,15 @@ import importlib
 import re
 import sys
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
+from _extras import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import fueltensor as ft
 
-ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / ".ci"
 
 

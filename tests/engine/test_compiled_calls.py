@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _cbuild import build_c
+from _extras import ROOT, TESTS
 from _fpstatus import ALL, FE, flags_after
 
 import fueltensor as ft
@@ -37,8 +38,7 @@ pytestmark = pytest.mark.skipif(
     dispatch._FAST_MODULE is None, reason="the compiled fast path is not built here"
 )
 
-HERE = Path(__file__).resolve().parent
-EXAMPLE = HERE.parent / "examples" / "c_provider"
+EXAMPLE = ROOT / "examples" / "c_provider"
 DOCUMENT = EXAMPLE / "c-kernels.md"
 GIL_FREE_FROM = NATIVE.GIL_FREE_FROM if NATIVE is not None else 1
 BYTE_KERNEL = ctypes.CFUNCTYPE(ctypes.c_int32, *(ctypes.c_void_p, ctypes.c_size_t) * 3)
@@ -73,7 +73,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Example:
 @pytest.fixture(scope="module")
 def probes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/compiled_probes.c (kernels that misbehave on purpose), built."""
-    return build_c(HERE / "compiled_probes.c", tmp_path_factory.mktemp("probes") / "probes.so")
+    return build_c(TESTS / "compiled_probes.c", tmp_path_factory.mktemp("probes") / "probes.so")
 
 
 def reference(library: ctypes.CDLL, symbol: str, lhs: Any, rhs: Any, dtype: Any) -> np.ndarray:

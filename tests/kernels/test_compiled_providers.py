@@ -20,6 +20,7 @@ import pytest
 from _cbuild import build_c as _build_c
 from _cbuild import tool as _tool
 from _cbuild import tool_env
+from _extras import ROOT, TESTS
 
 import fueltensor as ft
 from fueltensor.core.dtypes import BY_FKC, DType
@@ -30,8 +31,7 @@ from fueltensor.registry import bundled_contracts_dir
 
 registry_module = importlib.import_module("fueltensor.registry")
 
-HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE.parent / "examples"
+EXAMPLES = ROOT / "examples"
 LANES = 20_000
 GIL_FREE_FROM = NATIVE.GIL_FREE_FROM if NATIVE is not None else 1
 """Output elements from which a compiled call releases the GIL (any, through ctypes)."""
@@ -86,7 +86,7 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 @pytest.fixture(scope="module")
 def probes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/compiled_probes.c (kernels that misbehave on purpose), built."""
-    return _build_c(HERE / "compiled_probes.c", tmp_path_factory.mktemp("probes") / "probes.so")
+    return _build_c(TESTS / "compiled_probes.c", tmp_path_factory.mktemp("probes") / "probes.so")
 
 
 def random_bits(dtype: DType, n: int, rng: np.random.Generator) -> ft.FuelTensor:

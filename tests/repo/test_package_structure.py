@@ -1,7 +1,7 @@
 """The package's shape: no import cycle even counting imports inside functions, a core layer
 that reaches nothing above it, a compiled floor (the C extensions) below core that imports no
 Python of ours, and the size limits (functions, modules, C files and C functions) of the style
-rules."""
+rules; and the test tree's shape: folders that mirror the package, the helpers in one place."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
+from _extras import ROOT, TESTS
 
 import fueltensor as ft
 from fueltensor.core.hooks import HookNotInstalled, Hooks, present
 
 PACKAGE = Path(ft.__file__).parent
-C_SOURCES = Path(__file__).resolve().parents[1] / "fueltensor" / "ext" / "src"
+C_SOURCES = ROOT / "fueltensor" / "ext" / "src"
 """The extensions' sources, read from the checkout (an installed wheel holds no C)."""
 ABOVE_CORE = (
     "fueltensor.engine",
@@ -32,6 +33,14 @@ MAX_C_FILE_LINES = 600
 FLOOR = "fueltensor.ext"
 NUMPY_PRIVATE_CALLS = {"_resolve_dtypes_and_context", "_get_strided_loop"}
 """NumPy's documented low-level ufunc calls: the only underscored names the C may read."""
+MIRRORS = ("core", "fkc", "engine", "kernels", "array_api", "tools", "testing")
+"""The test folders named after the subpackage whose subject their files test."""
+ACROSS = ("clients", "reliability", "repo")
+"""The test folders whose subject crosses the subpackages: real array-API and Dask clients, the
+reliability tests (hostile inputs, faults, fuzzing), and the files about the whole repository
+(CI, the README, the notebooks, this file, the wheel, the environment)."""
+TEST_DATA = ("seeds",)
+"""The folders of tests/ that hold no tests: the seed documents' copies."""
 
 
 def _extensions() -> dict[str, Path]:
@@ -301,7 +310,7 @@ def test_every_subpackage_is_in_the_wheel() -> None:
     """pyproject.toml lists packages by hand: a new subpackage left out installs without its
     files, which an editable install never shows (the installed wheel then fails to import)."""
     tomllib = pytest.importorskip("tomllib")
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     listed = set(
         tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
@@ -310,3 +319,24 @@ def test_every_subpackage_is_in_the_wheel() -> None:
         for init in (root / "fueltensor").rglob("__init__.py")
     }
     assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
+
+
+def test_the_test_tree_mirrors_the_package() -> None:
+    """Every test file sits in a folder of MIRRORS, each a subpackage of fueltensor, or of ACROSS;
+    tests/ itself holds no test file, and the shared helpers (conftest.py, the `_*.py` modules,
+    the C sources, the seed copies) only it: a subfolder holds test files and nothing else. Their
+    names stay unique across folders, which pytest's default import mode needs (no
+    __init__.py)."""
+    assert [m for m in MIRRORS if not (PACKAGE / m / "__init__.py").is_file()] == []
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - {".pytest_cache"} == {*MIRRORS, *ACROSS, *TEST_DATA}
+    assert sorted(p.name for p in TESTS.glob("test_*.py")) == []
+    tests, others = [], []
+    for folder in (TESTS / name for name in (*MIRRORS, *ACROSS)):
+        for path in folder.rglob("*"):
+            if "__pycache__" not in path.parts:
+                named = path.is_file() and re.fullmatch(r"test_\w+\.py", path.name)
+                (tests if named and path.parent == folder else others).append(path)
+    assert others == [], f"only test files belong in the test folders: {others}"
+    names = [p.name for p in tests]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

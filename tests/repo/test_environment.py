@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _extras import TESTS
 
-TESTS = Path(__file__).resolve().parent
 USER_SETTINGS = {"FUELTENSOR_POW_SHORTCUT": "0", "FUELTENSOR_NUM_THREADS": "1"}
 """Settings a user may have exported, each of which fails tests it reaches unless cleared."""
 SENSITIVE = [
-    "test_pow_shortcut.py::test_a_fresh_process_runs_the_vector_powf",
-    "test_threads.py::test_every_op_and_dtype_gives_one_threads_bits[add-float32]",
+    "kernels/test_pow_shortcut.py::test_a_fresh_process_runs_the_vector_powf",
+    "kernels/test_threads.py::test_every_op_and_dtype_gives_one_threads_bits[add-float32]",
 ]
 """Tests that fail under USER_SETTINGS when they reach them (tried before conftest cleared them)."""
 

@@ -3,7 +3,7 @@ over arbitrary strided views, and shapes/strides whose products overflow 64 bits
 
 The storage holds its own indices (`arange`), so a view's values are the storage indices it
 reads; they are checked against an independent enumeration from shape, strides and offset, and
-against NumPy applying the same operations to the same numbers. (tests/test_views.py checks
+against NumPy applying the same operations to the same numbers. (tests/core/test_views.py checks
 single operations on dense bases; this file chains them on awkward views.)
 """
 

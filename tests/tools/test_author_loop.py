@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import _documents as documents
 import numpy as np
 import pytest
 
@@ -16,64 +17,25 @@ from fueltensor.registry import bundled_contracts_dir
 from fueltensor.testing import assert_bits_equal, random_bits, special_pairs
 from fueltensor.tools.textwidth import table_width
 
-DENSE = (
-    "{contiguous: required, strided: rejected, broadcast_stride0: rejected, "
-    "start_offset: rejected, reverse_strides: rejected}"
-)
-
 
 def section(kernel: str, entry: str) -> str:
     """One kernel's section of the author's document: F32 maximum, bit-exact."""
-    return f"""
-## {kernel}
-
-Maximum of two same-shape F32 tensors: a NaN operand is returned unchanged (lhs first), and the
-lhs wins a tie of +0 and -0.
-
-```fkc
-kernel: {kernel}
-op_kind: MaximumElementwise
-blurb: "F32 maximum; NaN-propagating (lhs NaN first), lhs wins a ±0 tie."
-backend: Cpu
-kernel_source: my-max-source
-entry_point: "my_max::{entry}"
-kernel_revision_hash: auto
-accept:
-  inputs:
-    - {{name: lhs, dtypes: [F32], layout: {DENSE}, rank: any, shape_constraint: same_as=rhs}}
-    - {{name: rhs, dtypes: [F32], layout: {DENSE}, rank: any, shape_constraint: same_as=lhs}}
-  op_params: {{variant: None}}
-return:
-  outputs:
-    - name: out
-      dtype_rule: passthrough(lhs)
-      shape_rule: same_as(lhs)
-      layout_guarantee: contiguous
-      aliasing: none
-caps:
-  awkward_layout_strategy: requires_contiguous
-  in_place: false
-  alignment_bytes: 64
-  access_granularity_bits: 32
-cost:
-  provenance: author_estimate
-  class: cheap_elementwise
-  flops: "n"
-  bytes_moved: "3 * n * 4"
-  memory: {{device_bytes: 0, host_bytes: "n * 4", disk_bytes: 0}}
-precision:
-  bit_stable_on_same_hardware: true
-  max_ulp: 0
-  audited: false
-  notes: "returns an operand's bits"
-determinism: same_hardware_bitwise
-```
-"""
+    return documents.section(
+        kernel,
+        "MaximumElementwise",
+        "F32",
+        source="my-max-source",
+        entry_point=f"my_max::{entry}",
+        blurb="F32 maximum; NaN-propagating (lhs NaN first), lhs wins a ±0 tie.",
+        max_ulp=0,
+        notes="returns an operand's bits",
+        prose="Maximum of two same-shape F32 tensors: a NaN operand is returned unchanged (lhs "
+        "first), and the lhs wins a tie of +0 and -0.",
+    )
 
 
 DOCUMENT = (
-    "---\nfkc_version: 1\nprovider: {name: my-max, backend: Cpu, kernel_source: my-max-source, "
-    'link_registry: my_max, revision_base: "v1"}\n---\n# my-max\n'
+    documents.front("my-max", "my-max-source", "my_max", "v1", "my-max")
     + section("my_max_f32", "max_f32")
     + section("my_max_f32_where", "max_f32_where")
 )

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 from _impls import IMPLS, using
 from _modes import NATIVE_FAST_PATH
-from _oracle import FORMATS, powi_expected
+from _oracle import FORMATS, powi_expected, special_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_kernels_cpu import special_bits
 
 import fueltensor as ft
 from fueltensor.core import scalars

@@ -14,9 +14,9 @@ from typing import Any
 
 import nbformat
 import pytest
-from _extras import needs
+from _extras import ROOT, needs
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"
 NAMES = (
     "01_tour.ipynb",
     "02_contracts.ipynb",

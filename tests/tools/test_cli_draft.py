@@ -14,69 +14,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import _documents as documents
 import pytest
 
 import fueltensor as ft
 from fueltensor.cli import main
 
 registry_module = sys.modules["fueltensor.registry"]
-
-DENSE = (
-    "{contiguous: required, strided: rejected, broadcast_stride0: rejected, start_offset: rejected,"
-    " reverse_strides: rejected}"
-)
-DOCUMENT = """---
-fkc_version: 1
-provider:
-  name: {provider}
-  backend: Cpu
-  kernel_source: my-c
-  link_registry: my_c
-  revision_base: "draft-1"
----
-# {provider}: a maximum written outside fueltensor
-
-## my_max_f32
-
-```fkc
-kernel: my_max_f32
-op_kind: MaximumElementwise
-blurb: "F32 maximum of two same-shape contiguous tensors; NaN-propagating, lhs wins ties."
-backend: Cpu
-kernel_source: my-c
-entry_point: "{module}::my_max_f32"
-kernel_revision_hash: auto
-accept:
-  inputs:
-    - {{name: lhs, dtypes: [F32], layout: {dense}, rank: any, shape_constraint: same_as=rhs}}
-    - {{name: rhs, dtypes: [F32], layout: {dense}, rank: any, shape_constraint: same_as=lhs}}
-  op_params: {{variant: None}}
-return:
-  outputs:
-    - name: out
-      dtype_rule: passthrough(lhs)
-      shape_rule: same_as(lhs)
-      layout_guarantee: contiguous
-      aliasing: none
-caps:
-  awkward_layout_strategy: requires_contiguous
-  in_place: false
-  alignment_bytes: 64
-  access_granularity_bits: 32
-cost:
-  provenance: author_estimate
-  class: cheap_elementwise
-  flops: "n"
-  bytes_moved: "3 * n * 4"
-  memory: {{device_bytes: 0, host_bytes: "n * 4", disk_bytes: 0}}
-precision:
-  bit_stable_on_same_hardware: true
-  max_ulp: {max_ulp}
-  audited: false
-  notes: "an operand: a NaN one (lhs first), else the larger, lhs on a tie"
-determinism: same_hardware_bitwise
-```
-"""
 
 KERNEL_C = """#include <stdint.h>
 #include <stddef.h>
@@ -159,7 +103,17 @@ def document(
 ) -> Path:
     """The draft's FKC document, written into `folder` as `name`."""
     path = folder / name
-    text = DOCUMENT.format(provider=provider, module=module, max_ulp=max_ulp, dense=DENSE)
+    title = f"{provider}: a maximum written outside fueltensor"
+    text = documents.front(provider, "my-c", "my_c", "draft-1", title) + documents.section(
+        "my_max_f32",
+        "MaximumElementwise",
+        "F32",
+        source="my-c",
+        entry_point=f"{module}::my_max_f32",
+        blurb="F32 maximum of two same-shape contiguous tensors; NaN-propagating, lhs wins ties.",
+        max_ulp=max_ulp,
+        notes="an operand: a NaN one (lhs first), else the larger, lhs on a tie",
+    )
     path.write_text(text)
     return path
 

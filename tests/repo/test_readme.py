@@ -7,7 +7,7 @@ page's `sh` blocks built its compiled example with cc (skipped, saying so, where
 cc); the other `sh` lines run one by one with the installed `fueltensor` command. Blocks shown
 for reading (an FKC document, C, a listing of signatures, the `bash` set-up commands) use
 another fence language and are not run; the README's `bash` test command is the one `.ci/run`
-runs (tests/test_ci.py). The README stays a front door: at most 150 lines, and every relative
+runs (tests/repo/test_ci.py). The README stays a front door: at most 150 lines, and every relative
 link in it and in docs/ resolves."""
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _extras import needs
+from _extras import ROOT, needs
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 """The README and every docs page: each runs its own blocks."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 import inspect
 import pickle
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _extras import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy.exceptions import AxisError
@@ -418,7 +418,7 @@ def test_reductions_over_any_axes_of_a_view_match_numpy(
 
 
 def test_the_deviations_page_lists_every_method() -> None:
-    page = (Path(__file__).parent.parent / "docs" / "deviations.md").read_text()
+    page = (ROOT / "docs" / "deviations.md").read_text()
     row = next(line for line in page.splitlines() if line.startswith("| NumPy's ndarray methods"))
     public = [n for n in vars(NdarrayMethods) if not n.startswith("_")]
     missing = [n for n in public if f"`{n}`" not in row]

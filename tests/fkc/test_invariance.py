@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _documents import one_off
 from _extras import needs
-from _one_off import document
 
 import fueltensor as ft
 from fueltensor.kernels._chassis import NATIVE
@@ -28,7 +28,7 @@ def _registry(tmp_path: Path, kernel: Callable[..., Any], semantics: str) -> ft.
     """Provider `one-off` (one BF16 addition, max_ulp 0) with the given semantics, linked to
     `kernel`."""
     path = tmp_path / "one-off.md"
-    path.write_text(document("0", semantics), encoding="utf-8")
+    path.write_text(one_off("0", semantics), encoding="utf-8")
     ft.register_provider("one-off", {"one_off::add_bf16": kernel})
     return ft.Registry.from_paths([bundled_contracts_dir(), path])
 

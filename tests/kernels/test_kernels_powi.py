@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _oracle import BF16, F16, FORMATS, Fmt, is_nan, powi_expected
+from _oracle import BF16, F16, FORMATS, Fmt, as_array, is_nan, powi_expected, special_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_kernels_cpu import as_array, special_bits
 
 import fueltensor as ft
 from fueltensor.kernels import cpu
