@@ -159,6 +159,7 @@ def test_a_nan_against_a_number_is_beyond_every_ulp_bound(
     (c,) = list(report)
     assert (c.count, c.mismatches, c.nan_patterns_agree) == (15, 1, False)
     assert c.max_ulp == np.inf
+    assert "background:#fdd" in report._repr_html_()  # the mismatching operation is shaded
     with pytest.raises(AssertionError, match="1 of 15"):
         report.assert_equal(max_ulp=1e30)
 
@@ -355,6 +356,7 @@ def test_reports_name_the_machine_and_count_nan_payload_mismatches(
     assert cells["differences"] == f"{c.nan_payloads} NaN payload"  # sign included: one class
     assert c.classes == {"NaN payload": c.nan_payloads}
     assert cells["bit-equal"] == f"{c.equal}/8192"
+    assert "background:#fdd" not in report._repr_html_()  # shaded: a value mismatch only
     assert str(report).endswith(f"measured on: {machine()}")
     data = report.to_dict()
     assert data["machine"] == machine().to_dict() and data["mismatches"] == c.mismatches
