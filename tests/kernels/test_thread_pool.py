@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _extras import OUTSIDE
+from _modes import NATIVE_FAST_PATH
 
 import fueltensor as ft
 from fueltensor.kernels import threads
@@ -104,6 +105,7 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
     assert again == start + min(threads.cores(), threads.MAX_THREADS) - 1
 
 
+@NATIVE_FAST_PATH
 def test_a_long_call_with_a_python_scalar_splits() -> None:
     """`x ** 0.5` on the fast path reads its scalar from a repeated block; a long call's block is
     long enough that the pool splits each body call over it, so a worker runs parts (its CPU
