@@ -5,13 +5,13 @@ author's loop, the cheat catalogue and the one-off provider share); each caller 
 
 from __future__ import annotations
 
+from fueltensor.core.dtypes import BY_FKC
+
 DENSE = (
     "{contiguous: required, strided: rejected, broadcast_stride0: rejected, "
     "start_offset: rejected, reverse_strides: rejected}"
 )
 """The layout of an operand a kernel takes only dense: contiguous, from its first element."""
-WIDTH = {"F32": 4, "F64": 8, "BF16": 2, "F16": 2}
-"""Bytes an element of each FKC dtype."""
 
 
 def front(provider: str, source: str, registry: str, revision: str, title: str) -> str:
@@ -40,7 +40,7 @@ def section(
     """The section of `kernel`, `op_kind` on two same-shape dense `fkc` tensors into a fresh
     one: `prose` under its heading, `op_params: {variant: None}` unless told otherwise, and a
     `semantics` section when given. `max_ulp` is written as it is (a malformed one too)."""
-    width = WIDTH[fkc]
+    width = BY_FKC[fkc].itemsize
     text = f"\n{prose}\n" if prose else ""
     params = "  op_params: {variant: None}\n" if op_params else ""
     tail = f"{semantics}\n" if semantics else ""
