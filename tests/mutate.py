@@ -300,12 +300,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "fast-oracle-nans-never-redone",
-        FAST_SRC + "run.c",
+        NATIVE_SRC + "nan_scan.c",
         "        return any != 0;",
         "        return 0;",
         ("tests/reliability/test_fuzz_fast.py", "tests/engine/test_fast_path.py"),
         "the fast path's oracle keeps the ufunc's own NaNs, not the oracle's rule",
     ),
+    M(
+        "fast-oracle-infinity-is-a-nan",
+        NATIVE_SRC + "nan_scan.c",
+        "(8 * sizeof w - 1))) > above;",
+        "(8 * sizeof w - 1))) >= above;",
+        ("tests/engine/test_fast_path.py",),
+        "the oracle's NaN scan takes an infinity for a NaN and redoes lanes that need nothing",
+    ),
+
     M(
         "threads-threadpoolctl-never-registered",
         "fueltensor/__init__.py",

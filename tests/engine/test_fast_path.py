@@ -6,6 +6,7 @@ observer watches), so each case is computed both ways and compared bit for bit."
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import tracemalloc
 from typing import Any
@@ -21,7 +22,12 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine import dispatch, scalar_forms
+from fueltensor.kernels import reference
 from fueltensor.registry import bundled_contracts_dir
+
+native: Any = None
+with contextlib.suppress(ImportError):
+    from fueltensor.ext import _native as native
 
 pytestmark = pytest.mark.skipif(
     dispatch._FAST is None, reason="the compiled fast path is not built here"
@@ -590,3 +596,51 @@ def test_a_large_output_reuses_the_block_its_predecessor_left_and_is_traced() ->
     other = ft.asarray(np.arange(n + 16, dtype=np.float32))  # another size: a new block
     third = other + other
     np.testing.assert_array_equal(np.asarray(third), np.arange(n + 16, dtype=np.float32) * 2)
+
+
+NAN_LANES = [
+    *((n, p) for n in (2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129) for p in range(n)),
+    *((100_003, p) for p in (0, 1, 50_000, 99_999, 100_002)),
+]
+"""(length, lane): every lane of lengths around 8-, 16-, 32- and 64-lane vectors, and a long
+output's ends and middle (one element is not the oracle's: `x + 1.0` ties, and the byte
+kernel wins)."""
+
+
+@pytest.mark.parametrize("isa", native.ISAS if native is not None else ())
+@pytest.mark.parametrize("fmt", sorted(DTYPES))
+def test_the_oracle_redoes_nans_exactly_when_a_lane_holds_one(
+    isa: str, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiled oracle entry scans its output (`_native`'s NAN_SCAN, the selected
+    instruction set's code) and runs the oracle's NaN rule when, and only when, some lane holds
+    a NaN of either sign: in every lane of a vector body or its tail, for every element width;
+    an infinity, whose bits lie just below every NaN's magnitude, is not one."""
+    calls: list[int] = []
+    rule = reference.nans
+
+    def counted(lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray) -> None:
+        calls.append(out.size)
+        rule(lhs, rhs, out)
+
+    monkeypatch.setattr(reference, "nans", counted)  # read when an oracle entry is made
+    fresh = ft.Registry.from_paths([bundled_contracts_dir()])
+    fmt_ = FORMATS[fmt]
+    previous = native.select_isa(isa)
+    try:
+        with ft.use_registry(fresh):
+            for n, p in NAN_LANES:
+                values = np.ones(n, DTYPES[fmt])
+                values[p] = np.inf if p % 2 else -np.inf
+                x = ft.asarray(values)
+                assert ft.explain(ft.add, x, 1.0).kernel_name == "broadcast_add"
+                x + 1.0  # the Python path plans the call; the fast path serves the next
+                calls.clear()
+                assert dispatch._FAST("add", x, 1.0) is not None
+                assert calls == [], f"no NaN in {n} lanes, yet the rule ran"
+                values.view(fmt_.uint)[p] = fmt_.exp_mask | fmt_.quiet | (fmt_.sign if p % 2 else 0)
+                assert dispatch._FAST("add", ft.asarray(values), 1.0) is not None
+                assert calls == [n], f"the NaN in lane {p} of {n} went unseen"
+                calls.clear()
+    finally:
+        native.select_isa(previous)

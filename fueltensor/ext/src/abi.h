@@ -56,12 +56,16 @@ typedef void (*PowIBody)(int dtype, const void *x, int32_t k, void *out, Py_ssiz
  * `shape`'s bytes fit a Py_ssize_t. */
 typedef void (*Copy)(char *dst, const char *src, int ndim, const Py_ssize_t *shape,
                      const Py_ssize_t *strides, Py_ssize_t size);
+/* The selected instruction set's NaN scan: whether any of the n dense `itemsize`-byte floats at
+ * `data` is a NaN, a magnitude (the bits past the sign) above `above`, the infinity's bits. */
+typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint64_t above);
 
 /* The capsules `_native` exports, by attribute and by capsule name. */
 #define NATIVE_MODULE "fueltensor.ext._native"
 #define CAPSULE_BODY NATIVE_MODULE ".BODY"
 #define CAPSULE_POWI NATIVE_MODULE ".POWI"
 #define CAPSULE_COPY NATIVE_MODULE ".COPY"
+#define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
 
 /* Add a tuple of the C names `items` as the module constant `name` (`_native.OPS`,
  * `_certify.OPS`, ...), so Python reads the tables from the extension that holds them: what

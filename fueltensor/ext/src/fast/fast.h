@@ -158,6 +158,7 @@ static struct {
     Body run_body;    /* the kernel body for the selected instruction set */
     Copy copy_dense;  /* the strided copy into a dense buffer (Contiguize) */
     PowIBody run_powi; /* the integer-power body (PowIElementwise) */
+    NanScan nan_scan;  /* whether a dense float buffer holds a NaN (the oracle's redo test) */
     /* bind_core: core's types and their slots' byte offsets. */
     PyTypeObject *tensor;      /* FuelTensor */
     PyTypeObject *layout_type; /* Layout (a tuple subclass) */

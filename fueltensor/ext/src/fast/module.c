@@ -80,7 +80,7 @@ static void *native_function(PyObject *native, const char *attr, const char *nam
     return fn;
 }
 
-/* Read `_native`'s three functions (its module imported once); -1 on error. */
+/* Read `_native`'s four functions (its module imported once); -1 on error. */
 static int import_native(void) {
     PyObject *native = PyImport_ImportModule(NATIVE_MODULE);
     if (native == NULL) return -1;
@@ -88,8 +88,11 @@ static int import_native(void) {
     S.copy_dense = S.run_body == NULL ? NULL : (Copy)native_function(native, "COPY", CAPSULE_COPY);
     S.run_powi =
         S.copy_dense == NULL ? NULL : (PowIBody)native_function(native, "POWI", CAPSULE_POWI);
+    S.nan_scan = S.run_powi == NULL
+                     ? NULL
+                     : (NanScan)native_function(native, "NAN_SCAN", CAPSULE_NAN_SCAN);
     Py_DECREF(native);
-    return S.run_powi == NULL ? -1 : 0;
+    return S.nan_scan == NULL ? -1 : 0;
 }
 
 /* Intern the names and keyword tuples of the calls made here; -1 on error. */

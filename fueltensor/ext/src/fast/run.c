@@ -165,32 +165,6 @@ static PyObject *strided_view(const Entry *e, const char *data, const npy_intp *
     return view;
 }
 
-/* Whether any of the n `Word`-wide floats at `data` is a NaN: its magnitude (the bits past the
- * sign, so a signed compare is exact) above `above`, the infinity's. An OR of compares, which
- * the compiler vectorizes without a chain from one step to the next; a word is read through
- * memcpy, whatever its type. */
-#define DEFINE_ANY_NAN(Word, Signed)                                                             \
-    __attribute__((optimize("O3"))) static int any_nan_##Word(const char *data, Py_ssize_t n,  \
-                                                              Signed above) {                   \
-        Signed any = 0;                                                                          \
-        for (Py_ssize_t i = 0; i < n; i++) {                                                     \
-            Word w;                                                                              \
-            memcpy(&w, data + i * (Py_ssize_t)sizeof w, sizeof w);                               \
-            any |= (Signed)(w & (Word)~((Word)1 << (8 * sizeof w - 1))) > above;                 \
-        }                                                                                        \
-        return any != 0;                                                                         \
-    }
-DEFINE_ANY_NAN(uint16_t, int16_t)
-DEFINE_ANY_NAN(uint32_t, int32_t)
-DEFINE_ANY_NAN(uint64_t, int64_t)
-
-/* Whether any of the n `isz`-byte floats at `data` is a NaN (`above`: the infinity's bits). */
-static int has_nan(const char *data, Py_ssize_t n, Py_ssize_t isz, uint64_t above) {
-    return isz == 2   ? any_nan_uint16_t(data, n, (int16_t)above)
-           : isz == 4 ? any_nan_uint32_t(data, n, (int32_t)above)
-                      : any_nan_uint64_t(data, n, (int64_t)above);
-}
-
 /* Run an oracle entry into `out` (`data` its dense bytes): the oracle's ufunc call on its
  * broadcast views, silenced as np.errstate(all="ignore") silences it, then, where the ufunc
  * made a NaN, the oracle's own NaN rule (`e->redo`, `reference.nans`, which the Python path
@@ -218,7 +192,7 @@ static int run_oracle(const Entry *e, PyObject *const *operands, PyObject *out, 
     PyObject *got = PyObject_Vectorcall(e->ufunc, args, 2, S.out_kwnames);
     int reset = PyContextVar_Reset(S.errstate_var, token);
     Py_DECREF(token);
-    if (got != NULL && reset == 0 && has_nan(data, e->count, e->itemsize, e->nan_above)) {
+    if (got != NULL && reset == 0 && S.nan_scan(data, e->count, e->itemsize, e->nan_above)) {
         Py_SETREF(got, PyObject_Vectorcall(e->redo, args, 3, NULL));
     }
     Py_XDECREF(got);

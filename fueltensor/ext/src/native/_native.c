@@ -18,6 +18,7 @@
  *   bodies.c        one kernel body per instruction set, tiled, with streamed stores
  *   pool.c          all cores at large sizes: the persistent worker pool
  *   powi.c          integer powers (PowIElementwise) in vector blocks
+ *   nan_scan.c      the oracle's NaN scan, for `_fast`
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
@@ -32,6 +33,7 @@
 #include "bodies.c"
 #include "pool.c"
 #include "powi.c"
+#include "nan_scan.c"
 #include "copy.c"
 #include "calls.c"
 #include "powf_recognise.c"

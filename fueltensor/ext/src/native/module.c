@@ -93,6 +93,8 @@ static int add_body(PyObject *module) {
         return -1;
     if (add_capsule(module, "POWI", CAPSULE_POWI, (void *)powi_body) < 0)
         return -1;
+    if (add_capsule(module, "NAN_SCAN", CAPSULE_NAN_SCAN, (void *)nan_scan) < 0)
+        return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
 
@@ -123,6 +125,14 @@ static void find_isas(void) {
                        powi_avx512,
 #endif
     };
+    NanScan scans[] = {nan_scan_baseline,
+#ifdef HAVE_AVX2_F16C
+                       nan_scan_avx2,
+#endif
+#ifdef HAVE_AVX512
+                       nan_scan_avx512,
+#endif
+    };
     int count = 1;
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
@@ -138,6 +148,7 @@ static void find_isas(void) {
         N.isa_bodies[i] = bodies[i];
         N.isa_parts[i] = parts[i];
         N.isa_powi[i] = powi[i];
+        N.isa_nan_scan[i] = scans[i];
     }
     N.isa_count = count;
     N.isa = count - 1;

@@ -200,13 +200,14 @@ static struct {
     BodyWith isa_bodies[MAX_ISAS];
     PartBody isa_parts[MAX_ISAS];
     PowIBody isa_powi[MAX_ISAS];
+    NanScan isa_nan_scan[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
     Py_ssize_t parallel_from;
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, 1, 0, 1, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif
