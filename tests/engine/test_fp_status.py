@@ -69,8 +69,9 @@ def flags_after(before: int, call: Any) -> int:
     """The status flags after `call()`, with exactly `before` raised just ahead of it.
 
     The garbage collector is off meanwhile: a collection's callbacks are Python code, and their
-    float arithmetic raises inexact in this thread (distributed's GC diagnosis, left on by a
-    scheduler earlier in the run, did in CI), which is the interpreter's flag, not the kernel's."""
+    float arithmetic raises inexact in this thread, the interpreter's flag, not the kernel's.
+    Hypothesis registers one (`gc_cumulative_time`) at its first test and keeps it for the run;
+    distributed's GC diagnosis adds another while a scheduler lives."""
     collecting = gc.isenabled()
     gc.disable()
     try:
