@@ -269,15 +269,18 @@ SCALAR_EXPRS: list[tuple[str, Callable[[Any], Any]]] = [
 """The scalar operands client code writes most, timed at every size of SCALAR_SMALL_SIZES."""
 
 
-def _expr_cases(n: int, exprs: list[tuple[str, Callable[[Any], Any], float]]) -> Iterator[Case]:
-    """Each `expr` on the same n F32 elements as a fueltensor tensor, a NumPy array and (when
-    installed) a torch tensor, held to its target."""
-    lhs, _ = operands(n, np.float32)
+def _expr_cases(
+    n: int, exprs: list[tuple[str, Callable[[Any], Any], float]], dtype: type = np.float32
+) -> Iterator[Case]:
+    """Each `expr` on the same n elements of `dtype` as a fueltensor tensor, a NumPy array and
+    (when installed) a torch tensor, held to its target."""
+    lhs, _ = operands(n, dtype)
     x = ft.asarray(lhs)
     tx = None if torch is None else torch.from_numpy(lhs)
+    suffix = {np.float32: "f32", np.float64: "f64"}[dtype]
     for label, expr, target in exprs:
         yield Case(
-            f"{label} f32 n={n:,}",
+            f"{label} {suffix} n={n:,}",
             f"NumPy {label}",
             partial(expr, x),
             partial(expr, lhs),
@@ -294,14 +297,17 @@ def small_scalar_cases() -> Iterator[Case]:
 
 
 def scalar_cases() -> Iterator[Case]:
-    """Python-scalar operands on 10^6 F32 elements, pow by 2 and 0.5 among them."""
+    """Python-scalar operands on 10^6 F32 elements, pow by 2 and 0.5 among them, and the common
+    ones on F64 (whose oracle NaN scan once ran 4x NumPy unseen)."""
+    common = [(label, e, SCALAR_TARGET) for label, e in SCALAR_EXPRS]
     exprs: list[tuple[str, Callable[[Any], Any], float]] = [
-        *((label, e, SCALAR_TARGET) for label, e in SCALAR_EXPRS),
+        *common,
         ("x % 3.0", lambda a: a % 3.0, SCALAR_TARGET),
         ("x ** 2.0", lambda a: a**2.0, SCALAR_POW_TARGET),
         ("x ** 0.5", lambda a: a**0.5, SCALAR_POW_TARGET),
     ]
     yield from _expr_cases(SCALAR_N, exprs)
+    yield from _expr_cases(SCALAR_N, common, np.float64)
 
 
 def _namespace(a: Any) -> Any:
