@@ -314,7 +314,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/engine/test_fast_path.py",),
         "the oracle's NaN scan takes an infinity for a NaN and redoes lanes that need nothing",
     ),
-
     M(
         "threads-threadpoolctl-never-registered",
         "fueltensor/__init__.py",
