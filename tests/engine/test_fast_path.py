@@ -625,7 +625,7 @@ def test_the_oracle_redoes_nans_exactly_when_a_lane_holds_one(
 
     monkeypatch.setattr(reference, "nans", counted)  # read when an oracle entry is made
     fresh = ft.Registry.from_paths([bundled_contracts_dir()])
-    fmt_ = FORMATS[fmt]
+    form = FORMATS[fmt]
     previous = native.select_isa(isa)
     try:
         with ft.use_registry(fresh):
@@ -638,7 +638,7 @@ def test_the_oracle_redoes_nans_exactly_when_a_lane_holds_one(
                 calls.clear()
                 assert dispatch._FAST("add", x, 1.0) is not None
                 assert calls == [], f"no NaN in {n} lanes, yet the rule ran"
-                values.view(fmt_.uint)[p] = fmt_.exp_mask | fmt_.quiet | (fmt_.sign if p % 2 else 0)
+                values.view(form.uint)[p] = form.exp_mask | form.quiet | (form.sign if p % 2 else 0)
                 assert dispatch._FAST("add", ft.asarray(values), 1.0) is not None
                 assert calls == [n], f"the NaN in lane {p} of {n} went unseen"
                 calls.clear()
