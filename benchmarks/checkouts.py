@@ -49,16 +49,14 @@ for op, dtype, n, scalar in rows:
     xs, ys = (rng.random(n).astype(dtype) + 0.5 for _ in range(2))
     x, y = ft.asarray(xs), ft.asarray(ys)
     fn, ufunc = getattr(ft, op), getattr(np, op)
-    calls = [(lambda: fn(x, y)), (lambda: ufunc(xs, ys))]
-    if scalar is not None:
-        calls = [(lambda: fn(x, scalar)), (lambda: ufunc(xs, scalar))]
+    other, np_other = (y, ys) if scalar is None else (scalar, scalar)
+    calls = (lambda: fn(x, other)), (lambda: ufunc(xs, np_other))
     number = max(20, 200_000 // n)  # a repeat of 20 calls at least: a worker asleep is one
     best = []
     for call in calls:
         call()
         best.append(min(timeit.repeat(call, number=number, repeat=9)) / number)
-    name = f"{op}(x, {scalar!r})" if scalar is not None else f"{op}(x, y)"
-    out[f"{name} {dtype} n={n:,}"] = best
+    out[f"{op}(x, {'y' if scalar is None else repr(scalar)}) {dtype} n={n:,}"] = best
 print(json.dumps(out))
 """
 """Run in a fresh interpreter inside a checkout: seconds per call of every row, fueltensor's and

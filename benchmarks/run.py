@@ -270,14 +270,13 @@ SCALAR_EXPRS: list[tuple[str, Callable[[Any], Any]]] = [
 
 
 def _expr_cases(
-    n: int, exprs: list[tuple[str, Callable[[Any], Any], float]], dtype: type = np.float32
+    n: int, exprs: list[tuple[str, Callable[[Any], Any], float]], suffix: str = "f32"
 ) -> Iterator[Case]:
-    """Each `expr` on the same n elements of `dtype` as a fueltensor tensor, a NumPy array and
-    (when installed) a torch tensor, held to its target."""
-    lhs, _ = operands(n, dtype)
+    """Each `expr` on the same n elements of DTYPES[suffix] as a fueltensor tensor, a NumPy
+    array and (when installed) a torch tensor, held to its target."""
+    lhs, _ = operands(n, DTYPES[suffix])
     x = ft.asarray(lhs)
     tx = None if torch is None else torch.from_numpy(lhs)
-    suffix = {np.float32: "f32", np.float64: "f64"}[dtype]
     for label, expr, target in exprs:
         yield Case(
             f"{label} {suffix} n={n:,}",
@@ -307,7 +306,7 @@ def scalar_cases() -> Iterator[Case]:
         ("x ** 0.5", lambda a: a**0.5, SCALAR_POW_TARGET),
     ]
     yield from _expr_cases(SCALAR_N, exprs)
-    yield from _expr_cases(SCALAR_N, common, np.float64)
+    yield from _expr_cases(SCALAR_N, common, "f64")
 
 
 def _namespace(a: Any) -> Any:
