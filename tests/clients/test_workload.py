@@ -1,0 +1,91 @@
+"""examples/workload.py, the workload the op-family issues measure themselves on: it runs as a
+script, and its block (layer norm, MLP, masked softmax) agrees with a float64 NumPy
+transcription written from the formulas, not from fueltensor's code."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import subprocess
+import sys
+from types import ModuleType
+
+import numpy as np
+import pytest
+from _extras import OUTSIDE, ROOT
+
+import fueltensor as ft
+
+SCRIPT = ROOT / "examples" / "workload.py"
+
+
+@pytest.fixture(scope="module")
+def workload() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("workload", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _reference(x: np.ndarray, p: dict[str, np.ndarray], eps: float) -> np.ndarray:
+    """The block in float64, from its definition: layer norm (biased variance), a GELU (tanh
+    form) MLP with a residual connection, softmax over the valid columns (0 elsewhere)."""
+    h = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    h = h * p["gamma"] + p["beta"]
+    u = h @ p["w1"] + p["b1"]
+    g = 0.5 * u * (1 + np.tanh(math.sqrt(2 / math.pi) * (u + 0.044715 * u**3)))
+    y = h + g @ p["w2"] + p["b2"]
+    keep = p["valid"] > 0.5
+    e = np.where(keep, np.exp(np.where(keep, y, -np.inf) - y[:, keep].max(-1, keepdims=True)), 0)
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_the_block_agrees_with_a_float64_transcription(workload: ModuleType) -> None:
+    x, params = workload.inputs()
+    got = np.asarray(workload.block(x, params))
+    wide = {k: np.asarray(v).astype(np.float64) for k, v in params._asdict().items()}
+    want = _reference(np.asarray(x).astype(np.float64), wide, workload.EPS)
+    assert got.dtype == np.float32 and got.shape == (workload.BATCH, workload.FEATURES)
+    padding = np.asarray(params.valid) == 0
+    assert padding.any() and (got[:, padding] == 0).all()  # exp(-inf) is +0 exactly
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_the_same_seed_gives_the_same_bits(workload: ModuleType) -> None:
+    first = np.asarray(workload.block(*workload.inputs()))
+    again = np.asarray(workload.block(*workload.inputs()))
+    other = np.asarray(workload.block(*workload.inputs(seed=1)))
+    assert first.tobytes() == again.tobytes() and first.tobytes() != other.tobytes()
+
+
+def test_the_script_prints_the_trace_and_a_comparison_naming_every_operation() -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, cwd=OUTSIDE, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    head, _, rest = run.stdout.partition(" operations ran:\n")
+    listed = rest.split("\nop ")[0].splitlines()
+    assert int(head) == len(listed) > 20
+    assert f"{int(head)} operations ran: " in rest  # the comparison's summary counts them all
+    ops = {line.split()[0] for line in listed}
+    assert {"exp", "matmul", "tanh", "add", "divide"} <= ops
+    for op in ops:
+        assert f"\n{op} " in run.stdout.split(" operations ran:")[1]  # a row of the table
+
+
+def test_compare_backends_reports_every_operation_the_trace_saw(workload: ModuleType) -> None:
+    x, params = workload.inputs()
+    with ft.trace() as plans:
+        workload.block(x, params)
+    with ft.compare_backends("cpu", "numpy", timing=False) as report:
+        workload.block(x, params)
+    rows = sorted(report, key=lambda c: c.position)
+    assert report.operations == len(plans)
+    assert [plan.op for plan in plans] == list({c.position: c.op for c in rows}.values())
+    host = [plan.op for plan in plans if plan.kernel is None]
+    assert host and report.operations - report.compared == len(host)
+    summary = report.summary()
+    assert summary.startswith(f"{len(plans)} operations ran: {report.compared} compared, ")
+    assert f"{len(host)} not compared ({len(host)} host)" in summary
