@@ -114,7 +114,7 @@ def test_a_planted_one_ulp_difference_is_found_and_located(
     with pytest.raises(AssertionError, match=r"planted_f32.*1 of 15.*at \(1, 2\)"):
         report.assert_equal()
     report.assert_equal(max_ulp=1)
-    assert "planted_f32" in str(report) and "1 of 30 elements differ" in str(report)
+    assert "planted_f32" in str(report) and "1 of 30 compared elements differ" in str(report)
 
 
 def test_nan_payload_differences_are_mismatches_with_agreeing_patterns(
@@ -247,10 +247,78 @@ def test_single_provider_operations_are_listed_as_not_compared() -> None:
     assert not first.compared and first.kernels == ("maximum_f32",)
     assert not second.compared and second.kernels == ("host",)
     text = " ".join(str(report).split())
-    assert text.count("not compared") == 4  # each row's cell, and each reason under the table
+    # each row's cell, each reason under the table, and the summary's count
+    assert text.count("not compared") == 5
     assert "not compared: maximum(float32, float32): no other allowed kernel admits it" in text
     assert "not compared: add(int64, int64): no contract admits it" in text
-    report.assert_equal()
+    assert "2 operations ran: 0 compared, 2 not compared (1 host, 1 with no second kernel)" in text
+    with pytest.raises(AssertionError, match="nothing was compared: 2 operations ran"):
+        report.assert_equal()
+
+
+def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
+    x, y, _, _ = operands()
+    with compare_backends("cpu", "numpy") as report:
+        ft.exp(x)
+        x + y
+        ft.sum(x)
+    assert [c.op for c in sorted(report, key=lambda c: c.position)] == ["exp", "add", "sum"]
+    exp, _, total = (c for c in report.grouped())
+    assert (exp.kernels, exp.compared, exp.count, total.shape) == (("host",), False, 15, ())
+    assert (report.operations, report.compared) == (3, 1)
+    text = " ".join(str(report).split())
+    assert "not compared: exp(float32): a host operation (NumPy): no contract covers it" in text
+    assert "3 operations ran: 1 compared, 2 not compared (2 host)" in text
+    report.assert_equal()  # the one compared operation agrees
+    with compare_backends("cpu", "numpy") as only_host:
+        ft.exp(x)
+    assert "1 operation ran: 0 compared, 1 not compared (1 host)" in str(only_host)
+    with pytest.raises(AssertionError, match="nothing was compared: 1 operation ran"):
+        only_host.assert_equal()
+
+
+def test_repeated_calls_are_grouped_and_timed_once_per_group() -> None:
+    x, y, _, _ = operands()
+    with compare_backends("cpu", "numpy") as report:
+        for _ in range(5):
+            x + y
+            x * y
+    rows = list(report)
+    assert len(rows) == 10 and report.operations == 10
+    grouped = report.grouped()
+    assert [(c.op, c.repeats, c.count) for c in grouped] == [("add", 5, 75), ("multiply", 5, 75)]
+    assert [sum(1 for c in rows if c.op == op and c.times) for op in ("add", "multiply")] == [1, 1]
+    table = str(report).split("\n")
+    assert sum(line.startswith(("add ", "multiply ")) for line in table) == 2
+    per_call = report.text(per_call=True).split("\n")
+    assert sum(line.startswith(("add ", "multiply ")) for line in per_call) == 10
+    with compare_backends("cpu", "numpy", timing=False) as untimed:
+        x + y
+    assert not any(c.times for c in untimed) and "µs per call: the median" not in str(untimed)
+
+
+def _planted_by_lhs(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+    """Correct addition, except element PLANTED_AT is as many ULPs up as lhs's first element."""
+    np.add(a, b, out=out)
+    flat = out.reshape(-1)
+    for _ in range(int(a.reshape(-1)[0])):
+        flat[PLANTED_AT] = np.nextafter(flat[PLANTED_AT], F32(np.inf))
+
+
+def test_a_grouped_row_keeps_the_worst_call(planted: Callable[..., ft.Registry]) -> None:
+    reg = planted(_planted_by_lhs)
+    zero, one, three = (ft.asarray(np.full((3, 5), v, F32)) for v in (0, 1, 3))
+    with ft.use_registry(reg), compare_backends(kernels=["planted_f32"]) as report:
+        zero + zero
+        three + zero
+        one + zero
+    (row,) = report.grouped()
+    assert (row.repeats, row.count, row.mismatches, row.max_ulp) == (3, 45, 2, 3.0)
+    assert row.worst is not None and row.worst.index == (1, 2)
+    assert row.worst.inputs[0].startswith("3 ")  # the lane of the call three ULPs off
+    with pytest.raises(AssertionError, match=r"2 of 45 elements differ in value, max 3 ULP"):
+        report.assert_equal(max_ulp=2)
+    report.assert_equal(max_ulp=3)
 
 
 def test_nested_in_use_backend_only_the_allowed_providers_count() -> None:
@@ -347,9 +415,10 @@ def test_reports_name_the_machine_and_count_nan_payload_mismatches(
     (c,) = list(report)
     nan = ((raw & 0x7F800000) == 0x7F800000) & ((raw & 0x007FFFFF) != 0)
     assert 0 < c.nan_payloads <= int((nan[0] | nan[1]).sum()) and c.mismatches == c.nan_payloads
-    assert f"{c.mismatches} of 8192 elements differ (all only in a NaN's payload or sign)" in str(
-        report
+    summary = (
+        f"{c.mismatches} of 8,192 compared elements differ (all only in a NaN's payload or sign)"
     )
+    assert summary in " ".join(str(report).split())
     with table_width(None):
         header, _, row = str(report).splitlines()[:3]
     cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", row), strict=True))
