@@ -94,8 +94,10 @@ def use_backend(name: str) -> Iterator[Policy]:
     kernel_source, "torch"), or to every provider that joins dispatch by default, with no host
     fallback ("contracts").
 
-    Inside, an operation no allowed contract admits raises `NoKernelError`. A provider whose
-    framework is not installed raises `ProviderUnavailable`, saying how to install it.
+    Inside, an operation on dtypes some contract takes but no allowed contract admits raises
+    `NoKernelError`; one on dtypes no contract of any provider takes (integers, bools) runs on
+    the host, as it does outside, and so do the host functions (docs/dispatch.md). A provider
+    whose framework is not installed raises `ProviderUnavailable`, saying how to install it.
     """
     reg = current_policy().registry
     providers = None if name == "contracts" else _resolve(reg, name)

@@ -2,15 +2,17 @@
 
 The contract operations (`fueltensor.ops.CONTRACT_OPS`) are looked up by the op_kind their
 contracts declare; an operation no contract admits runs as a labelled host operation (its NumPy
-ufunc) unless a `use_backend` restriction forbids it, in which case `NoKernelError` lists every
-candidate and why it was rejected.
+ufunc). A `use_backend` restriction chooses among contract providers and never moves an
+operation onto or off the host: dtypes no contract of any provider takes (integers, bools)
+run on the host under it too, as every host function does; dtypes some contract takes but no
+allowed contract admits raise `NoKernelError`, listing every candidate and why it was rejected.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -38,6 +40,9 @@ from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
+
+if TYPE_CHECKING:
+    from fueltensor.registry import Registry
 
 Scalar = bool | int | float | complex
 
@@ -210,6 +215,17 @@ def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning
     )
 
 
+def _covered(row: ContractOp, operands: tuple[Operand, ...], reg: Registry) -> bool:
+    """Whether a contract of `reg`, of any provider, takes the operation's promoted dtypes:
+    only then can a `use_backend` restriction refuse it (dtypes none takes, integers and
+    bools, run on the host under every policy, as they do with none)."""
+    dtypes = [o.dtype.fkc for o in promote(operands)[0]]
+    return any(
+        all(fkc in spec.dtypes for fkc, spec in zip(dtypes, c.inputs, strict=False))
+        for c in reg.for_op(row.op_kind)
+    )
+
+
 def choose(
     op: str, tensors: tuple[FuelTensor, FuelTensor], policy: Policy
 ) -> tuple[Plan, Planning]:
@@ -224,7 +240,7 @@ def choose(
     planning = plan_contracts(op, row.op_kind, operands, policy.registry, policy.providers)
     if planning.viable:
         chosen = (planning.viable[0], planning)
-    elif policy.allow_host:
+    elif policy.allow_host or not _covered(row, operands, policy.registry):
         chosen = (_host_plan(row, operands, planning), planning)
     else:
         args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in operands)

@@ -116,9 +116,27 @@ def test_integers_run_on_the_host_with_the_rejections() -> None:
     assert plan.kernel is None and plan.backend == "host"
     assert any("I32" in r for r in plan.rejected["add_f32"])
     np.testing.assert_array_equal(np.asarray(x + x), np.arange(6, dtype=np.int32) * 2)
-    with ft.use_backend("contracts"), pytest.raises(ft.NoKernelError) as err:
-        x + x
-    assert "add_f32" in str(err.value) and "broadcast_add" in str(err.value)
+
+
+@pytest.mark.parametrize("backend", ["contracts", "cpu", "reference", "numpy", "torch", "jax"])
+def test_what_no_contract_admits_runs_on_the_host_under_every_use_backend(backend: str) -> None:
+    """One rule: use_backend chooses among contract providers; it never refuses an operation
+    no contract of any provider admits (integers, bools), as it never refuses a host function."""
+    pytest.importorskip({"torch": "torch", "jax": "jax"}.get(backend, "numpy"))
+    x = ft.asarray(np.arange(6, dtype=np.int32))
+    flags = ft.asarray(np.array([True, False]))
+    with ft.use_backend(backend):
+        np.testing.assert_array_equal(np.asarray(x + 1), np.arange(1, 7, dtype=np.int32))
+        assert ft.explain(ft.add, x, x).backend == "host"
+        assert np.asarray(flags * flags).tolist() == [True, False]
+        assert np.asarray(ft.exp(ft.asarray([0.0]))).tolist() == [1.0]  # a host function too
+
+
+def test_what_a_contract_admits_but_no_allowed_one_does_is_refused() -> None:
+    x = t32((2, 3))
+    with ft.use_backend("reference"), pytest.raises(ft.NoKernelError) as err:
+        x**x  # pow: the CPU provider's contracts admit it, the oracle has none
+    assert "pow_f32" in str(err.value) and "excluded by use_backend" in str(err.value)
     assert isinstance(err.value, TypeError)
 
 
