@@ -10,10 +10,11 @@ holds the bit-level helpers for testing kernels (random bits, special values, as
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
+from typing import TYPE_CHECKING, Any, Final
 
-from fueltensor import testing
 from fueltensor.array_api import fft, lib, linalg
 from fueltensor.array_api.creation import (
     arange,
@@ -214,10 +215,45 @@ from fueltensor.engine.planner import Plan, Step
 from fueltensor.engine.threads import get_num_threads, set_num_threads
 from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
-from fueltensor.tools.certify import certify
-from fueltensor.tools.compare import ComparisonReport, compare_backends
-from fueltensor.tools.judge import JudgeReport, judge
-from fueltensor.tools.semantics import SemanticsTable, semantics_table
+
+if TYPE_CHECKING:  # imported on first use (`__getattr__`): see LAZY
+    from fueltensor import testing
+    from fueltensor.tools.certify import certify
+    from fueltensor.tools.compare import ComparisonReport, compare_backends
+    from fueltensor.tools.judge import JudgeReport, judge
+    from fueltensor.tools.semantics import SemanticsTable, semantics_table
+
+LAZY: Final = {
+    "testing": ("fueltensor.testing", None),
+    "certify": ("fueltensor.tools.certify", "certify"),
+    "compare_backends": ("fueltensor.tools.compare", "compare_backends"),
+    "ComparisonReport": ("fueltensor.tools.compare", "ComparisonReport"),
+    "judge": ("fueltensor.tools.judge", "judge"),
+    "JudgeReport": ("fueltensor.tools.judge", "JudgeReport"),
+    "semantics_table": ("fueltensor.tools.semantics", "semantics_table"),
+    "SemanticsTable": ("fueltensor.tools.semantics", "SemanticsTable"),
+}
+"""The names of the tools (and `fueltensor.testing`), by the module that holds each: imported
+the first time one is used, so `import fueltensor` (and every CLI call) does not pay for the
+judge, certify and the comparison machinery it may never use. The modules are fixed here, never
+taken from a document."""
+
+
+def __getattr__(name: str) -> Any:
+    """A LAZY name, imported on first use and then kept in the namespace."""
+    if name not in LAZY:
+        raise AttributeError(f"module 'fueltensor' has no attribute {name!r}")
+    module_name, attr = LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The namespace's names, the LAZY ones included before their first use."""
+    return sorted({*globals(), *LAZY})
+
 
 e = math.e
 inf = math.inf

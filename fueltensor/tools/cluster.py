@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.core.errors import plural
 from fueltensor.registry import registry
-from fueltensor.tools.compare import text_table
+from fueltensor.tools.comparisons import text_table
 from fueltensor.tools.judge.report import JudgeReport
 from fueltensor.tools.judge.run import judge_here
 

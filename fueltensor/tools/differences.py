@@ -31,7 +31,7 @@ from fueltensor.tools.display import html_table
 from fueltensor.tools.textwidth import fit_lines, fit_table
 
 if TYPE_CHECKING:
-    from fueltensor.tools.compare import Comparison
+    from fueltensor.tools.comparisons import Comparison
 
 REMAINDER_SIGN: Final = "remainder sign"
 CLASSES: Final = (

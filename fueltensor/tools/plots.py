@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from fueltensor.tools.compare import ComparisonReport
+    from fueltensor.tools.comparisons import ComparisonReport
     from fueltensor.tools.judge import Audit, JudgeReport
 
 EXTRA = "plot"

@@ -8,10 +8,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from _extras import ROOT, TESTS
+from _extras import OUTSIDE, ROOT, TESTS
 
 import fueltensor as ft
 from fueltensor.core.hooks import HookNotInstalled, Hooks, present
@@ -341,3 +343,25 @@ def test_the_test_tree_mirrors_the_package() -> None:
     assert others == [], f"only test files belong in the test folders: {others}"
     names = [p.name for p in tests]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_import_fueltensor_leaves_the_tools_for_their_first_use() -> None:
+    """`import fueltensor` (every CLI call pays it) loads neither the judge, certify, the
+    comparison, the checked runs nor `fueltensor.testing`; each arrives on first use."""
+    code = (
+        "import sys, fueltensor as ft\n"
+        "heavy = ('fueltensor.testing', 'fueltensor.tools.judge', 'fueltensor.tools.certify',"
+        " 'fueltensor.tools.compare', 'fueltensor.tools.checked', 'fueltensor.tools.semantics')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+        "ft.judge, ft.certify, ft.compare_backends, ft.semantics_table, ft.testing.bits\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print('certify' in dir(ft), ft.certify is ft.tools.certify.certify)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE, check=True
+    )
+    before, after, named = run.stdout.splitlines()
+    assert before == "[]"
+    assert after.count("fueltensor.") == 6 and named == "True True"
+    with pytest.raises(AttributeError, match="has no attribute 'nonesuch'"):
+        ft.nonesuch  # noqa: B018

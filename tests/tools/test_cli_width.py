@@ -18,8 +18,8 @@ import pytest
 import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS
 from fueltensor.core.errors import plural
-from fueltensor.tools.compare import COLUMNS as COMPARE_COLUMNS
-from fueltensor.tools.compare import NARROW_DROPS as COMPARE_DROPS
+from fueltensor.tools.comparisons import COLUMNS as COMPARE_COLUMNS
+from fueltensor.tools.comparisons import NARROW_DROPS as COMPARE_DROPS
 from fueltensor.tools.judge import COLUMNS as JUDGE_COLUMNS
 from fueltensor.tools.judge import NARROW_DROPS as JUDGE_DROPS
 from fueltensor.tools.textwidth import fit_lines, fit_table
