@@ -14,9 +14,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
@@ -434,10 +436,31 @@ IMPLEMENTATIONS: Final[dict[str, Implementation]] = (
 )
 """The implementations available here, fastest first."""
 
-IMPLEMENTATION: Final = (
-    "pure" if os.environ.get("FUELTENSOR_PURE_NUMPY") == "1" else next(iter(IMPLEMENTATIONS))
-)
+PURE_REQUESTED: Final = os.environ.get("FUELTENSOR_PURE_NUMPY") == "1"
+"""Whether the user asked for the pure-NumPy kernels (FUELTENSOR_PURE_NUMPY=1)."""
+
+IMPLEMENTATION: Final = "pure" if PURE_REQUESTED else next(iter(IMPLEMENTATIONS))
 """The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY=1."""
+
+UNBUILT: Final = """fueltensor is imported from the source checkout {root}, whose compiled \
+kernels are not built, so it runs its pure-NumPy kernels: the same bits, up to 50x slower. Build \
+them in place (`pip install -e .` from the checkout), or start Python outside the checkout to \
+use the installed fueltensor. FUELTENSOR_PURE_NUMPY=1 says the pure kernels are meant."""
+"""The warning of `warn_if_unbuilt`."""
+
+
+def warn_if_unbuilt(package: Path) -> None:
+    """Warn once (at import) where the kernels are the pure ones by accident: `package` sits in
+    a source checkout (its `ext/src` and the checkout's setup.py are there; an installed
+    fueltensor has neither) whose extensions are not built, and FUELTENSOR_PURE_NUMPY is not 1."""
+    root = package.parent
+    in_checkout = (package / "ext" / "src").is_dir() and (root / "setup.py").is_file()
+    if NATIVE is None and in_checkout and not PURE_REQUESTED:
+        # Explicit: the message is the whole story, not a line of this file.
+        warnings.warn_explicit(UNBUILT.format(root=root), RuntimeWarning, "fueltensor", 0)
+
+
+warn_if_unbuilt(Path(__file__).resolve().parent.parent)
 
 if IMPLEMENTATION == "native" and NATIVE is not None:
     pow_shortcut.activate(NATIVE)  # f32 pow: the vector powf where it is recognised
