@@ -93,6 +93,7 @@ JUDGE = "fueltensor/tools/judge/audit.py"
 JUDGE_CALLS = "fueltensor/tools/judge/calls.py"
 JUDGE_REPORT = "fueltensor/tools/judge/report.py"
 COMPARE = "fueltensor/tools/compare.py"
+COMPARISONS = "fueltensor/tools/comparisons.py"
 SELECTION = "fueltensor/tools/selection.py"
 TIMING = "fueltensor/tools/timing.py"
 TESTING_FORMATS = "fueltensor/testing/formats.py"
@@ -1218,8 +1219,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "checked-compare-in-process",
         COMPARE,
-        "    with observe(_observer(report, selection)), foreign.checking(checked.output):",
-        "    with observe(_observer(report, selection)):",
+        "        foreign.checking(checked.output),\n",
+        "",
         ("tests/tools/test_checked_runs.py",),
         "compare_backends runs a foreign kernel on the caller's tensors in its own process",
     ),
@@ -1695,7 +1696,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-within-loose",
-        COMPARE,
+        COMPARISONS,
         "self.max_ulp <= max_ulp",
         "self.max_ulp <= max_ulp + 1",
         COMPARE_TESTS,
@@ -1703,7 +1704,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-nan-payloads-ignored",
-        COMPARE,
+        COMPARISONS,
         "ignored = 0 if nan_payloads else self.nan_payloads",
         "ignored = self.nan_payloads",
         ("tests/tools/test_compare.py",),
@@ -1719,7 +1720,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-payload-as-value",
-        COMPARE,
+        COMPARISONS,
         "marks=[c.compared and c.mismatches > c.nan_payloads for c in rows],",
         "marks=[c.compared and c.mismatches > 0 for c in rows],",
         ("tests/tools/test_compare.py", "tests/tools/test_tour_cli.py"),
@@ -1743,17 +1744,66 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "compare-within-payloads-forgiven",
-        COMPARE,
+        COMPARISONS,
         "payloads_ok = not nan_payloads or self.nan_payloads == 0",
         "payloads_ok = True",
         ("tests/tools/test_compare.py",),
         "assert_equal(max_ulp=1) forgives NaN payload differences it was asked to check",
     ),
     M(
-        "compare-reasons-dropped",
+        "compare-host-rows-dropped",
         COMPARE,
-        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), summary]",
-        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), summary]",
+        "    _host_rows(report, ran)\n",
+        "",
+        ("tests/tools/test_compare.py", "tests/clients/test_workload.py"),
+        "the host operations of a compare_backends block appear nowhere in its report",
+    ),
+    M(
+        "compare-nothing-compared-passes",
+        COMPARISONS,
+        "        if not self.compared:\n",
+        "        if False:\n",
+        ("tests/tools/test_compare.py",),
+        "assert_equal passes a block in which nothing was compared",
+    ),
+    M(
+        "compare-group-keeps-the-first-call",
+        COMPARISONS,
+        "    worst = max(rows, key=lambda c: (c.mismatches > c.nan_payloads, c.max_ulp, "
+        "c.mismatches))",
+        "    worst = rows[0]",
+        ("tests/tools/test_compare.py",),
+        "a grouped row shows its first call's worst lane, not the worst call's",
+    ),
+    M(
+        "compare-counts-rows-as-operations",
+        COMPARISONS,
+        "        return len({c.position for c in self.comparisons})",
+        "        return len(self.comparisons)",
+        ("tests/tools/test_compare.py", "tests/clients/test_workload.py"),
+        "the summary counts a row per other kernel as an operation of the block",
+    ),
+    M(
+        "dispatch-restriction-refuses-the-uncovered",
+        "fueltensor/engine/dispatch.py",
+        "    elif policy.allow_host or not _covered(row, operands, policy.registry):",
+        "    elif policy.allow_host:",
+        ("tests/engine/test_dispatch.py",),
+        "int32 + 1 raises NoKernelError under use_backend('cpu') while exp runs on the host",
+    ),
+    M(
+        "dispatch-restriction-never-refuses",
+        "fueltensor/engine/dispatch.py",
+        "    return any(\n        all(fkc in spec.dtypes",
+        "    return False and any(\n        all(fkc in spec.dtypes",
+        ("tests/engine/test_dispatch.py", "tests/reliability/test_reliability_faults.py"),
+        "a float op no allowed contract admits falls to the host under use_backend",
+    ),
+    M(
+        "compare-reasons-dropped",
+        COMPARISONS,
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), *self.reasons(), self.summary()]",
+        "lines = [text_table(rows, NARROW_DROPS, whole=WHOLE), self.summary()]",
         ("tests/tools/test_compare.py",),
         "an operation that was not compared no longer says why",
     ),
