@@ -1575,8 +1575,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "certify-compare-blocks-inverted",
         CERTIFY + "compare.py",
-        "return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x != y]",
-        "return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x == y]",
+        "return [r for r, (x, y) in zip(_ranges(a), pairs, strict=True) if x != y]",
+        "return [r for r, (x, y) in zip(_ranges(a), pairs, strict=True) if x == y]",
         CERTIFICATE_TESTS,
         "--compare names the blocks that agree instead of those that differ",
     ),

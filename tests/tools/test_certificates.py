@@ -189,6 +189,44 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "a range is START:STOP" in capsys.readouterr().err
 
 
+def test_compare_sampled_and_incomparable_certificates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41, item 5: comparisons of sampled certificates, of other spans and of a broken
+    block list end in one line and the exit status docs/certificates.md gives (they raised
+    KeyError 'formula', exited 1 and raised ValueError)."""
+    args = ["certify", "--kernel", "add_bf16", "--lhs", "0x3f80:0x3fa0", "--rhs", "0:0x100"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    sampled = ["certify", "--kernel", "add_f32", "--sample", "64"]
+    for seed, out_dir in (("0", "x"), ("0", "y"), ("1", "z")):
+        assert main([*sampled, "--seed", seed, "--out", str(tmp_path / out_dir)]) == 0
+    x, y, z = (tmp_path / d / "add_f32.json" for d in "xyz")
+    capsys.readouterr()
+    assert main(["certify", "--compare", str(x), str(y)]) == 0
+    assert "same bits" in capsys.readouterr().out
+    assert main(["certify", "--compare", str(x), str(z)]) == 2  # another seed: another span
+    assert "not comparable: span" in capsys.readouterr().out
+    a = tmp_path / "a" / "add_bf16.json"
+    wider = tmp_path / "wider.json"
+    data = json.loads(a.read_text())
+    data["span"]["rhs"] = [0, 0x200]
+    wider.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(a), str(wider)]) == 2
+    assert "not comparable: span" in capsys.readouterr().out
+    data = json.loads(a.read_text())
+    data["digest"], data["block_digests"] = "0" * 64, data["block_digests"][:1]
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(a), str(short)]) == 2
+    assert "B holds 1 block digests, its span has 2 blocks" in capsys.readouterr().out
+    data = json.loads(x.read_text())
+    data["digest"], data["max_ulp"] = "0" * 64, 3
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(x), str(moved)]) == 1
+    assert "different bits (a sampled certificate has no blocks)" in capsys.readouterr().out
+
+
 def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:
     """The judge's reading of one NaN form mask (bits as tests/tools/test_certify_core.py writes
     them out): the declared operand's NaN in a declared form, the sign flipped only under sign any,
