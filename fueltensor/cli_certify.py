@@ -28,7 +28,8 @@ def _range(text: str) -> tuple[int, int]:
 
 
 def _compare(paths: list[str]) -> int:
-    """Print the comparison of two certificates; exit 0 when they hold the same bits."""
+    """Print the comparison of two certificates; exit 0 when they hold the same bits, 1 when
+    not, 2 when they certify different things (docs/certificates.md)."""
     from .tools.certify import Certificate, compare
 
     try:
@@ -38,7 +39,7 @@ def _compare(paths: list[str]) -> int:
         return 2
     result = compare(a, b)
     print(f"{paths[0]} against {paths[1]}: {result.text()}")
-    return 0 if result.same_bits else 1
+    return 0 if result.same_bits else 2 if result.comparable else 1
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -39,8 +39,9 @@ _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
 _hooks: dict[str, dict[str, Callable[[], object]]] = {}
 """Provider name -> its module's optional hooks: UNAVAILABLE (why it cannot run here, None
-when it can) and ENVIRONMENT (the `MeasuredOn` of this machine, for the judge)."""
-HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT", "ISA_SWITCHES")
+when it can), ENVIRONMENT (the `MeasuredOn` of this machine, for the judge), ISA_SWITCHES and
+BINARY (the file its kernels run from, for certificates)."""
+HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT", "ISA_SWITCHES", "BINARY")
 _discovered: tuple[Path, ...] | None = None
 _bundled: Registry | None = None
 
@@ -111,6 +112,15 @@ def provider_environment(name: str) -> MeasuredOn | None:
     hook = _hook(name, "ENVIRONMENT")
     found = hook() if hook is not None else None
     return found if isinstance(found, MeasuredOn) else None
+
+
+def provider_binary(name: str) -> tuple[Path | None, str, str] | None:
+    """The file provider `name`'s kernels run from here (None: no file of their own), its
+    version and how they run there ("built-in extension _native"), for binding a certificate
+    to its binary; None if the provider does not say."""
+    hook = _hook(name, "BINARY")
+    found = hook() if hook is not None else None
+    return found if isinstance(found, tuple) and len(found) == 3 else None
 
 
 def require(names: Iterable[str]) -> None:

@@ -12,7 +12,9 @@ parameter positionally after the input, as the planner passes a contract's `acce
 
 from __future__ import annotations
 
+import importlib.metadata
 from functools import partial
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -111,3 +113,15 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()
 """The provider's link registry: full `entry_point` string -> thunk (every registrable one)."""
+
+
+def binary() -> tuple[Path | None, str, str]:
+    """The file the binary kernels run from here (the `_native` extension module; None in
+    pure-NumPy mode, whose kernels are Python over NumPy), fueltensor's version, and how."""
+    version = importlib.metadata.version("fueltensor")
+    if IMPLEMENTATION == "native" and NATIVE is not None and NATIVE.__file__ is not None:
+        return Path(NATIVE.__file__), version, "built-in extension _native"
+    return None, version, "pure-NumPy kernels"
+
+
+BINARY: Final = binary

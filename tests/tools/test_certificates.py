@@ -6,6 +6,8 @@ they agree; semantics a certificate contradicts fail; the command line does the 
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +21,7 @@ from _extras import needs
 import fueltensor as ft
 from fueltensor.cli import main
 from fueltensor.registry import bundled_contracts_dir
-from fueltensor.tools.certify import Certificate, compare, verdict
+from fueltensor.tools.certify import Certificate, binary_identity, compare, verdict
 
 pytest.importorskip("fueltensor.ext._certify")
 
@@ -163,8 +165,9 @@ def test_a_certificate_of_another_revision_is_refused(tmp_path: Path) -> None:
     """Another declared bound is another revision of the kernel: certify it again."""
     span = {"lhs": (0x3F80, 0x3F90), "rhs": (0x3F80, 0x3F90)}
     [cert] = ft.certify("one-off", reg=provider(tmp_path, ft.registry().kernel("add_bf16")), **span)
-    other = provider(tmp_path, ft.registry().kernel("add_bf16"), max_ulp="1")["add_one_off_bf16"]
-    [failure] = verdict(cert, other)
+    reg = provider(tmp_path, ft.registry().kernel("add_bf16"), max_ulp="1")
+    other = reg["add_one_off_bf16"]
+    [failure] = verdict(cert, other, binary_identity(other, reg))
     assert failure.startswith("the certificate is of revision") and "certify it again" in failure
 
 
@@ -187,6 +190,91 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["certify", "--lhs", "5"])
     assert "a range is START:STOP" in capsys.readouterr().err
+
+
+def test_the_command_line_on_bad_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41, item 5: `--state` naming a file, and a corrupt state line, each end in one line
+    and exit 2 (they raised FileExistsError, and a JSON error naming no file)."""
+    args = ["certify", "--kernel", "add_bf16", "--lhs", "0x3f80:0x3fa0", "--rhs", "0:0x100"]
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    assert main([*args, "--state", str(plain)]) == 2
+    out = capsys.readouterr().out
+    assert out == f"fueltensor certify: --state {plain}: not a directory (it names a file)\n"
+    state = tmp_path / "s"
+    assert main([*args, "--state", str(state), "--out", str(tmp_path / "a")]) == 0
+    path = state / "add_bf16.bfloat16.state"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + lines[1][:25] + "\n" + "".join(lines[2:]))
+    capsys.readouterr()
+    assert main([*args, "--state", str(state)]) == 2
+    assert capsys.readouterr().out.startswith(f"fueltensor certify: {path}:2: not a block")
+
+
+def test_compare_sampled_and_incomparable_certificates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41, item 5: comparisons of sampled certificates, of other spans and of a broken
+    block list end in one line and the exit status docs/certificates.md gives (they raised
+    KeyError 'formula', exited 1 and raised ValueError)."""
+    args = ["certify", "--kernel", "add_bf16", "--lhs", "0x3f80:0x3fa0", "--rhs", "0:0x100"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    sampled = ["certify", "--kernel", "add_f32", "--sample", "64"]
+    for seed, out_dir in (("0", "x"), ("0", "y"), ("1", "z")):
+        assert main([*sampled, "--seed", seed, "--out", str(tmp_path / out_dir)]) == 0
+    x, y, z = (tmp_path / d / "add_f32.json" for d in "xyz")
+    capsys.readouterr()
+    assert main(["certify", "--compare", str(x), str(y)]) == 0
+    assert "same bits" in capsys.readouterr().out
+    assert main(["certify", "--compare", str(x), str(z)]) == 2  # another seed: another span
+    assert "not comparable: span" in capsys.readouterr().out
+    a = tmp_path / "a" / "add_bf16.json"
+    wider = tmp_path / "wider.json"
+    data = json.loads(a.read_text())
+    data["span"]["rhs"] = [0, 0x200]
+    wider.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(a), str(wider)]) == 2
+    assert "not comparable: span" in capsys.readouterr().out
+    data = json.loads(a.read_text())
+    data["digest"], data["block_digests"] = "0" * 64, data["block_digests"][:1]
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(a), str(short)]) == 2
+    assert "B holds 1 block digests, its span has 2 blocks" in capsys.readouterr().out
+    data = json.loads(x.read_text())
+    data["digest"], data["max_ulp"] = "0" * 64, 3
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(data))
+    assert main(["certify", "--compare", str(x), str(moved)]) == 1
+    assert "different bits (a sampled certificate has no blocks)" in capsys.readouterr().out
+
+
+def test_a_certificate_names_its_binary_and_the_judge_checks_it(tmp_path: Path) -> None:
+    """The certificate binds the `_native` extension that ran the built-in kernel (by the
+    file's SHA-256; pure-NumPy mode says so, with no hash); a certificate of another binary, or
+    of none (an older one), fails the judge's reading, naming both."""
+    from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
+    from fueltensor.tools.certify.binary import binary_text
+
+    [cert] = ft.certify("cpu", ["add_bf16"], lhs=(0x3F80, 0x3F90), rhs=(0, 0x100))
+    version = importlib.metadata.version("fueltensor")
+    if IMPLEMENTATION == "pure" or NATIVE is None:
+        want = {"sha256": None, "file": "", "how": "pure-NumPy kernels"}
+    else:
+        native = Path(str(NATIVE.__file__))
+        sha = hashlib.sha256(native.read_bytes()).hexdigest()
+        want = {"sha256": sha, "file": native.name, "how": "built-in extension _native"}
+    assert cert.data["binary"] == {**want, "provider_version": version}
+    contract = ft.registry()["add_bf16"]
+    assert verdict(cert, contract) == []
+    assert cert.data["contract"]["kernel_revision_hash"] == contract.kernel_revision_hash
+    other = Certificate(json.loads(json.dumps(cert.data)))
+    other.data["binary"]["sha256"] = "cd" * 32
+    [failure] = verdict(other, contract)
+    assert "cd" * 32 in failure and binary_text(cert.data["binary"]) in failure
+    del other.data["binary"]
+    [failure] = verdict(other, contract)
+    assert failure.startswith("the certificate is not bound to a binary")
 
 
 def test_nan_allowed_reads_the_declared_operand_form_and_sign() -> None:

@@ -8,9 +8,12 @@ not depend on threads, on resuming, or on how the blocks were split."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,8 @@ from fueltensor.testing import (
 
 _certify = pytest.importorskip("fueltensor.ext._certify")
 
-from fueltensor.tools.certify import certificate  # noqa: E402
+from fueltensor.tools.certify import binary_identity, certificate  # noqa: E402
+from fueltensor.tools.certify.binary import binary_text  # noqa: E402
 from fueltensor.tools.certify.sweep import Job, Span, sweep  # noqa: E402
 from fueltensor.tools.certify.tally import class_table, fresh, merge, named  # noqa: E402
 
@@ -171,7 +175,7 @@ def _job(name: str, span: Span, kernel: Callable[..., Any] | None = None) -> Job
     c = reg[name]
     dtype = ft.float16 if name.endswith("f16") and not name.endswith("bf16") else ft.bfloat16
     op = _certify.OPS.index(name.rsplit("_", 1)[0])
-    return Job(c, kernel or reg.kernel(name), dtype, op, span)
+    return Job(c, kernel or reg.kernel(name), dtype, op, span, binary_identity(c, reg))
 
 
 # A span with zeros and subnormals on the left, and large numbers, infinity, NaNs, -0 and
@@ -298,6 +302,54 @@ def test_a_state_file_of_another_sweep_is_refused(tmp_path: Path) -> None:
     before = state.read_text()
     with pytest.raises(ValueError, match="state of another sweep"):
         sweep(_job("sub_bf16", Span((0, 16), (0, 64))), 1, state)
+    assert state.read_text() == before
+
+
+def test_a_resume_cuts_a_line_the_stop_cut(tmp_path: Path) -> None:
+    """A stop that cut the last block line mid-JSON: the resume drops the cut line before it
+    appends (it used to append right after it, so every later resume failed to parse), and a
+    second resume finds every block."""
+    span = Span((0x3F80, 0x3FC0), (0x0000, 0x0100))
+    job = _job("add_bf16", span)
+    whole = sweep(job, 1)
+    state = tmp_path / "add.state"
+    sweep(job, 1, state, blocks=lambda rows: [0, 1])
+    text = state.read_text()
+    state.write_text(text[: len(text) - 20])  # the second block's line, cut
+    first = sweep(job, 1, state)
+    assert first.resumed_blocks == 1 and first.digest == whole.digest
+    again = sweep(job, 1, state)
+    assert again.resumed_blocks == len(span.blocks()) and again.digest == whole.digest
+    lines = state.read_text().splitlines()
+    assert len(lines) == 1 + len(span.blocks())
+    assert sorted(json.loads(line)["block"] for line in lines[1:]) == list(range(len(lines) - 1))
+
+
+def test_a_corrupt_state_line_is_named_by_file_and_line(tmp_path: Path) -> None:
+    """A block line that is not JSON, in the middle of the file: the error names file:line."""
+    span = Span((0x3F80, 0x3FC0), (0x0000, 0x0100))
+    job = _job("add_bf16", span)
+    state = tmp_path / "add.state"
+    sweep(job, 1, state, blocks=lambda rows: [0, 1, 2])
+    lines = state.read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:30] + "\n"
+    state.write_text("".join(lines))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(state))}:3: not a block"):
+        sweep(job, 1, state)
+
+
+def test_a_state_file_of_another_binary_is_refused(tmp_path: Path) -> None:
+    """The header names the binary: a resume under another one is refused, naming both."""
+    span = Span((0x3F80, 0x3FA0), (0x0000, 0x0100))
+    job = _job("add_bf16", span)
+    state = tmp_path / "add.state"
+    sweep(job, 1, state)
+    before = state.read_text()
+    other = replace(job, binary={**job.binary, "sha256": "ab" * 32, "file": "rebuilt.so"})
+    with pytest.raises(ValueError, match="written by another binary") as e:
+        sweep(other, 1, state)
+    assert f"written by another binary ({binary_text(job.binary)})" in str(e.value)
+    assert f"this run's is rebuilt.so sha256 {'ab' * 32}" in str(e.value)
     assert state.read_text() == before
 
 

@@ -1,18 +1,26 @@
 """The cheat catalogue (issue 35, item 3): for each op and dtype, the judge passes the honest
 kernel of tests/cheat_kernels.c and fails each of its eight cheats for what it does, and the
-process that ran the judge exits normally afterwards."""
+process that ran the judge exits normally afterwards. And issue 41's rebuilt library: a wrong
+build swapped in under the same document cannot resume, or be judged by, the honest one's
+certificate."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from _cheats import DTYPES, OP_KINDS, VARIANTS, build
+from _cbuild import build_c
+from _cheats import DTYPES, OP_KINDS, VARIANTS, build, register
 from _extras import TESTS
+
+import fueltensor as ft
+from fueltensor.tools.certify import binary_identity, verdict
 
 JUDGE = """
 import json, sys
@@ -66,3 +74,62 @@ def test_the_judge_fails_every_cheat_and_passes_the_honest_kernel(
         for variant, words in CAUGHT_BY.items():
             said = failures[f"{variant}_{op}_{dtype}"]
             assert any(words in s for s in said), (variant, op, said)
+
+
+SWAPPED = """
+#include <stdint.h>
+#include <string.h>
+static float widen(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f;
+}
+static uint16_t narrow(float f) {
+    uint32_t u; memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+int32_t swapped_add_bf16(const uint8_t *a, size_t na, const uint8_t *b, size_t nb,
+                         uint8_t *out, size_t no) {
+    if (na != nb || na != no || na % 2) return 1;
+    const uint16_t *x = (const uint16_t *)a, *y = (const uint16_t *)b;
+    uint16_t *z = (uint16_t *)out;
+    for (size_t i = 0; i < na / 2; i++) z[i] = narrow(widen(x[i]) OP widen(y[i]));
+    return 0;
+}
+"""
+"""One bf16 add kernel; the rebuild that is wrong subtracts (OP: + or -)."""
+
+
+def test_a_rebuilt_wrong_library_cannot_resume_a_certificate(tmp_path: Path) -> None:
+    """Issue 41, item 2: a library certified into a state file, then rebuilt wrong at the same
+    path under the same document. The resume is refused, naming both libraries' SHA-256 (it
+    used to resume every block of the honest build and ACCEPT); without the state the rebuild
+    FAILS, under another effective revision hash; the judge's reading of the honest
+    certificate fails against the rebuild, naming both hashes."""
+    builds = {}
+    for name, op in (("good", "+"), ("bad", "-")):
+        source = tmp_path / f"{name}.c"
+        source.write_text(SWAPPED.replace("OP", op))
+        builds[name] = build_c(source, tmp_path / f"{name}.so")
+    library, state = tmp_path / "libswapped.so", tmp_path / "state"
+    kernel = [("swapped_add_bf16", OP_KINDS["add"], "BF16", 0)]
+    span = {"lhs": (0x3F80, 0x3FA0), "rhs": (0x3F80, 0x3FC0)}  # 1 - y is not 1 + y
+    shutil.copyfile(builds["good"], library)
+    reg = register(library, "swapped", kernel, tmp_path / "swapped.md")
+    [honest] = ft.certify("swapped", reg=reg, state_dir=state, **span)
+    good, bad = (hashlib.sha256(builds[n].read_bytes()).hexdigest() for n in ("good", "bad"))
+    assert honest.data["verdict"] == [] and honest.data["binary"]["sha256"] == good
+    shutil.copyfile(builds["bad"], library)
+    rebuilt = register(library, "swapped", kernel, tmp_path / "swapped.md")
+    with pytest.raises(ValueError, match="written by another binary") as refused:
+        ft.certify("swapped", reg=rebuilt, state_dir=state, **span)
+    assert f"libswapped.so sha256 {good}" in str(refused.value)
+    assert f"libswapped.so sha256 {bad}" in str(refused.value)
+    [wrong] = ft.certify("swapped", reg=rebuilt, **span)
+    assert any(f.startswith("max_ulp 0 declared") for f in wrong.data["verdict"])
+    revision = "kernel_revision_hash"
+    assert wrong.data["contract"][revision] != honest.data["contract"][revision]
+    contract = rebuilt["swapped_add_bf16"]
+    assert contract.kernel_revision_hash == reg["swapped_add_bf16"].kernel_revision_hash
+    [judged] = verdict(honest, contract, binary_identity(contract, rebuilt))
+    assert good in judged and bad in judged and judged.endswith("certify it again")

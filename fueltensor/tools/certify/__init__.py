@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import ml_dtypes
 import numpy as np
@@ -29,6 +29,7 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, provider_environment
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
+from fueltensor.tools.certify.binary import binary_identity, effective_revision
 from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
 from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
@@ -40,18 +41,19 @@ from fueltensor.tools.certify.verdict import verdict
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["Certificate", "Span", "certify", "compare", "jobs", "verdict"]
+__all__ = ["Certificate", "Span", "binary_identity", "certify", "compare", "jobs", "verdict"]
 
 
-def _identity(c: KernelContract) -> dict[str, object]:
-    """The contract as a certificate names it."""
+def _identity(c: KernelContract, binary: dict[str, Any]) -> dict[str, object]:
+    """The contract as a certificate names it (its revision the effective one, which folds in
+    a loaded library's SHA-256)."""
     return {
         "name": c.name,
         "dtypes": list(dict.fromkeys(c.inputs[0].dtypes)),
         "provider": c.provider.name,
         "op_kind": c.op_kind,
         "entry_point": c.entry_point,
-        "kernel_revision_hash": c.kernel_revision_hash,
+        "kernel_revision_hash": effective_revision(c, binary),
         "declared_max_ulp": c.precision.max_ulp,
         "semantics": c.semantics.to_dict() if c.semantics is not None else None,
     }
@@ -107,10 +109,11 @@ def certificate(job: Job, result: Sweep) -> Certificate:
         "seconds": result.seconds,
         "threads": result.threads,
     }
-    cert = build(_identity(job.contract), job.dtype.name, span, result.stats, extras)
+    cert = build(_identity(job.contract, job.binary), job.dtype.name, span, result.stats, extras)
+    cert.data["binary"] = job.binary
     cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
     cert.data["reference"]["decided_by_mpfr"] = result.decided
-    cert.data["verdict"] = verdict(cert, job.contract)
+    cert.data["verdict"] = verdict(cert, job.contract, job.binary)
     return cert
 
 
@@ -167,7 +170,8 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     data = {
         "kind": KIND,
         "version": VERSION,
-        "contract": _identity(job.contract),
+        "contract": _identity(job.contract, job.binary),
+        "binary": job.binary,
         "dtype": job.dtype.name,
         **sampled_data(job, sample, seed),
         "machine": machine().to_dict(),
@@ -176,7 +180,7 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     }
     data["seconds"] = time.perf_counter() - start
     cert = Certificate(data)
-    cert.data["verdict"] = verdict(cert, job.contract)
+    cert.data["verdict"] = verdict(cert, job.contract, job.binary)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         cert.save(Path(out_dir) / f"{cert.stem}.json")
@@ -196,5 +200,8 @@ def _state(state_dir: str | Path | None, job: Job) -> Path | None:
     """The state file of a job's sweep (None: not kept)."""
     if state_dir is None:
         return None
-    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        Path(state_dir).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"--state {state_dir}: not a directory (it names a file)") from None
     return Path(state_dir) / f"{job.contract.name}.{job.dtype.name}.state"

@@ -7,7 +7,8 @@ against the correctly rounded result (exact bits, 0 ULP with other bits, 1 .. 8,
 maximum with the first pair reaching it, agreement with the contract's formula, the difference
 classes and special-value outcomes, the operand-class table, the digest of every output (and
 a short digest per block, so two certificates can say where they differ), the machine
-fingerprint and the versions. docs/certificates.md describes every field.
+fingerprint, the versions, and the binary that ran the kernel (`binary.binary_identity`).
+docs/certificates.md describes every field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, Final
 import numpy as np
 
 from fueltensor.testing import float_format, format_value
+from fueltensor.tools.certify.binary import binary_identity as binary_identity
+from fueltensor.tools.certify.binary import binary_text
 from fueltensor.tools.certify.tally import class_cells, core, describe_forms, named, nan_forms
 
 KIND: Final = "fueltensor certificate"
@@ -144,8 +147,10 @@ class Certificate:
         seen = ", ".join(f"{k} {v:,}" for k, v in d["specials"].items() if v)
         lines.append(f"special values: {seen or 'none'}")
         lines += [f"  NaN from {row['forms']}: {row['pairs']:,}" for row in d.get("nan_forms", ())]
+        binary = d.get("binary")
         lines += [
             f"digest {d['digest']}",
+            "binary: " + (binary_text(binary) if binary else "not bound to a binary"),
             f"{d['machine']['cpu'] if isinstance(d['machine'], dict) else 'several machines'}; "
             f"fueltensor {d['versions']['fueltensor']}; {d['seconds']:.1f} s on "
             f"{d['threads']} threads",

@@ -2,7 +2,8 @@
 
 Each task runs a chunk of blocks on one worker, over that worker's own registry (as the judge
 across a cluster does), on all of its cores, and hands back the chunk's merged tally, its
-block digests and the worker's fingerprint. The tallies merge in any order and the digest
+block digests, the worker's fingerprint and its binary (`binary.binary_identity`), which must
+be this process's: a certificate binds one binary. The tallies merge in any order and the digest
 chains the block digests in block order (`tally.merge`, `sweep`), so the certificate is the
 same whichever machines computed which blocks. Its `machine` field lists every fingerprint
 that took part.
@@ -17,6 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.registry import registry
+from fueltensor.tools.certify.binary import binary_text
 from fueltensor.tools.certify.sweep import Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import dense, fresh, merge, sparse
 
@@ -39,6 +41,7 @@ def _sweep_here(
     result = sweep(found[0], os.cpu_count() or 1, blocks=lambda rows: chunk)
     return {
         "machine": machine().to_dict(),
+        "binary": found[0].binary,
         "stats": sparse(result.stats),
         "digests": result.block_digests,
         "decided": result.decided,
@@ -71,6 +74,12 @@ def sweep_cluster(
     total, digests, decided, machines = fresh(), [], 0, []
     for future in futures:  # in block order: the digests chain in it
         part = future.result(timeout=timeout)
+        if part["binary"] != job.binary:
+            raise ValueError(
+                f"{job.contract.name}: a worker ran {binary_text(part['binary'])}, this "
+                f"process {binary_text(job.binary)}: the certificate would bind blocks of "
+                "another binary"
+            )
         merge(total, dense(part["stats"]))
         digests += part["digests"]
         decided += part["decided"]

@@ -3,7 +3,9 @@ bits, and where not.
 
 Equal digests over the same op, dtype and span mean every output is bit-identical (two
 providers, two machines or two versions). Else the block digests name the blocks (`sweep.ROWS`
-lhs patterns each) whose outputs differ, and the tallies show how the distributions moved.
+lhs patterns each) whose outputs differ, and the tallies show how the distributions moved. Two
+sampled (F32/F64) certificates of the same sample compare by digest and tallies: they have no
+blocks.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Comparison:
         lines = [
             f"different bits in {len(self.blocks)} block(s): {shown}"
             + (f" and {more} more" if more > 0 else "")
+            if self.blocks
+            else "different bits (a sampled certificate has no blocks)"
         ]
         lines += [f"  {k}: {a} -> {b}" for k, (a, b) in self.changes.items()]
         return "\n".join(lines)
@@ -49,19 +53,34 @@ class Comparison:
 def _flat(cert: Certificate) -> dict[str, Any]:
     """The tally entries of a certificate, by one name each."""
     d = cert.data
-    flat: dict[str, Any] = {"max_ulp": d["max_ulp"], "formula equal": d["formula"]["equal"]}
+    flat: dict[str, Any] = {"max_ulp": d["max_ulp"]}
+    if "formula" in d:  # a sampled (F32/F64) certificate has no formula count
+        flat["formula equal"] = d["formula"]["equal"]
     flat |= {f"histogram {k}": v for k, v in d["histogram"].items()}
     flat |= {f"difference {k}": v for k, v in d["differences"].items()}
     flat |= {f"special {k}": v for k, v in d["specials"].items()}
     return flat
 
 
+def _ranges(cert: Certificate) -> list[tuple[int, int]]:
+    """The lhs range of each block of a swept certificate's span (none for a sampled one)."""
+    span = cert.data["span"]
+    return Span(tuple(span["lhs"]), tuple(span["rhs"])).blocks() if "lhs" in span else []
+
+
+def _broken(cert: Certificate, label: str) -> list[str]:
+    """A certificate whose block digests do not match its span's blocks, one line."""
+    digests = cert.data.get("block_digests", [])
+    blocks = len(_ranges(cert))
+    if len(digests) == blocks:
+        return []
+    return [f"{label} holds {len(digests)} block digests, its span has {blocks} blocks"]
+
+
 def _blocks(a: Certificate, b: Certificate) -> list[tuple[int, int]]:
     """The lhs range of each block whose digests differ."""
-    span = a.data["span"]
-    ranges = Span(tuple(span["lhs"]), tuple(span["rhs"])).blocks()
-    pairs = zip(a.data["block_digests"], b.data["block_digests"], strict=True)
-    return [r for r, (x, y) in zip(ranges, pairs, strict=True) if x != y]
+    pairs = zip(a.data.get("block_digests", []), b.data.get("block_digests", []), strict=True)
+    return [r for r, (x, y) in zip(_ranges(a), pairs, strict=True) if x != y]
 
 
 def compare(a: Certificate, b: Certificate) -> Comparison:
@@ -77,6 +96,7 @@ def compare(a: Certificate, b: Certificate) -> Comparison:
         if (a.data[key] if sub is None else a.data[key][sub])
         != (b.data[key] if sub is None else b.data[key][sub])
     ]
+    problems += _broken(a, "A") + _broken(b, "B")
     if problems:
         return Comparison(False, problems)
     if a.digest == b.digest:

@@ -30,6 +30,7 @@ from fueltensor.ops import BY_KIND
 from fueltensor.registry import Registry, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
+from fueltensor.tools.certify.binary import binary_identity, binary_text
 from fueltensor.tools.certify.tally import class_table, core, dense, fresh, merge, sparse
 from fueltensor.tools.judge.calls import call, plan_for
 
@@ -81,6 +82,9 @@ class Job:
     op: int
     """The op's number in `_certify.OPS`."""
     span: Span
+    binary: dict[str, Any]
+    """The binary that runs the kernel (`binary.binary_identity`): bound into the state file
+    and the certificate."""
 
     def operands(self, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """The block's lhs and rhs patterns (uint16), pair by pair."""
@@ -188,29 +192,75 @@ def jobs(
             continue
         for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in codes):
             dtype = _dtypes.BY_FKC[code]
-            found.append(Job(c, reg.kernel(c.name), dtype, core().OPS.index(row.kernel_op), span))
+            op = core().OPS.index(row.kernel_op)
+            found.append(Job(c, reg.kernel(c.name), dtype, op, span, binary_identity(c, reg)))
     missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
     if missing:
         raise ValueError(f"no {'/'.join(codes)} binary contract of {provider} named {missing}")
     return found
 
 
+def _refusal(state: Path, first: object, header: dict[str, Any]) -> str:
+    """Why the state file `state`, whose header is `first`, is not this sweep's: another binary
+    (naming both) or none named, or another sweep."""
+    if isinstance(first, dict) and {**first, "binary": header["binary"]} == header:
+        theirs = first.get("binary")
+        written = (
+            f"another binary ({binary_text(theirs)})"
+            if isinstance(theirs, dict)
+            else "a fueltensor that named no binary"
+        )
+        return (
+            f"{state} was written by {written}; this run's is {binary_text(header['binary'])}: "
+            "its blocks are not this binary's; remove the file or pass another --state"
+        )
+    return f"{state} is the state of another sweep ({first}); remove it or pass another"
+
+
+def _row(state: Path, number: int, line: str) -> BlockResult:
+    """One block line of a state file; ValueError naming the file and line when it is not one."""
+    try:
+        row = json.loads(line)
+        return BlockResult(row["block"], dense(row["stats"]), row["digest"], row["decided"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{state}:{number}: not a block of a state file ({e}); remove the file to start over"
+        ) from None
+
+
 def _resumed(state: Path | None, header: dict[str, Any]) -> Iterator[BlockResult]:
-    """The blocks a state file already holds (none without one); ValueError when the file is
-    another sweep's."""
+    """The blocks a state file already holds (none without one); ValueError naming the file
+    when it is another sweep's or a line is not a block. A last line cut by a stop (no newline)
+    is not read: its block runs again, and `_reopen` cuts it before appending."""
     if state is None or not state.exists():
         return
     with state.open(encoding="utf-8") as f:
-        first = json.loads(f.readline() or "null")
+        line = f.readline()
+        if not line.endswith("\n"):  # empty, or the header itself was cut: no block yet
+            return
+        try:
+            first = json.loads(line)
+        except ValueError as e:
+            raise ValueError(f"{state}:1: not the header of a state file ({e})") from None
         if first != header:
-            raise ValueError(
-                f"{state} is the state of another sweep ({first}); remove it or pass another"
-            )
-        for line in f:
-            if line.endswith("\n"):  # a line cut by a stop is done again
-                row = json.loads(line)
-                stats = dense(row["stats"])
-                yield BlockResult(row["block"], stats, row["digest"], row["decided"])
+            raise ValueError(_refusal(state, first, header))
+        for number, line in enumerate(f, start=2):
+            if line.endswith("\n"):
+                yield _row(state, number, line)
+
+
+def _reopen(state: Path, header: dict[str, Any]) -> TextIO:
+    """The state file opened for appending blocks, less a last line cut by a stop (so the next
+    block starts a line of its own); an empty one gets the header first."""
+    if state.exists():
+        with state.open("rb+") as f:
+            data = f.read()
+            if not data.endswith(b"\n"):
+                f.truncate(data.rfind(b"\n") + 1)
+    out = state.open("a", encoding="utf-8")
+    if out.tell() == 0:
+        out.write(json.dumps(header) + "\n")
+    return out
 
 
 def _record(stream: TextIO | None, result: BlockResult) -> None:
@@ -257,6 +307,7 @@ def sweep(
         "contract": job.contract.name,
         "dtype": job.dtype.name,
         "span": [job.span.lhs, job.span.rhs],
+        "binary": job.binary,
     }
     header = json.loads(json.dumps(header))
     results = {r.index: r for r in _resumed(state, header)}
@@ -268,10 +319,7 @@ def sweep(
     todo = iter([i for i in wanted if i not in results])
     out = None
     if state is not None:
-        fresh_file = not state.exists()
-        out = state.open("a", encoding="utf-8")
-        if fresh_file:
-            out.write(json.dumps(header) + "\n")
+        out = _reopen(state, header)
     try:
         with ThreadPoolExecutor(threads) as pool:
             running: set[Future[BlockResult]] = set()

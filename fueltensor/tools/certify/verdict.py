@@ -1,7 +1,9 @@
 """The judge's reading of a certificate: does it contradict the contract it certifies?
 
-A certificate contradicts its contract when it certifies another revision of the kernel, when
-its maximum distance from the correctly rounded result exceeds a declared `max_ulp`, or when a
+A certificate contradicts its contract when it is of another binary than the one that runs the
+contract now (or names none: it cannot say what code it proved), when it certifies another
+revision of the kernel, when its maximum distance from the correctly rounded result exceeds a
+declared `max_ulp`, or when a
 special-value outcome it counted is one the contract's `semantics` section rules out: a NaN
 result that no declared form of the declared operand's NaN matches (`nan_allowed`, on the form
 masks the core counts: a result matching several forms is allowed by any of them), an invalid
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import NanRule
 from fueltensor.ops import BY_KIND
+from fueltensor.tools.certify.binary import binary_identity, binary_text, effective_revision
 from fueltensor.tools.certify.certificate import Certificate
 from fueltensor.tools.certify.tally import FIXED_NAMES, form_bits
 
@@ -113,14 +117,40 @@ def _subnormal_failures(specials: dict[str, int], contract: KernelContract) -> l
     return []
 
 
-def verdict(cert: Certificate, contract: KernelContract) -> list[str]:
-    """The failures of `contract` that `cert` shows (empty: the judge accepts it)."""
+def _binary_failure(d: dict[str, Any], binary: dict[str, Any]) -> list[str]:
+    """A certificate not of the binary that runs the contract now (naming both), or bound to
+    none (a certificate older than binaries in certificates)."""
+    stated = d.get("binary")
+    if not isinstance(stated, dict):
+        return [
+            "the certificate is not bound to a binary (written before certificates named "
+            f"one), the contract runs {binary_text(binary)}: certify it again"
+        ]
+    if stated.get("sha256") != binary["sha256"] or stated.get("how") != binary["how"]:
+        return [
+            f"the certificate is of {binary_text(stated)}, the contract runs "
+            f"{binary_text(binary)}: certify it again"
+        ]
+    return []
+
+
+def verdict(
+    cert: Certificate, contract: KernelContract, binary: dict[str, Any] | None = None
+) -> list[str]:
+    """The failures of `contract` that `cert` shows (empty: the judge accepts it). `binary`:
+    what runs the contract now (`binary_identity`; default: in the current registry)."""
     d: dict[str, Any] = cert.data
+    if binary is None:
+        binary = binary_identity(contract, current_policy().registry)
+    unbound = _binary_failure(d, binary)
+    if unbound:
+        return unbound
     stated = d["contract"]["kernel_revision_hash"]
-    if stated != contract.kernel_revision_hash:
+    revision = effective_revision(contract, binary)
+    if stated != revision:
         return [
             f"the certificate is of revision {stated}, the contract {contract.name} is "
-            f"{contract.kernel_revision_hash}: certify it again"
+            f"{revision}: certify it again"
         ]
     found = []
     declared = contract.precision.max_ulp
