@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -24,6 +23,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
+from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
 from fueltensor.ops import KERNEL_OPS
@@ -435,9 +435,9 @@ IMPLEMENTATIONS: Final[dict[str, Implementation]] = (
 """The implementations available here, fastest first."""
 
 IMPLEMENTATION: Final = (
-    "pure" if os.environ.get("FUELTENSOR_PURE_NUMPY") == "1" else next(iter(IMPLEMENTATIONS))
+    "pure" if settings.switch("FUELTENSOR_PURE_NUMPY", False) else next(iter(IMPLEMENTATIONS))
 )
-"""The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY=1."""
+"""The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY is on."""
 
 if IMPLEMENTATION == "native" and NATIVE is not None:
     pow_shortcut.activate(NATIVE)  # f32 pow: the vector powf where it is recognised

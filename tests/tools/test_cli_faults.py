@@ -6,18 +6,13 @@ kernel fault), not 1 (bits differ or a bound breaks). Run as a subprocess, as a 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import _documents as documents
 import pytest
 from _cbuild import build_c
-
-import fueltensor
-
-WORKTREE = Path(fueltensor.__file__).parent.parent
+from _cli import CHECKOUT
+from _cli import command as fueltensor_cli
 
 KERNEL_C = """#include <stdint.h>
 #include <stddef.h>
@@ -77,18 +72,6 @@ def drafts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pa
     return built
 
 
-def fueltensor_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m fueltensor ARGS...` on this worktree, as a user runs it."""
-    env = {**os.environ, "PYTHONPATH": str(WORKTREE)}
-    return subprocess.run(
-        [sys.executable, "-m", "fueltensor", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-
-
 def line_of(path: Path, text: str) -> int:
     """The 1-based line of `path` where `text` first appears."""
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
@@ -117,7 +100,7 @@ def test_a_kernel_fault_is_a_finding_and_its_own_exit_status(
 
 
 def test_the_exit_statuses_are_documented_in_help_and_docs() -> None:
-    docs = (WORKTREE / "docs" / "cli.md").read_text()
+    docs = (CHECKOUT / "docs" / "cli.md").read_text()
     assert "exit status 3" in docs and "fault" in docs
     for command in ("compare", "judge", "certify"):
         text = " ".join(fueltensor_cli(command, "--help").stdout.split())
