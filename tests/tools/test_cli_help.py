@@ -1,0 +1,36 @@
+"""What the help and the docs say `compare` runs (issue 44 item 5): every provider in default
+dispatch, the framework providers (`dispatch: when_named`, read from the registry) only when
+named, where they used to say every admissible provider runs."""
+
+from __future__ import annotations
+
+import re
+
+from _cli import CHECKOUT, command
+
+import fueltensor as ft
+
+
+def when_named() -> list[str]:
+    """The providers of the registry that join dispatch only where named."""
+    return sorted({c.provider.name for c in ft.registry() if c.provider.when_named})
+
+
+def test_compare_help_names_the_providers_that_join_only_when_named() -> None:
+    names = when_named()
+    assert names  # the framework documents ship with fueltensor
+    text = " ".join(command("compare", "--help").stdout.split())
+    assert "join only when named" in text
+    for name in names:
+        assert name in text, name
+    listing = " ".join(command("--help").stdout.split())
+    assert "every admissible provider" not in listing
+
+
+def test_the_docs_say_compare_backends_leaves_out_the_frameworks_unless_named() -> None:
+    for page in ("README.md", "docs/testing.md"):
+        text = (CHECKOUT / page).read_text()
+        (line,) = re.findall(r"with ft\.compare_backends\(\) as report: +#.*", text)
+        assert "frameworks" in line and "named" in line, (page, line)
+    cli = " ".join((CHECKOUT / "docs" / "cli.md").read_text().split())
+    assert "join only when named" in cli
