@@ -118,3 +118,15 @@ def test_explain_folds_the_providers_that_join_only_where_named_into_one_line() 
     assert not any(
         line.lstrip().startswith(("rejected numpy_", "rejected torch_")) for line in lines
     )
+
+
+def test_certify_says_ranges_as_given_and_counts_in_the_right_number() -> None:
+    """A range is refused in the spelling it was given (hex stays hex), and a one-thread run
+    says "1 thread"."""
+    done = fueltensor_cli("certify", "--kernel", "add_bf16", "--lhs", "0x3f00:0x1f02")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "'0x3f00:0x1f02'" in done.stderr and "16128" not in done.stderr
+    args = ["--kernel", "add_bf16", "--lhs", "0x3f00:0x3f02", "--rhs", "0x3f00:0x3f02"]
+    done = fueltensor_cli("certify", *args, "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    assert " on 1 thread\n" in done.stdout and "1 threads" not in done.stdout

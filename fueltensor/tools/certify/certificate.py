@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.core.errors import plural
 from fueltensor.testing import float_format, format_value
 from fueltensor.tools.certify.tally import class_cells, core, describe_forms, named, nan_forms
 
@@ -148,7 +149,7 @@ class Certificate:
             f"digest {d['digest']}",
             f"{d['machine']['cpu'] if isinstance(d['machine'], dict) else 'several machines'}; "
             f"fueltensor {d['versions']['fueltensor']}; {d['seconds']:.1f} s on "
-            f"{d['threads']} threads",
+            f"{plural(d['threads'], 'thread')}",
         ]
         verdict = d.get("verdict")
         if verdict is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fueltensor.core.errors import plural
 from fueltensor.tools.certify.certificate import Certificate
 from fueltensor.tools.certify.sweep import Span
 
@@ -39,7 +40,7 @@ class Comparison:
         shown = ", ".join(f"lhs {lo:#06x}..{hi:#06x}" for lo, hi in self.blocks[:SHOWN_BLOCKS])
         more = len(self.blocks) - SHOWN_BLOCKS
         lines = [
-            f"different bits in {len(self.blocks)} block(s): {shown}"
+            f"different bits in {plural(len(self.blocks), 'block')}: {shown}"
             + (f" and {more} more" if more > 0 else "")
         ]
         lines += [f"  {k}: {a} -> {b}" for k, (a, b) in self.changes.items()]
