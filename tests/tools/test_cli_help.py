@@ -34,3 +34,14 @@ def test_the_docs_say_compare_backends_leaves_out_the_frameworks_unless_named() 
         assert "frameworks" in line and "named" in line, (page, line)
     cli = " ".join((CHECKOUT / "docs" / "cli.md").read_text().split())
     assert "join only when named" in cli
+
+
+def test_testing_md_names_the_comparison_tables_columns_and_no_others() -> None:
+    from fueltensor.tools.compare import COLUMNS
+
+    text = (CHECKOUT / "docs" / "testing.md").read_text()
+    start = text.index("The table has one row per (operation, other kernel)")
+    paragraph = text[start : text.index("\n\n", start)]
+    described = paragraph[: paragraph.index("An operation no other")]
+    named = re.findall(r"`([^`]+)`", described)
+    assert set(named) == set(COLUMNS), named
