@@ -72,19 +72,18 @@ def _on_cluster(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, client: Client | None) -> int:
-    """Certify (on `client`'s cluster when given) `--provider`'s contracts, or a draft's (all of
-    its kernels unless `--kernel` names some); print each certificate's text, exit 1 when the
-    judge fails one, KERNEL_FAULT when a kernel faulted."""
+    """Certify (on `client`'s cluster when given) `--provider`'s contracts (by default cpu's, or
+    with a draft the provider of its first contract); print each certificate's text, exit 1 when
+    the judge fails one, KERNEL_FAULT when a kernel faulted."""
     from .tools.certify import certify
 
     try:
         found = draft(args)
         reg = found.registry if found else registry()
-        kernels = args.kernel or (list(found.names) if found else None)
         provider = args.provider or (reg[found.names[0]].provider.name if found else "cpu")
         certs = certify(
             provider,
-            kernels,
+            args.kernel,
             lhs=args.lhs,
             rhs=args.rhs,
             threads=args.threads,
@@ -164,5 +163,5 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar=("A.json", "B.json"),
         help="compare two certificates: the same bits, or which blocks differ",
     )
-    add_draft_flags(p, "certify (only theirs unless --kernel names others)")
+    add_draft_flags(p, "certify (their provider's contracts unless --provider names another)")
     p.set_defaults(run=_run)
