@@ -203,7 +203,8 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Run each operation the contracts serve (a draft's, with --contracts) on "
         "every pair of special values plus random bit patterns, under compare_backends, e.g. "
         "`fueltensor compare maximum cpu my-c-max --contracts my-max.md --library ./libmymax.so`. "
-        "The framework providers (numpy, torch, jax) join only when named. Exit status: 0 the "
+        "Providers whose documents say `dispatch: when_named` (the frameworks) join only when "
+        "named. Exit status: 0 the "
         "bits agree, 1 they differ, 2 a usage or document error, 3 if a kernel faults (wrote "
         "outside its buffers, returned a nonzero status, crashed or ended its process).",
     )
@@ -211,9 +212,9 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "names",
         nargs="*",
         metavar="NAME",
-        help="only these operations (add, maximum, ...) and providers (cpu, torch, my-provider, "
-        "...); default: every operation the contracts serve, on every provider that joins "
-        "dispatch (not the frameworks, which join only when named)",
+        help="only these operations (add, maximum, ...) and providers (cpu, my-provider, ...); "
+        "default: every operation the contracts serve, on every provider that joins dispatch "
+        "(not the frameworks, which join only when named)",
     )
     p.add_argument(
         "--provider",
@@ -223,7 +224,7 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=[],
         metavar="NAME",
         help="compare only these providers (a name or alias; default: every provider that "
-        "joins dispatch; numpy, torch and jax only when named)",
+        "joins dispatch; a `dispatch: when_named` one only when named)",
     )
     p.add_argument(
         "--dtypes", nargs="+", default=[], metavar="DTYPE", help="only these dtypes (float32 ...)"

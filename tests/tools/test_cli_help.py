@@ -16,15 +16,20 @@ def when_named() -> list[str]:
     return sorted({c.provider.name for c in ft.registry() if c.provider.when_named})
 
 
-def test_compare_help_names_the_providers_that_join_only_when_named() -> None:
-    names = when_named()
-    assert names  # the framework documents ship with fueltensor
+def test_compare_help_says_the_when_named_providers_join_only_when_named() -> None:
+    assert when_named()  # the framework documents ship with fueltensor, dispatch: when_named
     text = " ".join(command("compare", "--help").stdout.split())
-    assert "join only when named" in text
-    for name in names:
-        assert name in text, name
+    assert "`dispatch: when_named` (the frameworks) join only when named" in text
     listing = " ".join(command("--help").stdout.split())
     assert "every admissible provider" not in listing
+
+
+def test_the_docs_name_every_provider_that_joins_only_when_named() -> None:
+    cli = " ".join((CHECKOUT / "docs" / "cli.md").read_text().split())
+    listed = re.search(r"the framework providers ([^;]+) join only when named", cli)
+    assert listed is not None, cli
+    for name in when_named():
+        assert name in listed[1], name
 
 
 def test_the_docs_say_compare_backends_leaves_out_the_frameworks_unless_named() -> None:
