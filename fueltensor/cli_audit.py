@@ -12,11 +12,18 @@ import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 
 from .core.dtypes import BY_FKC, DType, as_dtype
-from .core.errors import ContractError, LibraryError, ProviderUnavailable
+from .core.errors import (
+    ContractError,
+    ContractViolation,
+    KernelStatusError,
+    LibraryError,
+    ProviderUnavailable,
+)
 from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import OPERATIONS
@@ -28,6 +35,13 @@ from .tools.textwidth import fit_lines
 
 DRAFT_ERRORS = (ContractError, DraftError, LibraryError)
 """What a draft that cannot be read or linked raises: each names the file (and line) at fault."""
+KERNEL_FAULTS = (ContractViolation, KernelStatusError)
+"""What a kernel's fault raises (a checked run's KernelFault is a ContractViolation): each names
+the kernel, its document's file:line and the inputs."""
+KERNEL_FAULT: Final = 3
+"""The exit status of `compare`, `judge` and `certify` when a kernel faulted (wrote outside its
+buffers, returned a nonzero status, crashed or ended its process, raised): not "bits differ" (1)
+nor a usage or document error (2)."""
 
 
 def add_wide(p: argparse.ArgumentParser) -> None:
@@ -94,6 +108,24 @@ def fail(command: str, e: Exception) -> int:
     return 2
 
 
+def faulted(command: str, e: Exception) -> int:
+    """Print a kernel's fault on stderr in a few lines, `fueltensor COMMAND: kernel K (file:line)
+    ...`, then the buffer and bytes and the inputs; exit status KERNEL_FAULT."""
+    from .tools.checked import KernelFault
+
+    if isinstance(e, KernelFault):
+        f = e.finding
+        lines = [f"kernel {f.kernel} ({f.source}): {f.kind}: {f.detail}"]
+        if f.buffer is not None:
+            span = "" if f.offsets is None else f", bytes {f.offsets[0]}..{f.offsets[1]}"
+            lines.append(f"  buffer {f.buffer}{span}")
+        lines.append(f"  inputs {f.inputs}")
+    else:
+        lines = [str(e)]
+    print(fit_lines(f"fueltensor {command}: " + "\n".join(lines)), file=sys.stderr)
+    return KERNEL_FAULT
+
+
 def _cases(
     contracts: list[KernelContract], ops: list[str], dtypes: list[str]
 ) -> Iterator[tuple[str, DType]]:
@@ -149,6 +181,8 @@ def _run_compare(args: argparse.Namespace) -> int:
             for op, dtype in cases:
                 lhs, rhs = probes(dtype.np, args.size, rng)
                 OPERATIONS[op](asarray(lhs), asarray(rhs))
+    except KERNEL_FAULTS as e:
+        return faulted("compare", e)
     except (*DRAFT_ERRORS, KeyError, ValueError, TypeError, ProviderUnavailable) as e:
         return fail("compare", e)
     print(report)
@@ -164,17 +198,23 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     """`fueltensor compare`: the kernels of several providers on the same inputs, bit for bit."""
     p = sub.add_parser(
         "compare",
-        help="run operations on every admissible provider and diff the bits (exit 1 if any differ)",
+        help="run operations on every provider that joins dispatch, and those named, and diff the "
+        "bits (exit 1 if any differ, 3 if a kernel faults)",
         description="Run each operation the contracts serve (a draft's, with --contracts) on "
         "every pair of special values plus random bit patterns, under compare_backends, e.g. "
-        "`fueltensor compare maximum cpu my-c-max --contracts my-max.md --library ./libmymax.so`.",
+        "`fueltensor compare maximum cpu my-c-max --contracts my-max.md --library ./libmymax.so`. "
+        "Providers whose documents say `dispatch: when_named` (the frameworks) join only when "
+        "named. Exit status: 0 the "
+        "bits agree, 1 they differ, 2 a usage or document error, 3 if a kernel faults (wrote "
+        "outside its buffers, returned a nonzero status, crashed or ended its process).",
     )
     p.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
         help="only these operations (add, maximum, ...) and providers (cpu, my-provider, ...); "
-        "default: every operation the contracts serve, on every provider",
+        "default: every operation the contracts serve, on every provider that joins dispatch "
+        "(not the frameworks, which join only when named)",
     )
     p.add_argument(
         "--provider",
@@ -183,7 +223,8 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="extend",
         default=[],
         metavar="NAME",
-        help="compare only these providers (a name or alias; default: all)",
+        help="compare only these providers (a name or alias; default: every provider that "
+        "joins dispatch; a `dispatch: when_named` one only when named)",
     )
     p.add_argument(
         "--dtypes", nargs="+", default=[], metavar="DTYPE", help="only these dtypes (float32 ...)"
@@ -251,6 +292,8 @@ def _run_judge(args: argparse.Namespace) -> int:
         return fail("judge", e)
     print(report)
     write_outputs(report, args.json, args.markdown)
+    if any(a.faulted for a in report.rows):
+        return KERNEL_FAULT
     return 0 if report.ok else 1
 
 
@@ -284,7 +327,11 @@ def add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`fueltensor judge`: audit determinism, precision, conformance and cost of the kernels."""
     p = sub.add_parser(
         "judge",
-        help="audit every registrable contract against its kernel (exit 1 if a bound breaks)",
+        help="audit every registrable contract against its kernel (exit 1 if a bound breaks, "
+        "3 if a kernel faults)",
+        description="Audit determinism, precision, conformance and cost. Exit status: 0 every "
+        "audit passes, 1 a declared bound breaks, 2 a usage or document error, 3 if a kernel "
+        "faults (raised, wrote outside its buffers, returned a nonzero status, crashed).",
     )
     p.add_argument("--quick", action="store_true", help="smaller probes (well under a minute)")
     p.add_argument(

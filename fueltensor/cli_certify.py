@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .cli_audit import DRAFT_ERRORS, KERNEL_FAULTS, add_draft_flags, draft, fail, faulted
 from .core.errors import ProviderUnavailable
 from .registry import registry
 
@@ -17,13 +18,18 @@ if TYPE_CHECKING:
 
 
 def _range(text: str) -> tuple[int, int]:
-    """`START:STOP` of 16-bit patterns (hex with 0x, or decimal) as a half-open range."""
+    """`START:STOP` of 16-bit patterns (hex with 0x, or decimal) as a half-open range; refused
+    with the text as given when it is not one, or is empty or beyond 0x10000."""
     try:
         start, stop = (int(part, 0) for part in text.split(":"))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: a range is START:STOP of 16-bit patterns, e.g. 0x3f00:0x3f80"
         ) from None
+    if not 0 <= start < stop <= 1 << 16:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: START:STOP must hold at least one pattern, START < STOP <= 0x10000"
+        )
     return start, stop
 
 
@@ -35,8 +41,7 @@ def _compare(paths: list[str]) -> int:
     try:
         a, b = (Certificate.load(p) for p in paths)
     except ValueError as e:
-        print(f"fueltensor certify: {e}")
-        return 2
+        return fail("certify", e)
     result = compare(a, b)
     print(f"{paths[0]} against {paths[1]}: {result.text()}")
     return 0 if result.same_bits else 2 if result.comparable else 1
@@ -56,25 +61,29 @@ def _on_cluster(args: argparse.Namespace) -> int:
     try:
         from distributed import Client
     except ImportError:
-        print("fueltensor certify: --scheduler needs Dask: pip install 'fueltensor[dask]'")
-        return 2
+        return fail(
+            "certify", ImportError("--scheduler needs Dask: pip install 'fueltensor[dask]'")
+        )
     try:
         # distributed's Client.__init__ carries no annotations
         with Client(args.scheduler, timeout=args.timeout) as client:  # type: ignore[no-untyped-call]
             return _report(args, client)
     except (OSError, TimeoutError) as e:
-        print(f"fueltensor certify: {e}")
-        return 2
+        return fail("certify", e)
 
 
 def _report(args: argparse.Namespace, client: Client | None) -> int:
-    """Certify (on `client`'s cluster when given), print each certificate's text, exit 1 when
-    the judge fails one."""
+    """Certify (on `client`'s cluster when given) `--provider`'s contracts (by default cpu's, or
+    with a draft the provider of its first contract); print each certificate's text, exit 1 when
+    the judge fails one, KERNEL_FAULT when a kernel faulted."""
     from .tools.certify import certify
 
     try:
+        found = draft(args)
+        reg = found.registry if found else registry()
+        provider = args.provider or (reg[found.names[0]].provider.name if found else "cpu")
         certs = certify(
-            args.provider,
+            provider,
             args.kernel,
             lhs=args.lhs,
             rhs=args.rhs,
@@ -82,15 +91,16 @@ def _report(args: argparse.Namespace, client: Client | None) -> int:
             out_dir=args.out,
             state_dir=args.state,
             progress=None,
-            reg=registry(),
+            reg=reg,
             client=client,
             sample=args.sample,
             seed=args.seed,
             timeout=args.timeout,
         )
-    except (KeyError, ValueError, ImportError, ProviderUnavailable) as e:
-        print(f"fueltensor certify: {e}")
-        return 2
+    except KERNEL_FAULTS as e:
+        return faulted("certify", e)
+    except (*DRAFT_ERRORS, KeyError, ValueError, ImportError, ProviderUnavailable) as e:
+        return fail("certify", e)
     for cert in certs:
         print(cert.text(), end="\n\n")
         if args.plot and args.out:
@@ -103,9 +113,14 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser(
         "certify",
         help="check every BF16/F16 operand pair of a provider against the correctly rounded "
-        "result and write certificates (exit 1 if the judge fails one)",
+        "result and write certificates (exit 1 if the judge fails one, 3 if a kernel faults)",
+        description="Sweep every BF16/F16 operand pair (or --lhs/--rhs) of a provider's "
+        "contracts, or a draft's with --contracts. Exit status: 0 the judge accepts every "
+        "certificate, 1 it fails one, 2 a usage or document error, 3 if a kernel faults.",
     )
-    p.add_argument("--provider", default="cpu", help="the provider (default cpu)")
+    p.add_argument(
+        "--provider", help="the provider (default cpu, or the provider of --contracts' kernels)"
+    )
     p.add_argument(
         "--kernel", action="append", metavar="NAME", help="only this contract (repeatable)"
     )
@@ -149,4 +164,5 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar=("A.json", "B.json"),
         help="compare two certificates: the same bits, or which blocks differ",
     )
+    add_draft_flags(p, "certify (their provider's contracts unless --provider names another)")
     p.set_defaults(run=_run)

@@ -268,6 +268,21 @@ class Contracts(tuple[KernelContract, ...]):
         return present(self, "html")
 
 
+_WHEN_NAMED: Final = (
+    "joins only where it is named: use_backend({name}), compare_backends(..., {name}) or "
+    "registry().joined({name})"
+)
+"""Why a `dispatch: when_named` provider's contract took no part (`Registry.excluded`)."""
+
+
+def unjoined_provider(reason: str) -> str | None:
+    """The provider a reason of `Registry.excluded` says joins only where it is named, else
+    None: how a plan's text folds those rejections into one line."""
+    head, _, rest = reason.partition(" ")
+    name, _, tail = rest.partition(" ")
+    return name if head == "provider" and tail == _WHEN_NAMED.format(name=repr(name)) else None
+
+
 class Registry:
     """Validated, linked kernel contracts: iterable in document order, indexed by name and op."""
 
@@ -396,10 +411,7 @@ class Registry:
         if providers is not None and name not in providers:
             return f"provider {name} is excluded by use_backend"
         if providers is None and not self.joins(contract.provider):
-            return (
-                f"provider {name} joins only where it is named: use_backend({name!r}), "
-                f"compare_backends(..., {name!r}) or registry().joined({name!r})"
-            )
+            return f"provider {name} {_WHEN_NAMED.format(name=repr(name))}"
         return ""
 
     def joined(self, *names: str) -> Registry:

@@ -51,6 +51,11 @@ class LibraryError(OSError):
     symbol it was asked for."""
 
 
+class SettingError(ValueError):
+    """A `FUELTENSOR_*` environment variable holds a value it does not take; the message names
+    the variable, the value and the spellings it takes (`core.settings`)."""
+
+
 class ContractWarning(UserWarning):
     """A contract loads but cannot do what its author meant (e.g. an op_kind nothing dispatches)."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
+from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
 from fueltensor.ops import KERNEL_OPS
@@ -436,11 +436,11 @@ IMPLEMENTATIONS: Final[dict[str, Implementation]] = (
 )
 """The implementations available here, fastest first."""
 
-PURE_REQUESTED: Final = os.environ.get("FUELTENSOR_PURE_NUMPY") == "1"
-"""Whether the user asked for the pure-NumPy kernels (FUELTENSOR_PURE_NUMPY=1)."""
+PURE_REQUESTED: Final = settings.switch("FUELTENSOR_PURE_NUMPY", False)
+"""Whether the user asked for the pure-NumPy kernels (FUELTENSOR_PURE_NUMPY on)."""
 
 IMPLEMENTATION: Final = "pure" if PURE_REQUESTED else next(iter(IMPLEMENTATIONS))
-"""The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY=1."""
+"""The one the kernels use: the compiled one when built, unless FUELTENSOR_PURE_NUMPY is on."""
 
 UNBUILT: Final = """fueltensor is imported from the source checkout {root}, whose compiled \
 kernels are not built, so it runs its pure-NumPy kernels: the same bits, up to 50x slower. Build \
@@ -452,7 +452,7 @@ use the installed fueltensor. FUELTENSOR_PURE_NUMPY=1 says the pure kernels are 
 def warn_if_unbuilt(package: Path) -> None:
     """Warn once (at import) where the kernels are the pure ones by accident: `package` sits in
     a source checkout (its `ext/src` and the checkout's setup.py are there; an installed
-    fueltensor has neither) whose extensions are not built, and FUELTENSOR_PURE_NUMPY is not 1."""
+    fueltensor has neither) whose extensions are not built, and FUELTENSOR_PURE_NUMPY is off."""
     root = package.parent
     in_checkout = (package / "ext" / "src").is_dir() and (root / "setup.py").is_file()
     if NATIVE is None and in_checkout and not PURE_REQUESTED:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
+from fueltensor.core import settings
+
 Y_VALUES: Final = (2.0, 0.5)
 """The exponents `fueltensor pow-shortcut --check` proves exhaustively (the common scalar
 powers that are not integers: `x ** 2` with an int exponent is PowIElementwise)."""
@@ -33,7 +35,7 @@ INPUTS: Final = 1 << 32
 CHUNK: Final = 1 << 26
 """x bit patterns per `_native.verify_pow` call: 64 steps per exponent for progress reports."""
 ENV_VAR: Final = "FUELTENSOR_POW_SHORTCUT"
-"""Set to "0" to keep the vector powf off (`powf` for every lane)."""
+"""A switch: off (0, false, off, no) keeps the vector powf off (`powf` for every lane)."""
 
 
 def _cores() -> int:
@@ -115,12 +117,12 @@ _LOCK: Final = threading.Lock()
 
 
 def activate(native: ModuleType) -> None:
-    """At import: keep the vector powf on unless `ENV_VAR` is "0" (the recognition itself runs
-    at the first f32 pow, never here)."""
-    off = os.environ.get(ENV_VAR) == "0"
+    """At import: keep the vector powf on unless the switch `ENV_VAR` is off (the recognition
+    itself runs at the first f32 pow, never here)."""
+    off = not settings.switch(ENV_VAR, True)
     native.pow_vector(not off)
     with _LOCK:
-        _STATE.update(native=native, off=f"{ENV_VAR}=0" if off else None)
+        _STATE.update(native=native, off=f"{ENV_VAR}={os.environ[ENV_VAR]}" if off else None)
 
 
 def status() -> tuple[bool, str]:

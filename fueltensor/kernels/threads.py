@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import operator
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from typing import Final
 
 import numpy as np
 
+from fueltensor.core import settings
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import NATIVE
 
@@ -61,11 +61,8 @@ def checked(n: object, source: str) -> int:
 
 def _initial() -> int:
     """The setting at import: $FUELTENSOR_NUM_THREADS when set, else every core."""
-    text = os.environ.get(ENV_VAR)
-    if text is None:
-        return min(cores(), MAX_THREADS)
-    number = re.fullmatch(r"\s*[+-]?[0-9]+\s*", text)
-    return checked(int(text) if number else text, f"${ENV_VAR}")
+    chosen = settings.count(ENV_VAR, MAX_THREADS)
+    return min(cores(), MAX_THREADS) if chosen is None else chosen
 
 
 _SETTING: list[int] = [_initial()]

@@ -228,7 +228,9 @@ def test_a_bad_environment_variable_is_refused_by_name(value: str) -> None:
         text=True,
     )
     assert out.returncode != 0
-    assert f"${threads.ENV_VAR} must be a thread count from 1 to" in out.stderr
+    assert (
+        f"${threads.ENV_VAR}={value!r} is not a count: set a whole number from 1 to" in out.stderr
+    )
 
 
 @TWO_CORES

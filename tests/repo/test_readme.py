@@ -104,6 +104,7 @@ SHELL_SHOWS = {
         "use_backend('example-c-kernels')",
         "add_f32 vs c_add_f32",
         "4 audits, 0 failing",
+        "c_div_bf16 (example-c-kernels, bfloat16): 256 pairs",
     ],
 }
 """What each `sh` line of a page (after its cc lines) prints, line by line."""

@@ -184,9 +184,9 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     data["digest"], data["block_digests"][0] = "0" * 64, "0" * 16
     other.write_text(json.dumps(data))
     assert main(["certify", "--compare", str(a), str(other)]) == 1
-    assert "different bits in 1 block(s): lhs 0x3c00..0x3c10" in capsys.readouterr().out
+    assert "different bits in 1 block: lhs 0x3c00..0x3c10" in capsys.readouterr().out
     assert main(["certify", "--compare", str(a), str(tmp_path / "s")]) == 2
-    assert "not a readable certificate" in capsys.readouterr().out
+    assert "not a readable certificate" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["certify", "--lhs", "5"])
     assert "a range is START:STOP" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.core.errors import plural
 from fueltensor.testing import float_format, format_value
 from fueltensor.tools.certify.binary import binary_identity as binary_identity
 from fueltensor.tools.certify.binary import binary_text
@@ -153,7 +154,7 @@ class Certificate:
             "binary: " + (binary_text(binary) if binary else "not bound to a binary"),
             f"{d['machine']['cpu'] if isinstance(d['machine'], dict) else 'several machines'}; "
             f"fueltensor {d['versions']['fueltensor']}; {d['seconds']:.1f} s on "
-            f"{d['threads']} threads",
+            f"{plural(d['threads'], 'thread')}",
         ]
         verdict = d.get("verdict")
         if verdict is not None:

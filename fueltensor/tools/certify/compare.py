@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fueltensor.core.errors import plural
 from fueltensor.tools.certify.certificate import Certificate
 from fueltensor.tools.certify.sweep import Span
 
@@ -41,7 +42,7 @@ class Comparison:
         shown = ", ".join(f"lhs {lo:#06x}..{hi:#06x}" for lo, hi in self.blocks[:SHOWN_BLOCKS])
         more = len(self.blocks) - SHOWN_BLOCKS
         lines = [
-            f"different bits in {len(self.blocks)} block(s): {shown}"
+            f"different bits in {plural(len(self.blocks), 'block')}: {shown}"
             + (f" and {more} more" if more > 0 else "")
             if self.blocks
             else "different bits (a sampled certificate has no blocks)"

@@ -53,7 +53,9 @@ class Span:
         """Refuse a range outside the 16-bit patterns, or an empty one."""
         for name, (lo, hi) in (("lhs", self.lhs), ("rhs", self.rhs)):
             if not 0 <= lo < hi <= 1 << 16:
-                raise ValueError(f"{name} range {lo}..{hi} is not within 0..65536 and not empty")
+                raise ValueError(
+                    f"{name} range {lo:#06x}..{hi:#06x} is not within 0x0000..0x10000 and not empty"
+                )
 
     @property
     def pairs(self) -> int:

@@ -146,6 +146,9 @@ class Audit:
     """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
     lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
     failures: list[str] = field(default_factory=list)
+    faulted: bool = False
+    """Whether the kernel raised (a checked run's fault, a nonzero status, anything) and the
+    audit stopped there: `fueltensor judge` exits with its own status for it."""
     semantics: list[str] = field(default_factory=list)
     """Measured facts re-measured on a machine unlike the document's: notes, not failures."""
 
@@ -248,6 +251,7 @@ def audit(
         _checks(a, contract, fn, dtype, settings, copy_bps, np.random.default_rng(seed))
     except (Exception, SystemExit) as e:  # a kernel may raise anything, sys.exit included
         a.failures.append(f"the kernel raised during the audit: {type(e).__name__}: {e}")
+        a.faulted = True
     return a
 
 
