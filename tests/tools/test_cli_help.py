@@ -42,7 +42,7 @@ def test_the_docs_say_compare_backends_leaves_out_the_frameworks_unless_named() 
 
 
 def test_testing_md_names_the_comparison_tables_columns_and_no_others() -> None:
-    from fueltensor.tools.compare import COLUMNS
+    from fueltensor.tools.comparisons import COLUMNS
 
     text = (CHECKOUT / "docs" / "testing.md").read_text()
     start = text.index("The table has one row per (operation, other kernel)")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.core.errors import plural
 from fueltensor.fingerprint import Fingerprint, cache_bytes, machine
-from fueltensor.tools.compare import text_table
+from fueltensor.tools.comparisons import text_table
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.judge.audit import Audit
 from fueltensor.tools.textwidth import fit_lines
