@@ -1,6 +1,7 @@
 """The cheat catalogue (issue 35, item 3): for each op and dtype, the judge passes the honest
 kernel of tests/cheat_kernels.c and fails each of its eight cheats for what it does, and the
-process that ran the judge exits normally afterwards."""
+process that ran the judge exits normally afterwards; the bf16 "add" that subtracts (issue 41)
+fails the quick judge and its certificate."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _cheats import DTYPES, OP_KINDS, VARIANTS, build
+from _cheats import DTYPES, OP_KINDS, SUBTRACTING_ADD, VARIANTS, build, register
 from _extras import TESTS
+
+import fueltensor as ft
+from fueltensor.cli import main
 
 JUDGE = """
 import json, sys
@@ -66,3 +70,26 @@ def test_the_judge_fails_every_cheat_and_passes_the_honest_kernel(
         for variant, words in CAUGHT_BY.items():
             said = failures[f"{variant}_{op}_{dtype}"]
             assert any(words in s for s in said), (variant, op, said)
+
+
+def test_a_subtracting_add_fails_the_quick_judge_its_certificate_and_judge_certificate(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a bf16 "add" that subtracts, under a contract with no max_ulp whose semantics
+    come from the formula, was accepted by `judge --quick` and by its certificate (formula:
+    0 of all pairs). Both read the formula now, and so does `judge --certificate` with the
+    draft named by --contracts and --library."""
+    doc = tmp_path / "subtracting.md"
+    reg = register(library, "subtracting", [SUBTRACTING_ADD], doc)
+    [row] = ft.judge(reg, quick=True, progress=False).rows
+    assert any("the formula the semantics come from" in f for f in row.failures), row.failures
+    span = {"lhs": (0x3F80, 0x3F90), "rhs": (0x3F80, 0x3FC0)}
+    [cert] = ft.certify("subtracting", reg=reg, progress=False, **span)
+    assert cert.data["formula"]["equal"] == 0
+    assert any("source formula, but 1,024 of 1,024 pairs" in f for f in cert.data["verdict"])
+    assert "judge: FAILS: " in cert.text()
+    path = cert.save(tmp_path / "subtracting_add_bf16.json")
+    args = ["judge", "--certificate", str(path), "--contracts", str(doc), "--library", str(library)]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL subtracting_add_bf16 (bfloat16)") and "1,024 of 1,024" in out

@@ -35,12 +35,12 @@ from fueltensor.tools.certify.compare import compare
 from fueltensor.tools.certify.sampled import WIDE, sampled_data
 from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import core
-from fueltensor.tools.certify.verdict import verdict
+from fueltensor.tools.certify.verdict import claims, record_verdict, verdict
 
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["Certificate", "Span", "certify", "compare", "jobs", "verdict"]
+__all__ = ["Certificate", "Span", "certify", "claims", "compare", "jobs", "verdict"]
 
 
 def _identity(c: KernelContract) -> dict[str, object]:
@@ -110,7 +110,7 @@ def certificate(job: Job, result: Sweep) -> Certificate:
     cert = build(_identity(job.contract), job.dtype.name, span, result.stats, extras)
     cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
     cert.data["reference"]["decided_by_mpfr"] = result.decided
-    cert.data["verdict"] = verdict(cert, job.contract)
+    record_verdict(cert, job.contract)
     return cert
 
 
@@ -176,7 +176,7 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     }
     data["seconds"] = time.perf_counter() - start
     cert = Certificate(data)
-    cert.data["verdict"] = verdict(cert, job.contract)
+    record_verdict(cert, job.contract)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         cert.save(Path(out_dir) / f"{cert.stem}.json")
