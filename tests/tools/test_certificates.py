@@ -414,3 +414,26 @@ def test_a_malformed_certificate_exits_2_naming_the_field(
     assert status == 2, out
     assert out.startswith(f"fueltensor judge: {path}: field {field}: "), out
     assert "Traceback" not in out and len(out.strip().splitlines()) == 1
+
+
+def test_an_add_that_subtracts_fails_where_the_semantics_come_from_the_formula(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: with no max_ulp declared and `source: [formula]` (as the bundled bf16 add had
+    it), a kernel that subtracts passed the quick judge and its certificate (formula: 0 of
+    every pair). Both read the formula now."""
+    reg = provider(
+        tmp_path, ft.registry().kernel("sub_bf16"), "~", "semantics:\n  source: [formula]"
+    )
+    [row] = ft.judge(reg, ["add_one_off_bf16"], quick=True, progress=False).rows
+    assert any("the formula the semantics come from" in f for f in row.failures), row.failures
+    [cert] = ft.certify("one-off", reg=reg, progress=False, **ONE_PAIR)
+    assert cert.data["verdict"] == [
+        "semantics: source formula, but 1 of 1 pairs gave other bits; first (1 (0x3f80), "
+        "1 (0x3f80)): got 0 (0x0000)"
+    ]
+    honest = provider(
+        tmp_path, ft.registry().kernel("add_bf16"), "~", "semantics:\n  source: [formula]"
+    )
+    [cert] = ft.certify("one-off", reg=honest, progress=False, **ONE_PAIR)
+    assert cert.data["verdict"] == [] and "formula" in cert.data["claims"]["checked"]
