@@ -74,8 +74,12 @@ def _field(data: dict[str, Any], path: str, kind: type | tuple[type, ...], what:
     """`data`'s field at dotted `path`, CertificateError naming it when it is absent or not a
     `kind` (a bool is not a number)."""
     value: Any = data
-    for key in path.split("."):
-        if not isinstance(value, dict) or key not in value:
+    keys = path.split(".")
+    for depth, key in enumerate(keys):
+        if not isinstance(value, dict):
+            above = ".".join(keys[:depth])
+            raise CertificateError(f"field {above}: an object, not {value!r}"[:200])
+        if key not in value:
             raise CertificateError(f"field {path}: missing")
         value = value[key]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
@@ -102,9 +106,10 @@ def _pair_shape(data: dict[str, Any], path: str) -> None:
 def _span_shape(data: dict[str, Any]) -> None:
     """`span`: a 16-bit range (lhs, rhs: [start, stop) within 0..65536) or special pairs and
     a sample; pairs and exhaustive either way."""
+    span = _field(data, "span", dict, "an object")
     _count(data, "span.pairs")
     _field(data, "span.exhaustive", bool, "true or false")
-    if "lhs" not in _field(data, "span", dict, "an object"):
+    if "lhs" not in span:
         for key in ("special_pairs", "sample", "seed"):
             _count(data, f"span.{key}")
         return
