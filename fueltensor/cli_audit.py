@@ -245,12 +245,14 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(run=_run_compare)
 
 
-def _judge_certificates(paths: list[str]) -> int:
+def _judge_certificates(paths: list[str], reg: Registry) -> int:
     """`fueltensor judge --certificate PATH`: each certificate read against the contract of its
-    name in the registry (`certify.verdict`); exit 1 when one contradicts its contract."""
-    from .tools.certify import Certificate, verdict
+    name in `reg` (`certify.verdict`), its line saying the pairs it covers and the claims it
+    checked; exit 1 when one contradicts its contract, 2 when one is malformed or names no
+    contract of `reg`."""
+    from .tools.certify import Certificate, binary_identity, claims, verdict
+    from .tools.certify.certificate import coverage, scope
 
-    reg = registry()
     failed = False
     for path in paths:
         try:
@@ -258,11 +260,11 @@ def _judge_certificates(paths: list[str]) -> int:
             contract = reg[cert.name]
         except (ValueError, KeyError) as e:
             return fail("judge", e)
-        found = verdict(cert, contract)
+        found = verdict(cert, contract, binary_identity(contract, reg))
         failed |= bool(found)
-        status = "FAIL" if found else "ok"
         print(
-            f"{status} {cert.name} ({cert.data['dtype']}) by {path}"
+            f"{'FAIL' if found else 'ok'} {cert.name} ({cert.data['dtype']}) by {path}: "
+            f"{coverage(cert.data)}; {scope(*claims(cert, contract))}"
             + "".join(f"\n  {f}" for f in found)
         )
     return 1 if failed else 0
@@ -271,9 +273,7 @@ def _judge_certificates(paths: list[str]) -> int:
 def _run_judge(args: argparse.Namespace) -> int:
     from .tools.judge import judge, write_outputs
 
-    if args.certificate:
-        return _judge_certificates(args.certificate)
-    if args.scheduler:
+    if args.scheduler and not args.certificate:
         if args.contracts:
             return fail(
                 "judge",
@@ -286,6 +286,8 @@ def _run_judge(args: argparse.Namespace) -> int:
     try:
         found = draft(args)
         reg: Registry = found.registry if found else registry()
+        if args.certificate:
+            return _judge_certificates(args.certificate, reg)
         kernels = args.kernel or (list(found.names) if found else None)
         report = judge(reg, kernels, quick=args.quick, provider=args.provider)
     except (*DRAFT_ERRORS, KeyError, ValueError, ProviderUnavailable) as e:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Final
 
 import _documents as documents
 import pytest
@@ -43,8 +44,10 @@ def build(source: str, into: Path) -> Path:
     return into
 
 
-def contract(name: str, op_kind: str, fkc: str, max_ulp: float, provider: str) -> str:
-    """One fkc block: `name` computes `op_kind` on two same-shape dense `fkc` tensors."""
+def contract(name: str, op_kind: str, fkc: str, max_ulp: float | None, provider: str) -> str:
+    """One fkc block: `name` computes `op_kind` on two same-shape dense `fkc` tensors; with
+    `max_ulp` None no bound is declared, the semantics said to come from the formula instead
+    (as the bundled half-type contracts had it before issue 41)."""
     return documents.section(
         name,
         op_kind,
@@ -52,14 +55,15 @@ def contract(name: str, op_kind: str, fkc: str, max_ulp: float, provider: str) -
         source=provider,
         entry_point=f"{provider}::{name}",
         blurb="a kernel of the cheat catalogue",
-        max_ulp=max_ulp,
+        max_ulp="~" if max_ulp is None else max_ulp,
         notes="as the judge's reference",
         op_params=False,
+        semantics="semantics:\n  source: [formula]" if max_ulp is None else "",
     )
 
 
 def register(
-    library: Path, provider: str, kernels: Iterable[tuple[str, str, str, float]], into: Path
+    library: Path, provider: str, kernels: Iterable[tuple[str, str, str, float | None]], into: Path
 ) -> ft.Registry:
     """Register `provider` with each (name, op_kind, fkc, max_ulp) of `kernels`, its C symbol
     the name, and the registry of its document alone."""
@@ -71,8 +75,13 @@ def register(
     return ft.Registry.from_paths([into])
 
 
-def catalogue(op: str, dtype: str) -> list[tuple[str, str, str, float]]:
+def catalogue(op: str, dtype: str) -> list[tuple[str, str, str, float | None]]:
     """Every variant of tests/cheat_kernels.c for `op` and `dtype`: (name, op kind, FKC code,
     max_ulp: 0, or 1 for the C library's pow)."""
     ulp = 1 if op == "pow" else 0
     return [(f"{v}_{op}_{dtype}", OP_KINDS[op], DTYPES[dtype], ulp) for v in VARIANTS]
+
+
+SUBTRACTING_ADD: Final = ("subtracting_add_bf16", OP_KINDS["add"], "BF16", None)
+"""tests/cheat_kernels.c's bf16 "add" that subtracts (issue 41), declared as the bundled
+add_bf16 was: no max_ulp, semantics from the formula."""

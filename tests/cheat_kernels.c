@@ -18,6 +18,10 @@
  * scribble   honest, then copies its answer over `lhs`: it writes its input
  * untouched  returns 0 without writing `out`
  *
+ * and one more, of issue 41: `subtracting_add_bf16`, a bf16 "add" that subtracts, under a
+ * contract as the bundled add_bf16 was (no max_ulp, semantics from the formula): only the
+ * formula the semantics come from can fail it.
+ *
  * Build: cc -O2 -ffp-contract=off -shared -fPIC -o libcheats.so cheat_kernels.c -lm
  */
 #include <math.h>
@@ -156,3 +160,5 @@ DTYPES(maximum)
 DTYPES(minimum)
 DTYPES(rem)
 DTYPES(pow)
+
+HEAD(subtracting, add, bf16) BODY(bf16, sub, (void)0) return 0; }

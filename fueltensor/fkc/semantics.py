@@ -134,6 +134,13 @@ class Semantics:
     notes: str = ""
 
     @property
+    def from_formula(self) -> bool:
+        """Whether the declarations come from the operation's formula (`source: formula`): a
+        claim that the kernel gives the formula's bits, which the judge and a certificate's
+        verdict hold it to."""
+        return "formula" in self.source
+
+    @property
     def effective_position(self) -> str | None:
         """`position`, or `invariant` where only the `position` invariance claim says so."""
         claimed = "position" in (self.invariance or ())

@@ -199,8 +199,8 @@ def test_the_command_line_on_bad_state(tmp_path: Path, capsys: pytest.CaptureFix
     plain = tmp_path / "plain"
     plain.write_text("")
     assert main([*args, "--state", str(plain)]) == 2
-    out = capsys.readouterr().out
-    assert out == f"fueltensor certify: --state {plain}: not a directory (it names a file)\n"
+    err = capsys.readouterr().err  # errors go to stderr
+    assert err == f"fueltensor certify: --state {plain}: not a directory (it names a file)\n"
     state = tmp_path / "s"
     assert main([*args, "--state", str(state), "--out", str(tmp_path / "a")]) == 0
     path = state / "add_bf16.bfloat16.state"
@@ -208,7 +208,7 @@ def test_the_command_line_on_bad_state(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text(lines[0] + lines[1][:25] + "\n" + "".join(lines[2:]))
     capsys.readouterr()
     assert main([*args, "--state", str(state)]) == 2
-    assert capsys.readouterr().out.startswith(f"fueltensor certify: {path}:2: not a block")
+    assert capsys.readouterr().err.startswith(f"fueltensor certify: {path}:2: not a block")
 
 
 def test_compare_sampled_and_incomparable_certificates(
@@ -375,3 +375,154 @@ def test_the_judge_reads_a_saved_certificate(
     (tmp_path / "x.json").write_text("{}")
     assert main(["judge", "--certificate", str(tmp_path / "x.json")]) == 2
     assert "not a fueltensor certificate" in capsys.readouterr().err
+
+
+ONE_PAIR = {"lhs": (0x3F80, 0x3F81), "rhs": (0x3F80, 0x3F81)}
+"""1 + 1 in bf16: a one-pair span."""
+EVERY = f"{1 << 32:,}"
+
+
+def one_pair(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A genuine certificate of the CPU add_bf16 on one pair, saved; and its JSON."""
+    [cert] = ft.certify("cpu", ["add_bf16"], progress=False, **ONE_PAIR)
+    path = cert.save(tmp_path / "add_bf16.json")
+    return path, json.loads(path.read_text())
+
+
+def judged(path: Path, data: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`fueltensor judge --certificate` on `data` written to `path`: exit status and output."""
+    path.write_text(json.dumps(data))
+    status = main(["judge", "--certificate", str(path)])
+    said = capsys.readouterr()
+    return status, said.out + said.err
+
+
+def test_a_genuine_one_pair_certificate_is_accepted_saying_its_coverage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The verdict line says how many of the 2**32 pairs the certificate ran and which claims
+    it checked: the bundled bf16 add declares max_ulp 0, which its certificate proves. The
+    same certificate claiming another binary is well formed, and fails for that."""
+    path, data = one_pair(tmp_path)
+    status, out = judged(path, data, capsys)
+    assert status == 0, out
+    assert out.startswith(f"ok add_bf16 (bfloat16) by {path}: coverage 1 of {EVERY} pairs; ")
+    assert "checked: binary, revision, lost NaNs, max_ulp 0, formula, nan, subnormals" in out
+    assert "not checked" not in out
+    data["binary"] = {"sha256": "0" * 64, "file": "x.so", "provider_version": "1", "how": "t"}
+    status, out = judged(path, data, capsys)
+    assert status == 1 and "the certificate is of " in out and "certify it again" in out
+
+
+def test_without_a_declared_bound_the_verdict_says_what_it_did_not_check(tmp_path: Path) -> None:
+    """pow_bf16 declares no max_ulp: its acceptance names the claims checked and the bound
+    not checked, never a bare ACCEPTS."""
+    [cert] = ft.certify("cpu", ["pow_bf16"], progress=False, **ONE_PAIR)
+    last = cert.text().splitlines()[-1]
+    assert last.startswith("judge: ACCEPTS (checked: binary, revision, lost NaNs, formula"), last
+    assert "not checked: max_ulp (none declared; 0 ULP measured)" in last
+
+
+def _all_beyond(d: dict[str, Any]) -> None:
+    d["histogram"] = {k: 0 for k in d["histogram"]} | {"beyond": d["span"]["pairs"]}
+
+
+def _span_everything(d: dict[str, Any]) -> None:
+    d["span"] = {"lhs": [0, 1 << 16], "rhs": [0, 1 << 16], "pairs": 1 << 32, "exhaustive": True}
+
+
+FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], object], str]] = {
+    "every pair beyond 8 ULP, max_ulp 0": (
+        _all_beyond,
+        "max_ulp: 0, but the histogram's farthest pairs are in beyond",
+    ),
+    "pairs edited to 2**32": (
+        lambda d: d["span"].update(pairs=1 << 32),
+        f"span: its ranges hold 1 pairs (exhaustive: False), but it says {EVERY}",
+    ),
+    "span edited to every pair": (_span_everything, "span: 4,096 blocks, but 1 block digests"),
+    "another dtype": (
+        lambda d: d.update(dtype="float16"),
+        "dtype 'float16', the contract takes BF16",
+    ),
+    "another op kind": (
+        lambda d: d["contract"].update(op_kind="SubElementwise"),
+        "op_kind 'SubElementwise', the contract add_bf16's is 'AddElementwise'",
+    ),
+    "another provider": (
+        lambda d: d["contract"].update(provider="numpy"),
+        "provider 'numpy', the contract add_bf16's is 'fuel-cpu-backend'",
+    ),
+    "formula count edited": (
+        lambda d: d["formula"].update(equal=0),
+        "the class table counts 1 formula pairs, the histogram and formula count 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+def test_a_forged_certificate_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], forgery: str
+) -> None:
+    """Issue 41: each of these edits was `ok`. The fields are held to each other and to the
+    contract; the failure names what disagrees."""
+    path, data = one_pair(tmp_path)
+    edit, said = FORGERIES[forgery]
+    edit(data)
+    status, out = judged(path, data, capsys)
+    assert status == 1 and out.startswith("FAIL add_bf16"), out
+    assert "inconsistent certificate: " in out and said in out, out
+
+
+MALFORMED: dict[str, Callable[[dict[str, Any]], object]] = {
+    "histogram": lambda d: d.pop("histogram"),
+    "histogram.exact": lambda d: d["histogram"].update(exact="1"),
+    "span.pairs": lambda d: d["span"].update(pairs=-1),
+    "span.lhs": lambda d: d["span"].update(lhs=[0, 1 << 17]),
+    "max_ulp": lambda d: d.update(max_ulp=None),
+    "max_pair.got_value": lambda d: d["max_pair"].pop("got_value"),
+    "formula.equal": lambda d: d["formula"].update(equal=True),
+    "contract.op_kind": lambda d: d["contract"].update(op_kind=7),
+    "classes[0]": lambda d: d["classes"].insert(0, "one"),
+    "specials.open": lambda d: d["specials"].update(open=[]),
+    "dtype": lambda d: d.pop("dtype"),
+    "block_digests": lambda d: d.update(block_digests={}),
+    "verdict": lambda d: d.update(verdict=[1]),
+}
+
+
+@pytest.mark.parametrize("field", list(MALFORMED))
+def test_a_malformed_certificate_exits_2_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    """A missing or mistyped field was a KeyError/ValueError/TypeError traceback: now one line
+    naming the file and the field, exit 2 (as for any file that is not a certificate)."""
+    path, data = one_pair(tmp_path)
+    MALFORMED[field](data)
+    status, out = judged(path, data, capsys)
+    assert status == 2, out
+    assert out.startswith(f"fueltensor judge: {path}: field {field}: "), out
+    assert "Traceback" not in out and len(out.strip().splitlines()) == 1
+
+
+def test_an_add_that_subtracts_fails_where_the_semantics_come_from_the_formula(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: with no max_ulp declared and `source: [formula]` (as the bundled bf16 add had
+    it), a kernel that subtracts passed the quick judge and its certificate (formula: 0 of
+    every pair). Both read the formula now."""
+    reg = provider(
+        tmp_path, ft.registry().kernel("sub_bf16"), "~", "semantics:\n  source: [formula]"
+    )
+    [row] = ft.judge(reg, ["add_one_off_bf16"], quick=True, progress=False).rows
+    assert any("the formula the semantics come from" in f for f in row.failures), row.failures
+    [cert] = ft.certify("one-off", reg=reg, progress=False, **ONE_PAIR)
+    assert cert.data["verdict"] == [
+        "semantics: source formula, but 1 of 1 pairs gave other bits; first (1 (0x3f80), "
+        "1 (0x3f80)): got 0 (0x0000)"
+    ]
+    honest = provider(
+        tmp_path, ft.registry().kernel("add_bf16"), "~", "semantics:\n  source: [formula]"
+    )
+    [cert] = ft.certify("one-off", reg=honest, progress=False, **ONE_PAIR)
+    assert cert.data["verdict"] == [] and "formula" in cert.data["claims"]["checked"]

@@ -1,8 +1,8 @@
 """The cheat catalogue (issue 35, item 3): for each op and dtype, the judge passes the honest
 kernel of tests/cheat_kernels.c and fails each of its eight cheats for what it does, and the
-process that ran the judge exits normally afterwards. And issue 41's rebuilt library: a wrong
-build swapped in under the same document cannot resume, or be judged by, the honest one's
-certificate."""
+process that ran the judge exits normally afterwards. And issue 41: the bf16 "add" that
+subtracts fails the quick judge and its certificate; a wrong build swapped in under the same
+document cannot resume, or be judged by, the honest one's certificate."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from _cbuild import build_c
-from _cheats import DTYPES, OP_KINDS, VARIANTS, build, register
+from _cheats import DTYPES, OP_KINDS, SUBTRACTING_ADD, VARIANTS, build, register
 from _extras import TESTS
 
 import fueltensor as ft
+from fueltensor.cli import main
 from fueltensor.tools.certify import binary_identity, verdict
 
 JUDGE = """
@@ -133,3 +134,26 @@ def test_a_rebuilt_wrong_library_cannot_resume_a_certificate(tmp_path: Path) -> 
     assert contract.kernel_revision_hash == reg["swapped_add_bf16"].kernel_revision_hash
     [judged] = verdict(honest, contract, binary_identity(contract, rebuilt))
     assert good in judged and bad in judged and judged.endswith("certify it again")
+
+
+def test_a_subtracting_add_fails_the_quick_judge_its_certificate_and_judge_certificate(
+    library: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a bf16 "add" that subtracts, under a contract with no max_ulp whose semantics
+    come from the formula, was accepted by `judge --quick` and by its certificate (formula:
+    0 of all pairs). Both read the formula now, and so does `judge --certificate` with the
+    draft named by --contracts and --library."""
+    doc = tmp_path / "subtracting.md"
+    reg = register(library, "subtracting", [SUBTRACTING_ADD], doc)
+    [row] = ft.judge(reg, quick=True, progress=False).rows
+    assert any("the formula the semantics come from" in f for f in row.failures), row.failures
+    span = {"lhs": (0x3F80, 0x3F90), "rhs": (0x3F80, 0x3FC0)}
+    [cert] = ft.certify("subtracting", reg=reg, progress=False, **span)
+    assert cert.data["formula"]["equal"] == 0
+    assert any("source formula, but 1,024 of 1,024 pairs" in f for f in cert.data["verdict"])
+    assert "judge: FAILS: " in cert.text()
+    path = cert.save(tmp_path / "subtracting_add_bf16.json")
+    args = ["judge", "--certificate", str(path), "--contracts", str(doc), "--library", str(library)]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL subtracting_add_bf16 (bfloat16)") and "1,024 of 1,024" in out

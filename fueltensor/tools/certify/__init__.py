@@ -36,12 +36,21 @@ from fueltensor.tools.certify.compare import compare
 from fueltensor.tools.certify.sampled import WIDE, sampled_data
 from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
 from fueltensor.tools.certify.tally import core
-from fueltensor.tools.certify.verdict import verdict
+from fueltensor.tools.certify.verdict import claims, record_verdict, verdict
 
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["Certificate", "Span", "binary_identity", "certify", "compare", "jobs", "verdict"]
+__all__ = [
+    "Certificate",
+    "Span",
+    "binary_identity",
+    "certify",
+    "claims",
+    "compare",
+    "jobs",
+    "verdict",
+]
 
 
 def _identity(c: KernelContract, binary: dict[str, Any]) -> dict[str, object]:
@@ -113,7 +122,7 @@ def certificate(job: Job, result: Sweep) -> Certificate:
     cert.data["binary"] = job.binary
     cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
     cert.data["reference"]["decided_by_mpfr"] = result.decided
-    cert.data["verdict"] = verdict(cert, job.contract, job.binary)
+    record_verdict(cert, job.contract, job.binary)
     return cert
 
 
@@ -180,7 +189,7 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     }
     data["seconds"] = time.perf_counter() - start
     cert = Certificate(data)
-    cert.data["verdict"] = verdict(cert, job.contract, job.binary)
+    record_verdict(cert, job.contract, job.binary)
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         cert.save(Path(out_dir) / f"{cert.stem}.json")

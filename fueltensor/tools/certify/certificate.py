@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.core.dtypes import as_dtype
 from fueltensor.core.errors import plural
 from fueltensor.testing import float_format, format_value
 from fueltensor.tools.certify.binary import binary_identity as binary_identity
@@ -28,7 +29,9 @@ from fueltensor.tools.certify.tally import class_cells, core, describe_forms, na
 
 KIND: Final = "fueltensor certificate"
 VERSION: Final = 1
-HISTOGRAM: Final = ("exact", *(f"ulp{k}" for k in range(9)), "beyond")
+HIST_ULPS: Final = 8
+"""The histogram's last bucket of its own: farther pairs are `beyond`."""
+HISTOGRAM: Final = ("exact", *(f"ulp{k}" for k in range(HIST_ULPS + 1)), "beyond")
 """The histogram's buckets, as the tally names them."""
 DIFFERENCES: Final = (
     "equal",
@@ -59,6 +62,132 @@ SPECIALS: Final = (
     "subnormal_in_other",
 )
 """Special-value outcomes, as the tally names them (docs/certificates.md)."""
+
+
+class CertificateError(ValueError):
+    """A certificate whose JSON lacks a field or holds one of the wrong kind: the message
+    names the field (`span.pairs`, `histogram.exact`, ...)."""
+
+
+_INT: Final = "a whole number >= 0"
+_PAIR_SIDES: Final = ("lhs", "rhs", "got", "want")
+"""The patterns of a pair field, each with its value's text (`lhs_value`, ...)."""
+
+
+def _field(data: dict[str, Any], path: str, kind: type | tuple[type, ...], what: str) -> Any:
+    """`data`'s field at dotted `path`, CertificateError naming it when it is absent or not a
+    `kind` (a bool is not a number)."""
+    value: Any = data
+    keys = path.split(".")
+    for depth, key in enumerate(keys):
+        if not isinstance(value, dict):
+            above = ".".join(keys[:depth])
+            raise CertificateError(f"field {above}: an object, not {value!r}"[:200])
+        if key not in value:
+            raise CertificateError(f"field {path}: missing")
+        value = value[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise CertificateError(f"field {path}: {what}, not {value!r}"[:200])
+    return value
+
+
+def _count(data: dict[str, Any], path: str) -> int:
+    """A count field: an int >= 0."""
+    value: int = _field(data, path, int, _INT)
+    if value < 0:
+        raise CertificateError(f"field {path}: {_INT}, not {value}")
+    return value
+
+
+def _pair_shape(data: dict[str, Any], path: str) -> None:
+    """A pair field (`max_pair`, `formula.first`): null, or its patterns and their values."""
+    if _field(data, path, (dict, type(None)), "an operand pair or null") is not None:
+        for side in _PAIR_SIDES:
+            _count(data, f"{path}.{side}")
+            _field(data, f"{path}.{side}_value", str, "a value's text")
+
+
+def _span_shape(data: dict[str, Any]) -> None:
+    """`span`: a 16-bit range (lhs, rhs: [start, stop) within 0..65536) or special pairs and
+    a sample; pairs and exhaustive either way."""
+    span = _field(data, "span", dict, "an object")
+    _count(data, "span.pairs")
+    _field(data, "span.exhaustive", bool, "true or false")
+    if "lhs" not in span:
+        for key in ("special_pairs", "sample", "seed"):
+            _count(data, f"span.{key}")
+        return
+    for side in ("lhs", "rhs"):
+        bounds = _field(data, f"span.{side}", list, "[start, stop]")
+        if len(bounds) != 2 or not all(type(b) is int for b in bounds):
+            raise CertificateError(f"field span.{side}: [start, stop], not {bounds!r}")
+        if not 0 <= bounds[0] < bounds[1] <= 1 << 16:
+            raise CertificateError(
+                f"field span.{side}: {bounds} is not a range of 16-bit patterns (0..65536)"
+            )
+    _field(data, "block_digests", list, "a list of block digests")
+
+
+def _counts(data: dict[str, Any], path: str, keys: tuple[str, ...] | None) -> None:
+    """An object of counts: every one of `keys` (None: whichever it holds)."""
+    found = _field(data, path, dict, "an object of counts")
+    for key in keys if keys is not None else tuple(found):
+        _count(data, f"{path}.{key}")
+
+
+def _rows(data: dict[str, Any], path: str, counts: tuple[str, ...], texts: tuple[str, ...]) -> None:
+    """A list of objects (`classes`, `nan_forms`), each with these counts and texts."""
+    for i, row in enumerate(_field(data, path, list, "a list")):
+        where = f"{path}[{i}]"
+        if not isinstance(row, dict):
+            raise CertificateError(f"field {where}: an object, not {row!r}"[:200])
+        for key in counts:
+            _count({where: row}, f"{where}.{key}")
+        for key in texts:
+            _field({where: row}, f"{where}.{key}", str, "a text")
+
+
+def check_shape(data: object) -> None:
+    """Refuse a certificate document that lacks a field the judge, the text or `--compare`
+    reads, or holds one of the wrong kind: CertificateError naming the field. Fields it does
+    not know (a `binary` record, say) are left alone."""
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise CertificateError(f"not a fueltensor certificate (no kind: {KIND!r})")
+    if data.get("version") != VERSION:
+        raise CertificateError(f"field version: {data.get('version')!r}, not {VERSION}")
+    for key in ("name", "provider", "op_kind", "entry_point", "kernel_revision_hash"):
+        _field(data, f"contract.{key}", str, "a text")
+    _field(data, "contract.dtypes", list, "a list of dtypes")
+    _field(data, "dtype", str, "a dtype's name")
+    _span_shape(data)
+    _counts(data, "histogram", HISTOGRAM)
+    max_ulp = _field(data, "max_ulp", (int, str), 'a whole number or "inf"')
+    if max_ulp != "inf" and (not isinstance(max_ulp, int) or max_ulp < 0):
+        raise CertificateError(f'field max_ulp: a whole number >= 0 or "inf", not {max_ulp!r}')
+    _pair_shape(data, "max_pair")
+    if "formula" in data:
+        _count(data, "formula.equal")
+        _pair_shape(data, "formula.first")
+    _counts(data, "differences", None)
+    _counts(data, "specials", None)
+    if "nan_forms" in data:  # the 16-bit core's; not a sampled certificate's
+        _rows(data, "nan_forms", ("mask", "pairs"), ("forms",))
+    formula = ("formula",) if "formula" in data else ()
+    _rows(data, "classes", ("pairs", "exact", *formula), ("lhs", "rhs"))
+    _field(data, "digest", str, "a SHA-256 in hex")
+    _field(data, "reference.exact", str, "what the reference is")
+    if "formula" in data:
+        _field(data, "reference.formula", str, "what the formula is")
+    if isinstance(_field(data, "machine", (dict, list), "a machine or a list of them"), dict):
+        _field(data, "machine.cpu", str, "the CPU's name")
+    _field(data, "versions.fueltensor", str, "a version")
+    _field(data, "seconds", (int, float), "a number of seconds")
+    _count(data, "threads")
+    for path in ("verdict", "claims.checked", "claims.unchecked"):
+        if path.split(".")[0] in data:
+            texts = _field(data, path, list, "a list of texts")
+            if not all(isinstance(v, str) for v in texts):
+                raise CertificateError(f"field {path}: a list of texts")
 
 
 def pair(dtype: str, lhs: int, rhs: int, got: int | None, want: int | None) -> dict[str, Any]:
@@ -112,15 +241,16 @@ class Certificate:
 
     @classmethod
     def load(cls, path: str | Path) -> Certificate:
-        """Read a certificate's JSON; ValueError naming the file when it is not one."""
+        """Read a certificate's JSON; CertificateError naming the file (and the field) when it
+        is not one (`check_shape`)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"{path}: not a readable certificate: {e}") from e
-        if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise ValueError(f"{path}: not a fueltensor certificate (no kind: {KIND!r})")
-        if data.get("version") != VERSION:
-            raise ValueError(f"{path}: certificate version {data.get('version')}, not {VERSION}")
+        except (OSError, ValueError) as e:
+            raise CertificateError(f"{path}: not a readable certificate: {e}") from e
+        try:
+            check_shape(data)
+        except CertificateError as e:
+            raise CertificateError(f"{path}: {e}") from None
         return cls(data)
 
     def text(self) -> str:
@@ -156,9 +286,12 @@ class Certificate:
             f"fueltensor {d['versions']['fueltensor']}; {d['seconds']:.1f} s on "
             f"{plural(d['threads'], 'thread')}",
         ]
-        verdict = d.get("verdict")
-        if verdict is not None:
-            lines.append("judge: " + ("ACCEPTS" if not verdict else "FAILS: " + "; ".join(verdict)))
+        if "verdict" in d:
+            claims = d.get("claims", {})
+            lines.append(
+                "judge: "
+                + judgement(d["verdict"], claims.get("checked", []), claims.get("unchecked", []))
+            )
         return "\n".join(lines)
 
     def plot(self) -> Any:
@@ -178,6 +311,31 @@ class Certificate:
         fig.suptitle(f"{self.name} ({self.data['dtype']}): {self.data['span']['pairs']:,} pairs")
         plt.close(fig)
         return fig
+
+
+def scope(checked: list[str], unchecked: list[str]) -> str:
+    """`checked: ...; not checked: ...`: the contract's claims a verdict read, and those it
+    could not."""
+    said = [f"checked: {', '.join(checked)}"] if checked else []
+    return "; ".join(said + ([f"not checked: {', '.join(unchecked)}"] if unchecked else []))
+
+
+def judgement(failures: list[str], checked: list[str], unchecked: list[str]) -> str:
+    """The verdict in words: FAILS with the failures, or ACCEPTS with its `scope` (an
+    acceptance is of the checked claims alone)."""
+    if failures:
+        return "FAILS: " + "; ".join(failures)
+    said = scope(checked, unchecked)
+    return f"ACCEPTS ({said})" if said else "ACCEPTS"
+
+
+def coverage(data: dict[str, Any]) -> str:
+    """`coverage N of M pairs`: the pairs a certificate ran, of every pair of its dtype."""
+    try:
+        every = f" of {1 << 16 * as_dtype(data['dtype']).itemsize:,}"
+    except TypeError:
+        every = ""
+    return f"coverage {data['span']['pairs']:,}{every} pairs"
 
 
 def _span_text(span: dict[str, Any]) -> str:

@@ -10,19 +10,29 @@ masks the core counts: a result matching several forms is allowed by any of them
 operation's NaN `nan.invalid` does not list, a lost NaN, or subnormals flushed
 under `subnormals: kept` (kept under `flushed`) where the result is the correctly rounded one
 up to a bound (not for the seeds' floor-formula remainder, whose own errors lose tiny results).
-Every failure names the counts and, for the bound, the first pair reaching the maximum.
+Every failure names the counts and, for the bound, the first pair reaching the maximum. Where
+the contract's `semantics.source` is its formula, every pair the certificate judged must give
+the formula's bits.
+
+Before any of that, `consistency` holds the certificate to itself and to the contract (op kind,
+provider, entry point, dtype; the span against the histogram, the blocks and the class table;
+the maximum against the histogram): a certificate edited by hand says something no sweep
+could have found. `claims` says which of the contract's claims a certificate checked and which
+it could not (no declared bound, no formula count): an acceptance is of those alone.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from fueltensor.core.dtypes import DType, as_dtype
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import NanRule
 from fueltensor.ops import BY_KIND
 from fueltensor.tools.certify.binary import binary_identity, binary_text, effective_revision
-from fueltensor.tools.certify.certificate import Certificate
+from fueltensor.tools.certify.certificate import HIST_ULPS, HISTOGRAM, Certificate
+from fueltensor.tools.certify.sweep import Span
 from fueltensor.tools.certify.tally import FIXED_NAMES, form_bits
 
 BOUNDED_OPS: Final = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
@@ -134,12 +144,161 @@ def _binary_failure(d: dict[str, Any], binary: dict[str, Any]) -> list[str]:
     return []
 
 
+def _dtype(name: str) -> DType | None:
+    """The dtype a certificate names (None: not one of fueltensor's)."""
+    try:
+        return as_dtype(name)
+    except TypeError:
+        return None
+
+
+def _identity_failures(d: dict[str, Any], contract: KernelContract) -> list[str]:
+    """Where the certificate names another contract than `contract`: another op kind,
+    provider or entry point, or a dtype its first input does not take."""
+    stated = d["contract"]
+    found = [
+        f"the certificate is of {key} {stated[key]!r}, the contract {contract.name}'s is {want!r}"
+        for key, want in (
+            ("name", contract.name),
+            ("op_kind", contract.op_kind),
+            ("provider", contract.provider.name),
+            ("entry_point", contract.entry_point),
+        )
+        if stated[key] != want
+    ]
+    dtype = _dtype(d["dtype"])
+    if dtype is None or dtype.fkc not in contract.inputs[0].dtypes:
+        taken = ", ".join(dict.fromkeys(contract.inputs[0].dtypes))
+        found.append(f"the certificate is of dtype {d['dtype']!r}, the contract takes {taken}")
+    return found
+
+
+def _span_failures(d: dict[str, Any]) -> list[str]:
+    """The span's pairs against its ranges and blocks (or its special pairs and sample), and
+    against the pairs the histogram and `open` count."""
+    span, found = d["span"], []
+    if "lhs" in span:
+        ranges = Span(tuple(span["lhs"]), tuple(span["rhs"]))
+        pairs, exhaustive, blocks = ranges.pairs, ranges.exhaustive, len(ranges.blocks())
+        if len(d["block_digests"]) != blocks:
+            found.append(f"span: {blocks:,} blocks, but {len(d['block_digests']):,} block digests")
+    else:
+        pairs, exhaustive = span["special_pairs"] + span["sample"], False
+    if span["pairs"] != pairs or span["exhaustive"] != exhaustive:
+        found.append(
+            f"span: its ranges hold {pairs:,} pairs (exhaustive: {exhaustive}), but it says "
+            f"{span['pairs']:,} (exhaustive: {span['exhaustive']})"
+        )
+    counted = sum(d["histogram"].values()) + d["specials"].get("open", 0)
+    if counted != span["pairs"]:
+        found.append(
+            f"histogram: {counted:,} pairs with the open ones, but the span says {span['pairs']:,}"
+        )
+    return found
+
+
+def _fits(max_ulp: int | str, histogram: dict[str, int]) -> str | None:
+    """The histogram's farthest non-empty bucket where `max_ulp` is not its distance (None:
+    it is): 0 for `exact`, `ulp0` and an empty histogram, k for `ulpk`, above 8 or "inf" for
+    `beyond`."""
+    top = next((k for k in reversed(HISTOGRAM) if histogram[k]), "exact")
+    if top == "beyond":
+        above = max_ulp == "inf" or (isinstance(max_ulp, int) and max_ulp > HIST_ULPS)
+        return None if above else top
+    return None if max_ulp == (0 if top == "exact" else int(top.removeprefix("ulp"))) else top
+
+
+def _tally_failures(d: dict[str, Any]) -> list[str]:
+    """The maximum against the histogram's farthest bucket, and the histogram against the
+    class table, the difference classes and the formula count."""
+    hist, found = d["histogram"], []
+    total, top = sum(hist.values()), _fits(d["max_ulp"], hist)
+    if top is not None:
+        found.append(f"max_ulp: {d['max_ulp']}, but the histogram's farthest pairs are in {top}")
+    if total and d["max_pair"] is None:
+        found.append("max_pair: none, but the histogram counts pairs")
+    sums = {k: sum(row.get(k, 0) for row in d["classes"]) for k in ("pairs", "exact", "formula")}
+    other = sum(v for k, v in d["differences"].items() if k != "equal")
+    checks = [
+        ("the class table", "pairs", sums["pairs"], total),
+        ("the class table", "exact pairs", sums["exact"], hist["exact"]),
+        ("the difference classes", "pairs off the exact bits", other, total - hist["exact"]),
+    ]
+    if "formula" in d:
+        equal = d["formula"]["equal"]
+        checks.append(("the class table", "formula pairs", sums["formula"], equal))
+        if (equal < total) != (d["formula"]["first"] is not None):
+            first = "none" if d["formula"]["first"] is None else "one"
+            found.append(f"formula: {equal:,} of {total:,} pairs, but first other: {first}")
+    found += [
+        f"{where} counts {got:,} {what}, the histogram and formula count {want:,}"
+        for where, what, got, want in checks
+        if got != want
+    ]
+    return found
+
+
+def consistency(cert: Certificate, contract: KernelContract) -> list[str]:
+    """Where `cert` disagrees with `contract`'s identity or with itself (module docstring);
+    `cert` has passed `certificate.check_shape`."""
+    d: dict[str, Any] = cert.data
+    found = _identity_failures(d, contract) + _span_failures(d) + _tally_failures(d)
+    return [f"inconsistent certificate: {f}" for f in found]
+
+
+def _formula_source(contract: KernelContract) -> bool:
+    """Whether the contract's semantics come from its formula."""
+    return contract.semantics is not None and contract.semantics.from_formula
+
+
+def _formula_failures(d: dict[str, Any], contract: KernelContract) -> list[str]:
+    """Pairs off the formula where the contract's semantics source is its formula."""
+    if "formula" not in d or not _formula_source(contract):
+        return []
+    equal, judged = d["formula"]["equal"], sum(d["histogram"].values())
+    if equal == judged:
+        return []
+    first = d["formula"]["first"]
+    return [
+        f"semantics: source formula, but {judged - equal:,} of {judged:,} pairs gave other "
+        f"bits; first ({first['lhs_value']}, {first['rhs_value']}): got {first['got_value']}"
+    ]
+
+
+def claims(cert: Certificate, contract: KernelContract) -> tuple[list[str], list[str]]:
+    """(checked, not checked): the contract's claims `verdict` reads from `cert`, and those it
+    cannot (no bound declared, or one not measured from the correctly rounded result; a
+    formula source without a formula count)."""
+    d: dict[str, Any] = cert.data
+    sem = contract.semantics
+    declared = contract.precision.max_ulp
+    checked, unchecked = ["binary", "revision", "lost NaNs"], []
+    if declared is None:
+        unchecked.append(f"max_ulp (none declared; {d['max_ulp']} ULP measured)")
+    elif _bounded(contract):
+        checked.append(f"max_ulp {declared:g}")
+    else:
+        unchecked.append(f"max_ulp {declared:g} (not from the correctly rounded result here)")
+    if _formula_source(contract):
+        formula = "formula" if "formula" in d else "formula (a sampled certificate has no count)"
+        (checked if "formula" in d else unchecked).append(formula)
+    if sem is not None and sem.nan is not None:
+        checked.append("nan")
+    if sem is not None and sem.subnormals is not None:
+        (checked if _correctly_rounded(contract) else unchecked).append("subnormals")
+    return checked, unchecked
+
+
 def verdict(
     cert: Certificate, contract: KernelContract, binary: dict[str, Any] | None = None
 ) -> list[str]:
-    """The failures of `contract` that `cert` shows (empty: the judge accepts it). `binary`:
-    what runs the contract now (`binary_identity`; default: in the current registry)."""
+    """The failures of `contract` that `cert` shows (empty: the judge accepts what `claims`
+    says it checked). `binary`: what runs the contract now (`binary_identity`; default: in
+    the current registry)."""
     d: dict[str, Any] = cert.data
+    inconsistent = consistency(cert, contract)
+    if inconsistent:
+        return inconsistent
     if binary is None:
         binary = binary_identity(contract, current_policy().registry)
     unbound = _binary_failure(d, binary)
@@ -161,4 +320,19 @@ def verdict(
             f"result at ({p['lhs_value']}, {p['rhs_value']}): got {p['got_value']}, "
             f"correctly rounded {p['want_value']}"
         )
-    return found + _nan_failures(d, contract) + _subnormal_failures(d["specials"], contract)
+    return (
+        found
+        + _formula_failures(d, contract)
+        + _nan_failures(d, contract)
+        + _subnormal_failures(d["specials"], contract)
+    )
+
+
+def record_verdict(
+    cert: Certificate, contract: KernelContract, binary: dict[str, Any] | None = None
+) -> None:
+    """Write the judge's reading into `cert`: `verdict` (the failures; `binary` as there) and
+    `claims` (checked, not checked)."""
+    cert.data["verdict"] = verdict(cert, contract, binary)
+    checked, unchecked = claims(cert, contract)
+    cert.data["claims"] = {"checked": checked, "unchecked": unchecked}

@@ -7,9 +7,11 @@ Four checks, recorded into an `Audit`:
 * **precision**: the maximum ULP distance from a higher-precision reference over random bit
   patterns, random ordinary values and every pair of `fueltensor.testing`'s special values; a
   declared `max_ulp` (or `max_relative` / `max_absolute`) that is exceeded is a failure, an
-  undeclared one is reported as measured; where the reference fixes a NaN's or a zero's bits
-  (a selection returns the operand), another payload or sign fails too. A failure names the
-  worst lane: its inputs, the bits got and expected, and the class of the difference;
+  undeclared one is reported as measured (but a kernel whose semantics come from its formula
+  is held to 0 ULP where the reference is that formula); where the reference fixes a NaN's or
+  a zero's bits (a selection returns the operand), another payload or sign fails too. A
+  failure names the worst lane: its inputs, the bits got and expected, and the class of the
+  difference;
 * **conformance**: output dtype, shape, layout and aliasing per the `return` clause, inputs left
   untouched, and every output element written without reading `out`;
 * **cost**: the call overhead on one-element inputs, then ns per element and GB/s at a large
@@ -291,13 +293,13 @@ def _checks(
     ref = reference_for(contract)
     if ref is not None and contract.params:
         _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
-        _check_bounds(a, contract)
+        _check_bounds(a, contract, ref)
     elif ref is not None and len(contract.inputs) == 2:
         names = tuple(spec.name for spec in contract.inputs)
         _precision(a, ref, outputs[0], dict(zip(names, (lhs, rhs), strict=True)), settings, rng)
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
-        _check_bounds(a, contract)
+        _check_bounds(a, contract, ref)
         _fresh_values(a, ref, contract, (fn, plan), operands, settings, rng)
     invariance, notes = audit_invariance(contract, fn, dtype)
     failures = [*a.failures, *invariance]
@@ -378,7 +380,7 @@ def _fresh_values(
     _precision(
         b, ref, again, dict(zip(names, (x.reshape(-1) for x in other), strict=True)), settings, rng
     )
-    _check_bounds(b, contract)
+    _check_bounds(b, contract, ref)
     if b.failures and not any(f.startswith("precision:") for f in a.failures):
         a.failures.append(
             f"fresh inputs: {b.failures[0]} (other values of the probe's shape: an answer "
@@ -412,15 +414,24 @@ def _swept_precision(
         _measure(a, got[keep], ref.fn(x[keep], *params), inputs, ref)
 
 
-def _check_bounds(a: Audit, contract: KernelContract) -> None:
-    """Fail the audit where the measured precision breaks a declared bound, or a NaN's bits
-    differ where the reference fixes them; each failure names the lane that shows it."""
+def _check_bounds(a: Audit, contract: KernelContract, ref: Reference) -> None:
+    """Fail the audit where the measured precision breaks a declared bound, or the formula
+    the semantics come from where no bound is declared (the reference computes it: 0 ULP), or
+    a NaN's bits differ where the reference fixes them; each failure names the lane that
+    shows it."""
     p = contract.precision
     found = f" (lanes that differ: {summarize(a.differences)})" if a.differences else ""
     if p.max_ulp is not None and a.measured_ulp > p.max_ulp:
         a.failures.append(
             f"precision: {a.measured_ulp:g} ULP from the reference, declared "
             f"max_ulp {p.max_ulp:g}{found}; worst {a.worst}"
+        )
+    sem = contract.semantics
+    formula = ref.formula and sem is not None and sem.from_formula
+    if p.max_ulp is None and formula and a.measured_ulp > 0:
+        a.failures.append(
+            f"precision: {a.measured_ulp:g} ULP from the reference, which is the formula the "
+            f"semantics come from (source: formula, no max_ulp declared){found}; worst {a.worst}"
         )
     if p.max_relative is not None and a.max_relative > p.max_relative:
         a.failures.append(

@@ -98,7 +98,7 @@ def _arith(op: Callable[[Any, Any], Any]) -> Reference:
     def ref(a: Array, b: Array) -> Array:
         return _rounded_op(op, a, b, a.dtype)
 
-    return Reference("exact: f64 (F64: rational), rounded once", ref, exact_f64=True)
+    return Reference("exact: f64 (F64: rational), rounded once", ref, exact_f64=True, formula=True)
 
 
 def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
@@ -109,7 +109,10 @@ def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
         return np.where(lhs, a, b)
 
     return Reference(
-        "selection: NaN operand unchanged (lhs first), lhs on a ±0 tie", ref, nan_bits=True
+        "selection: NaN operand unchanged (lhs first), lhs on a ±0 tie",
+        ref,
+        nan_bits=True,
+        formula=True,
     )
 
 
@@ -234,6 +237,11 @@ class Reference:
     operand unchanged): a NaN of another payload or sign, or a zero of the other sign (the ±0
     tie), is a failure. Elsewhere the contracts say
     only that the result is NaN, and any NaN meets any NaN."""
+    formula: bool = False
+    """The reference computes the operation's formula itself (IEEE + - * / rounded once, a
+    selection, the remainder's definition), so a contract whose semantics come from the
+    formula is held to 0 ULP from it even without a declared max_ulp (pow's correctly rounded
+    reference is not the C library's formula)."""
 
 
 _BY_KERNEL_OP: Final[dict[str, Reference]] = {
@@ -244,7 +252,10 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
     "maximum": _select(np.greater_equal),
     "minimum": _select(np.less_equal),
     "rem": Reference(
-        "a - floor(a/b)*b, each step rounded to the working precision", _remainder, exact_f64=True
+        "a - floor(a/b)*b, each step rounded to the working precision",
+        _remainder,
+        exact_f64=True,
+        formula=True,
     ),
     "pow": Reference(
         "correctly rounded: the C library's pow in f64 (F64: powl in long double) rounded once "

@@ -39,8 +39,8 @@ COLUMNS: Final = (
 )
 
 EXPLAINED: Final = {
-    "ULP bound": "ULP bound: the declared max_ulp (~: none declared; measured and reported, "
-    "never a failure).",
+    "ULP bound": "ULP bound: the declared max_ulp (~: none declared; measured and reported, a "
+    "failure only off a reference that is the formula the semantics come from).",
     "worst ULP": "worst ULP: the worst distance to an exactly rounded reference over every pair "
     "of special values and random pairs (fewer for f64, whose exact reference is slow; none "
     "where the reference is undefined).",
