@@ -455,5 +455,8 @@ def compare_backends(
     selection = select(reg, names, kernels)
     require(selection.named(reg) or ())
     report = ComparisonReport(selection.providers)
-    with observe(_observer(report, selection)), foreign.checking(checked.output):
-        yield report
+    try:
+        with observe(_observer(report, selection)), foreign.checking(checked.output):
+            yield report
+    finally:
+        checked.finish()  # nothing a compared kernel started outlives the block
