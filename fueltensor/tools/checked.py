@@ -186,6 +186,8 @@ def _ask(
             }
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
             answer, out = process.request(header, payload, timeout, c.out_bytes)
+            if answer.get("threads"):
+                process.threaded.add(key)
         except (Died, Hung):
             POOL.drop()
             raise
@@ -212,6 +214,7 @@ def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
     )
     return (
         type(answer.get("status")) is int
+        and type(answer.get("threads")) is int
         and type(answer.get("seconds")) in (int, float)
         and all(
             isinstance(z, dict) and all(_span(z.get(s)) for s in ("before", "after")) for z in zones
@@ -276,9 +279,11 @@ def _how(died: Died) -> str:
 def _answer(c: _Call, fill: int, repeat: int, timeout: float) -> tuple[dict[str, Any], bytes]:
     """One request on read-only inputs and its answer, checked (zones, inputs, controls).
     A death is judged only from what repeats: the request runs again in a fresh worker; a second
-    death is diagnosed (`_diagnosed`), and a first one alone is the previous request's kernel's
-    when another kernel ran just before in that worker (kept in `POOL.late`, this answer
-    stands), else this kernel's "crashed once, not reproduced"."""
+    death is diagnosed (`_diagnosed`); a first one alone is the most recent other kernel's that
+    ran in that worker, one that left a thread running first (kept in `POOL.late`: this
+    answer stands), or, when no other kernel ran there, this kernel's "crashed once, not
+    reproduced". A kernel found to kill its worker leaves none behind (the runs again may
+    have left its damage in a fresh one)."""
     readonly = [False] * len(c.inputs)
     try:
         try:
@@ -287,11 +292,15 @@ def _answer(c: _Call, fill: int, repeat: int, timeout: float) -> tuple[dict[str,
             try:
                 answer, out = _ask(c, fill, readonly, repeat, timeout)
             except Died as again:
-                raise _diagnosed(c, again, fill, timeout) from None
-            if died.previous in (None, c.key):
+                fault = _diagnosed(c, again, fill, timeout)
+                finish()
+                raise fault from None
+            others = [k for k in died.ran if k != c.key]
+            if not others:
+                finish()
                 detail = "crashed once, not reproduced (run again in a fresh worker, it ran)"
                 raise c.finding("crash", f"{_how(died)}; {detail}") from None
-            POOL.late[died.previous] = (died.code, died.said)
+            POOL.late[others[-1]] = (died.code, died.said)
     except Hung:
         raise c.finding("hang", f"no answer within {timeout:g} s; the worker was killed") from None
     if "error" in answer:

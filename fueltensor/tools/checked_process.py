@@ -5,8 +5,9 @@ worker per process (`POOL`), started on first use and again after it dies, finis
 
 The worker leads a process group of its own, and its end ends the whole group: a process a
 kernel forked (and did not move to a group of its own) does not outlive it. A worker found
-dead before a request died after the last call it answered: that call's kernel key is kept
-in `Pool.late` with the death, for the checked run to name it and nothing else.
+dead before a request died after the last call it answered: the death is kept in `Pool.late`
+under the key of the kernel most likely to blame (`Process.suspects`: the last one called
+that left a thread running, else the last one called), for the checked run to name it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ WORKER: Final = Path(wire.__file__)
 
 
 class Died(Exception):
-    """The worker process ended during a request; `previous`: the key of the kernel of the call
-    before it in the same worker (None for its first)."""
+    """The worker process ended during a request; `ran`: the kernels called in the same worker
+    before it (`Process.suspects`)."""
 
-    def __init__(self, code: int | None, said: str, previous: str | None = None) -> None:
+    def __init__(self, code: int | None, said: str, ran: tuple[str, ...] = ()) -> None:
         super().__init__(code, said)
-        self.code, self.said, self.previous = code, said, previous
+        self.code, self.said, self.ran = code, said, ran
 
 
 class Hung(Exception):
@@ -60,8 +61,10 @@ class Process:
         self.channel = ours
         self.loaded: set[str] = set()
         self.mark = 0
-        self.last: str | None = None
-        """The key of the kernel of the last call sent."""
+        self.ran: dict[str, None] = {}
+        """The keys of the kernels called here, each once, the most recent last."""
+        self.threaded: set[str] = set()
+        """The keys of the kernels whose call left a thread running here."""
         self.finished: tuple[int | None, str] | None = None
 
     def request(
@@ -71,9 +74,10 @@ class Process:
         (the process is then finished)."""
         self.mark = self.log.seek(0, 2)
         self.channel.settimeout(timeout)
-        previous = self.last
+        ran = self.suspects()
         if header["op"] == "call":
-            self.last = header["key"]
+            self.ran.pop(header["key"], None)
+            self.ran[header["key"]] = None
         try:
             wire.send(self.channel, header, payload)
             answer = wire.receive(self.channel, max_payload=most)
@@ -84,8 +88,13 @@ class Process:
         except (OSError, ValueError):
             answer = None
         if answer is None:
-            raise Died(*self.finish(), previous)
+            raise Died(*self.finish(), ran)
         return answer
+
+    def suspects(self) -> tuple[str, ...]:
+        """The keys of the kernels called here, each once, the most recent last, but those that
+        left a thread running after all others (the likelier cause of a later death)."""
+        return tuple(sorted(self.ran, key=lambda k: k in self.threaded))  # a stable sort
 
     def end_group(self) -> None:
         """SIGKILL to the worker's process group: the worker and whatever it forked. Sent while
@@ -139,8 +148,9 @@ class Pool:
         process = self.process
         if process is not None and process.exited(0):
             self.drop()
-            if process.last is not None:
-                self.late[process.last] = process.finish()
+            suspects = process.suspects()
+            if suspects:
+                self.late[suspects[-1]] = process.finish()
 
     def take(self) -> Process:
         """A live worker (one found dead is settled first)."""

@@ -16,7 +16,8 @@ cannot run code in the asking process. A request is `load` (path, symbol) or `ca
 input lengths, out length, alignment, fill, which inputs are writable, repeat) with the inputs'
 bytes; a `call`
 reply holds the status, the seconds per call of the `repeat` calls, the changed zone ranges and
-changed input ranges, the floating-point controls the kernel left changed, and `out`'s bytes.
+changed input ranges, the floating-point controls the kernel left changed, the threads it left
+running, and `out`'s bytes.
 
 Every kernel call goes through `FpEnvironment.call`: the worker's floating-point environment
 (MXCSR and the x87 control and status words) is set again after it, so a kernel that sets
@@ -29,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import json
 import mmap
+import os
 import platform
 import resource
 import socket
@@ -198,9 +200,11 @@ class Worker:
         args: list[int] = []
         for x in (*inputs, out):
             args += [x.address, x.nbytes]
+        threads = _threads()
         started = time.perf_counter()
         status, controls = self.environment.call(fn, args, header["repeat"])
         reply = {
+            "threads": len(_threads() - threads),
             "status": status,
             "seconds": (time.perf_counter() - started) / max(header["repeat"], 1),
             "controls": controls,
@@ -270,6 +274,15 @@ def send(channel: socket.socket, header: dict[str, Any], payload: bytes) -> None
     text = json.dumps(header).encode()
     channel.sendall(struct.pack("<I", len(text)) + text + struct.pack("<Q", len(payload)))
     channel.sendall(payload)
+
+
+def _threads() -> set[str]:
+    """The ids of this process's threads (Linux's /proc/self/task; none where there is none):
+    a kernel that leaves one running may act after its call returned."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
 
 
 def _mapped() -> int:

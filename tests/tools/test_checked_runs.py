@@ -361,11 +361,26 @@ def test_a_crash_during_the_next_call_that_does_not_repeat_is_the_previous_kerne
     lhs, rhs = _inputs()
     checked.finish()
     assert _same_worker(reg, "doomed_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    with pytest.raises(KernelFault, match="unwritten"):  # called since, but left no thread
+        _same_worker(reg, "untouched_f32", lhs, rhs)
     # honest_f32's call wakes the thread doomed_f32 left, which segfaults the worker during it
     assert _same_worker(reg, "honest_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
     fault = checked.late(reg.kernel("doomed_f32"), reg["doomed_f32"])
     assert fault is not None and fault.finding.kernel == "doomed_f32"
     assert "died of SIGSEGV, after its call returned" in str(fault), str(fault)
+
+
+def test_a_worker_found_dead_before_a_request_died_of_the_last_call(reg: ft.Registry) -> None:
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "late_segv_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    process = checked.POOL.process
+    assert process is not None and process.exited(10)
+    with pytest.raises(KernelFault) as info:  # its own next call: found before the request
+        _same_worker(reg, "late_segv_f32", lhs, rhs)
+    assert "died of SIGSEGV, after its call returned" in str(info.value), str(info.value)
+    checked.finish()
+    checked.POOL.late.clear()
 
 
 def test_a_crash_that_does_not_repeat_is_said_not_reproduced(
