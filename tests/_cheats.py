@@ -25,9 +25,14 @@ VARIANTS = (
     "cache",
     "overrun",
     "scribble",
+    "exit",
+    "late",
+    "ftz",
     "untouched",
 )
-"""tests/cheat_kernels.c's variants: the honest kernel, then the eight cheats."""
+"""tests/cheat_kernels.c's variants: the honest kernel, then the eleven cheats, in the order the
+judge runs them: each after the others in one worker (a fresh one after `exit`), so the damage
+one leaves (a late crash, flush-to-zero) is found on it and not on the kernels after it."""
 DTYPES = {"f32": "F32", "f64": "F64", "bf16": "BF16", "f16": "F16"}
 """The C sources' dtype suffixes and their FKC codes."""
 OP_KINDS = {row.kernel_op: row.op_kind.value for row in CONTRACT_OPS}

@@ -1,5 +1,5 @@
-/* The cheat catalogue of issue 35: for each op and dtype, an honest FKC byte kernel and eight
- * that cheat, each a function `<variant>_<op>_<dtype>` of the FKC C ABI:
+/* The cheat catalogue of issues 35 and 41: for each op and dtype, an honest FKC byte kernel
+ * and eleven that cheat, each a function `<variant>_<op>_<dtype>` of the FKC C ABI:
  *
  *   int32_t NAME(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rhs, size_t rhs_bytes,
  *                uint8_t *out, size_t out_bytes);
@@ -16,6 +16,9 @@
  * cache      remembers its first answer for each output length and returns it again
  * overrun    honest, then writes 64 bytes past `out`
  * scribble   honest, then copies its answer over `lhs`: it writes its input
+ * exit       calls exit(0)
+ * late       honest, but leaves a thread that segfaults the process 50 ms later
+ * ftz        honest, then sets flush-to-zero and denormals-are-zero (MXCSR) and returns
  * untouched  returns 0 without writing `out`
  *
  * and one more, of issue 41: `subtracting_add_bf16`, a bf16 "add" that subtracts, under a
@@ -24,11 +27,17 @@
  *
  * Build: cc -O2 -ffp-contract=off -shared -fPIC -o libcheats.so cheat_kernels.c -lm
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 static uint32_t f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 static float f32_from(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
@@ -110,6 +119,26 @@ static float fewer_bf16(float v) { return bf16_widen((uint16_t)(bf16_narrow(v) &
 /* 16 ULPs off in the stored type (the `tail` cheat): flip the fifth-lowest stored bit. */
 static void nudge(uint8_t *out, size_t i, size_t size) { out[i * size] ^= 0x10u; }
 
+/* The `late` cheat's thread: a segfault 50 ms after the call that started it returned. */
+static void *crash_soon(void *unused) {
+    (void)unused;
+    struct timespec ms = {0, 50000000};
+    nanosleep(&ms, NULL);
+    *(volatile uint8_t *)(uintptr_t)16 = 1;
+    return NULL;
+}
+static void crash_later(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, crash_soon, NULL) == 0) pthread_detach(thread);
+}
+
+/* The `ftz` cheat's parting gift: flush-to-zero and denormals-are-zero left set. */
+static void set_ftz(void) {
+#if defined(__x86_64__)
+    _mm_setcsr(_mm_getcsr() | 0x8040);
+#endif
+}
+
 static int special_f(double v) { return v != v || v == 0 || v - v != 0; }
 
 #define BODY(T, op, lane)                                                                      \
@@ -148,6 +177,9 @@ static int special_f(double v) { return v != v || v == 0 || v - v != 0; }
         return 0; }                                                                            \
     HEAD(overrun, op, T) BODY(T, op, (void)0) memset(out + ob, 0x33, 64); return 0; }           \
     HEAD(scribble, op, T) BODY(T, op, (void)0) memcpy((uint8_t *)lhs, out, ob); return 0; }     \
+    HEAD(exit, op, T) exit(0); }                                                               \
+    HEAD(late, op, T) BODY(T, op, (void)0) crash_later(); return 0; }                          \
+    HEAD(ftz, op, T) BODY(T, op, (void)0) set_ftz(); return 0; }                               \
     HEAD(untouched, op, T) return 0; }
 
 #define DTYPES(op) CHEATS(op, f32) CHEATS(op, f64) CHEATS(op, bf16) CHEATS(op, f16)

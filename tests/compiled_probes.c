@@ -82,3 +82,10 @@ int32_t probe_add_zero_first(const uint8_t *lhs, size_t lhs_bytes, const uint8_t
     }
     return 0;
 }
+
+/* 1 when 1 + 2^-70 in long double (the x87 unit, a 64-bit significand) rounds up: the x87
+ * control word's rounding is upward (or toward +inf); 0 under round to nearest. */
+int probe_long_double_rounds_up(void) {
+    volatile long double one = 1.0L, tiny = 0x1p-70L;
+    return one + tiny > one;
+}

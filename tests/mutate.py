@@ -109,6 +109,7 @@ CLUSTER = "fueltensor/tools/cluster.py"
 FOREIGN = "fueltensor/engine/foreign.py"
 CHECKED = "fueltensor/tools/checked.py"
 CHECKED_WORKER = "fueltensor/tools/checked_worker.py"
+CHECKED_PROCESS = "fueltensor/tools/checked_process.py"
 LIBRARIES = "fueltensor/kernels/libraries.py"
 BOUNDS = "fueltensor/fkc/bounds.py"
 PICKLED = "fueltensor/core/pickled.py"
@@ -1193,8 +1194,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "checked-inputs-writable",
         CHECKED,
-        "        answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)",
-        "        answer, out = _ask(c, fill, [True] * len(c.inputs), 1, timeout)",
+        "    readonly = [False] * len(c.inputs)",
+        "    readonly = [True] * len(c.inputs)",
         CHECKED_TESTS,
         "a checked run's inputs are on writable pages (a write is found later, not stopped)",
     ),
@@ -1223,6 +1224,73 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         ("tests/tools/test_checked_runs.py",),
         "compare_backends runs a foreign kernel on the caller's tensors in its own process",
+    ),
+    # -- issue 41: the checked-run worker and the foreign call's floating-point environment ----
+    M(
+        "checked-fp-environment-kept",
+        CHECKED_WORKER,
+        "            _LIBC.fesetenv(self.start)\n",
+        "            pass\n",
+        (
+            "tests/tools/test_checked_runs.py::test_a_kernel_setting_flush_to_zero_is_named_and_the_next_one_is_not_judged_under_it",
+        ),
+        "a kernel's flush-to-zero stays set in the worker: the next kernel is judged under it",
+    ),
+    M(
+        "checked-fp-controls-unreported",
+        CHECKED_WORKER,
+        "            if was != now:\n",
+        "            if False:\n",
+        CHECKED_TESTS,
+        "a kernel that leaves flush-to-zero or a rounding mode set passes unnamed",
+    ),
+    M(
+        "checked-crash-once-blames-the-running-call",
+        CHECKED,
+        "            if not others:",
+        "            if True:",
+        CHECKED_TESTS,
+        "a crash the previous kernel left is blamed on the next one, in which it does not repeat",
+    ),
+    M(
+        "checked-dead-worker-unseen",
+        CHECKED_PROCESS,
+        "        if process is not None and process.exited(0):",
+        "        if False:",
+        CHECKED_TESTS,
+        "a worker that died after a call is not noticed before the next request, which is blamed",
+    ),
+    M(
+        "checked-threads-ignored",
+        CHECKED_PROCESS,
+        "        return tuple(sorted(self.ran, key=lambda k: k in self.threaded))",
+        "        return tuple(self.ran)",
+        CHECKED_TESTS,
+        "a death a kernel's thread caused is blamed on a kernel called after it that left none",
+    ),
+    M(
+        "checked-exit-diagnosed-as-access",
+        CHECKED,
+        "    if died.code is not None and died.code >= 0 and died.code != wire.FAILED:",
+        "    if False:",
+        CHECKED_TESTS,
+        "a kernel's exit() is not named: it gets the writable-input diagnosis of a memory access",
+    ),
+    M(
+        "checked-group-survives",
+        CHECKED_PROCESS,
+        "            os.killpg(self.popen.pid, signal.SIGKILL)",
+        "            self.popen.kill()",
+        CHECKED_TESTS,
+        "a process a kernel forked outlives the worker, the judge and compare_backends",
+    ),
+    M(
+        "foreign-x87-rounding-leak",
+        FAST_SRC + "fast.h",
+        '__asm__ volatile("fldcw %0" : : "m"(f->x87_control));',
+        "(void)0;",
+        FOREIGN_TESTS,
+        "a compiled provider's x87 rounding mode reaches the caller's long double arithmetic",
     ),
     M(
         "judge-same-inputs-only",

@@ -96,6 +96,12 @@ class _Call:
     probe: str
 
     @property
+    def key(self) -> str:
+        """The worker's name for the kernel: its library's digest and its symbol."""
+        kernel = cast(CompiledKernel, self.kernel)
+        return f"{kernel.loaded.sha256}:{kernel.symbol}"
+
+    @property
     def out_bytes(self) -> int:
         """The bytes of `out`."""
         return int(np.prod(self.out_shape, dtype=np.int64)) * self.out_dtype.itemsize
@@ -156,7 +162,10 @@ def _ask(
     with POOL.lock:
         process = POOL.take()
         kernel = cast(CompiledKernel, c.kernel)
-        key = f"{kernel.loaded.sha256}:{kernel.symbol}"
+        key = c.key
+        fault = _late(c)
+        if fault is not None:
+            raise fault
         try:
             if key not in process.loaded:
                 load = {"op": "load", "key": key, "inputs": len(c.inputs)}
@@ -177,6 +186,8 @@ def _ask(
             }
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
             answer, out = process.request(header, payload, timeout, c.out_bytes)
+            if answer.get("threads"):
+                process.threaded.add(key)
         except (Died, Hung):
             POOL.drop()
             raise
@@ -195,7 +206,7 @@ def _span(value: object) -> bool:
 
 def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
     """Whether a call's answer has the worker's fields and types (anything else was forged)."""
-    spills, changed = answer.get("spills"), answer.get("inputs")
+    spills, changed, controls = answer.get("spills"), answer.get("inputs"), answer.get("controls")
     zones = (
         [spills.get(k) for k in ("out", *map(str, range(inputs)))]
         if isinstance(spills, dict)
@@ -203,6 +214,7 @@ def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
     )
     return (
         type(answer.get("status")) is int
+        and type(answer.get("threads")) is int
         and type(answer.get("seconds")) in (int, float)
         and all(
             isinstance(z, dict) and all(_span(z.get(s)) for s in ("before", "after")) for z in zones
@@ -210,6 +222,8 @@ def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
         and isinstance(changed, list)
         and len(changed) == inputs
         and all(map(_span, changed))
+        and isinstance(controls, list)
+        and all(isinstance(x, str) for x in controls)
     )
 
 
@@ -228,18 +242,82 @@ def _spills(c: _Call, answer: dict[str, Any]) -> None:
             raise c.finding("input write", "wrote into an input", name, span)
 
 
-def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
-    """`out`'s bytes from one call filled with `fill`; KernelFault for any fault (a crash is
-    run again on writable inputs to say what it wrote)."""
+def _late(c: _Call) -> KernelFault | None:
+    """The finding for a death of the worker after `c`'s kernel's last call returned (found
+    before the next request, or in the next call when run again it did not repeat), once."""
+    late = POOL.late.pop(c.key, None)
+    if late is None:
+        return None
+    how = _how(Died(*late))
+    detail = "after its call returned (a thread or process it left behind?), in the next request"
+    return c.finding("crash", f"{how}, {detail}")
+
+
+def late(kernel: KernelFn, contract: KernelContract) -> KernelFault | None:
+    """The finding for a death of the worker after a compiled kernel's last checked call
+    returned, found only once another kernel ran (the judge adds it to the kernel's row), once."""
+    if not applies(kernel):
+        return None
+    c = _Call(kernel, contract, (), (), np.dtype(np.uint8), "after its last call")
+    with POOL.lock:
+        return _late(c)
+
+
+def _how(died: Died) -> str:
+    """What ended the worker: a signal, the kernel's exit, or the worker's own failure (its
+    channel broken); and the last lines it printed."""
+    code = died.code
+    if code is not None and code < 0:
+        how = f"the worker died of {_signal_name(code)}"
+    elif code == wire.FAILED:
+        how = "the worker failed after the call (the kernel broke its channel)"
+    else:
+        how = f"the kernel ended the worker process with exit status {code} (exit() or _exit())"
+    return how + (f" (it printed: {died.said})" if died.said else "")
+
+
+def _answer(c: _Call, fill: int, repeat: int, timeout: float) -> tuple[dict[str, Any], bytes]:
+    """One request on read-only inputs and its answer, checked (zones, inputs, controls).
+    A death is judged only from what repeats: the request runs again in a fresh worker; a second
+    death is diagnosed (`_diagnosed`); a first one alone is the most recent other kernel's that
+    ran in that worker, one that left a thread running first (kept in `POOL.late`: this
+    answer stands), or, when no other kernel ran there, this kernel's "crashed once, not
+    reproduced". A kernel found to kill its worker leaves none behind (the runs again may
+    have left its damage in a fresh one)."""
+    readonly = [False] * len(c.inputs)
     try:
-        answer, out = _ask(c, fill, [False] * len(c.inputs), 1, timeout)
+        try:
+            answer, out = _ask(c, fill, readonly, repeat, timeout)
+        except Died as died:
+            try:
+                answer, out = _ask(c, fill, readonly, repeat, timeout)
+            except Died as again:
+                fault = _diagnosed(c, again, fill, timeout)
+                finish()
+                raise fault from None
+            others = [k for k in died.ran if k != c.key]
+            if not others:
+                finish()
+                detail = "crashed once, not reproduced (run again in a fresh worker, it ran)"
+                raise c.finding("crash", f"{_how(died)}; {detail}") from None
+            POOL.late[others[-1]] = (died.code, died.said)
     except Hung:
         raise c.finding("hang", f"no answer within {timeout:g} s; the worker was killed") from None
-    except Died as died:
-        raise _diagnosed(c, died, fill, timeout) from None
     if "error" in answer:
         raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
     _spills(c, answer)
+    if answer["controls"]:
+        changed = "; ".join(answer["controls"])
+        raise c.finding(
+            "fp environment",
+            f"left the floating-point controls changed ({changed}); the worker restored them",
+        )
+    return answer, out
+
+
+def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
+    """`out`'s bytes from one call filled with `fill`; KernelFault for any fault."""
+    answer, out = _answer(c, fill, 1, timeout)
     status = answer["status"]
     if status:
         source = c.contract.source
@@ -254,16 +332,20 @@ def _checked_answer(c: _Call, fill: int, timeout: float) -> bytes:
     return out
 
 
+_FAULTS: Final = (-signal.SIGSEGV, -signal.SIGBUS)
+"""The deaths of a memory access, which runs on writable inputs can place."""
+
+
 def _diagnosed(c: _Call, died: Died, fill: int, timeout: float) -> KernelFault:
-    """The finding for a worker that died: the signal, what it printed, and what runs with
+    """The finding for a worker that died twice on the same call: an exit (the kernel ended
+    the process), or the signal, what it printed, and, for a memory access, what runs with
     writable inputs show (all of them: the bytes it wrote; one at a time: which input it wrote
     when it wrote back the bytes an input held)."""
-    how = (
-        f"the worker died of {_signal_name(died.code)}"
-        if died.code is not None and died.code < 0
-        else f"the worker exited with status {died.code} during the call (the kernel ended "
-        "it, or broke its channel)"
-    ) + (f" (it printed: {died.said})" if died.said else "")
+    how = _how(died)
+    if died.code is not None and died.code >= 0 and died.code != wire.FAILED:
+        return c.finding("exit", f"{how}, in both of two calls")
+    if died.code not in _FAULTS:
+        return c.finding("crash", f"{how}, in both of two calls")
     everything = [True] * len(c.inputs)
     try:
         answer, _ = _ask(c, fill, everything, 1, timeout)
@@ -323,16 +405,7 @@ def call(
 
 def _batch_seconds(c: _Call, calls: int, timeout: float) -> float:
     """Seconds per call of one batch of `calls` calls in the worker; KernelFault as `call`."""
-    try:
-        answer, _ = _ask(c, FILLS[0], [False] * len(c.inputs), calls, timeout)
-    except Hung:
-        raise c.finding("hang", f"no answer within {timeout:g} s; killed") from None
-    except Died as died:
-        raise _diagnosed(c, died, FILLS[0], timeout) from None
-    if "error" in answer:
-        raise c.finding("worker", f"the call failed in the worker: {answer['error']}")
-    _spills(c, answer)
-    return float(answer["seconds"])
+    return float(_answer(c, FILLS[0], calls, timeout)[0]["seconds"])
 
 
 def timing_of(
@@ -352,6 +425,15 @@ def timing_of(
     rounds = rounds_for(batch * once)
     samples = [_batch_seconds(c, batch, timeout) for _ in range(rounds)]
     return Timing(statistics.median(samples), batch * rounds, rounds, batch, HARNESS.warmup)
+
+
+def finish() -> None:
+    """End the worker and its process group, so no process a kernel forked outlives the run:
+    the judge and compare_backends call it as they return (the next checked call starts a
+    fresh worker)."""
+    with POOL.lock:
+        POOL.settle()
+        POOL.drop()
 
 
 def _prepared(plan: Plan, tensors: tuple[FuelTensor, ...]) -> list[np.ndarray]:

@@ -16,7 +16,13 @@ cannot run code in the asking process. A request is `load` (path, symbol) or `ca
 input lengths, out length, alignment, fill, which inputs are writable, repeat) with the inputs'
 bytes; a `call`
 reply holds the status, the seconds per call of the `repeat` calls, the changed zone ranges and
-changed input ranges, and `out`'s bytes.
+changed input ranges, the floating-point controls the kernel left changed, the threads it left
+running, and `out`'s bytes.
+
+Every kernel call goes through `FpEnvironment.call`: the worker's floating-point environment
+(MXCSR and the x87 control and status words) is set again after it, so a kernel that sets
+flush-to-zero or a rounding mode changes no later kernel's result. A failure of the worker
+itself (its channel broken) ends it with status FAILED, which no signal gives.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from __future__ import annotations
 import ctypes
 import json
 import mmap
+import os
+import platform
 import resource
 import socket
 import struct
@@ -41,12 +49,56 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _LIBC.mprotect.restype = ctypes.c_int
 _NONE, _READ, _READ_WRITE = 0, mmap.PROT_READ, mmap.PROT_READ | mmap.PROT_WRITE
+FENV_BYTES = 1024
+"""Room for a C `fenv_t` (opaque; 32 bytes on x86-64 glibc), allocated generously."""
+_CONTROLS = (
+    (("x87 control word", 0, 2, 0xFFFF), ("MXCSR", 28, 4, ~0x3F))
+    if platform.machine() in ("x86_64", "AMD64")
+    else ()
+)
+"""Where x86-64 glibc's fenv_t keeps the controls (name, offset, bytes, mask: MXCSR without its
+six status flags); elsewhere none are compared, the environment is only restored."""
+FAILED = 70
+"""The worker's exit status when it fails itself (its channel broken), as sysexits' EX_SOFTWARE."""
 
 
 def _protect(address: int, length: int, prot: int) -> None:
     """mprotect, or OSError."""
     if length and _LIBC.mprotect(address, length, prot) != 0:
         raise OSError(ctypes.get_errno(), f"mprotect({address:#x}, {length}) failed")
+
+
+class FpEnvironment:
+    """The floating-point environment every kernel call leaves behind: the worker's own at
+    start (`fegetenv`'s whole fenv_t: MXCSR, the x87 control and status words), set again after
+    each call whatever the kernel did to it."""
+
+    def __init__(self) -> None:
+        self.start = ctypes.create_string_buffer(FENV_BYTES)
+        self.left = ctypes.create_string_buffer(FENV_BYTES)
+        if _LIBC.fegetenv(self.start) != 0:
+            raise OSError("fegetenv failed")
+
+    def call(self, fn: Any, args: list[int], repeat: int) -> tuple[int, list[str]]:
+        """The status of the last of `repeat` calls of `fn(*args)` (run back to back, as a
+        timed batch), the environment restored after them; and each control they left changed,
+        as "name 0xbefore -> 0xafter"."""
+        status = 0
+        try:
+            for _ in range(repeat):
+                status = fn(*args)
+        finally:
+            _LIBC.fegetenv(self.left)
+            _LIBC.fesetenv(self.start)
+        changed = []
+        for name, at, size, mask in _CONTROLS:
+            was, now = (
+                int.from_bytes(b.raw[at : at + size], "little") & mask
+                for b in (self.start, self.left)
+            )
+            if was != now:
+                changed.append(f"{name} {was:#x} -> {now:#x}")
+        return status, changed
 
 
 class Fenced:
@@ -122,6 +174,7 @@ class Worker:
     def __init__(self, channel: socket.socket) -> None:
         self.channel = channel
         self.kernels: dict[str, Any] = {}
+        self.environment = FpEnvironment()
 
     def load(self, header: dict[str, Any]) -> dict[str, Any]:
         """Load `path` and resolve `symbol` as a byte kernel."""
@@ -147,12 +200,14 @@ class Worker:
         args: list[int] = []
         for x in (*inputs, out):
             args += [x.address, x.nbytes]
-        status, started = 0, time.perf_counter()
-        for _ in range(header["repeat"]):
-            status = fn(*args)
+        threads = _threads()
+        started = time.perf_counter()
+        status, controls = self.environment.call(fn, args, header["repeat"])
         reply = {
+            "threads": len(_threads() - threads),
             "status": status,
             "seconds": (time.perf_counter() - started) / max(header["repeat"], 1),
+            "controls": controls,
             "spills": {"out": out.spills(), **{str(i): x.spills() for i, x in enumerate(inputs)}},
             "inputs": [changed_range(c, x.contents()) for c, x in zip(chunks, inputs, strict=True)],
         }
@@ -221,6 +276,15 @@ def send(channel: socket.socket, header: dict[str, Any], payload: bytes) -> None
     channel.sendall(payload)
 
 
+def _threads() -> set[str]:
+    """The ids of this process's threads (Linux's /proc/self/task; none where there is none):
+    a kernel that leaves one running may act after its call returned."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
 def _mapped() -> int:
     """The bytes of address space this process holds now (Linux's /proc/self/statm; 0 where
     there is none): a preloaded runtime such as ASan's reserves terabytes before any code runs."""
@@ -246,4 +310,8 @@ def _limit() -> None:
 
 if __name__ == "__main__":
     _limit()
-    Worker(socket.socket(fileno=int(sys.argv[1]))).serve()
+    try:
+        Worker(socket.socket(fileno=int(sys.argv[1]))).serve()
+    except Exception as e:
+        print(f"checked_worker: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(FAILED)

@@ -190,10 +190,13 @@ def compare_backends(
     selection = select(reg, names, kernels)
     require(selection.named(reg) or ())
     report = ComparisonReport(selection.providers)
-    with (
-        trace() as ran,
-        observe(_observer(report, selection, ran, timing)),
-        foreign.checking(checked.output),
-    ):
-        yield report
+    try:
+        with (
+            trace() as ran,
+            observe(_observer(report, selection, ran, timing)),
+            foreign.checking(checked.output),
+        ):
+            yield report
+    finally:
+        checked.finish()  # nothing a compared kernel started outlives the block
     _host_rows(report, ran)

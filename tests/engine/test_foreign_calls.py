@@ -4,6 +4,8 @@ cannot be set writable, and a write just past `out` is caught and named."""
 
 from __future__ import annotations
 
+import ctypes
+import platform
 from collections.abc import Callable
 from pathlib import Path
 
@@ -212,3 +214,33 @@ def test_the_fast_path_hands_a_foreign_kernel_nothing_shared(
             with pytest.raises(ft.ContractViolation, match=r"bytes 0\.\.63 past its end") as info:
                 fast("add", x, x)
     assert f"kernel overrun_f32 ({source.path}:{source.line})" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def x87_rounds_up(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], int]:
+    """tests/compiled_probes.c's probe_long_double_rounds_up: 1 when the x87 unit rounds
+    1 + 2**-70 up (its control word's rounding is upward), 0 under round to nearest."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the probe reads the x87 unit's rounding")
+    library = ctypes.CDLL(str(build("compiled_probes.c", tmp_path_factory.mktemp("p") / "p.so")))
+    probe: Callable[[], int] = library.probe_long_double_rounds_up
+    return probe
+
+
+def test_a_kernel_setting_the_rounding_mode_leaves_the_callers_alone(
+    only: Callable[[str], ft.Registry], x87_rounds_up: Callable[[], int]
+) -> None:
+    libm = ctypes.CDLL(None)
+    one, tiny = 1.0, 2.0**-60
+    assert x87_rounds_up() == 0 and one + tiny == one
+    try:  # the probes see an upward rounding mode: the x87 control word, and MXCSR
+        libm.fesetround(0x800)  # FE_UPWARD
+        assert x87_rounds_up() == 1 and one + tiny > one
+    finally:
+        libm.fesetround(0)  # FE_TONEAREST
+    x = ft.asarray([1.0, 2.0, 3.0], dtype=ft.float32)
+    with ft.use_registry(only("upward_f32")), ft.use_backend(PROVIDER):
+        for _ in range(3):  # the first call plans (byte_call), the next take the fast path
+            assert np.asarray(x + x).tolist() == [2.0, 4.0, 6.0]
+            assert x87_rounds_up() == 0, "the kernel's x87 rounding mode reached the caller"
+            assert one + tiny == one, "the kernel's MXCSR rounding mode reached the caller"

@@ -1,13 +1,15 @@
-"""The cheat catalogue (issue 35, item 3): for each op and dtype, the judge passes the honest
-kernel of tests/cheat_kernels.c and fails each of its eight cheats for what it does, and the
-process that ran the judge exits normally afterwards. And issue 41: the bf16 "add" that
-subtracts fails the quick judge and its certificate; a wrong build swapped in under the same
-document cannot resume, or be judged by, the honest one's certificate."""
+"""The cheat catalogue (issue 35, item 3; issue 41, item 1): for each op and dtype, the judge
+passes the honest kernel of tests/cheat_kernels.c and fails each of its eleven cheats for what
+it does, none for what the one before it did in the same worker, and the process that ran the
+judge exits normally afterwards. And issue 41: the bf16 "add" that subtracts fails the quick
+judge and its certificate; a wrong build swapped in under the same document cannot resume, or
+be judged by, the honest one's certificate."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -43,6 +45,9 @@ CAUGHT_BY = {
     "cache": "precision: ",
     "overrun": "overrun: wrote past its end; buffer out, bytes ",
     "scribble": "read-only pages; with writable inputs it wrote into an input; buffer lhs",
+    "exit": "exit: the kernel ended the worker process with exit status 0 (exit()",
+    "late": "crash: the worker died of SIGSEGV",
+    "ftz": "fp environment: left the floating-point controls changed (MXCSR 0x1f80 -> 0x9fc0)",
     "untouched": "unwritten: out bytes depend on what out held before the call",
 }
 """What the judge says of each cheat: the check that fails it."""
@@ -73,6 +78,8 @@ def test_the_judge_fails_every_cheat_and_passes_the_honest_kernel(
     for op in OP_KINDS:
         assert failures[f"honest_{op}_{dtype}"] == [], (op, failures[f"honest_{op}_{dtype}"])
         for variant, words in CAUGHT_BY.items():
+            if variant == "ftz" and platform.machine() not in ("x86_64", "AMD64"):
+                continue  # the cheat sets MXCSR only
             said = failures[f"{variant}_{op}_{dtype}"]
             assert any(words in s for s in said), (variant, op, said)
 

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +43,11 @@ HOSTILE = (
     "untouched_f32",
     "status_f32",
     "hog_f32",
+    "ftz_f32",
+    "late_segv_f32",
+    "doomed_f32",
+    "fork_f32",
+    "fork_hang_f32",
 )
 N = 1000
 
@@ -95,8 +101,8 @@ def test_an_honest_kernel_runs_checked_to_its_own_bits(reg: ft.Registry, name: s
         ("wild_f32", "crash", None, None, "outside every buffer and its zones"),
         ("segv_f32", "crash", None, None, "died of SIGSEGV"),
         ("abort_f32", "crash", None, None, "SIGABRT (it printed: hostile_kernels: abort_f32"),
-        ("exit_f32", "crash", None, None, "the worker exited with status 0 during the call"),
-        ("closefds_f32", "crash", None, None, "the kernel ended it, or broke its channel"),
+        ("exit_f32", "exit", None, None, "ended the worker process with exit status 0 (exit()"),
+        ("closefds_f32", "crash", None, None, "the worker failed after the call (the kernel broke"),
         ("overread_f32", "crash", None, None, "SIGSEGV"),
     ],
 )
@@ -173,7 +179,10 @@ print(json.dumps({{row.kernel: row.failures for row in report.rows}}))
 def test_the_judge_survives_every_hostile_kernel_and_names_each(
     library: Path, tmp_path: Path
 ) -> None:
-    names = [n for n in HOSTILE if n not in ("hang_f32", "status_f32", "hog_f32")]
+    late = ("late_segv_f32", "doomed_f32")  # their own test: their crash hits a later call
+    names = [
+        n for n in HOSTILE if n not in ("hang_f32", "status_f32", "hog_f32", "fork_hang_f32", *late)
+    ]
     code = JUDGE.format(
         tests=str(TESTS),
         library=str(library),
@@ -185,7 +194,8 @@ def test_the_judge_survives_every_hostile_kernel_and_names_each(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     failures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert failures.pop("honest_f32") == [] and failures.pop("chatty_f32") == []
+    for fine in ("honest_f32", "chatty_f32", "fork_f32"):  # fork_f32's children end with the judge
+        assert failures.pop(fine) == [], fine
     for name, said in failures.items():
         assert said, f"{name} passed the judge"
         assert any(f"kernel {name} (" in s and "KernelFault" in s for s in said), said
@@ -289,3 +299,158 @@ def test_compare_backends_names_a_default_kernel_that_writes_its_input(
     with ft.use_registry(reg):
         x + y  # a normal call: writes what it is given
     assert np.asarray(x).tolist() == [12345.0] * 8
+
+
+def _same_worker(reg: ft.Registry, name: str, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """`name` run checked on (lhs, rhs), in the worker the previous checked call used."""
+    kernel = reg.kernel(name)
+    return checked.call(kernel, reg[name], (lhs, rhs), lhs.shape, lhs.dtype)  # type: ignore[arg-type]
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (no longer exists, or a zombie left for init to reap)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _ended(pid: int) -> bool:
+    """Whether process `pid` ends within a bounded wait (polled; no timing is asserted)."""
+    for _ in range(1000):
+        if _gone(pid):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_kernel_setting_flush_to_zero_is_named_and_the_next_one_is_not_judged_under_it(
+    reg: ft.Registry,
+) -> None:
+    lhs = np.full(N, np.float32(2.35e-38), dtype=np.float32)  # subnormal sums: FTZ gives 0
+    rhs = np.full(N, np.float32(-1e-45), dtype=np.float32)
+    with pytest.raises(KernelFault) as info:
+        _same_worker(reg, "ftz_f32", lhs, rhs)
+    f = info.value.finding
+    assert (f.kind, f.kernel) == ("fp environment", "ftz_f32"), str(f)
+    assert "MXCSR 0x1f80 -> 0x9fc0" in str(f) and "the worker restored them" in str(f)
+    process = checked.POOL.process
+    assert _same_worker(reg, "honest_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    assert checked.POOL.process is process  # the same worker judged both
+
+
+def test_a_late_crash_is_the_kernel_that_left_it_and_not_the_next_one(reg: ft.Registry) -> None:
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "late_segv_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    process = checked.POOL.process
+    assert process is not None and process.exited(10)  # its thread segfaulted after the calls
+    assert _same_worker(reg, "honest_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    with pytest.raises(KernelFault) as info:
+        _same_worker(reg, "late_segv_f32", lhs, rhs)
+    f = info.value.finding
+    assert (f.kind, f.kernel) == ("crash", "late_segv_f32"), str(f)
+    assert "died of SIGSEGV, after its call returned" in str(f), str(f)
+    assert checked.late(reg.kernel("honest_f32"), reg["honest_f32"]) is None
+
+
+def test_a_crash_during_the_next_call_that_does_not_repeat_is_the_previous_kernels(
+    reg: ft.Registry,
+) -> None:
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "doomed_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    with pytest.raises(KernelFault, match="unwritten"):  # called since, but left no thread
+        _same_worker(reg, "untouched_f32", lhs, rhs)
+    # honest_f32's call wakes the thread doomed_f32 left, which segfaults the worker during it
+    assert _same_worker(reg, "honest_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    fault = checked.late(reg.kernel("doomed_f32"), reg["doomed_f32"])
+    assert fault is not None and fault.finding.kernel == "doomed_f32"
+    assert "died of SIGSEGV, after its call returned" in str(fault), str(fault)
+
+
+def test_a_worker_found_dead_before_a_request_died_of_the_last_call(reg: ft.Registry) -> None:
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "late_segv_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    process = checked.POOL.process
+    assert process is not None and process.exited(10)
+    with pytest.raises(KernelFault) as info:  # its own next call: found before the request
+        _same_worker(reg, "late_segv_f32", lhs, rhs)
+    assert "died of SIGSEGV, after its call returned" in str(info.value), str(info.value)
+    checked.finish()
+    checked.POOL.late.clear()
+
+
+def test_a_crash_that_does_not_repeat_is_said_not_reproduced(
+    reg: ft.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "late_segv_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    process = checked.POOL.process
+    assert process is not None and process.exited(10)
+    # as if it died just after the check before the request: the request finds it dead
+    monkeypatch.setattr(process, "exited", lambda timeout: False)
+    with pytest.raises(KernelFault) as info:
+        _same_worker(reg, "late_segv_f32", lhs, rhs)
+    f = info.value.finding
+    assert (f.kind, f.kernel) == ("crash", "late_segv_f32"), str(f)
+    assert "died of SIGSEGV; crashed once, not reproduced" in str(f), str(f)
+    checked.finish()
+    checked.POOL.late.clear()
+
+
+def test_the_judge_names_a_kernel_whose_crash_came_in_the_next_kernels_call(
+    library: Path, tmp_path: Path
+) -> None:
+    code = JUDGE.format(
+        tests=str(TESTS),
+        library=str(library),
+        names=["doomed_f32", "honest_f32"],
+        doc=str(tmp_path / "d.md"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    failures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert failures["honest_f32"] == []
+    assert any(
+        "kernel doomed_f32 (" in s and "after its call returned" in s
+        for s in failures["doomed_f32"]
+    ), failures
+
+
+def test_no_process_a_forking_kernel_left_outlives_the_checked_run(
+    reg: ft.Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("HOSTILE_PIDS", str(pids))
+    checked.finish()  # the next worker starts with HOSTILE_PIDS set
+    lhs, rhs = _inputs()
+    assert _run(reg, "fork_f32").tobytes() == (lhs + rhs).tobytes()
+    children = [int(line) for line in pids.read_text().split()]
+    assert len(children) == 2 and not any(map(_gone, children))  # one per fill
+    checked.finish()  # as the judge and compare_backends do when they return
+    assert all(map(_ended, children))
+    pids.unlink()
+    with pytest.raises(KernelFault, match="hang: no answer within 2 s"):
+        _run(reg, "fork_hang_f32", timeout=2)
+    children = [int(line) for line in pids.read_text().split()]
+    assert len(children) == 1 and _ended(children[0])
+
+
+def test_compare_backends_leaves_no_process_a_kernel_forked(
+    beside_cpu: Callable[[str], ft.Registry], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("HOSTILE_PIDS", str(pids))
+    checked.finish()
+    x = ft.asarray(np.arange(8, dtype=np.float32))
+    with ft.use_registry(beside_cpu("fork_f32")), ft.compare_backends("cpu", "compared-hostile"):
+        x + x
+        children = [int(line) for line in pids.read_text().split()]
+        assert children and not any(map(_gone, children))
+    assert all(map(_ended, children))

@@ -11,6 +11,7 @@ from fueltensor.core.dtypes import DType
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, require
+from fueltensor.tools import checked
 from fueltensor.tools.judge.audit import Settings, audit
 from fueltensor.tools.judge.report import JudgeReport
 from fueltensor.tools.timing import copy_bandwidth
@@ -42,10 +43,17 @@ def judge_here(
     copy_n = 3 * settings.large  # f32 elements: the working set of an f64 kernel's cost probe
     copy_bps = copy_bandwidth(copy_n)
     rows = []
-    for i, (contract, dtype) in enumerate(jobs):
-        if show:
-            _progress(i, len(jobs), contract.name)
-        rows.append(audit(contract, reg.kernel(contract.name), dtype, settings, copy_bps, seed))
+    try:
+        for i, (contract, dtype) in enumerate(jobs):
+            if show:
+                _progress(i, len(jobs), contract.name)
+            rows.append(audit(contract, reg.kernel(contract.name), dtype, settings, copy_bps, seed))
+    finally:
+        checked.finish()  # nothing a judged kernel started outlives the judge
+    for (contract, _), row in zip(jobs, rows, strict=False):
+        fault = checked.late(reg.kernel(contract.name), contract)
+        if fault is not None:  # its death was found in a later kernel's call
+            row.failures.append(f"the kernel raised during the audit: KernelFault: {fault}")
     if show:
         _progress(len(jobs), len(jobs), "done")
     return JudgeReport(

@@ -81,16 +81,20 @@ typedef struct {
     npy_intp data[];
 } Entry;
 
-/* The caller's floating-point status flags, kept across a kernel run: the kernels raise flags
- * (inexact, overflow...) that the caller never asked for. On x86-64 the SSE kernels raise them
- * in MXCSR only, and rewriting MXCSR is far cheaper than fesetexceptflag's x87 environment
- * round trip, so the x87 flags are only touched when they changed. */
+/* The caller's floating-point environment, kept across every kernel run, built-in or foreign
+ * (`fp_save` before it, `fp_restore` after: the one helper of every call path): its status flags
+ * (the kernels raise flags, inexact, overflow..., that the caller never asked for) and its
+ * controls (a foreign kernel may set flush-to-zero or a rounding mode, which would change every
+ * later result of the caller's). On x86-64 the SSE kernels raise flags in MXCSR only, and
+ * rewriting MXCSR (rounding, FTZ/DAZ, masks, flags) is far cheaper than fesetenv's x87
+ * environment round trip, so the x87 status and control words are each only touched when they
+ * changed. Elsewhere, <fenv.h>'s whole environment. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <xmmintrin.h>
 typedef struct {
     unsigned int mxcsr;
-    unsigned short x87;
-} FpFlags;
+    unsigned short x87, x87_control;
+} FpState;
 
 static inline unsigned short x87_status(void) {
     unsigned short status;
@@ -98,22 +102,30 @@ static inline unsigned short x87_status(void) {
     return status;
 }
 
-static inline void fp_save(FpFlags *f) {
-    f->mxcsr = _mm_getcsr();
-    f->x87 = x87_status();
+static inline unsigned short x87_control(void) {
+    unsigned short control;
+    __asm__ volatile("fnstcw %0" : "=m"(control));
+    return control;
 }
 
-static inline void fp_restore(const FpFlags *f) {
+static inline void fp_save(FpState *f) {
+    f->mxcsr = _mm_getcsr();
+    f->x87 = x87_status();
+    f->x87_control = x87_control();
+}
+
+static inline void fp_restore(const FpState *f) {
     int raised = (x87_status() & ~f->x87) & FE_ALL_EXCEPT;
     if (raised) feclearexcept(raised);
+    if (x87_control() != f->x87_control) __asm__ volatile("fldcw %0" : : "m"(f->x87_control));
     if (_mm_getcsr() != f->mxcsr) _mm_setcsr(f->mxcsr);
 }
 #else
-typedef fexcept_t FpFlags;
+typedef fenv_t FpState;
 
-static inline void fp_save(FpFlags *f) { fegetexceptflag(f, FE_ALL_EXCEPT); }
+static inline void fp_save(FpState *f) { fegetenv(f); }
 
-static inline void fp_restore(const FpFlags *f) { fesetexceptflag(f, FE_ALL_EXCEPT); }
+static inline void fp_restore(const FpState *f) { fesetenv(f); }
 #endif
 
 /* A compiled provider's fresh output (allocator.c, `guarded_array`) has GUARD_BYTES of

@@ -10,7 +10,9 @@
  *   storage is read-only (`writable_source`), and its `out` is a `guarded_array` whose zones
  *   are read after the call (`check_guards`): the Python path's `engine.foreign` does the same;
  * - the GIL is released from GIL_FREE_FROM output elements, as around `_native`'s bodies;
- * - the caller's floating-point status flags and MXCSR are kept, as around the bodies. */
+ * - the caller's floating-point environment (status flags, MXCSR, the x87 control word) is
+ *   kept, as around the bodies (`fp_save`, `fp_restore`): a kernel's rounding mode or
+ *   flush-to-zero does not reach the caller. */
 
 /* Inputs up to this many bytes are copied before the call: the widest scalar, a complex128. */
 #define PRIVATE_BYTES 16
@@ -28,7 +30,7 @@ static int32_t call_foreign(ByteKernel kernel, const char *const src[2], const P
             in[k] = copy[k];
         }
     }
-    FpFlags flags;
+    FpState flags;
     fp_save(&flags);
     PyThreadState *state = release ? PyEval_SaveThread() : NULL;
     int32_t status = kernel(in[0], (size_t)bytes[0], in[1], (size_t)bytes[1], (uint8_t *)out,

@@ -117,7 +117,7 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
             src[k] = blocks[k];
         }
     }
-    FpFlags flags;
+    FpState flags;
     fp_save(&flags);
     PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < e->count; i += step) {
@@ -142,7 +142,7 @@ static int run_powi_entry(const Entry *e, PyObject *x, char *out) {
     const char *src = e->mode[0] == DENSIFY ? densify(x, e, 1, &temp, &made)
                                             : operand_at(x, e->offset[0], e->need[0], e->itemsize);
     if (src == NULL) return 0;
-    FpFlags flags;
+    FpState flags;
     fp_save(&flags);
     PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
     S.run_powi(e->kdtype, src, e->exponent, out, e->count);
