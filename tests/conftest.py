@@ -28,6 +28,10 @@ setting of the library (its threads, its cache, the pow shortcut, a sanitizer bu
 cleared before fueltensor is imported, so the suite's verdict does not depend on the shell."""
 for _name in [n for n in os.environ if n.startswith("FUELTENSOR_") and n not in RUN_SETTINGS]:
     del os.environ[_name]
+# The tables fueltensor prints fit $COLUMNS when it is set (else a terminal's width, else none),
+# so a shell's COLUMNS would wrap the tables the tests read (where a CPU's name or the providers
+# installed widen a column). The tests that are about widths set their own (test_cli_width.py).
+os.environ.pop("COLUMNS", None)
 
 # CI runs every property test on the same examples, so main cannot turn red by chance; local
 # runs keep hypothesis's random exploration. Neither has a deadline: no test has a wall-clock
