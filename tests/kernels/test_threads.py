@@ -5,7 +5,8 @@ but the time.
 Every op and dtype gives one thread's bits on several threads (random bit patterns: NaN
 payloads, subnormals, infinities), at odd sizes and at offsets; a flag raised only in the last
 chunk reaches the caller's view of the run; the caller's rounding mode holds in every thread;
-the setting is refused outside 1 to MAX_THREADS and capped by the process's affinity; plans say
+the setting is refused outside 1 to MAX_THREADS and capped by the process's affinity, or by the
+cores a test pretends (as on machines of 1 to 64 cores); plans say
 how many threads their kernel step runs on. One thread's bits are the reference here because
 test_kernels_native holds them to the scalar contract reference.
 """
@@ -146,8 +147,8 @@ def test_a_flag_raised_in_one_chunk_reaches_the_caller(where: int) -> None:
 @TWO_CORES
 @pytest.mark.skipif(FE is None, reason=f"FE_* bits of {platform.machine()} not listed")
 def test_a_flag_raised_only_in_a_workers_part_is_merged_into_the_callers() -> None:
-    """The worker's flags are what `raised` (and a caller reading its status after a split
-    body) sees of the parts it ran: a division by zero at the first element of the worker's
+    """The flags a worker's parts raised are merged into the caller's, so `raised` reports
+    them as one thread's run would: a division by zero at the first element of the worker's
     own range (at n/2 where n is a power of two: the parts, four per thread of whole 512-element
     blocks, cut it in halves), which a worker already polling claims first, is reported by
     every call. The call is long enough to wake a parked worker, and repeated, so the worker
@@ -232,6 +233,17 @@ def test_the_split_on_a_machine_of_any_size(cores: int, real_cores: None) -> Non
     many = run("mul", "float32", lhs, rhs, 0xFF, threads.MAX_THREADS)
     one = run("mul", "float32", lhs, rhs, 0x00, 1)
     assert np.array_equal(many, one), differing(many, one)
+
+
+@pytest.mark.parametrize("bad", [-1, 65, True])
+def test_a_pretended_core_count_outside_the_range_is_refused(bad: Any, real_cores: None) -> None:
+    """Only 1 to MAX_THREADS cores (or 0: the affinity mask) can be pretended, in Python and C;
+    a refusal leaves the cores as they were."""
+    with pytest.raises(ValueError, match=rf"from 1 to {threads.MAX_THREADS}, got"):
+        threads.pretend_cores(bad)
+    with pytest.raises(ValueError, match=rf"in \[1, {threads.MAX_THREADS}\] \(or 0"):
+        _native.pretend_cores(-1 if bad is True else bad)
+    assert threads.cores() == len(os.sched_getaffinity(0))
 
 
 def test_every_op_and_dtype_has_a_threshold_of_whole_blocks_below_parallel_from() -> None:
