@@ -24,6 +24,12 @@ def needs(module: str, extra: str) -> pytest.MarkDecorator:
     )
 
 
+def extra(module: str, extra: str) -> Any:
+    """`module` imported, or the whole test file skipped naming it and the extra that brings it
+    (at a file's top, before the imports that need it)."""
+    return pytest.importorskip(module, reason=f"needs {module}, which the {extra} extra installs")
+
+
 OUTSIDE = os.path.dirname(sys.executable)
 """Where a test's fresh interpreter starts: not the checkout, whose unbuilt sources would shadow
 the installed package (with its compiled kernels) from the current directory."""
@@ -33,6 +39,15 @@ TESTS = Path(__file__).resolve().parent
 test files themselves sit in its subfolders, which mirror the package."""
 ROOT = TESTS.parent
 """The checkout: its README, docs, notebooks, contracts and examples."""
+
+
+def child_pytest_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a nested pytest run: no plugin loaded but pytest's own (the parent's may be any:
+    pytest-benchmark, seeing an xdist worker's variables, fails the run at start), and none of
+    the parent's xdist worker variables or added options."""
+    kept = {k: v for k, v in env.items() if not k.startswith(("PYTEST_XDIST_", "PYTEST_ADDOPTS"))}
+    kept.pop("PYTEST_PLUGINS", None)
+    return {**kept, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 @contextlib.contextmanager

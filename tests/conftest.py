@@ -19,13 +19,20 @@ from hypothesis import settings
 # array API, so it is set before any test module can import them.
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
-RUN_SETTINGS = frozenset({"FUELTENSOR_PURE_NUMPY", "FUELTENSOR_SEEDS", "FUELTENSOR_FUZZ_CASES"})
+RUN_SETTINGS = frozenset(
+    {"FUELTENSOR_PURE_NUMPY", "FUELTENSOR_SEEDS", "FUELTENSOR_FUZZ_CASES", "FUELTENSOR_TEST_CORES"}
+)
 """The FUELTENSOR_* variables that choose what a test run covers (the kernel implementation
-under test, where the seed documents are, how many fuzz cases); every other one is a user's
+under test, where the seed documents are, how many fuzz cases, the cores the split is tested
+as on: `kernels.threads.TEST_CORES_VAR`); every other one is a user's
 setting of the library (its threads, its cache, the pow shortcut, a sanitizer build) and is
 cleared before fueltensor is imported, so the suite's verdict does not depend on the shell."""
 for _name in [n for n in os.environ if n.startswith("FUELTENSOR_") and n not in RUN_SETTINGS]:
     del os.environ[_name]
+# The tables fueltensor prints fit $COLUMNS when it is set (else a terminal's width, else none),
+# so a shell's COLUMNS would wrap the tables the tests read (where a CPU's name or the providers
+# installed widen a column). The tests that are about widths set their own (test_cli_width.py).
+os.environ.pop("COLUMNS", None)
 
 # CI runs every property test on the same examples, so main cannot turn red by chance; local
 # runs keep hypothesis's random exploration. Neither has a deadline: no test has a wall-clock

@@ -10,7 +10,9 @@ short call that finds every worker asleep runs alone rather than wake one. Every
 lane, so the bits are one thread's; each part runs under the caller's floating-point
 environment and the status flags the caller sees are one thread's too. The setting starts at
 $FUELTENSOR_NUM_THREADS, else the process's cores. The pure-NumPy implementation
-(FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one thread.
+(FUELTENSOR_PURE_NUMPY=1) keeps the setting and runs on one thread. For tests only,
+$FUELTENSOR_TEST_CORES (or `pretend_cores`) stands for the cores, so the split is tested as on a
+machine of another size.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import NATIVE
 
 ENV_VAR: Final = "FUELTENSOR_NUM_THREADS"
+TEST_CORES_VAR: Final = "FUELTENSOR_TEST_CORES"
+"""For tests only: the core count `pretend_cores` takes at import (the suite run as on a machine
+of that many cores)."""
 MAX_THREADS: Final[int] = NATIVE.MAX_THREADS if NATIVE is not None else 64
 """The largest setting (the compiled kernels' own bound; the same where they are not built)."""
 PARALLEL_FROM: Final[int | None] = NATIVE.PARALLEL_FROM if NATIVE is not None else None
@@ -38,8 +43,13 @@ SPLIT_FROM: Final[dict[str, dict[str, int]]] = NATIVE.SPLIT_FROM if NATIVE is no
 (empty: no compiled kernels here)."""
 
 
+_PRETEND: list[int] = [0]
+
+
 def cores() -> int:
-    """The cores this process may run on now."""
+    """The cores this process may run on now (the count a test pretends, while it does)."""
+    if _PRETEND[0]:
+        return _PRETEND[0]
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -59,12 +69,27 @@ def checked(n: object, source: str) -> int:
     return count
 
 
+def pretend_cores(n: int) -> int:
+    """For tests only: split as if this process could run on `n` cores (1 to MAX_THREADS; 0: the
+    affinity mask again), where the compiled kernels and `cores()` read it. Returns the previous
+    pretence (0: none)."""
+    if n != 0:
+        checked(n, "pretend_cores(n)")
+    previous, _PRETEND[0] = _PRETEND[0], n
+    if NATIVE is not None:
+        NATIVE.pretend_cores(n)
+    return previous
+
+
 def _initial() -> int:
     """The setting at import: $FUELTENSOR_NUM_THREADS when set, else every core."""
     chosen = settings.count(ENV_VAR, MAX_THREADS)
     return min(cores(), MAX_THREADS) if chosen is None else chosen
 
 
+_TEST_CORES = settings.count(TEST_CORES_VAR, MAX_THREADS)
+if _TEST_CORES is not None:
+    pretend_cores(_TEST_CORES)
 _SETTING: list[int] = [_initial()]
 
 

@@ -18,16 +18,18 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import array_api_strict as xs
 import numpy as np
 import pytest
+from _extras import extra
 from _oracle import FORMATS, bits_of, pow_, powi_expected
-from array_api_strict._array_object import Array as StrictArray
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fueltensor as ft
+
+xs = extra("array_api_strict", "test")
+from array_api_strict._array_object import Array as StrictArray  # noqa: E402
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MANY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,16 +7,18 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import array_api_compat
-import array_api_strict
 import numpy as np
 import pytest
-from array_api_compat import numpy as compat_numpy
+from _extras import extra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fueltensor as ft
+
+array_api_compat = extra("array_api_compat", "test")
+array_api_strict = extra("array_api_strict", "test")
+compat_numpy = extra("array_api_compat.numpy", "test")
 
 array_api_strict.set_array_api_strict_flags(api_version="2024.12")
 

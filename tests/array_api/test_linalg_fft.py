@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import array_api_strict as xs
 import numpy as np
 import pytest
+from _extras import extra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
+
+xs = extra("array_api_strict", "test")
 
 RNG = np.random.default_rng(13)
 FLOATS = ["float32", "float64", "complex64", "complex128"]

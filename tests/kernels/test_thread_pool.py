@@ -38,6 +38,9 @@ pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="no /proc/self/task here"),
 ]
 BIG = (NATIVE.PARALLEL_FROM if NATIVE is not None else 0) + 4097
+WAKING = (NATIVE.PARALLEL_FROM * NATIVE.WAKE_FACTOR if NATIVE is not None else 0) + 4097
+"""A size whose call wakes the workers asleep rather than run alone (a call of BIG elements
+that finds them all asleep, on a loaded machine, runs alone and starts none)."""
 SECONDS = 60
 """The bound on every wait below (a hang fails the test; no test is timed)."""
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
@@ -96,7 +99,7 @@ def test_no_worker_until_a_body_splits_then_one_pool_for_the_process() -> None:
             mul({BIG}, 2)
             split = tasks()
             for _ in range(5):
-                mul({BIG}, 64)
+                mul({WAKING}, 64)
             print(start, small, single, split, tasks())
         """),
     )

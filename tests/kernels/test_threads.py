@@ -5,7 +5,8 @@ but the time.
 Every op and dtype gives one thread's bits on several threads (random bit patterns: NaN
 payloads, subnormals, infinities), at odd sizes and at offsets; a flag raised only in the last
 chunk reaches the caller's view of the run; the caller's rounding mode holds in every thread;
-the setting is refused outside 1 to MAX_THREADS and capped by the process's affinity; plans say
+the setting is refused outside 1 to MAX_THREADS and capped by the process's affinity, or by the
+cores a test pretends (as on machines of 1 to 64 cores); plans say
 how many threads their kernel step runs on. One thread's bits are the reference here because
 test_kernels_native holds them to the scalar contract reference.
 """
@@ -55,6 +56,15 @@ def keep_setting() -> Iterator[None]:
     ft.set_num_threads(before)
 
 
+@pytest.fixture
+def real_cores() -> Iterator[None]:
+    """The test starts on the cores of its affinity mask, whatever the run pretends
+    ($FUELTENSOR_TEST_CORES, `threads.pretend_cores`), and the run's pretence comes back."""
+    pretended = threads.pretend_cores(0)
+    yield
+    threads.pretend_cores(pretended)
+
+
 def split(n: int, op: str = "add", dtype: str = "float32") -> int:
     """How many threads the compiled body of `op` ("powi": the integer power) on `dtype` runs
     a call over n elements on now."""
@@ -100,6 +110,7 @@ def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
     fmt = FORMATS[FMT_OF[dtype]]
     lhs, rhs = (bits(fmt, BIG + 3, seed).view(fmt.np_dtype) for seed in (1, 2))
     for a, b in ((lhs[:BIG], rhs[:BIG]), (lhs[3:], rhs[1:-2])):
+        ft.set_num_threads(2)
         assert split(a.size, op, dtype) == 2
         one, two = run(op, dtype, a, b, 0x00, 1), run(op, dtype, a, b, 0xFF, 2)
         assert np.array_equal(two, one), differing(two, one)
@@ -135,6 +146,26 @@ def test_a_flag_raised_in_one_chunk_reaches_the_caller(where: int) -> None:
 
 @TWO_CORES
 @pytest.mark.skipif(FE is None, reason=f"FE_* bits of {platform.machine()} not listed")
+def test_a_flag_raised_only_in_a_workers_part_is_merged_into_the_callers() -> None:
+    """The flags a worker's parts raised are merged into the caller's, so `raised` reports
+    them as one thread's run would: a division by zero at the first element of the worker's
+    own range (at n/2 where n is a power of two: the parts, four per thread of whole 512-element
+    blocks, cut it in halves), which a worker already polling claims first, is reported by
+    every call. The call is long enough to wake a parked worker, and repeated, so the worker
+    takes the part in at least some; a lost merge drops the flag from those."""
+    assert FE is not None
+    n = 1 << WAKING.bit_length()  # past WAKING
+    lhs, rhs = np.ones(n, np.float32), np.ones(n, np.float32)
+    rhs[n // 2] = 0.0
+    div = _native.OPS.index("div"), _native.DTYPES.index("float32")
+    ft.set_num_threads(2)
+    assert split(n, "div") == 2
+    seen = [_native.raised(*div, lhs, rhs, np.empty_like(lhs)) for _ in range(40)]
+    assert seen == [FE[0]] * len(seen)
+
+
+@TWO_CORES
+@pytest.mark.skipif(FE is None, reason=f"FE_* bits of {platform.machine()} not listed")
 def test_every_thread_rounds_as_the_caller() -> None:
     """Under the caller's FE_UPWARD, two threads give one thread's sums, which differ from the
     sums rounded to nearest."""
@@ -165,7 +196,7 @@ def test_set_num_threads_refuses_counts_outside_the_range(bad: Any) -> None:
 def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
     """Above the process's cores the setting is accepted and the cores are used; below its op
     class's SPLIT_FROM elements a body runs here alone; setting returns the previous value."""
-    cores = len(os.sched_getaffinity(0))
+    cores = min(threads.cores(), threads.MAX_THREADS)
     assert ft.set_num_threads(threads.MAX_THREADS) >= 1
     assert ft.set_num_threads(1) == threads.MAX_THREADS
     assert split(BIG) == 1
@@ -175,7 +206,44 @@ def test_the_count_is_capped_by_the_cores_and_one_below_the_threshold() -> None:
     assert split(sys.maxsize) == cores  # no overflow in the part arithmetic
     for op, row in _native.SPLIT_FROM.items():
         for dtype, start in row.items():
-            assert (split(start - 1, op, dtype), split(start, op, dtype)) == (1, cores), (op, dtype)
+            blocks = -(-start // 512)  # a thread takes one 512-element block at least
+            want = (1, min(cores, blocks))
+            assert (split(start - 1, op, dtype), split(start, op, dtype)) == want, (op, dtype)
+
+
+@pytest.mark.parametrize("cores", [1, 3, 16, 64])
+def test_the_split_on_a_machine_of_any_size(cores: int, real_cores: None) -> None:
+    """As on a machine of 1, 3, 16 or 64 cores: the setting is capped by the cores, and by the
+    512-element blocks a body makes; one thread below the threshold; and a body split over
+    that many threads (the pool grown to them) gives one thread's bits."""
+    threads.pretend_cores(cores)
+    assert threads.cores() == cores
+    ft.set_num_threads(threads.MAX_THREADS)
+    assert split(BIG) == split(sys.maxsize) == cores
+    assert split(_native.SPLIT_FROM["add"]["float32"] - 1) == 1
+    ft.set_num_threads(3)
+    assert split(BIG) == min(cores, 3)
+    assert _native.set_parallel_from(512) == 0  # every body from one block
+    try:  # two blocks and a bit: on three threads at most
+        assert split(2 * 512 + 1) == min(cores, 3)
+    finally:
+        _native.set_parallel_from(0)
+    fmt = FORMATS["f32"]
+    lhs, rhs = (bits(fmt, WAKING, seed).view(np.float32) for seed in (7, 8))
+    many = run("mul", "float32", lhs, rhs, 0xFF, threads.MAX_THREADS)
+    one = run("mul", "float32", lhs, rhs, 0x00, 1)
+    assert np.array_equal(many, one), differing(many, one)
+
+
+@pytest.mark.parametrize("bad", [-1, 65, True])
+def test_a_pretended_core_count_outside_the_range_is_refused(bad: Any, real_cores: None) -> None:
+    """Only 1 to MAX_THREADS cores (or 0: the affinity mask) can be pretended, in Python and C;
+    a refusal leaves the cores as they were."""
+    with pytest.raises(ValueError, match=rf"from 1 to {threads.MAX_THREADS}, got"):
+        threads.pretend_cores(bad)
+    with pytest.raises(ValueError, match=rf"in \[1, {threads.MAX_THREADS}\] \(or 0"):
+        _native.pretend_cores(-1 if bad is True else bad)
+    assert threads.cores() == len(os.sched_getaffinity(0))
 
 
 def test_every_op_and_dtype_has_a_threshold_of_whole_blocks_below_parallel_from() -> None:
@@ -187,8 +255,8 @@ def test_every_op_and_dtype_has_a_threshold_of_whole_blocks_below_parallel_from(
     assert min(starts) >= 512 and max(starts) == _native.PARALLEL_FROM
 
 
-@TWO_CORES
-def test_an_affinity_of_one_core_runs_one_thread() -> None:
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to split over")
+def test_an_affinity_of_one_core_runs_one_thread(real_cores: None) -> None:
     """The cap follows the calling thread's affinity mask as the bodies run (read again once
     AFFINITY_NS have passed), not the machine's core count."""
     ft.set_num_threads(2)
@@ -276,6 +344,7 @@ def test_integer_powers_split_to_one_threads_bits(dtype: str) -> None:
     is handed to the next call's output."""
     fmt = FORMATS[FMT_OF[dtype]]
     x = ft.asarray(bits(fmt, BIG + 3, 6).view(fmt.np_dtype))[3:]
+    ft.set_num_threads(2)
     assert split(x.size, "powi", dtype) == 2
     results, planned = [], []
     for count in (2, 1):

@@ -91,5 +91,28 @@ def test_the_matrix_runs_the_ends_of_the_declared_pythons() -> None:
     assert minors == [f"3.{m}" for m in range(first[1], last[1] + 1)]
 
 
+def test_every_declared_python_runs_in_ci() -> None:
+    """The matrix's cells and the main environment's Python (MAIN) are every declared Python:
+    the ends with the lowest and the newest dependencies, the others with the newest."""
+    project = pyproject()["project"]
+    minors = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    matrix = (CI / "matrix").read_text(encoding="utf-8")
+    names = dict(re.findall(r"^(OLDEST|NEWEST|MAIN)=(\S+)$", matrix, re.M))
+    (cells,) = re.findall(r"^CELLS=\((.*)\)$", matrix, re.M)
+    specs = [
+        s.replace("$OLDEST", names["OLDEST"]).replace("$NEWEST", names["NEWEST"])
+        for s in re.findall(r'"([^"]+)"', cells)
+    ]
+    pairs = {tuple(spec.split()) for spec in specs}
+    ends = {(v, d) for v in (minors[0], minors[-1]) for d in ("lowest", "newest")}
+    middle = {(v, "newest") for v in minors[1:-1] if v != names["MAIN"]}
+    assert pairs == ends | middle
+    assert names["MAIN"] in minors
+
+
 def test_the_version_is_the_installed_metadatas() -> None:
     assert ft.__version__ == version("fueltensor")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from _extras import TESTS
+from _extras import TESTS, child_pytest_env
 
 USER_SETTINGS = {"FUELTENSOR_POW_SHORTCUT": "0", "FUELTENSOR_NUM_THREADS": "1"}
 """Settings a user may have exported, each of which fails tests it reaches unless cleared."""
@@ -26,7 +26,7 @@ def test_a_users_fueltensor_settings_do_not_reach_the_tests() -> None:
 
     if NATIVE is None:
         pytest.skip("the settings under test reach the compiled kernels, not built here")
-    env = {**os.environ, **USER_SETTINGS}
+    env = child_pytest_env({**os.environ, **USER_SETTINGS})
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SENSITIVE],
         cwd=TESTS,

@@ -178,6 +178,19 @@ static PyObject *set_threads(PyObject *module, PyObject *count) {
     return PyLong_FromLong(__atomic_exchange_n(&N.thread_setting, (int)n, __ATOMIC_RELAXED));
 }
 
+static PyObject *pretend_cores(PyObject *module, PyObject *count) {
+    (void)module;
+    long n = PyLong_AsLong(count);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError,
+                     "pretend_cores: a core count in [1, %d] (or 0: the affinity mask), got %ld",
+                     MAX_THREADS, n);
+        return NULL;
+    }
+    return PyLong_FromLong(__atomic_exchange_n(&N.pretend_cores, (int)n, __ATOMIC_RELAXED));
+}
+
 static PyObject *set_parallel_from(PyObject *module, PyObject *count) {
     (void)module;
     Py_ssize_t n = PyLong_AsSsize_t(count);

@@ -8,6 +8,9 @@ static PyMethodDef methods[] = {
     {"set_threads", set_threads, METH_O,
      "set_threads(n) -> previous: the threads a body over its SPLIT_FROM threshold may use, 1 "
      "to MAX_THREADS (capped by the cores this process may run on)."},
+    {"pretend_cores", pretend_cores, METH_O,
+     "pretend_cores(n) -> previous: for tests only, split bodies as if this process could run "
+     "on n cores (1 to MAX_THREADS); 0, the default, takes the affinity mask again."},
     {"set_parallel_from", set_parallel_from, METH_O,
      "set_parallel_from(n) -> previous: split every body from n elements (for measuring where "
      "splitting pays); 0, the default, splits each op class from its SPLIT_FROM threshold."},

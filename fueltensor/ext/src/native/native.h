@@ -195,7 +195,8 @@ typedef struct {
  * ISA bodies are filled at init (`isa` the selected one); the thread setting is `set_threads`'s,
  * and `parallel_from` is 0 (each op class splits from its measured threshold, `split_from`)
  * except while benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`:
- * every body from there). */
+ * every body from there). `pretend_cores` is 0 but in a test that runs the split as on a machine
+ * of that many cores (`pretend_cores`, fueltensor.kernels.threads.pretend_cores). */
 static struct {
     BodyWith isa_bodies[MAX_ISAS];
     PartBody isa_parts[MAX_ISAS];
@@ -204,10 +205,11 @@ static struct {
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
     Py_ssize_t parallel_from;
+    int pretend_cores;
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif

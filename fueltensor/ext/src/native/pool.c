@@ -39,10 +39,13 @@ static int cores_now(void) {
     return 1;
 }
 
-/* `cores_now`, read again once AFFINITY_NS have passed since this thread last read it. */
+/* `cores_now`, read again once AFFINITY_NS have passed since this thread last read it; the
+ * count a test pretends instead while it does (`pretend_cores`). */
 static int usable_cores(void) {
     static __thread int cores = 0;
     static __thread uint64_t read_at = 0;
+    int pretend = __atomic_load_n(&N.pretend_cores, __ATOMIC_RELAXED);
+    if (pretend > 0) return pretend;
     uint64_t now = now_ns();
     if (cores == 0 || now - read_at >= AFFINITY_NS) {
         cores = cores_now();
