@@ -42,7 +42,7 @@ BUGS = {
 SAID = {
     "overrun": ("overrun", "buffer out, bytes ", "past its end"),
     "status": ("status 7",),
-    "exit": ("crash", "exited with status 0"),
+    "exit": ("exit: the kernel ended the worker process with exit status 0",),
 }
 
 
