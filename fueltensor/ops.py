@@ -9,13 +9,16 @@ is the contracts' business: read it from the FKC documents, never from here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import KernelContract
 
 
 class StrEnum(str, Enum):
@@ -143,3 +146,28 @@ HOST_CALLS: Final[Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] 
 )
 """What runs each operation on the host (dtypes no contract admits): its ufunc, with NumPy's
 refusals translated where NumPy's words would puzzle a fueltensor user."""
+
+
+def known_op_kinds() -> tuple[str, ...]:
+    """The op kinds the engine dispatches to contracts: the table's and its scalar forms'."""
+    return tuple(op.op_kind.value for op in CONTRACT_OPS) + tuple(
+        form.op_kind.value for form in SCALAR_FORMS
+    )
+
+
+def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
+    """One message per registrable contract whose op_kind no operation dispatches to."""
+    known = known_op_kinds()
+    out = []
+    for c in contracts:
+        if c.registrable and c.op_kind not in known:
+            import difflib  # only for the message
+
+            close = difflib.get_close_matches(c.op_kind, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            line = c.source.lines.get("op_kind", c.source.line)
+            out.append(
+                f"{c.source.path}:{line}: op_kind {c.op_kind!r} of {c.name} is not an op kind "
+                f"fueltensor dispatches{hint}, so it is never chosen; known: {', '.join(known)}"
+            )
+    return out

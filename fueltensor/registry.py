@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib.machinery import PathFinder
 from pathlib import Path
@@ -26,6 +27,7 @@ from .fkc.files import read_regular
 from .fkc.schema import MeasuredOn
 from .fkc.validate import check_unique
 from .kernels import KernelFn
+from .ops import op_kind_problems
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -38,9 +40,8 @@ PROVIDER_GROUP: Final = "fueltensor.providers"
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
 _hooks: dict[str, dict[str, Callable[[], object]]] = {}
-"""Provider name -> its module's optional hooks: UNAVAILABLE (why it cannot run here, None
-when it can), ENVIRONMENT (the `MeasuredOn` of this machine, for the judge), ISA_SWITCHES and
-BINARY (the file its kernels run from, for certificates)."""
+"""Provider name -> its module's optional hooks (HOOK_NAMES), each read by the `provider_...`
+function of its name."""
 HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT", "ISA_SWITCHES", "BINARY")
 _discovered: tuple[Path, ...] | None = None
 _bundled: Registry | None = None
@@ -80,19 +81,20 @@ def _adopt(obj: object, origin: str) -> tuple[Path, ...]:
     return tuple(_home(obj) / d for d in getattr(obj, "DOCUMENTS", ()))
 
 
-def _hook(name: str, hook: str) -> Callable[[], object] | None:
-    """Provider `name`'s hook (`HOOK_NAMES`), once its module was adopted; None without one."""
+def _said(name: str, hook: str) -> object:
+    """What provider `name`'s hook (`HOOK_NAMES`) answers, once its module was adopted; None
+    without one."""
     with _lock:
         if name not in _hooks:
             _discover()
-        return _hooks.get(name, {}).get(hook)
+        found = _hooks.get(name, {}).get(hook)
+    return found() if found is not None else None
 
 
 def provider_unavailable(name: str) -> str | None:
     """Why provider `name` cannot run on this machine (its framework is not installed, say:
     the message says how to install it), or None when it can or does not say."""
-    hook = _hook(name, "UNAVAILABLE")
-    why = hook() if hook is not None else None
+    why = _said(name, "UNAVAILABLE")
     return why if isinstance(why, str) else None
 
 
@@ -100,26 +102,21 @@ def provider_isa_switches(name: str) -> list[dict[str, str]]:
     """The environment settings under which provider `name`'s framework runs another
     instruction set on this machine (NumPy's NPY_DISABLE_CPU_FEATURES, PyTorch's
     ATEN_CPU_CAPABILITY), each read by a fresh process; empty if it names none."""
-    hook = _hook(name, "ISA_SWITCHES")
-    found = hook() if hook is not None else None
+    found = _said(name, "ISA_SWITCHES")
     return [dict(s) for s in found] if isinstance(found, list) else []
 
 
 def provider_environment(name: str) -> MeasuredOn | None:
-    """What provider `name` would be measured with on this machine (framework version,
-    instruction set), for setting against its documents' `measured_on`; None if it does not
-    say. Importing the framework is the hook's business (it may take seconds)."""
-    hook = _hook(name, "ENVIRONMENT")
-    found = hook() if hook is not None else None
+    """What provider `name` would be measured with here (framework version, instruction set),
+    against its documents' `measured_on`; None if it does not say (the hook may take seconds)."""
+    found = _said(name, "ENVIRONMENT")
     return found if isinstance(found, MeasuredOn) else None
 
 
 def provider_binary(name: str) -> tuple[Path | None, str, str] | None:
-    """The file provider `name`'s kernels run from here (None: no file of their own), its
-    version and how they run there ("built-in extension _native"), for binding a certificate
-    to its binary; None if the provider does not say."""
-    hook = _hook(name, "BINARY")
-    found = hook() if hook is not None else None
+    """The file provider `name`'s kernels run from here (None: no file of their own), its version
+    and how they run ("built-in extension _native"), for certificates; None if it does not say."""
+    found = _said(name, "BINARY")
     return found if isinstance(found, tuple) and len(found) == 3 else None
 
 
@@ -275,12 +272,26 @@ _WHEN_NAMED: Final = (
 """Why a `dispatch: when_named` provider's contract took no part (`Registry.excluded`)."""
 
 
-def unjoined_provider(reason: str) -> str | None:
-    """The provider a reason of `Registry.excluded` says joins only where it is named, else
-    None: how a plan's text folds those rejections into one line."""
-    head, _, rest = reason.partition(" ")
-    name, _, tail = rest.partition(" ")
-    return name if head == "provider" and tail == _WHEN_NAMED.format(name=repr(name)) else None
+def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A plan's rejected contracts as text, one line each, but one line in all for the
+    contracts of the providers that join only where named (`Registry.excluded`'s reason)."""
+    lines: list[str] = []
+    unjoined: Counter[str] = Counter()
+    for name, reasons in rejected.items():
+        head, _, rest = reasons[0].partition(" ")
+        provider, _, tail = rest.partition(" ")
+        when_named = tail == _WHEN_NAMED.format(name=repr(provider))
+        if len(reasons) == 1 and head == "provider" and when_named:
+            unjoined[provider] += 1
+        else:
+            lines.append(f"  rejected {name}: {'; '.join(reasons)}")
+    if unjoined:
+        counts = ", ".join(f"{p} ({plural(n, 'kernel')})" for p, n in unjoined.items())
+        lines.append(
+            f"  not joined: {counts}: they join only where named: use_backend(NAME), "
+            "compare_backends(..., NAME) or registry().joined(NAME)"
+        )
+    return lines
 
 
 class Registry:
@@ -444,33 +455,6 @@ def provider_aliases(provider: Provider) -> tuple[str, ...]:
     ("cpu" for fuel-cpu-backend) and its documents' kernel_source ("portable-cpu")."""
     short = provider.name.removeprefix("fuel-").removesuffix("-backend")
     return tuple(n for n in dict.fromkeys((short, provider.kernel_source)) if n != provider.name)
-
-
-def known_op_kinds() -> tuple[str, ...]:
-    """The op kinds the engine dispatches to contracts (read from the engine's operation table)."""
-    from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
-
-    return tuple(op.op_kind.value for op in CONTRACT_OPS) + tuple(
-        form.op_kind.value for form in SCALAR_FORMS
-    )
-
-
-def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
-    """One message per registrable contract whose op_kind no operation dispatches to."""
-    known = known_op_kinds()
-    out = []
-    for c in contracts:
-        if c.registrable and c.op_kind not in known:
-            import difflib  # only for the message
-
-            close = difflib.get_close_matches(c.op_kind, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            line = c.source.lines.get("op_kind", c.source.line)
-            out.append(
-                f"{c.source.path}:{line}: op_kind {c.op_kind!r} of {c.name} is not an op kind "
-                f"fueltensor dispatches{hint}, so it is never chosen; known: {', '.join(known)}"
-            )
-    return out
 
 
 def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:

@@ -1,5 +1,6 @@
-"""The `fueltensor` command run as a user runs it: a subprocess on this checkout (its script, or
-`python -m fueltensor`), with the environment given."""
+"""The `fueltensor` command run as a user runs it: a subprocess (its script, or `python -m
+fueltensor`) importing the fueltensor under test, with the environment given; CHECKOUT is where
+the README and docs are."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from _extras import OUTSIDE, ROOT
 
 import fueltensor
 
-CHECKOUT = Path(fueltensor.__file__).parent.parent
+CHECKOUT = ROOT
+"""The checkout: its README and docs (an installed fueltensor has neither)."""
+PACKAGE_DIR = Path(fueltensor.__file__).parent.parent
+"""The folder that holds the fueltensor under test (the checkout, or site-packages)."""
 SCRIPT = Path(sys.executable).parent / "fueltensor"
 """The console script installed beside this interpreter (absent in some environments)."""
 
@@ -20,8 +25,9 @@ SCRIPT = Path(sys.executable).parent / "fueltensor"
 def command(
     *args: str, env: dict[str, str] | None = None, script: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m fueltensor ARGS...` (the installed script with `script`) importing this
-    checkout, under the current environment plus `env`."""
+    """`python -m fueltensor ARGS...` (the installed script with `script`) importing the
+    fueltensor under test, under the current environment plus `env` (started outside the
+    checkout, whose unbuilt sources would otherwise shadow it)."""
     if script and not SCRIPT.exists():
         pytest.skip(f"no fueltensor script beside {sys.executable}")
     launcher = [str(SCRIPT)] if script else [sys.executable, "-m", "fueltensor"]
@@ -29,6 +35,7 @@ def command(
         [*launcher, *args],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(CHECKOUT), **(env or {})},
+        env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR), **(env or {})},
+        cwd=OUTSIDE,
         check=False,
     )

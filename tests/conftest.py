@@ -33,6 +33,11 @@ for _name in [n for n in os.environ if n.startswith("FUELTENSOR_") and n not in 
 # so a shell's COLUMNS would wrap the tables the tests read (where a CPU's name or the providers
 # installed widen a column). The tests that are about widths set their own (test_cli_width.py).
 os.environ.pop("COLUMNS", None)
+# A test's child interpreter (`python -c`, `python -m fueltensor`) imports the fueltensor under
+# test, never the checkout's unbuilt sources from the working directory (pytest runs from the
+# checkout): Python 3.11's PYTHONSAFEPATH keeps the working directory off sys.path. (3.10 has
+# no such switch; CI's 3.10 cells run from outside the checkout.)
+os.environ["PYTHONSAFEPATH"] = "1"
 
 # CI runs every property test on the same examples, so main cannot turn red by chance; local
 # runs keep hypothesis's random exploration. Neither has a deadline: no test has a wall-clock

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from fueltensor.core.dtypes import DType, result_type
-from fueltensor.core.errors import ContractError, plural
+from fueltensor.core.errors import ContractError
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
@@ -28,7 +28,7 @@ from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
-from fueltensor.registry import Registry, unjoined_provider
+from fueltensor.registry import Registry, rejection_lines
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
@@ -122,19 +122,7 @@ class Plan:
         lines = [head]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
         lines.append(f"  cost: {self.cost:,} bytes moved")
-        unjoined: dict[str, int] = {}
-        for name, reasons in self.rejected.items():
-            provider = unjoined_provider(reasons[0]) if len(reasons) == 1 else None
-            if provider is None:
-                lines.append(f"  rejected {name}: {'; '.join(reasons)}")
-            else:
-                unjoined[provider] = unjoined.get(provider, 0) + 1
-        if unjoined:
-            counts = ", ".join(f"{p} ({plural(n, 'kernel')})" for p, n in unjoined.items())
-            lines.append(
-                f"  not joined: {counts}: they join only where named: use_backend(NAME), "
-                "compare_backends(..., NAME) or registry().joined(NAME)"
-            )
+        lines += rejection_lines(self.rejected)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import fueltensor as ft
+from fueltensor.kernels.threads import MAX_THREADS
 
 
 @pytest.mark.parametrize(
@@ -102,7 +103,7 @@ def test_take_wrap_still_refuses_float_indices() -> None:
         ft.arange(200).take(ft.asarray([1.5]), mode="wrap")
 
 
-@pytest.mark.parametrize("text", ["--2", "-", "2_0", "0x2", "", "1e1"])
+@pytest.mark.parametrize("text", ["--2", "-", "2_0", "0x2", "1e1", "0", str(MAX_THREADS + 1)])
 def test_a_bad_thread_count_variable_stops_the_import_naming_it(text: str) -> None:
     env = {**os.environ, "FUELTENSOR_NUM_THREADS": text}
     done = subprocess.run(
@@ -110,8 +111,18 @@ def test_a_bad_thread_count_variable_stops_the_import_naming_it(text: str) -> No
     )
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ValueError: $FUELTENSOR_NUM_THREADS must be a thread count"), last
-    assert repr(text) in last
+    assert last.startswith(f"fueltensor.core.errors.SettingError: $FUELTENSOR_NUM_THREADS={text!r}")
+    assert f"is not a count: set a whole number from 1 to {MAX_THREADS}" in last, last
+
+
+def test_an_empty_thread_count_variable_is_unset() -> None:
+    code = (
+        "import fueltensor as ft, os\n"
+        f"print(ft.get_num_threads() == min(len(os.sched_getaffinity(0)), {MAX_THREADS}))"
+    )
+    env = {**os.environ, "FUELTENSOR_NUM_THREADS": ""}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr
 
 
 @pytest.mark.parametrize("count", [np.int64(2), np.uint8(1), np.intp(1), 2])

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from _cli import CHECKOUT, command
+from _cli import PACKAGE_DIR, command
+from _extras import OUTSIDE
 
 from fueltensor.kernels._chassis import IMPLEMENTATION, IMPLEMENTATIONS
 
@@ -30,12 +31,13 @@ def implementation(value: str) -> str:
 
 
 def command_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`python -c CODE` on this checkout under `env`."""
+    """`python -c CODE` importing the fueltensor under test, under `env` alone."""
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), **env},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PACKAGE_DIR), **env},
+        cwd=OUTSIDE,
         check=False,
     )
 
