@@ -116,10 +116,15 @@ _STATE: dict[str, ModuleType | str | None] = {"native": None, "off": None}
 _LOCK: Final = threading.Lock()
 
 
+REQUESTED: Final = settings.switch(ENV_VAR, True)
+"""The switch `ENV_VAR`, read (and a value it does not take refused) at import in every build,
+the pure one included, though only the compiled kernels have a vector powf to switch."""
+
+
 def activate(native: ModuleType) -> None:
     """At import: keep the vector powf on unless the switch `ENV_VAR` is off (the recognition
     itself runs at the first f32 pow, never here)."""
-    off = not settings.switch(ENV_VAR, True)
+    off = not REQUESTED
     native.pow_vector(not off)
     with _LOCK:
         _STATE.update(native=native, off=f"{ENV_VAR}={os.environ[ENV_VAR]}" if off else None)
