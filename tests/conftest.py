@@ -36,7 +36,7 @@ os.environ.pop("COLUMNS", None)
 # A test's child interpreter (`python -c`, `python -m fueltensor`) imports the fueltensor under
 # test, never the checkout's unbuilt sources from the working directory (pytest runs from the
 # checkout): Python 3.11's PYTHONSAFEPATH keeps the working directory off sys.path. (3.10 has
-# no such switch; CI's 3.10 cells run from outside the checkout.)
+# no such switch: the tests that read a child's output start it outside the checkout, OUTSIDE.)
 os.environ["PYTHONSAFEPATH"] = "1"
 
 # CI runs every property test on the same examples, so main cannot turn red by chance; local

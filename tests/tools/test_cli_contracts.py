@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _extras import OUTSIDE
 
 import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS, main
@@ -134,6 +135,7 @@ def test_python_dash_m_runs_the_same_command() -> None:
         capture_output=True,
         text=True,
         env=env,
+        cwd=OUTSIDE,  # not the checkout, whose unbuilt sources would shadow the package
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -166,6 +168,7 @@ def test_a_filter_that_matches_nothing_says_what_was_asked(columns: int | None) 
         capture_output=True,
         text=True,
         env=env,
+        cwd=OUTSIDE,  # not the checkout, whose unbuilt sources would shadow the package
         check=False,
     )
     assert (done.returncode, done.stderr) == (0, ""), done.stderr

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from _extras import OUTSIDE
 
 import fueltensor as ft
 from fueltensor.cli import main
@@ -18,6 +19,7 @@ def test_tour_shows_registry_dispatch_and_comparison() -> None:
         [sys.executable, "-m", "fueltensor", "tour", "--wide"],
         capture_output=True,
         text=True,
+        cwd=OUTSIDE,  # not the checkout, whose unbuilt sources would shadow the package
         check=False,
         timeout=300,
     )
