@@ -31,7 +31,9 @@ def sources(name: str) -> dict[str, list[str]]:
     """An extension's unity file, and every file it includes as `depends` (so a change to any
     of them rebuilds it)."""
     folder = SRC / name
-    parts = sorted(str(p) for p in [*folder.glob("*.c"), *folder.glob("*.h"), SRC / "abi.h"])
+    parts = sorted(
+        str(p) for p in [*folder.glob("*.c"), *folder.glob("*.h"), SRC / "abi.h", SRC / "ops.h"]
+    )
     return {"sources": [str(folder / f"_{name}.c")], "depends": parts}
 
 

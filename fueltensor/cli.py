@@ -37,7 +37,7 @@ from .engine.backends import use_backend, use_registry
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
-from .ops import CONTRACT_OPS, spelled
+from .ops import BINARY_OPS, spelled
 from .registry import Registry, registry
 from .tools.drafts import Finding, lint
 from .tools.semantics import add_semantics
@@ -166,7 +166,7 @@ def _op_kind(text: str | None, kinds: set[str]) -> str | None:
         return op.op_kind.value
     if text in kinds:
         return text
-    names = ", ".join(op.name for op in CONTRACT_OPS)
+    names = ", ".join(op.name for op in BINARY_OPS)
     raise ValueError(
         f"unknown operation {text!r}; name one as the namespace does ({names}) or by its op "
         f"kind ({', '.join(sorted(kinds))})"
@@ -177,7 +177,7 @@ def _operation(text: str) -> str:
     """`explain`'s OP argument in any spelling, as the namespace names it."""
     op = spelled(text)
     if op is None:
-        names = ", ".join(o.name for o in CONTRACT_OPS)
+        names = ", ".join(o.name for o in BINARY_OPS)
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
     return op.name
 

@@ -28,7 +28,7 @@ from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import OPERATIONS
 from .fkc import KernelContract
-from .ops import BY_KIND, CONTRACT_OPS, spelled
+from .ops import BINARY_OPS, BY_KIND, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
 from .tools.textwidth import fit_lines
@@ -156,7 +156,7 @@ def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]
         try:
             reg.provider_names(name)
         except ValueError as e:
-            known = ", ".join(o.name for o in CONTRACT_OPS)
+            known = ", ".join(o.name for o in BINARY_OPS)
             raise ValueError(
                 f"{name!r} is neither an operation ({known}) nor a provider: {e}"
             ) from None

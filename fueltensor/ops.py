@@ -1,19 +1,25 @@
 """The contract operations as data: one row per operation the kernel contracts can serve.
 
-Everything that names these operations is derived from `CONTRACT_OPS`: the namespace functions
-(`fueltensor.add` ...) and FuelTensor's operators (`fueltensor.core.operators`), dispatch's
-op_kind and host fallback, the judge's references, and the kernels' op lists (the chassis, and
-the compiled module's `OPS`, checked against this table at import). What an operation computes
-is the contracts' business: read it from the FKC documents, never from here.
+Every operation belongs to a `Family` (binary elementwise, unary elementwise; casts, reductions
+and contractions follow), which fixes its kernels' C signature, its operands, the judge's kind of
+reference and the certificate's sweep. Everything that names an operation is derived from this
+table: the namespace functions (`fueltensor.add`, `fueltensor.exp` ...) and FuelTensor's
+operators (`fueltensor.core.operators`), dispatch's op_kind and host fallback, the judge's
+references and special cases, certify's sweeps, and the kernels' op lists (the chassis, the
+compiled module's `OPS` and `UNARY_OPS`, and the C header `ext/src/ops.h`, generated from this
+module by `python -m fueltensor.ops` and checked against it by tests/repo/test_op_table.py). No
+other module spells an op kind or a kernel op id. What an operation computes is the contracts'
+business: read it from the FKC documents, never from here. docs/ops.md says how to add a row.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -44,6 +50,114 @@ class OpKind(StrEnum):
     POWI = "PowIElementwise"
     MAXIMUM = "MaximumElementwise"
     MINIMUM = "MinimumElementwise"
+    EXP = "ExpElementwise"
+    LOG = "LogElementwise"
+    TANH = "TanhElementwise"
+    SIGMOID = "SigmoidElementwise"
+    ERF = "ErfElementwise"
+    SQRT = "SqrtElementwise"
+    RSQRT = "RsqrtElementwise"
+    SIN = "SinElementwise"
+    COS = "CosElementwise"
+    ABS = "AbsElementwise"
+    NEG = "NegElementwise"
+
+
+class Family(StrEnum):
+    """An op family: what its kernels take and return, once for all its rows (`TRAITS`)."""
+
+    BINARY = "binary elementwise"
+    UNARY = "unary elementwise"
+    CAST = "cast"
+    REDUCTION = "reduction"
+    CONTRACTION = "contraction"
+
+
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What a family fixes for every op of it: the kernels' signatures (Python thunk and C body,
+    ext/src/abi.h), its typed parameters, the judge's reference and the certificate's sweep."""
+
+    operands: tuple[str, ...]
+    """The tensor operands' names, in the kernel's order (`lhs`, `rhs`; `x`; `a`, `b`)."""
+    thunk: str
+    """The Python kernel's signature (what a contract's entry point must accept)."""
+    abi: int
+    """The C ABI version of its compiled bodies: 1, dense buffers of n elements; 2, shaped
+    operands (`TensorArg`: dtype, shape, byte strides) with typed parameters (`ParamArg`)."""
+    c_body: str
+    """The abi.h type of its compiled bodies."""
+    params: tuple[str, ...]
+    """The typed parameters every kernel of the family takes (`accept.params` adds others)."""
+    reference: str
+    """What the judge compares against."""
+    certificate: str
+    """What `fueltensor certify` sweeps."""
+
+
+TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
+    {
+        Family.BINARY: Traits(
+            ("lhs", "rhs"),
+            "kernel(lhs, rhs, *, out)",
+            1,
+            "Body",
+            (),
+            "the correctly rounded value (MPFR where the C library's error leaves it open) "
+            "and the contract's formula",
+            "every pair of 16-bit inputs (2^32); sampled pairs for f32 and f64",
+        ),
+        Family.UNARY: Traits(
+            ("x",),
+            "kernel(x, *, out)",
+            1,
+            "UnaryBody",
+            (),
+            "the correctly rounded value (MPFR at 200 bits), never NumPy's",
+            "every 16-bit input (2^16); every f32 input (2^32) where the row says so",
+        ),
+        Family.CAST: Traits(
+            ("x",),
+            "kernel(x, *, out, rounding, saturate)",
+            1,
+            "CastBody",
+            ("rounding", "saturate"),
+            "the exact rounding rule of the target format",
+            "every source pattern (2^32 from f32)",
+        ),
+        Family.REDUCTION: Traits(
+            ("x",),
+            "kernel(x, *, out, axes, keepdims, accumulator, order)",
+            2,
+            "ShapedKernel",
+            ("axes", "keepdims", "accumulator", "order"),
+            "exact accumulation (fsum, rationals) and the declared bound",
+            "the bound on adversarial inputs; bitwise equality across thread counts",
+        ),
+        Family.CONTRACTION: Traits(
+            ("a", "b"),
+            "kernel(a, b, *, out, accumulator, order)",
+            2,
+            "ShapedKernel",
+            ("accumulator", "order"),
+            "exactly accumulated dot products and the declared bound",
+            "the bound, and invariance across layouts and thread counts",
+        ),
+    }
+)
+"""Each family's traits. CAST, REDUCTION and CONTRACTION have no rows yet (issues 45, 48, 46):
+their signatures are fixed here and in abi.h so that those issues add rows, not redesign."""
+
+
+class Integers(StrEnum):
+    """What a unary row does with integer and bool inputs (the array API leaves the float-only
+    functions' result dtype to the implementation)."""
+
+    HOST = "host"
+    """An exact integer result of the input's dtype, on the host (abs, negative)."""
+    TO_FLOAT = "to default float"
+    """Converted to the default floating dtype (float64) and planned through its contracts:
+    one rule for every width, where NumPy picks float16, float32 or float64 by the width."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,40 +172,186 @@ class ScalarForm:
     """Their kernels' op id: the thunk-name stem in entry points (`powi_f32`)."""
 
 
+Reference = Callable[[Any, Any], Any]
+"""A function as `reference(m, x)` over a math module `m`: gmpy2 (MPFR, at the precision the
+judge sets) for the correctly rounded value; Python's `math` for a quick double sketch."""
+
+Special = tuple[str, str]
+"""One special case of a unary function, as C99 Annex F and IEEE 754 state it: (input, result),
+each a named value: `+0`, `-0`, `+inf`, `-inf`, `+1`, `-1`, `0.5`, `NaN` (an input NaN; as a
+result, that NaN quieted with its payload kept), `invalid` (this machine's default NaN), `|x|`
+and `-x` (only the sign bit changed: a NaN's payload and signalling bit kept)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ContractOp:
-    """One contract operation: its names in the namespace, the contracts and the kernels."""
+    """One contract operation: its family, its names in the namespace, the contracts and the
+    kernels, and what the judge and certify check it against."""
 
     name: str
     """The array-API namespace function, e.g. "subtract"."""
     op_kind: OpKind
     """The op_kind its contracts declare, e.g. "SubElementwise"."""
+    family: Family
+    """Its family: the kernels' signature, the reference's kind, the certificate's sweep."""
     dunder: str | None
-    """Operator method stem ("sub": `__sub__`, `__rsub__`, `__isub__`), None without one."""
-    host: np.ufunc
-    """The NumPy ufunc that serves dtypes no contract admits (a labelled host operation)."""
+    """Operator method stem ("sub": `__sub__`, `__rsub__`, `__isub__`; "neg": `__neg__`),
+    None without one."""
+    host: Callable[..., Any]
+    """What serves dtypes no contract admits (a labelled host operation): a NumPy ufunc, or a
+    function of NumPy arrays where NumPy has none."""
     kernel_op: str
-    """The kernels' op id: the thunk-name stem in entry points (`sub_f32`), the C module's name."""
+    """The kernels' op id: the thunk-name stem in entry points (`sub_f32`), the C enum's name."""
     summary: str
     """What the operation is, for its docstring (its numerics are in the contracts)."""
     integer_scalar: ScalarForm | None = None
     """The form planned first when x2 is an integer scalar (x ** 2), None without one; when
     no contract of it admits the call, the operation is planned as usual."""
+    reference: Reference | None = None
+    """A unary function's mathematical definition (`reference(m, x)`), which the judge and
+    certify evaluate correctly rounded; None for the binary rows (their references are the
+    formulas of `tools.judge.references`)."""
+    special: tuple[Special, ...] = ()
+    """A unary function's special cases (C99 Annex F), which the semantics audit probes."""
+    integers: Integers = Integers.TO_FLOAT
+    """Where a unary function's integer and bool inputs go."""
+    exhaustive_f32: bool = False
+    """Whether its float32 certificate sweeps every one of the 2^32 inputs."""
 
+
+def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """`np.power` for dtypes no contract admits, its refusal of a negative integer exponent for
+    an integer base said in fueltensor's words."""
+    try:
+        out: np.ndarray = np.power(x1, x2)
+    except ValueError:
+        if x1.dtype.kind in "iub" and x2.dtype.kind in "iub":
+            raise ValueError(
+                f"an integer ({x1.dtype}) raised to a negative integer ({x2.dtype}) power has no "
+                "integer result; make the base a float first, e.g. x.astype(ft.float64) ** y"
+            ) from None
+        raise
+    return out
+
+
+def _host_sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc)."""
+    out: np.ndarray = 1 / (1 + np.exp(-x))
+    return out
+
+
+def _host_rsqrt(x: np.ndarray) -> np.ndarray:
+    """1 / sqrt(x) on the host (NumPy has no rsqrt ufunc)."""
+    out: np.ndarray = 1 / np.sqrt(x)
+    return out
+
+
+def _host_erf(x: np.ndarray) -> np.ndarray:
+    """The C library's erf (Python's `math.erf`) lane by lane, on the host (NumPy has none)."""
+    if x.dtype.kind not in "fiub":
+        raise TypeError(f"erf takes real numbers, got {x.dtype}")
+    out: np.ndarray = np.vectorize(math.erf, otypes=[x.dtype if x.dtype.kind == "f" else "f8"])(x)
+    return out
+
+
+_B, _U = Family.BINARY, Family.UNARY
+_ZEROS: Final[tuple[Special, ...]] = (("+0", "+0"), ("-0", "-0"))
+_NAN: Final[tuple[Special, ...]] = (("NaN", "NaN"),)
 
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
-    ContractOp("add", OpKind.ADD, "add", np.add, "add", "x1 + x2"),
-    ContractOp("subtract", OpKind.SUB, "sub", np.subtract, "sub", "x1 - x2"),
-    ContractOp("multiply", OpKind.MUL, "mul", np.multiply, "mul", "x1 * x2"),
-    ContractOp("divide", OpKind.DIV, "truediv", np.divide, "div", "x1 / x2"),
-    ContractOp("remainder", OpKind.REM, "mod", np.remainder, "rem", "x1 % x2"),
+    ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2"),
+    ContractOp("subtract", OpKind.SUB, _B, "sub", np.subtract, "sub", "x1 - x2"),
+    ContractOp("multiply", OpKind.MUL, _B, "mul", np.multiply, "mul", "x1 * x2"),
+    ContractOp("divide", OpKind.DIV, _B, "truediv", np.divide, "div", "x1 / x2"),
+    ContractOp("maximum", OpKind.MAXIMUM, _B, None, np.maximum, "maximum", "the larger of x1, x2"),
+    ContractOp("minimum", OpKind.MINIMUM, _B, None, np.minimum, "minimum", "the smaller of x1, x2"),
     ContractOp(
-        "pow", OpKind.POW, "pow", np.power, "pow", "x1 ** x2", ScalarForm(OpKind.POWI, "powi")
+        "pow", OpKind.POW, _B, "pow", np.power, "pow", "x1 ** x2",
+        ScalarForm(OpKind.POWI, "powi"),
     ),
-    ContractOp("maximum", OpKind.MAXIMUM, None, np.maximum, "maximum", "the larger of x1 and x2"),
-    ContractOp("minimum", OpKind.MINIMUM, None, np.minimum, "minimum", "the smaller of x1 and x2"),
-)
-"""The operator surface. Adding a contract operation: its FKC documents, its kernels, one row."""
+    ContractOp("remainder", OpKind.REM, _B, "mod", np.remainder, "rem", "x1 % x2"),
+    ContractOp(
+        "exp", OpKind.EXP, _U, None, np.exp, "exp", "e raised to x",
+        reference=lambda m, x: m.exp(x),
+        special=(("+0", "+1"), ("-0", "+1"), ("-inf", "+0"), ("+inf", "+inf"), *_NAN),
+        exhaustive_f32=True,
+    ),
+    ContractOp(
+        "log", OpKind.LOG, _U, None, np.log, "log", "the natural logarithm of x",
+        reference=lambda m, x: m.log(x),
+        special=(
+            ("+0", "-inf"), ("-0", "-inf"), ("+1", "+0"), ("-1", "invalid"), ("-inf", "invalid"),
+            ("+inf", "+inf"), *_NAN,
+        ),
+        exhaustive_f32=True,
+    ),
+    ContractOp(
+        "tanh", OpKind.TANH, _U, None, np.tanh, "tanh", "the hyperbolic tangent of x",
+        reference=lambda m, x: m.tanh(x),
+        special=(*_ZEROS, ("+inf", "+1"), ("-inf", "-1"), *_NAN),
+        exhaustive_f32=True,
+    ),
+    ContractOp(
+        "sigmoid", OpKind.SIGMOID, _U, None, _host_sigmoid, "sigmoid", "1 / (1 + exp(-x))",
+        reference=lambda m, x: 1 / (1 + m.exp(-x)),
+        special=(("+0", "0.5"), ("-0", "0.5"), ("-inf", "+0"), ("+inf", "+1"), *_NAN),
+    ),
+    ContractOp(
+        "erf", OpKind.ERF, _U, None, _host_erf, "erf", "the error function of x",
+        reference=lambda m, x: m.erf(x),
+        special=(*_ZEROS, ("+inf", "+1"), ("-inf", "-1"), *_NAN),
+    ),
+    ContractOp(
+        "sqrt", OpKind.SQRT, _U, None, np.sqrt, "sqrt", "the square root of x",
+        reference=lambda m, x: m.sqrt(x),
+        special=(*_ZEROS, ("-1", "invalid"), ("-inf", "invalid"), ("+inf", "+inf"), *_NAN),
+    ),
+    ContractOp(
+        "rsqrt", OpKind.RSQRT, _U, None, _host_rsqrt, "rsqrt", "1 / sqrt(x)",
+        reference=lambda m, x: 1 / m.sqrt(x),
+        special=(
+            ("+0", "+inf"), ("-0", "-inf"), ("-1", "invalid"), ("-inf", "invalid"),
+            ("+inf", "+0"), *_NAN,
+        ),
+    ),
+    ContractOp(
+        "sin", OpKind.SIN, _U, None, np.sin, "sin", "the sine of x (radians)",
+        reference=lambda m, x: m.sin(x),
+        special=(*_ZEROS, ("+inf", "invalid"), ("-inf", "invalid"), *_NAN),
+        exhaustive_f32=True,
+    ),
+    ContractOp(
+        "cos", OpKind.COS, _U, None, np.cos, "cos", "the cosine of x (radians)",
+        reference=lambda m, x: m.cos(x),
+        special=(("+0", "+1"), ("-0", "+1"), ("+inf", "invalid"), ("-inf", "invalid"), *_NAN),
+        exhaustive_f32=True,
+    ),
+    ContractOp(
+        "abs", OpKind.ABS, _U, "abs", np.absolute, "abs", "|x|",
+        reference=lambda m, x: abs(x),
+        special=(("-0", "+0"), ("-inf", "+inf"), ("NaN", "|x|")),
+        integers=Integers.HOST,
+    ),
+    ContractOp(
+        "negative", OpKind.NEG, _U, "neg", np.negative, "neg", "-x",
+        reference=lambda m, x: -x,
+        special=(("+0", "-0"), ("-0", "+0"), ("+inf", "-inf"), ("NaN", "-x")),
+        integers=Integers.HOST,
+    ),
+)  # fmt: skip
+"""The operator surface, family by family. Adding a contract operation: its FKC documents, its
+kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""
+
+
+def of_family(family: Family) -> tuple[ContractOp, ...]:
+    """The rows of one family, in table order (the C enum's order within it)."""
+    return tuple(op for op in CONTRACT_OPS if op.family is family)
+
+
+BINARY_OPS: Final = of_family(Family.BINARY)
+"""The binary elementwise rows (two tensor operands: `binary(op, a, b)`)."""
+UNARY_OPS: Final = of_family(Family.UNARY)
+"""The unary elementwise rows (one tensor operand: `unary(op, x)`)."""
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
@@ -101,8 +361,10 @@ BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 )
 """The rows by op kind ("AddElementwise", or `OpKind.ADD`, which equals it)."""
 
-KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in CONTRACT_OPS)
-"""The kernels' op ids, in table order."""
+KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in BINARY_OPS)
+"""The binary kernels' op ids, in table order (the C enum's)."""
+UNARY_KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in UNARY_OPS)
+"""The unary kernels' op ids, in table order (the C enum's)."""
 
 SCALAR_FORMS: Final[tuple[ScalarForm, ...]] = tuple(
     op.integer_scalar for op in CONTRACT_OPS if op.integer_scalar is not None
@@ -126,22 +388,7 @@ def spelled(text: str) -> ContractOp | None:
     return SPELLINGS.get(text.strip().lower())
 
 
-def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-    """`np.power` for dtypes no contract admits, its refusal of a negative integer exponent for
-    an integer base said in fueltensor's words."""
-    try:
-        out: np.ndarray = np.power(x1, x2)
-    except ValueError:
-        if x1.dtype.kind in "iub" and x2.dtype.kind in "iub":
-            raise ValueError(
-                f"an integer ({x1.dtype}) raised to a negative integer ({x2.dtype}) power has no "
-                "integer result; make the base a float first, e.g. x.astype(ft.float64) ** y"
-            ) from None
-        raise
-    return out
-
-
-HOST_CALLS: Final[Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = MappingProxyType(
+HOST_CALLS: Final[Mapping[str, Callable[..., np.ndarray]]] = MappingProxyType(
     {op.name: op.host for op in CONTRACT_OPS} | {"pow": _host_power}
 )
 """What runs each operation on the host (dtypes no contract admits): its ufunc, with NumPy's
@@ -171,3 +418,42 @@ def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
                 f"fueltensor dispatches{hint}, so it is never chosen; known: {', '.join(known)}"
             )
     return out
+
+
+REGENERATE: Final = (
+    "python -c 'import fueltensor.ops as o; print(o.c_header(), end=\"\")'"
+    " > fueltensor/ext/src/ops.h"
+)
+"""The command that writes ext/src/ops.h from this table."""
+
+
+def c_header() -> str:
+    """ext/src/ops.h: each family's C op enum and names, in table order, generated from this
+    table (`REGENERATE`), so that no C source spells an op id of its own;
+    tests/repo/test_op_table.py holds the file equal to this text."""
+    lines = [
+        f"/* Generated from fueltensor/ops.py: do not edit. Regenerate with\n *   {REGENERATE}",
+        " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`); a unary",
+        " * op's enum name is its kernel op id in capitals after U_. */",
+        "#ifndef FUELTENSOR_OPS_H",
+        "#define FUELTENSOR_OPS_H",
+    ]
+    families = ((Family.BINARY, "", "N_OPS", "OP_NAMES"),
+                (Family.UNARY, "U_", "N_UNARY_OPS", "UNARY_NAMES"))  # fmt: skip
+    for family, prefix, count, names in families:
+        ops = of_family(family)
+        lines += [
+            "",
+            f"/* {family}. */",
+            f"enum {{ {', '.join(prefix + op.kernel_op.upper() for op in ops)}, {count} }};",
+            f"static const char *const {names}[{count}] = {{"
+            + ", ".join(f'"{op.kernel_op}"' for op in ops)
+            + "};",
+        ]
+    lines += [
+        "/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */",
+        "#define POWI_OP N_OPS",
+        "",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ import pytest
 from _extras import TESTS
 
 import fueltensor as ft
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
 VARIANTS = (
     "honest",
@@ -35,7 +35,7 @@ judge runs them: each after the others in one worker (a fresh one after `exit`),
 one leaves (a late crash, flush-to-zero) is found on it and not on the kernels after it."""
 DTYPES = {"f32": "F32", "f64": "F64", "bf16": "BF16", "f16": "F16"}
 """The C sources' dtype suffixes and their FKC codes."""
-OP_KINDS = {row.kernel_op: row.op_kind.value for row in CONTRACT_OPS}
+OP_KINDS = {row.kernel_op: row.op_kind.value for row in BINARY_OPS}
 """The C sources' op names (the op table's kernel ops) and their op kinds."""
 
 

@@ -22,9 +22,9 @@ from fueltensor.core.hooks import HOOKS
 from fueltensor.core.tensor import FuelTensor, check_writable
 from fueltensor.engine import dispatch
 from fueltensor.engine.dispatch import record_host
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
-_CONTRACT_UFUNCS: dict[np.ufunc, str] = {op.host: op.name for op in CONTRACT_OPS}
+_CONTRACT_UFUNCS: dict[np.ufunc, str] = {op.host: op.name for op in BINARY_OPS}
 """The contract operations by their NumPy ufunc (read from the op table)."""
 
 _SUPPORTED = frozenset(d.np for d in _dtypes.ALL)

@@ -17,13 +17,13 @@ import numpy as np
 
 from fueltensor.core.hooks import HOOKS
 from fueltensor.core.shared import FAST
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
 
 Method = Callable[[Any, Any], "FuelTensor"]
-_OPS: Final = {op.dunder: op.name for op in CONTRACT_OPS if op.dunder is not None}
+_OPS: Final = {op.dunder: op.name for op in BINARY_OPS if op.dunder is not None}
 """Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
 
 

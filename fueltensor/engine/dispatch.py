@@ -1,6 +1,6 @@
 """From `a + b` to the kernel that ran: coerce the operands, plan (cached), run, record.
 
-The contract operations (`fueltensor.ops.CONTRACT_OPS`) are looked up by the op_kind their
+The contract operations (`fueltensor.ops.BINARY_OPS`) are looked up by the op_kind their
 contracts declare; an operation no contract admits runs as a labelled host operation (its NumPy
 ufunc). A `use_backend` restriction chooses among contract providers and never moves an
 operation onto or off the host: dtypes no contract of any provider takes (integers, bools)
@@ -39,7 +39,7 @@ from fueltensor.engine.planner import (
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels.compiled import CompiledKernel
-from fueltensor.ops import BY_NAME, CONTRACT_OPS, HOST_CALLS, ContractOp
+from fueltensor.ops import BINARY_OPS, BY_NAME, HOST_CALLS, ContractOp
 
 if TYPE_CHECKING:
     from fueltensor.registry import Registry
@@ -417,7 +417,7 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
 
 
 OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
-    op.name: _operation(op) for op in CONTRACT_OPS
+    op.name: _operation(op) for op in BINARY_OPS
 }
 """The namespace functions of the contract operations, by name ("add" ...)."""
 

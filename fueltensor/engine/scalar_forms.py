@@ -21,10 +21,10 @@ from fueltensor.engine import fast
 from fueltensor.engine.backends import Policy, notify
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, plan_contracts
-from fueltensor.ops import CONTRACT_OPS, ScalarForm
+from fueltensor.ops import BINARY_OPS, ScalarForm
 
 FORMS: Final[dict[str, ScalarForm]] = {
-    op.name: op.integer_scalar for op in CONTRACT_OPS if op.integer_scalar is not None
+    op.name: op.integer_scalar for op in BINARY_OPS if op.integer_scalar is not None
 }
 """Operation name ("pow") -> its integer-scalar form, from the op table."""
 

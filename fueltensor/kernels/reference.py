@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
@@ -46,7 +46,7 @@ _PROVIDED: Final = ("add", "sub", "mul", "div")
 """The kernel op ids this provider implements (its documents' `broadcast_<op>` entry points)."""
 
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
-    (op.kernel_op, op.host) for op in CONTRACT_OPS if op.kernel_op in _PROVIDED
+    (op.kernel_op, op.host) for op in BINARY_OPS if op.kernel_op in _PROVIDED
 )
 """Each provided op with the in-type NumPy ufunc that computes it, from the op table."""
 

@@ -21,7 +21,7 @@ from fueltensor.engine.backends import current_policy
 from fueltensor.engine.planner import ORACLE_SOURCES
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.ops import CONTRACT_OPS, spelled
+from fueltensor.ops import BINARY_OPS, spelled
 from fueltensor.registry import Registry, provider_aliases, provider_unavailable
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
@@ -184,7 +184,7 @@ def semantics_table(
     skipped = {n: why for n in names if (why := provider_unavailable(n)) is not None}
     running = [n for n in names if n not in skipped]
     table = SemanticsTable(tuple(column(n, reg) for n in running), skipped=skipped, depth=depth)
-    kinds = [op.op_kind.value for op in CONTRACT_OPS] if ops is None else [_op_kind(o) for o in ops]
+    kinds = [op.op_kind.value for op in BINARY_OPS] if ops is None else [_op_kind(o) for o in ops]
     for name in dtypes:
         dtype = _dtypes.as_dtype(name)
         for kind in kinds:
@@ -198,7 +198,7 @@ def _op_kind(text: str) -> str:
     if op is None:
         raise ValueError(
             f"no operation is called {text!r}; the operations: "
-            + ", ".join(o.name for o in CONTRACT_OPS)
+            + ", ".join(o.name for o in BINARY_OPS)
         )
     return op.op_kind.value
 

@@ -8,11 +8,11 @@ import pytest
 import fueltensor as ft
 from fueltensor.engine.dispatch import OPERATIONS
 from fueltensor.kernels import _chassis
-from fueltensor.ops import CONTRACT_OPS, ContractOp
+from fueltensor.ops import BINARY_OPS, ContractOp
 from fueltensor.tools.judge import REFERENCES
 
 
-@pytest.mark.parametrize("row", CONTRACT_OPS, ids=lambda r: r.name)
+@pytest.mark.parametrize("row", BINARY_OPS, ids=lambda r: r.name)
 def test_every_row_is_a_namespace_function_an_operator_and_a_kernel_op(row: ContractOp) -> None:
     assert getattr(ft, row.name) is OPERATIONS[row.name]
     assert row.name in ft.__all__

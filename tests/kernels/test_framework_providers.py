@@ -21,7 +21,7 @@ from fueltensor.cli import main
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.engine.steps import StepKind
 from fueltensor.kernels.frameworks import jax_provider, torch_provider
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 from fueltensor.testing import bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -115,7 +115,7 @@ def _framework_operands(name: str, base: np.ndarray, layout: str) -> tuple[Any, 
     return _views(base)[layout](base), _other(layout)(base[2 * N :])
 
 
-BINARY = [op for op in CONTRACT_OPS]
+BINARY = [op for op in BINARY_OPS]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -182,7 +182,7 @@ def test_bfloat16_reaches_torch_through_its_bits_and_reversed_views_are_refused(
 
 
 def test_default_dispatch_never_runs_a_framework_and_says_why() -> None:
-    for op in CONTRACT_OPS:
+    for op in BINARY_OPS:
         for dtype in DTYPES:
             x = ft.asarray(np.ones(4, dtype))
             plan = ft.explain(getattr(ft, op.name), x, x)
@@ -243,7 +243,7 @@ def test_a_missing_framework_is_named_with_how_to_install_it(
 @pytest.mark.parametrize("fkc", ["F32", "F64", "BF16", "F16"])
 def test_each_framework_document_covers_every_operation_at_every_dtype(fkc: str) -> None:
     reg = ft.registry()
-    kinds = [op.op_kind.value for op in CONTRACT_OPS] + ["PowIElementwise"]
+    kinds = [op.op_kind.value for op in BINARY_OPS] + ["PowIElementwise"]
     for name in FRAMEWORKS:
         for kind in kinds:
             found = [

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.kernels import reference
 from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat, broadcast_src_view
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
 OPS = ("add", "sub", "mul", "div")
 FMTS = ("f32", "f64", "bf16", "f16")
@@ -161,7 +161,7 @@ def test_nans_are_the_seeds_nans() -> None:
 
 def ft_name(op: str) -> str:
     """The namespace function of kernel op `op` (from the operation table)."""
-    return next(row.name for row in CONTRACT_OPS if row.kernel_op == op)
+    return next(row.name for row in BINARY_OPS if row.kernel_op == op)
 
 
 def broadcast_pair(

@@ -11,11 +11,15 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* Kernel operations and dtypes, in the order of `_native.OPS` and `_native.DTYPES`. */
-enum { ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, REM, N_OPS };
+/* The kernel ops of every family (`_native.OPS`, `_native.UNARY_OPS`, `POWI_OP`), generated
+ * from the op table fueltensor/ops.py: no C source spells an op of its own. */
+#include "ops.h"
+
+/* The dtypes, in the order of `_native.DTYPES`. Version 1 (the dense elementwise bodies) takes
+ * the first N_DTYPES; version 2 (casts and the shaped families) the whole list: the 8-bit and
+ * 4-bit float formats of ml_dtypes, the integers and bool. Codes never change once given. */
 enum { F32, F64, BF16, F16, N_DTYPES };
-/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */
-#define POWI_OP N_OPS
+enum { F8_E4M3FN = N_DTYPES, F8_E5M2, F4_E2M1FN, I8, I16, I32, I64, U8, BOOL, N_DTYPES_V2 };
 
 /* Most dimensions of a layout (NumPy's NPY_MAXDIMS; `core.layout.MAX_DIMS`). */
 #define MAX_DIMS 64
@@ -51,6 +55,66 @@ enum { F32, F64, BF16, F16, N_DTYPES };
 typedef void (*Body)(int op, int dtype, const void *a, const void *b, void *c, Py_ssize_t n);
 /* The selected instruction set's integer-power body: out[i] = powi(x[i], k). */
 typedef void (*PowIBody)(int dtype, const void *x, int32_t k, void *out, Py_ssize_t n);
+/* The selected instruction set's unary body: out[i] = op(x[i]) over n dense elements of
+ * `dtype`, `op` a unary op (U_EXP ...), no aliasing; split across threads like `Body`. */
+typedef void (*UnaryBody)(int op, int dtype, const void *x, void *out, Py_ssize_t n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Version 2: what the families past the dense elementwise ones are called with (ops.py's
+ * `TRAITS`). A cast is still elementwise over dense buffers, with typed parameters; a reduction
+ * or a contraction reads shaped operands of any strides and writes a shaped output. Issues 45
+ * (casts), 48 (reductions) and 46 (matmul) add bodies of these types, not new types. */
+#define ABI_VERSION 2
+
+/* A shaped operand: `data` is the element at index (0, ..., 0); strides in BYTES, any sign, 0
+ * where an axis repeats (a broadcast); the caller has checked that every element it names lies
+ * in its buffer. */
+typedef struct {
+    int dtype; /* a code of the v2 dtype list */
+    int ndim;  /* <= MAX_DIMS */
+    const Py_ssize_t *shape;
+    const Py_ssize_t *strides;
+    char *data;
+} TensorArg;
+
+/* A typed parameter, as an FKC document's `accept.params` declares it. */
+typedef enum {
+    PARAM_I64,  /* an integer: an exponent, keepdims (0 or 1), a block size */
+    PARAM_F64,  /* a float: a clip bound, an epsilon */
+    PARAM_AXES, /* a sorted list of axes of the input (a reduction's) */
+    PARAM_CODE  /* one of a closed list: a rounding mode, an accumulator dtype, an order */
+} ParamType;
+typedef struct {
+    const char *name; /* the `accept.params` name: "rounding", "axes", "accumulator" ... */
+    ParamType type;
+    union {
+        int64_t i; /* PARAM_I64, PARAM_CODE */
+        double f;  /* PARAM_F64 */
+        struct {
+            int count;
+            const int *axes;
+        } axes; /* PARAM_AXES */
+    } value;
+} ParamArg;
+
+/* The codes of PARAM_CODE parameters. Rounding of a cast: */
+enum { ROUND_NEAREST_EVEN, ROUND_TOWARD_ZERO, ROUND_STOCHASTIC, N_ROUNDINGS };
+/* The order of a reduction's or contraction's accumulation (its result's bits depend on it): */
+enum { ORDER_SEQUENTIAL, ORDER_PAIRWISE, ORDER_BLOCKED, N_ORDERS };
+
+/* A cast's body: out[i] = x[i] converted from `from` to `to` (v2 dtype codes) over n dense
+ * elements, by the parameters' rounding (ROUND_*) and `saturate` (out-of-range values to the
+ * largest finite value rather than inf or NaN, as the OCP 8-bit formats specify). */
+typedef void (*CastBody)(int from, int to, const void *x, void *out, Py_ssize_t n,
+                         const ParamArg *params, int n_params);
+/* A shaped family's kernel (`op` of its family's enum): reads `in[0..n_in)`, writes `out`
+ * (allocated by the caller, dense unless its strides say otherwise). Returns 0, or -1 with a
+ * message of at most `error_len` bytes in `error` (refused shapes, parameters, dtypes); it never
+ * raises a Python exception and never holds the GIL. A reduction: in[0] = x, params axes,
+ * keepdims, accumulator (a dtype code), order. A contraction: in[0] = a (..., M, K), in[1] = b
+ * (..., K, N), out (..., M, N), params accumulator and order. */
+typedef int (*ShapedKernel)(int op, const TensorArg *in, int n_in, const TensorArg *out,
+                            const ParamArg *params, int n_params, char *error, size_t error_len);
 /* Contiguize: the `ndim`-D view at `src` (byte strides, any sign, 0 where an axis repeats)
  * into the dense row-major `dst`, elements of `size` bytes; the caller has checked that
  * `shape`'s bytes fit a Py_ssize_t. */
@@ -64,6 +128,7 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define NATIVE_MODULE "fueltensor.ext._native"
 #define CAPSULE_BODY NATIVE_MODULE ".BODY"
 #define CAPSULE_POWI NATIVE_MODULE ".POWI"
+#define CAPSULE_UNARY NATIVE_MODULE ".UNARY"
 #define CAPSULE_COPY NATIVE_MODULE ".COPY"
 #define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
 

@@ -17,7 +17,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import CONTRACT_OPS
+from fueltensor.ops import BINARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -43,7 +43,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in CONTRACT_OPS},
+    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in BINARY_OPS},
     "numpy.ndarray.__pow__(int)": _integer_power,
 }
 """Entry point -> kernel: `numpy.<ufunc>` for the eight operations (the op table's ufuncs)."""

@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from fueltensor.kernels._chassis import libm_pow
-from fueltensor.ops import CONTRACT_OPS, SCALAR_FORMS
+from fueltensor.ops import BINARY_OPS, SCALAR_FORMS
 from fueltensor.testing import SIGNALING_NAN, classify, float_format
 from fueltensor.tools import exact_pow
 
@@ -273,7 +273,7 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
 }
 
 REFERENCES: Final[dict[str, Reference]] = {
-    **{op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in CONTRACT_OPS},
+    **{op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in BINARY_OPS},
     **{form.op_kind.value: _BY_KERNEL_OP[form.kernel_op] for form in SCALAR_FORMS},
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""

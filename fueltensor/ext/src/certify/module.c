@@ -1,8 +1,6 @@
 /* ---------------------------------------------------------------------------------------------
  * The Python interface: `tally` and `references` over buffers of bit patterns, the constants. */
 
-static const char *const OP_NAMES[N_OPS] = {"add",     "sub",     "mul", "div",
-                                            "maximum", "minimum", "pow", "rem"};
 
 /* The names of the tally's scalar entries, in enum order (`_certify.STATS`). */
 static const char *const STAT_NAMES[N_SCALARS] = {

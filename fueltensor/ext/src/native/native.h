@@ -60,8 +60,6 @@
 
 #include "../abi.h"
 
-static const char *const OP_NAMES[N_OPS] = {"add",     "sub",     "mul", "div",
-                                            "maximum", "minimum", "pow", "rem"};
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
 static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
 /* The instruction sets a body is compiled for, in the order init tries them: each one's CPU

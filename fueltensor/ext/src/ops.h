@@ -1,0 +1,18 @@
+/* Generated from fueltensor/ops.py: do not edit. Regenerate with
+ *   python -c 'import fueltensor.ops as o; print(o.c_header(), end="")' > fueltensor/ext/src/ops.h
+ * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`); a unary
+ * op's enum name is its kernel op id in capitals after U_. */
+#ifndef FUELTENSOR_OPS_H
+#define FUELTENSOR_OPS_H
+
+/* binary elementwise. */
+enum { ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, REM, N_OPS };
+static const char *const OP_NAMES[N_OPS] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem"};
+
+/* unary elementwise. */
+enum { U_EXP, U_LOG, U_TANH, U_SIGMOID, U_ERF, U_SQRT, U_RSQRT, U_SIN, U_COS, U_ABS, U_NEG, N_UNARY_OPS };
+static const char *const UNARY_NAMES[N_UNARY_OPS] = {"exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "sin", "cos", "abs", "neg"};
+/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */
+#define POWI_OP N_OPS
+
+#endif

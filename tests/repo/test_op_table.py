@@ -1,0 +1,35 @@
+"""The op table (fueltensor/ops.py) is the one place an op is declared: the C header generated
+from it is current, and every family's traits are there before its first row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fueltensor import ops
+
+HEADER = Path(ops.__file__).parent / "ext" / "src" / "ops.h"
+
+
+def test_the_c_header_is_generated_from_the_table() -> None:
+    assert HEADER.read_text() == ops.c_header(), (
+        f"{HEADER} is stale: regenerate it with {ops.REGENERATE}"
+    )
+
+
+def test_the_header_numbers_each_family_in_table_order() -> None:
+    text = HEADER.read_text()
+    binary = ", ".join(op.kernel_op.upper() for op in ops.BINARY_OPS)
+    unary = ", ".join("U_" + op.kernel_op.upper() for op in ops.UNARY_OPS)
+    assert f"enum {{ {binary}, N_OPS }};" in text
+    assert f"enum {{ {unary}, N_UNARY_OPS }};" in text
+
+
+def test_every_family_has_its_traits_and_every_row_a_family() -> None:
+    assert set(ops.TRAITS) == set(ops.Family)
+    for row in ops.CONTRACT_OPS:
+        traits = ops.TRAITS[row.family]
+        assert row.family in (ops.Family.BINARY, ops.Family.UNARY), row.name
+        assert len(traits.operands) == (2 if row.family is ops.Family.BINARY else 1)
+        assert (row.reference is None) == (row.family is ops.Family.BINARY), row.name
+    assert len({op.op_kind for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
+    assert len({op.kernel_op for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
