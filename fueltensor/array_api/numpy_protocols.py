@@ -24,7 +24,9 @@ from fueltensor.engine import dispatch
 from fueltensor.engine.dispatch import record_host
 from fueltensor.ops import BINARY_OPS
 
-_CONTRACT_UFUNCS: dict[np.ufunc, str] = {op.host: op.name for op in BINARY_OPS}
+_CONTRACT_UFUNCS: dict[np.ufunc, str] = {
+    op.host: op.name for op in BINARY_OPS if isinstance(op.host, np.ufunc)
+}
 """The contract operations by their NumPy ufunc (read from the op table)."""
 
 _SUPPORTED = frozenset(d.np for d in _dtypes.ALL)

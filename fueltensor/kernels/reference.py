@@ -46,7 +46,9 @@ _PROVIDED: Final = ("add", "sub", "mul", "div")
 """The kernel op ids this provider implements (its documents' `broadcast_<op>` entry points)."""
 
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
-    (op.kernel_op, op.host) for op in BINARY_OPS if op.kernel_op in _PROVIDED
+    (op.kernel_op, op.host)
+    for op in BINARY_OPS
+    if op.kernel_op in _PROVIDED and isinstance(op.host, np.ufunc)
 )
 """Each provided op with the in-type NumPy ufunc that computes it, from the op table."""
 
