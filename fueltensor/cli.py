@@ -176,7 +176,7 @@ def _op_kind(text: str | None, kinds: set[str]) -> str | None:
 def _operation(text: str) -> str:
     """`explain`'s OP argument in any spelling, as the namespace names it."""
     op = spelled(text)
-    if op is None:
+    if op is None or op not in BINARY_OPS:
         names = ", ".join(o.name for o in BINARY_OPS)
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
     return op.name

@@ -299,13 +299,13 @@ class ComparisonReport:
         return self.text()
 
     def reasons(self) -> list[str]:
-        """One line per operation (and dtypes) that was not compared, saying why."""
-        seen = {
-            f"not compared: {c.op}({', '.join(c.dtypes)}): {c.note}": None
-            for c in self.comparisons
-            if not c.compared
-        }
-        return list(seen)
+        """One line per reason some operations were not compared, naming each of them (with
+        its dtypes) once, in the order they ran."""
+        by_reason: dict[str, dict[str, None]] = {}
+        for c in sorted(self.comparisons, key=lambda c: c.position):
+            if not c.compared:
+                by_reason.setdefault(c.note, {})[f"{c.op}({', '.join(c.dtypes)})"] = None
+        return [f"not compared, {note}: {', '.join(ops)}" for note, ops in by_reason.items()]
 
     def timing_note(self) -> str:
         """How the times were taken: the harness and the calls timed per kernel."""

@@ -156,8 +156,9 @@ def test_the_tour_comparison_keeps_bit_equality_and_the_reasons(columns: int) ->
         assert shown == list(COMPARE_COLUMNS)
     names_unbroken(section, {"add_bf16", "broadcast_add", "bfloat16", "float16"})
     text = " ".join(section.split())
-    for dtype in ("bfloat16", "float16"):  # the uncompared rows keep their reason
-        assert f"not compared: maximum({dtype}, {dtype}): no other allowed kernel admits it" in text
+    for dtype, kernel in (("bfloat16", "bf16"), ("float16", "f16")):  # each keeps its reason
+        reason = f"not compared, no other allowed kernel admits it (only maximum_{kernel}, "
+        assert f"{reason}of fuel-cpu-backend): maximum({dtype}, {dtype})" in text
     assert "calls timed per kernel" in text
 
 

@@ -249,8 +249,11 @@ def test_single_provider_operations_are_listed_as_not_compared() -> None:
     text = " ".join(str(report).split())
     # each row's cell, each reason under the table, and the summary's count
     assert text.count("not compared") == 5
-    assert "not compared: maximum(float32, float32): no other allowed kernel admits it" in text
-    assert "not compared: add(int64, int64): no contract admits it" in text
+    assert (
+        "not compared, no other allowed kernel admits it (only maximum_f32, of fuel-cpu-backend): "
+        "maximum(float32, float32)"
+    ) in text
+    assert "not compared, no contract admits it: add(int64, int64)" in text
     assert "2 operations ran: 0 compared, 2 not compared (1 host, 1 with no second kernel)" in text
     with pytest.raises(AssertionError, match="nothing was compared: 2 operations ran"):
         report.assert_equal()
@@ -267,7 +270,7 @@ def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
     assert (exp.kernels, exp.compared, exp.count, total.shape) == (("host",), False, 15, ())
     assert (report.operations, report.compared) == (3, 1)
     text = " ".join(str(report).split())
-    assert "not compared: exp(float32): a host operation (NumPy): no contract covers it" in text
+    assert "not compared, a host operation (NumPy): no contract covers it: exp(float32)" in text
     assert "3 operations ran: 1 compared, 2 not compared (2 host)" in text
     report.assert_equal()  # the one compared operation agrees
     with compare_backends("cpu", "numpy") as only_host:
@@ -275,6 +278,23 @@ def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
     assert "1 operation ran: 0 compared, 1 not compared (1 host)" in str(only_host)
     with pytest.raises(AssertionError, match="nothing was compared: 1 operation ran"):
         only_host.assert_equal()
+
+
+def test_operations_not_compared_for_one_reason_share_its_line() -> None:
+    x, _, _, _ = operands()
+    i = ft.asarray([1, 2])
+    with compare_backends("cpu", "numpy", timing=False) as report:
+        ft.sum(x)
+        i + i
+        ft.matmul(x, x.T)
+        ft.sum(x)  # the same call again: named once
+        i * i
+    # one line per reason, each call named once, in the order they ran
+    assert report.reasons() == [
+        "not compared, a host operation (NumPy): no contract covers it: "
+        "sum(float32), matmul(float32, float32)",
+        "not compared, no contract admits it: add(int64, int64), multiply(int64, int64)",
+    ]
 
 
 def test_repeated_calls_are_grouped_and_timed_once_per_group() -> None:
