@@ -450,9 +450,12 @@ def c_header() -> str:
             + ", ".join(f'"{op.kernel_op}"' for op in ops)
             + "};",
         ]
+    (powi,) = SCALAR_FORMS  # one past the binary ops: a second form needs a number of its own
     lines += [
-        "/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */",
+        "/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;",
+        " * and its op id. */",
         "#define POWI_OP N_OPS",
+        f'#define POWI_NAME "{powi.kernel_op}"',
         "",
         "#endif",
     ]

@@ -12,7 +12,9 @@ static const char *const OP_NAMES[N_OPS] = {"add", "sub", "mul", "div", "maximum
 /* unary elementwise. */
 enum { U_EXP, U_LOG, U_TANH, U_SIGMOID, U_ERF, U_SQRT, U_RSQRT, U_SIN, U_COS, U_ABS, U_NEG, N_UNARY_OPS };
 static const char *const UNARY_NAMES[N_UNARY_OPS] = {"exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "sin", "cos", "abs", "neg"};
-/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops. */
+/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;
+ * and its op id. */
 #define POWI_OP N_OPS
+#define POWI_NAME "powi"
 
 #endif

@@ -157,7 +157,7 @@ static void find_isas(void) {
     N.isa = count - 1;
 }
 
-/* `_native.SPLIT_FROM`: {op name (and "powi"): {dtype name: elements from which it splits}}. */
+/* `_native.SPLIT_FROM`: {op name (and POWI_NAME): {dtype name: elements from which it splits}}. */
 static int add_split_table(PyObject *module) {
     PyObject *table = PyDict_New();
     for (int op = 0; table != NULL && op <= N_OPS; op++) {
@@ -167,8 +167,8 @@ static int add_split_table(PyObject *module) {
             if (from == NULL || PyDict_SetItemString(row, DTYPE_NAMES[d], from) < 0) Py_CLEAR(row);
             Py_XDECREF(from);
         }
-        if (row == NULL || PyDict_SetItemString(table, op < N_OPS ? OP_NAMES[op] : "powi", row) < 0)
-            Py_CLEAR(table);
+        const char *name = op < N_OPS ? OP_NAMES[op] : POWI_NAME;
+        if (row == NULL || PyDict_SetItemString(table, name, row) < 0) Py_CLEAR(table);
         Py_XDECREF(row);
     }
     int status = table == NULL ? -1 : PyModule_AddObjectRef(module, "SPLIT_FROM", table);
