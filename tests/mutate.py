@@ -2941,7 +2941,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     M(
         "compare-classes-remainder-sign-lost",
         "fueltensor/tools/differences.py",
-        '    if op_kind == "RemElementwise":',
+        "    if op_kind == OpKind.REM:",
         "    if False:",
         ("tests/tools/test_compare_classes.py",),
         "a zero remainder of the other sign is reported as a plain signed zero",

@@ -119,6 +119,17 @@ class PowRule:
     negative_fractional: str | None = None
 
 
+RULES: Final[dict[str, tuple[type[RemainderRule | PowRule], Shape, dict[str, tuple[str, ...]]]]] = (
+    dict(
+        remainder=(RemainderRule, REMAINDER_SHAPE, REMAINDER_CHOICES),
+        pow=(PowRule, POW_SHAPE, POW_CHOICES),
+    )
+)
+"""The sections of fixed keys with a class of their own, by their `Semantics` field: each
+one's class, shape and choices. The names are the schema's fields, written as keywords (the
+`pow` section is a field of the document, not the op table's op id)."""
+
+
 @dataclass(frozen=True)
 class Semantics:
     """A contract's declared semantics; None for an aspect it does not declare."""
@@ -209,6 +220,15 @@ def _fixed(
     return {k: r.string(entries[k], f"{where}.{k}", choices[k]) for k in choices if k in entries}
 
 
+def _rules(r: Reader, top: dict[str, Node]) -> dict[str, Any]:
+    """The `RULES` sections `top` declares, as `Semantics` keywords."""
+    return {
+        key: rule(**_fixed(r, top[key], f"semantics.{key}", shape, choices))
+        for key, (rule, shape, choices) in RULES.items()
+        if key in top
+    }
+
+
 def build_semantics(r: Reader, node: Node) -> Semantics:
     """The Semantics a contract's `semantics` mapping declares; ContractError with file, line
     and field for anything else."""
@@ -237,14 +257,6 @@ def build_semantics(r: Reader, node: Node) -> Semantics:
         source=_choices(r, top["source"], "semantics.source", SOURCES),
         invariance=invariance,
         nan=_nan(r, top["nan"]) if "nan" in top else None,
-        remainder=RemainderRule(
-            **_fixed(r, top["remainder"], "semantics.remainder", REMAINDER_SHAPE, REMAINDER_CHOICES)
-        )
-        if "remainder" in top
-        else None,
-        pow=PowRule(**_fixed(r, top["pow"], "semantics.pow", POW_SHAPE, POW_CHOICES))
-        if "pow" in top
-        else None,
+        **one | _rules(r, top),
         notes=r.text(top.get("notes"), "semantics.notes"),
-        **one,
     )

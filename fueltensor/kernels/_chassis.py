@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
-from fueltensor.ops import KERNEL_OPS
+from fueltensor.ops import BY_KIND, KERNEL_OPS, OpKind
 
 Array = NDArray[Any]
 BlockOp = Callable[[Array, Array, Array, "Scratch"], None]
@@ -287,7 +287,8 @@ PickOp = Callable[[Array, Array, Array, Scratch], None]
 class Op:
     """One binary op of the CPU family: how to compute it natively, blocked, and as a pick."""
 
-    name: str
+    kind: OpKind
+    """The op table row it serves (its `kernel_op` names the thunks)."""
     block: BlockOp
     whole: Whole | None = None
     pick: PickOp | None = None
@@ -297,21 +298,26 @@ class Op:
     """Half path only: set the quiet bit of widened NaNs as `half`'s to_f32 does. Only pow can
     tell (glibc powf(1, sNaN) is NaN, powf(1, qNaN) is 1); arithmetic quiets NaNs anyway."""
 
+    @property
+    def name(self) -> str:
+        """The kernels' op id (the thunk-name stem, `add` in `add_f32`), from the op table."""
+        return BY_KIND[self.kind].kernel_op
+
 
 _ADD: Final = _lhs_nan_first(np.add)
 _MUL: Final = _lhs_nan_first(np.multiply)
 
 OPS: Final[tuple[Op, ...]] = (
-    Op("add", _ufunc_block(_ADD), whole=_ADD),
-    Op("sub", _ufunc_block(np.subtract), whole=np.subtract),
-    Op("mul", _ufunc_block(_MUL), whole=_MUL),
-    Op("div", _ufunc_block(np.divide), whole=np.divide),
-    Op("maximum", _max_block, pick=_max_pick),
-    Op("minimum", _min_block, pick=_min_pick),
-    Op("pow", _ufunc_block(libm_pow), whole=libm_pow, quiet_inputs=True),
-    Op("rem", _rem_block),
+    Op(OpKind.ADD, _ufunc_block(_ADD), whole=_ADD),
+    Op(OpKind.SUB, _ufunc_block(np.subtract), whole=np.subtract),
+    Op(OpKind.MUL, _ufunc_block(_MUL), whole=_MUL),
+    Op(OpKind.DIV, _ufunc_block(np.divide), whole=np.divide),
+    Op(OpKind.MAXIMUM, _max_block, pick=_max_pick),
+    Op(OpKind.MINIMUM, _min_block, pick=_min_pick),
+    Op(OpKind.POW, _ufunc_block(libm_pow), whole=libm_pow, quiet_inputs=True),
+    Op(OpKind.REM, _rem_block),
 )
-"""The op table the CPU thunks are generated from (names as in the thunk names)."""
+"""The bodies the CPU thunks are generated from, one per binary row of the op table."""
 
 if sorted(op.name for op in OPS) != sorted(KERNEL_OPS):
     raise ImportError(

@@ -26,6 +26,7 @@ from fueltensor.kernels._chassis import (
     take_scratch,
     widen,
 )
+from fueltensor.ops import SCALAR_FORMS, OpKind
 
 ParamBody = Callable[[Array, Array, int], None]
 """`body(x, out, k)`: out[i] = x[i] ** k over C-contiguous arrays of equal size."""
@@ -112,5 +113,8 @@ def powi_body(dtype: np.dtype[Any]) -> ParamBody:
     return body
 
 
-BODIES: Final[dict[str, Callable[[np.dtype[Any]], ParamBody]]] = {"powi": powi_body}
+_POWI: Final = next(form for form in SCALAR_FORMS if form.op_kind is OpKind.POWI)
+"""The integer-power form of the op table (x ** k, k an integer scalar)."""
+
+BODIES: Final[dict[str, Callable[[np.dtype[Any]], ParamBody]]] = {_POWI.kernel_op: powi_body}
 """Body makers by kernel op id (the op table's `integer_scalar` forms, checked in `cpu`)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from fueltensor.ops import OpKind
 from fueltensor.testing import (
     EQUAL,
     INFINITE,
@@ -54,7 +55,7 @@ def difference_counts(op_kind: str | None, got: np.ndarray, want: np.ndarray) ->
     classes no element falls in left out)."""
     found = difference_classes(got, want).reshape(-1)
     found = np.where(found == NAN_SIGN, NAN_PAYLOAD, found)
-    if op_kind == "RemElementwise":
+    if op_kind == OpKind.REM:
         found = np.where(np.isin(found, _SIGNS), REMAINDER_SIGN, found)
     names, counts = np.unique(found[found != EQUAL], return_counts=True)
     by_name = dict(zip(names.tolist(), counts.tolist(), strict=True))

@@ -109,6 +109,8 @@ def _by_provider(rows: Sequence[Audit]) -> dict[str, list[Audit]]:
 def _cost_axes(ax: Axes, report: JudgeReport) -> None:
     """Measured ns per element against the `bytes_moved` formula's bytes per element, log-log,
     with those bytes at the measured copy bandwidth as a dashed line; outliers named."""
+    from matplotlib.scale import LogScale
+
     from fueltensor.fingerprint import cache_bytes
 
     for i, (provider, rows) in enumerate(_by_provider(report.rows).items()):
@@ -126,8 +128,8 @@ def _cost_axes(ax: Axes, report: JudgeReport) -> None:
         label=f"the formula's bytes at the copy bandwidth, {report.copy_gb_per_s:.0f} GB/s "
         f"({where})",
     )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    ax.set_xscale(LogScale.name)  # matplotlib's name of its logarithmic scale
+    ax.set_yscale(LogScale.name)
     ax.margins(x=0.3, y=0.15)
     median = sorted(r.ns_per_element for r in report.rows)[len(report.rows) // 2]
     _name_outliers(ax, [r for r in report.rows if r.ns_per_element > OUTLIER * median])
@@ -175,6 +177,7 @@ def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
     """Call overhead per kernel on one-element inputs, on a log axis (sub-microsecond and
     ten-microsecond calls side by side), one colour per provider."""
     from matplotlib.patches import Patch
+    from matplotlib.scale import LogScale
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     colors = {p: f"C{i}" for i, p in enumerate(_by_provider(report.rows))}
@@ -183,7 +186,7 @@ def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
     ax.legend(
         handles=[Patch(color=c, label=p) for p, c in colors.items()], fontsize=7, loc="upper left"
     )
-    ax.set_yscale("log")
+    ax.set_yscale(LogScale.name)
     ax.set_ylim(min(times) / 4, max(times) * 4)  # bars rise from well below the shortest
     ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))

@@ -23,21 +23,14 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
+from fueltensor.ops import BINARY_OPS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
 
-_FUNCTIONS: Final = {
-    "jax.numpy.add": "add",
-    "jax.numpy.subtract": "subtract",
-    "jax.numpy.multiply": "multiply",
-    "jax.numpy.divide": "divide",
-    "jax.numpy.remainder": "remainder",
-    "jax.numpy.power": "power",
-    "jax.numpy.maximum": "maximum",
-    "jax.numpy.minimum": "minimum",
-}
-"""Entry point -> the `jax.numpy` function it calls."""
+_FUNCTIONS: Final = tuple(op.host.__name__ for op in BINARY_OPS)
+"""The `jax.numpy` functions of the binary operations: jax.numpy spells NumPy's, so they are
+the op table's ufuncs' names (`add` ... `power`, `remainder`)."""
 
 _F64: Final = np.dtype(np.float64)
 
@@ -75,7 +68,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    **{entry: _binary(name) for entry, name in _FUNCTIONS.items()},
+    **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
     "jax.numpy.power(x, int)": _integer_power,
 }
 

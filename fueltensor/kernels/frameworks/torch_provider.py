@@ -26,17 +26,18 @@ FRAMEWORK: Final = Framework(
 )
 PROVIDER: Final = FRAMEWORK.provider
 
-_FUNCTIONS: Final = {
-    "torch.add": "add",
-    "torch.sub": "sub",
-    "torch.mul": "mul",
-    "torch.div": "div",
-    "torch.remainder": "remainder",
-    "torch.pow": "pow",
-    "torch.maximum": "maximum",
-    "torch.minimum": "minimum",
-}
-"""Entry point -> the `torch` function it calls."""
+_CALLS: Final = (
+    "torch.add",
+    "torch.sub",
+    "torch.mul",
+    "torch.div",
+    "torch.remainder",
+    "torch.pow",
+    "torch.maximum",
+    "torch.minimum",
+)
+"""The binary operations' entry points (contracts/torch.md): each calls the `torch` function
+it names (PyTorch's names, not the op table's: `torch.sub`, `torch.remainder`)."""
 
 
 def _tensor(torch: Any, array: np.ndarray) -> Any:
@@ -85,7 +86,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 
 ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
-    **{entry: _binary(name) for entry, name in _FUNCTIONS.items()},
+    **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
     "torch.pow(Tensor, int)": _integer_power,
 }
 
