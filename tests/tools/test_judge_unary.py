@@ -6,17 +6,15 @@ values, and it fails an exp two ULPs off and an exp(-inf) of -0, naming the inpu
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-import _documents as documents
 import gmpy2
 import ml_dtypes
 import numpy as np
 import pytest
+from _unary import honest_exp, negative_zero_exp, registry_of, two_ulp_exp
 
-import fueltensor as ft
 from fueltensor.ops import BY_KIND, UNARY_OPS, ContractOp, OpKind
 from fueltensor.testing import float_format
 from fueltensor.tools.exact_pow import format_context
@@ -27,11 +25,6 @@ from fueltensor.tools.judge.cases import cases
 F32 = np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 EXP = BY_KIND[OpKind.EXP]
-SEMANTICS = """semantics:
-  source: [formula]
-  nan: {operand: either, result: [quieted], sign: kept, invalid: [negative_canonical]}
-  subnormals: kept
-  position: invariant"""
 
 
 def u(x: np.ndarray) -> list[int]:
@@ -106,68 +99,10 @@ def test_every_16_bit_exp_is_the_c_librarys_double_exp_rounded_once_where_that_i
     assert u(got[~numbers]) == [p | f.quiet_bit for p in u(x[~numbers])]
 
 
-def _doc(name: str, fkc: str, max_ulp: float, semantics: str = SEMANTICS) -> str:
-    """A section of a unary exp kernel `name` at `fkc`, provider `unary-test`."""
-    return documents.section(
-        name,
-        OpKind.EXP.value,
-        fkc,
-        source="unary-test",
-        entry_point=f"unary_test::{name}",
-        blurb="exp in double, rounded once",
-        max_ulp=max_ulp,
-        notes="the C library's double exp, rounded once",
-        op_params=False,
-        semantics=semantics,
-        unary=True,
+def test_an_honest_exp_passes_its_bounds(tmp_path: Path) -> None:
+    reg = registry_of(
+        tmp_path, ("exp_f32", "F32", 1, honest_exp), ("exp_bf16", "BF16", 0, honest_exp)
     )
-
-
-def honest_exp(x: np.ndarray, *, out: np.ndarray) -> None:
-    """exp in double rounded once (bf16 through the round-to-odd f32); a NaN quieted."""
-    f = float_format(x.dtype)
-    with np.errstate(all="ignore"):
-        wide = np.exp(x.astype(np.float64))
-    out[...] = round_to(wide, x.dtype)
-    nan = np.isnan(wide)
-    bits = out.view(f.uint)
-    bits[nan] = x.view(f.uint)[nan] | f.uint.type(f.quiet_bit)
-
-
-def two_ulp_exp(x: np.ndarray, *, out: np.ndarray) -> None:
-    """`honest_exp`, two ULPs up on every finite nonzero result."""
-    honest_exp(x, out=out)
-    bits = out.view(f"u{out.itemsize}")
-    with np.errstate(invalid="ignore"):
-        finite = np.isfinite(out.astype(np.float64)) & (out != 0)
-    bits[finite] += 2
-
-
-def negative_zero_exp(x: np.ndarray, *, out: np.ndarray) -> None:
-    """`honest_exp`, but exp(-inf) is -0."""
-    honest_exp(x, out=out)
-    with np.errstate(invalid="ignore"):
-        out[np.isneginf(x.astype(np.float64))] = -0.0
-
-
-@pytest.fixture
-def unary_registry(tmp_path: Path) -> Callable[..., ft.Registry]:
-    """A registry of provider `unary-test`'s exp kernels: (name, fkc, max_ulp, thunk) each."""
-
-    def make(*kernels: tuple[str, str, float, Callable[..., None]]) -> ft.Registry:
-        links = {f"unary_test::{name}": fn for name, _, _, fn in kernels}
-        ft.register_provider("unary-test", links)
-        text = documents.front("unary-test", "unary-test", "t", "v1", "unary-test")
-        text += "".join(_doc(name, fkc, ulp) for name, fkc, ulp, _ in kernels)
-        path = tmp_path / "unary.md"
-        path.write_text(text, encoding="utf-8")
-        return ft.Registry.from_paths([path])
-
-    return make
-
-
-def test_an_honest_exp_passes_its_bounds(unary_registry: Callable[..., ft.Registry]) -> None:
-    reg = unary_registry(("exp_f32", "F32", 1, honest_exp), ("exp_bf16", "BF16", 0, honest_exp))
     report = judge(reg, quick=True, progress=False)
     assert report.ok, report.failures
     f32, bf16 = report.rows
@@ -175,10 +110,9 @@ def test_an_honest_exp_passes_its_bounds(unary_registry: Callable[..., ft.Regist
     assert bf16.measured_ulp == 0 and "MPFR" in bf16.reference
 
 
-def test_an_exp_two_ulps_off_fails_naming_its_input(
-    unary_registry: Callable[..., ft.Registry],
-) -> None:
-    report = judge(unary_registry(("exp_f32", "F32", 1, two_ulp_exp)), quick=True, progress=False)
+def test_an_exp_two_ulps_off_fails_naming_its_input(tmp_path: Path) -> None:
+    reg = registry_of(tmp_path, ("exp_f32", "F32", 1, two_ulp_exp))
+    report = judge(reg, quick=True, progress=False)
     (row,) = report.rows
     assert row.measured_ulp == 2
     (failure,) = [f for f in row.failures if "declared max_ulp 1" in f]
@@ -186,12 +120,9 @@ def test_an_exp_two_ulps_off_fails_naming_its_input(
     assert "inputs (x 0 (0x00000000)) -> got 1.00000024 (0x3f800002), expected 1" in failure
 
 
-def test_an_exp_of_minus_infinity_giving_minus_zero_fails_naming_it(
-    unary_registry: Callable[..., ft.Registry],
-) -> None:
-    report = judge(
-        unary_registry(("exp_bf16", "BF16", 0, negative_zero_exp)), quick=True, progress=False
-    )
+def test_an_exp_of_minus_infinity_giving_minus_zero_fails_naming_it(tmp_path: Path) -> None:
+    reg = registry_of(tmp_path, ("exp_bf16", "BF16", 0, negative_zero_exp))
+    report = judge(reg, quick=True, progress=False)
     (row,) = report.rows
     assert row.measured_ulp == 0  # -0 and +0 are no ULP apart: the sign is what fails
     zero = [f for f in row.failures if f.startswith("precision:") and "zero" in f]
