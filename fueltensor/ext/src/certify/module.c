@@ -195,9 +195,10 @@ static PyObject *py_unary_reference(PyObject *module, PyObject *const *args, Py_
     }
     long op = PyLong_AsLong(args[0]);
     if (op == -1 && PyErr_Occurred()) return NULL;
-    if (op < 0 || op >= N_UNARY_OPS) {
-        PyErr_Format(PyExc_ValueError, "op must be 0..%d (UNARY_OPS), got %ld", N_UNARY_OPS - 1,
-                     op);
+    if (op < 0 || op >= N_UNARY_OPS || !unary_known((int)op)) {
+        PyErr_Format(PyExc_ValueError,
+                     "op must be one of UNARY_OPS (0..%d) with a double reference in _certify's "
+                     "unary.c, got %ld", N_UNARY_OPS - 1, op);
         return NULL;
     }
     Format f;

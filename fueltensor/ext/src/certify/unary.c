@@ -8,7 +8,8 @@
  * machine's default NaN narrowed. The tally (`unary_tally`) fills the binary tally's layout, the
  * input in the lhs place (the rhs mark 0), one class-table row per input class. */
 
-/* The row's function in double: the C library's, or its definition's few double steps. */
+/* The row's function in double: the C library's, or its definition's few double steps (an op
+ * without a case here is refused by `unary_known` before any lane is computed). */
 static double unary_double(int op, double x) {
     switch (op) {
     case U_EXP: return exp(x);
@@ -21,7 +22,17 @@ static double unary_double(int op, double x) {
     case U_SIN: return sin(x);
     case U_COS: return cos(x);
     case U_ABS: return fabs(x);
-    default: return -x; /* U_NEG */
+    case U_NEG: return -x;
+    default: return NAN;
+    }
+}
+
+/* Whether `unary_double` has a case for `op` (a row added to the table without one has not). */
+static int unary_known(int op) {
+    switch (op) {
+    case U_EXP: case U_LOG: case U_TANH: case U_SIGMOID: case U_ERF: case U_SQRT: case U_RSQRT:
+    case U_SIN: case U_COS: case U_ABS: case U_NEG: return 1;
+    default: return 0;
     }
 }
 
