@@ -80,7 +80,11 @@ accept:
     - {{name: x, dtypes: [{code}], layout: {LAYOUT}, rank: any}}
 return:
   outputs:
-    - {{name: out, dtype_rule: passthrough(x), shape_rule: same_as(x), layout_guarantee: contiguous, aliasing: none}}
+    - name: out
+      dtype_rule: passthrough(x)
+      shape_rule: same_as(x)
+      layout_guarantee: contiguous
+      aliasing: none
 caps:
   awkward_layout_strategy: requires_contiguous
   in_place: false
