@@ -21,6 +21,7 @@ from fueltensor.tools.exact_pow import format_context
 from fueltensor.tools.exact_unary import correctly_rounded, default_nan
 from fueltensor.tools.judge import judge, round_to
 from fueltensor.tools.judge.cases import cases
+from fueltensor.tools.semantics import semantics_table
 
 F32 = np.dtype(np.float32)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -142,3 +143,12 @@ def test_the_cases_of_every_unary_row_are_its_special_values_on_every_dtype(
         assert len(specials) == len(numbers) + 4 * (len(row.special) - len(numbers))
         assert all(c.arity == 1 and c.label.startswith(f"{row.name}(") for c in found)
         assert "subnormal operand" in {c.rule for c in found if c.aspect == "subnormals"}
+
+
+def test_the_semantics_table_shows_a_unary_providers_special_cases(tmp_path: Path) -> None:
+    reg = registry_of(tmp_path, ("exp_bf16", "BF16", 0, negative_zero_exp))
+    table = semantics_table(["unary-test"], ["exp"], ["bfloat16"], reg=reg)
+    cells = {row.case: row.cells for row in table.rows}
+    assert cells["exp(-inf)"] == {"unary-test": ("-0",)}  # the cheat's, as it ran
+    assert cells["exp(+0)"] == {"unary-test": ("1",)}
+    assert cells["exp(sNaN·a)"] == {"unary-test": ("x quieted",)}
