@@ -123,7 +123,16 @@ INLINE void unary_math(int op, int dtype, const void *x, void *out, Py_ssize_t n
     if (dtype == F64) {
         const double *a = x;
         double *c = out;
-        for (Py_ssize_t i = 0; i < n; i++) c[i] = unary_f64_lane(op, a[i]);
+        if (op == U_SQRT) /* the hardware's correctly rounded square root, in vectors */
+            for (Py_ssize_t i = 0; i < n; i++) c[i] = sqrt(a[i]);
+        else
+            for (Py_ssize_t i = 0; i < n; i++) c[i] = unary_f64_lane(op, a[i]);
+        return;
+    }
+    if (dtype == F32 && op == U_SQRT) { /* the double path's bits: 53 >= 2 * 24 + 2 bits */
+        const float *a = x;
+        float *c = out;
+        for (Py_ssize_t i = 0; i < n; i++) c[i] = sqrtf(a[i]);
         return;
     }
     int half = dtype != F32;
