@@ -106,49 +106,24 @@ static int add_body(PyObject *module) {
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
 
+/* The functions `<name>_<isa><suffix>` of every instruction set compiled, baseline first (AVX-512
+ * is compiled only beside AVX2). */
+#if defined(HAVE_AVX512)
+#define PER_ISA(name, suffix) {name##_baseline##suffix, name##_avx2##suffix, name##_avx512##suffix}
+#elif defined(HAVE_AVX2_F16C)
+#define PER_ISA(name, suffix) {name##_baseline##suffix, name##_avx2##suffix}
+#else
+#define PER_ISA(name, suffix) {name##_baseline##suffix}
+#endif
+
 /* Fill the bodies of every instruction set this CPU runs (a prefix of ISA_NAMES) and select the
  * last: the widest vectors. */
 static void find_isas(void) {
-    BodyWith bodies[] = {body_baseline,
-#ifdef HAVE_AVX2_F16C
-                         body_avx2,
-#endif
-#ifdef HAVE_AVX512
-                         body_avx512,
-#endif
-    };
-    PartBody parts[] = {body_baseline_part,
-#ifdef HAVE_AVX2_F16C
-                        body_avx2_part,
-#endif
-#ifdef HAVE_AVX512
-                        body_avx512_part,
-#endif
-    };
-    PowIBody powi[] = {powi_baseline,
-#ifdef HAVE_AVX2_F16C
-                       powi_avx2,
-#endif
-#ifdef HAVE_AVX512
-                       powi_avx512,
-#endif
-    };
-    UnaryBody unaries[] = {unary_baseline,
-#ifdef HAVE_AVX2_F16C
-                           unary_avx2,
-#endif
-#ifdef HAVE_AVX512
-                           unary_avx512,
-#endif
-    };
-    NanScan scans[] = {nan_scan_baseline,
-#ifdef HAVE_AVX2_F16C
-                       nan_scan_avx2,
-#endif
-#ifdef HAVE_AVX512
-                       nan_scan_avx512,
-#endif
-    };
+    BodyWith bodies[] = PER_ISA(body, );
+    PartBody parts[] = PER_ISA(body, _part);
+    PowIBody powi[] = PER_ISA(powi, );
+    UnaryBody unaries[] = PER_ISA(unary, );
+    NanScan scans[] = PER_ISA(nan_scan, );
     int count = 1;
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
