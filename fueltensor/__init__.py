@@ -1,11 +1,12 @@
 """fueltensor: a strided tensor whose arithmetic is dispatched through kernel contracts.
 
 The namespace follows the Python array API standard (2024.12) with its `linalg` and `fft`
-extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16` and `float16` are documented
-extensions. The eight contract operations (add, subtract, multiply, divide,
-remainder, pow, maximum, minimum) are planned from the FKC contract registry; `explain`,
-`trace`, `use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing`
-holds the bit-level helpers for testing kernels (random bits, special values, assertions).
+extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16`, `float16`, `sigmoid`, `erf` and
+`rsqrt` are documented extensions. The contract operations (`fueltensor.ops`: add, subtract,
+multiply, divide, remainder, pow, maximum, minimum; exp, log, tanh, sigmoid, erf, sqrt, rsqrt,
+sin, cos, abs, negative) are planned from the FKC contract registry; `explain`, `trace`,
+`use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing` holds the
+bit-level helpers for testing kernels (random bits, special values, assertions).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from fueltensor.array_api.data_type_functions import (
     result_type,
 )
 from fueltensor.array_api.elementwise import (
-    abs,
     acos,
     acosh,
     asin,
@@ -60,10 +60,8 @@ from fueltensor.array_api.elementwise import (
     clip,
     conj,
     copysign,
-    cos,
     cosh,
     equal,
-    exp,
     expm1,
     floor,
     floor_divide,
@@ -76,7 +74,6 @@ from fueltensor.array_api.elementwise import (
     isnan,
     less,
     less_equal,
-    log,
     log1p,
     log2,
     log10,
@@ -85,7 +82,6 @@ from fueltensor.array_api.elementwise import (
     logical_not,
     logical_or,
     logical_xor,
-    negative,
     nextafter,
     not_equal,
     positive,
@@ -94,12 +90,9 @@ from fueltensor.array_api.elementwise import (
     round,
     sign,
     signbit,
-    sin,
     sinh,
-    sqrt,
     square,
     tan,
-    tanh,
     trunc,
 )
 from fueltensor.array_api.extensions import (
@@ -213,6 +206,19 @@ from fueltensor.engine.dispatch import (
 )
 from fueltensor.engine.planner import Plan, Step
 from fueltensor.engine.threads import get_num_threads, set_num_threads
+from fueltensor.engine.unary import (
+    abs,
+    cos,
+    erf,
+    exp,
+    log,
+    negative,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+)
 from fueltensor.kernels.compiled import load_library
 from fueltensor.registry import Registry, register_provider, registry
 
@@ -233,10 +239,9 @@ LAZY: Final = {
     "semantics_table": ("fueltensor.tools.semantics", "semantics_table"),
     "SemanticsTable": ("fueltensor.tools.semantics", "SemanticsTable"),
 }
-"""The names of the tools (and `fueltensor.testing`), by the module that holds each: imported
-the first time one is used, so `import fueltensor` (and every CLI call) does not pay for the
-judge, certify and the comparison machinery it may never use. The modules are fixed here, never
-taken from a document."""
+"""The tools' names (and `fueltensor.testing`), by the module holding each: imported on first
+use, so `import fueltensor` (and every CLI call) does not pay for the judge, certify and the
+comparisons it may never use. The modules are fixed here, never taken from a document."""
 
 
 def __getattr__(name: str) -> Any:
@@ -255,11 +260,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *LAZY})
 
 
-e = math.e
-inf = math.inf
-nan = math.nan
-pi = math.pi
-newaxis = None
+e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
 
 __array_api_version__ = "2024.12"
 __version__ = "0.1.0"
@@ -333,6 +334,7 @@ __all__ = [
     "empty",
     "empty_like",
     "equal",
+    "erf",
     "exp",
     "expand_dims",
     "explain",
@@ -416,9 +418,11 @@ __all__ = [
     "result_type",
     "roll",
     "round",
+    "rsqrt",
     "searchsorted",
     "semantics_table",
     "set_num_threads",
+    "sigmoid",
     "sign",
     "signbit",
     "sin",
@@ -467,12 +471,13 @@ def _install_hooks() -> None:
     operators' Python path), indexing, NumPy's protocols and the displays."""
     from fueltensor.array_api import indexing, numpy_protocols
     from fueltensor.core.hooks import HOOKS
-    from fueltensor.engine import dispatch
+    from fueltensor.engine import dispatch, unary
     from fueltensor.tools import display
 
     HOOKS.namespace = sys.modules[__name__]
     HOOKS.binary = dispatch.binary
     HOOKS.binary_inplace = dispatch.binary_inplace
+    HOOKS.unary = unary.unary
     HOOKS.getitem = indexing.getitem
     HOOKS.setitem = indexing.setitem
     HOOKS.array_ufunc = numpy_protocols.array_ufunc
