@@ -25,7 +25,7 @@ from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
 from .fkc.schema import MeasuredOn
 from .fkc.validate import check_unique
-from .kernels import KernelFn
+from .kernels import KernelFn, calling_problem
 from .ops import op_kind_problems
 from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
 from .plugins import plugin_entry_points as _plugin_entry_points
@@ -456,6 +456,11 @@ def _link(
                 line=c.source.lines.get("entry_point", c.source.line),
                 field="entry_point",
             )
+        problem = calling_problem(c, fn)
+        if problem is not None:
+            key = "entry_point" if problem.startswith("its kernel") else "op_kind"
+            line = c.source.lines.get(key, c.source.line)
+            raise ContractError(problem, path=c.source.path, line=line, field=key)
         kernels[c.name] = fn
     return linked, kernels
 

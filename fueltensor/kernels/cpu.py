@@ -112,21 +112,23 @@ def _unary_thunk(op: str, suffix: str, dtype: np.dtype[Any], body: UnaryBody) ->
 
 
 NEEDS_COMPILED: Final = (
-    "needs the compiled kernels (fueltensor.ext._native), {why}: build them with "
-    "`python setup.py build_ext --inplace` in a checkout, or `pip install fueltensor` where a C "
-    "compiler is available; meanwhile fuel-reference-backend serves the function"
+    "needs the compiled kernels (fueltensor.ext._native), {why}; meanwhile "
+    "fuel-reference-backend serves the function"
 )
 """Why the unary contracts are not registrable where their compiled bodies cannot run."""
+UNBUILT_HERE: Final = (
+    "which are not built here: build them with `python setup.py build_ext --inplace` in a "
+    "checkout, or `pip install fueltensor` where a C compiler is available"
+)
+PURE_HERE: Final = "which FUELTENSOR_PURE_NUMPY=1 turns off: unset it to run them"
 
 
 def _unary_missing(implementation: str) -> str:
     """Why the unary kernels cannot run with `implementation`, "" when they can."""
-    if not hasattr(_chassis, "native_unary"):  # TEMPORARY until s12-unary-c is merged
-        return NEEDS_COMPILED.format(why="which predate the unary functions")
     if implementation == "pure":
-        built = NATIVE is not None
-        why = "and FUELTENSOR_PURE_NUMPY=1 asks for the pure-NumPy ones" if built else "not built"
-        return NEEDS_COMPILED.format(why=why)
+        return NEEDS_COMPILED.format(why=PURE_HERE if NATIVE is not None else UNBUILT_HERE)
+    if not hasattr(_chassis, "native_unary"):  # TEMPORARY until s12-unary-c is merged
+        return NEEDS_COMPILED.format(why=UNBUILT_HERE)
     return ""
 
 
