@@ -69,3 +69,18 @@ def ulps(a: np.ndarray, b: np.ndarray, f: FloatFormat) -> np.ndarray:
         return np.where(p & sign, -magnitude, magnitude)
 
     return np.abs(ordered(a) - ordered(b))
+
+
+def assert_within(row: ContractOp, x: np.ndarray, got: np.ndarray, bound: float) -> None:
+    """`got` is `row` of `x` as a unary contract says: NaN bits by the table's NaN rules,
+    signed zeros and infinities exact (C99 Annex F), every other value within `bound` ULPs of
+    the correctly rounded one."""
+    f = float_format(x.dtype)
+    want = correctly_rounded(row, np.ascontiguousarray(x).reshape(-1))
+    got_bits = np.ascontiguousarray(got).reshape(-1).view(f.uint)
+    magnitude = want & ~f.uint.type(f.sign_bit)
+    inf = f.exponent_max << f.mantissa
+    fixed = (magnitude > inf) | (magnitude == inf) | (magnitude == 0)
+    np.testing.assert_array_equal(got_bits[fixed], want[fixed], err_msg=f"{row.name} {f.dtype}")
+    worst = int(ulps(got_bits[~fixed], want[~fixed], f).max(initial=0))
+    assert worst <= bound, f"{row.name} {f.dtype}: {worst} ULP from the correctly rounded value"
