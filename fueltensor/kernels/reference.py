@@ -214,7 +214,10 @@ _SIGN_BIT_RESULTS: Final = ("|x|", "-x")
 def unary_nans(row: ContractOp, x: Array, out: Array) -> None:
     """Redo `out`'s NaN lanes by `row`'s special cases: a NaN input quieted with its sign and
     payload, or (|x|, -x) with only its sign bit changed; a NaN made from a number is this
-    machine's default NaN narrowed to the dtype."""
+    machine's default NaN narrowed to the dtype. A NaN input gives a NaN output in every row,
+    so an output without NaN has nothing to redo (one check, the common case)."""
+    if not np.isnan(out).any():
+        return
     inf, quiet = _HALF[out.dtype] if out.dtype in _HALF else _WIDE[out.dtype]
     word = np.dtype(f"u{out.itemsize}")
     sign = word.type(1 << (8 * out.itemsize - 1))
