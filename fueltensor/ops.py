@@ -237,8 +237,11 @@ def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
 
 
 def _host_sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc)."""
-    out: np.ndarray = 1 / (1 + np.exp(-x))
+    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc), as exp(x) / (1 + exp(x))
+    for negative x: the same value, where exp(-x) would overflow to inf and give 0 for a result
+    that is a subnormal (x in [-745.1, -709.8] in double)."""
+    e = np.exp(-np.abs(x))  # at most 1: never overflows
+    out: np.ndarray = np.where(x < 0, e / (1 + e), 1 / (1 + e))
     return out
 
 

@@ -25,9 +25,8 @@ EXACT = ("sqrt", "abs", "negative")
 def inputs(dtype: np.dtype, seed: int) -> np.ndarray:
     """Every special value of the dtype in both signs, and random bit patterns (NaN payloads,
     subnormals and infinities turn up), and the region around 1 and each function's edges."""
-    wide = np.concatenate(
-        [np.linspace(-12, 12, 97), [0.5, 0.75, 1 - 2**-9, 1 + 2**-9, 88.7, -103.9]]
-    )
+    edges = [0.5, 0.75, 1 - 2**-9, 1 + 2**-9, 88.7, -103.9, -709.7827128933841, -720.5, -744.0]
+    wide = np.concatenate([np.linspace(-12, 12, 97), edges])  # sigmoid(-720): a subnormal
     return np.concatenate(
         [
             special_values(dtype).array,
