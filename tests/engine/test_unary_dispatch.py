@@ -317,3 +317,14 @@ def test_out_of_domain_inputs_give_the_declared_nan_never_an_exception() -> None
         assert np.geterr()["invalid"] == "raise"  # the caller's state, as it was
     finally:
         np.seterr(**old)
+
+
+def test_numpys_ufuncs_on_a_tensor_are_the_contract_operations() -> None:
+    x = ft.asarray(np.array([0.5, -2.0, np.nan], np.float32))
+    for row in UNARY_OPS:
+        if not isinstance(row.host, np.ufunc):
+            continue  # sigmoid, erf, rsqrt: NumPy has no ufunc
+        with ft.trace() as plans:
+            got = row.host(x)
+        assert isinstance(got, ft.FuelTensor) and plans[0].op_kind == row.op_kind
+        assert bits(got) == bits(function(row)(x))
