@@ -17,20 +17,25 @@ if TYPE_CHECKING:
     from distributed import Client
 
 
-def _range(text: str) -> tuple[int, int]:
-    """`START:STOP` of 16-bit patterns (hex with 0x, or decimal) as a half-open range; refused
-    with the text as given when it is not one, or is empty or beyond 0x10000."""
+def _range(text: str, bits: int = 16) -> tuple[int, int]:
+    """`START:STOP` of `bits`-bit patterns (hex with 0x, or decimal) as a half-open range;
+    refused with the text as given when it is not one, or is empty or beyond 2**bits."""
     try:
         start, stop = (int(part, 0) for part in text.split(":"))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: a range is START:STOP of 16-bit patterns, e.g. 0x3f00:0x3f80"
+            f"{text!r}: a range is START:STOP of {bits}-bit patterns, e.g. 0x3f00:0x3f80"
         ) from None
-    if not 0 <= start < stop <= 1 << 16:
+    if not 0 <= start < stop <= 1 << bits:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: START:STOP must hold at least one pattern, START < STOP <= 0x10000"
+            f"{text!r}: START:STOP must hold at least one pattern, START < STOP <= {1 << bits:#x}"
         )
     return start, stop
+
+
+def _inputs(text: str) -> tuple[int, int]:
+    """`--inputs`: `START:STOP` of a unary sweep's input patterns (of up to 32 bits)."""
+    return _range(text, 32)
 
 
 def _compare(paths: list[str]) -> int:
@@ -96,6 +101,7 @@ def _report(args: argparse.Namespace, client: Client | None) -> int:
             sample=args.sample,
             seed=args.seed,
             timeout=args.timeout,
+            inputs=args.inputs,
         )
     except KERNEL_FAULTS as e:
         return faulted("certify", e)
@@ -108,22 +114,8 @@ def _report(args: argparse.Namespace, client: Client | None) -> int:
     return 1 if any(c.data["verdict"] for c in certs) else 0
 
 
-def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`fueltensor certify`: the exhaustive 16-bit sweep, or `--compare`."""
-    p = sub.add_parser(
-        "certify",
-        help="check every BF16/F16 operand pair of a provider against the correctly rounded "
-        "result and write certificates (exit 1 if the judge fails one, 3 if a kernel faults)",
-        description="Sweep every BF16/F16 operand pair (or --lhs/--rhs) of a provider's "
-        "contracts, or a draft's with --contracts. Exit status: 0 the judge accepts every "
-        "certificate, 1 it fails one, 2 a usage or document error, 3 if a kernel faults.",
-    )
-    p.add_argument(
-        "--provider", help="the provider (default cpu, or the provider of --contracts' kernels)"
-    )
-    p.add_argument(
-        "--kernel", action="append", metavar="NAME", help="only this contract (repeatable)"
-    )
+def _span_flags(p: argparse.ArgumentParser) -> None:
+    """`--lhs`, `--rhs` (a binary sweep's operand patterns) and `--inputs` (a unary one's)."""
     p.add_argument("--lhs", type=_range, default=(0, 1 << 16), metavar="START:STOP")
     p.add_argument(
         "--rhs",
@@ -132,6 +124,35 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="START:STOP",
         help="restrict the operand patterns (default every one: 2**32 pairs)",
     )
+    p.add_argument(
+        "--inputs",
+        type=_inputs,
+        metavar="START:STOP",
+        help="restrict a unary contract's input patterns (default every one: 2**16, or 2**32 "
+        "for a float32 row the op table sweeps exhaustively)",
+    )
+
+
+def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`fueltensor certify`: the exhaustive 16-bit sweep, or `--compare`."""
+    p = sub.add_parser(
+        "certify",
+        help="check every BF16/F16 operand pair (every unary input) of a provider against the "
+        "correctly rounded result and write certificates (exit 1 if the judge fails one, 3 if "
+        "a kernel faults)",
+        description="Sweep every BF16/F16 operand pair (or --lhs/--rhs) of a provider's binary "
+        "contracts and every input (or --inputs) of its unary ones: each 16-bit dtype's, and "
+        "float32's where the op table says so; or a draft's with --contracts. Exit status: 0 "
+        "the judge accepts every certificate, 1 it fails one, 2 a usage or document error, 3 "
+        "if a kernel faults.",
+    )
+    p.add_argument(
+        "--provider", help="the provider (default cpu, or the provider of --contracts' kernels)"
+    )
+    p.add_argument(
+        "--kernel", action="append", metavar="NAME", help="only this contract (repeatable)"
+    )
+    _span_flags(p)
     p.add_argument("--threads", type=int, help="threads (default every core)")
     p.add_argument(
         "--sample",

@@ -36,11 +36,20 @@ def section(
     prose: str = "",
     op_params: bool = True,
     semantics: str = "",
+    unary: bool = False,
 ) -> str:
-    """The section of `kernel`, `op_kind` on two same-shape dense `fkc` tensors into a fresh
-    one: `prose` under its heading, `op_params: {variant: None}` unless told otherwise, and a
-    `semantics` section when given. `max_ulp` is written as it is (a malformed one too)."""
+    """The section of `kernel`, `op_kind` on two same-shape dense `fkc` tensors (one, `x`, when
+    `unary`) into a fresh one: `prose` under its heading, `op_params: {variant: None}` unless
+    told otherwise, and a `semantics` section when given. `max_ulp` is written as it is (a
+    malformed one too)."""
     width = BY_FKC[fkc].itemsize
+    first = "x" if unary else "lhs"
+    names = ("x",) if unary else ("lhs", "rhs")
+    inputs = "\n".join(
+        f"    - {{name: {n}, dtypes: [{fkc}], layout: {DENSE}, rank: any"
+        + ("}" if unary else f", shape_constraint: same_as={names[1 - i]}}}")
+        for i, n in enumerate(names)
+    )
     text = f"\n{prose}\n" if prose else ""
     params = "  op_params: {variant: None}\n" if op_params else ""
     tail = f"{semantics}\n" if semantics else ""
@@ -57,13 +66,12 @@ entry_point: "{entry_point}"
 kernel_revision_hash: auto
 accept:
   inputs:
-    - {{name: lhs, dtypes: [{fkc}], layout: {DENSE}, rank: any, shape_constraint: same_as=rhs}}
-    - {{name: rhs, dtypes: [{fkc}], layout: {DENSE}, rank: any, shape_constraint: same_as=lhs}}
+{inputs}
 {params}return:
   outputs:
     - name: out
-      dtype_rule: passthrough(lhs)
-      shape_rule: same_as(lhs)
+      dtype_rule: passthrough({first})
+      shape_rule: same_as({first})
       layout_guarantee: contiguous
       aliasing: none
 caps:
@@ -75,7 +83,7 @@ cost:
   provenance: author_estimate
   class: cheap_elementwise
   flops: "n"
-  bytes_moved: "3 * n * {width}"
+  bytes_moved: "{2 if unary else 3} * n * {width}"
   memory: {{device_bytes: 0, host_bytes: "n * {width}", disk_bytes: 0}}
 precision:
   bit_stable_on_same_hardware: true

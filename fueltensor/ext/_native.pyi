@@ -12,6 +12,13 @@ ISAS: tuple[str, ...]
 def binary(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
     """out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous buffers of DTYPES[dtype]."""
 
+UNARY_OPS: tuple[str, ...]
+"""The unary op names, in the order `unary` numbers them (the op table's unary rows)."""
+
+def unary(op: int, dtype: int, x: Any, out: Any, /) -> None:
+    """out[i] = UNARY_OPS[op](x[i]) over C-contiguous buffers of DTYPES[dtype]: computed in
+    double and rounded once (abs and negative: the sign bit alone)."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 

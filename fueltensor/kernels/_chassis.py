@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
-from fueltensor.ops import KERNEL_OPS
+from fueltensor.ops import KERNEL_OPS, UNARY_KERNEL_OPS
 
 Array = NDArray[Any]
 BlockOp = Callable[[Array, Array, Array, "Scratch"], None]
@@ -413,21 +413,43 @@ def _load_native() -> ModuleType | None:
 NATIVE: Final = _load_native()
 """The compiled kernels module (`_native.binary`, `OPS`, `DTYPES`, `ISAS`), or None."""
 
-if NATIVE is not None and sorted(NATIVE.OPS) != sorted(KERNEL_OPS):
-    raise ImportError(
-        f"the compiled kernels export ops {list(NATIVE.OPS)}, the op table (fueltensor.ops) "
-        f"has {list(KERNEL_OPS)}: rebuild them (python setup.py build_ext --inplace)"
-    )
+_EXPORTED: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
+    ()
+    if NATIVE is None
+    else ((tuple(NATIVE.OPS), KERNEL_OPS), (tuple(NATIVE.UNARY_OPS), UNARY_KERNEL_OPS))
+)
+"""Each family's ops as the compiled kernels export them, beside the op table's."""
+for _built, _table in _EXPORTED:
+    if sorted(_built) != sorted(_table):
+        raise ImportError(
+            f"the compiled kernels export ops {list(_built)}, the op table (fueltensor.ops) "
+            f"has {list(_table)}: rebuild them (python setup.py build_ext --inplace)"
+        )
+
+NOT_BUILT: Final = (
+    "the compiled kernels (fueltensor.ext._native) are not built; reinstall fueltensor where a "
+    "C compiler is available (pip install .), or build them in a checkout (python setup.py "
+    "build_ext --inplace)"
+)
+"""Why a compiled body cannot be had."""
 
 
 def native(op: Op, dtype: np.dtype[Any]) -> Body:
     """The compiled body of `op` on `dtype`: one C call, no Python frame of its own."""
     if NATIVE is None:
-        raise RuntimeError(
-            "the compiled kernels (fueltensor.ext._native) are not built; reinstall "
-            "fueltensor where a C compiler is available, or use the pure implementation"
-        )
+        raise RuntimeError(f"{NOT_BUILT}, or use the pure implementation")
     body: Body = partial(NATIVE.binary, NATIVE.OPS.index(op.name), NATIVE.DTYPES.index(dtype.name))
+    return body
+
+
+def native_unary(op: str, dtype: np.dtype[Any]) -> Callable[[Array, Array], None]:
+    """The compiled unary body of kernel op `op` ("exp") on `dtype`: `body(x, out)`, one C call.
+    The unary functions have no pure-NumPy body: their contracts need the compiled kernels."""
+    if NATIVE is None:
+        raise RuntimeError(NOT_BUILT)
+    body: Callable[[Array, Array], None] = partial(
+        NATIVE.unary, NATIVE.UNARY_OPS.index(op), NATIVE.DTYPES.index(dtype.name)
+    )
     return body
 
 

@@ -22,14 +22,14 @@ BOUND_ULPS: Final = 1024.0
 EXTRA: Final = "certify"
 
 
-def _gmpy2() -> Any:
+def gmpy2_module() -> Any:
     """gmpy2, or ImportError naming the extra that installs it."""
     try:
         import gmpy2
     except ImportError as e:
         raise ImportError(
-            f"pow's correctly rounded reference needs MPFR: pip install 'fueltensor[{EXTRA}]' "
-            "(or gmpy2)"
+            "the correctly rounded references (pow, the unary functions) need MPFR: "
+            f"pip install 'fueltensor[{EXTRA}]' (or gmpy2)"
         ) from e
     return gmpy2
 
@@ -37,7 +37,7 @@ def _gmpy2() -> Any:
 def available() -> bool:
     """Whether gmpy2 (MPFR) can be imported here."""
     try:
-        _gmpy2()
+        gmpy2_module()
     except ImportError:
         return False
     return True
@@ -62,18 +62,25 @@ def _uint(a: np.ndarray) -> np.dtype[Any]:
     return np.dtype(f"u{a.dtype.itemsize}")
 
 
-def correctly_rounded(x: np.ndarray, y: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """pow(x, y) for float64 operand values (exact in double), each rounded once into `fmt`
-    by MPFR, as an array of `fmt`'s dtype."""
-    gmpy2 = _gmpy2()
+def format_context(fmt: FloatFormat) -> Any:
+    """The MPFR context that rounds once, to nearest even, into `fmt`: its precision, its
+    exponent range (MPFR's exponents are one above IEEE's) and its subnormals."""
+    gmpy2 = gmpy2_module()
     p = fmt.precision
-    ctx = gmpy2.context(
+    return gmpy2.context(
         precision=p,
         emin=(1 - fmt.bias) - p + 2,
         emax=fmt.bias + 1,
         subnormalize=True,
         round=gmpy2.RoundToNearest,
     )
+
+
+def correctly_rounded(x: np.ndarray, y: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """pow(x, y) for float64 operand values (exact in double), each rounded once into `fmt`
+    by MPFR, as an array of `fmt`'s dtype."""
+    gmpy2 = gmpy2_module()
+    ctx = format_context(fmt)
     out = []
     for a, b in zip(x.tolist(), y.tolist(), strict=True):
         xa, yb = gmpy2.mpfr(a, 64), gmpy2.mpfr(b, 64)  # exact: 53 <= 64 bits

@@ -21,7 +21,7 @@ from fueltensor.engine.backends import current_policy
 from fueltensor.engine.planner import ORACLE_SOURCES
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.ops import BINARY_OPS, spelled
+from fueltensor.ops import BINARY_OPS, BY_KIND, TRAITS, spelled
 from fueltensor.registry import Registry, provider_aliases, provider_unavailable
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table
@@ -155,9 +155,12 @@ def column(provider: str, reg: Registry) -> str:
 
 
 def _contract(reg: Registry, provider: str, op_kind: str, fkc: str) -> KernelContract | None:
-    """The provider's binary contract at `op_kind` that takes dtype `fkc`, if any."""
+    """The provider's contract at `op_kind` that takes dtype `fkc` in each of the operands its
+    family has (two for a binary op, one for a unary one), if any."""
+    operands = len(TRAITS[BY_KIND[op_kind].family].operands)
     for c in reg.for_op(op_kind):
-        if c.provider.name == provider and len(c.inputs) == 2 and fkc in c.inputs[0].dtypes:
+        taken = fkc in c.inputs[0].dtypes
+        if c.provider.name == provider and len(c.inputs) == operands and taken:
             return c
     return None
 

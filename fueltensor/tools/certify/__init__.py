@@ -26,7 +26,8 @@ import numpy as np
 from fueltensor.engine.backends import current_policy
 from fueltensor.fingerprint import machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.registry import Registry, provider_environment
+from fueltensor.ops import BY_KIND, Family
+from fueltensor.registry import Registry, provider_environment, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.binary import binary_identity, effective_revision
@@ -34,8 +35,9 @@ from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, bui
 from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
 from fueltensor.tools.certify.sampled import WIDE, sampled_data
-from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, jobs, sweep
+from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, Sweepable, jobs, sweep
 from fueltensor.tools.certify.tally import core
+from fueltensor.tools.certify.unary import unary_certificate, unary_jobs
 from fueltensor.tools.certify.verdict import claims, record_verdict, verdict
 
 if TYPE_CHECKING:
@@ -141,6 +143,7 @@ def certify(
     timeout: float | None = None,
     sample: int = 0,
     seed: int = 0,
+    inputs: tuple[int, int] | None = None,
 ) -> list[Certificate]:
     """Certify every BF16/F16 binary contract of `provider` (or the named `kernels`) over the
     operand patterns lhs x rhs (default every pair, 2**32), on `threads` threads (default all
@@ -149,11 +152,103 @@ def certify(
     stream, or None (stderr when it is a terminal). With a Dask `client`, the blocks run on
     the cluster's workers, over each worker's own registry (`certify.cluster`); `timeout`
     bounds the wait for each chunk. With `sample` > 0, the F32/F64 contracts too: every pair of
-    their special values and `sample` seeded random pairs (`certify.sampled`)."""
+    their special values and `sample` seeded random pairs (`certify.sampled`). The unary
+    contracts are swept on every input (`certify.unary`): each 16-bit dtype's, and float32's
+    where the op table says so (2**32), or the input patterns `inputs` alone."""
     reg = reg if reg is not None else current_policy().registry
     span = Span(lhs, rhs)
     stream = _stream(progress)
     n = threads or os.cpu_count() or 1
+    found = []
+    named = list(kernels) if kernels is not None else None
+    unary = [k for k in named or () if _is_unary(reg, k)]
+    binary = [k for k in named or () if k not in unary]
+    if named is None or binary:
+        found += _binary(
+            reg,
+            provider,
+            binary if named else None,
+            span,
+            n,
+            sample,
+            seed,
+            out_dir,
+            state_dir,
+            stream,
+            client,
+            timeout,
+        )
+    if named is None or unary:
+        found += _unary(
+            reg, provider, unary if named else None, inputs, n, out_dir, state_dir, stream
+        )
+    return found
+
+
+def _is_unary(reg: Registry, name: str) -> bool:
+    """Whether contract `name` of `reg` is of the unary family."""
+    row = BY_KIND.get(reg[name].op_kind)
+    return row is not None and row.family is Family.UNARY
+
+
+def _unary(
+    reg: Registry,
+    provider: str,
+    kernels: list[str] | None,
+    inputs: tuple[int, int] | None,
+    threads: int,
+    out_dir: str | Path | None,
+    state_dir: str | Path | None,
+    stream: TextIO | None,
+) -> list[Certificate]:
+    """The certificates of `provider`'s unary contracts (or the named ones), every input."""
+    names = reg.provider_names(provider)
+    require(names)
+    wanted = set(kernels) if kernels is not None else None
+    found = []
+    todo = unary_jobs(reg, names, wanted, inputs)
+    missing = sorted((wanted or set()) - {j.contract.name for j in todo})
+    if missing:
+        raise ValueError(
+            f"no 16-bit or exhaustive F32 unary contract of {provider} named {missing}"
+        )
+    for job in todo:
+        result = sweep(job, threads, _state(state_dir, job), stream)
+        extras = {
+            "contract": _identity(job.contract, job.binary),
+            "binary": job.binary,
+            "machine": machine().to_dict(),
+            "versions": _versions(job.contract),
+        }
+        cert = unary_certificate(job, result, extras)
+        record_verdict(cert, job.contract, job.binary)
+        _save(cert, out_dir)
+        found.append(cert)
+    return found
+
+
+def _save(cert: Certificate, out_dir: str | Path | None) -> None:
+    """Write `cert` (JSON and text) to `out_dir`, when given."""
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        cert.save(Path(out_dir) / f"{cert.stem}.json")
+
+
+def _binary(
+    reg: Registry,
+    provider: str,
+    kernels: list[str] | None,
+    span: Span,
+    n: int,
+    sample: int,
+    seed: int,
+    out_dir: str | Path | None,
+    state_dir: str | Path | None,
+    stream: TextIO | None,
+    client: Client | None,
+    timeout: float | None,
+) -> list[Certificate]:
+    """The certificates of `provider`'s binary contracts (or the named ones): `certify`'s."""
     found = []
     for job in jobs(reg, provider, kernels, span, HALVES + (WIDE if sample else ())):
         if job.dtype.fkc in WIDE:
@@ -166,9 +261,7 @@ def certify(
         cert = certificate(job, result)
         if machines:
             cert.data["machine"] = machines[0] if len(machines) == 1 else machines
-        if out_dir is not None:
-            Path(out_dir).mkdir(parents=True, exist_ok=True)
-            cert.save(Path(out_dir) / f"{cert.stem}.json")
+        _save(cert, out_dir)
         found.append(cert)
     return found
 
@@ -190,9 +283,7 @@ def _sampled(job: Job, sample: int, seed: int, out_dir: str | Path | None) -> Ce
     data["seconds"] = time.perf_counter() - start
     cert = Certificate(data)
     record_verdict(cert, job.contract, job.binary)
-    if out_dir is not None:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        cert.save(Path(out_dir) / f"{cert.stem}.json")
+    _save(cert, out_dir)
     return cert
 
 
@@ -205,7 +296,7 @@ def _stream(progress: bool | TextIO | None) -> TextIO | None:
     return progress
 
 
-def _state(state_dir: str | Path | None, job: Job) -> Path | None:
+def _state(state_dir: str | Path | None, job: Sweepable) -> Path | None:
     """The state file of a job's sweep (None: not kept)."""
     if state_dir is None:
         return None

@@ -99,10 +99,26 @@ def _count(data: dict[str, Any], path: str) -> int:
     return value
 
 
-def _pair_shape(data: dict[str, Any], path: str) -> None:
-    """A pair field (`max_pair`, `formula.first`): null, or its patterns and their values."""
+UNARY_SIDES: Final = ("x", "got", "want")
+"""The patterns of a unary certificate's `max_input`, each with its value's text."""
+
+
+def is_unary(data: dict[str, Any]) -> bool:
+    """Whether a certificate is of a unary sweep (its span a range of inputs `x`)."""
+    span = data.get("span")
+    return isinstance(span, dict) and "x" in span
+
+
+def lanes(data: dict[str, Any]) -> int:
+    """The lanes a certificate's span holds: operand pairs, or a unary sweep's inputs."""
+    return int(data["span"]["inputs" if is_unary(data) else "pairs"])
+
+
+def _pair_shape(data: dict[str, Any], path: str, sides: tuple[str, ...] = _PAIR_SIDES) -> None:
+    """A pair field (`max_pair`, `formula.first`; a unary `max_input`): null, or its patterns
+    and their values."""
     if _field(data, path, (dict, type(None)), "an operand pair or null") is not None:
-        for side in _PAIR_SIDES:
+        for side in sides:
             _count(data, f"{path}.{side}")
             _field(data, f"{path}.{side}_value", str, "a value's text")
 
@@ -111,8 +127,16 @@ def _span_shape(data: dict[str, Any]) -> None:
     """`span`: a 16-bit range (lhs, rhs: [start, stop) within 0..65536) or special pairs and
     a sample; pairs and exhaustive either way."""
     span = _field(data, "span", dict, "an object")
-    _count(data, "span.pairs")
+    _count(data, "span.inputs" if is_unary(data) else "span.pairs")
     _field(data, "span.exhaustive", bool, "true or false")
+    if is_unary(data):
+        bounds = _field(data, "span.x", list, "[start, stop]")
+        if len(bounds) != 2 or not all(type(b) is int for b in bounds):
+            raise CertificateError(f"field span.x: [start, stop], not {bounds!r}")
+        if not 0 <= bounds[0] < bounds[1] <= 1 << 32:
+            raise CertificateError(f"field span.x: {bounds} is not a range of input patterns")
+        _field(data, "block_digests", list, "a list of block digests")
+        return
     if "lhs" not in span:
         for key in ("special_pairs", "sample", "seed"):
             _count(data, f"span.{key}")
@@ -164,16 +188,21 @@ def check_shape(data: object) -> None:
     max_ulp = _field(data, "max_ulp", (int, str), 'a whole number or "inf"')
     if max_ulp != "inf" and (not isinstance(max_ulp, int) or max_ulp < 0):
         raise CertificateError(f'field max_ulp: a whole number >= 0 or "inf", not {max_ulp!r}')
-    _pair_shape(data, "max_pair")
+    unary = is_unary(data)
+    if unary:
+        _pair_shape(data, "max_input", UNARY_SIDES)
+    else:
+        _pair_shape(data, "max_pair")
     if "formula" in data:
         _count(data, "formula.equal")
         _pair_shape(data, "formula.first")
     _counts(data, "differences", None)
     _counts(data, "specials", None)
     if "nan_forms" in data:  # the 16-bit core's; not a sampled certificate's
-        _rows(data, "nan_forms", ("mask", "pairs"), ("forms",))
+        _rows(data, "nan_forms", ("mask", "inputs" if unary else "pairs"), ("forms",))
     formula = ("formula",) if "formula" in data else ()
-    _rows(data, "classes", ("pairs", "exact", *formula), ("lhs", "rhs"))
+    count, sides = ("inputs", ("x",)) if unary else ("pairs", ("lhs", "rhs"))
+    _rows(data, "classes", (count, "exact", *formula), sides)
     _field(data, "digest", str, "a SHA-256 in hex")
     _field(data, "reference.exact", str, "what the reference is")
     if "formula" in data:
@@ -258,15 +287,17 @@ class Certificate:
         the special-value outcomes seen, the digest."""
         d = self.data
         c = d["contract"]
+        source = "the reference" if is_unary(d) else "the judge's reference"
         lines = [
             f"{c['name']} ({c['provider']}, {d['dtype']}): {_span_text(d['span'])}",
             (
                 "ULP from the correctly rounded result: "
                 if "formula" in d
-                else f"ULP from the judge's reference ({d['reference']['exact']}): "
+                else f"ULP from {source} ({d['reference']['exact']}): "
             )
             + ", ".join(f"{k.removeprefix('ulp')}: {v:,}" for k, v in d["histogram"].items() if v),
-            f"max {d['max_ulp']} ULP, first at {_pair_text(d['max_pair'])}",
+            f"max {d['max_ulp']} ULP, first at "
+            + (_input_text(d["max_input"]) if is_unary(d) else _pair_text(d["max_pair"])),
         ]
         if "formula" in d:
             first = d["formula"]["first"]
@@ -277,7 +308,10 @@ class Certificate:
             )
         seen = ", ".join(f"{k} {v:,}" for k, v in d["specials"].items() if v)
         lines.append(f"special values: {seen or 'none'}")
-        lines += [f"  NaN from {row['forms']}: {row['pairs']:,}" for row in d.get("nan_forms", ())]
+        lines += [
+            f"  NaN from {row['forms']}: {row.get('inputs', row.get('pairs')):,}"
+            for row in d.get("nan_forms", ())
+        ]
         binary = d.get("binary")
         lines += [
             f"digest {d['digest']}",
@@ -308,7 +342,8 @@ class Certificate:
         right.barh(list(seen), list(seen.values()))
         right.set_xscale("symlog")
         right.set_title("special-value outcomes")
-        fig.suptitle(f"{self.name} ({self.data['dtype']}): {self.data['span']['pairs']:,} pairs")
+        what = "inputs" if is_unary(self.data) else "pairs"
+        fig.suptitle(f"{self.name} ({self.data['dtype']}): {lanes(self.data):,} {what}")
         plt.close(fig)
         return fig
 
@@ -330,16 +365,22 @@ def judgement(failures: list[str], checked: list[str], unchecked: list[str]) -> 
 
 
 def coverage(data: dict[str, Any]) -> str:
-    """`coverage N of M pairs`: the pairs a certificate ran, of every pair of its dtype."""
+    """`coverage N of M pairs`: the pairs (a unary sweep's inputs) a certificate ran, of every
+    pair (input) of its dtype."""
+    unary = is_unary(data)
     try:
-        every = f" of {1 << 16 * as_dtype(data['dtype']).itemsize:,}"
+        every = f" of {1 << (8 if unary else 16) * as_dtype(data['dtype']).itemsize:,}"
     except TypeError:
         every = ""
-    return f"coverage {data['span']['pairs']:,}{every} pairs"
+    return f"coverage {lanes(data):,}{every} {'inputs' if unary else 'pairs'}"
 
 
 def _span_text(span: dict[str, Any]) -> str:
-    """What a certificate covered: a range of 16-bit patterns, or special pairs and a sample."""
+    """What a certificate covered: a range of 16-bit patterns (a unary sweep's range of
+    inputs), or special pairs and a sample."""
+    if "x" in span:
+        kind = "every input" if span["exhaustive"] else "a restricted range"
+        return f"{span['inputs']:,} inputs, {kind} (x {span['x'][0]:#x}..{span['x'][1]:#x})"
     if "lhs" not in span:
         return (
             f"{span['pairs']:,} pairs: every pair of the special values "
@@ -360,6 +401,13 @@ def _pair_text(p: dict[str, Any] | None) -> str:
     got = f" gave {p['got_value']}" if "got_value" in p else ""
     want = f", correctly rounded {p['want_value']}" if "want_value" in p else ""
     return f"({p['lhs_value']}, {p['rhs_value']}){got}{want}"
+
+
+def _input_text(p: dict[str, Any] | None) -> str:
+    """`x gave got, correctly rounded want` for the text of a unary certificate."""
+    if not p:
+        return "-"
+    return f"x = {p['x_value']} gave {p['got_value']}, correctly rounded {p['want_value']}"
 
 
 def build(

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fueltensor.core.dtypes import as_dtype
 from fueltensor.core.errors import plural
-from fueltensor.tools.certify.certificate import Certificate
+from fueltensor.tools.certify.certificate import Certificate, is_unary
 from fueltensor.tools.certify.sweep import Span
+from fueltensor.tools.certify.unary import UnarySpan
 
 SHOWN_BLOCKS = 8
 """Differing blocks named in the text; the rest are counted."""
@@ -32,6 +34,8 @@ class Comparison:
     """The lhs ranges of the blocks whose outputs differ."""
     changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """Tally entries that differ: (A's, B's)."""
+    side: str = "lhs"
+    """What a block's range is of: lhs patterns, or a unary sweep's inputs (`x`)."""
 
     def text(self) -> str:
         """What a person reads."""
@@ -39,7 +43,9 @@ class Comparison:
             return "not comparable: " + "; ".join(self.comparable)
         if self.same_bits:
             return "same bits: the two digests are equal"
-        shown = ", ".join(f"lhs {lo:#06x}..{hi:#06x}" for lo, hi in self.blocks[:SHOWN_BLOCKS])
+        shown = ", ".join(
+            f"{self.side} {lo:#06x}..{hi:#06x}" for lo, hi in self.blocks[:SHOWN_BLOCKS]
+        )
         more = len(self.blocks) - SHOWN_BLOCKS
         lines = [
             f"different bits in {plural(len(self.blocks), 'block')}: {shown}"
@@ -64,8 +70,13 @@ def _flat(cert: Certificate) -> dict[str, Any]:
 
 
 def _ranges(cert: Certificate) -> list[tuple[int, int]]:
-    """The lhs range of each block of a swept certificate's span (none for a sampled one)."""
+    """The lhs range (a unary sweep's input range) of each block of a swept certificate's span
+    (none for a sampled one)."""
     span = cert.data["span"]
+    if is_unary(cert.data):
+        width = 8 * as_dtype(cert.data["dtype"]).itemsize
+        lo, hi = span["x"]
+        return UnarySpan(lo, hi, width).blocks()
     return Span(tuple(span["lhs"]), tuple(span["rhs"])).blocks() if "lhs" in span else []
 
 
@@ -105,4 +116,4 @@ def compare(a: Certificate, b: Certificate) -> Comparison:
     fa, fb = _flat(a), _flat(b)
     changes = {k: (fa.get(k, 0), fb.get(k, 0)) for k in dict.fromkeys([*fa, *fb])}
     changes = {k: v for k, v in changes.items() if v[0] != v[1]}
-    return Comparison(False, [], _blocks(a, b), changes)
+    return Comparison(False, [], _blocks(a, b), changes, "x" if is_unary(a.data) else "lhs")

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, Protocol, TextIO
 
 import numpy as np
 
@@ -67,6 +68,10 @@ class Span:
         """Whether the span holds every pair of the format (2**32)."""
         return self.lhs == FULL and self.rhs == FULL
 
+    def bounds(self) -> list[tuple[int, int]]:
+        """The ranges as a state file's header names them."""
+        return [self.lhs, self.rhs]
+
     def blocks(self) -> list[tuple[int, int]]:
         """The lhs range of each block, in order."""
         lo, hi = self.lhs
@@ -94,6 +99,10 @@ class Job:
         rhs = np.arange(*self.span.rhs, dtype=np.uint16)
         return np.repeat(lhs, rhs.size), np.tile(rhs, lhs.size)
 
+    def block(self, index: int, rows: tuple[int, int]) -> BlockResult:
+        """Block `index` (lhs patterns `rows`) swept (`run_block`)."""
+        return run_block(self, index, rows, _classes(self.dtype.name))
+
     def run(self, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """The kernel's output patterns for the pairs (unsigned patterns of the dtype's width,
         as `lhs`), called as dispatch calls it."""
@@ -102,6 +111,39 @@ class Job:
         out = call(self.kernel, plan, [lhs.view(dt), rhs.view(dt)])
         got: np.ndarray = np.ascontiguousarray(out).reshape(-1).view(lhs.dtype)
         return got
+
+
+@cache
+def _classes(dtype: str) -> np.ndarray:
+    """`tally.class_table` of a dtype, made once."""
+    return class_table(dtype)
+
+
+class Sweepable(Protocol):
+    """What `sweep` runs: a contract at a dtype over a span of blocks (`Job`, a binary pair
+    sweep; `certify.unary.UnaryJob`, one input per lane)."""
+
+    @property
+    def contract(self) -> KernelContract: ...
+
+    @property
+    def dtype(self) -> DType: ...
+
+    @property
+    def binary(self) -> dict[str, Any]: ...
+
+    @property
+    def span(self) -> SpanLike: ...
+
+    def block(self, index: int, rows: tuple[int, int]) -> BlockResult: ...
+
+
+class SpanLike(Protocol):
+    """A sweep's span: its blocks' ranges, and its bounds for the state file's header."""
+
+    def bounds(self) -> list[tuple[int, int]]: ...
+
+    def blocks(self) -> list[tuple[int, int]]: ...
 
 
 @dataclass
@@ -294,7 +336,7 @@ class Sweep:
 
 
 def sweep(
-    job: Job,
+    job: Sweepable,
     threads: int,
     state: Path | None = None,
     progress: TextIO | None = None,
@@ -308,12 +350,11 @@ def sweep(
     header = {
         "contract": job.contract.name,
         "dtype": job.dtype.name,
-        "span": [job.span.lhs, job.span.rhs],
+        "span": job.span.bounds(),
         "binary": job.binary,
     }
     header = json.loads(json.dumps(header))
     results = {r.index: r for r in _resumed(state, header)}
-    classes = class_table(job.dtype)
     label = f"{job.contract.name} ({job.dtype.name})"
     bar = Progress(len(wanted), progress, label)
     bar.resumed = bar.done = sum(1 for i in wanted if i in results)
@@ -327,7 +368,7 @@ def sweep(
             running: set[Future[BlockResult]] = set()
             while True:
                 for i in todo:
-                    running.add(pool.submit(run_block, job, i, all_rows[i], classes))
+                    running.add(pool.submit(job.block, i, all_rows[i]))
                     if len(running) >= 2 * threads:
                         break
                 if not running:

@@ -26,18 +26,29 @@ from __future__ import annotations
 from typing import Any, Final
 
 from fueltensor.core.dtypes import DType, as_dtype
+from fueltensor.core.errors import plural
 from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import NanRule
-from fueltensor.ops import BY_KIND
+from fueltensor.ops import BY_KIND, CONTRACT_OPS, OpKind
 from fueltensor.tools.certify.binary import binary_identity, binary_text, effective_revision
-from fueltensor.tools.certify.certificate import HIST_ULPS, HISTOGRAM, Certificate
+from fueltensor.tools.certify.certificate import (
+    HIST_ULPS,
+    HISTOGRAM,
+    Certificate,
+    is_unary,
+    lanes,
+)
 from fueltensor.tools.certify.sweep import Span
 from fueltensor.tools.certify.tally import FIXED_NAMES, form_bits
+from fueltensor.tools.certify.unary import UnarySpan
+from fueltensor.tools.exact_unary import SIGN_BIT_RESULTS, nan_result
+from fueltensor.tools.judge.declared import reference_for
 
-BOUNDED_OPS: Final = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
-"""Kernel ops whose declared max_ulp is measured from the correctly rounded result; a remainder
-too where it is declared `fmod` (the seeds' floor formula is its own reference)."""
+BOUNDED_OPS: Final = tuple(op.kernel_op for op in CONTRACT_OPS if op.op_kind is not OpKind.REM)
+"""Kernel ops whose declared max_ulp is measured from the correctly rounded result (every row
+but the remainder: the binary ones, and every unary function); a remainder too where it is
+declared `fmod` (the seeds' floor formula is its own reference)."""
 
 
 def _correctly_rounded(contract: KernelContract) -> bool:
@@ -45,9 +56,9 @@ def _correctly_rounded(contract: KernelContract) -> bool:
     seeds' floor-formula remainder is not: its own rounding errors lose tiny results, which
     says nothing about flushing)."""
     sem = contract.semantics
-    op = BY_KIND[contract.op_kind].kernel_op
+    row = BY_KIND[contract.op_kind]
     fmod = sem is not None and sem.remainder is not None and sem.remainder.definition == "fmod"
-    return op in BOUNDED_OPS or (op == "rem" and fmod)
+    return row.kernel_op in BOUNDED_OPS or (row.op_kind is OpKind.REM and fmod)
 
 
 def _bounded(contract: KernelContract) -> bool:
@@ -89,24 +100,47 @@ def nan_allowed(mask: int, rule: NanRule) -> bool:
     return any(_source_allows(bits, side, rule) for side in sources)
 
 
+def _fixed_bits(data: dict[str, Any], contract: KernelContract) -> list[str]:
+    """A unary certificate's zeros of the other sign, and NaNs of other bits, where the
+    reference fixes them (`judge.declared.reference_for`: Annex F's and the rounding's signed
+    zeros; a NaN quieted, or the sign bit alone changed, where the contract says so)."""
+    ref = reference_for(contract)
+    if not is_unary(data) or ref is None:
+        return []
+    zeros = data["specials"].get("zero_sign", 0) if ref.zero_signs else 0
+    nans = sum(data["differences"].get(k, 0) for k in ("NaN sign", "NaN payload"))
+    return [
+        f"{plural(n, 'input')} gave {what} than the correctly rounded result"
+        for n, what in (
+            (zeros, "a zero of the other sign"),
+            (nans if ref.nan_bits else 0, "a NaN of other bits"),
+        )
+        if n
+    ]
+
+
 def _nan_failures(data: dict[str, Any], contract: KernelContract) -> list[str]:
-    """The NaN results the `nan` declaration rules out, and lost NaNs."""
+    """The NaN results the `nan` declaration rules out, and lost NaNs (a sign-bit operation's
+    NaNs are the table's, `_fixed_bits`)."""
     sem = contract.semantics
     rule = sem.nan if sem is not None else None
     specials = data["specials"]
+    what = "inputs" if is_unary(data) else "pairs"
     found = [
-        f"{specials[k]:,} pairs of a NaN reference gave a number ({k})"
+        f"{specials[k]:,} {what} of a NaN reference gave a number ({k})"
         for k in ("nan_lost", "invalid_lost")
         if specials.get(k)
     ]
-    if rule is None:
+    row = BY_KIND[contract.op_kind]
+    if rule is None or nan_result(row) in SIGN_BIT_RESULTS:
         return found
     declared = f"nan: {{operand: {rule.operand}, result: {list(rule.result)}, sign: {rule.sign}"
     declared += f", invalid: {list(rule.invalid)}}}" if rule.invalid is not None else "}"
     return found + [
-        f"semantics: {declared}, but {row['pairs']:,} pairs gave NaN from {row['forms']}"
-        for row in data.get("nan_forms", ())
-        if not nan_allowed(row["mask"], rule)
+        f"semantics: {declared}, but {form.get('pairs', form.get('inputs')):,} {what} gave NaN "
+        f"from {form['forms']}"
+        for form in data.get("nan_forms", ())
+        if not nan_allowed(form["mask"], rule)
     ]
 
 
@@ -177,22 +211,31 @@ def _span_failures(d: dict[str, Any]) -> list[str]:
     """The span's pairs against its ranges and blocks (or its special pairs and sample), and
     against the pairs the histogram and `open` count."""
     span, found = d["span"], []
-    if "lhs" in span:
+    if is_unary(d):
+        lo, hi = span["x"]
+        dtype = _dtype(d["dtype"])
+        width = 8 * dtype.itemsize if dtype is not None else 32
+        pairs, exhaustive = hi - lo, lo == 0 and hi == 1 << width
+        blocks = len(UnarySpan(lo, hi, width).blocks()) if hi <= 1 << width else 0
+        if len(d["block_digests"]) != blocks:
+            found.append(f"span: {blocks:,} blocks, but {len(d['block_digests']):,} block digests")
+    elif "lhs" in span:
         ranges = Span(tuple(span["lhs"]), tuple(span["rhs"]))
         pairs, exhaustive, blocks = ranges.pairs, ranges.exhaustive, len(ranges.blocks())
         if len(d["block_digests"]) != blocks:
             found.append(f"span: {blocks:,} blocks, but {len(d['block_digests']):,} block digests")
     else:
         pairs, exhaustive = span["special_pairs"] + span["sample"], False
-    if span["pairs"] != pairs or span["exhaustive"] != exhaustive:
+    said, what = lanes(d), "inputs" if is_unary(d) else "pairs"
+    if said != pairs or span["exhaustive"] != exhaustive:
         found.append(
-            f"span: its ranges hold {pairs:,} pairs (exhaustive: {exhaustive}), but it says "
-            f"{span['pairs']:,} (exhaustive: {span['exhaustive']})"
+            f"span: its ranges hold {pairs:,} {what} (exhaustive: {exhaustive}), but it says "
+            f"{said:,} (exhaustive: {span['exhaustive']})"
         )
     counted = sum(d["histogram"].values()) + d["specials"].get("open", 0)
-    if counted != span["pairs"]:
+    if counted != said:
         found.append(
-            f"histogram: {counted:,} pairs with the open ones, but the span says {span['pairs']:,}"
+            f"histogram: {counted:,} {what} with the open ones, but the span says {said:,}"
         )
     return found
 
@@ -215,12 +258,14 @@ def _tally_failures(d: dict[str, Any]) -> list[str]:
     total, top = sum(hist.values()), _fits(d["max_ulp"], hist)
     if top is not None:
         found.append(f"max_ulp: {d['max_ulp']}, but the histogram's farthest pairs are in {top}")
-    if total and d["max_pair"] is None:
-        found.append("max_pair: none, but the histogram counts pairs")
-    sums = {k: sum(row.get(k, 0) for row in d["classes"]) for k in ("pairs", "exact", "formula")}
+    mark = "max_input" if is_unary(d) else "max_pair"
+    if total and d[mark] is None:
+        found.append(f"{mark}: none, but the histogram counts lanes")
+    count = "inputs" if is_unary(d) else "pairs"
+    sums = {k: sum(row.get(k, 0) for row in d["classes"]) for k in (count, "exact", "formula")}
     other = sum(v for k, v in d["differences"].items() if k != "equal")
     checks = [
-        ("the class table", "pairs", sums["pairs"], total),
+        ("the class table", count, sums[count], total),
         ("the class table", "exact pairs", sums["exact"], hist["exact"]),
         ("the difference classes", "pairs off the exact bits", other, total - hist["exact"]),
     ]
@@ -279,11 +324,18 @@ def claims(cert: Certificate, contract: KernelContract) -> tuple[list[str], list
         checked.append(f"max_ulp {declared:g}")
     else:
         unchecked.append(f"max_ulp {declared:g} (not from the correctly rounded result here)")
-    if _formula_source(contract):
+    if _formula_source(contract) and is_unary(d):  # a unary row's formula is its definition
+        (checked if _bounded(contract) and declared is not None else unchecked).append(
+            "formula (the definition correctly rounded, within max_ulp)"
+        )
+    elif _formula_source(contract):
         formula = "formula" if "formula" in d else "formula (a sampled certificate has no count)"
         (checked if "formula" in d else unchecked).append(formula)
     if sem is not None and sem.nan is not None:
         checked.append("nan")
+    ref = reference_for(contract) if is_unary(d) else None
+    if ref is not None:
+        checked += ["signed zeros"] * ref.zero_signs + ["NaN bits"] * ref.nan_bits
     if sem is not None and sem.subnormals is not None:
         (checked if _correctly_rounded(contract) else unchecked).append("subnormals")
     return checked, unchecked
@@ -314,14 +366,15 @@ def verdict(
     found = []
     declared = contract.precision.max_ulp
     if declared is not None and _bounded(contract) and cert.max_ulp > declared:
-        p = d["max_pair"]
+        p = d["max_input"] if is_unary(d) else d["max_pair"]
+        at = f"x = {p['x_value']}" if is_unary(d) else f"({p['lhs_value']}, {p['rhs_value']})"
         found.append(
             f"max_ulp {declared:g} declared, but {d['max_ulp']} ULP from the correctly rounded "
-            f"result at ({p['lhs_value']}, {p['rhs_value']}): got {p['got_value']}, "
-            f"correctly rounded {p['want_value']}"
+            f"result at {at}: got {p['got_value']}, correctly rounded {p['want_value']}"
         )
     return (
         found
+        + _fixed_bits(d, contract)
         + _formula_failures(d, contract)
         + _nan_failures(d, contract)
         + _subnormal_failures(d["specials"], contract)

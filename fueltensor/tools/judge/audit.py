@@ -57,6 +57,7 @@ from fueltensor.tools.judge.calls import (
     timing,
 )
 from fueltensor.tools.judge.declared import reference_for
+from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.invariance import audit_invariance
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
@@ -83,17 +84,17 @@ class Settings:
 # -- probes -------------------------------------------------------------------------------------
 
 
-def probes(dtype: np.dtype, n: int, rng: np.random.Generator) -> tuple[Array, Array]:
-    """Operand pairs: every pair of `testing.special_values`, random bit patterns and random
-    values."""
-    sa, sb = (s.array for s in special_pairs(dtype))
-    patterns = np.asarray(random_bits(dtype, (2, n), rng=rng))
-    magnitude = np.exp2(rng.uniform(-12, 12, (2, n))) * rng.choice([-1.0, 1.0], (2, n))
+def probes(dtype: np.dtype, n: int, rng: np.random.Generator, arity: int = 2) -> tuple[Array, ...]:
+    """Operands, one array per input: for two, every pair of `testing.special_values`, random
+    bit patterns and random values; for one, every special value, the hard regions
+    (`judge.hard`), random bit patterns and random values."""
+    patterns = np.asarray(random_bits(dtype, (arity, n), rng=rng))
+    magnitude = np.exp2(rng.uniform(-12, 12, (arity, n))) * rng.choice([-1.0, 1.0], (arity, n))
     ordinary = round_to(magnitude, dtype)
-    return (
-        np.concatenate([sa, patterns[0], ordinary[0]]),
-        np.concatenate([sb, patterns[1], ordinary[1]]),
-    )
+    head: tuple[Array, ...] = tuple(s.array for s in special_pairs(dtype))
+    if arity == 1:
+        head = (np.concatenate([special_values(dtype).array, hard_values(dtype)]),)
+    return tuple(np.concatenate([h, patterns[i], ordinary[i]]) for i, h in enumerate(head))
 
 
 # -- one audit ----------------------------------------------------------------------------------
@@ -214,7 +215,7 @@ def _measure(
     a.max_relative = max(a.max_relative, float(measured.relative.max(initial=0.0)))
     with np.errstate(all="ignore"):
         both_nan = np.isnan(got.astype(F64)) & np.isnan(want.astype(F64))
-        zeros = ref.nan_bits & (got.astype(F64) == 0) & (want.astype(F64) == 0)  # the ±0 tie
+        zeros = ref.zero_signs & (got.astype(F64) == 0) & (want.astype(F64) == 0)
     differ = (bits(got) != bits(want)) & (ref.nan_bits | ~both_nan)
     classes, counts = np.unique(difference_classes(got[differ], want[differ]), return_counts=True)
     for name, n in zip(classes.tolist(), counts.tolist(), strict=True):
@@ -272,13 +273,10 @@ def _checks(
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
 
-    lhs, rhs = probes(dtype.np, settings.random, rng)
+    columns = probes(dtype.np, settings.random, rng, len(contract.inputs))
     sweep = param_values(contract)
-    plan = plan_for(contract, dtype, flat_shapes(contract, lhs.size), sweep[0])
-    operands = tuple(
-        x.reshape(o.layout.shape)
-        for x, o in zip((lhs, rhs)[: len(plan.operands)], plan.operands, strict=True)
-    )
+    plan = plan_for(contract, dtype, flat_shapes(contract, columns[0].size), sweep[0])
+    operands = tuple(x.reshape(o.layout.shape) for x, o in zip(columns, plan.operands, strict=True))
     outputs = [call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
     a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
     a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
@@ -292,11 +290,11 @@ def _checks(
     _implementations(a, contract, operands, plan, outputs[0])
     ref = reference_for(contract)
     if ref is not None and contract.params:
-        _swept_precision(a, ref, contract, fn, dtype, lhs, sweep, settings, rng)
+        _swept_precision(a, ref, contract, fn, dtype, columns[0], sweep, settings, rng)
         _check_bounds(a, contract, ref)
-    elif ref is not None and len(contract.inputs) == 2:
+    elif ref is not None:
         names = tuple(spec.name for spec in contract.inputs)
-        _precision(a, ref, outputs[0], dict(zip(names, (lhs, rhs), strict=True)), settings, rng)
+        _precision(a, ref, outputs[0], dict(zip(names, columns, strict=True)), settings, rng)
         wide = [np.broadcast_to(x, out.shape).reshape(-1) for x in inputs]
         _measure(a, out.reshape(-1), ref.fn(*wide), dict(zip(names, wide, strict=True)), ref)
         _check_bounds(a, contract, ref)
@@ -345,15 +343,15 @@ def _precision(
 ) -> None:
     """Precision over the probe's lanes (for F64 with an exact reference: every special pair
     and a random subsample of the rest)."""
-    lhs, rhs = operands.values()
-    keep = np.ones(lhs.size, bool)
+    columns = list(operands.values())
+    keep = np.ones(columns[0].size, bool)
     if ref.skip is not None:
-        keep &= ~ref.skip(lhs, rhs)
-    if ref.exact_f64 and lhs.dtype == F64:
+        keep &= ~ref.skip(*columns)
+    if ref.exact_f64 and columns[0].dtype == F64:
         chosen = np.flatnonzero(keep)
-        specials = len(special_values(F64)) ** 2
+        specials = len(special_values(F64)) ** len(columns)
         rest = rng.choice(chosen[chosen >= specials], settings.exact, replace=False)
-        keep = np.zeros(lhs.size, bool)
+        keep = np.zeros(columns[0].size, bool)
         keep[np.concatenate([chosen[chosen < specials], rest])] = True
     lanes = np.flatnonzero(keep)
     kept = {name: x[keep] for name, x in operands.items()}

@@ -20,25 +20,29 @@ from typing import Final
 
 import numpy as np
 
+from fueltensor.ops import BINARY_OPS, BY_KIND, ContractOp, Family, OpKind
 from fueltensor.testing import FloatFormat, bits, float_format, special_values
+from fueltensor.tools import exact_unary
+from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.references import round_to
 
-OPERATORS: Final = {
-    "AddElementwise": "add",
-    "SubElementwise": "sub",
-    "MulElementwise": "mul",
-    "DivElementwise": "div",
-    "RemElementwise": "rem",
-    "PowElementwise": "pow",
-    "MaximumElementwise": "maximum",
-    "MinimumElementwise": "minimum",
-}
+OPERATORS: Final = {op.op_kind: op.kernel_op for op in BINARY_OPS}
 """Each binary op kind with the name its cases are written with ("maximum(+0, -0)")."""
 
 
 def infinity(f: FloatFormat) -> int:
     """+inf's bits: the all-ones exponent field."""
     return f.pattern(0, f.exponent_max, 0)
+
+
+def fixed_nan(form: str, f: FloatFormat) -> int | None:
+    """The bits of a fixed NaN pattern (`positive_canonical` ...); None for `any` and for the
+    forms made from an operand."""
+    return {
+        "positive_canonical": infinity(f) | f.quiet_bit,
+        "negative_canonical": f.sign_bit | infinity(f) | f.quiet_bit,
+        "all_ones": (1 << (8 * f.dtype.itemsize)) - 1,
+    }.get(form)
 
 
 def is_nan(f: FloatFormat, pattern: int) -> bool:
@@ -82,17 +86,23 @@ class Case:
     lhs: int
     rhs: int
     label: str
-    """How the table and the judge name it: `minimum(+0, -0)`."""
+    """How the table and the judge name it: `minimum(+0, -0)`, `exp(-inf)`."""
+    arity: int = 2
+    """The operation's operands: 2, lhs and rhs; 1, x alone (rhs unused)."""
 
     @property
     def format(self) -> FloatFormat:
         """The bit fields of the case's dtype."""
         return float_format(self.dtype)
 
+    def sides(self) -> tuple[tuple[str, int], ...]:
+        """The operands by name: (("lhs", bits), ("rhs", bits)), or (("x", bits),)."""
+        return (("lhs", self.lhs), ("rhs", self.rhs)) if self.arity == 2 else (("x", self.lhs),)
+
     def operands(self) -> str:
         """The operands' bit patterns, `0x7fc00001, 0x3fc00000`."""
         width = 2 * self.dtype.itemsize
-        return f"0x{self.lhs:0{width}x}, 0x{self.rhs:0{width}x}"
+        return ", ".join(f"0x{bits:0{width}x}" for _, bits in self.sides())
 
 
 def _name(f: FloatFormat, pattern: int) -> str:
@@ -112,10 +122,10 @@ def _name(f: FloatFormat, pattern: int) -> str:
     return f"{x:g}"
 
 
-Builder = Callable[[FloatFormat, str], list[tuple[str, str, int, int]]]
+Builder = Callable[[FloatFormat, OpKind], list[tuple[str, str, int, int]]]
 
 
-def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
+def _nan_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     """A NaN operand on either side (beside a positive number and -inf: some kernels make the
     NaN's sign from the other operand's; a negative NaN beside an odd integer: the C library's
     pow negates x * x there), signaling NaNs, two NaNs either way round."""
@@ -138,31 +148,31 @@ def _nan_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
 
 
 _INVALID: Final = {
-    "add": ((math.inf, -math.inf),),
-    "sub": ((math.inf, math.inf),),
-    "mul": ((0.0, math.inf),),
-    "div": ((0.0, 0.0), (math.inf, math.inf)),
-    "rem": ((1.5, 0.0), (math.inf, 2.0)),
-    "pow": ((-2.0, 0.5),),
+    OpKind.ADD: ((math.inf, -math.inf),),
+    OpKind.SUB: ((math.inf, math.inf),),
+    OpKind.MUL: ((0.0, math.inf),),
+    OpKind.DIV: ((0.0, 0.0), (math.inf, math.inf)),
+    OpKind.REM: ((1.5, 0.0), (math.inf, 2.0)),
+    OpKind.POW: ((-2.0, 0.5),),
 }
 """Operands from which each operation makes a NaN out of numbers."""
 
 
-def _invalid_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
+def _invalid_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     return [
         ("invalid", "NaN from numbers", value(f, x), value(f, y)) for x, y in _INVALID.get(op, ())
     ]
 
 
-def _zero_tie_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
-    if op not in ("maximum", "minimum"):
+def _zero_tie_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
+    if op not in (OpKind.MAXIMUM, OpKind.MINIMUM):
         return []
     zero, minus = special(f.dtype)["+zero"], special(f.dtype)["-zero"]
     return [("zero_tie", "±0 tie", zero, minus), ("zero_tie", "±0 tie", minus, zero)]
 
 
-def _remainder_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
-    if op != "rem":
+def _remainder_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
+    if op != OpKind.REM:
         return []
     v = partial(value, f)
     zeros = [(-4.0, 2.0), (4.0, -2.0), (0.0, -2.0), (-0.0, 2.0)]
@@ -177,8 +187,8 @@ def _remainder_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]
     )
 
 
-def _pow_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
-    if op != "pow":
+def _pow_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
+    if op != OpKind.POW:
         return []
     s, v = special(f.dtype), partial(value, f)
     nan, one = s["+qNaN, lowest payload bit"], s["+1"]
@@ -199,26 +209,31 @@ def _pow_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
 
 
 _IDENTITY: Final = {
-    "add": 0.0,
-    "sub": 0.0,
-    "mul": 1.0,
-    "div": 1.0,
-    "rem": 1.0,
-    "pow": 1.0,
-    "maximum": -math.inf,
-    "minimum": math.inf,
+    OpKind.ADD: 0.0,
+    OpKind.SUB: 0.0,
+    OpKind.MUL: 1.0,
+    OpKind.DIV: 1.0,
+    OpKind.REM: 1.0,
+    OpKind.POW: 1.0,
+    OpKind.MAXIMUM: -math.inf,
+    OpKind.MINIMUM: math.inf,
 }
 """A right operand that gives back a subnormal left operand unchanged."""
 
 
-def _subnormal_cases(f: FloatFormat, op: str) -> list[tuple[str, str, int, int]]:
+def _subnormal_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     s, v = special(f.dtype), partial(value, f)
     found = [("subnormals", "subnormal operand", s["+smallest subnormal"], v(_IDENTITY[op]))]
-    if op in ("mul", "div"):
+    if op in (OpKind.MUL, OpKind.DIV):
         found.append(
-            ("subnormals", "subnormal result", s["+min normal"], v(0.5 if op == "mul" else 2.0))
+            (
+                "subnormals",
+                "subnormal result",
+                s["+min normal"],
+                v(0.5 if op == OpKind.MUL else 2.0),
+            )
         )
-    if op == "pow":
+    if op == OpKind.POW:
         found.append(("subnormals", "subnormal result", v(2.0), v(float(-f.bias - 2))))
     return found
 
@@ -233,18 +248,91 @@ _BUILDERS: Final[tuple[Builder, ...]] = (
 )
 
 
+NAMED: Final = {"+0": 0.0, "-0": -0.0, "+inf": math.inf, "-inf": -math.inf, "+1": 1.0, "-1": -1.0}
+"""The table's named special inputs and results (`ops.Special`) that are numbers; `0.5` too."""
+UNARY_NANS: Final = (
+    "+qNaN, lowest payload bit",
+    "-qNaN, alternating payload",
+    "+sNaN, lowest payload bit",
+    "-sNaN, alternating payload",
+)
+"""The NaN inputs a unary function is probed with (`special`'s names)."""
+
+
+def named(f: FloatFormat, name: str) -> int:
+    """The bits of a number the table names (`NAMED`, or a decimal such as `0.5`)."""
+    return value(f, NAMED[name] if name in NAMED else float(name))
+
+
+def expected(f: FloatFormat, result: str, x: int) -> int:
+    """The bits the table's special `result` of input `x` is: a named number, or `x` with its
+    sign bit cleared (`|x|`) or flipped (`-x`)."""
+    if result == "|x|":
+        return x & ~f.sign_bit
+    if result == "-x":
+        return x ^ f.sign_bit
+    return named(f, result)
+
+
+def _subnormal_result(row: ContractOp, f: FloatFormat) -> list[int]:
+    """The first of the hard inputs whose correctly rounded result is subnormal though the
+    input is not (none where the function makes none from a normal number)."""
+    xs = hard_values(f.dtype)
+    found = exact_unary.correctly_rounded(row, xs).view(f.uint)
+    hits = [
+        int(x)
+        for x, r in zip(xs.view(f.uint).tolist(), found.tolist(), strict=True)
+        if is_subnormal(f, int(r)) and not is_subnormal(f, int(x))
+    ]
+    return hits[:1]
+
+
+def unary_cases(row: ContractOp, f: FloatFormat) -> list[tuple[str, str, int]]:
+    """(aspect, rule, input bits) of a unary row: its special cases (`row.special`, C99 Annex
+    F), each where the table fixes it (`special`, ruled by the table itself), an invalid
+    operation (`invalid`) or a NaN input quieted (`nan`, ruled by the section's declaration);
+    then a subnormal input, and an input whose result is subnormal."""
+    s = special(f.dtype)
+    found = []
+    for given, result in row.special:
+        inputs = [s[n] for n in UNARY_NANS] if given == "NaN" else [named(f, given)]
+        if result == "invalid":
+            found += [("invalid", "NaN from numbers", x) for x in inputs]
+        elif result == "NaN":
+            found += [("nan", _nan_rule(f, x), x) for x in inputs]
+        else:
+            found += [("special", f"{given} -> {result}", x) for x in inputs]
+    tiny = [s["+smallest subnormal"], s["-largest subnormal"]]
+    found += [("subnormals", "subnormal operand", x) for x in tiny]
+    found += [("subnormals", "subnormal result", x) for x in _subnormal_result(row, f)]
+    return found
+
+
+def _nan_rule(f: FloatFormat, x: int) -> str:
+    """A NaN input's rule: "a NaN operand", or "a signaling NaN operand"."""
+    return "a NaN operand" if x & f.quiet_bit else "a signaling NaN operand"
+
+
 @cache
 def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
-    """Every case of a binary op kind at `dtype`, aspect by aspect (none for an op kind
-    without cases)."""
-    op = OPERATORS.get(op_kind)
-    if op is None:
-        return ()
+    """Every case of an op kind at `dtype`, aspect by aspect (none for an op kind without
+    cases): a binary one's from the builders here, a unary one's from its row of the op
+    table (`judge.unary_cases`)."""
     f = float_format(np.dtype(dtype))
+    row = BY_KIND.get(op_kind)
+    if row is not None and row.family is Family.UNARY:
+        return tuple(
+            Case(aspect, rule, op_kind, f.dtype, x, 0, f"{row.name}({_name(f, x)})", arity=1)
+            for aspect, rule, x in unary_cases(row, f)
+        )
+    if op_kind not in OPERATORS:
+        return ()
+    kind = OpKind(op_kind)
+    op = OPERATORS[kind]
     return tuple(
         Case(aspect, rule, op_kind, f.dtype, a, b, f"{op}({_name(f, a)}, {_name(f, b)})")
         for build in _BUILDERS
-        for aspect, rule, a, b in build(f, op)
+        for aspect, rule, a, b in build(f, kind)
     )
 
 
@@ -255,7 +343,7 @@ def describe(case: Case, pattern: int) -> str:
     if not is_nan(f, pattern):
         return _name(f, pattern)
     q, sign = f.quiet_bit, f.sign_bit
-    for side, operand in (("lhs", case.lhs), ("rhs", case.rhs)):
+    for side, operand in case.sides():
         if not is_nan(f, operand):
             continue
         for form, candidate in (("", operand), (" quieted", operand | q)):

@@ -13,8 +13,11 @@ import numpy as np
 
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import Semantics
-from fueltensor.ops import BY_KIND
+from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.testing import float_format
+from fueltensor.tools import exact_unary
+from fueltensor.tools.exact_unary import default_nan
+from fueltensor.tools.judge.cases import fixed_nan
 from fueltensor.tools.judge.references import (
     F64,
     REFERENCES,
@@ -96,20 +99,40 @@ def _selection(ref: Reference, contract: KernelContract, sem: Semantics) -> Refe
         "kept",
     )
     if sem.zero_tie in ("rhs", "ordered"):
-        minimum = contract.op_kind == "MinimumElementwise"
+        minimum = contract.op_kind == OpKind.MINIMUM
         fn = _tie_broken(ref.fn, sem.zero_tie, minimum)
         ref = replace(ref, describe=f"{ref.describe}; {sem.zero_tie} on a ±0 tie", fn=fn)
-    return replace(ref, nan_bits=ref.nan_bits and own)
+    return replace(ref, nan_bits=ref.nan_bits and own, zero_signs=ref.zero_signs and own)
+
+
+def _unary_nan(ref: Reference, contract: KernelContract, sem: Semantics) -> Reference:
+    """A unary function's reference with its NaN bits held only where the section declares the
+    reference's own rule (a NaN input quieted, its sign kept; an invalid operation's NaN this
+    machine's default), or none; a sign-bit operation's (`|x|`, `-x`) always: IEEE 754 fixes
+    it."""
+    rule, row = sem.nan, BY_KIND[contract.op_kind]
+    if rule is None or exact_unary.nan_result(row) in exact_unary.SIGN_BIT_RESULTS:
+        return ref
+    own = rule.result == ("quieted",) and rule.sign == "kept"
+    if rule.invalid is not None:
+        f = float_format(F64)  # the forms are the same in every format; read F64's
+        made = default_nan(F64)
+        own &= any(fixed_nan(form, f) == made for form in rule.invalid)
+    return replace(ref, nan_bits=own)
 
 
 def reference_for(contract: KernelContract) -> Reference | None:
     """The judge's precision reference for `contract`: its op kind's, with the declared ±0 tie
-    and NaN rule of a selection, remainder definition and subnormal flushing."""
+    and NaN rule of a selection or a unary function, remainder definition and subnormal
+    flushing."""
     ref = REFERENCES.get(contract.op_kind)
     sem = contract.semantics
     if ref is None or sem is None:
         return ref
-    if ref.nan_bits:
+    row = BY_KIND.get(contract.op_kind)
+    if row is not None and row.family is Family.UNARY:
+        ref = _unary_nan(ref, contract, sem)
+    elif ref.nan_bits:
         ref = _selection(ref, contract, sem)
     if sem.remainder is not None and sem.remainder.definition == "fmod":
         ref = replace(

@@ -3,10 +3,11 @@
 One reference per row of the op table `fueltensor.ops` computes what the bundled contract
 documents of that op kind state, rounded once to the dtype: exactly rounded arithmetic (F64 in
 exact rationals on a subsample), selection returning an operand's own bits, the documented
-remainder formula step by step, and pow correctly rounded: the C library's `pow` one precision
+remainder formula step by step, pow correctly rounded: the C library's `pow` one precision
 up where its error bound proves the rounding, MPFR on the lanes near a rounding boundary (lanes
-a contract leaves open, such as a signaling-NaN operand of pow, are left out). The numerics
-themselves are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
+a contract leaves open, such as a signaling-NaN operand of pow, are left out); and each unary
+row's own definition (`ContractOp.reference`) correctly rounded by MPFR (`exact_unary`). The
+numerics themselves are the documents' (`fueltensor contracts --op OP_KIND`), not this module's.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from typing import Any, Final
 
 import ml_dtypes
 import numpy as np
 
 from fueltensor.kernels._chassis import libm_pow
-from fueltensor.ops import BINARY_OPS, SCALAR_FORMS
+from fueltensor.ops import BINARY_OPS, SCALAR_FORMS, UNARY_OPS, ContractOp, OpKind
 from fueltensor.testing import SIGNALING_NAN, classify, float_format
-from fueltensor.tools import exact_pow
+from fueltensor.tools import exact_pow, exact_unary
 
 Array = np.ndarray
 F64: Final = np.dtype(np.float64)
@@ -112,6 +114,7 @@ def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
         "selection: NaN operand unchanged (lhs first), lhs on a ±0 tie",
         ref,
         nan_bits=True,
+        zero_signs=True,
         formula=True,
     )
 
@@ -233,10 +236,14 @@ class Reference:
     skip: Callable[..., Array] | None = None
     """Lanes left out of the precision measure (the semantics leave them open)."""
     nan_bits: bool = False
-    """The reference's NaNs and zeros are the contract's bit for bit (a selection returns an
-    operand unchanged): a NaN of another payload or sign, or a zero of the other sign (the ±0
-    tie), is a failure. Elsewhere the contracts say
-    only that the result is NaN, and any NaN meets any NaN."""
+    """The reference's NaNs are the contract's bit for bit (a selection returns an operand
+    unchanged; a unary function quiets its NaN input, keeping the payload, or changes only its
+    sign bit): a NaN of another payload or sign is a failure. Elsewhere the contracts say only
+    that the result is NaN, and any NaN meets any NaN."""
+    zero_signs: bool = False
+    """The reference's zeros are the contract's bit for bit (the ±0 tie of a selection, the
+    signed zeros of a correctly rounded function: exp(-inf) = +0, sin(-0) = -0): a zero of
+    the other sign is a failure."""
     formula: bool = False
     """The reference computes the operation's formula itself (IEEE + - * / rounded once, a
     selection, the remainder's definition), so a contract whose semantics come from the
@@ -244,26 +251,44 @@ class Reference:
     reference is not the C library's formula)."""
 
 
-_BY_KERNEL_OP: Final[dict[str, Reference]] = {
-    "add": _arith(operator.add),
-    "sub": _arith(operator.sub),
-    "mul": _arith(operator.mul),
-    "div": _arith(operator.truediv),
-    "maximum": _select(np.greater_equal),
-    "minimum": _select(np.less_equal),
-    "rem": Reference(
+def _unary(row: ContractOp) -> Reference:
+    """A unary row's reference: its definition correctly rounded by MPFR (`exact_unary`); every
+    lane left out where MPFR is not installed (`_unmeasured`)."""
+    return Reference(
+        f"correctly rounded {row.summary} (MPFR at {exact_unary.PRECISION} bits, rounded once); "
+        f"a NaN input gives {exact_unary.NAN_RESULTS[exact_unary.nan_result(row)]}",
+        partial(exact_unary.correctly_rounded, row),
+        skip=None if exact_pow.available() else _unmeasured,
+        nan_bits=True,
+        zero_signs=True,
+    )
+
+
+def _unmeasured(x: Array) -> Array:
+    """Every lane: without MPFR a unary function has no reference here."""
+    return np.ones(x.shape, bool)
+
+
+_BY_KIND: Final[dict[OpKind, Reference]] = {
+    OpKind.ADD: _arith(operator.add),
+    OpKind.SUB: _arith(operator.sub),
+    OpKind.MUL: _arith(operator.mul),
+    OpKind.DIV: _arith(operator.truediv),
+    OpKind.MAXIMUM: _select(np.greater_equal),
+    OpKind.MINIMUM: _select(np.less_equal),
+    OpKind.REM: Reference(
         "a - floor(a/b)*b, each step rounded to the working precision",
         _remainder,
         exact_f64=True,
         formula=True,
     ),
-    "pow": Reference(
+    OpKind.POW: Reference(
         "correctly rounded: the C library's pow in f64 (F64: powl in long double) rounded once "
         "where a 1024-ULP error bound proves it, MPFR elsewhere",
         _pow,
         skip=_pow_skip,
     ),
-    "powi": Reference(
+    OpKind.POWI: Reference(
         f"x**k exact (rational), rounded once; |k| <= {POWI_SWEEP}, no intermediate "
         "overflow or underflow",
         _powi,
@@ -271,9 +296,11 @@ _BY_KERNEL_OP: Final[dict[str, Reference]] = {
         skip=_powi_outside,
     ),
 }
+"""The binary rows' and the scalar forms' references: formulas of their own, by op kind."""
 
 REFERENCES: Final[dict[str, Reference]] = {
-    **{op.op_kind.value: _BY_KERNEL_OP[op.kernel_op] for op in BINARY_OPS},
-    **{form.op_kind.value: _BY_KERNEL_OP[form.kernel_op] for form in SCALAR_FORMS},
+    **{op.op_kind.value: _BY_KIND[op.op_kind] for op in BINARY_OPS},
+    **{form.op_kind.value: _BY_KIND[form.op_kind] for form in SCALAR_FORMS},
+    **{op.op_kind.value: _unary(op) for op in UNARY_OPS},
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""

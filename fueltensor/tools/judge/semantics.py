@@ -34,14 +34,16 @@ from fueltensor.fkc.semantics import (
 )
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
-from fueltensor.ops import BY_KIND
+from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.registry import provider_environment
 from fueltensor.testing import FloatFormat, float_format
-from fueltensor.tools import checked
+from fueltensor.tools import checked, exact_unary
 from fueltensor.tools.judge.cases import (
     Case,
     cases,
     describe,
+    expected,
+    fixed_nan,
     infinity,
     is_nan,
     number,
@@ -64,16 +66,6 @@ POWI_EXPONENT: Final = 3
 # -- what a declaration allows --------------------------------------------------------------
 
 
-def fixed_nan(form: str, f: FloatFormat) -> int | None:
-    """The bits of a fixed NaN pattern (`positive_canonical` ...); None for `any` and for the
-    forms made from an operand."""
-    return {
-        "positive_canonical": infinity(f) | f.quiet_bit,
-        "negative_canonical": f.sign_bit | infinity(f) | f.quiet_bit,
-        "all_ones": (1 << (8 * f.dtype.itemsize)) - 1,
-    }.get(form)
-
-
 def _from_operand(form: str, source: int, f: FloatFormat) -> int | None:
     """The NaN a form makes from the propagated NaN `source` (None for a fixed pattern)."""
     if form == "kept":
@@ -91,7 +83,7 @@ def _nan(rule: NanRule, case: Case, pattern: int) -> bool:
     f = case.format
     if not is_nan(f, pattern):
         return False
-    nans = [x for x in (case.lhs, case.rhs) if is_nan(f, x)]
+    nans = [x for _, x in case.sides() if is_nan(f, x)]
     if len(nans) == 2 and rule.operand != "either":
         nans = [case.lhs if rule.operand == "lhs" else case.rhs]
     sign = f.sign_bit if rule.sign == "any" else 0
@@ -115,7 +107,7 @@ def _invalid(rule: NanRule, case: Case, pattern: int) -> bool | None:
 
 def _zero_tie(declared: str, case: Case, pattern: int) -> bool:
     if declared == "ordered":
-        minimum = case.op_kind == "MinimumElementwise"
+        minimum = case.op_kind == OpKind.MINIMUM
         return pattern == (case.format.sign_bit if minimum else 0)
     allowed = {"lhs": (case.lhs,), "rhs": (case.rhs,), "either": (case.lhs, case.rhs)}
     return pattern in allowed[declared]
@@ -156,10 +148,14 @@ def _pow(rule: PowRule, case: Case, pattern: int) -> bool | None:
 
 
 def _exact(case: Case) -> int:
-    """The case's operation in f64 (exact for the subnormal cases), rounded to the dtype."""
-    f = case.format
+    """The case's operation in f64 (exact for the binary subnormal cases), rounded to the
+    dtype; a unary function's correctly rounded (`exact_unary`)."""
+    f, row = case.format, BY_KIND[case.op_kind]
+    if row.family is Family.UNARY:
+        x = np.array([case.lhs], f.uint).view(f.dtype)
+        return int(exact_unary.correctly_rounded(row, x).view(f.uint)[0])
     with np.errstate(all="ignore"):
-        wide = BY_KIND[case.op_kind].host(number(f, case.lhs), number(f, case.rhs))
+        wide = row.host(number(f, case.lhs), number(f, case.rhs))
     return int(round_to(np.array([wide], F64), f.dtype).view(f.uint)[0])
 
 
@@ -169,7 +165,14 @@ def _subnormals(declared: str, case: Case, pattern: int) -> bool:
     return pattern == _exact(case)
 
 
+def _special(_: object, case: Case, pattern: int) -> bool:
+    """A unary function's special case: the table's result (`ops.Special`), bit for bit."""
+    result = case.rule.split(" -> ")[1]
+    return pattern == expected(case.format, result, case.lhs)
+
+
 _CHECKS: Final[dict[str, tuple[str, Callable[[Any, Case, int], bool | None]]]] = {
+    "special": ("", _special),
     "nan": ("nan", _nan),
     "invalid": ("nan", _invalid),
     "zero_tie": ("zero_tie", _zero_tie),
@@ -177,15 +180,19 @@ _CHECKS: Final[dict[str, tuple[str, Callable[[Any, Case, int], bool | None]]]] =
     "pow": ("pow", _pow),
     "subnormals": ("subnormals", _subnormals),
 }
-"""Case aspect -> the section's attribute that rules it, and the check of a result pattern."""
+"""Case aspect -> the section's attribute that rules it ("": the op table rules it, whatever
+the section declares), and the check of a result pattern."""
 
 
 def allows(semantics: Semantics, case: Case, pattern: int) -> bool | None:
-    """Whether `pattern`, a result of `case`, is what `semantics` declares; None when the
-    section declares nothing about the case's aspect."""
+    """Whether `pattern`, a result of `case`, is what `semantics` declares (a unary special
+    case: what the op table fixes); None when the section declares nothing about the case's
+    aspect."""
     entry = _CHECKS.get(case.aspect)
-    declared = getattr(semantics, entry[0]) if entry is not None else None
-    return None if entry is None or declared is None else entry[1](declared, case, pattern)
+    if entry is None:
+        return None
+    declared = getattr(semantics, entry[0]) if entry[0] else "table"
+    return None if declared is None else entry[1](declared, case, pattern)
 
 
 # -- observing a kernel ---------------------------------------------------------------------
@@ -225,6 +232,7 @@ def _random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list
             a,
             0 if powi else b,
             f"x ** {POWI_EXPONENT}" if powi else "random operands",
+            arity=len(contract.inputs),
         )
         for a, b in pairs
     ]
@@ -260,6 +268,8 @@ def observe(
 
 def declared(semantics: Semantics, aspect: str) -> str:
     """How the section words the rule of a case aspect, for a finding."""
+    if aspect == "special":
+        return "the op table's special case (C99 Annex F, IEEE 754)"
     if aspect in ("nan", "invalid") and semantics.nan is not None:
         n = semantics.nan
         if aspect == "invalid":

@@ -8,10 +8,12 @@
  *   rounding.c   widen a pattern to double exactly; round a double once, RNE, into the format
  *   reference.c  the correctly rounded value and the formula's bits of one pair
  *   tally.c      one pair's ULP bucket, difference class, outcomes and classes
+ *   unary.c      one input's reference (float32: the C library's double function) and tally
  *   module.c     the Python interface and the constants */
 #include "certify.h"
 
 #include "rounding.c"
 #include "reference.c"
 #include "tally.c"
+#include "unary.c"
 #include "module.c"

@@ -32,6 +32,13 @@ typedef struct {
 
 /* pow's error bound, in ULPs of double, inside which its rounding is decided exactly. */
 #define POW_BOUND_ULPS 1024.0
+/* The unary functions' error bound in ULPs of double, inside which a rounding is left to MPFR:
+ * glibc documents its double exp, log, sin, cos and erf within 1 ULP and tanh within 2 on
+ * x86_64 (the manual's "Known Maximum Errors in Math Functions"); sigmoid's and rsqrt's double
+ * steps add at most 2.5. Sixteen leaves a C library eight times worse still proven. */
+#define UNARY_BOUND_ULPS 16.0
+/* A unary tally's distance for a NaN against a number: above every finite 32-bit distance. */
+#define UNARY_NAN_DISTANCE ((int64_t)1 << 40)
 
 /* The most value classes the class table may number (`testing.VALUE_CLASSES` has 11). */
 #define MAX_CLASSES 16

@@ -146,7 +146,120 @@ static PyObject *py_references(PyObject *module, PyObject *const *args, Py_ssize
     return result;
 }
 
+/* Parse a unary call's `exponent`, `mantissa` (a 16- or 32-bit binary format) into `f`. */
+static int parse_unary_format(PyObject *const *args, Format *f) {
+    long e = PyLong_AsLong(args[0]), m = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return -1;
+    if (e < 2 || m < 2 || (e + m != 15 && e + m != 31)) {
+        PyErr_Format(PyExc_ValueError,
+                     "exponent + mantissa bits must be 15 or 31 (a 16- or 32-bit format), got "
+                     "exponent=%ld mantissa=%ld", e, m);
+        return -1;
+    }
+    *f = format_of((int)e, (int)m);
+    return 0;
+}
+
+/* Acquire `count` C-contiguous buffers of uint32 patterns (writable from `first_writable`
+ * on), each `n` elements but those `fixed` gives a length of its own (-1: n). */
+static int get_patterns(PyObject *const *args, Py_buffer *views, int count, int first_writable,
+                        Py_ssize_t *n, const Py_ssize_t *fixed) {
+    int got = 0;
+    for (; got < count; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | (got >= first_writable ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(args[got], &views[got], flags) < 0) break;
+        Py_ssize_t want = fixed[got] >= 0 ? fixed[got] : views[0].len;
+        if (views[got].len != want || views[got].len % 4) {
+            PyErr_Format(PyExc_ValueError,
+                         "buffer %d holds %zd bytes; expected %zd (uint32 patterns; the "
+                         "%d-entry int64 tally; two zeros' references)",
+                         got, views[got].len, want, N_STATS);
+            PyBuffer_Release(&views[got]);
+            break;
+        }
+    }
+    if (got == count) {
+        *n = views[0].len / 4;
+        return 0;
+    }
+    while (got-- > 0) PyBuffer_Release(&views[got]);
+    return -1;
+}
+
+static PyObject *py_unary_reference(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "unary_reference(op, exponent, mantissa, x, want) takes 5 "
+                                      "arguments, got %zd", nargs);
+        return NULL;
+    }
+    long op = PyLong_AsLong(args[0]);
+    if (op == -1 && PyErr_Occurred()) return NULL;
+    if (op < 0 || op >= N_UNARY_OPS || !unary_known((int)op)) {
+        PyErr_Format(PyExc_ValueError,
+                     "op must be one of UNARY_OPS (0..%d) with a double reference in _certify's "
+                     "unary.c, got %ld", N_UNARY_OPS - 1, op);
+        return NULL;
+    }
+    Format f;
+    if (parse_unary_format(args + 1, &f) < 0) return NULL;
+    Py_buffer v[2];
+    Py_ssize_t n;
+    const Py_ssize_t sizes[2] = {-1, -1};
+    if (get_patterns(args + 3, v, 2, 1, &n, sizes) < 0) return NULL;
+    const uint32_t *x = v[0].buf;
+    uint32_t *want = v[1].buf;
+    Skipped unproven = {NULL, 0, 0};
+    int failed = 0;
+    fenv_t env;
+    Py_BEGIN_ALLOW_THREADS fegetenv(&env);
+    fesetenv(FE_DFL_ENV);
+    for (Py_ssize_t i = 0; i < n && !failed; i++) {
+        int doubt = 0;
+        want[i] = unary_reference(&f, (int)op, x[i], &doubt);
+        failed = doubt && skip(&unproven, i) < 0;
+    }
+    fesetenv(&env);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 2; i++) PyBuffer_Release(&v[i]);
+    PyObject *result = skipped_list(&unproven, failed);
+    PyMem_RawFree(unproven.at);
+    return result;
+}
+
+static PyObject *py_unary_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "unary_tally(exponent, mantissa, x, got, want, zeros, "
+                                      "stats) takes 7 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Format f;
+    if (parse_unary_format(args, &f) < 0) return NULL;
+    Py_buffer v[5];
+    Py_ssize_t n, stats_bytes;
+    if (__builtin_mul_overflow((Py_ssize_t)N_STATS, (Py_ssize_t)sizeof(int64_t), &stats_bytes))
+        return PyErr_NoMemory();
+    const Py_ssize_t sizes[5] = {-1, -1, -1, 2 * 4, stats_bytes};
+    if (get_patterns(args + 2, v, 5, 4, &n, sizes) < 0) return NULL;
+    const uint32_t *x = v[0].buf, *got = v[1].buf, *want = v[2].buf, *zeros = v[3].buf;
+    int64_t *stats = v[4].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) unary_tally_one(&f, x[i], got[i], want[i], zeros, stats);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&v[i]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"unary_reference", (PyCFunction)(void (*)(void))py_unary_reference, METH_FASTCALL,
+     "unary_reference(op, exponent, mantissa, x, want) -> unproven: write each input's "
+     "reference (uint32 patterns; op numbered as UNARY_OPS): the C library's double function "
+     "rounded once; returns the indices a rounding boundary lies too close to for that."},
+    {"unary_tally", (PyCFunction)(void (*)(void))py_unary_tally, METH_FASTCALL,
+     "unary_tally(exponent, mantissa, x, got, want, zeros, stats): add the inputs x[i] -> got[i] "
+     "against want[i] (uint32 patterns) to the int64 tally `stats` (the binary layout, the input "
+     "in the lhs place); zeros: the references of +0 and -0."},
     {"tally", (PyCFunction)(void (*)(void))py_tally, METH_FASTCALL,
      "tally(op, exponent, mantissa, lhs, rhs, got, classes, stats, want=None) -> skipped: add "
      "the pairs (lhs[i], rhs[i]) -> got[i] (2-byte patterns) to the int64 tally `stats` (STATS, "
@@ -173,6 +286,9 @@ PyMODINIT_FUNC PyInit__certify(void) {
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
+        add_names(module, "UNARY_OPS", UNARY_NAMES, N_UNARY_OPS) < 0 ||
+        PyModule_AddIntConstant(module, "UNARY_BOUND_ULPS", (int)UNARY_BOUND_ULPS) < 0 ||
+        PyModule_AddIntConstant(module, "UNARY_NAN_DISTANCE", (long)UNARY_NAN_DISTANCE) < 0 ||
         add_names(module, "STATS", STAT_NAMES, N_SCALARS) < 0 ||
         PyModule_AddIntConstant(module, "N_STATS", N_STATS) < 0 ||
         PyModule_AddIntConstant(module, "CLASS_TABLE", CLASS_TABLE) < 0 ||

@@ -18,6 +18,7 @@
  *   bodies.c        one kernel body per instruction set, tiled, with streamed stores
  *   pool.c          all cores at large sizes: the persistent worker pool
  *   powi.c          integer powers (PowIElementwise) in vector blocks
+ *   unary.c         the unary functions: in double, rounded once (exp in vectors)
  *   nan_scan.c      the oracle's NaN scan, for `_fast`
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
@@ -33,6 +34,7 @@
 #include "bodies.c"
 #include "pool.c"
 #include "powi.c"
+#include "unary.c"
 #include "nan_scan.c"
 #include "copy.c"
 #include "calls.c"

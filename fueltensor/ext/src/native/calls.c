@@ -325,3 +325,56 @@ static PyObject *copy_strided(PyObject *module, PyObject *const *args, Py_ssize_
     return failed ? NULL : Py_NewRef(Py_None);
 }
 
+
+/* `unary(op, dtype, x, out)`: out[i] = UNARY_OPS[op](x[i]) over C-contiguous buffers of one
+ * dtype and byte length, leaving the caller's floating-point status flags as they were. */
+static PyObject *unary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "unary(op, dtype, x, out) takes 4 arguments, got %zd",
+                     nargs);
+        return NULL;
+    }
+    long op = PyLong_AsLong(args[0]), dtype = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    if (op < 0 || op >= N_UNARY_OPS || dtype < 0 || dtype >= N_DTYPES) {
+        PyErr_Format(PyExc_ValueError, "op must be in [0, %d) and dtype in [0, %d), got %ld, %ld",
+                     N_UNARY_OPS, N_DTYPES, op, dtype);
+        return NULL;
+    }
+    Py_buffer x, out;
+    if (get_operand(args[2], &x, PyBUF_ND, dtype, "unary", "x") < 0) return NULL;
+    if (get_operand(args[3], &out, PyBUF_ND | PyBUF_WRITABLE, dtype, "unary", "out") < 0) {
+        PyBuffer_Release(&x);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    void *copy = NULL;
+    Py_ssize_t size = ITEMSIZE[dtype], n = out.len / size;
+    if (x.len != out.len || out.len % size) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s on %s: byte lengths must be equal multiples of %zd: x %zd, out %zd",
+                     UNARY_NAMES[op], DTYPE_NAMES[dtype], size, x.len, out.len);
+        goto done;
+    }
+    const void *a = own_input(&x, &out, &copy);
+    if (a == NULL && x.len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    fexcept_t flags; /* leave the caller's floating-point status flags as they were */
+    fegetexceptflag(&flags, FE_ALL_EXCEPT);
+    if (n >= GIL_FREE_FROM) {
+        Py_BEGIN_ALLOW_THREADS unary_body((int)op, (int)dtype, a, out.buf, n);
+        Py_END_ALLOW_THREADS
+    } else if (n > 0) {
+        unary_body((int)op, (int)dtype, a, out.buf, n);
+    }
+    fesetexceptflag(&flags, FE_ALL_EXCEPT);
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_RawFree(copy);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    return result;
+}

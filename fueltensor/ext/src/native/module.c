@@ -50,6 +50,9 @@ static PyMethodDef methods[] = {
      "(x, y) pairs [start, stop) of stream `seed`."},
     {"pow_identity", pow_identity, METH_NOARGS,
      "pow_identity() -> {libc, libm, powf}: the C library, file and symbol of the powf called."},
+    {"unary", (PyCFunction)(void (*)(void))unary, METH_FASTCALL,
+     "unary(op, dtype, x, out): out[i] = UNARY_OPS[op](x[i]) over C-contiguous buffers of "
+     "DTYPES[dtype] and one byte length, computed in double and rounded once."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -96,6 +99,8 @@ static int add_body(PyObject *module) {
         return -1;
     if (add_capsule(module, "POWI", CAPSULE_POWI, (void *)powi_body) < 0)
         return -1;
+    if (add_capsule(module, "UNARY", CAPSULE_UNARY, (void *)unary_body) < 0)
+        return -1;
     if (add_capsule(module, "NAN_SCAN", CAPSULE_NAN_SCAN, (void *)nan_scan) < 0)
         return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
@@ -128,6 +133,14 @@ static void find_isas(void) {
                        powi_avx512,
 #endif
     };
+    UnaryBody unaries[] = {unary_baseline,
+#ifdef HAVE_AVX2_F16C
+                           unary_avx2,
+#endif
+#ifdef HAVE_AVX512
+                           unary_avx512,
+#endif
+    };
     NanScan scans[] = {nan_scan_baseline,
 #ifdef HAVE_AVX2_F16C
                        nan_scan_avx2,
@@ -151,6 +164,7 @@ static void find_isas(void) {
         N.isa_bodies[i] = bodies[i];
         N.isa_parts[i] = parts[i];
         N.isa_powi[i] = powi[i];
+        N.isa_unary[i] = unaries[i];
         N.isa_nan_scan[i] = scans[i];
     }
     N.isa_count = count;
@@ -181,6 +195,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
+        add_names(module, "UNARY_OPS", UNARY_NAMES, N_UNARY_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
         PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||

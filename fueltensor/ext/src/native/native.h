@@ -60,6 +60,9 @@
 
 #include "../abi.h"
 
+/* The pool's op number of unary op u (`threads_for`, `Job.op`): UNARY_POOL_OP + u, past PowI. */
+#define UNARY_POOL_OP (POWI_OP + 1)
+
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
 static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
 /* The instruction sets a body is compiled for, in the order init tries them: each one's CPU
@@ -151,6 +154,7 @@ typedef struct {
 typedef struct {
     PartBody body;
     PowIBody powi;
+    UnaryBody unary; /* set: a unary job, its op UNARY_POOL_OP + the unary op */
     int op, dtype, stream;
     int32_t k;
     const char *a, *b;
@@ -199,6 +203,7 @@ static struct {
     BodyWith isa_bodies[MAX_ISAS];
     PartBody isa_parts[MAX_ISAS];
     PowIBody isa_powi[MAX_ISAS];
+    UnaryBody isa_unary[MAX_ISAS];
     NanScan isa_nan_scan[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
@@ -207,7 +212,7 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif

@@ -62,6 +62,10 @@ static Py_ssize_t split_from(int op, int dtype) {
     if (forced > 0) return forced;
     if (op == POW) return SPLIT_POW;
     if (op == POWI_OP) return SPLIT_POWI;
+    if (op >= UNARY_POOL_OP) { /* the sign-bit ops and sqrt as arithmetic; the rest as pow */
+        int u = op - UNARY_POOL_OP;
+        if (u != U_ABS && u != U_NEG && u != U_SQRT) return SPLIT_POW;
+    }
     if (dtype == BF16 || dtype == F16) return SPLIT_HALF;
     return SPLIT_BYTES / ITEMSIZE[dtype];
 }
@@ -205,7 +209,9 @@ INLINE void flags_merge(const FpFlags *flags, int raised) { fesetexceptflag(flag
 static void run_part(const Job *job, Py_ssize_t i) {
     Py_ssize_t at = i * job->per, len = job->n - at < job->per ? job->n - at : job->per;
     Py_ssize_t skip = at * ITEMSIZE[job->dtype];
-    if (job->op == POWI_OP) job->powi(job->dtype, job->a + skip, job->k, job->c + skip, len);
+    if (job->unary != NULL)
+        job->unary(job->op - UNARY_POOL_OP, job->dtype, job->a + skip, job->c + skip, len);
+    else if (job->op == POWI_OP) job->powi(job->dtype, job->a + skip, job->k, job->c + skip, len);
     else
         job->body(job->op, job->dtype, job->a + skip, job->b + skip, job->c + skip, len, &job->s,
                   job->stream);
