@@ -38,9 +38,6 @@ from fueltensor.kernels._chassis import (
 from fueltensor.kernels._powi import BODIES, ParamBody
 from fueltensor.ops import SCALAR_FORMS, UNARY_KERNEL_OPS
 
-UnaryBody = Callable[[Array, Array], None]
-"""A compiled unary body (`_chassis.native_unary`): `body(x, out)`, dense arrays of one dtype."""
-
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
 
@@ -93,7 +90,9 @@ def _param_thunk(
     return kernel
 
 
-def _unary_thunk(op: str, suffix: str, dtype: np.dtype[Any], body: UnaryBody) -> KernelFn:
+def _unary_thunk(
+    op: str, suffix: str, dtype: np.dtype[Any], body: Callable[[Array, Array], None]
+) -> KernelFn:
     """Build the thunk `<op>_<suffix>(x, *, out)`: check byte lengths and dtypes, run `body`."""
     name = f"{op}_{suffix}"
 
@@ -127,8 +126,6 @@ def _unary_missing(implementation: str) -> str:
     """Why the unary kernels cannot run with `implementation`, "" when they can."""
     if implementation == "pure":
         return NEEDS_COMPILED.format(why=PURE_HERE if NATIVE is not None else UNBUILT_HERE)
-    if not hasattr(_chassis, "native_unary"):  # TEMPORARY until s12-unary-c is merged
-        return NEEDS_COMPILED.format(why=UNBUILT_HERE)
     return ""
 
 
