@@ -25,7 +25,8 @@ from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
 from .fkc.schema import MeasuredOn
 from .fkc.validate import check_unique
-from .kernels import KernelFn, calling_problem
+from .kernels import KernelFn
+from .kernels.calling import calling_problem
 from .ops import op_kind_problems
 from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
 from .plugins import plugin_entry_points as _plugin_entry_points
