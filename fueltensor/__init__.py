@@ -1,11 +1,12 @@
 """fueltensor: a strided tensor whose arithmetic is dispatched through kernel contracts.
 
 The namespace follows the Python array API standard (2024.12) with its `linalg` and `fft`
-extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16` and `float16` are documented
-extensions. The eight contract operations (add, subtract, multiply, divide,
-remainder, pow, maximum, minimum) are planned from the FKC contract registry; `explain`,
-`trace`, `use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing`
-holds the bit-level helpers for testing kernels (random bits, special values, assertions).
+extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16`, `float16`, `sigmoid`, `erf` and
+`rsqrt` are documented extensions. The contract operations (`fueltensor.ops`: add, subtract,
+multiply, divide, remainder, pow, maximum, minimum; exp, log, tanh, sigmoid, erf, sqrt, rsqrt,
+sin, cos, abs, negative) are planned from the FKC contract registry; `explain`, `trace`,
+`use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing` holds the
+bit-level helpers for testing kernels (random bits, special values, assertions).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from fueltensor.array_api.data_type_functions import (
     isdtype,
     result_type,
 )
-from fueltensor.array_api.elementwise import abs as abs
 from fueltensor.array_api.elementwise import (
     acos,
     acosh,
@@ -95,13 +95,6 @@ from fueltensor.array_api.elementwise import (
     tan,
     trunc,
 )
-from fueltensor.array_api.elementwise import cos as cos
-from fueltensor.array_api.elementwise import exp as exp
-from fueltensor.array_api.elementwise import log as log
-from fueltensor.array_api.elementwise import negative as negative
-from fueltensor.array_api.elementwise import sin as sin
-from fueltensor.array_api.elementwise import sqrt as sqrt
-from fueltensor.array_api.elementwise import tanh as tanh
 from fueltensor.array_api.extensions import (
     cumprod,
     cumsum,
@@ -211,6 +204,17 @@ from fueltensor.engine.dispatch import remainder as remainder
 from fueltensor.engine.dispatch import subtract as subtract
 from fueltensor.engine.planner import Plan, Step
 from fueltensor.engine.threads import get_num_threads, set_num_threads
+from fueltensor.engine.unary import abs as abs
+from fueltensor.engine.unary import cos as cos
+from fueltensor.engine.unary import erf as erf
+from fueltensor.engine.unary import exp as exp
+from fueltensor.engine.unary import log as log
+from fueltensor.engine.unary import negative as negative
+from fueltensor.engine.unary import rsqrt as rsqrt
+from fueltensor.engine.unary import sigmoid as sigmoid
+from fueltensor.engine.unary import sin as sin
+from fueltensor.engine.unary import sqrt as sqrt
+from fueltensor.engine.unary import tanh as tanh
 from fueltensor.kernels.compiled import load_library
 from fueltensor.ops import CONTRACT_OPS
 from fueltensor.registry import Registry, register_provider, registry
@@ -232,10 +236,9 @@ LAZY: Final = {
     "semantics_table": ("fueltensor.tools.semantics", "semantics_table"),
     "SemanticsTable": ("fueltensor.tools.semantics", "SemanticsTable"),
 }
-"""The names of the tools (and `fueltensor.testing`), by the module that holds each: imported
-the first time one is used, so `import fueltensor` (and every CLI call) does not pay for the
-judge, certify and the comparison machinery it may never use. The modules are fixed here, never
-taken from a document."""
+"""The tools' names (and `fueltensor.testing`), by the module holding each: imported on first
+use, so `import fueltensor` (and every CLI call) does not pay for the judge, certify and the
+comparisons it may never use. The modules are fixed here, never taken from a document."""
 
 
 def __getattr__(name: str) -> Any:
@@ -254,11 +257,7 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *LAZY})
 
 
-e = math.e
-inf = math.inf
-nan = math.nan
-pi = math.pi
-newaxis = None
+e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
 
 __array_api_version__ = "2024.12"
 __version__ = "0.1.0"
@@ -453,12 +452,13 @@ def _install_hooks() -> None:
     operators' Python path), indexing, NumPy's protocols and the displays."""
     from fueltensor.array_api import indexing, numpy_protocols
     from fueltensor.core.hooks import HOOKS
-    from fueltensor.engine import dispatch
+    from fueltensor.engine import dispatch, unary
     from fueltensor.tools import display
 
     HOOKS.namespace = sys.modules[__name__]
     HOOKS.binary = dispatch.binary
     HOOKS.binary_inplace = dispatch.binary_inplace
+    HOOKS.unary = unary.unary
     HOOKS.getitem = indexing.getitem
     HOOKS.setitem = indexing.setitem
     HOOKS.array_ufunc = numpy_protocols.array_ufunc

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TextIO
@@ -72,7 +73,7 @@ def _row(c: KernelContract) -> tuple[str, ...]:
         str(c.cost.bytes_moved),
         "~" if ulp is None else f"{ulp:g}",
         "yes" if c.precision.audited else "no",
-        "yes" if c.registrable else "describe-only",
+        "yes" if c.registrable else "not here" if c.unlinked else "describe-only",
     )
 
 
@@ -132,6 +133,13 @@ def _run_contracts(args: argparse.Namespace) -> int:
         rows = [CONTRACT_COLUMNS, *map(_row, selected)]
         optional = ("audited", "layout strategy", "dispatch", "bytes_moved")
         print(fit_table(rows, rule=False, optional=optional))
+        unlinked = Counter(c.unlinked for c in selected if c.unlinked)
+        for why, count in unlinked.items():
+            print(
+                fit_lines(
+                    f"{plural(count, 'contract')} not registrable here (dispatch: not here): {why}"
+                )
+            )
     return 0
 
 

@@ -217,6 +217,8 @@ class ContractOp:
     """Where a unary function's integer and bool inputs go."""
     exhaustive_f32: bool = False
     """Whether its float32 certificate sweeps every one of the 2^32 inputs."""
+    array_api: bool = True
+    """Whether `name` is an array API function; False for a fueltensor extension (sigmoid)."""
 
 
 def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
@@ -235,8 +237,11 @@ def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
 
 
 def _host_sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc)."""
-    out: np.ndarray = 1 / (1 + np.exp(-x))
+    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc), as exp(x) / (1 + exp(x))
+    for negative x: the same value, where exp(-x) would overflow to inf and give 0 for a result
+    that is a subnormal (x in [-745.1, -709.8] in double)."""
+    e = np.exp(-np.abs(x))  # at most 1: never overflows
+    out: np.ndarray = np.where(x < 0, e / (1 + e), 1 / (1 + e))
     return out
 
 
@@ -295,11 +300,13 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         "sigmoid", OpKind.SIGMOID, _U, None, _host_sigmoid, "sigmoid", "1 / (1 + exp(-x))",
         reference=lambda m, x: 1 / (1 + m.exp(-x)),
         special=(("+0", "0.5"), ("-0", "0.5"), ("-inf", "+0"), ("+inf", "+1"), *_NAN),
+        array_api=False,
     ),
     ContractOp(
         "erf", OpKind.ERF, _U, None, _host_erf, "erf", "the error function of x",
         reference=lambda m, x: m.erf(x),
         special=(*_ZEROS, ("+inf", "+1"), ("-inf", "-1"), *_NAN),
+        array_api=False,
     ),
     ContractOp(
         "sqrt", OpKind.SQRT, _U, None, np.sqrt, "sqrt", "the square root of x",
@@ -313,6 +320,7 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
             ("+0", "+inf"), ("-0", "-inf"), ("-1", "invalid"), ("-inf", "invalid"),
             ("+inf", "+0"), *_NAN,
         ),
+        array_api=False,
     ),
     ContractOp(
         "sin", OpKind.SIN, _U, None, np.sin, "sin", "the sine of x (radians)",

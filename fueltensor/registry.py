@@ -15,34 +15,28 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from importlib.machinery import PathFinder
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.hooks import present
 from .fkc import KernelContract, Provider, load_document
-from .fkc.files import read_regular
 from .fkc.schema import MeasuredOn
 from .fkc.validate import check_unique
 from .kernels import KernelFn
+from .kernels.calling import calling_problem
 from .ops import op_kind_problems
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
-
-
-PROVIDER_GROUP: Final = "fueltensor.providers"
-"""Entry-point group: each entry loads an object with PROVIDER, ENTRY_POINTS and DOCUMENTS
-(ENTRY_POINTS may be an `ft.load_library` result: a compiled library's kernels)."""
+from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
+from .plugins import plugin_entry_points as _plugin_entry_points
 
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
 _hooks: dict[str, dict[str, Callable[[], object]]] = {}
 """Provider name -> its module's optional hooks (HOOK_NAMES), each read by the `provider_...`
 function of its name."""
-HOOK_NAMES: Final = ("UNAVAILABLE", "ENVIRONMENT", "ISA_SWITCHES", "BINARY")
+HOOK_NAMES: Final = ("UNAVAILABLE", "UNLINKED", "ENVIRONMENT", "ISA_SWITCHES", "BINARY")
 _discovered: tuple[Path, ...] | None = None
 _bundled: Registry | None = None
 
@@ -96,6 +90,14 @@ def provider_unavailable(name: str) -> str | None:
     the message says how to install it), or None when it can or does not say."""
     why = _said(name, "UNAVAILABLE")
     return why if isinstance(why, str) else None
+
+
+def provider_unlinked(name: str) -> Mapping[str, str]:
+    """The entry points provider `name` ships documents for but cannot run in this installation
+    (compiled-only kernels where its extension is not built), each with why and what to do;
+    empty if it names none."""
+    found = _said(name, "UNLINKED")
+    return found if isinstance(found, Mapping) else {}
 
 
 def provider_isa_switches(name: str) -> list[dict[str, str]]:
@@ -165,58 +167,6 @@ def _discover() -> tuple[Path, ...]:
         return _discovered
 
 
-def _plugin_entry_points() -> list[EntryPoint]:
-    """The `fueltensor.providers` entry points of the installed distributions.
-
-    Same result as `entry_points(group=...)`, but only distributions whose entry_points.txt
-    mentions the group are parsed, and importlib.metadata (~20 ms to import) is loaded only
-    when some distribution on sys.path mentions the group at all.
-    """
-    if not _group_mentioned():
-        return []
-    from importlib.metadata import distributions
-
-    found: dict[str, EntryPoint] = {}
-    seen: set[str] = set()
-    for dist in distributions():
-        text = dist.read_text("entry_points.txt")
-        if not text or PROVIDER_GROUP not in text or dist.name in seen:
-            continue
-        seen.add(dist.name)
-        for ep in dist.entry_points.select(group=PROVIDER_GROUP):
-            found.setdefault(ep.name, ep)
-    return list(found.values())
-
-
-def _group_mentioned() -> bool:
-    """Whether a `*.dist-info`/`*.egg-info` entry_points.txt in a sys.path directory names the
-    provider group. Conservatively True wherever importlib.metadata could see more than that:
-    a sys.path entry that is a file (zip, egg), an `*.egg` directory, or another finder that
-    lists distributions."""
-    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
-        return True
-    for entry in sys.path:
-        base = entry or "."
-        try:
-            names = os.listdir(base)
-        except NotADirectoryError:
-            return True
-        except OSError:
-            continue
-        for name in names:
-            if name.endswith(".egg"):
-                return True
-            if name.endswith((".dist-info", ".egg-info")):
-                try:
-                    if PROVIDER_GROUP.encode() in read_regular(
-                        os.path.join(base, name, "entry_points.txt")
-                    ):
-                        return True
-                except OSError:
-                    continue
-    return False
-
-
 def linked_entry_points(provider: str) -> Mapping[str, KernelFn] | None:
     """The link map registered for `provider` (by `register_provider`, a plugin or the built-in
     providers), None if it has none: what its documents' entry points resolve through."""
@@ -272,19 +222,31 @@ _WHEN_NAMED: Final = (
 """Why a `dispatch: when_named` provider's contract took no part (`Registry.excluded`)."""
 
 
+UNLINKED: Final = "not registrable here: "
+"""How the planner words a contract this installation cannot link (`Registry.unlinked`)."""
+
+
 def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A plan's rejected contracts as text, one line each, but one line in all for the
-    contracts of the providers that join only where named (`Registry.excluded`'s reason)."""
+    contracts of the providers that join only where named (`Registry.excluded`'s reason), and
+    one for those not registrable here for one reason (`UNLINKED`)."""
     lines: list[str] = []
     unjoined: Counter[str] = Counter()
+    unlinked: dict[str, list[str]] = {}
     for name, reasons in rejected.items():
         head, _, rest = reasons[0].partition(" ")
         provider, _, tail = rest.partition(" ")
         when_named = tail == _WHEN_NAMED.format(name=repr(provider))
         if len(reasons) == 1 and head == "provider" and when_named:
             unjoined[provider] += 1
+        elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
+            unlinked.setdefault(reasons[0], []).append(name)
         else:
             lines.append(f"  rejected {name}: {'; '.join(reasons)}")
+    lines += [
+        f"  {UNLINKED}{', '.join(names)}: {reason.removeprefix(UNLINKED)}"
+        for reason, names in unlinked.items()
+    ]
     if unjoined:
         counts = ", ".join(f"{p} ({plural(n, 'kernel')})" for p, n in unjoined.items())
         lines.append(
@@ -358,7 +320,7 @@ class Registry:
         check_unique(contracts)
         for problem in op_kind_problems(contracts):
             warnings.warn(problem, ContractWarning, stacklevel=2)
-        return cls(contracts, _link(contracts))
+        return cls(*_link(contracts))
 
     def __getitem__(self, name: str) -> KernelContract:
         try:
@@ -442,9 +404,16 @@ class Registry:
         """The registrable contracts at `op_kind`, in document order (empty if none)."""
         return self._by_op.get(op_kind, Contracts())
 
+    def unlinked(self, op_kind: str) -> Contracts:
+        """The contracts at `op_kind` this installation cannot link (`KernelContract.unlinked`
+        says why), in document order: what `explain` lists beside the candidates."""
+        return Contracts(c for c in self._contracts if c.unlinked and c.op_kind == op_kind)
+
     def kernel(self, name: str) -> KernelFn:
         """The Python kernel linked to contract `name`."""
         contract = self[name]
+        if contract.unlinked:
+            raise KeyError(f"{name} has no kernel in this installation: {contract.unlinked}")
         if not contract.registrable:
             raise KeyError(f"{name} is describe-only (registrable: false) and has no kernel")
         return self._kernels[name]
@@ -457,14 +426,24 @@ def provider_aliases(provider: Provider) -> tuple[str, ...]:
     return tuple(n for n in dict.fromkeys((short, provider.kernel_source)) if n != provider.name)
 
 
-def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:
-    """Each registrable contract's kernel, from its provider's map; ContractError if missing."""
+def _link(
+    contracts: Iterable[KernelContract],
+) -> tuple[list[KernelContract], dict[str, KernelFn]]:
+    """The contracts, and each registrable one's kernel from its provider's map; ContractError
+    if missing, unless its provider says this installation cannot run that entry point
+    (`provider_unlinked`): that contract comes back not registrable, saying why."""
     kernels: dict[str, KernelFn] = {}
+    linked: list[KernelContract] = []
     for c in contracts:
+        linked.append(c)
         if not c.registrable:
             continue
         table = linked_entry_points(c.provider.name)
         fn = table.get(c.entry_point) if table is not None else None
+        why = provider_unlinked(c.provider.name).get(c.entry_point) if fn is None else None
+        if why is not None:
+            linked[-1] = replace(c, registrable=False, unlinked=why)
+            continue
         if fn is None:
             why = (
                 f"provider {c.provider.name} has no entry {c.entry_point!r} in its ENTRY_POINTS"
@@ -478,8 +457,13 @@ def _link(contracts: Iterable[KernelContract]) -> dict[str, KernelFn]:
                 line=c.source.lines.get("entry_point", c.source.line),
                 field="entry_point",
             )
+        problem = calling_problem(c, fn)
+        if problem is not None:
+            key = "entry_point" if problem.startswith("its kernel") else "op_kind"
+            line = c.source.lines.get(key, c.source.line)
+            raise ContractError(problem, path=c.source.path, line=line, field=key)
         kernels[c.name] = fn
-    return kernels
+    return linked, kernels
 
 
 def installed_documents() -> tuple[Path, ...]:

@@ -154,10 +154,10 @@ BACKENDS: Cells = [
     ),
     (
         "py",
-        "zeros = ft.zeros(17, dtype=ft.float32)\n"
+        "zeros, negative = ft.zeros(17, dtype=ft.float32), ft.full(17, -0.0, dtype=ft.float32)\n"
         "if 'torch' in frameworks:\n"
         "    with ft.use_backend('torch'):\n"
-        "        tie = np.asarray(ft.minimum(zeros, -zeros))\n"
+        "        tie = np.asarray(ft.minimum(zeros, negative))\n"
         "    signs = ''.join('-' if s else '+' for s in np.signbit(tie))\n"
         "    print('signs of minimum(+0, -0) at length 17:', signs)",
     ),

@@ -1,13 +1,14 @@
-"""The array API's element-wise functions other than the eight contract operations.
+"""The array API's element-wise functions other than the contract operations.
 
 All of them are host operations on NumPy ufuncs. Binary ones promote their operands by the
 standard's rules first (Python scalars are weak), so the ufunc sees one dtype; the result keeps
 the dtype the standard names. A ufunc keeps NumPy's default output order (a transposed input
 gives a transposed result, which `fresh` then copies row-major): asking for `order="C"` would
 save that copy but can change NumPy's inner loop, and with it the last bit of complex and
-transcendental results (and of out-of-range float-to-integer casts in `astype`). The eight
-(add, subtract, multiply, divide, remainder, pow, maximum, minimum) live in `dispatch`, planned
-from the kernel contracts.
+transcendental results (and of out-of-range float-to-integer casts in `astype`). The contract
+operations, the op table's rows, are planned from the kernel contracts: the binary ones (add,
+subtract, multiply, divide, remainder, pow, maximum, minimum) in `engine.dispatch`, the unary
+ones (exp, log, sqrt, abs, negative ...) in `engine.unary`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ def _binary(name: str, ufunc: np.ufunc, doc: str) -> Binary:
     return ufunc_host(host(function), ufunc, 2)
 
 
-abs = _unary("abs", np.absolute, "|x|, element-wise (a complex x gives its real magnitude).")
 acos = _unary("acos", np.arccos, "Inverse cosine, element-wise.")
 acosh = _unary("acosh", np.arccosh, "Inverse hyperbolic cosine, element-wise.")
 asin = _unary("asin", np.arcsin, "Inverse sine, element-wise.")
@@ -57,30 +57,23 @@ atanh = _unary("atanh", np.arctanh, "Inverse hyperbolic tangent, element-wise.")
 bitwise_invert = _unary("bitwise_invert", np.invert, "~x for integer or bool x, element-wise.")
 ceil = _unary("ceil", np.ceil, "Smallest integer-valued number >= x, element-wise.")
 conj = _unary("conj", np.conjugate, "The complex conjugate of x (a copy of x when x is real).")
-cos = _unary("cos", np.cos, "Cosine, element-wise.")
 cosh = _unary("cosh", np.cosh, "Hyperbolic cosine, element-wise.")
-exp = _unary("exp", np.exp, "e**x, element-wise.")
 expm1 = _unary("expm1", np.expm1, "e**x - 1, accurate near 0, element-wise.")
 floor = _unary("floor", np.floor, "Largest integer-valued number <= x, element-wise.")
 isfinite = _unary("isfinite", np.isfinite, "True where x is finite (not NaN, not infinite).")
 isinf = _unary("isinf", np.isinf, "True where x is +inf or -inf.")
 isnan = _unary("isnan", np.isnan, "True where x is NaN.")
-log = _unary("log", np.log, "Natural logarithm, element-wise.")
 log1p = _unary("log1p", np.log1p, "log(1 + x), accurate near 0, element-wise.")
 log2 = _unary("log2", np.log2, "Base-2 logarithm, element-wise.")
 log10 = _unary("log10", np.log10, "Base-10 logarithm, element-wise.")
 logical_not = _unary("logical_not", np.logical_not, "not x, element-wise (a bool result).")
-negative = _unary("negative", np.negative, "-x, element-wise.")
 positive = _unary("positive", np.positive, "+x, element-wise (a fresh copy).")
 reciprocal = _unary("reciprocal", np.reciprocal, "1 / x, element-wise.")
 sign = _unary("sign", np.sign, "-1, 0 or 1 by the sign of x (x / |x| for complex x).")
 signbit = _unary("signbit", np.signbit, "True where x's sign bit is set (also -0 and -NaN).")
-sin = _unary("sin", np.sin, "Sine, element-wise.")
 sinh = _unary("sinh", np.sinh, "Hyperbolic sine, element-wise.")
-sqrt = _unary("sqrt", np.sqrt, "Square root, element-wise.")
 square = _unary("square", np.square, "x * x, element-wise.")
 tan = _unary("tan", np.tan, "Tangent, element-wise.")
-tanh = _unary("tanh", np.tanh, "Hyperbolic tangent, element-wise.")
 trunc = _unary("trunc", np.trunc, "x rounded toward zero, element-wise.")
 
 atan2 = _binary("atan2", np.arctan2, "The angle of the point (x2, x1), quadrant-aware.")

@@ -1,7 +1,8 @@
 """NumPy's `__array_ufunc__` and `__array_function__` for FuelTensor: NumPy calls on tensors
 stay on fueltensor.
 
-The eight contract ufuncs called plainly go through dispatch (the trace shows the kernel);
+The contract operations' ufuncs called plainly go through dispatch (`np.add(x, y)`,
+`np.exp(x)`: the trace shows the kernel);
 every other ufunc call, method (`reduce`, `accumulate`...) or `out=` runs on the host and
 returns FuelTensors (`out=` tensors are written in place). NumPy functions map to fueltensor's
 own where one exists (concatenate, stack, transpose, where, matmul, reshape, einsum, pad),
@@ -20,14 +21,15 @@ from fueltensor.array_api._host import fresh
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.hooks import HOOKS
 from fueltensor.core.tensor import FuelTensor, check_writable
-from fueltensor.engine import dispatch
+from fueltensor.engine import dispatch, unary
 from fueltensor.engine.dispatch import record_host
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import CONTRACT_OPS
 
 _CONTRACT_UFUNCS: dict[np.ufunc, str] = {
-    op.host: op.name for op in BINARY_OPS if isinstance(op.host, np.ufunc)
+    op.host: op.name for op in CONTRACT_OPS if isinstance(op.host, np.ufunc)
 }
-"""The contract operations by their NumPy ufunc (read from the op table)."""
+"""The contract operations by their NumPy ufunc (read from the op table): `np.exp(x)` of a
+tensor is `ft.exp(x)`."""
 
 _SUPPORTED = frozenset(d.np for d in _dtypes.ALL)
 
@@ -94,8 +96,11 @@ def _on_host(name: str, fn: Callable[..., Any], args: Any, kwargs: dict[str, Any
 def array_ufunc(ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """A NumPy ufunc call on operands among which is a FuelTensor (FuelTensor wins)."""
     op = _CONTRACT_UFUNCS.get(ufunc)
-    if op is not None and method == "__call__" and not kwargs and len(inputs) == 2:
-        return dispatch.binary(op, *inputs)
+    if op is not None and method == "__call__" and not kwargs:
+        if len(inputs) == 2:
+            return dispatch.binary(op, *inputs)
+        if len(inputs) == 1:
+            return unary.unary(op, *inputs)
     out = kwargs.get("out")
     if out is not None:
         targets = out if isinstance(out, tuple) else (out,)

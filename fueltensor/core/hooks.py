@@ -35,6 +35,7 @@ class Hooks:
         "namespace",
         "presenters",
         "setitem",
+        "unary",
     )
 
     namespace: ModuleType
@@ -43,6 +44,8 @@ class Hooks:
     """`engine.dispatch.binary`: a contract operation `op(a, b)` (the operators' Python path)."""
     binary_inplace: Callable[[str, FuelTensor, Any], FuelTensor]
     """`engine.dispatch.binary_inplace`: `target op= other` (the operators' Python path)."""
+    unary: Callable[[str, Any], FuelTensor]
+    """`engine.unary.unary`: a unary contract operation `op(x)` (`-x`, `abs(x)`)."""
     getitem: Callable[[FuelTensor, Any], FuelTensor]
     """`array_api.indexing.getitem`: integer-array and boolean-mask indexing."""
     setitem: Callable[[FuelTensor, Any, Any], object]

@@ -3,7 +3,8 @@
 The contract operations' operators (`x + y`, `y + x`, `x += y`, from the op table's `dunder`
 column) are compiled callables where `ext._fast` is built, so `x + y` runs the fast path
 with no Python frame in between; when the fast path declines, or where it is not built, they
-call dispatch through `HOOKS.binary` / `HOOKS.binary_inplace`. Every other operator is the
+call dispatch through `HOOKS.binary` / `HOOKS.binary_inplace`. `-x` and `abs(x)` (the unary
+rows' `dunder`) call `HOOKS.unary`. Every other operator is the
 array-API function of the same meaning, looked up in `HOOKS.namespace`.
 """
 
@@ -17,14 +18,16 @@ import numpy as np
 
 from fueltensor.core.hooks import HOOKS
 from fueltensor.core.shared import FAST
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import BINARY_OPS, UNARY_OPS
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
 
 Method = Callable[[Any, Any], "FuelTensor"]
 _OPS: Final = {op.dunder: op.name for op in BINARY_OPS if op.dunder is not None}
-"""Operator stem ("sub") -> contract operation ("subtract"), from the op table."""
+"""Operator stem ("sub") -> binary contract operation ("subtract"), from the op table."""
+_UNARY_OPS: Final = {op.dunder: op.name for op in UNARY_OPS if op.dunder is not None}
+"""Operator stem ("neg") -> unary contract operation ("negative"), from the op table."""
 
 
 def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
@@ -136,6 +139,17 @@ def _unary(function: str) -> Callable[[Any], FuelTensor]:
     return method
 
 
+def _contract_unary(stem: str) -> Callable[[Any], FuelTensor]:
+    """`__stem__` of the unary contract operation with that operator (`-x`, `abs(x)`)."""
+    op = _UNARY_OPS[stem]
+
+    def method(self: FuelTensor, /) -> FuelTensor:
+        return HOOKS.unary(op, self)
+
+    _name(method, f"__{stem}__", op)
+    return method
+
+
 _STEM: Final = {
     "floor_divide": "floordiv",
     "matmul": "matmul",
@@ -150,9 +164,7 @@ _STEM: Final = {
     "less_equal": "le",
     "greater": "gt",
     "greater_equal": "ge",
-    "negative": "neg",
     "positive": "pos",
-    "abs": "abs",
     "bitwise_invert": "invert",
 }
 """Array-API function -> the operator stem the standard gives it (the host operators)."""
@@ -185,7 +197,7 @@ class Operators:
     __gt__ = _host_forms("greater")[0]
     __ge__ = _host_forms("greater_equal")[0]
 
-    __neg__ = _unary("negative")
+    __neg__ = _contract_unary("neg")
     __pos__ = _unary("positive")
-    __abs__ = _unary("abs")
+    __abs__ = _contract_unary("abs")
     __invert__ = _unary("bitwise_invert")

@@ -1,6 +1,7 @@
 """From `a + b` to the kernel that ran: coerce the operands, plan (cached), run, record.
 
-The contract operations (`fueltensor.ops.BINARY_OPS`) are looked up by the op_kind their
+The binary contract operations (`fueltensor.ops.BINARY_OPS`; the unary ones are
+`engine.unary`'s, `explain` serves both) are looked up by the op_kind their
 contracts declare; an operation no contract admits runs as a labelled host operation (its NumPy
 ufunc). A `use_backend` restriction chooses among contract providers and never moves an
 operation onto or off the host: dtypes no contract of any provider takes (integers, bools)
@@ -10,39 +11,27 @@ allowed contract admits raise `NoKernelError`, listing every candidate and why i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core import operators
-from fueltensor.core.errors import NoKernelError
 from fueltensor.core.errstate import ERRSTATE
-from fueltensor.core.layout import Layout, broadcast_shapes
+from fueltensor.core.layout import Layout
 from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine import backends, fast
+from fueltensor.engine import backends, fast, unary
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
+from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
-from fueltensor.engine.planner import (
-    Operand,
-    Plan,
-    Planning,
-    Step,
-    StepKind,
-    plan_contracts,
-    promote,
-)
+from fueltensor.engine.planner import Operand, Plan, Planning, Step, StepKind
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels.compiled import CompiledKernel
-from fueltensor.ops import BINARY_OPS, BY_NAME, HOST_CALLS, ContractOp
-
-if TYPE_CHECKING:
-    from fueltensor.registry import Registry
+from fueltensor.ops import BINARY_OPS, BY_NAME, HOST_CALLS, TRAITS, ContractOp, Family
 
 Scalar = bool | int | float | complex
 
@@ -141,11 +130,12 @@ def _fast_entry(plan: Plan) -> object | None:
 
 
 _ORACLE: Final[dict[Callable[..., Any], np.ufunc]] = {
-    fn: fn.__fueltensor_ufunc__  # type: ignore[attr-defined]
+    fn: ufunc
     for fn in reference.ENTRY_POINTS.values()
+    if (ufunc := getattr(fn, "__fueltensor_ufunc__", None)) is not None
 }
-"""The bundled oracle kernels and the ufunc each calls on its broadcast views (the fast path
-makes the same call)."""
+"""The bundled binary oracle kernels and the ufunc each calls on its broadcast views (the fast
+path makes the same call)."""
 
 
 _HOSTS: dict[str, HostFn] = dict(HOST_CALLS)
@@ -185,47 +175,6 @@ _PLAN_KEY: Final = fast.key_function(_FAST_MODULE)
 """The plan-cache key's one definition in this build (`_fast.key` where compiled)."""
 
 
-def _host_plan(op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None) -> Plan:
-    """The operation as its NumPy ufunc on the promoted operands, with the contracts it could
-    not use."""
-    cast, casts = promote(operands)
-    probe = op.host(*(np.empty((0,), o.dtype.np) for o in cast))
-    out_dtype = _dtypes.from_numpy(probe.dtype)
-    shape = broadcast_shapes(*(o.layout.shape for o in operands))
-    moved = sum(o.count * o.dtype.itemsize for o in cast) + math.prod(shape) * out_dtype.itemsize
-    host = Step(
-        kind=StepKind.HOST,
-        operand=None,
-        label=f"numpy.{op.host.__name__}({', '.join(('lhs', 'rhs')[: len(operands)])}) -> "
-        f"{out_dtype.name}{list(shape)}",
-        bytes=moved,
-    )
-    steps = (*(s for c in casts for s in c), host)
-    return Plan(
-        op=op.name,
-        op_kind=op.op_kind,
-        kernel=None,
-        steps=steps,
-        cost=sum(s.bytes for s in steps),
-        rejected=rejected.rejected if rejected else {},
-        out_shape=shape,
-        out_dtype=out_dtype,
-        operands=operands,
-        prep=casts,
-    )
-
-
-def _covered(row: ContractOp, operands: tuple[Operand, ...], reg: Registry) -> bool:
-    """Whether a contract of `reg`, of any provider, takes the operation's promoted dtypes:
-    only then can a `use_backend` restriction refuse it (dtypes none takes, integers and
-    bools, run on the host under every policy, as they do with none)."""
-    dtypes = [o.dtype.fkc for o in promote(operands)[0]]
-    return any(
-        all(fkc in spec.dtypes for fkc, spec in zip(dtypes, c.inputs, strict=False))
-        for c in reg.for_op(row.op_kind)
-    )
-
-
 def choose(
     op: str, tensors: tuple[FuelTensor, FuelTensor], policy: Policy
 ) -> tuple[Plan, Planning]:
@@ -235,20 +184,7 @@ def choose(
     cached: tuple[Plan, Planning, object] | None = policy.plans.get(key)  # type: ignore[assignment]
     if cached is not None:
         return cached[0], cached[1]
-    row = BY_NAME[op]
-    operands = tuple(Operand(t._dtype, t._layout) for t in tensors)
-    planning = plan_contracts(op, row.op_kind, operands, policy.registry, policy.providers)
-    if planning.viable:
-        chosen = (planning.viable[0], planning)
-    elif policy.allow_host or not _covered(row, operands, policy.registry):
-        chosen = (_host_plan(row, operands, planning), planning)
-    else:
-        args = ", ".join(f"{o.dtype.name}{list(o.layout.shape)}" for o in operands)
-        lines = [f"{k}: {'; '.join(v)}" for k, v in planning.rejected.items()]
-        raise NoKernelError(
-            f"no kernel contract admits {op}({args}) under use_backend({policy.label!r}) "
-            f"[{row.op_kind}]; candidates:\n  " + ("\n  ".join(lines) or "none registered")
-        )
+    chosen = decide(BY_NAME[op], tuple(Operand(t._dtype, t._layout) for t in tensors), policy)
     policy.remember(key, (*chosen, _fast_entry(chosen[0])))
     return chosen
 
@@ -392,9 +328,13 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         raise TypeError(
             f"explain() takes one of fueltensor's operations, got {getattr(fn, '__name__', fn)!r}"
         )
-    if len(args) != 2:
-        raise TypeError(f"{op} takes 2 operands, explain() got {len(args)}")
+    row = BY_NAME[op]
+    arity = len(TRAITS[row.family].operands)
+    if len(args) != arity:
+        raise TypeError(f"{op} takes {arity} operand{'s' * (arity > 1)}, explain() got {len(args)}")
     policy = current_policy()
+    if row.family is Family.UNARY:
+        return unary.choose(op, unary.operand(args[0]), policy)[0]
     form = planned(op, args[0], args[1], policy, _fast_entry)
     return form[0] if form is not None else choose(op, coerce(*args), policy)[0]
 

@@ -17,7 +17,7 @@ from pathlib import PurePath
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from fueltensor.core.dtypes import DType, result_type
+from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import ContractError
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
@@ -25,10 +25,12 @@ from fueltensor.core.storage import DEFAULT_ALIGNMENT
 from fueltensor.engine.steps import Operand as Operand
 from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
+from fueltensor.engine.steps import Target as Target
+from fueltensor.engine.steps import promote as promote
 from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
-from fueltensor.registry import Registry, rejection_lines
+from fueltensor.registry import UNLINKED, Registry, rejection_lines
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
@@ -395,35 +397,6 @@ def _threaded(steps: tuple[Step, ...], fn: KernelFn | None, count: int) -> tuple
     return (*steps[:-1], replace(steps[-1], threads=threads, body=body))
 
 
-def promote(
-    operands: tuple[Operand, ...],
-) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:
-    """Cast every operand to the promoted dtype; a Cast yields a dense buffer of its own shape."""
-    target = operands[0].dtype
-    for o in operands[1:]:
-        target = result_type(target, o.dtype)
-    cast: list[Operand] = []
-    steps: list[tuple[Step, ...]] = []
-    labels = ("lhs", "rhs") if len(operands) == 2 else tuple(f"x{i}" for i in range(len(operands)))
-    for i, o in enumerate(operands):
-        if o.dtype is target:
-            cast.append(o)
-            steps.append(())
-        else:
-            moved = o.count * (o.dtype.itemsize + target.itemsize)
-            cast.append(Operand(target, Layout.dense(o.layout.shape)))
-            step = Step(
-                kind=StepKind.CAST,
-                operand=i,
-                label=f"{labels[i]}: {o.dtype.name}",
-                bytes=moved,
-                dtype=target,
-                why=(f"promotion {o.dtype.name} -> {target.name}",),
-            )
-            steps.append((step,))
-    return tuple(cast), tuple(steps)
-
-
 def _tie(loser: KernelContract, winner: KernelContract, oracle: bool) -> str:
     """Why a contract lost at the winner's cost: an oracle gives way to a production provider;
     otherwise the registry's document order decided, and it says how the loser could run."""
@@ -447,15 +420,20 @@ def plan_contracts(
     registry: Registry,
     providers: frozenset[str] | None,
     params: tuple[int, ...] = (),
+    to: Target | None = None,
 ) -> Planning:
     """Every viable contract plan for the operation (best first) and why the others lost;
-    `params` are the call's scalar parameters, checked against each contract's `accept.params`."""
+    `params` are the call's scalar parameters, checked against each contract's `accept.params`;
+    `to`, a dtype the operands are cast to first instead of their promoted one. The contracts
+    this installation cannot link are among the rejected, with why (`Registry.unlinked`)."""
     out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
-    cast, casts = promote(operands)
+    cast, casts = promote(operands, to)
     cast_steps = tuple(s for c in casts for s in c)
     cast_bytes = sum(s.bytes for s in cast_steps)
     ranked: list[tuple[tuple[int, bool, int], Plan]] = []
-    rejected: dict[str, tuple[str, ...]] = {}
+    rejected: dict[str, tuple[str, ...]] = {
+        c.name: (UNLINKED + c.unlinked,) for c in registry.unlinked(op_kind)
+    }
     for order, contract in enumerate(registry.for_op(op_kind)):
         excluded = registry.excluded(contract, providers)
         if excluded:

@@ -1,10 +1,12 @@
-"""What plans are made of: the operands as the planner sees them, and the steps a plan runs."""
+"""What plans are made of: the operands as the planner sees them, the steps a plan runs, and
+the Cast steps that bring operands to one dtype (`promote`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from fueltensor.core.dtypes import DType
+from fueltensor.core.dtypes import DType, result_type
 from fueltensor.core.layout import Layout, Shape
 from fueltensor.ops import StrEnum
 
@@ -61,3 +63,44 @@ class Step:
         threads = f" on {self.threads} threads" if self.threads > 1 else ""
         body = f" ({self.body} body)" if self.body else ""
         return f"{self.label}{threads}{body}{why}"
+
+
+class Target(NamedTuple):
+    """A dtype every operand is cast to before planning, and why (the op table's rule for
+    integer inputs of a float function, say), as the Cast step says it."""
+
+    dtype: DType
+    why: str
+
+
+def promote(
+    operands: tuple[Operand, ...], to: Target | None = None
+) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:
+    """Cast every operand to the promoted dtype (or `to`'s, for its reason); a Cast yields a
+    dense buffer of its own shape."""
+    target = operands[0].dtype
+    for o in operands[1:]:
+        target = result_type(target, o.dtype)
+    if to is not None:
+        target = to.dtype
+    cast: list[Operand] = []
+    steps: list[tuple[Step, ...]] = []
+    count = len(operands)
+    labels = {1: ("x",), 2: ("lhs", "rhs")}.get(count) or tuple(f"x{i}" for i in range(count))
+    for i, o in enumerate(operands):
+        if o.dtype is target:
+            cast.append(o)
+            steps.append(())
+        else:
+            moved = o.count * (o.dtype.itemsize + target.itemsize)
+            cast.append(Operand(target, Layout.dense(o.layout.shape)))
+            step = Step(
+                kind=StepKind.CAST,
+                operand=i,
+                label=f"{labels[i]}: {o.dtype.name}",
+                bytes=moved,
+                dtype=target,
+                why=(to.why if to is not None else f"promotion {o.dtype.name} -> {target.name}",),
+            )
+            steps.append((step,))
+    return tuple(cast), tuple(steps)

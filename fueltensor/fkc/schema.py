@@ -336,6 +336,10 @@ class KernelContract(_PicklesReadOnlyMaps):
     source: Source
     semantics: Semantics | None = None
     """The declared `semantics` section (None when the document declares none)."""
+    unlinked: str = ""
+    """Why this installation cannot link the kernel (a compiled-only kernel where the extension
+    is not built): set by the registry, which then makes the contract not `registrable`; "" for
+    every contract it links. A fact of the installation, not of the document."""
 
     def __repr__(self) -> str:
         """Its name and a one-line summary (registered by `fueltensor.tools.display`)."""

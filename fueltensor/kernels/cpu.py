@@ -1,4 +1,4 @@
-"""fuel-cpu-backend: the 32 same-shape byte kernels and the integer powers, from one chassis.
+"""fuel-cpu-backend: the 32 same-shape byte kernels, the integer powers and the unary functions.
 
 Every thunk is `kernel(lhs, rhs, *, out) -> None` over C-contiguous arrays of equal element
 count (the contract's `same_as` shapes): it checks the three byte lengths as the Rust chassis
@@ -8,18 +8,23 @@ from the chassis' current implementation (compiled or pure NumPy; both are teste
 against one independent scalar reference, pow included: both call the C library's powf/pow).
 The integer-scalar forms of the op table (`powi_<dtype>`, `kernel(x, k, *, out)`) take their
 parameter positionally after the input, as the planner passes a contract's `accept.params`.
+The unary functions (`<op>_<dtype>`, `kernel(x, *, out)`, one per row of the op table's unary
+family) are compiled only: where `_native` is not built, or FUELTENSOR_PURE_NUMPY=1 asks for
+the pure kernels, their entry points are left out and `UNLINKED` says why, so their contracts
+are not registrable (the oracle serves the functions there).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.kernels import KernelFn
+from fueltensor.kernels import KernelFn, _chassis
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -31,7 +36,7 @@ from fueltensor.kernels._chassis import (
     Op,
 )
 from fueltensor.kernels._powi import BODIES, ParamBody
-from fueltensor.ops import SCALAR_FORMS
+from fueltensor.ops import SCALAR_FORMS, UNARY_KERNEL_OPS
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
@@ -85,6 +90,61 @@ def _param_thunk(
     return kernel
 
 
+def _unary_thunk(
+    op: str, suffix: str, dtype: np.dtype[Any], body: Callable[[Array, Array], None]
+) -> KernelFn:
+    """Build the thunk `<op>_<suffix>(x, *, out)`: check byte lengths and dtypes, run `body`."""
+    name = f"{op}_{suffix}"
+
+    def kernel(x: Array, *, out: Array) -> None:
+        if x.nbytes != out.nbytes:
+            raise ValueError(f"{name}: byte lengths differ: x {x.nbytes}, out {out.nbytes}")
+        if x.dtype != dtype or out.dtype != dtype:
+            raise TypeError(
+                f"{name}: expected {dtype} input and output, got x {x.dtype}, out {out.dtype}"
+            )
+        body(x, out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {op}(x[i]) in {dtype} (compiled)."
+    return kernel
+
+
+NEEDS_COMPILED: Final = (
+    "needs the compiled kernels (fueltensor.ext._native), {why}; meanwhile "
+    "fuel-reference-backend serves the function"
+)
+"""Why the unary contracts are not registrable where their compiled bodies cannot run."""
+UNBUILT_HERE: Final = (
+    "which are not built here: build them with `python setup.py build_ext --inplace` in a "
+    "checkout, or `pip install fueltensor` where a C compiler is available"
+)
+PURE_HERE: Final = "which FUELTENSOR_PURE_NUMPY=1 turns off: unset it to run them"
+
+
+def _unary_missing(implementation: str) -> str:
+    """Why the unary kernels cannot run with `implementation`, "" when they can."""
+    if implementation == "pure":
+        return NEEDS_COMPILED.format(why=PURE_HERE if NATIVE is not None else UNBUILT_HERE)
+    return ""
+
+
+def _unary_entries() -> list[tuple[str, str, str, np.dtype[Any]]]:
+    """(entry point, op, suffix, dtype) of every unary kernel, in table order."""
+    return [
+        (f"{_PREFIX}{op}_{suffix}", op, suffix, dtype)
+        for op in UNARY_KERNEL_OPS
+        for suffix, dtype in DTYPES
+    ]
+
+
+def UNLINKED() -> dict[str, str]:
+    """The unary entry points this installation cannot run, each with why and what to do
+    (`registry.provider_unlinked`): all of them with the pure-NumPy kernels, none otherwise."""
+    why = _unary_missing(IMPLEMENTATION)
+    return {entry: why for entry, *_ in _unary_entries()} if why else {}
+
+
 if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
     raise ImportError(
         f"the integer-scalar bodies {sorted(BODIES)} are not the op table's integer-scalar "
@@ -94,7 +154,8 @@ if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
 
 def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
     """Every thunk by full `entry_point` string: the 32 binary ones with bodies from one chassis
-    implementation, and the integer-scalar forms' (pure NumPy in every implementation)."""
+    implementation, the integer-scalar forms' (pure NumPy in every implementation), and the
+    unary ones where the implementation is the compiled one (`UNLINKED`)."""
     make = IMPLEMENTATIONS[implementation]
     binary = {
         f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
@@ -108,7 +169,15 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for stem in BODIES
         for suffix, dtype in DTYPES
     }
-    return binary | scalar
+    unary = (
+        {
+            entry: _unary_thunk(op, suffix, dtype, _chassis.native_unary(op, dtype))
+            for entry, op, suffix, dtype in _unary_entries()
+        }
+        if not _unary_missing(implementation)
+        else {}
+    )
+    return binary | scalar | unary
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

@@ -1,4 +1,5 @@
-"""fuel-reference-backend: the NumPy-broadcasting oracle kernels broadcast_add/sub/mul/div.
+"""fuel-reference-backend: the NumPy-broadcasting oracle kernels broadcast_add/sub/mul/div, and
+its unary functions (`broadcast_<op>`, one per row of the op table's unary family).
 
 A second opinion on fuel-cpu-backend, so it shares none of that provider's numerics: nothing
 of `cpu`, `_chassis` or the compiled `_native` is imported here (a test checks). Inputs are
@@ -14,6 +15,14 @@ else the rhs NaN, quieted; a NaN made from two numbers is this machine's invalid
 (for a half type the f32 one, narrowed keeping the high bits, as `half`'s from_f32 does). So no
 NaN's bits depend on which loop NumPy runs: NumPy 2.2's F32/F64 add hands back the rhs NaN of a
 NaN pair where 2.4's hands back the lhs one.
+
+A unary function is computed in float64, whatever the dtype: the row's host function (NumPy's
+float64 ufunc; sigmoid as 1 / (1 + exp(-x)), rsqrt as 1 / sqrt(x), erf as the C library's
+`math.erf` lane by lane, as the op table writes them) on the input widened exactly, then
+rounded once to the dtype (`round_once`: bfloat16 through f32 rounded to odd, never twice),
+never NumPy's float32 loops. Its NaN lanes are then made by `unary_nans`, from the row's
+special cases: a NaN input quieted with its payload (|x| and -x: the sign bit alone), a NaN
+made from a number this machine's default NaN (double `inf - inf`, narrowed).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import BINARY_OPS, UNARY_OPS, ContractOp
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
@@ -167,6 +176,62 @@ def nans(lhs: Array, rhs: Array, out: Array) -> None:
     )
 
 
+with np.errstate(invalid="ignore"):
+    _DEFAULT_NAN: Final = int(np.subtract(np.inf, np.inf).view(np.uint64))
+"""This machine's default NaN in double (x86: 0xfff8000000000000), what inf - inf gives."""
+
+
+def default_nan(dtype: np.dtype[Any]) -> int:
+    """This machine's default NaN narrowed to `dtype`'s bits: sign kept, quieted, the high
+    payload bits kept (through f32 for a half type, as `half` narrows)."""
+    if dtype == np.dtype(np.float64):
+        return _DEFAULT_NAN
+    f32 = (_DEFAULT_NAN >> 32 & 0x80000000) | 0x7FC00000 | (_DEFAULT_NAN & ((1 << 52) - 1)) >> 29
+    return f32 if dtype == np.dtype(np.float32) else narrow_nan(f32, dtype)
+
+
+def round_once(wide: Array, dtype: np.dtype[Any]) -> Array:
+    """float64 values rounded once, to nearest even, into `dtype`. NumPy rounds float64 to f32
+    and f16 directly; bfloat16 (whose ml_dtypes cast goes through f32, rounding twice) goes
+    through f32 rounded to odd, whose sticky last bit makes the rounding to bf16 the one
+    rounding of the float64 value."""
+    if dtype != np.dtype(ml_dtypes.bfloat16):
+        return wide.astype(dtype)
+    r = wide.astype(np.float32)
+    bits = r.view(np.uint32).copy()
+    back = r.astype(np.float64)
+    inexact = np.isfinite(r) & (back != wide)
+    bits[inexact & (np.abs(back) > np.abs(wide))] -= np.uint32(1)  # the value below |wide|
+    bits[inexact] |= np.uint32(1)
+    rounded: Array = bits.view(np.float32).astype(dtype)
+    return rounded
+
+
+_SIGN_BIT_RESULTS: Final = ("|x|", "-x")
+"""The op table's NaN results that change the sign bit alone (`ops.Special`)."""
+
+
+def unary_nans(row: ContractOp, x: Array, out: Array) -> None:
+    """Redo `out`'s NaN lanes by `row`'s special cases: a NaN input quieted with its sign and
+    payload, or (|x|, -x) with only its sign bit changed; a NaN made from a number is this
+    machine's default NaN narrowed to the dtype. A NaN input gives a NaN output in every row,
+    so an output without NaN has nothing to redo (one check, the common case)."""
+    if not np.isnan(out).any():
+        return
+    inf, quiet = _HALF[out.dtype] if out.dtype in _HALF else _WIDE[out.dtype]
+    word = np.dtype(f"u{out.itemsize}")
+    sign = word.type(1 << (8 * out.itemsize - 1))
+    got, given = out.view(word), x.view(word)
+    nan_in = (given & ~sign) > inf
+    made = ((got & ~sign) > inf) & ~nan_in
+    rule = next(result for value, result in row.special if value == "NaN")
+    if rule in _SIGN_BIT_RESULTS:
+        got[nan_in] = given[nan_in] & ~sign if rule == "|x|" else given[nan_in] ^ sign
+    else:
+        got[nan_in] = given[nan_in] | word.type(quiet)
+    got[made] = word.type(default_nan(out.dtype))
+
+
 @cache
 def in_type(ufunc: np.ufunc, dtype: np.dtype[Any]) -> Callable[..., object]:
     """The call `call(lhs, rhs, out=out)` the oracle makes on its broadcast views for `dtype`:
@@ -209,9 +274,38 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
     return kernel
 
 
+def _unary_kernel(row: ContractOp) -> KernelFn:
+    """Build `broadcast_<op>` of a unary row: check dtypes, shape and layout, then compute in
+    float64, round once and redo the NaN lanes."""
+    name = f"broadcast_{row.kernel_op}"
+
+    def kernel(x: Array, *, out: Array) -> None:
+        if out.shape != x.shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, x has {x.shape}")
+        if x.dtype != out.dtype or out.dtype not in _DTYPES:
+            raise TypeError(
+                f"{name}: x and out must share one of float32, float64, bfloat16, float16; "
+                f"got x {x.dtype}, out {out.dtype}"
+            )
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            raise ValueError(
+                f"{name}: x and out must be C-contiguous arrays (the contract admits dense "
+                "buffers only; make a strided operand dense first)"
+            )
+        with np.errstate(all="ignore"):  # IEEE results (log(0), sqrt(-1)) are the contract
+            out[...] = round_once(np.asarray(row.host(x.astype(np.float64))), out.dtype)
+        unary_nans(row, x, out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = (
+        f"fuel-reference-backend {name}: out = {row.summary}, in float64, rounded once."
+    )
+    return kernel
+
+
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS
-}
+} | {f"{_PREFIX}broadcast_{row.kernel_op}": _unary_kernel(row) for row in UNARY_OPS}
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
 __all__ = [
@@ -220,9 +314,12 @@ __all__ = [
     "broadcast_shape",
     "broadcast_src_flat",
     "broadcast_src_view",
+    "default_nan",
     "in_type",
     "nans",
     "narrow_nan",
+    "round_once",
     "row_major_strides",
     "src_strides",
+    "unary_nans",
 ]

@@ -106,10 +106,17 @@ def input_text(spec: InputSpec) -> str:
 def contract_summary(c: KernelContract) -> str:
     """The contract in one line: op kind, provider, dtypes, layout strategy, cost and ULP bound."""
     dtypes = ",".join(dict.fromkeys(d for s in c.inputs for d in s.dtypes))
-    role = "" if c.registrable else ", describe-only"
+    role = "" if c.registrable else ", not registrable here" if c.unlinked else ", describe-only"
     return (
         f"{c.op_kind} by {c.provider.name}{role}, {dtypes}, {c.caps.awkward_layout_strategy}, "
         f"bytes_moved {c.cost.bytes_moved}, max_ulp {_bound(c.precision.max_ulp)}"
+    )
+
+
+def _unregistrable(c: KernelContract) -> str:
+    """Why a contract is never dispatched: describe-only, or not linkable here (and why)."""
+    return (
+        f"not registrable here: {c.unlinked}" if c.unlinked else "describe-only: never dispatched"
     )
 
 
@@ -120,7 +127,7 @@ def contract_facts(c: KernelContract) -> list[tuple[str, str]]:
     overhead = "" if cost.overhead_ns is None else f", overhead {cost.overhead_ns:g} ns"
     out = c.outputs[0] if c.outputs else None
     return [
-        ("kernel", c.name + ("" if c.registrable else " (describe-only: never dispatched)")),
+        ("kernel", c.name + ("" if c.registrable else f" ({_unregistrable(c)})")),
         ("op", c.op_kind),
         ("provider", f"{c.provider.name} (kernel_source {c.kernel_source})"),
         ("what", c.blurb),
@@ -194,7 +201,7 @@ def _registry_row(c: KernelContract) -> tuple[str, ...]:
     """A contract's row in the registry's table: the list row with its op kind and whether
     dispatch may pick it."""
     name, *facts = contract_list_row(c)
-    return (name, c.op_kind, *facts, "yes" if c.registrable else "describe-only")
+    return (name, c.op_kind, *facts, "yes" if c.registrable else _unregistrable(c))
 
 
 def contracts_html(contracts: Sequence[KernelContract], caption: str) -> str:

@@ -142,7 +142,8 @@ def test_a_complex_sum_into_a_real_dtype_drops_the_imaginary_part_quietly() -> N
     assert_same(ft.sum(x, dtype=ft.float64), np.float64(4.0))
 
 
-UNARY = ["abs", "sqrt", "exp", "isnan", "isfinite", "negative", "logical_not", "square"]
+UNARY = ["floor", "expm1", "log1p", "isnan", "isfinite", "positive", "logical_not", "square"]
+"""Host unary functions (the op table's unary rows are contract operations: tests/engine)."""
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -154,7 +155,7 @@ def test_unary_on_views_is_the_ufunc_on_the_same_view(
     view, twin = pair
     fn = getattr(ft, name)
     try:
-        want = numpy_quietly({"abs": np.absolute}.get(name, getattr(np, name)), twin)
+        want = numpy_quietly(getattr(np, name), twin)
     except TypeError:
         with pytest.raises(TypeError):
             fn(view)
@@ -237,11 +238,11 @@ def test_host_calls_are_still_traced(pair: tuple[ft.FuelTensor, np.ndarray]) -> 
     view, _ = pair
     with ft.trace() as plans:
         ft.sum(view)
-        ft.sqrt(view)
+        ft.expm1(view)
         ft.astype(view, ft.float64)
     assert [(p.op, p.kernel_name) for p in plans] == [
         ("sum", "host"),
-        ("sqrt", "host"),
+        ("expm1", "host"),
         ("astype", "host"),
     ]
 

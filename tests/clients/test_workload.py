@@ -15,6 +15,7 @@ import pytest
 from _extras import OUTSIDE, ROOT
 
 import fueltensor as ft
+from fueltensor.ops import UNARY_OPS
 
 SCRIPT = ROOT / "examples" / "workload.py"
 
@@ -85,7 +86,20 @@ def test_compare_backends_reports_every_operation_the_trace_saw(workload: Module
     assert report.operations == len(plans)
     assert [plan.op for plan in plans] == list({c.position: c.op for c in rows}.values())
     host = [plan.op for plan in plans if plan.kernel is None]
-    assert host and report.operations - report.compared == len(host)
+    alone = [c.op for c in rows if c.op_kind is not None and not c.compared]  # one kernel only
+    assert host and report.operations - report.compared == len(host) + len(alone)
     summary = report.summary()
     assert summary.startswith(f"{len(plans)} operations ran: {report.compared} compared, ")
-    assert f"{len(host)} not compared ({len(host)} host)" in summary
+    no_second = f", {len(alone)} with no second kernel" if alone else ""
+    assert f"{len(host) + len(alone)} not compared ({len(host)} host{no_second})" in summary
+
+
+def test_exp_tanh_and_sqrt_are_contract_operations(workload: ModuleType) -> None:
+    """The block's unary functions run a provider's kernel of their op kind, not the host."""
+    with ft.trace() as plans:
+        workload.block(*workload.inputs())
+    unary = {row.name: row for row in UNARY_OPS}
+    ran = [plan for plan in plans if plan.op in unary]
+    assert sorted({plan.op for plan in ran}) == ["exp", "sqrt", "tanh"]
+    for plan in ran:
+        assert plan.kernel is not None and plan.op_kind == unary[plan.op].op_kind

@@ -24,12 +24,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 UFUNCS: dict[str, np.ufunc] = {
-    "sqrt": np.sqrt,
-    "exp": np.exp,
-    "log": np.log,
+    "log2": np.log2,
+    "expm1": np.expm1,
+    "log10": np.log10,
     "abs": np.absolute,
     "negative": np.negative,
-    "sin": np.sin,
+    "tan": np.tan,
     "floor": np.floor,
     "isnan": np.isnan,
     "signbit": np.signbit,
@@ -121,14 +121,14 @@ def test_any_shape_is_the_python_path(name: str, dtype: Any, shape: Any, seed: i
 
 def test_a_trace_records_the_host_call() -> None:
     x = ft.asarray(np.array([1.0, 4.0], np.float32))
-    ft.sqrt(x)
+    ft.log2(x)
     ft.greater(x, 0)
     with ft.trace() as plans:
-        ft.sqrt(x)
+        ft.log2(x)
         ft.greater(x, 0)
-    assert [p.op for p in plans] == ["sqrt", "greater"]
+    assert [p.op for p in plans] == ["log2", "greater"]
     assert all(p.kernel is None and p.steps[0].kind.name == "HOST" for p in plans)
-    assert ft.explain(ft.sqrt, x).op == "sqrt"
+    assert ft.explain(ft.log2, x).op == "log2"
 
 
 def test_the_callers_error_state_is_silenced_and_kept() -> None:
@@ -140,11 +140,11 @@ def test_the_callers_error_state_is_silenced_and_kept() -> None:
     with np.errstate(all="raise"):
         for _ in range(2):
             for t in (x, strided):
-                assert np.isnan(np.asarray(ft.sqrt(t))[0])
-                assert np.asarray(ft.log(t))[1] == -np.inf
+                assert np.isnan(np.asarray(ft.log2(t))[0])
+                assert np.asarray(ft.log10(t))[1] == -np.inf
                 assert np.geterr()["invalid"] == "raise"
     with pytest.raises(FloatingPointError), np.errstate(all="raise"):
-        np.sqrt(np.asarray(x))
+        np.log2(np.asarray(x))
 
 
 def test_results_are_fresh_tensors_that_alias_nothing() -> None:
@@ -157,11 +157,11 @@ def test_results_are_fresh_tensors_that_alias_nothing() -> None:
 
 def test_errors_are_the_python_paths() -> None:
     i8 = ft.asarray(np.array([1, 2, 3], np.int8))
-    for call in (lambda: ft.greater(i8, 300), lambda: ft.sqrt("a"), lambda: ft.equal(i8, "a")):
+    for call in (lambda: ft.greater(i8, 300), lambda: ft.log2("a"), lambda: ft.equal(i8, "a")):
         slow = outcome(lambda c=call: python_path_of(c))
         assert outcome(call) == slow and slow[0] == "error"
     with pytest.raises(TypeError):
-        ft.sqrt(i8, i8)  # the Python function's own arity error
+        ft.log2(i8, i8)  # the Python function's own arity error
 
 
 def python_path_of(call: Any) -> Any:
@@ -170,10 +170,10 @@ def python_path_of(call: Any) -> Any:
 
 
 def test_the_compiled_functions_look_like_the_python_ones() -> None:
-    for name in ("sqrt", "greater"):
+    for name in ("log2", "greater"):
         fn = getattr(ft, name)
         assert fn.__name__ == name and fn.__doc__ and fn.__fueltensor_host__
-        assert list(inspect.signature(fn).parameters) == (["x"] if name == "sqrt" else ["x1", "x2"])
+        assert list(inspect.signature(fn).parameters) == (["x"] if name == "log2" else ["x1", "x2"])
         assert pickle.loads(pickle.dumps(fn)) is fn
 
 
@@ -183,7 +183,7 @@ def test_a_repeated_call_runs_no_python(dtype: Any) -> None:
     frame (the host function runs only where the trampoline declines)."""
     x, y = ft.asarray(sample(dtype, 3)), ft.asarray(sample(dtype, 4))
     calls = (
-        lambda: ft.sqrt(x),
+        lambda: ft.log2(x),
         lambda: ft.greater(x, y),
         lambda: ft.equal(x, 1),
         lambda: x > y,
@@ -193,7 +193,7 @@ def test_a_repeated_call_runs_no_python(dtype: Any) -> None:
         call()
         assert python_calls(call) == []
     with ft.trace():
-        assert "operation" in python_calls(lambda: ft.sqrt(x))
+        assert "operation" in python_calls(lambda: ft.log2(x))
 
 
 OPERATORS: dict[str, Any] = {
@@ -288,7 +288,7 @@ def test_a_repeated_where_runs_no_python() -> None:
     assert [p.op for p in plans] == ["where"]
 
 
-@pytest.mark.parametrize("name", ["sqrt", "any", "sum"])
+@pytest.mark.parametrize("name", ["log2", "any", "sum"])
 def test_a_fresh_views_call_makes_its_array_and_runs_compiled(name: str) -> None:
     """A basic-index view made in C has no NumPy array yet (its slot holds None): a host call
     (sqrt) or a ruled one (any, sum: scipy's is_lazy_array calls any(x[0])) makes it through

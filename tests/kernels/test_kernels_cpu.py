@@ -32,7 +32,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fueltensor.kernels import cpu
-from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATIONS, NATIVE
+from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATION, IMPLEMENTATIONS, NATIVE
+from fueltensor.ops import UNARY_OPS
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -67,12 +68,19 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 
 
 def test_entry_points_are_the_documented_thunks() -> None:
-    """The 32 binary thunks and the 4 integer powers (`powi_<dtype>`), nothing else."""
+    """The 32 binary thunks, the 4 integer powers (`powi_<dtype>`) and, where the compiled
+    kernels run, the 44 unary ones (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
-    assert len(cpu.ENTRY_POINTS) == 32 + 4
-    for op, fmt in [*KERNELS, *(("powi", f) for f in ("f32", "f64", "bf16", "f16"))]:
+    formats = ("f32", "f64", "bf16", "f16")
+    unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
+    compiled = IMPLEMENTATION == "native"
+    assert len(cpu.ENTRY_POINTS) == 32 + 4 + (len(unary) if compiled else 0)
+    listed = [*KERNELS, *(("powi", f) for f in formats), *(unary if compiled else ())]
+    for op, fmt in listed:
         fn = cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
         assert fn.__name__ == f"{op}_{fmt}"
+    unlinked = {f"fuel_cpu_backend::byte_kernels::{op}_{fmt}" for op, fmt in unary}
+    assert set(cpu.UNLINKED()) == (set() if compiled else unlinked)
 
 
 @impls

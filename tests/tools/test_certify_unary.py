@@ -127,16 +127,16 @@ def test_a_tampered_unary_certificate_is_inconsistent_and_two_kernels_compare_by
 def test_the_command_line_certifies_a_range_of_inputs_and_refuses_a_bad_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    registry_of(tmp_path, ("exp_f32", "F32", 1, honest_exp))
+    registry_of(tmp_path, ("draft_exp_f32", "F32", 1, honest_exp))
     doc = str(tmp_path / "unary.md")
     args = ["certify", "--contracts", doc, "--inputs", "0x3f800000:0x3f800100", "--threads", "1"]
     assert main([*args, "--out", str(tmp_path / "certs")]) == 0
     out = capsys.readouterr().out
-    assert "exp_f32 (unary-test, float32): 256 inputs, a restricted range" in out
+    assert "draft_exp_f32 (unary-test, float32): 256 inputs, a restricted range" in out
     assert "judge: ACCEPTS" in out
-    path = str(tmp_path / "certs" / "exp_f32.json")
+    path = str(tmp_path / "certs" / "draft_exp_f32.json")
     assert main(["judge", "--contracts", doc, "--certificate", path]) == 0
-    assert "ok exp_f32 (float32) by" in (read := capsys.readouterr().out)
+    assert "ok draft_exp_f32 (float32) by" in (read := capsys.readouterr().out)
     assert "coverage 256 of 4,294,967,296 inputs; checked: binary, revision" in read
     with pytest.raises(SystemExit):
         main(["certify", "--inputs", "0x1:0x100000001"])
