@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import math
 import operator
 import re
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _extras import ROOT
 
 import fueltensor as ft
 from fueltensor.registry import bundled_contracts_dir
@@ -480,3 +482,20 @@ def test_a_tie_inside_one_document_names_the_declaration_order(
     )
     swapped = ft.Registry.from_paths([write(head + block_b + "\n" + block_a, "twins.md")])
     assert _runs(swapped, "twin-provider") == "twin_b"
+
+
+def test_the_workloads_contract_operations_plan_on_the_cpu_kernels() -> None:
+    """examples/workload.py (layer norm, MLP, masked softmax): every operation a contract
+    serves runs a CPU kernel (never the oracle), its broadcast rows and Python scalars made
+    dense block by block."""
+    spec = importlib.util.spec_from_file_location("workload", ROOT / "examples" / "workload.py")
+    assert spec is not None and spec.loader is not None
+    workload = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workload)
+    with ft.trace() as plans:
+        workload.block(*workload.inputs())
+    planned = [p for p in plans if p.kernel is not None]
+    assert planned and all(p.provider == PRODUCTION for p in planned), [
+        (p.op, p.provider) for p in planned
+    ]
+    assert any(s.tiled for p in planned for s in p.steps)
