@@ -6,6 +6,7 @@ output's size)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -76,8 +77,9 @@ def assert_same_bits(got: ft.FuelTensor, want: ft.FuelTensor, a: Any, b: Any) ->
 
 
 def check(op: Callable[..., Any], x: Any, y: Any) -> None:
-    """`op(x, y)` on both dispatch paths (traced: the Python path's blocks; untraced, twice: the
-    compiled path where it is built) equals `op` on the dense copies of its operands."""
+    """`op(x, y)` on both dispatch paths (traced: the Python path's blocks; untraced: the
+    compiled path's where it is built, asked directly) equals `op` on the dense copies of its
+    operands."""
     shape = np.broadcast_shapes(np.shape(np.asarray(x)), np.shape(np.asarray(y)))
     like = next(np.asarray(v).dtype for v in (x, y) if not isinstance(v, float))
     dx, dy = dense(x, shape, like), dense(y, shape, like)
@@ -88,6 +90,11 @@ def check(op: Callable[..., Any], x: Any, y: Any) -> None:
     assert_same_bits(got, want, dx, dy)
     for _ in range(2):
         assert_same_bits(op(x, y), want, dx, dy)
+    if IMPLEMENTATION == "native":  # the compiled path served those calls: it serves this one
+        assert dispatch._FAST is not None
+        fast = dispatch._FAST(op.__fueltensor_op__, x, y)
+        assert fast is not None
+        assert_same_bits(fast, want, dx, dy)
 
 
 def layouts(dtype: str) -> Iterator[tuple[str, Any, Any]]:
@@ -118,6 +125,33 @@ def layouts(dtype: str) -> Iterator[tuple[str, Any, Any]]:
 @pytest.mark.parametrize("op", OPS)
 def test_blocks_give_the_dense_paths_bits(op: Callable[..., Any], dtype: str) -> None:
     for name, x, y in layouts(dtype):
+        try:
+            check(op, x, y)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from e
+
+
+@pytest.mark.skipif(IMPLEMENTATION != "native", reason="the compiled path's blocks")
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("op", [ft.add, ft.maximum, ft.divide], ids=str)
+def test_blocks_of_the_compiled_path_give_the_dense_paths_bits(
+    op: Callable[..., Any], dtype: str
+) -> None:
+    """Outputs of several of the compiled path's 256 KiB blocks (and a partial last one): a
+    row (made dense once), a column and a flipped column (made dense per block), an outer
+    broadcast, a Python scalar (a repeated element beside a tiled operand), a 3-d view."""
+    big = ft.asarray(bits((70, 4100), dtype, 13))
+    row = ft.asarray(bits((4100,), dtype, 14))
+    col = ft.asarray(bits((70, 1), dtype, 15))
+    cube = ft.asarray(bits((3, 70, 1), dtype, 16))
+    for name, x, y in [
+        ("row", big, row),
+        ("column", col, big),
+        ("flipped column", big, ft.flip(col, axis=0)),
+        ("outer", col, row),
+        ("scalar beside a view", ft.broadcast_to(row, (70, 4100)), 0.5),
+        ("3-d", cube, ft.flip(row, axis=0)),
+    ]:
         try:
             check(op, x, y)
         except AssertionError as e:
@@ -173,6 +207,10 @@ SLACK_BYTES = 16 << 20
 """The small constant above the output: blocks, kept buffers, the allocator's slack."""
 
 
+@pytest.mark.skipif(
+    "asan" in os.environ.get("LD_PRELOAD", ""),
+    reason="under AddressSanitizer (.ci/sanitize) peak RSS measures its quarantine and shadow",
+)
 def test_a_broadcast_views_peak_memory_is_its_output_plus_a_small_constant() -> None:
     """`x + x` on a stride-0 view making a 64 MiB output grows the process's peak RSS by the
     output and a few MiB (densified, each operand took another 64 MiB)."""
