@@ -436,7 +436,8 @@ static int run_entry(Call *c, char *out, PyObject *view) {
  * call's dense target of the output's shape, with the bits of a fresh output: every operand
  * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
  * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
- * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
+ * operand read through a copy (Contiguize, a repeated element, a Cast) is apart, but not a
+ * broadcast made dense block by block (`run_tiles`), which reads its source as `out` fills. An oracle
  * never does: its NaN rule re-reads the operands after the ufunc wrote `out`. Nor does a
  * compiled provider's kernel, whose contract promises nothing of an `out` that aliases an
  * input (the Python path hands it a fresh one). */
@@ -445,6 +446,15 @@ static int writes_in_place(const Call *c, const char *out) {
     if (e->kind == FOREIGN || e->kind == ORACLE) return 0;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
+        if (e->mode[k] == DENSIFY && e->kind == NATIVE) { /* made dense block by block: read */
+            Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS]; /* as `out` is written */
+            const Py_ssize_t *dims;
+            const char *start;
+            int ndim;
+            if (!view_steps(c->operands[k], e, 1, shape, &start, steps, &ndim, &dims) ||
+                repeats(e, steps))
+                return 0;
+        }
         if (e->mode[k] != AS_IS) continue;
         const char *src = operand_at(c->operands[k], e->offset[k], e->need[k], e->itemsize);
         if (src == NULL) return 0;
