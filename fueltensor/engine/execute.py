@@ -158,7 +158,8 @@ def tiled(
                     args.append(elements[start : start + n])
                     continue
                 if view is not None:
-                    box = view[prefix + (slice(row, row + size),)]
+                    index = (*prefix, slice(row, row + size))
+                    box = view[index]
                     np.copyto(elements[:n].reshape(size, *tail), box)
                 args.append(elements[:n])
             fn(*args, *params, out=flat[start : start + n])
