@@ -38,10 +38,8 @@ _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Div: operator.truediv,
 }
 
-PRODUCTION = "fuel-cpu-backend"
-"""The production provider the bundled registry reads first."""
-ORACLE = "reference-oracle"
-"""The kernel_source of the correctness oracle, which ranks after every production plan."""
+PRODUCTION = "fuel-cpu-backend"  # the production provider the bundled registry reads first
+ORACLE = "reference-oracle"  # the oracle's kernel_source: it ranks after every production plan
 ROW = 4
 """Distinct elements of VIEWS' broadcast_stride0 view: a 4-element row repeated three times."""
 

@@ -176,8 +176,7 @@ static char *repeat_blocks(Py_ssize_t count, Py_ssize_t isz, int repeated,
     return heap;
 }
 
-/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads (the
- * Python path runs), -1 on error. */
+/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads, -1. */
 static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL}, *blocks[2], *heap = NULL;
@@ -446,15 +445,13 @@ static int writes_in_place(const Call *c, const char *out) {
     if (e->kind == FOREIGN || e->kind == ORACLE) return 0;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
-        if (e->mode[k] == DENSIFY && e->kind == NATIVE) { /* made dense block by block: read */
-            Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS]; /* as `out` is written */
-            const Py_ssize_t *dims;
-            const char *start;
-            int ndim;
-            if (!view_steps(c->operands[k], e, 1, shape, &start, steps, &ndim, &dims) ||
-                repeats(e, steps))
-                return 0;
-        }
+        Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS]; /* a broadcast made dense block */
+        const Py_ssize_t *dims; /* by block reads its source as `out` is written */
+        const char *start;
+        int ndim, tiled = e->mode[k] == DENSIFY && e->kind == NATIVE;
+        if (tiled && (!view_steps(c->operands[k], e, 1, shape, &start, steps, &ndim, &dims) ||
+                      repeats(e, steps)))
+            return 0;
         if (e->mode[k] != AS_IS) continue;
         const char *src = operand_at(c->operands[k], e->offset[k], e->need[k], e->itemsize);
         if (src == NULL) return 0;
