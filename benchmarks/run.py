@@ -39,6 +39,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
+from pricing_rows import pricing_rows
 from thread_rows import split_rows, thread_rows
 
 import fueltensor as ft
@@ -896,6 +897,7 @@ SECTIONS = (
     "split",
     "libraries",
     "scalars",
+    "pricing",
     "views",
     "live",
     "clients",
@@ -953,6 +955,7 @@ def main() -> None:
         "split": lambda: split_rows(repeats),
         "libraries": lambda: library_rows(repeats, n, args.plot),
         "scalars": lambda: scalar_rows(repeats),
+        "pricing": lambda: pricing_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),

@@ -48,7 +48,7 @@ TOUR: Cells = [
         "every rejected candidate.",
     ),
     ("py", "ft.explain(ft.add, x, x)"),
-    ("py", "ft.explain(ft.add, x, y)  # broadcast: the reference oracle, no BroadcastTo"),
+    ("py", "ft.explain(ft.add, x, y)  # broadcast: add_f32, y made dense block by block"),
     ("py", "ft.explain(ft.maximum, x.T, x.T)  # strided operands are made dense first"),
     (
         "py",
@@ -95,7 +95,8 @@ CONTRACTS: Cells = [
     (
         "md",
         "## Why a kernel is rejected\n\nEvery plan lists the other candidates with the "
-        "reason each lost: a dtype it does not take, a shape constraint, or a higher cost.",
+        "reason each lost: a dtype it does not take, a shape constraint, a higher cost, or "
+        "being the oracle, which runs only where no production kernel does (or where named).",
     ),
     (
         "py",

@@ -2,7 +2,10 @@
 
 A kernel receives C-contiguous, zero-offset buffers of the shapes its plan promised and writes a
 fresh output buffer allocated here, aligned to its contract's `alignment_bytes`. A kernel that
-hands back an array of its own instead is held to its contract's `return` clause.
+hands back an array of its own instead is held to its contract's `return` clause. A plan whose
+Contiguize of a stride-0 operand is `tiled` runs its kernel block by block over the output, the
+operand made dense one block at a time (`tiled`): a broadcast is never densified at the
+output's size.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import foreign
 from fueltensor.engine.planner import Plan, Step, StepKind
+from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 from fueltensor.kernels.compiled import CompiledKernel
 
@@ -104,9 +108,70 @@ def _temporary(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return buffer[:nbytes].view(dtype).reshape(shape)
 
 
-def prepare(array: np.ndarray, steps: tuple[Step, ...], scratch: bool = True) -> np.ndarray:
+TILE_BYTES = 1 << 20
+"""Bytes of the block a tiled operand is made dense in, one block of the output at a time."""
+
+
+def _boxes(shape: tuple[int, ...], limit: int) -> tuple[int, int]:
+    """The blocks `tiled` walks for an output of `shape`: (axis j, rows c) such that a block is
+    c indices along axis j times every trailing axis, at most `limit` elements (c >= 1): each
+    block is a run of the C-order output, and a box of every operand of that shape."""
+    j, inner = len(shape) - 1, 1
+    while j > 0 and inner * shape[j] <= limit:
+        inner *= shape[j]
+        j -= 1
+    return j, max(1, limit // inner)
+
+
+def tiled(
+    fn: KernelFn, arrays: tuple[np.ndarray, ...], params: tuple[int, ...], out: np.ndarray
+) -> None:
+    """Run the elementwise `fn` block by block into the C-contiguous `out`, each operand (of
+    `out`'s shape) read as it is where dense, else made dense one block at a time; a stride-0
+    operand that repeats along every axis up to the block's (`a + row`) is made dense once."""
+    shape = out.shape
+    j, rows = _boxes(shape, TILE_BYTES // max(a.itemsize for a in arrays))
+    rows = min(rows, shape[j])
+    tail = shape[j + 1 :]
+    inner = math.prod(tail)
+    flat = out.reshape(-1)
+    # Per operand: (its flat elements, None, True), read at the block's place; or (a block,
+    # the view it is filled from per block, or None where it was filled once, False).
+    reads: list[tuple[np.ndarray, np.ndarray | None, bool]] = []
+    for a in arrays:
+        if a.flags.c_contiguous:
+            reads.append((a.reshape(-1), None, True))
+            continue
+        block = np.empty(rows * inner, a.dtype)
+        once = not any(a.strides[: j + 1])
+        if once:
+            np.copyto(block.reshape(rows, *tail), a[(0,) * j + (slice(0, rows),)])
+        reads.append((block, None if once else a, False))
+    start = 0
+    for prefix in np.ndindex(*shape[:j]):
+        for row in range(0, shape[j], rows):
+            size = min(rows, shape[j] - row)
+            n = size * inner
+            args = []
+            for elements, view, placed in reads:
+                if placed:
+                    args.append(elements[start : start + n])
+                    continue
+                if view is not None:
+                    index = (*prefix, slice(row, row + size))
+                    box = view[index]
+                    np.copyto(elements[:n].reshape(size, *tail), box)
+                args.append(elements[:n])
+            fn(*args, *params, out=flat[start : start + n])
+            start += n
+
+
+def prepare(
+    array: np.ndarray, steps: tuple[Step, ...], scratch: bool = True, tiles: bool = False
+) -> np.ndarray:
     """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order (`scratch`: whether
-    a Contiguize may use the per-thread scratch buffer)."""
+    a Contiguize may use the per-thread scratch buffer; `tiles`: a `tiled` Contiguize is left to
+    `tiled`, the stride-0 view returned)."""
     for step in steps:
         if step.kind is StepKind.CAST:
             assert step.dtype is not None
@@ -115,7 +180,8 @@ def prepare(array: np.ndarray, steps: tuple[Step, ...], scratch: bool = True) ->
             assert step.shape is not None
             array = np.broadcast_to(array, step.shape)
         elif step.kind is StepKind.CONTIGUIZE:
-            array = contiguize(array, scratch)
+            if not (tiles and step.tiled):
+                array = contiguize(array, scratch)
         else:
             raise ValueError(f"a {step.kind} step does not prepare an operand: {step}")
     return array
@@ -173,10 +239,11 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     checked = None if ours else foreign.runner()
     if checked is not None:
         return checked(plan, tensors)
+    tiles = ours and plan.tiled and plan.size > 0
     if plan.prepared:
         arrays = tuple(
             [
-                prepare(t._array, steps, ours) if steps else t._array
+                prepare(t._array, steps, ours, tiles) if steps else t._array
                 for t, steps in zip(tensors, plan.prep, strict=True)
             ]
         )
@@ -191,6 +258,9 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
         out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
         if len(plan.out_shape) != 1:
             out = out.reshape(plan.out_shape)
+        if tiles:
+            tiled(fn, arrays, plan.params, out)
+            return FuelTensor._from_dense(out, plan.out_dtype)
         got = fn(*arrays, *plan.params, out=out)
     else:
         got, out = foreign.call(plan, fn, arrays)

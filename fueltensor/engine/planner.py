@@ -3,9 +3,12 @@
 For an op_kind and its operands the planner asks every registrable contract at that op_kind for
 a verdict: one reason per failed `accept` predicate. What a contract's caps allow is repaired
 (`BroadcastTo` + `Contiguize` so a `same_as` constraint holds, `Contiguize` for a layout flag);
-the rest rejects it. Viable plans are priced from the contract's `bytes_moved` formula plus the
-bytes the inserted steps move; the cheapest wins, a tie going to a production provider over an
-oracle. Nothing in here knows which kernel takes which dtype: that is read from the contracts.
+the rest rejects it. A stride-0 operand of a kernel that runs block by block (`blockwise`) is
+made dense one cache-sized block at a time, never at the output's size. Viable plans are priced
+from the contract's `bytes_moved` formula plus the bytes the inserted steps move; a correctness
+oracle ranks after every production plan (it exists to be right, not fast), and among the rest
+the cheapest wins, a tie going to registry order (docs/dispatch.md, "Which plan runs"). Nothing
+in here knows which kernel takes which dtype: that is read from the contracts.
 """
 
 from __future__ import annotations
@@ -20,8 +23,15 @@ from typing import Final, NamedTuple
 from fueltensor.core.dtypes import DType
 from fueltensor.core.errors import ContractError
 from fueltensor.core.hooks import present
-from fueltensor.core.layout import Layout, LayoutFlags, Shape, broadcast_shapes
+from fueltensor.core.layout import Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
+from fueltensor.engine.repairs import (
+    STRATEGY_REPAIRS,
+    Verdict,
+    blockwise,
+    layout_repair,
+    shape_repair,
+)
 from fueltensor.engine.steps import Operand as Operand
 from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
@@ -34,9 +44,6 @@ from fueltensor.registry import UNLINKED, Registry, rejection_lines
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
-
-_STRATEGY_REPAIRS: Final = {"requires_contiguous": True}
-"""Whether an `awkward_layout_strategy` lets the planner densify operands in front of the kernel."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -66,6 +73,8 @@ class Plan:
     """Byte alignment of the output buffer: the chosen contract's `caps.alignment_bytes`."""
     prepared: bool = field(init=False, repr=False, compare=False)
     """True when some operand has a Cast / BroadcastTo / Contiguize step before the kernel."""
+    tiled: bool = field(init=False, repr=False, compare=False)
+    """True when some operand's Contiguize is made one block at a time (`Step.tiled`)."""
 
     def __post_init__(self) -> None:
         # Derived once per plan (plans are cached), so running a plan reads plain slots.
@@ -73,6 +82,7 @@ class Plan:
         caps = self.kernel.caps if self.kernel is not None else None
         object.__setattr__(self, "alignment", caps.alignment_bytes if caps else DEFAULT_ALIGNMENT)
         object.__setattr__(self, "prepared", any(self.prep))
+        object.__setattr__(self, "tiled", any(s.tiled for p in self.prep for s in p))
 
     def __reduce__(self) -> tuple[Callable[..., Plan], tuple[object, ...]]:
         """Pickled without the linked kernel function (provider functions need not pickle); it
@@ -123,9 +133,22 @@ class Plan:
         )
         lines = [head]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
-        lines.append(f"  cost: {self.cost:,} bytes moved")
+        lines.append(f"  cost: {self.cost:,} bytes moved ({self.price_source})")
         lines += rejection_lines(self.rejected)
         return "\n".join(lines)
+
+    @property
+    def price_source(self) -> str:
+        """Where the plan's price comes from: the chosen contract's `cost.bytes_moved` formula
+        and `cost.provenance` plus its steps' bytes (a host plan: its operands and result)."""
+        if self.kernel is None:
+            return "host: the bytes of its operands and result"
+        cost = self.kernel.cost
+        steps = sum(s.bytes for s in self.steps if s.kind is not StepKind.KERNEL)
+        return (
+            f"{self.kernel.name}'s cost.bytes_moved {cost.bytes_moved.raw!r}, provenance "
+            f"{cost.provenance}; its steps {steps:,}"
+        )
 
     def _repr_html_(self) -> str:
         """The notebook display (registered by `fueltensor.tools.display`)."""
@@ -180,22 +203,6 @@ class Planning:
     rejected: Mapping[str, tuple[str, ...]]
 
 
-def _flag_reasons(label: str, spec: InputSpec, flags: LayoutFlags) -> list[str]:
-    reasons = []
-    for flag, want in spec.layout:
-        have = getattr(flags, flag)
-        if (want == "required" and not have) or (want == "rejected" and have):
-            reasons.append(
-                f"{label}: {flag} is {want} but the operand "
-                f"{'is not' if want == 'required' else 'is'} {flag}"
-            )
-    return reasons
-
-
-def _dense_flags() -> LayoutFlags:
-    return LayoutFlags(True, False, False, False, False)
-
-
 def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -> Operand | Shape:
     if rule.kind == "passthrough":
         return operands[names[rule.args[0]]]
@@ -220,10 +227,6 @@ def kernel_cost(contract: KernelContract, env: Mapping[str, float]) -> int | str
     return int(value)
 
 
-Verdict = tuple[str, ...]
-"""Why a contract cannot run the operation: one reason per failed check (empty: it can)."""
-
-
 def _dtype_verdict(specs: tuple[InputSpec, ...], operands: tuple[Operand, ...]) -> Verdict:
     """Arity, dtypes and ranks: what no step in front of the kernel can change."""
     if len(specs) != len(operands):
@@ -235,64 +238,6 @@ def _dtype_verdict(specs: tuple[InputSpec, ...], operands: tuple[Operand, ...]) 
         if spec.rank is not None and o.layout.ndim != spec.rank:
             fatal.append(f"{spec.name}: rank {o.layout.ndim}, the contract needs {spec.rank}")
     return tuple(fatal)
-
-
-def _shape_repair(
-    specs: tuple[InputSpec, ...], work: list[Operand], prep: list[list[Step]], repairs: bool
-) -> Verdict:
-    """Hold each input to its shape constraint, broadcasting it in front of the kernel where a
-    `same_as` fails and the contract lets the planner repair."""
-    names = {s.name: i for i, s in enumerate(specs)}
-    original = tuple(o.layout.shape for o in work)
-    for i, spec in enumerate(specs):
-        sc = spec.shape_constraint
-        if sc is None:
-            continue
-        other, mine = original[names[sc.other]], work[i].layout.shape
-        try:
-            target = broadcast_shapes(mine, other)
-        except ValueError:
-            return (f"{spec.name}: shape {mine} does not broadcast with {sc.other} {other}",)
-        if sc.kind == "same_as" and mine != other:
-            why = f"{spec.name}: shape {mine} is not same_as {sc.other} {other}"
-            if not repairs:
-                return (why,)
-            if target != mine:
-                work[i] = Operand(work[i].dtype, work[i].layout.broadcast_to(target))
-                step = Step(
-                    kind=StepKind.BROADCAST_TO,
-                    operand=i,
-                    label=spec.name,
-                    bytes=0,
-                    shape=target,
-                    why=(why,),
-                )
-                prep[i].append(step)
-    return ()
-
-
-def _layout_repair(
-    specs: tuple[InputSpec, ...], work: list[Operand], prep: list[list[Step]], repairs: bool
-) -> Verdict:
-    """Hold each input to its layout flags, densifying it in front of the kernel where the
-    contract lets the planner repair and a dense operand satisfies it."""
-    for i, spec in enumerate(specs):
-        reasons = _flag_reasons(spec.name, spec, work[i].layout.flags)
-        if not reasons:
-            continue
-        if not repairs or _flag_reasons(spec.name, spec, _dense_flags()):
-            return tuple(reasons)
-        o = work[i]
-        work[i] = Operand(o.dtype, Layout.dense(o.layout.shape))
-        step = Step(
-            kind=StepKind.CONTIGUIZE,
-            operand=i,
-            label=spec.name,
-            bytes=2 * o.count * o.dtype.itemsize,
-            why=tuple(reasons),
-        )
-        prep[i].append(step)
-    return ()
 
 
 class Output(NamedTuple):
@@ -358,13 +303,14 @@ def admit(
     fatal = _dtype_verdict(contract.inputs, operands) + _param_verdict(contract, params)
     if fatal:
         return fatal
-    repairs = _STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
+    repairs = STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
     work = list(operands)
     prep: list[list[Step]] = [[] for _ in operands]
-    for repair in (_shape_repair, _layout_repair):
-        verdict = repair(contract.inputs, work, prep, repairs)
-        if verdict:
-            return verdict
+    verdict = shape_repair(contract.inputs, work, prep, repairs) or layout_repair(
+        contract.inputs, work, prep, repairs, blockwise(contract)
+    )
+    if verdict:
+        return verdict
     output = _output(contract, work, out_shape)
     if not isinstance(output, Output):
         return output
@@ -397,11 +343,9 @@ def _threaded(steps: tuple[Step, ...], fn: KernelFn | None, count: int) -> tuple
     return (*steps[:-1], replace(steps[-1], threads=threads, body=body))
 
 
-def _tie(loser: KernelContract, winner: KernelContract, oracle: bool) -> str:
-    """Why a contract lost at the winner's cost: an oracle gives way to a production provider;
-    otherwise the registry's document order decided, and it says how the loser could run."""
-    if oracle:
-        return " (a tie: the production provider is preferred over the oracle)"
+def _tie(loser: KernelContract, winner: KernelContract) -> str:
+    """Why a contract lost at the winner's cost: the registry's document order decided; it says
+    how the loser could run."""
     doc, first = PurePath(loser.source.path).name, PurePath(winner.source.path).name
     levers = []
     if loser.provider.name != winner.provider.name:
@@ -430,7 +374,7 @@ def plan_contracts(
     cast, casts = promote(operands, to)
     cast_steps = tuple(s for c in casts for s in c)
     cast_bytes = sum(s.bytes for s in cast_steps)
-    ranked: list[tuple[tuple[int, bool, int], Plan]] = []
+    ranked: list[tuple[tuple[bool, int, int], Plan]] = []
     rejected: dict[str, tuple[str, ...]] = {
         c.name: (UNLINKED + c.unlinked,) for c in registry.unlinked(op_kind)
     }
@@ -444,25 +388,28 @@ def plan_contracts(
             rejected[contract.name] = verdict
             continue
         cost = verdict.cost + cast_bytes
-        ranked.append(((cost, contract.kernel_source in ORACLE_SOURCES, order), verdict))
+        ranked.append(((contract.kernel_source in ORACLE_SOURCES, cost, order), verdict))
     ranked.sort(key=lambda kv: kv[0])
     if ranked:
-        (best_cost, best_oracle, _), best = ranked[0]
+        (best_oracle, best_cost, _), best = ranked[0]
         assert best.kernel is not None
-        for (cost, oracle, _), plan in ranked[1:]:
+        for (oracle, cost, _), plan in ranked[1:]:
             assert plan.kernel is not None
-            yielded = oracle and not best_oracle  # an oracle gives way to a production provider
-            tie = "" if cost != best_cost else _tie(plan.kernel, best.kernel, yielded)
-            rejected[plan.kernel.name] = (
-                f"admissible but outranked: {cost:,} bytes moved vs "
-                f"{best_cost:,} for {best.kernel.name}{tie}",
-            )
+            moved = f"{cost:,} bytes moved vs {best_cost:,} for {best.kernel.name}"
+            if oracle and not best_oracle:
+                why = (
+                    f"admissible, but an oracle runs only where no production kernel does ({moved})"
+                )
+            else:
+                tie = "" if cost != best_cost else _tie(plan.kernel, best.kernel)
+                why = f"admissible but outranked: {moved}{tie}"
+            rejected[plan.kernel.name] = (why,)
     frozen = MappingProxyType(rejected)
     viable = tuple(
         replace(
             p,
             steps=cast_steps + _threaded(p.steps, fn, p.size),
-            cost=key[0],
+            cost=key[1],
             rejected=frozen,
             prep=tuple(c + q for c, q in zip(casts, p.prep, strict=True)),
             operands=operands,

@@ -50,6 +50,9 @@ class Step:
     `_native.SPLIT_FROM`, splits)."""
     body: str = ""
     """The instruction set of the compiled body a Kernel step runs ("avx512"), or ""."""
+    tiled: bool = False
+    """A Contiguize of a stride-0 operand made one cache-sized block at a time as the kernel
+    runs block by block over the output, never at the output's size (`execute.tiled`)."""
 
     def __str__(self) -> str:
         why = f"  [{'; '.join(self.why)}]" if self.why else ""
@@ -59,7 +62,8 @@ class Step:
         if self.kind is StepKind.BROADCAST_TO:
             return f"BroadcastTo({self.label} -> {self.shape}){why}"
         if self.kind is StepKind.CONTIGUIZE:
-            return f"Contiguize({self.label}){why}"
+            tiled = ", block by block" if self.tiled else ""
+            return f"Contiguize({self.label}{tiled}){why}"
         threads = f" on {self.threads} threads" if self.threads > 1 else ""
         body = f" ({self.body} body)" if self.body else ""
         return f"{self.label}{threads}{body}{why}"

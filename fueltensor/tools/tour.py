@@ -14,6 +14,7 @@ import numpy as np
 
 from fueltensor.core.errors import plural
 from fueltensor.core.tensor import FuelTensor, asarray
+from fueltensor.engine.backends import use_backend
 from fueltensor.engine.dispatch import add, divide, explain, maximum, multiply, subtract
 from fueltensor.registry import Registry, registry
 from fueltensor.testing import random_bits
@@ -82,8 +83,14 @@ def examples() -> Iterator[tuple[str, Any]]:
         "strided: x.T[::2] * z (a transposed, stepped view)",
         explain(multiply, x.T[::2], asarray(np.ones((2, 3), np.float32))),
     )
-    yield "broadcast: x + row (float32[3, 4] + float32[4])", explain(add, x, row)
-    yield "broadcast without an oracle: maximum(x, row)", explain(maximum, x, row)
+    yield (
+        "broadcast: x + row (float32[3, 4] + float32[4]), the row dense block by block",
+        (explain(add, x, row)),
+    )
+    with use_backend("reference"):  # the oracle runs where nothing else does, or named
+        oracle = explain(add, x, row)
+    yield "broadcast on the oracle, named: use_backend('reference'), x + row", oracle
+    yield "maximum(x, row)", explain(maximum, x, row)
     yield "mixed dtypes: h + x (float16 + float32)", explain(add, h, x)
 
 

@@ -3,15 +3,19 @@
 For every layout flag a view can carry, the steps `explain` shows and the bytes it charges are
 recomputed here from first principles: each candidate contract's `bytes_moved` formula text (read
 from the registry, evaluated by this file's own small evaluator), plus a `Contiguize` priced as
-the bytes it copies (every element of the operand read once and written once), plus a `Cast`
-priced as its source read and its target written. The planner must pick the cheapest viable
-plan, a tie going to the production provider over the oracle (design.md, "Dispatch policy").
+the bytes it copies (every element of the operand read once and written once) or, for a
+stride-0 operand of a kernel whose document lets it run block by block (`same_as` inputs,
+`semantics.position` invariant or nan_bits), as the distinct elements it reads once (its block
+stays in cache), plus a `Cast` priced as its source read and its target written. The planner
+must pick the cheapest viable production plan, the oracle only where no production kernel
+admits the call, and a tie goes to registry order (docs/dispatch.md, "Which plan runs").
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import math
 import operator
 import re
@@ -22,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _extras import ROOT
 
 import fueltensor as ft
 from fueltensor.registry import bundled_contracts_dir
@@ -33,8 +38,10 @@ _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Div: operator.truediv,
 }
 
-PRODUCTION = "fuel-cpu-backend"
-"""The provider that wins a cost tie against the oracle (design.md)."""
+PRODUCTION = "fuel-cpu-backend"  # the production provider the bundled registry reads first
+ORACLE = "reference-oracle"  # the oracle's kernel_source: it ranks after every production plan
+ROW = 4
+"""Distinct elements of VIEWS' broadcast_stride0 view: a 4-element row repeated three times."""
 
 FLAGS = ("contiguous", "strided", "broadcast_stride0", "start_offset", "reverse_strides")
 ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
@@ -119,12 +126,23 @@ def price(
 
     A `same_as` input of another shape is first broadcast to the output shape (a stride-0 view,
     no bytes); any input whose layout clause refuses its view is Contiguized (read + write of
-    every element it holds); the kernel is charged its `bytes_moved` formula."""
+    every element it holds; a stride-0 one of a block-by-block kernel: its distinct elements
+    read once); the kernel is charged its `bytes_moved` formula."""
     out_shape = tuple(np.broadcast_shapes(*(s for s, _ in operands)))
+    semantics = contract.semantics
+    blocks = (
+        semantics is not None
+        and semantics.effective_position in ("invariant", "nan_bits")
+        and all(
+            s.shape_constraint is None or s.shape_constraint.kind == "same_as"
+            for s in contract.inputs
+        )
+    )
     kinds: list[str] = []
     step_bytes: list[int] = []
     counts = {}
     for spec, (shape, flags) in zip(contract.inputs, operands, strict=True):
+        distinct = ROW if "broadcast_stride0" in flags else math.prod(shape)
         sc = spec.shape_constraint
         if sc is not None and sc.kind == "same_as" and shape != out_shape:
             shape, flags = out_shape, (flags - {"contiguous"}) | {"broadcast_stride0"}
@@ -134,7 +152,8 @@ def price(
         counts[f"{spec.name}_count"] = count
         if refused(spec, flags):
             kinds.append("Contiguize")
-            step_bytes.append(2 * count * itemsize)
+            tiled = blocks and "broadcast_stride0" in flags
+            step_bytes.append((distinct if tiled else 2 * count) * itemsize)
     env = {"n": math.prod(out_shape), "dtype_bytes": itemsize, **counts}
     kernel = int(evaluate(str(contract.cost.bytes_moved), env))
     return Priced(contract, (*kinds, "Kernel"), (*step_bytes, kernel), sum(step_bytes) + kernel)
@@ -152,8 +171,16 @@ def candidates(op_kind: str, dtype: str) -> list[Any]:
 
 
 def best(priced: list[Priced]) -> Priced:
-    """The cheapest, a tie going to the production provider."""
-    return min(priced, key=lambda p: (p.cost, p.contract.provider.name != PRODUCTION))
+    """The cheapest production plan (the oracle's only when there is none), a tie going to the
+    provider read first."""
+    return min(
+        priced,
+        key=lambda p: (
+            p.contract.kernel_source == ORACLE,
+            p.cost,
+            p.contract.provider.name != PRODUCTION,
+        ),
+    )
 
 
 def provider_plans(op: Callable[..., Any], a: ft.FuelTensor, b: ft.FuelTensor) -> list[ft.Plan]:
@@ -181,12 +208,13 @@ def check_plan(
     assert tuple(s.kind for s in plan.steps) == want.kinds, plan
     assert tuple(s.bytes for s in plan.steps) == want.step_bytes, plan
     assert plan.cost == want.cost, plan
-    # Every provider's own plan costs what its contracts say, and none is cheaper than the pick.
+    # Every provider's own plan costs what its contracts say, and no production plan is cheaper
+    # than the pick.
     by_name = {p.contract.name: p for p in priced}
     for other in provider_plans(op, a, b):
         assert other.kernel is not None
         assert other.cost == by_name[other.kernel.name].cost, other
-        assert plan.cost <= other.cost
+        assert plan.cost <= other.cost or other.kernel.kernel_source == ORACLE
     return plan
 
 
@@ -248,6 +276,42 @@ def test_a_cost_tie_goes_to_the_production_provider() -> None:
     plans = {p.provider: p for p in provider_plans(ft.add, x, x)}
     assert plans[PRODUCTION].cost == plans["fuel-reference-backend"].cost
     assert ft.explain(ft.add, x, x).provider == PRODUCTION
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("other", ["row", "scalar", "view"])
+def test_the_oracle_cheaper_in_bytes_still_ranks_after_the_cpu_kernel(
+    dtype: str, other: str
+) -> None:
+    """A broadcast row, a Python scalar and a broadcast view: the CPU kernel's plan runs, its
+    stride-0 operands made dense block by block, though the oracle's formula charges fewer
+    bytes for the first two (it reads each distinct element once); its rejection says why."""
+    big = tensor((300, 40), dtype)
+    args = {
+        "row": (big, tensor((40,), dtype)),
+        "scalar": (big, 0.5),
+        "view": (ft.broadcast_to(tensor((40,), dtype), (300, 40)),) * 2,
+    }[other]
+    plan = ft.explain(ft.add, *args)
+    assert plan.provider == PRODUCTION, plan
+    tiled = [s for s in plan.steps if s.kind == "Contiguize"]
+    assert tiled and all(s.tiled for s in tiled), plan
+    with ft.use_backend("reference"):
+        oracle = ft.explain(ft.add, *args)
+    # The oracle makes a broadcast view dense at its own shape, the output's: more bytes.
+    assert (oracle.cost < plan.cost) == (other != "view")
+    (why,) = plan.rejected[oracle.kernel_name]
+    assert why == (
+        "admissible, but an oracle runs only where no production kernel does "
+        f"({oracle.cost:,} bytes moved vs {plan.cost:,} for {plan.kernel_name})"
+    )
+    price_line = next(line for line in str(plan).splitlines() if line.startswith("  cost:"))
+    formula = plan.kernel.cost.bytes_moved.raw  # type: ignore[union-attr]
+    steps = plan.cost - plan.steps[-1].bytes
+    assert price_line == (
+        f"  cost: {plan.cost:,} bytes moved ({plan.kernel_name}'s cost.bytes_moved {formula!r}, "
+        f"provenance judge_measured; its steps {steps:,})"
+    )
 
 
 @pytest.mark.parametrize(
@@ -416,3 +480,20 @@ def test_a_tie_inside_one_document_names_the_declaration_order(
     )
     swapped = ft.Registry.from_paths([write(head + block_b + "\n" + block_a, "twins.md")])
     assert _runs(swapped, "twin-provider") == "twin_b"
+
+
+def test_the_workloads_contract_operations_plan_on_the_cpu_kernels() -> None:
+    """examples/workload.py (layer norm, MLP, masked softmax): every operation a contract
+    serves runs a CPU kernel (never the oracle), its broadcast rows and Python scalars made
+    dense block by block."""
+    spec = importlib.util.spec_from_file_location("workload", ROOT / "examples" / "workload.py")
+    assert spec is not None and spec.loader is not None
+    workload = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workload)
+    with ft.trace() as plans:
+        workload.block(*workload.inputs())
+    planned = [p for p in plans if p.kernel is not None]
+    assert planned and all(p.provider == PRODUCTION for p in planned), [
+        (p.op, p.provider) for p in planned
+    ]
+    assert any(s.tiled for p in planned for s in p.steps)

@@ -158,17 +158,30 @@ def test_plans_past_two_to_the_31_are_sized_and_priced_exactly_without_allocatin
     assert peak < 2**20
     assert plan.out_shape == (BIG,) and plan.size == BIG
     assert plan.kernel is not None
+    with ft.use_backend("reference"):
+        oracle = ft.explain(getattr(ft, op), x, y) if op == "add" else None
     # worked by hand from the documents: broadcast_add charges n*4 + a_count*4 + b_count*4,
-    # maximum_f32 charges 3 * n * 4 (after BroadcastTo + Contiguize of both operands)
+    # add_f32 and maximum_f32 3 * n * 4 (after BroadcastTo + Contiguize of both operands, each
+    # made dense block by block and charged its one element read)
     formulas = {
         "broadcast_add": "n * dtype_bytes + a_count * dtype_bytes + b_count * dtype_bytes",
+        "add_f32": "3 * n * 4",
         "maximum_f32": "3 * n * 4",
     }
-    assert str(plan.kernel.cost.bytes_moved) == formulas[plan.kernel.name]
-    by_hand = {"broadcast_add": BIG * 4 + counts[0] * 4 + counts[1] * 4, "maximum_f32": 3 * BIG * 4}
-    (kernel_step,) = [s for s in plan.steps if s.kind == "Kernel"]
-    assert kernel_step.bytes == by_hand[plan.kernel.name]
-    assert kernel_step.bytes > 2**33  # no 32-bit wrap-around anywhere on the way
+    by_hand = {
+        "broadcast_add": BIG * 4 + counts[0] * 4 + counts[1] * 4,
+        "add_f32": 3 * BIG * 4,
+        "maximum_f32": 3 * BIG * 4,
+    }
+    for priced in (plan, oracle):
+        if priced is None:
+            continue
+        assert priced.kernel is not None
+        assert str(priced.kernel.cost.bytes_moved) == formulas[priced.kernel.name]
+        (kernel_step,) = [s for s in priced.steps if s.kind == "Kernel"]
+        assert kernel_step.bytes == by_hand[priced.kernel.name]
+        assert kernel_step.bytes > 2**33  # no 32-bit wrap-around anywhere on the way
+    assert plan.cost == 3 * BIG * 4 + 2 * 4  # each operand's one element, read once
 
 
 def test_huge_views_index_and_flip_exactly() -> None:

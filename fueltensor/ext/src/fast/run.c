@@ -20,37 +20,119 @@ static int read_layout(PyObject *t, Py_ssize_t *shape, Py_ssize_t *strides, int 
                        Py_ssize_t *offset);
 static int run_foreign(const Entry *e, PyObject *const *operands, char *out);
 
+/* Operand `t` as a strided view over `*out_ndim` axes of extents `*dims` (the output's, when
+ * `broadcast`: the plan's BroadcastTo; else its own): its first element `*start` and byte
+ * `steps` (0 on an axis the broadcast repeats); `shape` receives its own extents. 1, or 0 when
+ * the operand is not one this code reads. */
+static int view_steps(PyObject *t, const Entry *e, int broadcast, Py_ssize_t *shape,
+                      const char **start, Py_ssize_t *steps, int *out_ndim,
+                      const Py_ssize_t **dims) {
+    Py_ssize_t strides[NPY_MAXDIMS], offset;
+    int ndim;
+    if (!read_layout(t, shape, strides, &ndim, &offset)) return 0;
+    *out_ndim = broadcast ? e->ndim : ndim;
+    *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
+    if (ndim > *out_ndim) return 0;
+    *start = operand_at(t, offset, 0, e->itemsize); /* the storage holds the offset */
+    if (*start == NULL) return 0;
+    for (int k = 0; k < *out_ndim; k++) {
+        Py_ssize_t j = k - (*out_ndim - ndim), n = (*dims)[k];
+        if (j >= 0 && shape[j] == n) {
+            if (n < 2) steps[k] = 0;
+            else if (__builtin_mul_overflow(strides[j], e->itemsize, &steps[k])) return 0;
+        } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
+        else return 0;
+    }
+    return 1;
+}
+
+/* Whether a view over the output's axes with byte `steps` repeats elements (a step of 0 on an
+ * axis of extent > 1): the plan's tiled Contiguize, made one block at a time (`run_tiles`). */
+static int repeats(const Entry *e, const Py_ssize_t *steps) {
+    for (int k = 0; k < e->ndim; k++)
+        if (steps[k] == 0 && e->dims[k] > 1) return 1;
+    return 0;
+}
+
 /* The plan's BroadcastTo (to the output's shape, when `broadcast`) and Contiguize of operand
  * `t`, into a fresh buffer `*temp` (to be freed with PyMem_RawFree) of `*made` elements; NULL
  * with no error set when the operand is not one this code copies. */
 static const char *densify(PyObject *t, const Entry *e, int broadcast, char **temp,
                            Py_ssize_t *made) {
-    Py_ssize_t shape[NPY_MAXDIMS], strides[NPY_MAXDIMS], offset;
-    Py_ssize_t steps[NPY_MAXDIMS];
-    int ndim;
-    Py_ssize_t itemsize = e->itemsize;
-    if (!read_layout(t, shape, strides, &ndim, &offset)) return NULL;
-    int out_ndim = broadcast ? e->ndim : ndim;
-    const Py_ssize_t *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
-    Py_ssize_t count, bytes;
-    if (checked_size(dims, out_ndim, itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES ||
-        ndim > out_ndim)
+    Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS], count, bytes;
+    const Py_ssize_t *dims;
+    const char *start;
+    int out_ndim;
+    if (!view_steps(t, e, broadcast, shape, &start, steps, &out_ndim, &dims) ||
+        checked_size(dims, out_ndim, e->itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES)
         return NULL;
-    const char *start = operand_at(t, offset, 0, itemsize); /* the storage holds the offset */
-    if (start == NULL) return NULL;
-    for (int k = 0; k < out_ndim; k++) {
-        Py_ssize_t j = k - (out_ndim - ndim), n = dims[k];
-        if (j >= 0 && shape[j] == n) {
-            if (n < 2) steps[k] = 0;
-            else if (__builtin_mul_overflow(strides[j], itemsize, &steps[k])) return NULL;
-        } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
-        else return NULL;
-    }
     *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
-    if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, itemsize);
+    if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, e->itemsize);
     *made = count;
     return *temp;
+}
+
+/* How `run_tiles` reads operand k: its dense elements at the block's place (AS_IS), or a block
+ * filled from a view over the output's axes (`start`, byte `steps`: a REPEAT operand's are all
+ * 0), once when every block holds the same elements. */
+typedef struct {
+    int tiled;
+    const char *start;
+    Py_ssize_t steps[NPY_MAXDIMS];
+} Tile;
+
+/* Run a native entry block by block into `out`, its tiled operands (`tile[k].tiled`) made dense
+ * one block at a time: blocks of `rows` indices of axis j and every axis after it, at most
+ * REPEAT_HEAP_BYTES per operand, each a run of the output; a view that repeats over axes 0..j
+ * is made dense once. 1 done, -1 with MemoryError. */
+static int run_tiles(const Entry *e, const char *const src[2], const Tile tile[2], char *out) {
+    Py_ssize_t isz = e->itemsize, want = REPEAT_HEAP_BYTES / isz, inner = 1, box[NPY_MAXDIMS];
+    int j = e->ndim - 1;
+    while (j > 0 && e->dims[j] <= want / inner) inner *= e->dims[j--];
+    Py_ssize_t rows = want / inner < e->dims[j] ? want / inner : e->dims[j];
+    char *blocks[2] = {NULL, NULL};
+    int once[2] = {0, 0};
+    for (int a = j + 1; a < e->ndim; a++) box[a - j] = e->dims[a];
+    for (int k = 0; k < 2; k++) {
+        if (!tile[k].tiled) continue;
+        blocks[k] = PyMem_RawMalloc((size_t)(rows * inner * isz));
+        if (blocks[k] == NULL) {
+            PyMem_RawFree(blocks[0]);
+            PyErr_NoMemory();
+            return -1;
+        }
+        once[k] = 1;
+        for (int a = 0; a <= j; a++) once[k] &= tile[k].steps[a] == 0;
+        box[0] = rows;
+        if (once[k]) S.copy_dense(blocks[k], tile[k].start, e->ndim - j, box, tile[k].steps + j, isz);
+    }
+    FpState flags;
+    fp_save(&flags);
+    PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t f = 0; f < e->count;) {
+        Py_ssize_t q = f / inner, at = q % e->dims[j];
+        Py_ssize_t size = e->dims[j] - at < rows ? e->dims[j] - at : rows, n = size * inner;
+        const char *read[2];
+        for (int k = 0; k < 2; k++) {
+            read[k] = blocks[k] != NULL ? blocks[k] : src[k] + f * isz;
+            if (blocks[k] == NULL || once[k]) continue;
+            Py_ssize_t offset = 0, rest = q;
+            for (int a = j; a >= 0; a--) { /* the block's first element, within the view */
+                offset += (rest % e->dims[a]) * tile[k].steps[a];
+                rest /= e->dims[a];
+            }
+            box[0] = size;
+            S.copy_dense(blocks[k], tile[k].start + offset, e->ndim - j, box, tile[k].steps + j, isz);
+        }
+        S.run_body(e->kop, e->kdtype, read[0], read[1], out + f * isz, n);
+        f += n;
+    }
+    if (state != NULL) PyEval_RestoreThread(state);
+    fp_restore(&flags);
+    PyMem_RawFree(blocks[0]);
+    PyMem_RawFree(blocks[1]);
+    return 1;
 }
 
 /* The fresh output of entry `e`: its 1-D aligned storage (`*storage`; guarded for a compiled
@@ -94,19 +176,37 @@ static char *repeat_blocks(Py_ssize_t count, Py_ssize_t isz, int repeated,
     return heap;
 }
 
-/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads (the
- * Python path runs), -1 on error. */
+/* Run a native entry into `out`: 1 done, 0 when an operand is not one this code reads, -1. */
 static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL}, *blocks[2], *heap = NULL;
     _Alignas(64) char stack[2][REPEAT_BYTES];
     Py_ssize_t isz = e->itemsize, step = e->count, made;
     int status = 0;
+    Tile tile[2] = {{.tiled = 0}, {.tiled = 0}};
     for (int k = 0; k < 2; k++) {
-        src[k] = e->mode[k] == DENSIFY
-                     ? densify(operands[k], e, 1, &temp[k], &made)
-                     : operand_at(operands[k], e->offset[k], e->need[k], isz);
+        Py_ssize_t shape[NPY_MAXDIMS];
+        const Py_ssize_t *dims;
+        int ndim;
+        if (e->mode[k] == DENSIFY) { /* a broadcast is made dense block by block, never whole */
+            if (!view_steps(operands[k], e, 1, shape, &tile[k].start, tile[k].steps, &ndim, &dims))
+                goto done;
+            tile[k].tiled = e->count > 0 && repeats(e, tile[k].steps);
+        }
+        src[k] = tile[k].tiled              ? tile[k].start
+                 : e->mode[k] == DENSIFY ? densify(operands[k], e, 1, &temp[k], &made)
+                                          : operand_at(operands[k], e->offset[k], e->need[k], isz);
         if (src[k] == NULL) goto done;
+    }
+    if (tile[0].tiled || tile[1].tiled) {
+        for (int k = 0; k < 2; k++) { /* a repeated element: a view of steps 0 */
+            if (e->mode[k] != REPEAT) continue;
+            tile[k].tiled = 1;
+            tile[k].start = src[k];
+            memset(tile[k].steps, 0, sizeof tile[k].steps);
+        }
+        status = run_tiles(e, src, tile, out);
+        goto done;
     }
     int ra = e->mode[0] == REPEAT, rb = e->mode[1] == REPEAT;
     if (ra || rb) heap = repeat_blocks(e->count, isz, ra + rb, stack, blocks, &step);
@@ -335,7 +435,8 @@ static int run_entry(Call *c, char *out, PyObject *view) {
  * call's dense target of the output's shape, with the bits of a fresh output: every operand
  * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
  * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
- * operand read through a copy (Contiguize, a repeated element, a Cast) is apart. An oracle
+ * operand read through a copy (Contiguize, a repeated element, a Cast) is apart, but not a
+ * broadcast made dense block by block (`run_tiles`), which reads its source as `out` fills. An oracle
  * never does: its NaN rule re-reads the operands after the ufunc wrote `out`. Nor does a
  * compiled provider's kernel, whose contract promises nothing of an `out` that aliases an
  * input (the Python path hands it a fresh one). */
@@ -344,6 +445,13 @@ static int writes_in_place(const Call *c, const char *out) {
     if (e->kind == FOREIGN || e->kind == ORACLE) return 0;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
+        Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS]; /* a broadcast made dense block */
+        const Py_ssize_t *dims; /* by block reads its source as `out` is written */
+        const char *start;
+        int ndim, tiled = e->mode[k] == DENSIFY && e->kind == NATIVE;
+        if (tiled && (!view_steps(c->operands[k], e, 1, shape, &start, steps, &ndim, &dims) ||
+                      repeats(e, steps)))
+            return 0;
         if (e->mode[k] != AS_IS) continue;
         const char *src = operand_at(c->operands[k], e->offset[k], e->need[k], e->itemsize);
         if (src == NULL) return 0;
