@@ -357,6 +357,25 @@ def _tie(loser: KernelContract, winner: KernelContract) -> str:
     return f" (a tie: registry order decides; to run it: {', or '.join(levers)})"
 
 
+def _outranked(ranked: list[tuple[tuple[bool, int, int], Plan]]) -> dict[str, tuple[str, ...]]:
+    """Why each admissible plan after the first (`ranked`, best first) lost to it."""
+    out: dict[str, tuple[str, ...]] = {}
+    if not ranked:
+        return out
+    (best_oracle, best_cost, _), best = ranked[0]
+    assert best.kernel is not None
+    for (oracle, cost, _), plan in ranked[1:]:
+        assert plan.kernel is not None
+        moved = f"{cost:,} bytes moved vs {best_cost:,} for {best.kernel.name}"
+        if oracle and not best_oracle:
+            why = f"admissible, but an oracle runs only where no production kernel does ({moved})"
+        else:
+            tie = "" if cost != best_cost else _tie(plan.kernel, best.kernel)
+            why = f"admissible but outranked: {moved}{tie}"
+        out[plan.kernel.name] = (why,)
+    return out
+
+
 def plan_contracts(
     op: str,
     op_kind: str,
@@ -390,21 +409,7 @@ def plan_contracts(
         cost = verdict.cost + cast_bytes
         ranked.append(((contract.kernel_source in ORACLE_SOURCES, cost, order), verdict))
     ranked.sort(key=lambda kv: kv[0])
-    if ranked:
-        (best_oracle, best_cost, _), best = ranked[0]
-        assert best.kernel is not None
-        for (oracle, cost, _), plan in ranked[1:]:
-            assert plan.kernel is not None
-            moved = f"{cost:,} bytes moved vs {best_cost:,} for {best.kernel.name}"
-            if oracle and not best_oracle:
-                why = (
-                    f"admissible, but an oracle runs only where no production kernel does ({moved})"
-                )
-            else:
-                tie = "" if cost != best_cost else _tie(plan.kernel, best.kernel)
-                why = f"admissible but outranked: {moved}{tie}"
-            rejected[plan.kernel.name] = (why,)
-    frozen = MappingProxyType(rejected)
+    frozen = MappingProxyType(rejected | _outranked(ranked))
     viable = tuple(
         replace(
             p,
