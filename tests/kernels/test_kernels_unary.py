@@ -147,7 +147,7 @@ def test_float64_is_within_its_bound(row: ContractOp, isa: str) -> None:
         [
             rng.integers(0, 1 << 63, 3000, dtype=np.uint64).view(F64),
             rng.normal(0, 30, 3000),
-            np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 5e-324, 709.78, -745.1]),
+            np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 5e-324, 709.78, -745.1, 720.5, 740.0]),
         ]
     )
     x = np.concatenate([x, -x])

@@ -88,7 +88,8 @@ INLINE double unary_f64_lane(int op, double x) {
     if (x != x) return x + x;
     switch (op) {
     case U_EXP: return exp(x);
-    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case U_SIGMOID: /* e^x / (1 + e^x) below 0: e^-x would overflow where the result is subnormal */
+        return x < 0 ? exp(x) / (1.0 + exp(x)) : 1.0 / (1.0 + exp(-x));
     case U_LOG: return log(x);
     case U_TANH: return tanh(x);
     case U_ERF: return erf(x);
