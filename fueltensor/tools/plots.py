@@ -200,8 +200,8 @@ def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
 
 def judge_figure(report: JudgeReport) -> Figure:
     """The judge's cost findings: measured time against the `bytes_moved` formula, and the
-    call overhead of every kernel on a log axis."""
-    fig, (cost, overhead) = _figure(10.0, 10.0, rows=2)
+    call overhead of every kernel on a log axis, wide enough for one upright label per kernel."""
+    fig, (cost, overhead) = _figure(max(10.0, 0.14 * len(report.rows)), 10.0, rows=2)
     _cost_axes(cost, report)
     _overhead_axes(overhead, report)
     bad = sum(not a.ok for a in report.rows)
