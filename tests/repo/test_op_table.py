@@ -7,7 +7,8 @@ from pathlib import Path
 
 from fueltensor import ops
 
-HEADER = Path(ops.__file__).parent / "ext" / "src" / "ops.h"
+HEADER = Path(__file__).resolve().parents[2] / "fueltensor" / "ext" / "src" / "ops.h"
+"""The checkout's generated header (the C sources are built from the checkout, not shipped)."""
 
 
 def test_the_c_header_is_generated_from_the_table() -> None:
