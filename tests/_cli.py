@@ -5,9 +5,11 @@ the README and docs are."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Final
 
 import pytest
 from _extras import OUTSIDE, ROOT
@@ -39,3 +41,13 @@ def command(
         cwd=OUTSIDE,
         check=False,
     )
+
+
+UNLINKED_NOTE: Final = re.compile(r"^\d+ contracts? not registrable here")
+"""The note `fueltensor contracts` prints under its table when some contracts cannot run in this
+installation (the unary CPU contracts without the compiled kernels): not a row."""
+
+
+def table_lines(out: str) -> list[str]:
+    """The lines of a `fueltensor contracts` table: its header and one per contract."""
+    return [line for line in out.strip().split("\n") if not UNLINKED_NOTE.match(line)]

