@@ -31,6 +31,7 @@ from fueltensor.kernels._chassis import (
     IMPLEMENTATIONS,
     NATIVE,
     OPS,
+    PURE_REQUESTED,
     Array,
     Body,
     Op,
@@ -125,7 +126,8 @@ PURE_HERE: Final = "which FUELTENSOR_PURE_NUMPY=1 turns off: unset it to run the
 def _unary_missing(implementation: str) -> str:
     """Why the unary kernels cannot run with `implementation`, "" when they can."""
     if implementation == "pure":
-        return NEEDS_COMPILED.format(why=PURE_HERE if NATIVE is not None else UNBUILT_HERE)
+        # The switch the user set is the one to name: unset, an unbuilt extension says so next.
+        return NEEDS_COMPILED.format(why=PURE_HERE if PURE_REQUESTED else UNBUILT_HERE)
     return ""
 
 

@@ -22,6 +22,7 @@ import pytest
 from _cli import PACKAGE_DIR, command
 from _documents import DENSE, front, section
 from _exact import assert_within
+from _extras import OUTSIDE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,6 +109,7 @@ def test_pure_numpy_mode_serves_the_oracle_and_says_why() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script],
         env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR), **env},
+        cwd=OUTSIDE,  # a checkout's unbuilt sources would shadow the fueltensor under test
         capture_output=True,
         text=True,
         check=False,
