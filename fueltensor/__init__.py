@@ -441,7 +441,7 @@ __all__ = [
     "where",
     "zeros",
     "zeros_like",
-] + [op.name for op in CONTRACT_OPS if op.name in globals()]
+] + [op.name for op in CONTRACT_OPS]
 """The namespace: its own names, then the op table's rows it defines, their names taken from
 the table as every op name is (so those rows are imported `name as name`, the explicit
 re-export type checkers and linters read where `__all__` is not a literal)."""

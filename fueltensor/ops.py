@@ -219,6 +219,9 @@ class ContractOp:
     """Whether its float32 certificate sweeps every one of the 2^32 inputs."""
     array_api: bool = True
     """Whether `name` is an array API function; False for a fueltensor extension (sigmoid)."""
+    ieee_rounded: bool = False
+    """Whether IEEE 754 rounds it correctly in the operands' own format (its 5.4.1 arithmetic:
+    + - * /), so that the oracle computes it there, with its in-type NumPy ufunc."""
 
 
 def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
@@ -264,10 +267,10 @@ _ZEROS: Final[tuple[Special, ...]] = (("+0", "+0"), ("-0", "-0"))
 _NAN: Final[tuple[Special, ...]] = (("NaN", "NaN"),)
 
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
-    ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2"),
-    ContractOp("subtract", OpKind.SUB, _B, "sub", np.subtract, "sub", "x1 - x2"),
-    ContractOp("multiply", OpKind.MUL, _B, "mul", np.multiply, "mul", "x1 * x2"),
-    ContractOp("divide", OpKind.DIV, _B, "truediv", np.divide, "div", "x1 / x2"),
+    ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2", ieee_rounded=True),
+    ContractOp("subtract", OpKind.SUB, _B, "sub", np.subtract, "sub", "x1 - x2", ieee_rounded=True),
+    ContractOp("multiply", OpKind.MUL, _B, "mul", np.multiply, "mul", "x1 * x2", ieee_rounded=True),
+    ContractOp("divide", OpKind.DIV, _B, "truediv", np.divide, "div", "x1 / x2", ieee_rounded=True),
     ContractOp("maximum", OpKind.MAXIMUM, _B, None, np.maximum, "maximum", "the larger of x1, x2"),
     ContractOp("minimum", OpKind.MINIMUM, _B, None, np.minimum, "minimum", "the smaller of x1, x2"),
     ContractOp(

@@ -18,16 +18,12 @@ import numpy as np
 
 from fueltensor.core.hooks import HOOKS
 from fueltensor.core.shared import FAST
-from fueltensor.ops import BINARY_OPS, UNARY_OPS
+from fueltensor.ops import BY_KIND, OpKind
 
 if TYPE_CHECKING:
     from fueltensor.core.tensor import FuelTensor
 
 Method = Callable[[Any, Any], "FuelTensor"]
-_OPS: Final = {op.dunder: op.name for op in BINARY_OPS if op.dunder is not None}
-"""Operator stem ("sub") -> binary contract operation ("subtract"), from the op table."""
-_UNARY_OPS: Final = {op.dunder: op.name for op in UNARY_OPS if op.dunder is not None}
-"""Operator stem ("neg") -> unary contract operation ("negative"), from the op table."""
 
 
 def _python_binary(op: str, a: Any, b: Any) -> FuelTensor:
@@ -40,9 +36,18 @@ def _python_inplace(op: str, a: Any, b: Any) -> FuelTensor:
     return HOOKS.binary_inplace(op, a, b)
 
 
-def _contract_forms(stem: str) -> tuple[Method, Method, Method]:
-    """`__stem__`, `__rstem__` and `__istem__` of the contract operation with that operator."""
-    op = _OPS[stem]
+def _operator(kind: OpKind) -> tuple[str, str]:
+    """The namespace name and operator stem ("subtract", "sub") of op kind `kind`'s row."""
+    row = BY_KIND[kind]
+    if row.dunder is None:
+        raise LookupError(f"the op table gives {kind} no operator (its `dunder` is None)")
+    return row.name, row.dunder
+
+
+def _contract_forms(kind: OpKind) -> tuple[Method, Method, Method]:
+    """`__stem__`, `__rstem__` and `__istem__` of the binary contract operation of op kind
+    `kind`, its stem the op table's `dunder` ("sub")."""
+    op, stem = _operator(kind)
 
     def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
         return HOOKS.binary(op, self, other)
@@ -139,9 +144,10 @@ def _unary(function: str) -> Callable[[Any], FuelTensor]:
     return method
 
 
-def _contract_unary(stem: str) -> Callable[[Any], FuelTensor]:
-    """`__stem__` of the unary contract operation with that operator (`-x`, `abs(x)`)."""
-    op = _UNARY_OPS[stem]
+def _contract_unary(kind: OpKind) -> Callable[[Any], FuelTensor]:
+    """`__stem__` of the unary contract operation of op kind `kind` (`-x`, `abs(x)`), its stem
+    the op table's `dunder`."""
+    op, stem = _operator(kind)
 
     def method(self: FuelTensor, /) -> FuelTensor:
         return HOOKS.unary(op, self)
@@ -175,12 +181,12 @@ class Operators:
 
     __slots__ = ()
 
-    __add__, __radd__, __iadd__ = _contract_forms("add")
-    __sub__, __rsub__, __isub__ = _contract_forms("sub")
-    __mul__, __rmul__, __imul__ = _contract_forms("mul")
-    __truediv__, __rtruediv__, __itruediv__ = _contract_forms("truediv")
-    __mod__, __rmod__, __imod__ = _contract_forms("mod")
-    __pow__, __rpow__, __ipow__ = _contract_forms("pow")
+    __add__, __radd__, __iadd__ = _contract_forms(OpKind.ADD)
+    __sub__, __rsub__, __isub__ = _contract_forms(OpKind.SUB)
+    __mul__, __rmul__, __imul__ = _contract_forms(OpKind.MUL)
+    __truediv__, __rtruediv__, __itruediv__ = _contract_forms(OpKind.DIV)
+    __mod__, __rmod__, __imod__ = _contract_forms(OpKind.REM)
+    __pow__, __rpow__, __ipow__ = _contract_forms(OpKind.POW)
 
     __floordiv__, __rfloordiv__, __ifloordiv__ = _host_forms("floor_divide")
     __matmul__, __rmatmul__, __imatmul__ = _host_forms("matmul")
@@ -197,7 +203,7 @@ class Operators:
     __gt__ = _host_forms("greater")[0]
     __ge__ = _host_forms("greater_equal")[0]
 
-    __neg__ = _contract_unary("neg")
+    __neg__ = _contract_unary(OpKind.NEG)
     __pos__ = _unary("positive")
-    __abs__ = _contract_unary("abs")
+    __abs__ = _contract_unary(OpKind.ABS)
     __invert__ = _unary("bitwise_invert")

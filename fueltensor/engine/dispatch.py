@@ -31,7 +31,16 @@ from fueltensor.engine.planner import Operand, Plan, Planning, Step, StepKind
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
 from fueltensor.kernels import reference
 from fueltensor.kernels.compiled import CompiledKernel
-from fueltensor.ops import BINARY_OPS, BY_NAME, HOST_CALLS, TRAITS, ContractOp, Family
+from fueltensor.ops import (
+    BINARY_OPS,
+    BY_KIND,
+    BY_NAME,
+    HOST_CALLS,
+    TRAITS,
+    ContractOp,
+    Family,
+    OpKind,
+)
 
 Scalar = bool | int | float | complex
 
@@ -362,11 +371,11 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 """The namespace functions of the contract operations, by name ("add" ...)."""
 
 # Spelled out so that type checkers and `fueltensor.__all__` see them; tests check the rows.
-add = OPERATIONS["add"]
-subtract = OPERATIONS["subtract"]
-multiply = OPERATIONS["multiply"]
-divide = OPERATIONS["divide"]
-remainder = OPERATIONS["remainder"]
-pow = OPERATIONS["pow"]
-maximum = OPERATIONS["maximum"]
-minimum = OPERATIONS["minimum"]
+add = OPERATIONS[BY_KIND[OpKind.ADD].name]
+subtract = OPERATIONS[BY_KIND[OpKind.SUB].name]
+multiply = OPERATIONS[BY_KIND[OpKind.MUL].name]
+divide = OPERATIONS[BY_KIND[OpKind.DIV].name]
+remainder = OPERATIONS[BY_KIND[OpKind.REM].name]
+pow = OPERATIONS[BY_KIND[OpKind.POW].name]
+maximum = OPERATIONS[BY_KIND[OpKind.MAXIMUM].name]
+minimum = OPERATIONS[BY_KIND[OpKind.MINIMUM].name]

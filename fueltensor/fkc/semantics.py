@@ -128,6 +128,10 @@ RULES: Final[dict[str, tuple[type[RemainderRule | PowRule], Shape, dict[str, tup
 """The sections of fixed keys with a class of their own, by their `Semantics` field: each
 one's class, shape and choices. The names are the schema's fields, written as keywords (the
 `pow` section is a field of the document, not the op table's op id)."""
+SECTION: Final[dict[type[RemainderRule | PowRule], str]] = {
+    cls: name for name, (cls, _, _) in RULES.items()
+}
+"""Each rule class's section (its `Semantics` field), for the judge's cases that probe it."""
 
 
 @dataclass(frozen=True)

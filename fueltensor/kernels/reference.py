@@ -51,15 +51,13 @@ _DTYPES: Final = (
 )
 """The operand types the contract admits (F32, F64, BF16, F16), each computed in itself."""
 
-_PROVIDED: Final = ("add", "sub", "mul", "div")
-"""The kernel op ids this provider implements (its documents' `broadcast_<op>` entry points)."""
-
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
     (op.kernel_op, op.host)
     for op in BINARY_OPS
-    if op.kernel_op in _PROVIDED and isinstance(op.host, np.ufunc)
+    if op.ieee_rounded and isinstance(op.host, np.ufunc)
 )
-"""Each provided op with the in-type NumPy ufunc that computes it, from the op table."""
+"""The binary ops IEEE 754 rounds correctly in-type (the op table's `ieee_rounded`), each with
+its in-type NumPy ufunc: the `broadcast_<op>` entry points its documents may name."""
 
 
 def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, ...]:

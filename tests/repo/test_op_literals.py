@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-from collections.abc import Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Final
@@ -46,18 +45,6 @@ KERNEL_NAME: Final = re.compile(rf"(?:^|:)(?:{_IDS})_[a-z]*[0-9]+$")
 """A kernel name (`add_f32`, `exp_bf16`), alone or after an entry point's `::`."""
 KERNEL_STEM: Final = re.compile(rf"(?:^|:)(?:{_IDS})_$")
 """An f-string part that makes a kernel name with the formatted value after it (f"add_{d}")."""
-
-STILL_DIRTY: Final[Mapping[str, int]] = {
-    "fueltensor/core/operators.py": 6,
-    "fueltensor/engine/dispatch.py": 4,
-    "fueltensor/kernels/reference.py": 4,
-    "fueltensor/tools/judge/cases.py": 12,
-    "fueltensor/tools/judge/semantics.py": 3,
-}
-"""TEMPORARY (issue 43, open): the modules that still spell an op, each with the number of op
-literals it holds, so that a new one still fails and a removed one lowers its count. The
-operators' class body names its binary forms by stem; dispatch, the oracle and the judge's
-binary cases keep a few kernel op ids. Remove each entry as its module is cleaned."""
 
 Finding = tuple[int, str]
 """A flagged literal: its line and its text."""
@@ -146,27 +133,17 @@ def findings(package: Path) -> dict[str, list[Finding]]:
     return out
 
 
-def problems(package: Path, allowed: Mapping[str, int]) -> list[str]:
-    """One line per op literal outside the table (a file with an allowance: when its count
-    differs from that allowance), naming file:line and the literal."""
-    found = findings(package)
-    out = []
-    for name, hits in found.items():
-        allowance = allowed.get(name, 0)
-        if len(hits) > allowance:
-            where = f" ({len(hits)} where {allowance} are allowed)" if allowance else ""
-            out += [f"{name}:{line}: {text!r}{where}" for line, text in hits]
-    for name, allowance in allowed.items():
-        if len(found.get(name, [])) < allowance:
-            out.append(
-                f"{name}: {len(found.get(name, []))} op literals, fewer than its allowance "
-                f"{allowance}: lower it in STILL_DIRTY (remove it at 0)"
-            )
-    return out
+def problems(package: Path) -> list[str]:
+    """One line per op literal outside the table, naming file:line and the literal."""
+    return [
+        f"{name}:{line}: {text!r}"
+        for name, hits in findings(package).items()
+        for line, text in hits
+    ]
 
 
 def test_no_module_outside_the_table_spells_an_op() -> None:
-    found = problems(PACKAGE, STILL_DIRTY)
+    found = problems(PACKAGE)
     assert not found, (
         "op literals outside the op table (derive them from fueltensor.ops: BY_KIND, "
         "row.kernel_op, OpKind.X, a row's field; in C the enums and OP_NAMES/UNARY_NAMES of "
@@ -251,31 +228,14 @@ def _mutate(path: Path, snippet: str, replacement: str) -> int:
 
 def test_a_literal_put_back_into_a_copy_of_the_package_is_caught(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
-    assert problems(copy, STILL_DIRTY) == []
+    assert problems(copy) == []
     rem = ops.OpKind.REM.value
     powi = ops.SCALAR_FORMS[0].kernel_op
     py = _mutate(
         copy / "tools" / "differences.py", "if op_kind == OpKind.REM:", f'if op_kind == "{rem}":'
     )
     c = _mutate(copy / "ext" / "src" / "native" / "module.c", ": POWI_NAME;", f': "{powi}";')
-    assert problems(copy, STILL_DIRTY) == [
+    assert problems(copy) == [
         f"fueltensor/ext/src/native/module.c:{c}: {powi!r}",
         f"fueltensor/tools/differences.py:{py}: {rem!r}",
-    ]
-
-
-def test_an_allowance_holds_its_count(tmp_path: Path) -> None:
-    copy = _copy(tmp_path)
-    name, allowance = next(iter(STILL_DIRTY.items()))
-    module = copy.parent / name
-    module.write_text(module.read_text() + f'\nMUTANT = "{ID}"\n')
-    found = problems(copy, STILL_DIRTY)
-    assert len(found) == allowance + 1
-    assert found[-1] == (
-        f"{name}:{module.read_text().count(chr(10))}: {ID!r} "
-        f"({allowance + 1} where {allowance} are allowed)"
-    )
-    assert problems(copy, {**STILL_DIRTY, name: allowance + 2}) == [
-        f"{name}: {allowance + 1} op literals, fewer than its allowance {allowance + 2}: "
-        "lower it in STILL_DIRTY (remove it at 0)"
     ]

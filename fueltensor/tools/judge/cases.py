@@ -20,6 +20,7 @@ from typing import Final
 
 import numpy as np
 
+from fueltensor.fkc.semantics import SECTION, PowRule, RemainderRule
 from fueltensor.ops import BINARY_OPS, BY_KIND, ContractOp, Family, OpKind
 from fueltensor.testing import FloatFormat, bits, float_format, special_values
 from fueltensor.tools import exact_unary
@@ -181,9 +182,9 @@ def _remainder_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, in
     overflow = {11: (1e300, 3e-10), 8: (1e30, 3e-10)}.get(f.exponent, (60000.0, 3e-7))
     definition = [(-1.0, 3.0), large, overflow, (0.1, 0.01)]
     return (
-        [("remainder", "zero_sign", v(x), v(y)) for x, y in zeros]
-        + [("remainder", "infinite_divisor", v(x), v(y)) for x, y in infinite]
-        + [("remainder", "definition", v(x), v(y)) for x, y in definition]
+        [(SECTION[RemainderRule], "zero_sign", v(x), v(y)) for x, y in zeros]
+        + [(SECTION[RemainderRule], "infinite_divisor", v(x), v(y)) for x, y in infinite]
+        + [(SECTION[RemainderRule], "definition", v(x), v(y)) for x, y in definition]
     )
 
 
@@ -192,19 +193,20 @@ def _pow_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
         return []
     s, v = special(f.dtype), partial(value, f)
     nan, one = s["+qNaN, lowest payload bit"], s["+1"]
+    pow_ = SECTION[PowRule]
     return [
-        ("pow", "nan_zero", nan, s["+zero"]),
-        ("pow", "nan_zero", s["-qNaN, alternating payload"], s["-zero"]),
-        ("pow", "one_nan", one, nan),
-        ("pow", "one_nan", one, s["-qNaN, alternating payload"]),
-        ("pow", "minus_one_inf", s["-1"], s["+infinity"]),
-        ("pow", "minus_one_inf", s["-1"], s["-infinity"]),
-        ("pow", "zero_negative", s["-zero"], v(-1.0)),
-        ("pow", "zero_negative", s["-zero"], v(-2.0)),
-        ("pow", "zero_negative", s["+zero"], v(-1.0)),
-        ("pow", "zero_negative", s["-zero"], v(-0.5)),
-        ("pow", "negative_fractional", v(-2.0), v(0.5)),
-        ("pow", "negative_fractional", v(-8.0), v(1 / 3)),
+        (pow_, "nan_zero", nan, s["+zero"]),
+        (pow_, "nan_zero", s["-qNaN, alternating payload"], s["-zero"]),
+        (pow_, "one_nan", one, nan),
+        (pow_, "one_nan", one, s["-qNaN, alternating payload"]),
+        (pow_, "minus_one_inf", s["-1"], s["+infinity"]),
+        (pow_, "minus_one_inf", s["-1"], s["-infinity"]),
+        (pow_, "zero_negative", s["-zero"], v(-1.0)),
+        (pow_, "zero_negative", s["-zero"], v(-2.0)),
+        (pow_, "zero_negative", s["+zero"], v(-1.0)),
+        (pow_, "zero_negative", s["-zero"], v(-0.5)),
+        (pow_, "negative_fractional", v(-2.0), v(0.5)),
+        (pow_, "negative_fractional", v(-8.0), v(1 / 3)),
     ]
 
 

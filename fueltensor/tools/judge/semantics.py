@@ -25,8 +25,8 @@ from fueltensor.fkc.semantics import (
     NAN_FROM_OPERAND,
     NAN_PATTERNS,
     NAN_RESULTS,
-    POW_CHOICES,
-    REMAINDER_CHOICES,
+    RULES,
+    SECTION,
     NanRule,
     PowRule,
     RemainderRule,
@@ -176,8 +176,8 @@ _CHECKS: Final[dict[str, tuple[str, Callable[[Any, Case, int], bool | None]]]] =
     "nan": ("nan", _nan),
     "invalid": ("nan", _invalid),
     "zero_tie": ("zero_tie", _zero_tie),
-    "remainder": ("remainder", _remainder_rule),
-    "pow": ("pow", _pow),
+    SECTION[RemainderRule]: (SECTION[RemainderRule], _remainder_rule),
+    SECTION[PowRule]: (SECTION[PowRule], _pow),
     "subnormals": ("subnormals", _subnormals),
 }
 """Case aspect -> the section's attribute that rules it ("": the op table rules it, whatever
@@ -406,10 +406,7 @@ def infer(observed: Observed) -> Semantics:
         if attr in aspects:
             options = (_with(sem, attr, v) for v in values)
             sem = _first(options, observed, (attr,)) or sem
-    for attr, cls, choices in (
-        ("remainder", RemainderRule, REMAINDER_CHOICES),
-        ("pow", PowRule, POW_CHOICES),
-    ):
+    for attr, (cls, _, choices) in RULES.items():
         if attr in aspects:
             sem = _keywise(sem, observed, attr, cls, choices)
     return replace(sem, position=_measured_position(observed))
