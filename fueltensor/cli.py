@@ -16,7 +16,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import TextIO
+from typing import Final, TextIO
 
 import numpy as np
 
@@ -34,11 +34,12 @@ from .cli_audit import (
 from .cli_certify import add_certify
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
+from .engine import unary
 from .engine.backends import use_backend, use_registry
 from .engine.dispatch import OPERATIONS, explain
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
-from .ops import BINARY_OPS, spelled
+from .ops import BINARY_OPS, TRAITS, ContractOp, spelled
 from .registry import Registry, registry
 from .tools.drafts import Finding, lint
 from .tools.semantics import add_semantics
@@ -181,13 +182,18 @@ def _op_kind(text: str | None, kinds: set[str]) -> str | None:
     )
 
 
-def _operation(text: str) -> str:
-    """`explain`'s OP argument in any spelling, as the namespace names it."""
+def _operation(text: str) -> ContractOp:
+    """`explain`'s OP argument in any spelling: its row of the op table."""
     op = spelled(text)
-    if op is None or op not in BINARY_OPS:
-        names = ", ".join(o.name for o in BINARY_OPS)
+    if op is None or op.name not in FUNCTIONS:
+        names = ", ".join(FUNCTIONS)
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
-    return op.name
+    return op
+
+
+FUNCTIONS: Final[dict[str, Callable[..., FuelTensor]]] = {**OPERATIONS, **unary.OPERATIONS}
+"""The namespace functions `explain` plans, by name: the families whose operands are tensors
+alone (binary, unary)."""
 
 
 def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -231,22 +237,28 @@ def _operand(shape: tuple[int, ...], dtype: str, transpose: bool) -> FuelTensor:
 
 
 def _run_explain(args: argparse.Namespace) -> int:
-    shapes = args.shapes if len(args.shapes) == 2 else args.shapes * 2
-    dtypes = args.dtypes if len(args.dtypes) == 2 else args.dtypes * 2
-    if len(shapes) != 2 or len(dtypes) != 2:
+    row: ContractOp = args.op
+    count = len(TRAITS[row.family].operands)
+    shapes, dtypes = (
+        given if len(given) == count else given * count for given in (args.shapes, args.dtypes)
+    )
+    transposed = (args.transpose_lhs, args.transpose_rhs)
+    if len(shapes) != count or len(dtypes) != count or any(transposed[count:]):
         print(
-            "fueltensor explain: give one or two --shapes and one or two --dtypes", file=sys.stderr
+            f"fueltensor explain: {row.name} takes {plural(count, 'operand')}: give "
+            f"{'one' if count == 1 else 'one or two'} --shapes and --dtypes"
+            + ("" if count > 1 else ", and no --transpose-rhs"),
+            file=sys.stderr,
         )
         return 2
     try:
         found = draft(args)
-        lhs = _operand(shapes[0], dtypes[0], args.transpose_lhs)
-        rhs = _operand(shapes[1], dtypes[1], args.transpose_rhs)
+        operands = [_operand(*given) for given in zip(shapes, dtypes, transposed, strict=False)]
         with (
             use_registry(found.registry) if found else nullcontext(),
             use_backend(args.backend) if args.backend else nullcontext(),
         ):
-            plan = explain(OPERATIONS[args.op], lhs, rhs)
+            plan = explain(FUNCTIONS[row.name], *operands)
     except (*DRAFT_ERRORS, TypeError, ValueError, ProviderUnavailable) as e:
         return fail("explain", e)
     print(fit_lines(str(plan)))
@@ -264,7 +276,7 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "op",
         type=_operation,
-        help="the operation: add, subtract, ... or its op kind (AddElementwise, ...)",
+        help="the operation: add, subtract, exp, ... or its op kind (AddElementwise, ...)",
     )
     p.add_argument(
         "--shapes",
@@ -272,24 +284,24 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_shape,
         default=[(3, 4)],
         metavar="SHAPE",
-        help="operand shapes, e.g. 3,4 4 (one shape serves both; default 3,4)",
+        help="operand shapes, e.g. 3,4 4 (one shape serves every operand; default 3,4)",
     )
     p.add_argument(
         "--dtypes",
         nargs="+",
         default=["float32"],
         metavar="DTYPE",
-        help="operand dtypes, e.g. float32 float16 (one serves both; default float32)",
+        help="operand dtypes, e.g. float32 float16 (one serves every operand; default float32)",
     )
     p.add_argument(
         "--transpose-lhs",
         action="store_true",
-        help="make lhs a transposed (strided) view of the given shape",
+        help="make the first operand a transposed (strided) view of the given shape",
     )
     p.add_argument(
         "--transpose-rhs",
         action="store_true",
-        help="make rhs a transposed (strided) view of the given shape",
+        help="make the second operand (of a binary op) a transposed view of the given shape",
     )
     p.add_argument(
         "--backend",

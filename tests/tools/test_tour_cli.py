@@ -12,6 +12,7 @@ from _extras import OUTSIDE
 
 import fueltensor as ft
 from fueltensor.cli import main
+from fueltensor.ops import UNARY_OPS, ContractOp
 
 
 def test_tour_shows_registry_dispatch_and_comparison() -> None:
@@ -58,6 +59,19 @@ def test_explain_transposed_lhs_is_contiguized(capsys: pytest.CaptureFixture[str
     assert "1. Contiguize(lhs)" in out and "maximum_f32" in out
 
 
+@pytest.mark.parametrize("row", UNARY_OPS, ids=lambda row: row.name)
+def test_explain_plans_a_unary_function_on_its_one_operand(
+    row: ContractOp, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["explain", row.op_kind.value, "--shapes", "2,3", "--dtypes", "float16"]
+    assert main([*args, "--transpose-lhs"]) == 0
+    x = ft.permute_dims(ft.asarray(np.arange(1, 7).reshape(3, 2), dtype="float16"), (1, 0))
+    assert capsys.readouterr().out == str(ft.explain(getattr(ft, row.name), x)) + "\n"
+    assert main([*args, "--transpose-rhs"]) == 2
+    assert f"{row.name} takes 1 operand" in capsys.readouterr().err
+    assert main(["explain", row.name, "--shapes", "3,4", "4"]) == 2
+
+
 def test_explain_under_a_backend_and_its_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "add", "--shapes", "3,4", "4", "--backend", "cpu"]) == 0
     assert "excluded by use_backend" in capsys.readouterr().out
@@ -69,4 +83,4 @@ def test_explain_under_a_backend_and_its_errors(capsys: pytest.CaptureFixture[st
         main(["explain", "add", "--shapes", "three"])
     assert exc.value.code == 2
     with pytest.raises(SystemExit):
-        main(["explain", "sqrt"])
+        main(["explain", "floor_divide"])  # a host operation: no contract to plan
