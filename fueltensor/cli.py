@@ -16,7 +16,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Final, TextIO
+from typing import TextIO
 
 import numpy as np
 
@@ -34,9 +34,8 @@ from .cli_audit import (
 from .cli_certify import add_certify
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
-from .engine import unary
 from .engine.backends import use_backend, use_registry
-from .engine.dispatch import OPERATIONS, explain
+from .engine.dispatch import FUNCTIONS, explain
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import BINARY_OPS, TRAITS, ContractOp, spelled
@@ -189,11 +188,6 @@ def _operation(text: str) -> ContractOp:
         names = ", ".join(FUNCTIONS)
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
     return op
-
-
-FUNCTIONS: Final[dict[str, Callable[..., FuelTensor]]] = {**OPERATIONS, **unary.OPERATIONS}
-"""The namespace functions `explain` plans, by name: the families whose operands are tensors
-alone (binary, unary)."""
 
 
 def add_contracts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

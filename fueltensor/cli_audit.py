@@ -26,9 +26,9 @@ from .core.errors import (
 )
 from .core.tensor import asarray
 from .engine.backends import use_registry
-from .engine.dispatch import OPERATIONS
+from .engine.dispatch import FUNCTIONS
 from .fkc import KernelContract
-from .ops import BINARY_OPS, BY_KIND, spelled
+from .ops import BY_KIND, BY_NAME, TRAITS, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
 from .tools.textwidth import fit_lines
@@ -129,13 +129,13 @@ def faulted(command: str, e: Exception) -> int:
 def _cases(
     contracts: list[KernelContract], ops: list[str], dtypes: list[str]
 ) -> Iterator[tuple[str, DType]]:
-    """(operation, dtype) once each, read from the contracts: every binary operation they serve
+    """(operation, dtype) once each, read from the contracts: every operation they serve
     at every dtype their first input takes, narrowed to `ops` and `dtypes` when given."""
     wanted = {as_dtype(d) for d in dtypes}
     seen: set[tuple[str, DType]] = set()
     for c in contracts:
         op = BY_KIND.get(c.op_kind)
-        if op is None or c.params or (ops and op.name not in ops):
+        if op is None or op.name not in FUNCTIONS or c.params or (ops and op.name not in ops):
             continue
         for fkc in c.inputs[0].dtypes:
             case = (op.name, BY_FKC[fkc])
@@ -156,7 +156,7 @@ def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]
         try:
             reg.provider_names(name)
         except ValueError as e:
-            known = ", ".join(o.name for o in BINARY_OPS)
+            known = ", ".join(FUNCTIONS)
             raise ValueError(
                 f"{name!r} is neither an operation ({known}) nor a provider: {e}"
             ) from None
@@ -175,12 +175,12 @@ def _run_compare(args: argparse.Namespace) -> int:
         ops, providers = _split_names(reg, args.names)
         cases = list(_cases(chosen, ops, args.dtypes))
         if not cases:
-            raise ValueError("no contract of a binary operation matched: nothing to compare")
+            raise ValueError("no contract of an operation matched: nothing to compare")
         rng = np.random.default_rng(args.seed)
         with use_registry(reg), compare_backends(*providers, *args.provider) as report:
             for op, dtype in cases:
-                lhs, rhs = probes(dtype.np, args.size, rng)
-                OPERATIONS[op](asarray(lhs), asarray(rhs))
+                arity = len(TRAITS[BY_NAME[op].family].operands)
+                FUNCTIONS[op](*map(asarray, probes(dtype.np, args.size, rng, arity)))
     except KERNEL_FAULTS as e:
         return faulted("compare", e)
     except (*DRAFT_ERRORS, KeyError, ValueError, TypeError, ProviderUnavailable) as e:

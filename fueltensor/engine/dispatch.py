@@ -370,6 +370,10 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 }
 """The namespace functions of the contract operations, by name ("add" ...)."""
 
+FUNCTIONS: Final[dict[str, Callable[..., FuelTensor]]] = {**OPERATIONS, **unary.OPERATIONS}
+"""The namespace function of every contract operation whose operands are tensors alone (the
+binary and unary families), by name: what the command line plans and compares."""
+
 # Spelled out so that type checkers and `fueltensor.__all__` see them; tests check the rows.
 add = OPERATIONS[BY_KIND[OpKind.ADD].name]
 subtract = OPERATIONS[BY_KIND[OpKind.SUB].name]

@@ -19,6 +19,7 @@ import pytest
 
 import fueltensor as ft
 from fueltensor.cli import main
+from fueltensor.ops import OpKind
 
 registry_module = sys.modules["fueltensor.registry"]
 
@@ -301,3 +302,53 @@ def test_a_draft_joins_the_entry_points_its_provider_registered(
     status, out, err = shell("judge", "--quick", "--contracts", doc.name, "--library", str(lib))
     assert status == 0, err
     assert "2 audits, 0 failing" in out
+
+
+EXP_MODULE = """import numpy as np
+
+
+def my_exp_f32(x, *, out):
+    with np.errstate(all="ignore"):
+        wide = np.exp(x.astype(np.float64)).astype(np.float32)  # in double, rounded once
+        np.copyto(out, np.where(np.isnan(x), x * np.float32(1), wide))  # a NaN quieted, kept
+{bug}"""
+EXP_BUG = "    out[np.isneginf(x)] = -0.0  # exp(-inf) is +0 (C99 Annex F)\n"
+
+
+def test_the_loop_of_a_unary_kernel_from_the_shell(shell: Shell, tmp_path: Path) -> None:
+    """A Python exp with exp(-inf) = -0: linted, explained, compared with the cpu kernel and
+    judged, each naming the input; fixed, the comparison agrees within its bound and the judge
+    passes."""
+    kind = OpKind.EXP.value
+    semantics = (
+        "semantics:\n  source: [formula]\n  nan: {operand: either, result: [quieted], sign: kept}"
+        "\n  subnormals: kept\n  position: invariant"
+    )
+    doc = tmp_path / "my-exp.md"
+    doc.write_text(
+        documents.front("my-exp", "mine", "my_exp", "draft-1", "my-exp: exp in double")
+        + documents.section(
+            "my_exp_f32",
+            kind,
+            "F32",
+            source="mine",
+            entry_point="my_exp::my_exp_f32",
+            blurb="F32 exp of a contiguous tensor, in double, rounded once.",
+            max_ulp=1,
+            notes="exp in double, rounded once",
+            semantics=semantics,
+            unary=True,
+        )
+    )
+    for bug, verdict, module in ((EXP_BUG, 1, "my_exp.py"), ("", 0, "my_exp_fixed.py")):
+        (tmp_path / module).write_text(EXP_MODULE.format(bug=bug))  # a new file: a new import
+        draft = ("--contracts", doc.name, "--module", module)
+        assert shell("contracts", "--check", *draft)[0] == 0
+        status, out, _ = shell("explain", "exp", "--backend", "my-exp", *draft)
+        assert status == 0 and "via my-exp" in out and "my_exp_f32(x)" in out
+        status, out, _ = shell("compare", "exp", "cpu", "my-exp", *draft)  # bit for bit
+        assert status == verdict, out
+        status, out, _ = shell("judge", *draft)
+        assert status == verdict, out
+        if bug:  # the judge names the lane: exp(-inf) gave -0
+            assert "but exp(-inf) (0xff800000) gave -0 (0x80000000)" in out, out
