@@ -88,7 +88,8 @@ def refuse_output(
 def aligned_empty(count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMENT) -> np.ndarray:
     """An uninitialized 1-D array of `count` elements whose first byte is `alignment`-aligned
     (MemoryError from `refuse_output` when it cannot exist)."""
-    refuse_output((count,), dtype.itemsize, dtype.name, "a buffer")
+    if count * dtype.itemsize > MACHINE_BYTES:  # the name only when refusing: it costs µs
+        refuse_output((count,), dtype.itemsize, dtype.name, "a buffer")
     if _COMPILED is not None and _COMPILED[1] % alignment == 0:
         out: np.ndarray = _COMPILED[0](count, dtype)
         return out
