@@ -16,7 +16,6 @@ are not registrable (the oracle serves the functions there).
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -189,7 +188,9 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()
 def binary() -> tuple[Path | None, str, str]:
     """The file the binary kernels run from here (the `_native` extension module; None in
     pure-NumPy mode, whose kernels are Python over NumPy), fueltensor's version, and how."""
-    version = importlib.metadata.version("fueltensor")
+    from importlib.metadata import version as installed  # ~20 ms to import: only when asked
+
+    version = installed("fueltensor")
     if IMPLEMENTATION == "native" and NATIVE is not None and NATIVE.__file__ is not None:
         return Path(NATIVE.__file__), version, "built-in extension _native"
     return None, version, "pure-NumPy kernels"
