@@ -105,6 +105,11 @@ SHELL_SHOWS = {
         "add_f32 vs c_add_f32",
         "4 audits, 0 failing",
         "c_div_bf16 (example-c-kernels, bfloat16): 256 pairs",
+        "1 contract checked, 0 problems",
+        "via my-exp",
+        "exp_f32 vs my_exp_f32",
+        "1 audit, 0 failing",
+        "judge: ACCEPTS",
     ],
 }
 """What each `sh` line of a page (after its cc lines) prints, line by line."""
