@@ -41,6 +41,7 @@ import numpy as np
 from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
 from pricing_rows import pricing_rows
 from thread_rows import split_rows, thread_rows
+from unary_rows import unary_rows
 
 import fueltensor as ft
 from fueltensor.fingerprint import machine as fingerprint
@@ -898,6 +899,7 @@ SECTIONS = (
     "libraries",
     "scalars",
     "pricing",
+    "unary",
     "views",
     "live",
     "clients",
@@ -956,6 +958,7 @@ def main() -> None:
         "libraries": lambda: library_rows(repeats, n, args.plot),
         "scalars": lambda: scalar_rows(repeats),
         "pricing": lambda: pricing_rows(repeats),
+        "unary": lambda: unary_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),

@@ -118,6 +118,9 @@ def hard_f32() -> np.ndarray:
     rng = np.random.default_rng(43)
     random = rng.integers(0, 1 << 32, 20_000, dtype=np.uint64).astype(np.uint32).view(F32)
     edges = [88.72, -87.33, -103.97, -103.28, 1.0, 0.5, 1e-6, 1e-30, 3.1415927, 1e5, 1e30]
+    # the vector bodies' switch points: log's sqrt(2) and sqrt(2)/2, tanh's 0.55, the quadrants
+    # of sin and cos near multiples of pi/2 up to the three-part reduction's bound (1e5)
+    edges += [1.4142135, 0.70710677, 0.55, 1.5707964, 4.712389, 7853.9814, 99999.99, 2.0**-20]
     near = np.concatenate(
         [np.float32(e) + np.arange(-200, 200, dtype=np.float32) * np.spacing(np.float32(e))
          for e in edges]

@@ -4,8 +4,10 @@
  * ONCE to the dtype: F64 is the C library's double function; F32 rounds the double result to
  * float; BF16 and F16 round it to float *to odd* (truncated, the last bit set when inexact),
  * which the one rounding to the half type then makes a correct single rounding (a float carries
- * more than a half's bits plus two). exp and sigmoid evaluate exp in double vectors (below);
- * the others call the C library's double function per lane. abs and negative change the sign bit
+ * more than a half's bits plus two). exp, sigmoid, log, tanh, sin and cos are evaluated in
+ * double vectors (below, each within 2^-40 relative of the exact value, so the one rounding to
+ * a float or half is correct but where the exact value lies within 2^-40 of a rounding
+ * boundary); erf, sqrt and rsqrt call the C library's double function per lane. abs and negative change the sign bit
  * alone, so a NaN keeps its payload and its signalling bit (IEEE 754's sign-bit operations).
  * Every other function returns a NaN operand quieted, its payload kept, and an invalid
  * operation's default NaN (log(-1), sqrt(-1), sin(inf)), as the C library does. */
@@ -18,6 +20,10 @@ typedef double VD __attribute__((vector_size(32)));
 typedef int64_t VI __attribute__((vector_size(32)));
 typedef float VF __attribute__((vector_size(16)));
 #define UNARY_LANES 4
+
+/* A vector of doubles, or of their bits, each lane `c` (GCC widens a scalar operand). */
+#define VD_ALL(c) ((VD){0} + (c))
+#define VI_ALL(c) ((VI){0} + (c))
 
 /* Lanes where `mask` is set take `yes`, the others `no`. */
 INLINE VD vd_select(VI mask, VD yes, VD no) { return (VD)((mask & (VI)yes) | (~mask & (VI)no)); }
@@ -53,15 +59,125 @@ INLINE VD exp_vd(VD d) {
     return p * scale;
 }
 
+/* log(d) for lanes of positive finite d (widened floats: every one a normal double), within
+ * 2^-44 relative: d = 2^e m with m in [sqrt(2)/2, sqrt(2)), log m = 2 atanh(s) for
+ * s = (m - 1) / (m + 1) (|s| <= 0.1716: m - 1 exact, s within 2 ulps), its odd series to s^15
+ * (the rest below s^16 / 17 < 2^-44 of the sum), plus e ln 2 in two parts (e ln2_hi exact). */
+INLINE VD log_vd(VD d) {
+    const VI mantissa = VI_ALL(0xfffffffffffffLL), one = VI_ALL(0x3ff0000000000000LL);
+    const VI two52 = VI_ALL(0x4330000000000000LL); /* 2^52: its low bits an integer's */
+    const double ln2_hi = 0x1.62e42fee00000p-1, ln2_lo = 0x1.a39ef35793c76p-33;
+    VI bits = (VI)d;
+    VD m = (VD)((bits & mantissa) | one);
+    VI big = m > VD_ALL(0x1.6a09e667f3bcdp0); /* sqrt(2): -1 where m is above it */
+    m = vd_select(big, m * 0.5, m);
+    /* e as a double without an int64 conversion (AVX2 has none): the biased exponent in the
+     * mantissa of 2^52, less 2^52 and the bias; +1 where m was halved */
+    VD k = ((VD)((bits >> 52) | two52) - 0x1p52) - 1023.0 + (VD)((VI)VD_ALL(1.0) & big);
+    VD f = m - 1.0;
+    VD s = f / (f + 2.0);
+    VD z = s * s;
+    VD p = VD_ALL(2.0 / 15);
+    p = 2.0 / 13 + z * p;
+    p = 2.0 / 11 + z * p;
+    p = 2.0 / 9 + z * p;
+    p = 2.0 / 7 + z * p;
+    p = 2.0 / 5 + z * p;
+    p = 2.0 / 3 + z * p;
+    return k * ln2_hi + ((2.0 * s + s * (z * p)) + k * ln2_lo);
+}
+
+/* e^t - 1 for |t| <= 1.1 by its Taylor series to t^17 (the rest below 1.1^18 / 18! < 2^-50 of
+ * the result), in Horner's form: no cancellation near 0. */
+INLINE VD expm1_small_vd(VD t) {
+    VD p = VD_ALL(1.0 / 355687428096000.0); /* 1/17! */
+    static const double inverse_factorials[] = {
+        1.0 / 20922789888000.0, 1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0,
+        1.0 / 479001600.0,      1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,
+        1.0 / 40320.0,          1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,
+        1.0 / 24.0,             1.0 / 6.0,             0.5,                 1.0};
+    for (int i = 0; i < 16; i++) p = inverse_factorials[i] + t * p;
+    return t * p;
+}
+
+/* tanh(d) within 2^-44 relative: |d| < 0.55 as em1 / (em1 + 2), em1 = e^(2|d|) - 1 by its
+ * series; above, 1 - 2 / (e^(2|d|) + 1) (a result of at least 0.5: no cancellation; exp_vd
+ * within 2^-45). The sign is d's, so tanh(-0) = -0. */
+INLINE VD tanh_vd(VD d) {
+    const VI sign = VI_ALL(INT64_MIN);
+    VD a = (VD)((VI)d & ~sign);
+    VD em1 = expm1_small_vd(a + a);
+    VD small = em1 / (em1 + 2.0);
+    VD large = 1.0 - 2.0 / (exp_vd(a + a) + 1.0);
+    VD r = vd_select(a < VD_ALL(0.55), small, large);
+    return (VD)((VI)r | ((VI)d & sign));
+}
+
+/* The lanes' |d| below which sin_cos_vd reduces in three parts of pi/2 (k < 2^17). */
+#define TRIG_REDUCED 1e5
+
+/* sin(d) (`cosine` 0) or cos(d) (1) for |d| < TRIG_REDUCED, within 2^-44 relative: k =
+ * rint(d 2/pi), r = d - k pi/2 in fdlibm's three parts (k pio2_1 and k pio2_2 exact: 33-bit
+ * parts, k < 2^17; the rest below 2^-80), then the quadrant's sin or cos of r, |r| <= pi/4,
+ * by their Taylor series (to r^13 and r^14: the rest below 2^-45 of the result). */
+INLINE VD sin_cos_vd(VD d, int cosine) {
+    const double shift = 0x1.8p52, two_over_pi = 0x1.45f306dc9c883p-1;
+    const double pio2_1 = 0x1.921fb544p0, pio2_2 = 0x1.0b4611a6p-34, pio2_3 = 0x1.3198a2e037073p-69;
+    VD t = d * two_over_pi + shift;
+    VD k = t - shift;
+    VD r = ((d - k * pio2_1) - k * pio2_2) - k * pio2_3;
+    VI q = ((VI)t + cosine) & 3;
+    VD z = r * r;
+    VD sp = VD_ALL(1.0 / 6227020800.0);
+    sp = -1.0 / 39916800.0 + z * sp;
+    sp = 1.0 / 362880.0 + z * sp;
+    sp = -1.0 / 5040.0 + z * sp;
+    sp = 1.0 / 120.0 + z * sp;
+    sp = -1.0 / 6.0 + z * sp;
+    VD sine = r * (1.0 + z * sp); /* r times, not r plus: sin(-0) keeps its sign */
+    VD cp = VD_ALL(1.0 / 87178291200.0);
+    cp = -1.0 / 479001600.0 + z * cp;
+    cp = 1.0 / 3628800.0 + z * cp;
+    cp = -1.0 / 40320.0 + z * cp;
+    cp = 1.0 / 720.0 + z * cp;
+    cp = -1.0 / 24.0 + z * cp;
+    cp = 0.5 + z * cp; /* (1 - cos r) / r^2 */
+    VD cosr = 1.0 - z * cp;
+    VI odd = -(q & 1), negative = -((q >> 1) & 1);
+    VD v = vd_select(odd, cosr, sine);
+    return vd_select(negative, -v, v);
+}
+
+/* Whether every lane of `mask` is set. */
+INLINE int vi_all(VI mask) {
+    int64_t all = -1;
+    for (int i = 0; i < UNARY_LANES; i++) all &= mask[i];
+    return all != 0;
+}
+
 /* The double result of unary op `op` on the lanes of d (its NaN lanes replaced by the caller):
  * exp and sigmoid in vectors, the others lane by lane from the C library. */
 INLINE VD unary_vd(int op, VD d) {
+    const VD inf = VD_ALL(HUGE_VAL), reduced = VD_ALL(TRIG_REDUCED);
     switch (op) {
     case U_EXP:
         return exp_vd(d);
     case U_SIGMOID:
         return 1.0 / (1.0 + exp_vd(-d));
-    default: {
+    case U_LOG: /* a zero, negative, infinite or NaN lane: the C library's, lane by lane */
+        if (vi_all((d > 0.0) & (d < inf))) return log_vd(d);
+        break;
+    case U_TANH:
+        if (vi_all(d == d)) return tanh_vd(d);
+        break;
+    case U_SIN:
+    case U_COS: /* |d| at TRIG_REDUCED or beyond (or NaN): the C library's reduction */
+        if (vi_all((d > -reduced) & (d < reduced))) return sin_cos_vd(d, op == U_COS);
+        break;
+    default:
+        break;
+    }
+    {
         VD out;
         for (int i = 0; i < UNARY_LANES; i++) {
             double x = d[i];
@@ -76,7 +192,6 @@ INLINE VD unary_vd(int op, VD d) {
             }
         }
         return out;
-    }
     }
 }
 
@@ -114,8 +229,36 @@ INLINE float to_odd_float(double y) {
     return r;
 }
 
+/* Four double results rounded once to floats: to nearest for F32, to odd for a half type
+ * (whose narrowing then rounds once more, correctly). */
+INLINE VF unary_round(VD y, int half) {
+    VF g;
+    if (!half) return __builtin_convertvector(y, VF);
+    for (int j = 0; j < UNARY_LANES; j++) g[j] = to_odd_float(y[j]);
+    return g;
+}
+
 /* Lanes per tile of the half types' widened floats. */
 #define UNARY_TILE 256
+
+/* dst[i] = op(src[i]) over k floats, rounded once (`half`: to odd, for a half type's narrowing
+ * after), a vector at a time, the tail padded to one: every lane runs the same steps wherever
+ * it lies. */
+INLINE void unary_floats(int op, const float *src, float *dst, Py_ssize_t k, int half) {
+    for (Py_ssize_t i = 0; i < k; i += UNARY_LANES) {
+        Py_ssize_t m = k - i < UNARY_LANES ? k - i : UNARY_LANES;
+        VF f = {0};
+        if (m == UNARY_LANES) /* a whole vector: one fixed-size load and store */
+            memcpy(&f, src + i, sizeof f);
+        else
+            memcpy(&f, src + i, (size_t)m * sizeof(float));
+        VF g = unary_round(unary_lanes(op, __builtin_convertvector(f, VD)), half);
+        if (m == UNARY_LANES)
+            memcpy(dst + i, &g, sizeof g);
+        else
+            memcpy(dst + i, &g, (size_t)m * sizeof(float));
+    }
+}
 
 /* out[i] = op(x[i]) over n elements of `dtype` (not abs or negative), `h` the instruction set's
  * half conversions. Every lane runs the same steps wherever it lies (a short tail is padded). */
@@ -136,31 +279,18 @@ INLINE void unary_math(int op, int dtype, const void *x, void *out, Py_ssize_t n
         for (Py_ssize_t i = 0; i < n; i++) c[i] = sqrtf(a[i]);
         return;
     }
-    int half = dtype != F32;
+    if (dtype == F32) {
+        unary_floats(op, x, out, n, 0);
+        return;
+    }
     Widen widen = dtype == BF16 ? h->bf16_widen : h->f16_widen;
     Narrow narrow = dtype == BF16 ? h->bf16_narrow : h->f16_narrow;
     _Alignas(64) float in[UNARY_TILE], res[UNARY_TILE];
     for (Py_ssize_t at = 0; at < n; at += UNARY_TILE) {
         Py_ssize_t k = n - at < UNARY_TILE ? n - at : UNARY_TILE;
-        const float *src = (const float *)x + at;
-        if (half) {
-            widen((const uint16_t *)x + at, in, k);
-            src = in;
-        }
-        float *dst = half ? res : (float *)out + at;
-        for (Py_ssize_t i = 0; i < k; i += UNARY_LANES) {
-            Py_ssize_t m = k - i < UNARY_LANES ? k - i : UNARY_LANES;
-            VF f = {0.0f, 0.0f, 0.0f, 0.0f}, g;
-            memcpy(&f, src + i, (size_t)m * sizeof(float));
-            VD y = unary_lanes(op, __builtin_convertvector(f, VD));
-            if (half) {
-                for (int j = 0; j < UNARY_LANES; j++) g[j] = to_odd_float(y[j]);
-            } else {
-                g = __builtin_convertvector(y, VF);
-            }
-            memcpy(dst + i, &g, (size_t)m * sizeof(float));
-        }
-        if (half) narrow(res, (uint16_t *)out + at, k);
+        widen((const uint16_t *)x + at, in, k);
+        unary_floats(op, in, res, k, 1);
+        narrow(res, (uint16_t *)out + at, k);
     }
 }
 
