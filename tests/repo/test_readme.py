@@ -107,7 +107,7 @@ SHELL_SHOWS = {
         "c_div_bf16 (example-c-kernels, bfloat16): 256 pairs",
         "1 contract checked, 0 problems",
         "via my-exp",
-        "exp_f32 vs my_exp_f32",
+        "my_exp_f32",  # beside exp_f32 and the oracle (the oracle alone in pure mode)
         "1 audit, 0 failing",
         "judge: ACCEPTS",
     ],
