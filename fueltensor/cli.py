@@ -73,8 +73,16 @@ def _row(c: KernelContract) -> tuple[str, ...]:
         str(c.cost.bytes_moved),
         "~" if ulp is None else f"{ulp:g}",
         "yes" if c.precision.audited else "no",
-        "yes" if c.registrable else "not here" if c.unlinked else "describe-only",
+        _dispatch(c),
     )
+
+
+def _dispatch(c: KernelContract) -> str:
+    """Whether `c` takes part in dispatch: yes, only where named (it or its provider), not
+    here (this installation cannot link it), or never (describe-only)."""
+    if not c.registrable:
+        return "not here" if c.unlinked else "describe-only"
+    return "when_named" if "when_named" in (c.dispatch, c.provider.dispatch) else "yes"
 
 
 def _loaded(args: argparse.Namespace) -> tuple[list[KernelContract], list[Finding]]:

@@ -228,17 +228,17 @@ UNLINKED: Final = "not registrable here: "
 
 def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A plan's rejected contracts as text, one line each, but one line in all for the
-    contracts of the providers that join only where named (`Registry.excluded`'s reason), and
+    contracts that join only where named, by provider or by kernel (`Registry.excluded`), and
     one for those not registrable here for one reason (`UNLINKED`)."""
     lines: list[str] = []
-    unjoined: Counter[str] = Counter()
+    unjoined: Counter[tuple[str, str]] = Counter()
     unlinked: dict[str, list[str]] = {}
     for name, reasons in rejected.items():
         head, _, rest = reasons[0].partition(" ")
-        provider, _, tail = rest.partition(" ")
-        when_named = tail == _WHEN_NAMED.format(name=repr(provider))
-        if len(reasons) == 1 and head == "provider" and when_named:
-            unjoined[provider] += 1
+        who, _, tail = rest.partition(" ")
+        when_named = tail == _WHEN_NAMED.format(name=repr(who))
+        if len(reasons) == 1 and head in ("provider", "kernel") and when_named:
+            unjoined[head, who] += 1
         elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
             unlinked.setdefault(reasons[0], []).append(name)
         else:
@@ -248,7 +248,10 @@ def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
         for reason, names in unlinked.items()
     ]
     if unjoined:
-        counts = ", ".join(f"{p} ({plural(n, 'kernel')})" for p, n in unjoined.items())
+        counts = ", ".join(
+            who if head == "kernel" else f"{who} ({plural(n, 'kernel')})"
+            for (head, who), n in unjoined.items()
+        )
         lines.append(
             f"  not joined: {counts}: they join only where named: use_backend(NAME), "
             "compare_backends(..., NAME) or registry().joined(NAME)"
@@ -357,12 +360,21 @@ class Registry:
         return self._providers
 
     def provider_names(self, name: str) -> frozenset[str]:
-        """The provider called `name` (its name or an alias, see `provider_aliases`), as a set
-        of canonical names; ValueError listing every provider with its aliases otherwise."""
+        """The provider called `name` (its name or an alias, `provider_aliases`) as a set of
+        canonical names, or a `dispatch: when_named` contract's kernel name as itself;
+        ValueError listing every provider with its aliases, and those contracts, otherwise."""
         found = frozenset(p.name for p in self._providers if name in (p.name, *provider_aliases(p)))
+        found = found or frozenset((name,)) & frozenset(self.named_contracts())
         if not found:
-            raise ValueError(f"no provider is called {name!r}; known: {self.provider_list()}")
+            named = ", ".join(self.named_contracts())
+            also = f"; or a contract that joins only where named: {named}" if named else ""
+            raise ValueError(f"no provider is called {name!r}; known: {self.provider_list()}{also}")
         return found
+
+    def named_contracts(self) -> tuple[str, ...]:
+        """The contracts that join dispatch only where named by kernel name (their own
+        `dispatch: when_named`, not their provider's)."""
+        return tuple(c.name for c in self._contracts if c.dispatch == "when_named")
 
     def provider_list(self) -> str:
         """Every provider once, with its aliases: `fuel-cpu-backend (alias cpu, portable-cpu)`."""
@@ -377,12 +389,16 @@ class Registry:
         return not provider.when_named or provider.name in self._joined
 
     def excluded(self, contract: KernelContract, providers: frozenset[str] | None) -> str:
-        """Why `contract`'s provider takes no part where `providers` may run (None: no
-        provider named), "" when it does: it is not among them, or none is named and it joins
-        only where it is named."""
+        """Why `contract` takes no part where `providers` may run (None: no provider named),
+        "" when it does: neither its provider nor its kernel name is among them; it joins only
+        where its own kernel name is named and that is not; or none is named and its provider
+        joins only where it is named."""
         name = contract.provider.name
-        if providers is not None and name not in providers:
+        if providers is not None and name not in providers and contract.name not in providers:
             return f"provider {name} is excluded by use_backend"
+        named = contract.name in self._joined or contract.name in (providers or ())
+        if contract.dispatch == "when_named" and not named:
+            return f"kernel {contract.name} {_WHEN_NAMED.format(name=repr(contract.name))}"
         if providers is None and not self.joins(contract.provider):
             return f"provider {name} {_WHEN_NAMED.format(name=repr(name))}"
         return ""

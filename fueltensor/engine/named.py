@@ -11,11 +11,13 @@ from fueltensor.registry import Registry
 def with_named(
     planning: Planning, plan: Plan, registry: Registry, providers: frozenset[str] | None
 ) -> Planning:
-    """`planning` of the operation `plan` ran, or, when `providers` names one that joins
-    dispatch only where it is named (`dispatch: when_named`), the same operation planned over
-    exactly `providers`: how `compare_backends("cpu", "torch")` sees PyTorch's kernels."""
-    named = providers is not None and any(
-        p.name in providers and not registry.joins(p) for p in registry.providers
+    """`planning` of the operation `plan` ran, or, when `providers` names a provider or a
+    contract that joins dispatch only where it is named (`dispatch: when_named`), the same
+    operation planned over exactly `providers`: how `compare_backends("cpu", "torch")` sees
+    PyTorch's kernels, and `compare_backends("cpu", "rem_f32")` the seeds' formula."""
+    named = providers is not None and (
+        any(p.name in providers and not registry.joins(p) for p in registry.providers)
+        or not providers.isdisjoint(registry.named_contracts())
     )
     if not named or plan.op_kind is None:
         return planning

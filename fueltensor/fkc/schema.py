@@ -53,7 +53,8 @@ AUTO_HASH: Final = "auto"
 
 DISPATCH: Final = ("default", "when_named")
 """`when_named`: the provider's contracts join dispatch only where the provider is named
-(`use_backend`, `compare_backends`, `judge --provider`, `Registry.joined`), never by default."""
+(`use_backend`, `compare_backends`, `judge --provider`, `Registry.joined`), never by default;
+declared by one contract, only where that contract is named by its kernel name."""
 MEASURED_ON_SHAPE: Final = shape_of("framework isa")
 PROVIDER_SHAPE: Final = shape_of(
     "name backend kernel_source link_registry revision_base dispatch? measured_on?",
@@ -81,8 +82,8 @@ PRECISION_SHAPE: Final = shape_of(
     "bit_stable_on_same_hardware max_ulp? max_relative? max_absolute? audited notes?"
 )
 CONTRACT_SHAPE: Final = shape_of(
-    "kernel op_kind registrable? blurb? backend kernel_source entry_point kernel_revision_hash? "
-    "accept return caps cost precision determinism semantics?",
+    "kernel op_kind registrable? dispatch? blurb? backend kernel_source entry_point "
+    "kernel_revision_hash? accept return caps cost precision determinism semantics?",
     accept=ACCEPT_SHAPE,
     semantics=SEMANTICS_SHAPE,
     caps=CAPS_SHAPE,
@@ -336,6 +337,9 @@ class KernelContract(_PicklesReadOnlyMaps):
     source: Source
     semantics: Semantics | None = None
     """The declared `semantics` section (None when the document declares none)."""
+    dispatch: str = "default"
+    """A value of `DISPATCH`: `when_named`, the contract joins dispatch only where its kernel
+    name is named (the seeds' formula remainders, beside the exact one)."""
     unlinked: str = ""
     """Why this installation cannot link the kernel (a compiled-only kernel where the extension
     is not built): set by the registry, which then makes the contract not `registrable`; "" for
@@ -371,6 +375,7 @@ class KernelContract(_PicklesReadOnlyMaps):
             "kernel": self.name,
             "op_kind": self.op_kind,
             "registrable": self.registrable,
+            **({"dispatch": self.dispatch} if self.dispatch != "default" else {}),
             "backend": self.backend,
             "kernel_source": self.kernel_source,
             "entry_point": self.entry_point,
@@ -410,10 +415,11 @@ class KernelContract(_PicklesReadOnlyMaps):
         }
 
 
-UNHASHED: Final = ("kernel_revision_hash", "semantics")
-"""Facts left out of the revision hash: the hash itself, and the `semantics` section, which
-spells out what the kernel already does (declaring it makes no new revision of the kernel, so
-the seeds' documents, which say it in prose, keep their hashes)."""
+UNHASHED: Final = ("kernel_revision_hash", "semantics", "dispatch")
+"""Facts left out of the revision hash: the hash itself, the `semantics` section, which spells
+out what the kernel already does (declaring it makes no new revision of the kernel, so the
+seeds' documents, which say it in prose, keep their hashes), and `dispatch`, which says where
+the kernel joins, not what it computes."""
 
 
 def revision_hash(revision_base: str, facts: Mapping[str, Any]) -> str:

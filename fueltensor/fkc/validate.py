@@ -122,6 +122,9 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         if "kernel_revision_hash" in top
         else AUTO_HASH,
         registrable=r.boolean(top["registrable"], "registrable") if "registrable" in top else True,
+        dispatch=r.string(top["dispatch"], "dispatch", DISPATCH)
+        if "dispatch" in top
+        else "default",
         inputs=inputs,
         params=_params(r, accept.get("params"), names),
         op_params=_op_params(r, accept.get("op_params")),

@@ -143,12 +143,13 @@ def test_python_dash_m_runs_the_same_command() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert [r[0] for r in table_rows(done.stdout)[1:]][:4] == [
-        "rem_f32",
-        "rem_f64",
-        "rem_bf16",
-        "rem_f16",
-    ]
+    rows = {r[0]: r[-1] for r in table_rows(done.stdout)[1:]}
+    dtypes = ("f32", "f64", "bf16", "f16")
+    assert list(rows)[:8] == [f"mod_{d}" for d in dtypes] + [f"rem_{d}" for d in dtypes]
+    # `%` runs the exact remainder; the seeds' formula and the frameworks only where named
+    assert {rows[f"mod_{d}"] for d in dtypes} == {"yes"}
+    assert {rows[f"rem_{d}"] for d in dtypes} == {"when_named"}
+    assert rows["numpy_rem"] == "when_named"
 
 
 @pytest.mark.parametrize("columns", [None, 80], ids=["piped", "terminal"])
