@@ -7,7 +7,7 @@ table: the namespace functions (`fueltensor.add`, `fueltensor.exp` ...) and Fuel
 operators (`fueltensor.core.operators`), dispatch's op_kind and host fallback, the judge's
 references and special cases, certify's sweeps, and the kernels' op lists (the chassis, the
 compiled module's `OPS` and `UNARY_OPS`, and the C header `ext/src/ops.h`, generated from this
-module by `python -m fueltensor.ops` and checked against it by tests/repo/test_op_table.py). No
+module by `python fueltensor/ops.py` and checked against it by tests/repo/test_op_table.py). No
 other module spells an op kind or a kernel op id. What an operation computes is the contracts'
 business: read it from the FKC documents, never from here. docs/ops.md says how to add a row.
 """
@@ -222,6 +222,15 @@ class ContractOp:
     ieee_rounded: bool = False
     """Whether IEEE 754 rounds it correctly in the operands' own format (its 5.4.1 arithmetic:
     + - * /), so that the oracle computes it there, with its in-type NumPy ufunc."""
+    formula_op: str | None = None
+    """The kernel op id of the seeds' formula kernels where their numerics are not the row's
+    (the remainder's `rem`: a - floor(a / b) * b, each step rounded, beside the exact `mod`):
+    bodies of their own in every implementation and in the C enum, right after the row's."""
+
+    @property
+    def kernel_ops(self) -> tuple[str, ...]:
+        """The row's kernel op ids: its own, then its formula kernels' (`formula_op`)."""
+        return (self.kernel_op,) if self.formula_op is None else (self.kernel_op, self.formula_op)
 
 
 def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
@@ -277,7 +286,9 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         "pow", OpKind.POW, _B, "pow", np.power, "pow", "x1 ** x2",
         ScalarForm(OpKind.POWI, "powi"),
     ),
-    ContractOp("remainder", OpKind.REM, _B, "mod", np.remainder, "rem", "x1 % x2"),
+    ContractOp(
+        "remainder", OpKind.REM, _B, "mod", np.remainder, "mod", "x1 % x2", formula_op="rem",
+    ),
     ContractOp(
         "exp", OpKind.EXP, _U, None, np.exp, "exp", "e raised to x",
         reference=lambda m, x: m.exp(x),
@@ -372,8 +383,8 @@ BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 )
 """The rows by op kind ("AddElementwise", or `OpKind.ADD`, which equals it)."""
 
-KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in BINARY_OPS)
-"""The binary kernels' op ids, in table order (the C enum's)."""
+KERNEL_OPS: Final[tuple[str, ...]] = tuple(k for op in BINARY_OPS for k in op.kernel_ops)
+"""The binary kernels' op ids, in table order (the C enum's), formula kernels included."""
 UNARY_KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in UNARY_OPS)
 """The unary kernels' op ids, in table order (the C enum's)."""
 
@@ -387,11 +398,11 @@ SPELLINGS: Final[Mapping[str, ContractOp]] = MappingProxyType(
     {
         spelling.lower(): op
         for op in CONTRACT_OPS
-        for spelling in (op.name, op.op_kind.value, op.kernel_op)
+        for spelling in (op.name, op.op_kind.value, *op.kernel_ops)
     }
 )
 """Every spelling of an operation the command line accepts, lower-cased: its namespace name
-("subtract"), its op kind ("SubElementwise") and its kernels' op id ("sub")."""
+("subtract"), its op kind ("SubElementwise") and its kernels' op ids ("sub"; "mod", "rem")."""
 
 
 def spelled(text: str) -> ContractOp | None:
@@ -431,11 +442,9 @@ def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
     return out
 
 
-REGENERATE: Final = (
-    "python -c 'import fueltensor.ops as o; print(o.c_header(), end=\"\")'"
-    " > fueltensor/ext/src/ops.h"
-)
-"""The command that writes ext/src/ops.h from this table."""
+REGENERATE: Final = "python fueltensor/ops.py > fueltensor/ext/src/ops.h"
+"""The command that writes ext/src/ops.h from this table: the file run as a script, so that a
+build whose op list is stale (which `import fueltensor` refuses) can still be regenerated."""
 
 
 def c_header() -> str:
@@ -456,9 +465,10 @@ def c_header() -> str:
         lines += [
             "",
             f"/* {family}. */",
-            f"enum {{ {', '.join(prefix + op.kernel_op.upper() for op in ops)}, {count} }};",
+            f"enum {{ {', '.join(prefix + k.upper() for op in ops for k in op.kernel_ops)}, "
+            f"{count} }};",
             f"static const char *const {names}[{count}] = {{"
-            + ", ".join(f'"{op.kernel_op}"' for op in ops)
+            + ", ".join(f'"{k}"' for op in ops for k in op.kernel_ops)
             + "};",
         ]
     (powi,) = SCALAR_FORMS  # one past the binary ops: a second form needs a number of its own
@@ -471,3 +481,7 @@ def c_header() -> str:
         "#endif",
     ]
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(c_header(), end="")

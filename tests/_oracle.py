@@ -15,6 +15,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
@@ -194,6 +195,43 @@ def rem(a: int, b: int, fmt: Fmt) -> int:
     return sub(a, mul(floor(div(a, b, fmt), fmt), b, fmt), fmt)
 
 
+def round_rational(r: Fraction, fmt: Fmt) -> int:
+    """A nonzero rational rounded once to `fmt` (nearest, ties to even; overflow to inf)."""
+    sign, a = (fmt.sign if r < 0 else 0), abs(r)
+    e = a.numerator.bit_length() - a.denominator.bit_length()  # 2**(e-1) <= a < 2**(e+1)
+    if a >= Fraction(2) ** e:
+        e += 1  # now 2**(e-1) <= a < 2**e
+    q = max(e - 1 - fmt.man_bits, 1 - fmt.bias - fmt.man_bits)  # the ulp's exponent
+    scaled = a / Fraction(2) ** q
+    k, rest = divmod(scaled.numerator, scaled.denominator)
+    if 2 * rest > scaled.denominator or (2 * rest == scaled.denominator and k & 1):
+        k += 1
+    return (sign | encode(math.ldexp(k, q), fmt)) if k else sign
+
+
+def mod(a: int, b: int, fmt: Fmt) -> int:
+    """The exact floored remainder (Python's `%`) from its definition, in rationals: x - floor(x
+    / y) * y rounded once into `fmt`; a zero takes y's sign; x % ±inf is x when x is zero or has
+    y's sign, else y; x % 0 and ±inf % y are invalid; a NaN operand quieted, lhs's first."""
+    if is_nan(a, fmt):
+        return a | fmt.quiet
+    if is_nan(b, fmt):
+        return b | fmt.quiet
+    x, y = decode(a, fmt), decode(b, fmt)
+    if y == 0 or math.isinf(x):
+        return fmt.default_nan
+    negative_y = math.copysign(1.0, y) < 0
+    if math.isinf(y):
+        if x == 0:
+            return fmt.sign if negative_y else 0
+        return a if (x < 0) == negative_y else b
+    fx, fy = Fraction(x), Fraction(y)
+    r = fx - math.floor(fx / fy) * fy
+    if r == 0:
+        return fmt.sign if negative_y else 0
+    return round_rational(r, fmt)
+
+
 def maximum(a: int, b: int, fmt: Fmt) -> int:
     """NaN lhs, else NaN rhs, unchanged; else lhs if lhs >= rhs (lhs on a ±0 tie) else rhs."""
     if is_nan(a, fmt):
@@ -246,6 +284,7 @@ OPS: dict[str, Callable[[int, int, Fmt], int]] = {
     "minimum": minimum,
     "pow": pow_,
     "rem": rem,
+    "mod": mod,
 }
 """Scalar contract of each CPU op on the working format's bit patterns."""
 
@@ -257,6 +296,9 @@ def cpu_scalar(op: str, a: int, b: int, fmt: Fmt) -> int:
     if op in ("maximum", "minimum"):
         # The f32 round-trip of an already-representable operand is lossless: pick the operand.
         return OPS[op](a, b, fmt)
+    if op == "mod" and not (is_nan(a, fmt) or is_nan(b, fmt)):
+        # Its contract: correctly rounded in the half type itself, rounded once, not via f32.
+        return mod(a, b, fmt)
     wa, wb = widen_to_f32(a, fmt), widen_to_f32(b, fmt)
     if op == "pow":
         # The half crate's widening sets the quiet bit on NaN, which glibc powf can observe.

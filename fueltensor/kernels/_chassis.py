@@ -11,8 +11,6 @@ the tests hold each implementation to the same independent scalar reference.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from numpy.typing import NDArray
 from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
+from fueltensor.kernels.libm import libm_pow
 from fueltensor.ops import BY_KIND, KERNEL_OPS, UNARY_KERNEL_OPS, OpKind
 
 Array = NDArray[Any]
@@ -162,8 +161,24 @@ def _min_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
     np.copyto(out, lhs, where=tie)
 
 
+def _mod_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
+    """The floored remainder, exact before its one rounding (Python's and NumPy's `%`): fmod,
+    which is exact; plus rhs where that is not zero and its sign is not rhs's (one rounded sum,
+    as the C body's `m < 0 != b < 0`, so a NaN is never adjusted); a zero takes rhs's sign; a
+    NaN lhs comes out quieted (the C body's lhs-first rule)."""
+    np.fmod(lhs, rhs, out=out)
+    adjust = (out != 0) & (np.less(out, 0) != np.less(rhs, 0))
+    np.add(out, rhs, out=out, where=adjust)
+    np.copyto(out, np.copysign(out.dtype.type(0), rhs), where=out == 0)
+    nan = np.isnan(lhs)
+    if nan.any():
+        uint, quiet = _NAN_FIX[out.dtype]
+        np.bitwise_or(lhs.view(uint), quiet, out=out.view(uint), where=nan)
+
+
 def _rem_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
-    """Contract remainder `a - floor(a / b) * b`, each step rounded in the working precision."""
+    """The seeds' formula remainder `a - floor(a / b) * b`, each step rounded in the working
+    precision."""
     t = s.temp(lhs.dtype, lhs.size)
     np.divide(lhs, rhs, out=t)
     np.floor(t, out=t)
@@ -233,53 +248,6 @@ def _min_pick(lhs: Array, rhs: Array, mask: Array, s: Scratch) -> None:
     np.logical_or(mask, nan, out=mask)
 
 
-def _load_libm() -> ctypes.CDLL:
-    """The platform C library's maths (libm on Unix, the UCRT on Windows): its powf/pow."""
-    for name in ("m", "ucrtbase", "c"):
-        path = ctypes.util.find_library(name)
-        if path is not None:
-            return ctypes.CDLL(path)
-    raise ImportError(  # pragma: no cover - every supported platform has one of the three
-        "fueltensor.kernels: no C maths library found (looked for libm, ucrtbase and libc); "
-        "pow needs the platform's powf/pow, which the compiled kernels call too"
-    )
-
-
-_LIBM: Final = _load_libm()
-_LIBM.powf.restype, _LIBM.powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
-_LIBM.pow.restype, _LIBM.pow.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
-_LIBM_POW: Final[dict[np.dtype[Any], Callable[[float, float], float]]] = {
-    F32: _LIBM.powf,
-    F64: _LIBM.pow,
-}
-
-
-def libm_pow(lhs: Array, rhs: Array, *, out: Array) -> None:
-    """Contract pow: the C library's `powf` (F32) / `pow` (F64), one call per element.
-
-    This is what the compiled kernels call and what Rust's `f32::powf` calls; `np.power` is not
-    (on AVX-512 machines NumPy runs its own vector loops, with other last bits and NaN signs).
-    Operands and `out` are C-contiguous arrays of one shape; Python floats carry the values.
-    """
-    fn = _LIBM_POW[out.dtype]
-    lf, rf, of = lhs.reshape(-1), rhs.reshape(-1), out.reshape(-1)
-    of[...] = np.fromiter(map(fn, lf.tolist(), rf.tolist()), out.dtype, of.size)
-    if out.dtype is F32:
-        _redo_signalling_f32(lf, rf, of)
-
-
-def _redo_signalling_f32(lhs: Array, rhs: Array, out: Array) -> None:
-    """Redo the lanes with a signalling-NaN f32 operand from its exact bits: `tolist` widens
-    to a Python float, which quiets it, and powf can tell (powf(1, sNaN) is NaN, of qNaN 1)."""
-    lb, rb = lhs.view(np.uint32), rhs.view(np.uint32)
-    quiet = np.uint32(0x00400000)
-    signalling = (np.isnan(lhs) & ((lb & quiet) == 0)) | (np.isnan(rhs) & ((rb & quiet) == 0))
-    for i in np.flatnonzero(signalling).tolist():
-        x = ctypes.c_float.from_buffer_copy(lhs[i : i + 1].tobytes())
-        y = ctypes.c_float.from_buffer_copy(rhs[i : i + 1].tobytes())
-        out[i] = _LIBM.powf(x, y)
-
-
 PickOp = Callable[[Array, Array, Array, Scratch], None]
 
 
@@ -297,11 +265,14 @@ class Op:
     quiet_inputs: bool = False
     """Half path only: set the quiet bit of widened NaNs as `half`'s to_f32 does. Only pow can
     tell (glibc powf(1, sNaN) is NaN, powf(1, qNaN) is 1); arithmetic quiets NaNs anyway."""
+    formula: bool = False
+    """The body of the row's formula kernels (its `formula_op`), not of its own."""
 
     @property
     def name(self) -> str:
         """The kernels' op id (the thunk-name stem, `add` in `add_f32`), from the op table."""
-        return BY_KIND[self.kind].kernel_op
+        row = BY_KIND[self.kind]
+        return row.formula_op if self.formula and row.formula_op else row.kernel_op
 
 
 _ADD: Final = _lhs_nan_first(np.add)
@@ -315,7 +286,8 @@ OPS: Final[tuple[Op, ...]] = (
     Op(OpKind.MAXIMUM, _max_block, pick=_max_pick),
     Op(OpKind.MINIMUM, _min_block, pick=_min_pick),
     Op(OpKind.POW, _ufunc_block(libm_pow), whole=libm_pow, quiet_inputs=True),
-    Op(OpKind.REM, _rem_block),
+    Op(OpKind.REM, _mod_block),
+    Op(OpKind.REM, _rem_block, formula=True),
 )
 """The bodies the CPU thunks are generated from, one per binary row of the op table."""
 

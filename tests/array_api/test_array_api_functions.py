@@ -391,12 +391,48 @@ def test_linear_algebra() -> None:
 # -- deviations, as docs/deviations.md's table lists them --------------------------------------
 
 
-def test_remainder_follows_its_contract_formula() -> None:
-    """a - floor(a / b) * b: 5 % inf is NaN (the standard says 5); -0 % 2 is +0."""
-    got = ft.remainder(ft.asarray([5.0, -0.0]), ft.asarray([math.inf, 2.0]))
-    v = _values(got)
-    assert math.isnan(v[0])
-    assert v[1] == 0.0 and math.copysign(1, v[1]) == 1
+def test_remainder_is_the_exact_floored_remainder() -> None:
+    """`%` is Python's and NumPy's remainder (issue 44): 5 % inf is 5, -1 % 1e-30 is NumPy's
+    9.78e-31 (the seeds' formula gave NaN and 0), and 10^5 random float32 pairs of every
+    magnitude give np.remainder's bits (NaNs compared as NaNs: their payloads are the
+    contract's rule, not NumPy's)."""
+    assert _values(ft.asarray([5.0]) % ft.asarray([math.inf])) == [5.0]
+    assert _values(ft.remainder(ft.asarray([-1.0]), ft.asarray([1e-30]))) == [
+        float(np.remainder(-1.0, 1e-30))
+    ]
+    assert _values(ft.asarray([-0.0]) % ft.asarray([2.0])) == [0.0]
+    assert math.copysign(1, _values(ft.asarray([0.0]) % ft.asarray([-2.0]))[0]) == -1
+    rng = np.random.default_rng(44)
+    a, b = (
+        (rng.standard_normal(10**5) * 10.0 ** rng.uniform(-40, 38, 10**5)).astype(np.float32)
+        for _ in range(2)
+    )
+    b[:100] = 0
+    got = np.asarray(ft.asarray(a) % ft.asarray(b))
+    with np.errstate(all="ignore"):
+        want = np.remainder(a, b)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+def test_the_seeds_formula_remainder_runs_where_named() -> None:
+    """The seeds' `rem_*` contracts (a - floor(a / b) * b, each step rounded) stay registered
+    and run where their kernel name is named, never by default."""
+    reg = ft.registry()
+    assert {"rem_f32", "rem_f64", "rem_bf16", "rem_f16"} <= set(reg.named_contracts())
+    x, y = ft.asarray([5.0, 1e10], dtype=ft.float32), ft.asarray([math.inf, 3.0], dtype=ft.float32)
+    with ft.use_backend("rem_f32"), ft.trace() as plans:
+        formula = _values(x % y)
+    assert plans[0].kernel is not None and plans[0].kernel.name == "rem_f32"
+    assert math.isnan(formula[0]) and formula[1] == 0.0  # the formula's, where NumPy gives 5, 1
+    outside = ft.explain(ft.remainder, x, y).rejected["rem_f32"]
+    assert "joins only where it is named" in outside[0]
+    with ft.use_registry(reg.joined("rem_f32")):  # joined: it competes, and is outranked
+        assert "outranked" in ft.explain(ft.remainder, x, y).rejected["rem_f32"][0]
+    with ft.trace() as plans:
+        assert _values(x % y) == [5.0, 1.0]
+    assert plans[0].kernel is not None and plans[0].kernel.name == "mod_f32"
 
 
 def test_maximum_minimum_tie_keeps_the_left_operand() -> None:

@@ -29,7 +29,7 @@ def kinds(plan: ft.Plan) -> list[str]:
         (ft.subtract, "sub"),
         (ft.multiply, "mul"),
         (ft.divide, "div"),
-        (ft.remainder, "rem"),
+        (ft.remainder, "mod"),
         (ft.pow, "pow"),
         (ft.maximum, "maximum"),
         (ft.minimum, "minimum"),

@@ -127,14 +127,15 @@ SUFFIXES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "floa
 @NATIVE_FAST_PATH
 def test_kernel_numbers_are_the_compiled_kernels_own() -> None:
     """A compiled kernel's (op, dtype) numbers name its own op and dtype in `_native`'s
-    tables, the one place they are defined: the 32 binary kernels by `OPS`, the four integer
-    powers (`powi_*`) by `POWI_OP`, the number past them."""
+    tables, the one place they are defined: the 36 binary kernels (the seeds' 32 and the exact
+    remainder's 4) by `OPS`, the four integer powers (`powi_*`) by `POWI_OP`, the number past
+    them."""
     numbered = {
         name.rpartition("::")[2]: fn.__fueltensor_native__
         for name, fn in cpu.thunks("native").items()  # FUELTENSOR_PURE_NUMPY=1 runs others
         if hasattr(fn, "__fueltensor_native__")
     }
-    assert len(numbered) == 36
+    assert len(numbered) == 40
     assert not any(hasattr(fn, "__fueltensor_native__") for fn in cpu.thunks("pure").values())
     assert len(NATIVE.OPS) == NATIVE.POWI_OP
     for name, (op, dtype) in numbered.items():

@@ -38,7 +38,7 @@ OPS = {
     "subtract": "sub",
     "multiply": "mul",
     "divide": "div",
-    "remainder": "rem",
+    "remainder": "mod",
     "pow": "pow",
     "maximum": "maximum",
     "minimum": "minimum",

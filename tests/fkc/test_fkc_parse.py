@@ -37,11 +37,15 @@ def test_seed_and_bundled_documents_declare_the_same_facts(
     assert [c.name for c in seed_contracts] == [c.name for c in own_contracts]
     for theirs, ours in zip(seed_contracts, own_contracts, strict=True):
         # The project's documents add a `semantics` section, derived from the seeds' formulas
-        # (the seeds say it in prose): every other fact, and the revision hash, is the seed's
-        # but for PROVEN_EXACT's bound.
+        # (the seeds say it in prose), and the remainders' `dispatch`: every other fact, and
+        # the revision hash, is the seed's but for PROVEN_EXACT's bound.
         facts = ours.to_dict()
         assert (ours.semantics is not None) == ours.registrable, ours.name
         assert facts.pop("semantics", None) == (ours.semantics and ours.semantics.to_dict())
+        # Issue 44: the seeds' formula remainders join only where named (`%` is the exact
+        # remainder's); unhashed, as it says where the kernel runs, not what it computes.
+        remainder = ours.op_kind == "RemElementwise"
+        assert facts.pop("dispatch", "default") == ("when_named" if remainder else "default")
         assert theirs.semantics is None
         assert as_seeded(theirs.to_dict()) == as_seeded(facts), theirs.name
         # Issue 41: the half + - * / declare the max_ulp 0 their certificates prove; hashed.

@@ -48,8 +48,9 @@ def own(contracts: Iterable[KernelContract]) -> list[KernelContract]:
 def test_bundled_registry() -> None:
     reg = ft.registry()
     assert reg is ft.registry()
-    # binary: 32, the describe-only umbrella, 4 integer powers, 4 oracle; unary: 44 and 11 oracle
-    assert len(own(reg)) == 96
+    # binary: 32, the describe-only umbrella, 4 exact remainders, 4 integer powers, 4 oracle;
+    # unary: 44 and 11 oracle
+    assert len(own(reg)) == 100
     assert [c.name for c in own(reg.for_op("PowIElementwise"))] == [
         f"powi_{d}" for d in ("f32", "f64", "bf16", "f16")
     ]
@@ -58,6 +59,9 @@ def test_bundled_registry() -> None:
     for op in OPS:
         names = [c.name for c in own(reg.for_op(f"{op}Elementwise"))]
         expected = [f"{op.lower()}_{d}" for d in ("f32", "f64", "bf16", "f16")]
+        if op == "Rem":  # the exact remainder first (its document sorts first), then the seeds'
+            expected = [f"mod_{d}" for d in ("f32", "f64", "bf16", "f16")] + expected
+            assert reg.named_contracts() == tuple(expected[4:])
         if op in ("Add", "Sub", "Mul", "Div"):
             expected.append(f"broadcast_{op.lower()}")
         assert names == expected
@@ -74,10 +78,12 @@ def test_seeds_link_to_the_same_contracts_as_the_bundled_documents(seeds: Path) 
     # the seeds' own two documents (the integer powers' and the unary functions' postdate them)
     documents = ("fuel-cpu-backend.md", "fuel-reference-backend.md")
     ours = [c for c in own(bundled) if Path(c.source.path).name in documents]
-    # the bundled documents add the semantics the seeds' formulas fix, and the bound the
-    # certificates prove (PROVEN_EXACT); every other fact agrees
+    # the bundled documents add the semantics the seeds' formulas fix, the bound the
+    # certificates prove (PROVEN_EXACT) and the remainders' `dispatch: when_named`; every other
+    # fact agrees
+    added = ("semantics", "dispatch")
     facts = {
-        c.name: as_seeded({k: v for k, v in c.to_dict().items() if k != "semantics"}) for c in ours
+        c.name: as_seeded({k: v for k, v in c.to_dict().items() if k not in added}) for c in ours
     }
     assert {c.name: as_seeded(c.to_dict()) for c in seeded} == facts
     assert all(seeded.kernel(c.name) is bundled.kernel(c.name) for c in ours if c.registrable)

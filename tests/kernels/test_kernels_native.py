@@ -34,7 +34,7 @@ from fueltensor.testing import special_values
 
 _native: Any = NATIVE
 
-OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem")
+OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
 NATIVE = [impl for impl in IMPLS if impl != "pure"]
 AVAILABLE = [impl for impl in IMPLS if impl.partition("-")[0] in IMPLEMENTATIONS]

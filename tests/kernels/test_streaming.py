@@ -47,7 +47,9 @@ def isa(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem"])
+@pytest.mark.parametrize(
+    "op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem"]
+)
 def test_a_streamed_output_holds_the_pieces_bytes(op: str, dtype: str, isa: str) -> None:
     """Random bit patterns (NaN payloads, subnormals, infinities) past the threshold, with a
     partial last tile, into an aligned output and into one 1 element off alignment: the same

@@ -103,7 +103,9 @@ def differing(got: Bytes, want: Bytes) -> str:
 
 @TWO_CORES
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem"])
+@pytest.mark.parametrize(
+    "op", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem"]
+)
 def test_every_op_and_dtype_gives_one_threads_bits(op: str, dtype: str) -> None:
     """Split over two threads, at an odd size and at an odd element offset, the bytes are one
     thread's, whatever the output held before."""
@@ -381,15 +383,17 @@ def test_the_judge_times_one_thread_and_all_of_them() -> None:
 
 
 def test_the_costlier_lanes_split_earlier() -> None:
-    """pow (the C library's pow per lane) splits before every other op on its dtype, and every
-    op on the half types (widened and narrowed tile by tile) before the same op on f32: a lane
-    of them costs more, so fewer elements repay a second thread. f32 and f64 split at the same
-    output bytes."""
+    """pow and the exact remainder (a C library call per lane: pow, fmod) split before every
+    other op on their dtype, and every op on the half types (widened and narrowed tile by tile)
+    before the same op on f32: a lane of them costs more, so fewer elements repay a second
+    thread. f32 and f64 split at the same output bytes."""
     table = _native.SPLIT_FROM
+    libm = ("pow", "mod")
     for dtype in _native.DTYPES:
-        assert all(table["pow"][dtype] < table[op][dtype] for op in table if op != "pow")
+        assert table["mod"][dtype] == table["pow"][dtype]
+        assert all(table["pow"][dtype] < table[op][dtype] for op in table if op not in libm)
     for op in _native.OPS:
-        if op != "pow":
+        if op not in libm:
             assert max(table[op]["bfloat16"], table[op]["float16"]) < table[op]["float32"], op
             assert table[op]["float64"] * 8 == table[op]["float32"] * 4, f"{op}: not by bytes"
 

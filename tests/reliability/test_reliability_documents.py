@@ -32,6 +32,7 @@ SEED = 20240607
 MUTANTS_PER_DOCUMENT = {
     "fuel-cpu-backend.md": 300,
     "fuel-cpu-backend-powi.md": 150,
+    "fuel-cpu-backend-remainder.md": 100,
     "fuel-cpu-backend-unary.md": 150,
     "fuel-reference-backend-unary.md": 100,
     "fuel-reference-backend.md": 200,

@@ -25,7 +25,7 @@ def values(shape: tuple[int, ...], dtype: Any, seed: int = 0) -> np.ndarray:
 
 
 ORACLE_OP = dict(
-    zip(OPS, ("add", "sub", "mul", "div", "rem", "pow", "maximum", "minimum"), strict=True)
+    zip(OPS, ("add", "sub", "mul", "div", "mod", "pow", "maximum", "minimum"), strict=True)
 )
 ORACLE_FMT = {np.dtype(f.np_dtype): f for f in FORMATS.values()}
 

@@ -19,7 +19,8 @@ def test_the_c_header_is_generated_from_the_table() -> None:
 
 def test_the_header_numbers_each_family_in_table_order() -> None:
     text = HEADER.read_text()
-    binary = ", ".join(op.kernel_op.upper() for op in ops.BINARY_OPS)
+    binary = ", ".join(k.upper() for op in ops.BINARY_OPS for k in op.kernel_ops)
+    assert "POW, MOD, REM, N_OPS" in text  # a formula kernel right after its row's own
     unary = ", ".join("U_" + op.kernel_op.upper() for op in ops.UNARY_OPS)
     assert f"enum {{ {binary}, N_OPS }};" in text
     assert f"enum {{ {unary}, N_UNARY_OPS }};" in text
@@ -34,3 +35,5 @@ def test_every_family_has_its_traits_and_every_row_a_family() -> None:
         assert (row.reference is None) == (row.family is ops.Family.BINARY), row.name
     assert len({op.op_kind for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
     assert len({op.kernel_op for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
+    every = [k for op in ops.CONTRACT_OPS for k in op.kernel_ops]
+    assert len(set(every)) == len(every)

@@ -458,3 +458,20 @@ def test_nan_form_masks_are_counted_lane_by_lane(name: str, span: Span) -> None:
     from fueltensor.tools.certify.tally import nan_forms
 
     assert nan_forms(s) == dict(want) and len(want) > 4
+
+
+def test_the_seeds_formula_remainder_is_certified_against_its_formula_and_mod_exactly() -> None:
+    """Both remainders of `%` over one span: the seeds' `rem_bf16` is checked against its
+    declared floor formula (which it keeps on every pair, while many pairs are far from the
+    exact value), the exact `mod_bf16` against the exact floored remainder on every pair."""
+    from fueltensor.tools.certify import certify
+
+    span = ((0x4F00, 0x4F10), (0x3F00, 0x4300))  # about 2^31 against 0.5 to 128: big quotients
+    mod, rem = certify("cpu", ["rem_bf16", "mod_bf16"], lhs=span[0], rhs=span[1], threads=2)
+    pairs = 16 * 0x400
+    assert (rem.data["contract"]["name"], mod.data["contract"]["name"]) == ("rem_bf16", "mod_bf16")
+    assert rem.data["formula"]["equal"] == pairs > rem.data["histogram"]["exact"]
+    assert "seeds' formula" in rem.data["reference"]["formula"]
+    assert mod.data["histogram"]["exact"] == mod.data["formula"]["equal"] == pairs
+    assert mod.data["reference"]["formula"] == "x1 % x2 exactly, rounded once"
+    assert rem.data["verdict"] == mod.data["verdict"] == []  # no failures: both accepted

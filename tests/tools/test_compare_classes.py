@@ -29,29 +29,38 @@ def test_a_zero_of_the_other_sign_is_a_signed_zero_except_in_a_remainder() -> No
 
 
 def test_numpy_beside_the_seeds_differs_in_the_classes_the_formulas_predict() -> None:
+    """NumPy beside the default kernels, and the seeds' formula remainder named by kernel name
+    (`rem_f32`, which joins only where named): each differs from the default in the classes
+    worked out here from the formulas. The default remainder is NumPy's exact one."""
     x = ft.asarray(F32([0.0, 4.0, 5.0, -4.0, 7.0]))
     y = ft.asarray(F32([-0.0, -2.0, math.inf, 2.0, 3.0]))
-    with ft.compare_backends("cpu", "numpy") as report:
+    with ft.compare_backends("cpu", "numpy", "rem_f32") as report:
         ft.minimum(x, y)
         ft.remainder(x, y)
     lhs, rhs = np.asarray(x), np.asarray(y)
     with np.errstate(all="ignore"):
-        # the seeds: minimum returns lhs on a ±0 tie; remainder is a - floor(a / b) * b
-        seeds = {
+        # the default: minimum returns lhs on a ±0 tie; remainder is NumPy's
+        default = {
             "minimum": np.where((lhs == rhs) & (lhs == 0), lhs, np.minimum(lhs, rhs)),
-            "remainder": lhs - np.floor(lhs / rhs) * rhs,
+            "remainder": np.remainder(lhs, rhs),
         }
-        theirs = {"minimum": np.minimum(lhs, rhs), "remainder": np.remainder(lhs, rhs)}
+        theirs = {
+            ("minimum", "numpy_minimum"): np.minimum(lhs, rhs),
+            ("remainder", "numpy_rem"): np.remainder(lhs, rhs),
+            ("remainder", "rem_f32"): lhs - np.floor(lhs / rhs) * rhs,  # the seeds' formula
+        }
+    assert sorted((c.op, c.kernels[1]) for c in report) == sorted(theirs)
     for c in report:
-        classes = difference_classes(theirs[c.op], seeds[c.op])
+        classes = difference_classes(theirs[c.op, c.kernels[1]], default[c.op])
         want: dict[str, int] = {}
         for name in classes.tolist():
             if name != "equal":
                 name = "remainder sign" if c.op == "remainder" and "sign" in name else name
                 want[name] = want.get(name, 0) + 1
-        assert c.classes == want and c.provider == "numpy"
+        assert c.classes == want
     assert by_class(report) == {
-        "numpy": {"signed zero": 1, "remainder sign": 1, "NaN vs number": 1}
+        "numpy": {"signed zero": 1},
+        "fuel-cpu-backend": {"remainder sign": 1, "NaN vs number": 1},
     }
     assert report.to_dict()["by_class"] == by_class(report)
     text = str(report)
@@ -85,9 +94,12 @@ def test_special_values_show_each_frameworks_classes(name: str) -> None:
         ft.minimum(lhs, rhs)
         ft.remainder(lhs, rhs)
     found = by_class(report)[name]
-    # every framework: the ±0 tie differs from the seeds' lhs rule, the sign of a zero
-    # remainder and x % ±inf (x, not NaN) differ from the floor formula
-    assert {"signed zero", "remainder sign", "NaN vs number"} <= set(found), found
+    assert "signed zero" in found, found  # every framework: the seeds' ±0 tie is lhs
+    remainder = next(c.classes for c in report if c.op == "remainder")
+    if name == "numpy":  # NumPy's remainder is the default's, the exact one: NaN bits aside
+        assert set(remainder) <= {"NaN payload"}, remainder
+    else:  # PyTorch's and JAX's are computed step by step: zero signs and x % ±inf differ
+        assert {"remainder sign", "NaN vs number"} <= set(remainder), remainder
     if name == "torch":  # maximum/minimum give a NaN without payload
         assert "NaN payload" in found
 

@@ -44,7 +44,7 @@ def test_the_text_and_markdown_tables(capsys: pytest.CaptureFixture[str]) -> Non
         status, text, _ = _run(capsys, "--provider", "cpu", "--op", "rem")
     assert status == 0
     assert all(len(line) <= 80 for line in text.splitlines())
-    assert "rem(5, inf)" in text and "never written by hand" in " ".join(text.split())
+    assert "mod(5, inf)" in text and "never written by hand" in " ".join(text.split())
     status, markdown, _ = _run(
         capsys, "--provider", "cpu", "--provider", "reference", "--op", "add", "--markdown"
     )

@@ -37,7 +37,8 @@ enum { F8_E4M3FN = N_DTYPES, F8_E5M2, F4_E2M1FN, I8, I16, I32, I64, U8, BOOL, N_
 #define SPLIT_BYTES (256 << 10) /* add, sub, mul, div, maximum, minimum, rem on f32 and f64 */
 #define SPLIT_HALF (1 << 15)    /* every op but pow on bf16 and f16 (widened, narrowed per tile) */
 /* pow on every dtype, measured with the C library's pow or powf per lane (5-7 ns a lane); f32's
- * vector powf (0.6-1.7 ns a lane) splits from here too until a quiet run measures it. */
+ * vector powf (0.6-1.7 ns a lane) splits from here too until a quiet run measures it. The exact
+ * remainder (MOD: fmod per lane, about 17 ns) splits here too, by the same reasoning. */
 #define SPLIT_POW (1 << 12)
 #define SPLIT_POWI (1 << 16)    /* the integer power (x ** 3's two products per lane) */
 /* Every body splits from here on (`_native.PARALLEL_FROM`): the largest threshold above. */

@@ -1,13 +1,13 @@
 /* Generated from fueltensor/ops.py: do not edit. Regenerate with
- *   python -c 'import fueltensor.ops as o; print(o.c_header(), end="")' > fueltensor/ext/src/ops.h
+ *   python fueltensor/ops.py > fueltensor/ext/src/ops.h
  * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`); a unary
  * op's enum name is its kernel op id in capitals after U_. */
 #ifndef FUELTENSOR_OPS_H
 #define FUELTENSOR_OPS_H
 
 /* binary elementwise. */
-enum { ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, REM, N_OPS };
-static const char *const OP_NAMES[N_OPS] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "rem"};
+enum { ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, MOD, REM, N_OPS };
+static const char *const OP_NAMES[N_OPS] = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem"};
 
 /* unary elementwise. */
 enum { U_EXP, U_LOG, U_TANH, U_SIGMOID, U_ERF, U_SQRT, U_RSQRT, U_SIN, U_COS, U_ABS, U_NEG, N_UNARY_OPS };

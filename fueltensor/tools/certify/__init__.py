@@ -124,6 +124,10 @@ def certificate(job: Job, result: Sweep) -> Certificate:
     cert.data["binary"] = job.binary
     cert.data["formula"]["first"] = _first(job, (s["formula_lhs"], s["formula_rhs"]))
     cert.data["reference"]["decided_by_mpfr"] = result.decided
+    row = BY_KIND[job.contract.op_kind]
+    if row.formula_op is not None and core().OPS[job.op] == row.kernel_op:
+        # swept as the row's own kernels, not the seeds' formula: its formula is the exact value
+        cert.data["reference"]["formula"] = f"{row.summary} exactly, rounded once"
     record_verdict(cert, job.contract, job.binary)
     return cert
 

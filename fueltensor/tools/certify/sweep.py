@@ -27,7 +27,7 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND
+from fueltensor.ops import BY_KIND, ContractOp
 from fueltensor.registry import Registry, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
@@ -213,6 +213,17 @@ class Progress:
         self.stream.flush()
 
 
+def _swept_op(contract: KernelContract, row: ContractOp) -> str:
+    """The kernel op whose formula the C core checks `contract` against: the row's formula
+    kernels' (`formula_op`) where the contract declares the seeds' floor-formula remainder,
+    as the judge's reference does (`judge.declared`), else the row's own."""
+    sem = contract.semantics
+    declared = sem.remainder.definition if sem is not None and sem.remainder else None
+    if row.formula_op is not None and declared == "floor_formula":
+        return row.formula_op
+    return row.kernel_op
+
+
 def jobs(
     reg: Registry,
     provider: str,
@@ -236,7 +247,7 @@ def jobs(
             continue
         for code in dict.fromkeys(d for d in c.inputs[0].dtypes if d in codes):
             dtype = _dtypes.BY_FKC[code]
-            op = core().OPS.index(row.kernel_op)
+            op = core().OPS.index(_swept_op(c, row))
             found.append(Job(c, reg.kernel(c.name), dtype, op, span, binary_identity(c, reg)))
     missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
     if missing:

@@ -23,7 +23,7 @@ from typing import Any, Final
 import ml_dtypes
 import numpy as np
 
-from fueltensor.kernels._chassis import libm_pow
+from fueltensor.kernels.libm import libm_pow
 from fueltensor.ops import BINARY_OPS, SCALAR_FORMS, UNARY_OPS, ContractOp, OpKind
 from fueltensor.testing import SIGNALING_NAN, classify, float_format
 from fueltensor.tools import exact_pow, exact_unary

@@ -82,7 +82,7 @@ static uint32_t exact(const Format *f, int op, uint32_t a, uint32_t b, int *unpr
     if (op == POW && pow_is_one(f, a, b)) return (uint32_t)f->bias << f->mantissa;
     if (nan) return nan | f->quiet;
     if (op == MAXIMUM || op == MINIMUM) return ordered_select(f, op, a, b);
-    if (op == REM) return floored_remainder(f, a, b);
+    if (op == REM || op == MOD) return floored_remainder(f, a, b);
     double r = op == POW ? pow(widen(f, a), widen(f, b)) : arith(op, widen(f, a), widen(f, b));
     if (op == POW && unproven != NULL) *unproven = pow_unproven(f, r);
     return isnan(r) ? invalid_nan(f) : round_double(f, r);
@@ -109,6 +109,7 @@ static float formula_f32(int op, float x, float y) {
  * comes out quieted, lhs first; pow quiets both operands first, as `half`'s widening does),
  * compute in f32 and narrow once. */
 static uint32_t formula(const Format *f, int op, uint32_t a, uint32_t b) {
+    if (op == MOD) return exact(f, op, a, b, NULL); /* its formula is the exact remainder */
     uint32_t nan = propagated(f, a, b);
     if (op == MAXIMUM || op == MINIMUM) {
         if (nan) return nan;

@@ -23,12 +23,15 @@
     case MINIMUM:                                                                                  \
         IVDEP for (i = 0; i < n; i++) c[i] = T##_select(a[i], b[i], 1);                            \
         break;                                                                                     \
-    default:                                                                                       \
+    case MOD:                                                                                      \
+        for (i = 0; i < n; i++) c[i] = T##_nan_first(T##_mod(a[i], b[i]), a[i]);                   \
+        break;                                                                                     \
+    default: /* REM, the seeds' formula */                                                         \
         IVDEP for (i = 0; i < n; i++)                                                              \
             c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                       \
     }
 
-#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, POW_LOOP)                                 \
+#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, FMOD_FN, COPYSIGN_FN, POW_LOOP)          \
     INLINE U T##_bits(F x) {                                                                       \
         U u;                                                                                       \
         memcpy(&u, &x, sizeof u);                                                                  \
@@ -52,6 +55,14 @@
         int lhs = T##_isnan(ua) | (less ? (a <= b) : (a >= b));                                    \
         return T##_value(lhs ? ua : ub);                                                           \
     }                                                                                              \
+    /* The floored remainder, exact before its one rounding (Python's and NumPy's `%`): fmod is    \
+     * exact; where it is not zero and its sign is not b's, b is added (one rounded sum; a NaN is  \
+     * never adjusted, as NaN < 0 is false); a zero remainder takes b's sign. */                   \
+    INLINE F T##_mod(F a, F b) {                                                                   \
+        F m = FMOD_FN(a, b);                                                                       \
+        if (m == 0) return COPYSIGN_FN((F)0, b);                                                   \
+        return (m < 0) != (b < 0) ? m + b : m;                                                     \
+    }                                                                                              \
     INLINE void T##_loop(int op, const F *restrict a, const F *restrict b, F *restrict c,          \
                          Py_ssize_t n, const PowShortcut *s) {                                     \
         if (op == POW) {                                                                           \
@@ -67,7 +78,8 @@
         LANE_LOOPS(T, FLOOR_FN, _Pragma("GCC ivdep"))                                             \
     }
 
-DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_pow)
+DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, fmodf,
+             copysignf, f32_pow)
 DEFINE_LOOPS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
-             0x0008000000000000ull, floor, f64_pow)
+             0x0008000000000000ull, floor, fmod, copysign, f64_pow)
 

@@ -60,7 +60,7 @@ static int usable_cores(void) {
 static Py_ssize_t split_from(int op, int dtype) {
     Py_ssize_t forced = __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED);
     if (forced > 0) return forced;
-    if (op == POW) return SPLIT_POW;
+    if (op == POW || op == MOD) return SPLIT_POW; /* a libm call per lane: fmod as pow */
     if (op == POWI_OP) return SPLIT_POWI;
     if (op >= UNARY_POOL_OP) { /* the sign-bit ops and sqrt as arithmetic; the rest as pow */
         int u = op - UNARY_POOL_OP;
