@@ -1120,6 +1120,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "a write just past a foreign kernel's out goes unreported",
     ),
     M(
+        "foreign-guard-words-unread",
+        FAST_SRC + "allocator.c",
+        "    return differs == 0;\n",
+        "    return differs == differs;\n",
+        FOREIGN_TESTS,
+        "the compiled path's word-at-a-time guard check calls every zone intact",
+    ),
+    M(
         "foreign-kept-blocks",
         EXECUTE,
         "    if ours:\n",
