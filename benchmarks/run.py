@@ -918,7 +918,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 10^6 instead of 10^7")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per side")
-    parser.add_argument("--startup-runs", type=int, default=7, help="fresh processes per figure")
+    parser.add_argument("--startup-runs", type=int, default=20, help="fresh processes per figure")
     parser.add_argument(
         "--only",
         default=",".join(SECTIONS),

@@ -13,23 +13,23 @@ import os
 import sys
 import threading
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType, ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.hooks import present
-from .fkc import KernelContract, Provider, load_document
-from .fkc.schema import MeasuredOn
-from .fkc.validate import check_unique
+from .fkc import load_document  # the package is light: its schema loads with the first document
 from .kernels import KernelFn
 from .kernels.calling import calling_problem
 from .ops import op_kind_problems
 from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
 from .plugins import plugin_entry_points as _plugin_entry_points
+
+if TYPE_CHECKING:
+    from .fkc.schema import KernelContract, MeasuredOn, Provider
 
 _lock = threading.RLock()
 _links: dict[str, Mapping[str, KernelFn]] = {}
@@ -111,6 +111,8 @@ def provider_isa_switches(name: str) -> list[dict[str, str]]:
 def provider_environment(name: str) -> MeasuredOn | None:
     """What provider `name` would be measured with here (framework version, instruction set),
     against its documents' `measured_on`; None if it does not say (the hook may take seconds)."""
+    from .fkc.schema import MeasuredOn
+
     found = _said(name, "ENVIRONMENT")
     return found if isinstance(found, MeasuredOn) else None
 
@@ -201,7 +203,7 @@ def document_paths(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[s
     return out
 
 
-class Contracts(tuple[KernelContract, ...]):
+class Contracts(tuple["KernelContract", ...]):
     """A tuple of contracts that shows itself as a table (what `Registry.for_op` returns)."""
 
     __slots__ = ()
@@ -215,7 +217,7 @@ class Contracts(tuple[KernelContract, ...]):
         return present(self, "html")
 
 
-_WHEN_NAMED: Final = (
+WHEN_NAMED: Final = (
     "joins only where it is named: use_backend({name}), compare_backends(..., {name}) or "
     "registry().joined({name})"
 )
@@ -224,39 +226,6 @@ _WHEN_NAMED: Final = (
 
 UNLINKED: Final = "not registrable here: "
 """How the planner words a contract this installation cannot link (`Registry.unlinked`)."""
-
-
-def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """A plan's rejected contracts as text, one line each, but one line in all for the
-    contracts that join only where named, by provider or by kernel (`Registry.excluded`), and
-    one for those not registrable here for one reason (`UNLINKED`)."""
-    lines: list[str] = []
-    unjoined: Counter[tuple[str, str]] = Counter()
-    unlinked: dict[str, list[str]] = {}
-    for name, reasons in rejected.items():
-        head, _, rest = reasons[0].partition(" ")
-        who, _, tail = rest.partition(" ")
-        when_named = tail == _WHEN_NAMED.format(name=repr(who))
-        if len(reasons) == 1 and head in ("provider", "kernel") and when_named:
-            unjoined[head, who] += 1
-        elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
-            unlinked.setdefault(reasons[0], []).append(name)
-        else:
-            lines.append(f"  rejected {name}: {'; '.join(reasons)}")
-    lines += [
-        f"  {UNLINKED}{', '.join(names)}: {reason.removeprefix(UNLINKED)}"
-        for reason, names in unlinked.items()
-    ]
-    if unjoined:
-        counts = ", ".join(
-            who if head == "kernel" else f"{who} ({plural(n, 'kernel')})"
-            for (head, who), n in unjoined.items()
-        )
-        lines.append(
-            f"  not joined: {counts}: they join only where named: use_backend(NAME), "
-            "compare_backends(..., NAME) or registry().joined(NAME)"
-        )
-    return lines
 
 
 class Registry:
@@ -306,6 +275,8 @@ class Registry:
         documents validated by an earlier process come from the per-user JSON cache. A contract
         that loads but can never be dispatched (an unknown op_kind) gives a ContractWarning.
         """
+        from .fkc.validate import check_unique
+
         contracts: list[KernelContract] = []
         providers: dict[str, Provider] = {}
         for path in document_paths(paths):
@@ -398,9 +369,9 @@ class Registry:
             return f"provider {name} is excluded by use_backend"
         named = contract.name in self._joined or contract.name in (providers or ())
         if contract.dispatch == "when_named" and not named:
-            return f"kernel {contract.name} {_WHEN_NAMED.format(name=repr(contract.name))}"
+            return f"kernel {contract.name} {WHEN_NAMED.format(name=repr(contract.name))}"
         if providers is None and not self.joins(contract.provider):
-            return f"provider {name} {_WHEN_NAMED.format(name=repr(name))}"
+            return f"provider {name} {WHEN_NAMED.format(name=repr(name))}"
         return ""
 
     def joined(self, *names: str) -> Registry:

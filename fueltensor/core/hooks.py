@@ -54,8 +54,9 @@ class Hooks:
     """`array_api.numpy_protocols.array_ufunc` (NumPy's `__array_ufunc__`)."""
     array_function: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
     """`array_api.numpy_protocols.array_function` (NumPy's `__array_function__`)."""
-    presenters: dict[tuple[type, Form], Callable[[Any], str]]
-    """(model class, form) -> its presentation, registered by `tools.display.register`."""
+    presenters: dict[tuple[str, Form], Callable[[Any], str]]
+    """(model class name, form) -> its presentation, registered by `tools.display.register`
+    (by name, so that registering needs no class a first operation would load)."""
 
     def __init__(self) -> None:
         self.presenters = {}
@@ -78,7 +79,7 @@ def present(obj: object, form: Form) -> str:
     """`obj` presented as `form`, by the presenter registered for its class (or a base)."""
     presenters = HOOKS.presenters
     for cls in type(obj).__mro__:
-        found = presenters.get((cls, form))
+        found = presenters.get((cls.__name__, form))
         if found is not None:
             return found(obj)
     raise HookNotInstalled(

@@ -14,14 +14,15 @@ in here knows which kernel takes which dtype: that is read from the contracts.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from types import MappingProxyType
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from fueltensor.core.dtypes import DType
-from fueltensor.core.errors import ContractError
+from fueltensor.core.errors import ContractError, plural
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
@@ -37,10 +38,12 @@ from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.engine.steps import Target as Target
 from fueltensor.engine.steps import promote as promote
-from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
-from fueltensor.registry import UNLINKED, Registry, rejection_lines
+from fueltensor.registry import UNLINKED, WHEN_NAMED, Registry
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
@@ -201,6 +204,39 @@ class Planning:
 
     viable: tuple[Plan, ...]
     rejected: Mapping[str, tuple[str, ...]]
+
+
+def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """A plan's rejected contracts as text, one line each, but one line in all for the
+    contracts that join only where named, by provider or by kernel (`Registry.excluded`), and
+    one for those not registrable here for one reason (`UNLINKED`)."""
+    lines: list[str] = []
+    unjoined: Counter[tuple[str, str]] = Counter()
+    unlinked: dict[str, list[str]] = {}
+    for name, reasons in rejected.items():
+        head, _, rest = reasons[0].partition(" ")
+        who, _, tail = rest.partition(" ")
+        when_named = tail == WHEN_NAMED.format(name=repr(who))
+        if len(reasons) == 1 and head in ("provider", "kernel") and when_named:
+            unjoined[head, who] += 1
+        elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
+            unlinked.setdefault(reasons[0], []).append(name)
+        else:
+            lines.append(f"  rejected {name}: {'; '.join(reasons)}")
+    lines += [
+        f"  {UNLINKED}{', '.join(names)}: {reason.removeprefix(UNLINKED)}"
+        for reason, names in unlinked.items()
+    ]
+    if unjoined:
+        counts = ", ".join(
+            who if head == "kernel" else f"{who} ({plural(n, 'kernel')})"
+            for (head, who), n in unjoined.items()
+        )
+        lines.append(
+            f"  not joined: {counts}: they join only where named: use_backend(NAME), "
+            "compare_backends(..., NAME) or registry().joined(NAME)"
+        )
+    return lines
 
 
 def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -> Operand | Shape:

@@ -6,11 +6,13 @@ are made dense one block at a time instead of at the output's size (`blockwise`)
 from __future__ import annotations
 
 import math
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fueltensor.core.layout import Layout, LayoutFlags, broadcast_shapes
 from fueltensor.engine.steps import Operand, Step, StepKind
-from fueltensor.fkc.schema import InputSpec, KernelContract
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import InputSpec, KernelContract
 
 Verdict = tuple[str, ...]
 """Why a contract cannot run the operation: one reason per failed check (empty: it can)."""

@@ -6,27 +6,40 @@ validated but not yet linked to kernels (linking is `fueltensor.registry`'s job)
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import TYPE_CHECKING, Any
 
-from . import cache
-from .files import read_regular
-from .formula import Formula
-from .schema import (
-    LAYOUT_FLAGS,
-    LAYOUT_VALUES,
-    PROSE_KEYS,
-    Caps,
-    Cost,
-    InputSpec,
-    KernelContract,
-    OutputSpec,
-    Precision,
-    Provider,
-    Rule,
-    ShapeConstraint,
-    Source,
-)
-from .validate import build_contract, build_provider, check_unique
+if TYPE_CHECKING:
+    from .formula import Formula
+    from .schema import (
+        LAYOUT_FLAGS,
+        LAYOUT_VALUES,
+        PROSE_KEYS,
+        Caps,
+        Cost,
+        InputSpec,
+        KernelContract,
+        OutputSpec,
+        Precision,
+        Provider,
+        Rule,
+        ShapeConstraint,
+        Source,
+    )
+
+_HOMES = {"Formula": "formula"}
+"""Where each public name lives (the rest in `schema`): imported on first access (PEP 562),
+so that `import fueltensor` does not build the schema's classes before a registry is loaded."""
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, from their modules on first access."""
+    if name not in __all__ or name == "load_document":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f".{_HOMES.get(name, 'schema')}", __name__)
+    return getattr(module, name)
+
 
 __all__ = [
     "LAYOUT_FLAGS",
@@ -55,6 +68,10 @@ def load_document(
     With `cached`, a document validated before (same bytes, same reader code) is taken from the
     per-user JSON cache (`fkc.cache`) instead of being parsed and validated again.
     """
+    from . import cache
+    from .files import read_regular
+    from .validate import build_contract, build_provider, check_unique
+
     name = os.fspath(path)
     try:
         data = read_regular(name)

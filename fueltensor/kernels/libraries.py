@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import hashlib
 import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +36,8 @@ _DIRECTORY: list[tuple[int, Path]] = []
 
 def _directory() -> Path:
     """This process's private directory of library copies, made on first use."""
+    import tempfile  # with shutil and hashlib below: loaded with a first library, not at import
+
     if _DIRECTORY and _DIRECTORY[0][0] == os.getpid():
         return _DIRECTORY[0][1]
     made = Path(tempfile.mkdtemp(prefix="fueltensor-libraries-"))
@@ -50,12 +49,16 @@ def _directory() -> Path:
 def _remove(pid: int, directory: Path) -> None:
     """Remove `directory` at exit, in the process that made it only (not a forked child)."""
     if os.getpid() == pid:
+        import shutil
+
         shutil.rmtree(directory, ignore_errors=True)
 
 
 def load(source: Path) -> Loaded:
     """The library whose bytes are `source`'s now: loaded from a private copy named by their
     digest, or the one loaded before from the same bytes. OSError when dlopen refuses it."""
+    import hashlib
+
     data = source.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     with _LOCK:

@@ -10,21 +10,29 @@ so a notebook shows what a `print` shows, only easier to scan.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fueltensor.core.errors import plural
 from fueltensor.core.hooks import HOOKS, Form
-from fueltensor.core.tensor import FuelTensor
-from fueltensor.engine.planner import Plan
-from fueltensor.fkc.schema import InputSpec, KernelContract
-from fueltensor.registry import Contracts, Registry
 from fueltensor.tools.textwidth import KEYS, fit_table
 
 if TYPE_CHECKING:
+    from fueltensor.core.tensor import FuelTensor
+    from fueltensor.engine.planner import Plan
     from fueltensor.fingerprint import Fingerprint
+    from fueltensor.fkc.schema import InputSpec, KernelContract
+    from fueltensor.registry import Contracts, Registry
+
+
+def escape(text: str) -> str:
+    """`text` with HTML's special characters escaped (html.escape, imported on first display:
+    it loads html.entities' table, which `import fueltensor` need not)."""
+    import html
+
+    return html.escape(text)
+
 
 _STYLE = "border-collapse:collapse;font-family:monospace;font-size:12px;text-align:left"
 _CELL = "padding:2px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top"
@@ -286,14 +294,14 @@ def contract_list_text(contracts: Contracts) -> str:
 def register() -> None:
     """Make these the presentations of the model classes (`fueltensor.core.hooks.present`:
     their `_repr_html_`, and a contract's `str` and `repr`), so no model class imports tools."""
-    presenters: dict[tuple[type, Form], Callable[[Any], str]] = {
-        (FuelTensor, "html"): tensor_html,
-        (Plan, "html"): plan_html,
-        (KernelContract, "html"): contract_html,
-        (KernelContract, "str"): contract_card,
-        (KernelContract, "repr"): contract_repr,
-        (Contracts, "html"): lambda c: contracts_html(c, plural(len(c), "contract")),
-        (Contracts, "repr"): contract_list_text,
-        (Registry, "html"): registry_html,
+    presenters: dict[tuple[str, Form], Callable[[Any], str]] = {
+        ("FuelTensor", "html"): tensor_html,
+        ("Plan", "html"): plan_html,
+        ("KernelContract", "html"): contract_html,
+        ("KernelContract", "str"): contract_card,
+        ("KernelContract", "repr"): contract_repr,
+        ("Contracts", "html"): lambda c: contracts_html(c, plural(len(c), "contract")),
+        ("Contracts", "repr"): contract_list_text,
+        ("Registry", "html"): registry_html,
     }
     HOOKS.presenters.update(presenters)

@@ -365,3 +365,28 @@ def test_import_fueltensor_leaves_the_tools_for_their_first_use() -> None:
     assert after.count("fueltensor.") == 6 and named == "True True"
     with pytest.raises(AttributeError, match="has no attribute 'nonesuch'"):
         ft.nonesuch  # noqa: B018
+
+
+def test_import_fueltensor_leaves_the_contract_schema_for_the_first_registry() -> None:
+    """`import fueltensor` builds no contract class (`fkc.schema`'s dataclasses) and loads no
+    document machinery (the cache, the validator), nor the libraries only a compiled provider
+    or a display needs (html, tempfile): the first operation, which loads the registry, does
+    (issue 44: the import back under 0.15 s)."""
+    code = (
+        "import sys, fueltensor as ft\n"
+        "lazy = ('fueltensor.fkc.schema', 'fueltensor.fkc.cache', 'fueltensor.fkc.validate',"
+        " 'html', 'tempfile')\n"
+        "print(sorted(m for m in lazy if m in sys.modules))\n"
+        "ft.asarray([1.0]) + 1.0\n"
+        "print(sorted(m for m in lazy[:3] if m in sys.modules))\n"
+        "print(ft.registry()['add_f32'].op_kind)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE, check=True
+    )
+    before, after, kind = run.stdout.splitlines()
+    assert before == "[]"
+    assert after == str(
+        sorted(["fueltensor.fkc.schema", "fueltensor.fkc.cache", "fueltensor.fkc.validate"])
+    )
+    assert kind == "AddElementwise"
