@@ -263,3 +263,21 @@ def test_ci_tests_the_compiled_kernels_too() -> None:
     assert built, "CI is set but fueltensor.ext._native was not built (is a C compiler there?)"
     assert NATIVE is not None
     assert ["pure", *(f"native-{isa}" for isa in NATIVE.ISAS)] == IMPLS
+
+
+@impls
+@pytest.mark.parametrize("fmt", [F32, BF16, F16])
+def test_the_remainder_of_near_multiples_is_exact(impl: str, fmt: Fmt) -> None:
+    """`mod` where the quotient sits a few ULP beside an integer up to 2^30: the compiled
+    f32 body divides in double and steps back where the rounded quotient reached the next
+    integer, and hands quotients from 2^29 to the C library's fmodf; every result is the
+    rational reference's, rounded once."""
+    rng = np.random.default_rng(29)
+    n = 400
+    top = 2**12 if fmt is F16 else 2**30  # float16's k * b stays below its 65504
+    b = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 0, n)).astype(fmt.np_dtype)
+    k = rng.integers(1, top, n).astype(np.float64) * rng.choice([-1.0, 1.0], n)
+    a = (k * b.astype(np.float64)).astype(fmt.np_dtype).view(fmt.uint)
+    for step in (-2, -1, 0, 1, 2):
+        near = (a.astype(np.int64) + step).astype(fmt.uint).view(fmt.np_dtype)
+        assert_bits(impl, "mod", fmt, near, b)

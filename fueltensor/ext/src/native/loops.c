@@ -78,7 +78,20 @@
         LANE_LOOPS(T, FLOOR_FN, _Pragma("GCC ivdep"))                                             \
     }
 
-DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, fmodf,
+/* fmodf(a, b), exactly, in double where the quotient Q is below 2^29: t = trunc(a / b) is the
+ * true quotient's integer part, since a non-integer Q of two floats lies at least 2^-24 min(1,
+ * Q) from every integer (a and k * b differ by a multiple of the smaller last bit of the two)
+ * while the division's rounding moves it by at most 2^-53 Q; t * b is exact (29 + 24 <= 53
+ * bits), and so is a - t * b (a multiple of that last bit, below |b|). NaNs, infinities, a zero divisor and
+ * larger quotients go to the C library's fmodf. A zero comes out +0 where fmodf gives a's
+ * sign: the remainder (`T##_mod`) gives every zero the divisor's. */
+INLINE float f32_fmod(float a, float b) {
+    double x = a, y = b, q = x / y;
+    if (!(fabs(q) < 0x1p29) || isinf(y)) return fmodf(a, b);
+    return (float)(x - trunc(q) * y);
+}
+
+DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_fmod,
              copysignf, f32_pow)
 DEFINE_LOOPS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
              0x0008000000000000ull, floor, fmod, copysign, f64_pow)
