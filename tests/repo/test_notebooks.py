@@ -184,7 +184,9 @@ def test_the_backends_notebook_puts_the_frameworks_side_by_side(
             if "text/html" in o.get("data", {})
         ]
         assert "differing elements by class and provider" in html
-        assert all(k in html for k in ("signed zero", "remainder sign", "NaN payload"))
+        assert all(k in html for k in ("signed zero", "NaN payload"))
+        # NumPy's remainder is the default's, the exact one; PyTorch's and JAX's zero signs differ
+        assert ("remainder sign" in html) == bool({"torch", "jax"} & set(here))
     if "torch" in here:  # vector body against scalar tail: both zeros in one call
         signs = shown(nb, "signs of minimum(+0, -0) at length 17").split(": ")[1].strip()
         assert len(signs) == 17 and set(signs) == {"+", "-"}
