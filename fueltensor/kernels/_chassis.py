@@ -164,16 +164,13 @@ def _min_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
 def _mod_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
     """The floored remainder, exact before its one rounding (Python's and NumPy's `%`): fmod,
     which is exact; plus rhs where that is not zero and its sign is not rhs's (one rounded sum,
-    as the C body's `m < 0 != b < 0`, so a NaN is never adjusted); a zero takes rhs's sign; a
-    NaN lhs comes out quieted (the C body's lhs-first rule)."""
+    as the C body's `m < 0 != b < 0`, so a NaN is never adjusted); a zero takes rhs's sign; of
+    two NaNs, lhs's comes out quieted (the C body's lhs-first rule)."""
     np.fmod(lhs, rhs, out=out)
     adjust = (out != 0) & (np.less(out, 0) != np.less(rhs, 0))
     np.add(out, rhs, out=out, where=adjust)
     np.copyto(out, np.copysign(out.dtype.type(0), rhs), where=out == 0)
-    nan = np.isnan(lhs)
-    if nan.any():
-        uint, quiet = _NAN_FIX[out.dtype]
-        np.bitwise_or(lhs.view(uint), quiet, out=out.view(uint), where=nan)
+    keep_lhs_nan(lhs, rhs, out)  # fmod quiets a lone NaN itself; of two, it may return either
 
 
 def _rem_block(lhs: Array, rhs: Array, out: Array, s: Scratch) -> None:
