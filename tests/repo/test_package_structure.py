@@ -345,6 +345,14 @@ def test_the_test_tree_mirrors_the_package() -> None:
     assert sorted({n for n in names if names.count(n) > 1}) == []
 
 
+def _child_lines(code: str) -> list[str]:
+    """What `code` prints in a fresh interpreter started outside the checkout, line by line."""
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE, check=True
+    )
+    return run.stdout.splitlines()
+
+
 def test_import_fueltensor_leaves_the_tools_for_their_first_use() -> None:
     """`import fueltensor` (every CLI call pays it) loads neither the judge, certify, the
     comparison, the checked runs nor `fueltensor.testing`; each arrives on first use."""
@@ -357,10 +365,7 @@ def test_import_fueltensor_leaves_the_tools_for_their_first_use() -> None:
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "print('certify' in dir(ft), ft.certify is ft.tools.certify.certify)\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE, check=True
-    )
-    before, after, named = run.stdout.splitlines()
+    before, after, named = _child_lines(code)
     assert before == "[]"
     assert after.count("fueltensor.") == 6 and named == "True True"
     with pytest.raises(AttributeError, match="has no attribute 'nonesuch'"):
@@ -381,10 +386,7 @@ def test_import_fueltensor_leaves_the_contract_schema_for_the_first_registry() -
         "print(sorted(m for m in lazy[:3] if m in sys.modules))\n"
         "print(ft.registry()['add_f32'].op_kind)\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=OUTSIDE, check=True
-    )
-    before, after, kind = run.stdout.splitlines()
+    before, after, kind = _child_lines(code)
     assert before == "[]"
     assert after == str(
         sorted(["fueltensor.fkc.schema", "fueltensor.fkc.cache", "fueltensor.fkc.validate"])
