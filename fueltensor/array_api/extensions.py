@@ -59,7 +59,7 @@ def einsum(
     )
     if dtype is not None:
         dt = _dtypes.as_dtype(dtype)
-    work = np.float32 if dt is _dtypes.float16 or dt is _dtypes.bfloat16 else dt.np
+    work = np.float32 if dt.narrow else dt.np
     arrays = [a.astype(work, copy=False) for a in arrays]
     return fresh(np.einsum(subscripts, *arrays, optimize=optimize), dt)
 
@@ -82,9 +82,8 @@ def transpose(x: FuelTensor, /, axes: Any = None) -> FuelTensor:
 
 
 def _work(dtype: DType) -> Any:
-    """The NumPy dtype to compute in: float32 for the half types, else the dtype's own."""
-    half = dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
-    return np.float32 if half else dtype.np
+    """The NumPy dtype to compute in: float32 for the narrow formats, else the dtype's own."""
+    return np.float32 if dtype.narrow else dtype.np
 
 
 @host

@@ -30,7 +30,7 @@ def _input(x: FuelTensor, fn: str, category: str) -> np.ndarray:
     dt = tensor(x).dtype
     if dt.category != category:
         raise TypeError(f"fft.{fn} needs a {category} tensor, got {dt.name}")
-    return x._array.astype(np.float32) if dt in (_dtypes.float16, _dtypes.bfloat16) else x._array
+    return x._array.astype(np.float32) if dt.narrow else x._array
 
 
 def _complex_to_complex(fn: Callable[..., np.ndarray], x: FuelTensor, **kw: Any) -> FuelTensor:

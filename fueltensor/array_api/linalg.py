@@ -4,8 +4,8 @@ Dtype rules are the standard's: decompositions, inverses, solves and norms take 
 tensors only (TypeError otherwise); `cross`, `diagonal`, `outer`, `trace` and the main-namespace
 products take any numeric dtype. Results keep the input's dtype, except those the standard
 makes real (eigenvalues, singular values, norms, `logabsdet`: the real dtype of a complex input)
-and `matrix_rank` (int64). bfloat16/float16 are computed in float32 and rounded once to the
-half type, as sums and matrix products are.
+and `matrix_rank` (int64). The narrow formats (bfloat16, float16, the 8-bit ones) are computed in
+float32 and rounded once to their own, as sums and matrix products are.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 
-_HALF = (_dtypes.float16, _dtypes.bfloat16)
 _FLOATING = ("real floating", "complex floating")
 
 
@@ -53,7 +52,7 @@ def _real(dt: DType) -> DType:
 
 
 def _floating(x: FuelTensor, fn: str, *, matrix: bool = True) -> tuple[np.ndarray, DType]:
-    """x's array (half types widened to float32) and dtype; TypeError unless floating-point,
+    """x's array (the narrow formats widened to float32) and dtype; TypeError unless floating-point,
     ValueError if `matrix` and x has fewer than two dimensions."""
     dt = tensor(x).dtype
     if dt.category not in _FLOATING:
@@ -65,17 +64,17 @@ def _floating(x: FuelTensor, fn: str, *, matrix: bool = True) -> tuple[np.ndarra
             f"linalg.{fn} needs a (stack of) matrices of at least 2 dimensions, got shape {x.shape}"
         )
     a = x._array
-    return (a.astype(np.float32) if dt in _HALF else a), dt
+    return (a.astype(np.float32) if dt.narrow else a), dt
 
 
 def _numeric(*xs: FuelTensor, fn: str) -> tuple[list[np.ndarray], DType]:
-    """The operands promoted (half types widened to float32) and their dtype; TypeError for
+    """The operands promoted (the narrow formats widened to float32) and their dtype; TypeError for
     bool."""
     for i, x in enumerate(xs):
         if tensor(x, f"x{i + 1}").dtype.category == "bool":
             raise TypeError(f"linalg.{fn} needs numeric tensors, got bool")
     arrays, dt = promoted(*xs) if len(xs) > 1 else ([xs[0]._array], xs[0].dtype)
-    if dt in _HALF:
+    if dt.narrow:
         arrays = [a.astype(np.float32) for a in arrays]
     return arrays, dt
 

@@ -24,10 +24,9 @@ def _operands(x1: FuelTensor, x2: FuelTensor) -> tuple[np.ndarray, np.ndarray, _
 
 
 def _product(dtype: _dtypes.DType) -> Rule:
-    """The rule of a product of `dtype` operands: half types multiplied in float32 and rounded
-    once to their own dtype."""
-    half = dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
-    return Rule(np.dtype(np.float32), None, dtype) if half else Rule(None, None, dtype)
+    """The rule of a product of `dtype` operands: the narrow formats multiplied in float32 and
+    rounded once to their own dtype."""
+    return Rule(np.dtype(np.float32), None, dtype) if dtype.narrow else Rule(None, None, dtype)
 
 
 @ruled_host("MATMUL", np.matmul, _product)

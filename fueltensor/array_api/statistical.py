@@ -1,8 +1,9 @@
 """The array API's statistical functions: reductions and cumulative sums/products.
 
 Sums and products of integers accumulate in the 64-bit integer of their signedness, bool in
-int64, floats in their own dtype, as the standard says. bfloat16 and float16 accumulate in
-float32 and round once at the end (NumPy would accumulate in the half type).
+int64, floats in their own dtype, as the standard says. The narrow formats (bfloat16, float16,
+the 8-bit ones) accumulate in float32 and round once at the end (NumPy would accumulate in the
+narrow format).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def _accumulated(have: DType, dtype: Any) -> DType:
 
 
 def _pre(dtype: DType) -> np.dtype | None:
-    """What a reduction casts a `dtype` tensor to first: float32 for the half types."""
-    return _F32 if _half(dtype) else None
+    """What a reduction casts a `dtype` tensor to first: float32 for the narrow formats."""
+    return _F32 if dtype.narrow else None
 
 
 def _total(dtype: DType, given: Any = None) -> Rule:
@@ -47,9 +48,9 @@ def _total(dtype: DType, given: Any = None) -> Rule:
 
 
 def _average(dtype: DType) -> Rule:
-    """A mean's, variance's or standard deviation's rule: NumPy's result dtype, a half type's
+    """A mean's, variance's or standard deviation's rule: NumPy's result dtype, a narrow format's
     own."""
-    return Rule(_pre(dtype), None, dtype if _half(dtype) else None)
+    return Rule(_pre(dtype), None, dtype if dtype.narrow else None)
 
 
 def _extreme(dtype: DType) -> Rule:
@@ -66,7 +67,7 @@ def _served(rule: Callable[[DType], Rule]) -> Callable[[DType], Rule | None]:
 def _reduce(
     fn: Callable[..., Any], x: FuelTensor, axis: Axis, keepdims: bool, rule: Rule, **kwargs: Any
 ) -> FuelTensor:
-    """`fn` over the given axes of x as `rule` says (half types computed in float32). Sums,
+    """`fn` over the given axes of x as `rule` says (the narrow formats computed in float32). Sums,
     products and extrema call the ufunc's reduce directly (what np.sum & co. call after a
     Python layer of their own).
 
@@ -85,14 +86,9 @@ def _reduce(
         return fresh(fn(a, axis=over, keepdims=keepdims, **kwargs), rule.out)
 
 
-def _half(dtype: DType) -> bool:
-    """True for the half types (by identity: tuple membership would call DType.__eq__)."""
-    return dtype is _dtypes.float16 or dtype is _dtypes.bfloat16
-
-
 def _work(dtype: DType) -> np.dtype:
-    """The NumPy dtype to accumulate a `dtype` result in (float32 for the half types)."""
-    return _F32 if _half(dtype) else dtype.np
+    """The NumPy dtype to accumulate a `dtype` result in (float32 for the narrow formats)."""
+    return _F32 if dtype.narrow else dtype.np
 
 
 def _extremum(ufunc: np.ufunc, x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:

@@ -5,9 +5,11 @@ NumPy dtype that stores it. It reads as that NumPy dtype to NumPy (`np.dtype(ft.
 `.dtype`), compares equal to it and to its scalar type, and has NumPy's `.kind`/`.itemsize`/
 `.name`; the standard's category (`"real floating"`...) is `.category`.
 
-Promotion follows the array API standard's lattice, extended with
-`bfloat16`/`float16` (half + f32 -> f32, bf16 + f16 -> f32) and, outside the standard, PyTorch's
-category rule for mixed kinds (an integer or bool with a float takes the float).
+Promotion follows the array API standard's lattice, extended with the narrow floating formats
+(`bfloat16`, `float16` and the OCP 8-bit `float8_e4m3fn`, `float8_e5m2`: a narrow format with
+float32 or float64 takes the wider one; two different narrow formats meet in float32, which holds
+every value of each) and, outside the standard, PyTorch's category rule for mixed kinds (an
+integer or bool with a float takes the float).
 """
 
 from __future__ import annotations
@@ -72,6 +74,18 @@ class DType:
         """True for the real floating types (the ones the contracts admit)."""
         return self.category == "real floating"
 
+    @property
+    def numpy_own(self) -> bool:
+        """False for ml_dtypes' formats (bfloat16, the 8-bit floats): dtypes registered with
+        NumPy from outside (`isbuiltin == 2`), which NumPy's DLPack and buffer protocol refuse."""
+        return self.np.isbuiltin != 2
+
+    @property
+    def narrow(self) -> bool:
+        """True for the floating formats narrower than float32 (bfloat16, float16, the 8-bit
+        ones): functions NumPy has no loop of their own for compute them in float32."""
+        return self.category == "real floating" and self.itemsize < 4
+
 
 _NUMPY_KINDS: Final = {
     "bool": "b",
@@ -93,6 +107,10 @@ uint32 = DType("uint32", "U32", np.dtype(np.uint32), "unsigned integer")
 uint64 = DType("uint64", "U64", np.dtype(np.uint64), "unsigned integer")
 float16 = DType("float16", "F16", np.dtype(np.float16), "real floating")
 bfloat16 = DType("bfloat16", "BF16", np.dtype(ml_dtypes.bfloat16), "real floating")
+float8_e4m3fn = DType(
+    "float8_e4m3fn", "F8_E4M3FN", np.dtype(ml_dtypes.float8_e4m3fn), "real floating"
+)
+float8_e5m2 = DType("float8_e5m2", "F8_E5M2", np.dtype(ml_dtypes.float8_e5m2), "real floating")
 float32 = DType("float32", "F32", np.dtype(np.float32), "real floating")
 float64 = DType("float64", "F64", np.dtype(np.float64), "real floating")
 complex64 = DType("complex64", "C64", np.dtype(np.complex64), "complex floating")
@@ -108,6 +126,8 @@ ALL: Final[tuple[DType, ...]] = (
     uint16,
     uint32,
     uint64,
+    float8_e4m3fn,
+    float8_e5m2,
     float16,
     bfloat16,
     float32,
@@ -155,7 +175,8 @@ _SIGNED_BY_BITS: Final = {8: int8, 16: int16, 32: int32, 64: int64}
 
 
 def _float_rank(d: DType) -> int:
-    return {float16: 0, bfloat16: 0, float32: 1, float64: 2}[d]
+    """0 for the narrow formats (two different ones meet in float32), 1 float32, 2 float64."""
+    return 0 if d.narrow else {float32: 1, float64: 2}[d]
 
 
 def _promote_ints(a: DType, b: DType) -> DType:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import with_article
 
 if TYPE_CHECKING:
@@ -72,11 +71,13 @@ def dlpack(
     dl_device: tuple[int, int] | None = None,
     copy: bool | None = None,
 ) -> Any:
-    """A DLPack capsule of these elements (NumPy exports it; bfloat16 has no NumPy export)."""
-    if self.dtype is _dtypes.bfloat16:
+    """A DLPack capsule of these elements (NumPy exports it; ml_dtypes' formats, bfloat16 and
+    the 8-bit floats, have no NumPy export)."""
+    if not self.dtype.numpy_own:
+        bits = f"uint{8 * self.dtype.itemsize}"
         raise BufferError(
-            "NumPy cannot export bfloat16 through DLPack; export "
-            "astype(x, float32), or the bits as uint16"
+            f"NumPy cannot export {self.dtype.name} through DLPack; export "
+            f"astype(x, float32), or its bits as {bits}"
         )
     return self._array.__dlpack__(
         stream=stream, max_version=max_version, dl_device=dl_device, copy=copy

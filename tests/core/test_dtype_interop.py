@@ -10,7 +10,9 @@ import pytest
 import fueltensor as ft
 from fueltensor.core import dtypes as _dtypes
 
-NUMPY_NAMES = [d.name for d in _dtypes.ALL if d is not ft.bfloat16]
+ML_DTYPES = ["bfloat16", "float8_e4m3fn", "float8_e5m2"]
+"""The formats ml_dtypes stores (NumPy reads them as extension dtypes)."""
+NUMPY_NAMES = [d.name for d in _dtypes.ALL if d.name not in ML_DTYPES]
 
 
 @pytest.mark.parametrize("name", NUMPY_NAMES)
@@ -23,13 +25,16 @@ def test_numpy_reads_and_equals_each_dtype(name: str) -> None:
     assert (dt.kind, dt.itemsize, dt.name) == (ref.kind, ref.itemsize, ref.name)
     assert np.zeros(2, dtype=dt).dtype == ref
     assert np.issubdtype(dt, np.number) == np.issubdtype(ref, np.number)
+    assert dt.numpy_own
 
 
-def test_bfloat16_is_ml_dtypes_bfloat16() -> None:
-    assert np.dtype(ft.bfloat16) == np.dtype(ml_dtypes.bfloat16)
-    assert ft.bfloat16 == ml_dtypes.bfloat16
-    assert (ft.bfloat16.kind, ft.bfloat16.itemsize) == ("f", 2)
-    assert ft.bfloat16.category == "real floating"
+@pytest.mark.parametrize("name", ML_DTYPES)
+def test_the_ml_dtypes_formats_are_ml_dtypes_own(name: str) -> None:
+    dt, ref = getattr(ft, name), getattr(ml_dtypes, name)
+    assert np.dtype(dt) == np.dtype(ref) and dt == ref
+    assert (dt.kind, dt.itemsize) == ("f", 2 if name == "bfloat16" else 1)
+    assert dt.category == "real floating" and dt.narrow
+    assert not dt.numpy_own
 
 
 def test_distinct_fueltensor_dtypes_never_compare_equal() -> None:
