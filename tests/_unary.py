@@ -67,13 +67,28 @@ def negative_zero_exp(x: np.ndarray, *, out: np.ndarray) -> None:
         out[np.isneginf(x.astype(np.float64))] = -0.0
 
 
-def registry_of(folder: Path, *kernels: tuple[str, str, float, Callable[..., None]]) -> ft.Registry:
+def flushing_exp(x: np.ndarray, *, out: np.ndarray) -> None:
+    """`honest_exp` on a machine that flushes: subnormal inputs read as zeros of their sign
+    (exp gives 1), subnormal results written as zeros of their sign."""
+    f = float_format(x.dtype)
+    sign, smallest_normal = f.uint.type(f.sign_bit), f.uint.type(1 << f.mantissa)
+    u = x.view(f.uint)
+    honest_exp(np.where((u & ~sign) < smallest_normal, u & sign, u).view(x.dtype), out=out)
+    got = out.view(f.uint)
+    got[(got & ~sign) < smallest_normal] &= sign
+
+
+def registry_of(
+    folder: Path,
+    *kernels: tuple[str, str, float, Callable[..., None]],
+    semantics: str = SEMANTICS,
+) -> ft.Registry:
     """Provider `unary-test` registered with exp kernels (name, fkc, max_ulp, thunk), and the
-    registry of its document (written into `folder`)."""
+    registry of its document (written into `folder`), each declaring `semantics`."""
     links = {f"unary_test::{name}": fn for name, _, _, fn in kernels}
     ft.register_provider("unary-test", links)
     text = documents.front("unary-test", "unary-test", "t", "v1", "unary-test")
-    text += "".join(section(name, fkc, ulp) for name, fkc, ulp, _ in kernels)
+    text += "".join(section(name, fkc, ulp, semantics) for name, fkc, ulp, _ in kernels)
     path = folder / "unary.md"
     path.write_text(text, encoding="utf-8")
     return ft.Registry.from_paths([path])

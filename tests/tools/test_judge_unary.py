@@ -13,7 +13,14 @@ import gmpy2
 import ml_dtypes
 import numpy as np
 import pytest
-from _unary import honest_exp, negative_zero_exp, registry_of, two_ulp_exp
+from _unary import (
+    SEMANTICS,
+    flushing_exp,
+    honest_exp,
+    negative_zero_exp,
+    registry_of,
+    two_ulp_exp,
+)
 
 from fueltensor.ops import BY_KIND, UNARY_OPS, ContractOp, OpKind
 from fueltensor.testing import float_format
@@ -130,6 +137,20 @@ def test_an_exp_of_minus_infinity_giving_minus_zero_fails_naming_it(tmp_path: Pa
     assert zero and "inputs (x -inf (0xff80)) -> got -0 (0x8000), expected 0 (0x0000)" in zero[0]
     special = [f for f in row.failures if "exp(-inf)" in f]
     assert special and "gave -0 (0x8000)" in special[0]
+
+
+def test_a_flushing_exp_passes_as_flushed_and_fails_as_kept(tmp_path: Path) -> None:
+    # Flushed, for a unary function, is f of the input read as a zero of its sign, its result
+    # flushed: exp of a subnormal is 1, not 0 (as JAX's XLA CPU computes).
+    flushed = SEMANTICS.replace("subnormals: kept", "subnormals: flushed")
+    kernels = [("exp_f32", "F32", 1, flushing_exp), ("exp_bf16", "BF16", 0, flushing_exp)]
+    report = judge(registry_of(tmp_path, *kernels, semantics=flushed), quick=True, progress=False)
+    assert report.ok, report.failures
+    report = judge(registry_of(tmp_path, *kernels), quick=True, progress=False)
+    for row in report.rows:  # exp(subnormal) is 1 either way: the flushed results fail
+        found = [f for f in row.failures if f.startswith("semantics: subnormals kept, but exp(")]
+        assert found and all("gave +0 (" in f for f in found), row.failures
+        assert any(f.startswith("precision:") and "subnormal" in f for f in row.failures)
 
 
 @pytest.mark.parametrize("row", UNARY_OPS, ids=lambda r: r.name)

@@ -46,6 +46,7 @@ from fueltensor.tools.judge.cases import (
     fixed_nan,
     infinity,
     is_nan,
+    is_subnormal,
     number,
     value,
 )
@@ -160,9 +161,17 @@ def _exact(case: Case) -> int:
 
 
 def _subnormals(declared: str, case: Case, pattern: int) -> bool:
-    if declared == "flushed":
-        return pattern & ~case.format.sign_bit == 0
-    return pattern == _exact(case)
+    """Kept: the exact (correctly rounded) result. Flushed: a binary case's result is a zero;
+    a unary function's is its correctly rounded value at the input read as a zero of its sign
+    (log of a flushed subnormal is -inf, exp of one is 1), a subnormal result flushed too."""
+    if declared != "flushed":
+        return pattern == _exact(case)
+    f = case.format
+    if case.arity == 2:
+        return pattern & ~f.sign_bit == 0
+    zero = case.lhs & f.sign_bit if is_subnormal(f, case.lhs) else case.lhs
+    want = _exact(replace(case, lhs=zero))
+    return pattern == (want & f.sign_bit if is_subnormal(f, want) else want)
 
 
 def _special(_: object, case: Case, pattern: int) -> bool:
