@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.core.errors import ContractWarning
 from fueltensor.engine.steps import StepKind
-from fueltensor.ops import UNARY_OPS, ContractOp, Integers
+from fueltensor.ops import BY_NAME, UNARY_OPS, ContractOp, Integers
 from fueltensor.testing import float_format, special_values
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -210,9 +210,12 @@ def test_use_backend_restricts_the_unary_operations() -> None:
     x = ft.asarray(np.linspace(-2, 2, 5, dtype=np.float32))
     with ft.use_backend("reference"):
         assert ft.explain(function(row), x).kernel.name == f"broadcast_{row.kernel_op}"  # type: ignore[union-attr]
+    with ft.use_backend("numpy"):  # NumPy's own exp, its contract in contracts/numpy.md
+        assert ft.explain(function(row), x).kernel_name == f"numpy_{row.kernel_op}_f32"
+    lacking = BY_NAME["sigmoid"]  # NumPy has no sigmoid: no contract of numpy's takes it
     with ft.use_backend("numpy"), pytest.raises(ft.NoKernelError) as refused:
-        function(row)(x)  # the frameworks have no unary contracts yet
-    assert f"broadcast_{row.kernel_op}: provider fuel-reference-backend is excluded" in str(
+        function(lacking)(x)
+    assert f"broadcast_{lacking.kernel_op}: provider fuel-reference-backend is excluded" in str(
         refused.value
     )
     with ft.use_backend("numpy"):  # no contract of any provider takes integers: the host

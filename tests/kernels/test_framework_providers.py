@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +22,7 @@ from fueltensor.cli import main
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.engine.steps import StepKind
 from fueltensor.kernels.frameworks import jax_provider, torch_provider
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import BINARY_OPS, UNARY_OPS
 from fueltensor.testing import bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -279,3 +280,88 @@ def test_judge_audits_a_named_provider_only() -> None:
         len(c.inputs[0].dtypes) for c in reg if c.provider.name == "numpy" and c.registrable
     )
     assert report.ok, report.failures
+
+
+# -- the unary rows ---------------------------------------------------------------------------
+
+UNARY_HOMES = {"sigmoid": "jax.nn", "erf": "jax.scipy.special", "rsqrt": "jax.lax"}
+"""Where JAX keeps the functions jax.numpy lacks (the others are jax.numpy's)."""
+
+
+def _direct_unary(name: str, fn: str, base: np.ndarray, layout: str) -> np.ndarray:
+    """The framework's own unary function on its own view of the base (torch on a torch view:
+    PyTorch runs a strided operand through another loop than a dense one), as its user calls
+    it."""
+    operand = _views(base)[layout]
+    if name == "numpy":
+        with np.errstate(all="ignore"):
+            return np.asarray(getattr(np, fn)(operand(base)))
+    if name == "torch":
+        torch = framework("torch")
+        return _to_numpy(getattr(torch, fn)(operand(_torch_tensor(base))), base.dtype)
+    jax = framework("jax")
+    module = importlib.import_module(UNARY_HOMES.get(fn, "jax.numpy"))
+    with jax.enable_x64(base.dtype == np.float64):
+        return np.asarray(getattr(module, fn)(operand(base)))
+
+
+def _declared(name: str, op: Any, fkc: str) -> list[Any]:
+    """The framework's contracts of a unary row at a dtype (none where its document says the
+    framework breaks one of the row's special cases)."""
+    return [
+        c
+        for c in ft.registry().for_op(op.op_kind)
+        if c.provider.name == name and fkc in c.inputs[0].dtypes
+    ]
+
+
+@pytest.mark.parametrize("fkc", ["F32", "F64", "BF16", "F16"])
+@pytest.mark.parametrize("op", UNARY_OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_a_unary_wrapper_returns_the_frameworks_own_bits(name: str, op: Any, fkc: str) -> None:
+    framework(name)
+    declared = _declared(name, op, fkc)
+    if not declared:
+        pytest.skip(f"{name} declares no {op.name} at {fkc} (its document says why)")
+    dtype = BY_FKC[fkc].np
+    base = _base(dtype, seed=hash((name, op.name, fkc)) % 2**32)
+    tensor = ft.asarray(base)
+    for layout in ("contiguous", "strided", "offset", "reversed", "transposed"):
+        view = _views(base)[layout]
+        with ft.use_backend(name):
+            plan = ft.explain(getattr(ft, op.name), view(tensor))
+            got = np.asarray(getattr(ft, op.name)(view(tensor)))
+        want = _direct_unary(name, op.name, base, layout)
+        assert plan.kernel_name == declared[0].name, str(plan)
+        assert np.array_equal(bits(got), bits(want)), (name, op.name, fkc, layout)
+
+
+def test_compare_backends_compares_exp_across_the_installed_frameworks() -> None:
+    names = [n for n in FRAMEWORKS if importlib.util.find_spec(n) is not None]
+    x = ft.asarray(np.float32([0.0, -0.0, 1.0, -88.5, 80.0, np.inf, -np.inf, np.nan, 0.5]))
+    with ft.compare_backends("cpu", *names) as report:
+        got = ft.exp(x)
+    rows = list(report)  # one comparison per named framework, each against the default
+    assert sorted(r.provider for r in rows) == sorted(names) and all(r.compared for r in rows)
+    assert all(r.kernels == ("exp_f32", f"{r.provider}_exp_f32") for r in rows)
+    for r in rows:
+        want = np.asarray(ft.exp(x))
+        assert r.equal == r.count - sum(r.classes.values()) and r.count == x.size
+    assert np.array_equal(bits(np.asarray(got)), bits(want))  # the default kernel's result
+
+
+def test_the_judge_fails_numpy_exp_declared_correctly_rounded(tmp_path: Any) -> None:
+    # NumPy's float32 exp (its SIMD loop) is not correctly rounded: declared so, it fails,
+    # naming an input.
+    path = ft.registry()["numpy_exp_f32"].source.path
+    text = Path(path).read_text(encoding="utf-8")
+    start = text.index("kernel: numpy_exp_f32\n")
+    at = text.index("  max_ulp: ", start)
+    end = text.index("\n", at)
+    doc = tmp_path / "numpy.md"
+    doc.write_text(text[:at] + "  max_ulp: 0" + text[end:], encoding="utf-8")
+    reg = ft.Registry.from_paths([doc]).joined("numpy")
+    report = ft.judge(reg, kernels=["numpy_exp_f32"], quick=True, progress=False)
+    (row,) = report.rows
+    assert not report.ok and row.measured_ulp >= 1
+    assert any("declared max_ulp 0" in f and "inputs (x " in f for f in row.failures)

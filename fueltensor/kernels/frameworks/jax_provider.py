@@ -1,6 +1,7 @@
-"""JAX (CPU) as a contract provider: `jax.numpy.add` ... `jax.numpy.remainder`, and
-`jnp.power(x, k)` for an integer power (JAX's `lax.integer_pow`), as a JAX user calls them on
-NumPy operands (contracts/jax.md).
+"""JAX (CPU) as a contract provider: `jax.numpy.add` ... `jax.numpy.remainder`, the unary
+functions where JAX keeps them (`jax.numpy.exp`, `jax.nn.sigmoid`, `jax.scipy.special.erf`,
+`jax.lax.rsqrt` ...), and `jnp.power(x, k)` for an integer power (JAX's `lax.integer_pow`), as
+a JAX user calls them on NumPy operands (contracts/jax.md).
 
 JAX copies every NumPy operand into a buffer of its own whatever its layout, so the documents
 admit strided, offset, reversed and broadcast operands and the planner adds no Contiguize (the
@@ -31,6 +32,22 @@ _FUNCTIONS: Final = tuple(op.host.__name__ for op in BINARY_OPS)
 """The `jax.numpy` functions of the binary operations: jax.numpy spells NumPy's, so they are
 the op table's ufuncs' names (`add` ... `power`, `remainder`)."""
 
+_UNARY_CALLS: Final = (
+    "jax.numpy.exp",
+    "jax.numpy.log",
+    "jax.numpy.tanh",
+    "jax.nn.sigmoid",
+    "jax.scipy.special.erf",
+    "jax.numpy.sqrt",
+    "jax.lax.rsqrt",
+    "jax.numpy.sin",
+    "jax.numpy.cos",
+    "jax.numpy.abs",
+    "jax.numpy.negative",
+)
+"""The unary rows' entry points: JAX's own function of each, in the module JAX keeps it in
+(each name ends with the row's name)."""
+
 _F64: Final = np.dtype(np.float64)
 
 
@@ -41,13 +58,13 @@ def _jax() -> tuple[Any, Any, Any]:
     return jax, importlib.import_module("jax.numpy"), jax.devices("cpu")[0]
 
 
-def _call(name: str, dtype: np.dtype, *args: Any) -> np.ndarray:
-    """`jax.numpy.<name>(*args)` on the CPU device, F64 under the scoped x64 switch; the
-    result as a NumPy array."""
-    jax, jnp, cpu = _jax()
+def _call(name: str, dtype: np.dtype, *args: Any, module: str = "jax.numpy") -> np.ndarray:
+    """`<module>.<name>(*args)` on the CPU device, F64 under the scoped x64 switch; the result
+    as a NumPy array."""
+    jax, _, cpu = _jax()
     x64 = jax.enable_x64(True) if dtype == _F64 else nullcontext()
     with x64, jax.default_device(cpu):
-        return np.asarray(getattr(jnp, name)(*args))
+        return np.asarray(getattr(importlib.import_module(module), name)(*args))
 
 
 def _binary(name: str) -> KernelFn:
@@ -55,6 +72,18 @@ def _binary(name: str) -> KernelFn:
 
     def kernel(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
         deliver(_call(name, out.dtype, lhs, rhs), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
+    return kernel
+
+
+def _unary(entry: str) -> KernelFn:
+    """A kernel calling JAX's function `entry` ("jax.nn.sigmoid") on `x` and copying the
+    result's bits into `out`."""
+    module, name = entry.rsplit(".", 1)
+
+    def kernel(x: np.ndarray, *, out: np.ndarray) -> None:
+        deliver(_call(name, out.dtype, x, module=module), out)
 
     kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
     return kernel
@@ -68,6 +97,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
+    **{entry: _unary(entry) for entry in _UNARY_CALLS},
     "jax.numpy.power(x, int)": _integer_power,
 }
 

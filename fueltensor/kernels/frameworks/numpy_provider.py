@@ -1,5 +1,6 @@
-"""NumPy as a contract provider: each operation's ufunc (`np.add` ... `np.remainder`), and
-`x ** k` for an integer power, as a NumPy user calls them (contracts/numpy.md).
+"""NumPy as a contract provider: each operation's ufunc (`np.add` ... `np.remainder`; `np.exp`
+... `np.negative` for the unary rows NumPy has a ufunc of), and `x ** k` for an integer power,
+as a NumPy user calls them (contracts/numpy.md).
 
 NumPy takes strided, offset, reversed and broadcast (stride-0) operands as they are, so its
 contracts admit every layout and the planner adds no Contiguize in front of them.
@@ -17,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import BINARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -35,6 +36,18 @@ def _binary(fn: Callable[..., Any]) -> KernelFn:
     return kernel
 
 
+def _unary(fn: np.ufunc) -> KernelFn:
+    """A kernel running the ufunc `fn(x)` under NumPy's all-ignore error state, its result's
+    bits copied into `out`."""
+
+    def kernel(x: np.ndarray, *, out: np.ndarray) -> None:
+        with silenced():
+            deliver(np.asarray(fn(x)), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"numpy_{fn.__name__}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: NumPy's own integer-power path (k = 2 is `np.square`,
     -1 `np.reciprocal`, 1 a copy, 0.5 `np.sqrt`; other k `np.power`)."""
@@ -44,9 +57,16 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"numpy.{op.host.__name__}": _binary(op.host) for op in BINARY_OPS},
+    **{
+        f"numpy.{op.name}": _unary(getattr(np, op.name))
+        for op in UNARY_OPS
+        if isinstance(getattr(np, op.name, None), np.ufunc)
+    },
     "numpy.ndarray.__pow__(int)": _integer_power,
 }
-"""Entry point -> kernel: `numpy.<ufunc>` for the eight operations (the op table's ufuncs)."""
+"""Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations (the op table's
+ufuncs) and for each unary row NumPy names by the row's own name (`numpy.exp`, `numpy.abs`;
+NumPy has no sigmoid, erf or rsqrt)."""
 
 
 def environment() -> MeasuredOn:

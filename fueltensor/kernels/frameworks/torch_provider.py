@@ -1,5 +1,6 @@
-"""PyTorch (CPU) as a contract provider: `torch.add` ... `torch.remainder`, and `x ** k` for an
-integer power, as a PyTorch user calls them on CPU tensors (contracts/torch.md).
+"""PyTorch (CPU) as a contract provider: `torch.add` ... `torch.remainder`, `torch.exp` ...
+`torch.negative` for the unary rows, and `x ** k` for an integer power, as a PyTorch user calls
+them on CPU tensors (contracts/torch.md).
 
 Operands reach PyTorch through DLPack as views of the caller's memory (read-only ones too,
 with no copy and no warning): strided, offset and broadcast (stride-0) operands as they are.
@@ -20,6 +21,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
+from fueltensor.ops import UNARY_OPS
 
 FRAMEWORK: Final = Framework(
     "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
@@ -77,6 +79,17 @@ def _binary(name: str) -> KernelFn:
     return kernel
 
 
+def _unary(name: str) -> KernelFn:
+    """A kernel calling `torch.<name>(x)` and copying the result's bits into `out`."""
+
+    def kernel(x: np.ndarray, *, out: np.ndarray) -> None:
+        torch = _torch()
+        deliver(_numpy(torch, getattr(torch, name)(_tensor(torch, x)), out.dtype), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"torch_{name}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: `torch.pow(Tensor, Scalar)`, PyTorch's integer-exponent
     path (k = 2 and 3 multiply, -1 and -2 take reciprocals, other k `std::pow`)."""
@@ -87,8 +100,12 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
+    **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
     "torch.pow(Tensor, int)": _integer_power,
 }
+"""Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
+for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`) and the
+integer power."""
 
 
 def environment() -> MeasuredOn:
