@@ -220,6 +220,44 @@ BACKENDS: Cells = [
         "(`fueltensor judge --provider torch` and `jax` do the same; they take minutes).",
     ),
     ("py", "audit = ft.judge(provider='numpy', quick=True, progress=False)\naudit"),
+    (
+        "md",
+        "## exp, the same function in three libraries\n\nThe unary functions are contracts "
+        "too: `ft.exp(x)` under `compare_backends` runs fueltensor's `exp_f32` beside each "
+        "framework's, and names the lanes where they differ.",
+    ),
+    (
+        "py",
+        "x = ft.asarray(np.float32([1.0, 25.9943848, -0.123387642, 80.0, -88.5, 0.0]))\n"
+        "with ft.compare_backends('cpu', *frameworks) as exp_report:\n"
+        "    ft.exp(x)\nexp_report",
+    ),
+    (
+        "md",
+        "## Every float32 input\n\nA float32 function has 2^32 inputs: `fueltensor certify` "
+        "runs all of them through the kernel and checks each against the correctly rounded "
+        "value (the C library's double exp rounded once, MPFR where that lies near a rounding "
+        "boundary). The certificates of fueltensor's `exp_f32`, NumPy's and PyTorch's, made on "
+        "the 2-core development machine (AMD EPYC, AVX2; NumPy 2.4.6, torch 2.13.0+cpu), are "
+        "in `benchmarks/certificates/`; this reads them (no framework needed). Another CPU "
+        "(AVX-512, another NumPy) runs other loops: certify there to see its table.",
+    ),
+    (
+        "py",
+        "from pathlib import Path\n\n"
+        "from fueltensor.tools.certify.histograms import histograms\n\n"
+        "CERTIFICATES = Path('..') / 'benchmarks' / 'certificates'\n"
+        "TEXTS = ('cpu/exp_f32.txt', 'numpy/numpy_exp_f32.txt', 'torch/torch_exp_f32.txt')\n"
+        "exp_f32 = histograms(CERTIFICATES / text for text in TEXTS)\nexp_f32",
+    ),
+    (
+        "md",
+        "`0 ULP, other bits`: a NaN input whose result is a NaN of other bits than the "
+        "input's, quieted (NumPy's float32 loop returns the positive quiet NaN with no "
+        "payload). NumPy's loop here is its AVX2 float32 evaluation; fueltensor's evaluates "
+        "in double and rounds once.",
+    ),
+    ("py", "exp_f32.plot()"),
 ]
 
 JUDGE: Cells = [

@@ -1,4 +1,5 @@
-"""Figures of the reports: `ComparisonReport.plot()` and `JudgeReport.plot()` call these.
+"""Figures of the reports: `ComparisonReport.plot()`, `JudgeReport.plot()` and
+`Histograms.plot()` (certificates side by side) call these.
 
 matplotlib is the `plot` extra (`pip install "fueltensor[plot]"`), imported on the first call:
 `import fueltensor` never pays for it. Each function returns a titled matplotlib `Figure`, laid
@@ -210,4 +211,26 @@ def judge_figure(report: JudgeReport) -> Figure:
         f"(measured on {report.machine.cpu})",
         fontsize=11,
     )
+    return fig
+
+
+def histograms_figure(
+    bars: Sequence[tuple[str, Sequence[int]]], buckets: Sequence[str], swept: int
+) -> Figure:
+    """Certificates' histograms as bars (`Histograms.plot()`): a group per bucket (`buckets`,
+    their titles), a bar per certificate (`bars`: its name and its count in each bucket), log
+    scale: how many inputs each kernel got exactly right, and how far off the rest were."""
+    from matplotlib.scale import LogScale
+
+    fig, (ax,) = _figure(2.6 + 1.1 * len(buckets), 3.0)
+    width = 0.8 / max(len(bars), 1)
+    for i, (name, counts) in enumerate(bars):
+        xs = [j + width * (i - (len(bars) - 1) / 2) for j in range(len(buckets))]
+        ax.bar(xs, counts, width, label=name)
+    ax.set_yscale(LogScale.name)
+    ax.set_xticks(range(len(buckets)), buckets)
+    ax.set_ylabel(f"inputs (of {swept:,})")
+    ax.set_xlabel("distance from the correctly rounded result")
+    ax.legend(fontsize=8)
+    ax.set_title("certificates: every input, by its distance in ULP", fontsize=10)
     return fig

@@ -16,6 +16,8 @@ import nbformat
 import pytest
 from _extras import ROOT, needs
 
+from fueltensor.tools.certify.histograms import read
+
 NOTEBOOKS = ROOT / "notebooks"
 NAMES = (
     "01_tour.ipynb",
@@ -57,10 +59,14 @@ _EXECUTED: dict[str, nbformat.NotebookNode] = {}
 
 
 def executed(name: str, kernel_name: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The notebook run top to bottom in a real kernel (once per test session)."""
+    """The notebook run top to bottom in a real kernel (once per test session), in a scratch
+    folder laid out as the checkout is (its `notebooks/`, beside a link to `benchmarks/`, whose
+    certificates the backends notebook reads), so that nothing it writes lands in the repo."""
     from nbclient import NotebookClient
 
     if name not in _EXECUTED:
+        (tmp / "benchmarks").symlink_to(ROOT / "benchmarks", target_is_directory=True)
+        (tmp / "notebooks").mkdir()
         monkeypatch.setenv("JUPYTER_PATH", kernel_name)
         monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
         monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -69,7 +75,7 @@ def executed(name: str, kernel_name: str, tmp: Path, monkeypatch: pytest.MonkeyP
             nb,
             kernel_name="fueltensor-test",
             timeout=120,
-            resources={"metadata": {"path": str(tmp)}},
+            resources={"metadata": {"path": str(tmp / "notebooks")}},
         )
         client.execute()
         _EXECUTED[name] = nb
@@ -190,6 +196,14 @@ def test_the_backends_notebook_puts_the_frameworks_side_by_side(
     if "torch" in here:  # vector body against scalar tail: both zeros in one call
         signs = shown(nb, "signs of minimum(+0, -0) at length 17").split(": ")[1].strip()
         assert len(signs) == 17 and set(signs) == {"+", "-"}
+    # exp on every float32 input: the three committed certificates, read from their texts
+    texts = ("cpu/exp_f32", "numpy/numpy_exp_f32", "torch/torch_exp_f32")
+    rows = [read(ROOT / "benchmarks" / "certificates" / f"{t}.txt") for t in texts]
+    assert shown(nb, "exp_f32 = histograms(") == (
+        "<Histograms: " + ", ".join(f"{r.kernel} ({r.provider})" for r in rows) + ">"
+    )
+    (plot,) = [c for c in nb.cells if c.cell_type == "code" and c.source == "exp_f32.plot()"]
+    assert any("image/png" in o.get("data", {}) for o in plot.outputs)
     reg = ft.registry()
     audits = sum(len(c.inputs[0].dtypes) for c in reg if c.provider.name == "numpy")
     assert shown(nb, "audit = ft.judge(provider='numpy'") == (
