@@ -352,9 +352,10 @@ def test_compare_backends_compares_exp_across_the_installed_frameworks() -> None
 
 def test_the_judge_fails_numpy_exp_declared_correctly_rounded(tmp_path: Any) -> None:
     # NumPy's float32 exp (its SIMD loop) is not correctly rounded: declared so, it fails,
-    # naming an input.
+    # naming an input. Without `measured_on`, another NumPy or CPU than the document's is held
+    # to it too (the judge would report what differs there as notes).
     path = ft.registry()["numpy_exp_f32"].source.path
-    text = Path(path).read_text(encoding="utf-8")
+    text = re.sub(r"\n  measured_on: \{.*\}", "", Path(path).read_text(encoding="utf-8"))
     start = text.index("kernel: numpy_exp_f32\n")
     at = text.index("  max_ulp: ", start)
     end = text.index("\n", at)
