@@ -52,16 +52,17 @@ _F64: Final = np.dtype(np.float64)
 
 
 @cache
-def _jax() -> tuple[Any, Any, Any]:
-    """jax, jax.numpy and the CPU device, imported on the first kernel call."""
+def _jax() -> tuple[Any, Any]:
+    """jax and its CPU device, imported on the first kernel call (each function's module by
+    `_call`)."""
     jax = FRAMEWORK.load()
-    return jax, importlib.import_module("jax.numpy"), jax.devices("cpu")[0]
+    return jax, jax.devices("cpu")[0]
 
 
 def _call(name: str, dtype: np.dtype, *args: Any, module: str = "jax.numpy") -> np.ndarray:
     """`<module>.<name>(*args)` on the CPU device, F64 under the scoped x64 switch; the result
     as a NumPy array."""
-    jax, _, cpu = _jax()
+    jax, cpu = _jax()
     x64 = jax.enable_x64(True) if dtype == _F64 else nullcontext()
     with x64, jax.default_device(cpu):
         return np.asarray(getattr(importlib.import_module(module), name)(*args))
