@@ -5,7 +5,8 @@
  *
  * One pass per element instead of NumPy's several: maximum/minimum pick lhs on a ±0 tie in the
  * same compare, and the half types widen, compute and narrow tile by tile in L1 (F16C on x86).
- * Build with -ffp-contract=off and without -ffast-math: every step is one rounded IEEE operation.
+ * Build with -ffp-contract=off and without -ffast-math: every step is one rounded IEEE operation
+ * (unary.c alone lets its polynomials fuse a multiply and an add: its header says why).
  * The NaN rules are explicit, never left to the operand order the compiler picks: arithmetic
  * returns the first NaN operand (lhs first) quieted, maximum/minimum a NaN operand unchanged.
  */
@@ -18,7 +19,7 @@
  *   bodies.c        one kernel body per instruction set, tiled, with streamed stores
  *   pool.c          all cores at large sizes: the persistent worker pool
  *   powi.c          integer powers (PowIElementwise) in vector blocks
- *   unary.c         the unary functions: in double, rounded once (exp in vectors)
+ *   unary.c         the unary functions: in double vectors, rounded once
  *   nan_scan.c      the oracle's NaN scan, for `_fast`
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided

@@ -4,15 +4,25 @@
  * ONCE to the dtype: F64 is the C library's double function; F32 rounds the double result to
  * float; BF16 and F16 round it to float *to odd* (truncated, the last bit set when inexact),
  * which the one rounding to the half type then makes a correct single rounding (a float carries
- * more than a half's bits plus two). exp, sigmoid, log, tanh, sin and cos are evaluated in
- * double vectors (below, each within 2^-40 relative of the exact value, so the one rounding to
+ * more than a half's bits plus two). exp, sigmoid, log, tanh, sin, cos and rsqrt are evaluated
+ * in double vectors (below, each within 2^-40 relative of the exact value, so the one rounding to
  * a float or half is correct but where the exact value lies within 2^-40 of a rounding
- * boundary); erf, sqrt and rsqrt call the C library's double function per lane. abs and negative change the sign bit
- * alone, so a NaN keeps its payload and its signalling bit (IEEE 754's sign-bit operations).
- * Every other function returns a NaN operand quieted, its payload kept, and an invalid
- * operation's default NaN (log(-1), sqrt(-1), sin(inf)), as the C library does. */
+ * boundary), four vectors a block so that their chains interleave; erf calls the C library's
+ * double function per lane. abs and negative change the sign bit alone, so a NaN keeps its
+ * payload and its signalling bit (IEEE 754's sign-bit operations). Every other function returns
+ * a NaN operand quieted, its payload kept, and an invalid operation's default NaN (log(-1),
+ * sqrt(-1), sin(inf)), as the C library does.
+ *
+ * Unlike the binary kernels' formulas, whose every step is one rounded operation (the build's
+ * -ffp-contract=off), this file lets the compiler fuse a multiply and an add (FMA where the
+ * instruction set has one: the avx2 and avx512 bodies; the baseline has none): its polynomials
+ * are bounds, not formulas, and a fused step is the more accurate. The certificates prove each
+ * build's F32 and half results (benchmarks/certificates/cpu). errno is never read: no-math-errno
+ * makes a square root one instruction. */
 
 #pragma GCC diagnostic ignored "-Wpsabi" /* the vectors never cross a call: INLINE everywhere */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast", "no-math-errno")
 
 /* Four doubles, and their bits: GCC's vector extensions, compiled to each instruction set's
  * vectors by the body that inlines them (two SSE2 halves on the baseline). */
@@ -20,6 +30,7 @@ typedef double VD __attribute__((vector_size(32)));
 typedef int64_t VI __attribute__((vector_size(32)));
 typedef float VF __attribute__((vector_size(16)));
 #define UNARY_LANES 4
+#define UNARY_UNROLL 4
 
 /* A vector of doubles, or of their bits, each lane `c` (GCC widens a scalar operand). */
 #define VD_ALL(c) ((VD){0} + (c))
@@ -36,9 +47,8 @@ INLINE VD vd_select(VI mask, VD yes, VD no) { return (VD)((mask & (VI)yes) | (~m
 INLINE VD exp_vd(VD d) {
     const double shift = 0x1.8p52, inv_ln2 = 0x1.71547652b82fep0;
     const double ln2_hi = 0x1.62e42fee00000p-1, ln2_lo = 0x1.a39ef35793c76p-33;
-    VD lo = {-200.0, -200.0, -200.0, -200.0}, hi = {200.0, 200.0, 200.0, 200.0};
-    d = vd_select(d < lo, lo, d);
-    d = vd_select(d > hi, hi, d);
+    d = vd_select(d < -200.0, VD_ALL(-200.0), d);
+    d = vd_select(d > 200.0, VD_ALL(200.0), d);
     VD t = d * inv_ln2 + shift;
     VD n = t - shift;
     VD r = (d - n * ln2_hi) - n * ln2_lo;
@@ -87,29 +97,37 @@ INLINE VD log_vd(VD d) {
     return k * ln2_hi + ((2.0 * s + s * (z * p)) + k * ln2_lo);
 }
 
-/* e^t - 1 for |t| <= 1.1 by its Taylor series to t^17 (the rest below 1.1^18 / 18! < 2^-50 of
- * the result), in Horner's form: no cancellation near 0. */
-INLINE VD expm1_small_vd(VD t) {
-    VD p = VD_ALL(1.0 / 355687428096000.0); /* 1/17! */
+/* e^y - 1 for lanes of y in [0, 36], within 2^-50 relative: n = rint(y / ln 2) (0 for y below
+ * 0.34: then r = y, no cancellation near 0), r = y - n ln 2 in two parts as exp_vd, |r| <= 0.347,
+ * e^r - 1 by its Taylor series to r^13 (the rest below 0.347^13 / 14! < 2^-52 of it), then
+ * 2^n (e^r - 1) + (2^n - 1): 2^n - 1 exact (n <= 52), and the sum cancels at most a factor 1.5
+ * (n >= 1 only where e^y - 1 > 0.4). */
+INLINE VD expm1_vd(VD y) {
+    const double shift = 0x1.8p52, inv_ln2 = 0x1.71547652b82fep0;
+    const double ln2_hi = 0x1.62e42fee00000p-1, ln2_lo = 0x1.a39ef35793c76p-33;
     static const double inverse_factorials[] = {
-        1.0 / 20922789888000.0, 1.0 / 1307674368000.0, 1.0 / 87178291200.0, 1.0 / 6227020800.0,
-        1.0 / 479001600.0,      1.0 / 39916800.0,      1.0 / 3628800.0,     1.0 / 362880.0,
-        1.0 / 40320.0,          1.0 / 5040.0,          1.0 / 720.0,         1.0 / 120.0,
-        1.0 / 24.0,             1.0 / 6.0,             0.5,                 1.0};
-    for (int i = 0; i < 16; i++) p = inverse_factorials[i] + t * p;
-    return t * p;
+        1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+        1.0 / 362880.0,     1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,
+        1.0 / 120.0,        1.0 / 24.0,        1.0 / 6.0,        0.5,
+        1.0};
+    VD t = y * inv_ln2 + shift;
+    VD n = t - shift;
+    VD r = (y - n * ln2_hi) - n * ln2_lo;
+    VD p = VD_ALL(0.0);
+    for (int i = 0; i < 13; i++) p = inverse_factorials[i] + r * p;
+    VD scale = (VD)(((VI)t + 1023) << 52);
+    return scale * (r * p) + (scale - 1.0);
 }
 
-/* tanh(d) within 2^-44 relative: |d| < 0.55 as em1 / (em1 + 2), em1 = e^(2|d|) - 1 by its
- * series; above, 1 - 2 / (e^(2|d|) + 1) (a result of at least 0.5: no cancellation; exp_vd
- * within 2^-45). The sign is d's, so tanh(-0) = -0. */
+/* tanh(d) within 2^-48 relative: em1 / (em1 + 2) for em1 = e^(2|d|) - 1, |d| clamped to 18
+ * (from there on 1 - tanh < 2^-50, which every float and half type rounds to 1, to nearest or
+ * to odd then nearest), the sign d's: tanh(-0) = -0. */
 INLINE VD tanh_vd(VD d) {
     const VI sign = VI_ALL(INT64_MIN);
     VD a = (VD)((VI)d & ~sign);
-    VD em1 = expm1_small_vd(a + a);
-    VD small = em1 / (em1 + 2.0);
-    VD large = 1.0 - 2.0 / (exp_vd(a + a) + 1.0);
-    VD r = vd_select(a < VD_ALL(0.55), small, large);
+    a = vd_select(a > 18.0, VD_ALL(18.0), a);
+    VD em1 = expm1_vd(a + a);
+    VD r = em1 / (em1 + 2.0);
     return (VD)((VI)r | ((VI)d & sign));
 }
 
@@ -155,48 +173,54 @@ INLINE int vi_all(VI mask) {
     return all != 0;
 }
 
-/* The double result of unary op `op` on the lanes of d (its NaN lanes replaced by the caller):
- * exp and sigmoid in vectors, the others lane by lane from the C library. */
-INLINE VD unary_vd(int op, VD d) {
-    const VD inf = VD_ALL(HUGE_VAL), reduced = VD_ALL(TRIG_REDUCED);
-    switch (op) {
-    case U_EXP:
-        return exp_vd(d);
-    case U_SIGMOID:
-        return 1.0 / (1.0 + exp_vd(-d));
-    case U_LOG: /* a zero, negative, infinite or NaN lane: the C library's, lane by lane */
-        if (vi_all((d > 0.0) & (d < inf))) return log_vd(d);
-        break;
-    case U_TANH:
-        if (vi_all(d == d)) return tanh_vd(d);
-        break;
-    case U_SIN:
-    case U_COS: /* |d| at TRIG_REDUCED or beyond (or NaN): the C library's reduction */
-        if (vi_all((d > -reduced) & (d < reduced))) return sin_cos_vd(d, op == U_COS);
-        break;
-    default:
-        break;
-    }
-    {
-        VD out;
-        for (int i = 0; i < UNARY_LANES; i++) {
-            double x = d[i];
-            switch (op) {
-            case U_LOG: out[i] = log(x); break;
-            case U_TANH: out[i] = tanh(x); break;
-            case U_ERF: out[i] = erf(x); break;
-            case U_SQRT: out[i] = sqrt(x); break;
-            case U_RSQRT: out[i] = 1.0 / sqrt(x); break;
-            case U_SIN: out[i] = sin(x); break;
-            default: out[i] = cos(x); break;
-            }
+/* The C library's double function `op` on each lane of d (__builtin_sqrt: a vector square root,
+ * errno unset in this file). */
+INLINE VD unary_libm(int op, VD d) {
+    VD out;
+    for (int i = 0; i < UNARY_LANES; i++) {
+        double x = d[i];
+        switch (op) {
+        case U_LOG: out[i] = log(x); break;
+        case U_TANH: out[i] = tanh(x); break;
+        case U_ERF: out[i] = erf(x); break;
+        case U_SQRT: out[i] = __builtin_sqrt(x); break;
+        case U_RSQRT: out[i] = 1.0 / __builtin_sqrt(x); break;
+        case U_SIN: out[i] = sin(x); break;
+        default: out[i] = cos(x); break;
         }
-        return out;
     }
+    return out;
 }
 
-/* Op `op` on four lanes: NaN lanes give their operand (quieted by the widening that made d). */
-INLINE VD unary_lanes(int op, VD d) { return vd_select(d != d, d, unary_vd(op, d)); }
+/* d[u] = `vector` for every vector of the block where `in_domain` holds on all its lanes, the C
+ * library's lane by lane for the others: straight-line code over the block when all do. */
+#define UNARY_EACH(in_domain, vector)                                                              \
+    do {                                                                                           \
+        int ok[UNARY_UNROLL], all = 1;                                                             \
+        for (int u = 0; u < UNARY_UNROLL; u++) all &= ok[u] = vi_all(in_domain);                    \
+        for (int u = 0; u < UNARY_UNROLL; u++)                                                     \
+            d[u] = all || ok[u] ? (vector) : unary_libm(op, d[u]);                                 \
+    } while (0)
+
+/* The double results of `op` on a block of UNARY_UNROLL vectors, in place (NaN lanes the
+ * caller's to replace): one switch for the block, so that its vectors' independent chains
+ * interleave. exp, sigmoid, log, tanh, sin, cos and rsqrt in vectors; erf from the C library. */
+INLINE void unary_block(int op, VD *d) {
+    const VD inf = VD_ALL(HUGE_VAL), reduced = VD_ALL(TRIG_REDUCED);
+    const VI any = VI_ALL(-1);
+    switch (op) {
+    case U_EXP: UNARY_EACH(any, exp_vd(d[u])); break;
+    case U_SIGMOID: UNARY_EACH(any, 1.0 / (1.0 + exp_vd(-d[u]))); break;
+    case U_LOG: UNARY_EACH((d[u] > 0.0) & (d[u] < inf), log_vd(d[u])); break;
+    case U_TANH: UNARY_EACH(d[u] == d[u], tanh_vd(d[u])); break;
+    case U_SIN:
+    case U_COS: /* |d| at TRIG_REDUCED or beyond (or NaN): the C library's reduction */
+        UNARY_EACH((d[u] > -reduced) & (d[u] < reduced), sin_cos_vd(d[u], op == U_COS));
+        break;
+    default: UNARY_EACH(any, unary_libm(op, d[u])); break;
+    }
+}
+#undef UNARY_EACH
 
 /* The double op on one F64 lane (the C library's, as every F64 lane): a NaN quieted by x + x. */
 INLINE double unary_f64_lane(int op, double x) {
@@ -241,22 +265,25 @@ INLINE VF unary_round(VD y, int half) {
 /* Lanes per tile of the half types' widened floats. */
 #define UNARY_TILE 256
 
+/* Lanes per block: UNARY_UNROLL vectors. */
+#define UNARY_BLOCK (UNARY_UNROLL * UNARY_LANES)
+
 /* dst[i] = op(src[i]) over k floats, rounded once (`half`: to odd, for a half type's narrowing
- * after), a vector at a time, the tail padded to one: every lane runs the same steps wherever
- * it lies. */
+ * after), a block at a time, the tail padded to one with 1s: every lane runs the same steps
+ * wherever it lies (a vector takes the C library's lanes only for a lane of its own). NaN lanes give their operand (quieted by the widening). */
 INLINE void unary_floats(int op, const float *src, float *dst, Py_ssize_t k, int half) {
-    for (Py_ssize_t i = 0; i < k; i += UNARY_LANES) {
-        Py_ssize_t m = k - i < UNARY_LANES ? k - i : UNARY_LANES;
-        VF f = {0};
-        if (m == UNARY_LANES) /* a whole vector: one fixed-size load and store */
-            memcpy(&f, src + i, sizeof f);
-        else
-            memcpy(&f, src + i, (size_t)m * sizeof(float));
-        VF g = unary_round(unary_lanes(op, __builtin_convertvector(f, VD)), half);
-        if (m == UNARY_LANES)
-            memcpy(dst + i, &g, sizeof g);
-        else
-            memcpy(dst + i, &g, (size_t)m * sizeof(float));
+    for (Py_ssize_t i = 0; i < k; i += UNARY_BLOCK) {
+        Py_ssize_t m = k - i < UNARY_BLOCK ? k - i : UNARY_BLOCK;
+        VF f[UNARY_UNROLL], g[UNARY_UNROLL];
+        VD d[UNARY_UNROLL], x[UNARY_UNROLL];
+        for (int u = 0; u < UNARY_UNROLL; u++) /* a tail's padding: in every function's domain */
+            f[u] = (VF){1.0f, 1.0f, 1.0f, 1.0f};
+        memcpy(f, src + i, m == UNARY_BLOCK ? sizeof f : (size_t)m * sizeof(float));
+        for (int u = 0; u < UNARY_UNROLL; u++) x[u] = d[u] = __builtin_convertvector(f[u], VD);
+        unary_block(op, d);
+        for (int u = 0; u < UNARY_UNROLL; u++)
+            g[u] = unary_round(vd_select(x[u] != x[u], x[u], d[u]), half);
+        memcpy(dst + i, g, m == UNARY_BLOCK ? sizeof g : (size_t)m * sizeof(float));
     }
 }
 
@@ -331,6 +358,8 @@ DEFINE_UNARY(avx2, TARGET_AVX2_F16C)
 #ifdef HAVE_AVX512
 DEFINE_UNARY(avx512, TARGET_AVX512)
 #endif
+
+#pragma GCC pop_options
 
 /* The unary body of the selected instruction set, on as many threads as `threads_for` gives for
  * its op (pool op number UNARY_POOL_OP + op): what `unary` runs, exported as the UNARY capsule. */
