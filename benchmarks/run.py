@@ -38,6 +38,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from comparison_rows import comparison_rows
 from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
 from pricing_rows import pricing_rows
 from thread_rows import split_rows, thread_rows
@@ -903,6 +904,7 @@ SECTIONS = (
     "scalars",
     "pricing",
     "unary",
+    "comparisons",
     "views",
     "live",
     "clients",
@@ -962,6 +964,7 @@ def main() -> None:
         "scalars": lambda: scalar_rows(repeats),
         "pricing": lambda: pricing_rows(repeats),
         "unary": lambda: unary_rows(repeats),
+        "comparisons": lambda: comparison_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),

@@ -61,19 +61,14 @@ from fueltensor.array_api.elementwise import (
     conj,
     copysign,
     cosh,
-    equal,
     expm1,
     floor,
     floor_divide,
-    greater,
-    greater_equal,
     hypot,
     imag,
     isfinite,
     isinf,
     isnan,
-    less,
-    less_equal,
     log1p,
     log2,
     log10,
@@ -83,7 +78,6 @@ from fueltensor.array_api.elementwise import (
     logical_or,
     logical_xor,
     nextafter,
-    not_equal,
     positive,
     real,
     reciprocal,
@@ -197,10 +191,16 @@ from fueltensor.core.tensor import FuelTensor, as_strided, asarray
 from fueltensor.engine.backends import trace, use_backend, use_registry
 from fueltensor.engine.dispatch import add as add
 from fueltensor.engine.dispatch import divide as divide
+from fueltensor.engine.dispatch import equal as equal
 from fueltensor.engine.dispatch import explain
+from fueltensor.engine.dispatch import greater as greater
+from fueltensor.engine.dispatch import greater_equal as greater_equal
+from fueltensor.engine.dispatch import less as less
+from fueltensor.engine.dispatch import less_equal as less_equal
 from fueltensor.engine.dispatch import maximum as maximum
 from fueltensor.engine.dispatch import minimum as minimum
 from fueltensor.engine.dispatch import multiply as multiply
+from fueltensor.engine.dispatch import not_equal as not_equal
 from fueltensor.engine.dispatch import pow as pow
 from fueltensor.engine.dispatch import remainder as remainder
 from fueltensor.engine.dispatch import subtract as subtract
@@ -328,7 +328,6 @@ __all__ = [
     "einsum",
     "empty",
     "empty_like",
-    "equal",
     "expand_dims",
     "explain",
     "expm1",
@@ -348,8 +347,6 @@ __all__ = [
     "full_like",
     "get_num_threads",
     "gradient",
-    "greater",
-    "greater_equal",
     "hypot",
     "iinfo",
     "imag",
@@ -363,8 +360,6 @@ __all__ = [
     "isinf",
     "isnan",
     "judge",
-    "less",
-    "less_equal",
     "lib",
     "linalg",
     "linspace",
@@ -388,7 +383,6 @@ __all__ = [
     "newaxis",
     "nextafter",
     "nonzero",
-    "not_equal",
     "ones",
     "ones_like",
     "pad",

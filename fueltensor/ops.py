@@ -14,7 +14,7 @@ business: read it from the FKC documents, never from here. docs/ops.md says how 
 
 from __future__ import annotations
 
-import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -22,6 +22,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
+
+from fueltensor.hostmath import host_erf, host_power, host_rsqrt, host_sigmoid
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import KernelContract
@@ -61,6 +63,12 @@ class OpKind(StrEnum):
     COS = "CosElementwise"
     ABS = "AbsElementwise"
     NEG = "NegElementwise"
+    LESS = "LessElementwise"
+    LESS_EQUAL = "LessEqualElementwise"
+    EQUAL = "EqualElementwise"
+    NOT_EQUAL = "NotEqualElementwise"
+    GREATER = "GreaterElementwise"
+    GREATER_EQUAL = "GreaterEqualElementwise"
 
 
 class Family(StrEnum):
@@ -68,6 +76,7 @@ class Family(StrEnum):
 
     BINARY = "binary elementwise"
     UNARY = "unary elementwise"
+    COMPARISON = "comparison"
     CAST = "cast"
     REDUCTION = "reduction"
     CONTRACTION = "contraction"
@@ -115,6 +124,15 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
             (),
             "the correctly rounded value (MPFR at 200 bits), never NumPy's",
             "every 16-bit input (2^16); every f32 input (2^32) where the row says so",
+        ),
+        Family.COMPARISON: Traits(
+            ("lhs", "rhs"),
+            "kernel(lhs, rhs, *, out)",
+            1,
+            "Body",
+            (),
+            "the IEEE 754 comparison of the operands' exact values (a NaN is unordered)",
+            "every pair of 16-bit inputs (2^32); sampled pairs for f32 and f64",
         ),
         Family.CAST: Traits(
             ("x",),
@@ -195,8 +213,8 @@ class ContractOp:
     family: Family
     """Its family: the kernels' signature, the reference's kind, the certificate's sweep."""
     dunder: str | None
-    """Operator method stem ("sub": `__sub__`, `__rsub__`, `__isub__`; "neg": `__neg__`),
-    None without one."""
+    """Operator method stem ("sub": `__sub__`, `__rsub__`, `__isub__`; "neg": `__neg__`; a
+    comparison's "lt": `__lt__` alone, which Python reflects itself), None without one."""
     host: Callable[..., Any]
     """What serves dtypes no contract admits (a labelled host operation): a NumPy ufunc, or a
     function of NumPy arrays where NumPy has none."""
@@ -222,6 +240,10 @@ class ContractOp:
     ieee_rounded: bool = False
     """Whether IEEE 754 rounds it correctly in the operands' own format (its 5.4.1 arithmetic:
     + - * /), so that the oracle computes it there, with its in-type NumPy ufunc."""
+    relation: Callable[[float, float], bool] | None = None
+    """A comparison's relation (`operator.lt` ...), which the judge and certify apply to the
+    operands' exact values: Python's float comparisons are IEEE 754's (a NaN is unordered:
+    only != holds; -0 == +0)."""
     formula_op: str | None = None
     """The kernel op id of the seeds' formula kernels where their numerics are not the row's
     (the remainder's `rem`: a - floor(a / b) * b, each step rounded, beside the exact `mod`):
@@ -233,45 +255,7 @@ class ContractOp:
         return (self.kernel_op,) if self.formula_op is None else (self.kernel_op, self.formula_op)
 
 
-def _host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-    """`np.power` for dtypes no contract admits, its refusal of a negative integer exponent for
-    an integer base said in fueltensor's words."""
-    try:
-        out: np.ndarray = np.power(x1, x2)
-    except ValueError:
-        if x1.dtype.kind in "iub" and x2.dtype.kind in "iub":
-            raise ValueError(
-                f"an integer ({x1.dtype}) raised to a negative integer ({x2.dtype}) power has no "
-                "integer result; make the base a float first, e.g. x.astype(ft.float64) ** y"
-            ) from None
-        raise
-    return out
-
-
-def _host_sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) on the host (NumPy has no sigmoid ufunc), as exp(x) / (1 + exp(x))
-    for negative x: the same value, where exp(-x) would overflow to inf and give 0 for a result
-    that is a subnormal (x in [-745.1, -709.8] in double)."""
-    e = np.exp(-np.abs(x))  # at most 1: never overflows
-    out: np.ndarray = np.where(x < 0, e / (1 + e), 1 / (1 + e))
-    return out
-
-
-def _host_rsqrt(x: np.ndarray) -> np.ndarray:
-    """1 / sqrt(x) on the host (NumPy has no rsqrt ufunc)."""
-    out: np.ndarray = 1 / np.sqrt(x)
-    return out
-
-
-def _host_erf(x: np.ndarray) -> np.ndarray:
-    """The C library's erf (Python's `math.erf`) lane by lane, on the host (NumPy has none)."""
-    if x.dtype.kind not in "fiub":
-        raise TypeError(f"erf takes real numbers, got {x.dtype}")
-    out: np.ndarray = np.vectorize(math.erf, otypes=[x.dtype if x.dtype.kind == "f" else "f8"])(x)
-    return out
-
-
-_B, _U = Family.BINARY, Family.UNARY
+_B, _U, _C = Family.BINARY, Family.UNARY, Family.COMPARISON
 _ZEROS: Final[tuple[Special, ...]] = (("+0", "+0"), ("-0", "-0"))
 _NAN: Final[tuple[Special, ...]] = (("NaN", "NaN"),)
 
@@ -311,13 +295,13 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         exhaustive_f32=True,
     ),
     ContractOp(
-        "sigmoid", OpKind.SIGMOID, _U, None, _host_sigmoid, "sigmoid", "1 / (1 + exp(-x))",
+        "sigmoid", OpKind.SIGMOID, _U, None, host_sigmoid, "sigmoid", "1 / (1 + exp(-x))",
         reference=lambda m, x: 1 / (1 + m.exp(-x)),
         special=(("+0", "0.5"), ("-0", "0.5"), ("-inf", "+0"), ("+inf", "+1"), *_NAN),
         array_api=False,
     ),
     ContractOp(
-        "erf", OpKind.ERF, _U, None, _host_erf, "erf", "the error function of x",
+        "erf", OpKind.ERF, _U, None, host_erf, "erf", "the error function of x",
         reference=lambda m, x: m.erf(x),
         special=(*_ZEROS, ("+inf", "+1"), ("-inf", "-1"), *_NAN),
         array_api=False,
@@ -328,7 +312,7 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         special=(*_ZEROS, ("-1", "invalid"), ("-inf", "invalid"), ("+inf", "+inf"), *_NAN),
     ),
     ContractOp(
-        "rsqrt", OpKind.RSQRT, _U, None, _host_rsqrt, "rsqrt", "1 / sqrt(x)",
+        "rsqrt", OpKind.RSQRT, _U, None, host_rsqrt, "rsqrt", "1 / sqrt(x)",
         reference=lambda m, x: 1 / m.sqrt(x),
         special=(
             ("+0", "+inf"), ("-0", "-inf"), ("-1", "invalid"), ("-inf", "invalid"),
@@ -360,6 +344,23 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         special=(("+0", "-0"), ("-0", "+0"), ("+inf", "-inf"), ("NaN", "-x")),
         integers=Integers.HOST,
     ),
+    ContractOp("less", OpKind.LESS, _C, "lt", np.less, "lt", "x1 < x2", relation=operator.lt),
+    ContractOp(
+        "less_equal", OpKind.LESS_EQUAL, _C, "le", np.less_equal, "le", "x1 <= x2",
+        relation=operator.le,
+    ),
+    ContractOp("equal", OpKind.EQUAL, _C, "eq", np.equal, "eq", "x1 == x2", relation=operator.eq),
+    ContractOp(
+        "not_equal", OpKind.NOT_EQUAL, _C, "ne", np.not_equal, "ne", "x1 != x2",
+        relation=operator.ne,
+    ),
+    ContractOp(
+        "greater", OpKind.GREATER, _C, "gt", np.greater, "gt", "x1 > x2", relation=operator.gt,
+    ),
+    ContractOp(
+        "greater_equal", OpKind.GREATER_EQUAL, _C, "ge", np.greater_equal, "ge", "x1 >= x2",
+        relation=operator.ge,
+    ),
 )  # fmt: skip
 """The operator surface, family by family. Adding a contract operation: its FKC documents, its
 kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""
@@ -374,6 +375,8 @@ BINARY_OPS: Final = of_family(Family.BINARY)
 """The binary elementwise rows (two tensor operands: `binary(op, a, b)`)."""
 UNARY_OPS: Final = of_family(Family.UNARY)
 """The unary elementwise rows (one tensor operand: `unary(op, x)`)."""
+COMPARISON_OPS: Final = of_family(Family.COMPARISON)
+"""The comparison rows (two tensor operands, a bool result: `binary(op, a, b)`)."""
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
@@ -387,6 +390,8 @@ KERNEL_OPS: Final[tuple[str, ...]] = tuple(k for op in BINARY_OPS for k in op.ke
 """The binary kernels' op ids, in table order (the C enum's), formula kernels included."""
 UNARY_KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in UNARY_OPS)
 """The unary kernels' op ids, in table order (the C enum's)."""
+COMPARISON_KERNEL_OPS: Final[tuple[str, ...]] = tuple(op.kernel_op for op in COMPARISON_OPS)
+"""The comparison kernels' op ids, in table order (the C enum's)."""
 
 SCALAR_FORMS: Final[tuple[ScalarForm, ...]] = tuple(
     op.integer_scalar for op in CONTRACT_OPS if op.integer_scalar is not None
@@ -411,7 +416,7 @@ def spelled(text: str) -> ContractOp | None:
 
 
 HOST_CALLS: Final[Mapping[str, Callable[..., np.ndarray]]] = MappingProxyType(
-    {op.name: op.host for op in CONTRACT_OPS} | {"pow": _host_power}
+    {op.name: op.host for op in CONTRACT_OPS} | {"pow": host_power}
 )
 """What runs each operation on the host (dtypes no contract admits): its ufunc, with NumPy's
 refusals translated where NumPy's words would puzzle a fueltensor user."""
@@ -453,13 +458,15 @@ def c_header() -> str:
     tests/repo/test_op_table.py holds the file equal to this text."""
     lines = [
         f"/* Generated from fueltensor/ops.py: do not edit. Regenerate with\n *   {REGENERATE}",
-        " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`); a unary",
-        " * op's enum name is its kernel op id in capitals after U_. */",
+        " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,",
+        " * `_native.COMPARISON_OPS`); a unary op's enum name is its kernel op id in capitals",
+        " * after U_, a comparison's after C_. */",
         "#ifndef FUELTENSOR_OPS_H",
         "#define FUELTENSOR_OPS_H",
     ]
     families = ((Family.BINARY, "", "N_OPS", "OP_NAMES"),
-                (Family.UNARY, "U_", "N_UNARY_OPS", "UNARY_NAMES"))  # fmt: skip
+                (Family.UNARY, "U_", "N_UNARY_OPS", "UNARY_NAMES"),
+                (Family.COMPARISON, "C_", "N_COMPARISON_OPS", "COMPARISON_NAMES"))  # fmt: skip
     for family, prefix, count, names in families:
         ops = of_family(family)
         lines += [

@@ -7,8 +7,8 @@ gives a transposed result, which `fresh` then copies row-major): asking for `ord
 save that copy but can change NumPy's inner loop, and with it the last bit of complex and
 transcendental results (and of out-of-range float-to-integer casts in `astype`). The contract
 operations, the op table's rows, are planned from the kernel contracts: the binary ones (add,
-subtract, multiply, divide, remainder, pow, maximum, minimum) in `engine.dispatch`, the unary
-ones (exp, log, sqrt, abs, negative ...) in `engine.unary`.
+subtract, multiply, divide, remainder, pow, maximum, minimum) and the comparisons (less, equal
+...) in `engine.dispatch`, the unary ones (exp, log, sqrt, abs, negative ...) in `engine.unary`.
 """
 
 from __future__ import annotations
@@ -83,18 +83,12 @@ bitwise_or = _binary("bitwise_or", np.bitwise_or, "x1 | x2, element-wise.")
 bitwise_right_shift = _binary("bitwise_right_shift", np.right_shift, "x1 >> x2, element-wise.")
 bitwise_xor = _binary("bitwise_xor", np.bitwise_xor, "x1 ^ x2, element-wise.")
 copysign = _binary("copysign", np.copysign, "|x1| with the sign of x2, element-wise.")
-equal = _binary("equal", np.equal, "x1 == x2, element-wise (a bool result).")
-greater = _binary("greater", np.greater, "x1 > x2, element-wise (a bool result).")
-greater_equal = _binary("greater_equal", np.greater_equal, "x1 >= x2, element-wise.")
 hypot = _binary("hypot", np.hypot, "sqrt(x1**2 + x2**2) without undue overflow, element-wise.")
-less = _binary("less", np.less, "x1 < x2, element-wise (a bool result).")
-less_equal = _binary("less_equal", np.less_equal, "x1 <= x2, element-wise (a bool result).")
 logaddexp = _binary("logaddexp", np.logaddexp, "log(exp(x1) + exp(x2)), without overflow.")
 logical_and = _binary("logical_and", np.logical_and, "x1 and x2, element-wise (bool result).")
 logical_or = _binary("logical_or", np.logical_or, "x1 or x2, element-wise (bool result).")
 logical_xor = _binary("logical_xor", np.logical_xor, "x1 xor x2, element-wise (bool result).")
 nextafter = _binary("nextafter", np.nextafter, "The next representable x1 toward x2.")
-not_equal = _binary("not_equal", np.not_equal, "x1 != x2, element-wise (a bool result).")
 
 
 @host

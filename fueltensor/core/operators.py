@@ -4,7 +4,8 @@ The contract operations' operators (`x + y`, `y + x`, `x += y`, from the op tabl
 column) are compiled callables where `ext._fast` is built, so `x + y` runs the fast path
 with no Python frame in between; when the fast path declines, or where it is not built, they
 call dispatch through `HOOKS.binary` / `HOOKS.binary_inplace`. `-x` and `abs(x)` (the unary
-rows' `dunder`) call `HOOKS.unary`. Every other operator is the
+rows' `dunder`) call `HOOKS.unary`; `x < y` (the comparisons' `dunder`) their namespace
+function, as a host operator does. Every other operator is the
 array-API function of the same meaning, looked up in `HOOKS.namespace`.
 """
 
@@ -104,9 +105,10 @@ _OPERANDS: Final = (bool, int, float, complex, np.ndarray, np.generic)
 """Operands the host operators take beside a tensor (others get NotImplemented)."""
 
 
-def _host_forms(function: str) -> tuple[Method, Method, Method]:
+def _host_forms(function: str, stem: str | None = None) -> tuple[Method, Method, Method]:
     """`x op y`, `y op x` and `x op= y` of the namespace function `function` (NotImplemented
-    for operands it does not take, so Python can try the other operand)."""
+    for operands it does not take, so Python can try the other operand); `stem` the operator's
+    (default: the standard's, `_STEM`)."""
     refused: FuelTensor = NotImplemented
 
     def forward(self: FuelTensor, other: Any, /) -> FuelTensor:
@@ -127,7 +129,7 @@ def _host_forms(function: str) -> tuple[Method, Method, Method]:
         return self._assign(getattr(HOOKS.namespace, function)(self, other), function)
 
     for prefix, fn in zip(("", "r", "i"), (forward, reflected, inplace), strict=True):
-        _name(fn, f"__{prefix}{_STEM[function]}__", function)
+        _name(fn, f"__{prefix}{stem or _STEM[function]}__", function)
     if FAST is not None:  # `x > 0` straight to the (compiled) namespace function
         return compiled(forward, function, "HOST", forward, HOOKS), reflected, inplace
     return forward, reflected, inplace
@@ -142,6 +144,15 @@ def _unary(function: str) -> Callable[[Any], FuelTensor]:
 
     _name(method, f"__{_STEM[function]}__", function)
     return method
+
+
+def _comparison(kind: OpKind) -> Method:
+    """`__stem__` of the comparison of op kind `kind` (`x < y`), its stem the op table's
+    `dunder`: its namespace function, through the host form's compiled call where built (`x > 0`
+    straight to the compiled contract operation). Python reflects a comparison itself (`2 < x`
+    is `x > 2`), so it has no other form."""
+    op, stem = _operator(kind)
+    return _host_forms(op, stem)[0]
 
 
 def _contract_unary(kind: OpKind) -> Callable[[Any], FuelTensor]:
@@ -164,12 +175,6 @@ _STEM: Final = {
     "bitwise_xor": "xor",
     "bitwise_left_shift": "lshift",
     "bitwise_right_shift": "rshift",
-    "equal": "eq",
-    "not_equal": "ne",
-    "less": "lt",
-    "less_equal": "le",
-    "greater": "gt",
-    "greater_equal": "ge",
     "positive": "pos",
     "bitwise_invert": "invert",
 }
@@ -196,12 +201,12 @@ class Operators:
     __lshift__, __rlshift__, __ilshift__ = _host_forms("bitwise_left_shift")
     __rshift__, __rrshift__, __irshift__ = _host_forms("bitwise_right_shift")
 
-    __eq__ = _host_forms("equal")[0]  # type: ignore[assignment]
-    __ne__ = _host_forms("not_equal")[0]  # type: ignore[assignment]
-    __lt__ = _host_forms("less")[0]
-    __le__ = _host_forms("less_equal")[0]
-    __gt__ = _host_forms("greater")[0]
-    __ge__ = _host_forms("greater_equal")[0]
+    __eq__ = _comparison(OpKind.EQUAL)  # type: ignore[assignment]
+    __ne__ = _comparison(OpKind.NOT_EQUAL)  # type: ignore[assignment]
+    __lt__ = _comparison(OpKind.LESS)
+    __le__ = _comparison(OpKind.LESS_EQUAL)
+    __gt__ = _comparison(OpKind.GREATER)
+    __ge__ = _comparison(OpKind.GREATER_EQUAL)
 
     __neg__ = _contract_unary(OpKind.NEG)
     __pos__ = _unary("positive")

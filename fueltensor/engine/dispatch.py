@@ -1,12 +1,13 @@
 """From `a + b` to the kernel that ran: coerce the operands, plan (cached), run, record.
 
-The binary contract operations (`fueltensor.ops.BINARY_OPS`; the unary ones are
-`engine.unary`'s, `explain` serves both) are looked up by the op_kind their
-contracts declare; an operation no contract admits runs as a labelled host operation (its NumPy
-ufunc). A `use_backend` restriction chooses among contract providers and never moves an
-operation onto or off the host: dtypes no contract of any provider takes (integers, bools)
-run on the host under it too, as every host function does; dtypes some contract takes but no
-allowed contract admits raise `NoKernelError`, listing every candidate and why it was rejected.
+The binary contract operations and the comparisons (`fueltensor.ops.BINARY_OPS`,
+`COMPARISON_OPS`; the unary ones are `engine.unary`'s, `explain` serves both) are looked up by
+the op_kind their contracts declare; an operation no contract admits runs as a labelled host
+operation (its NumPy ufunc). A `use_backend` restriction chooses among contract providers and
+never moves an operation onto or off the host: dtypes no contract of any provider takes
+(integers, bools) run on the host under it too, as every host function does; dtypes some
+contract takes but no allowed contract admits raise `NoKernelError`, listing every candidate and
+why it was rejected.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from fueltensor.ops import (
     BINARY_OPS,
     BY_KIND,
     BY_NAME,
+    COMPARISON_OPS,
     HOST_CALLS,
     TRAITS,
     ContractOp,
@@ -80,12 +82,12 @@ def _after_casts(
 def _fast_entry(plan: Plan) -> object | None:
     """The fast path's (opaque) entry for `plan`, or None when only the Python path may run it:
     a host plan, an output alignment finer than the fast path's 64 bytes, or a kernel that is
-    neither a compiled fuel-cpu-backend body (with BroadcastTo / Contiguize at most, after a
-    Cast) nor the bundled oracle on operands of the output's dtype (Contiguize at most, after a
-    Cast) nor a compiled provider's (`fast.foreign_entry`), or an output that cannot exist (the
-    Python path refuses it). A Cast makes the
-    operand a dense tensor of its own shape, as `execute.prepare` does (the same `astype`
-    call), which the entry then reads like any dense operand."""
+    neither a compiled fuel-cpu-backend body, a comparison's included (with BroadcastTo /
+    Contiguize at most, after a Cast) nor the bundled oracle on operands of the output's dtype
+    (Contiguize at most, after a Cast) nor a compiled provider's (`fast.foreign_entry`), or an
+    output that cannot exist (the Python path refuses it). A Cast makes the operand a dense
+    tensor of its own shape, as `execute.prepare` does (the same `astype` call), which the
+    entry then reads like any dense operand."""
     if _FAST_MODULE is None or 64 % plan.alignment:
         return None
     if not output_fits(plan.out_shape, plan.out_dtype.itemsize):  # `run` refuses it
@@ -105,7 +107,8 @@ def _fast_entry(plan: Plan) -> object | None:
     for operand, prep in zip(operands, kinds, strict=True):
         if not prep and not operand.layout.flags.contiguous:
             return None
-    codes = getattr(plan.fn, "__fueltensor_native__", None)
+    codes = getattr(plan.fn, "__fueltensor_native__", None)  # a binary body's, or a comparison's
+    codes = codes or getattr(plan.fn, "__fueltensor_compare__", None)
     if codes is not None:
         if any(k not in _NATIVE_PREP for k in kinds):
             return None
@@ -366,9 +369,9 @@ def _operation(op: ContractOp) -> Callable[[Any, Any], FuelTensor]:
 
 
 OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
-    op.name: _operation(op) for op in BINARY_OPS
+    op.name: _operation(op) for op in (*BINARY_OPS, *COMPARISON_OPS)
 }
-"""The namespace functions of the contract operations, by name ("add" ...)."""
+"""The namespace functions of the two-operand contract operations, by name ("add", "less" ...)."""
 
 FUNCTIONS: Final[dict[str, Callable[..., FuelTensor]]] = {**OPERATIONS, **unary.OPERATIONS}
 """The namespace function of every contract operation whose operands are tensors alone (the
@@ -383,3 +386,9 @@ remainder = OPERATIONS[BY_KIND[OpKind.REM].name]
 pow = OPERATIONS[BY_KIND[OpKind.POW].name]
 maximum = OPERATIONS[BY_KIND[OpKind.MAXIMUM].name]
 minimum = OPERATIONS[BY_KIND[OpKind.MINIMUM].name]
+less = OPERATIONS[BY_KIND[OpKind.LESS].name]
+less_equal = OPERATIONS[BY_KIND[OpKind.LESS_EQUAL].name]
+equal = OPERATIONS[BY_KIND[OpKind.EQUAL].name]
+not_equal = OPERATIONS[BY_KIND[OpKind.NOT_EQUAL].name]
+greater = OPERATIONS[BY_KIND[OpKind.GREATER].name]
+greater_equal = OPERATIONS[BY_KIND[OpKind.GREATER_EQUAL].name]

@@ -21,7 +21,7 @@ from pathlib import PurePath
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from fueltensor.core.dtypes import DType
+from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.core.errors import ContractError, plural
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Shape, broadcast_shapes
@@ -289,15 +289,21 @@ def _output(contract: KernelContract, work: list[Operand], out_shape: Shape) -> 
         return (f"returns {len(contract.outputs)} outputs; a binary operation returns one",)
     out = contract.outputs[0]
     names = {s.name: i for i, s in enumerate(contract.inputs)}
-    dtype_src = _apply_rule(out.dtype_rule, names, work)
+    rule = out.dtype_rule
+    if rule.kind == "fixed":
+        dtype = BY_FKC[rule.args[0]]
+    else:
+        dtype_src = _apply_rule(rule, names, work)
+        assert isinstance(dtype_src, Operand)
+        dtype = dtype_src.dtype
     shape = _apply_rule(out.shape_rule, names, work)
-    assert isinstance(dtype_src, Operand) and isinstance(shape, tuple)
+    assert isinstance(shape, tuple)
     if shape != out_shape:
         return (
             f"its shape_rule {out.shape_rule.kind}({', '.join(out.shape_rule.args)}) gives "
             f"{shape}, the operation's result has shape {out_shape}",
         )
-    return Output(dtype_src.dtype, shape)
+    return Output(dtype, shape)
 
 
 def _kernel_step(
@@ -307,6 +313,7 @@ def _kernel_step(
     specs = contract.inputs
     env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
+    env.update({f"{s.name}_bytes": w.dtype.itemsize for s, w in zip(specs, work, strict=True)})
     kernel_bytes = kernel_cost(contract, env)
     if isinstance(kernel_bytes, str):
         return (kernel_bytes,)

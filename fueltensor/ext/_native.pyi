@@ -19,6 +19,16 @@ def unary(op: int, dtype: int, x: Any, out: Any, /) -> None:
     """out[i] = UNARY_OPS[op](x[i]) over C-contiguous buffers of DTYPES[dtype]: computed in
     double and rounded once (abs and negative: the sign bit alone)."""
 
+COMPARISON_OPS: tuple[str, ...]
+"""The comparison op names, in the order `compare` numbers them (the op table's comparisons)."""
+
+COMPARE_OP: int
+"""The op number the fast path's entries give comparison c: COMPARE_OP + c (abi.h)."""
+
+def compare(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
+    """out[i] = COMPARISON_OPS[op](lhs[i], rhs[i]) over C-contiguous buffers of DTYPES[dtype],
+    out as many bools: IEEE 754's comparisons (a NaN is unordered)."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 

@@ -31,8 +31,11 @@ LAYOUT_VALUES: Final = ("required", "rejected", "allowed")
 """`allowed` means no constraint on that flag."""
 AWKWARD_LAYOUT_STRATEGIES: Final = ("requires_contiguous",)
 SHAPE_CONSTRAINT_KINDS: Final = ("same_as", "broadcast_to")
-DTYPE_RULES: Final = {"passthrough": 1}
-"""Rule name -> number of input names it takes, for `dtype_rule`."""
+DTYPE_RULES: Final = {"passthrough": 1, "fixed": 1}
+"""Rule name -> number of arguments it takes, for `dtype_rule`: `passthrough(<input>)`, the
+input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a comparison's BOOL)."""
+DTYPE_ARGUMENT_RULES: Final = ("fixed",)
+"""The dtype rules whose argument is an FKC dtype code, not an input name."""
 SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2}
 """Rule name -> number of input names it takes, for `shape_rule`."""
 LAYOUT_GUARANTEES: Final = ("contiguous",)
@@ -286,7 +289,9 @@ class Caps(_PicklesReadOnlyMaps):
 
 @dataclass(frozen=True)
 class Cost(_PicklesReadOnlyMaps):
-    """The declared cost: provenance, class, and formulas in `n`, `dtype_bytes`, `<input>_count`."""
+    """The declared cost: provenance, class, and formulas in `n` (the output's elements),
+    `dtype_bytes` (the output's element bytes), `<input>_count` and `<input>_bytes` (an input's
+    elements and element bytes)."""
 
     provenance: str
     class_: str

@@ -26,6 +26,7 @@ from .schema import (
     CONTRACT_SHAPE,
     COST_SHAPE,
     DISPATCH,
+    DTYPE_ARGUMENT_RULES,
     DTYPE_RULES,
     FAST_PATH_SHAPE,
     FKC_VERSIONS,
@@ -277,11 +278,22 @@ def _rule(
     r: Reader, node: Node, where: str, rules: Mapping[str, int], names: tuple[str, ...]
 ) -> Rule:
     text = r.string(node, where)
-    accepted = ", ".join(f"{k}({', '.join(['<input>'] * n)})" for k, n in rules.items())
+    accepted = ", ".join(
+        f"{k}({', '.join(['<dtype>' if k in DTYPE_ARGUMENT_RULES else '<input>'] * n)})"
+        for k, n in rules.items()
+    )
     m = _RULE.match(text.strip())
     args = tuple(a.strip() for a in m.group(2).split(",")) if m else ()
     if m is None or rules.get(m.group(1)) != len(args):
         r.fail(node.line, where, f"{text!r} is not accepted; accepted: {accepted}")
+    if m.group(1) in DTYPE_ARGUMENT_RULES:
+        if args[0] not in BY_FKC:
+            r.fail(
+                node.line,
+                where,
+                f"{text!r} names {args[0]!r}, not a dtype; dtypes: {', '.join(BY_FKC)}",
+            )
+        return Rule(m.group(1), args)
     for a in args:
         if a not in names:
             r.fail(
@@ -356,7 +368,9 @@ def _caps(r: Reader, node: Node) -> Caps:
 
 def _cost(r: Reader, node: Node, names: tuple[str, ...]) -> Cost:
     c = r.mapping(node, COST_SHAPE, "cost")
-    variables = frozenset({"n", "dtype_bytes", *(f"{n}_count" for n in names)})
+    variables = frozenset(
+        {"n", "dtype_bytes", *(f"{n}_count" for n in names), *(f"{n}_bytes" for n in names)}
+    )
     memory = r.mapping(c["memory"], MEMORY_SHAPE, "cost.memory")
     return Cost(
         provenance=r.string(c["provenance"], "cost.provenance"),

@@ -1,4 +1,5 @@
-"""fuel-cpu-backend: the 32 same-shape byte kernels, the integer powers and the unary functions.
+"""fuel-cpu-backend: the 32 same-shape byte kernels, the integer powers, the unary functions and
+the comparisons.
 
 Every thunk is `kernel(lhs, rhs, *, out) -> None` over C-contiguous arrays of equal element
 count (the contract's `same_as` shapes): it checks the three byte lengths as the Rust chassis
@@ -11,7 +12,10 @@ parameter positionally after the input, as the planner passes a contract's `acce
 The unary functions (`<op>_<dtype>`, `kernel(x, *, out)`, one per row of the op table's unary
 family) are compiled only: where `_native` is not built, or FUELTENSOR_PURE_NUMPY=1 asks for
 the pure kernels, their entry points are left out and `UNLINKED` says why, so their contracts
-are not registrable (the oracle serves the functions there).
+are not registrable (the oracle serves the functions there). The comparisons (`<op>_<dtype>`,
+`kernel(lhs, rhs, *, out)` with a bool `out`, one per row of the comparison family) are exact,
+so both implementations give the same bytes: the compiled `compare` body, or NumPy's comparison
+on the operands (a half type widened to f32 first, exactly).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from fueltensor.kernels._chassis import (
     Op,
 )
 from fueltensor.kernels._powi import BODIES, ParamBody
-from fueltensor.ops import SCALAR_FORMS, UNARY_KERNEL_OPS
+from fueltensor.ops import COMPARISON_OPS, SCALAR_FORMS, UNARY_KERNEL_OPS, ContractOp
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
@@ -110,6 +114,49 @@ def _unary_thunk(
     return kernel
 
 
+def _comparison_body(row: ContractOp, dtype: np.dtype[Any], implementation: str) -> Body:
+    """The body `body(lhs, rhs, out)` of comparison `row` on `dtype`: the compiled one, or
+    NumPy's comparison of the operands (a half type's widened exactly to f32) in pure mode."""
+    if implementation != "pure" and NATIVE is not None:
+        return partial(
+            NATIVE.compare,
+            NATIVE.COMPARISON_OPS.index(row.kernel_op),
+            NATIVE.DTYPES.index(dtype.name),
+        )
+    wide = np.dtype(np.float32) if dtype.itemsize == 2 else dtype
+
+    def body(lhs: Array, rhs: Array, out: Array) -> None:
+        row.host(lhs.astype(wide, copy=False), rhs.astype(wide, copy=False), out=out)
+
+    return body
+
+
+def _comparison_thunk(row: ContractOp, suffix: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
+    """Build the thunk `<op>_<suffix>(lhs, rhs, *, out)`: check lengths and dtypes (a bool
+    `out`), run `body`."""
+    name = f"{row.kernel_op}_{suffix}"
+
+    def kernel(lhs: Array, rhs: Array, *, out: Array) -> None:
+        if not (lhs.nbytes == rhs.nbytes and out.size * dtype.itemsize == lhs.nbytes):
+            raise ValueError(
+                f"{name}: lengths differ: lhs {lhs.size}, rhs {rhs.size}, out {out.size} elements"
+            )
+        if lhs.dtype != dtype or rhs.dtype != dtype or out.dtype != np.bool_:
+            raise TypeError(
+                f"{name}: expected {dtype} operands and a bool output, got "
+                f"lhs {lhs.dtype}, rhs {rhs.dtype}, out {out.dtype}"
+            )
+        body(lhs, rhs, out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-cpu-backend {name}: out[i] = {row.summary} of {dtype}, exact."
+    if isinstance(body, partial) and NATIVE is not None and body.func is NATIVE.compare:
+        # The fast path's (op, dtype) numbers of this body: COMPARE_OP + the comparison's.
+        op, code = body.args
+        kernel.__fueltensor_compare__ = (NATIVE.COMPARE_OP + op, code)  # type: ignore[attr-defined]
+    return kernel
+
+
 NEEDS_COMPILED: Final = (
     "needs the compiled kernels (fueltensor.ext._native), {why}; meanwhile "
     "fuel-reference-backend serves the function"
@@ -155,8 +202,8 @@ if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
 
 def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
     """Every thunk by full `entry_point` string: the 32 binary ones with bodies from one chassis
-    implementation, the integer-scalar forms' (pure NumPy in every implementation), and the
-    unary ones where the implementation is the compiled one (`UNLINKED`)."""
+    implementation, the integer-scalar forms' (pure NumPy in every implementation), the unary
+    ones where the implementation is the compiled one (`UNLINKED`), and the comparisons."""
     make = IMPLEMENTATIONS[implementation]
     binary = {
         f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
@@ -178,7 +225,14 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         if not _unary_missing(implementation)
         else {}
     )
-    return binary | scalar | unary
+    comparisons = {
+        f"{_PREFIX}{row.kernel_op}_{suffix}": _comparison_thunk(
+            row, suffix, dtype, _comparison_body(row, dtype, implementation)
+        )
+        for row in COMPARISON_OPS
+        for suffix, dtype in DTYPES
+    }
+    return binary | scalar | unary | comparisons
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

@@ -1,5 +1,6 @@
-"""fuel-reference-backend: the NumPy-broadcasting oracle kernels broadcast_add/sub/mul/div, and
-its unary functions (`broadcast_<op>`, one per row of the op table's unary family).
+"""fuel-reference-backend: the NumPy-broadcasting oracle kernels broadcast_add/sub/mul/div, its
+unary functions (`broadcast_<op>`, one per row of the op table's unary family) and its
+comparisons (`broadcast_lt` ...: each operand widened exactly to float64, then compared).
 
 A second opinion on fuel-cpu-backend, so it shares none of that provider's numerics: nothing
 of `cpu`, `_chassis` or the compiled `_native` is imported here (a test checks). Inputs are
@@ -36,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BINARY_OPS, UNARY_OPS, ContractOp
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS, ContractOp
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
@@ -301,9 +302,44 @@ def _unary_kernel(row: ContractOp) -> KernelFn:
     return kernel
 
 
-ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS
-} | {f"{_PREFIX}broadcast_{row.kernel_op}": _unary_kernel(row) for row in UNARY_OPS}
+def _comparison_kernel(row: ContractOp) -> KernelFn:
+    """Build `broadcast_<op>` of a comparison row: check dtypes, shapes and layout, then compare
+    the operands' exact values, each widened to float64 (exact from every operand type), on the
+    oracle's broadcast views."""
+    name = f"broadcast_{row.kernel_op}"
+
+    def kernel(a: Array, b: Array, *, out: Array) -> None:
+        shape = broadcast_shape(a.shape, b.shape)
+        if out.shape != shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
+        if a.dtype != b.dtype or a.dtype not in _DTYPES or out.dtype != np.bool_:
+            raise TypeError(
+                f"{name}: a and b must share one of float32, float64, bfloat16, float16, and out "
+                f"be bool; got a {a.dtype}, b {b.dtype}, out {out.dtype}"
+            )
+        for label, x in (("a", a), ("b", b), ("out", out)):
+            if not x.flags.c_contiguous:
+                raise ValueError(
+                    f"{name}: {label} must be a C-contiguous array (the contract admits dense "
+                    "buffers only; make a strided operand dense at its own shape first)"
+                )
+        with np.errstate(invalid="ignore"):  # a signalling NaN widened: still a NaN
+            wide = [broadcast_src_view(x, shape).astype(np.float64) for x in (a, b)]
+        row.host(*wide, out=out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = (
+        f"fuel-reference-backend {name}: out = {row.summary} with NumPy broadcasting, on the "
+        "operands' exact values (a bool result)."
+    )
+    return kernel
+
+
+ENTRY_POINTS: Final[dict[str, KernelFn]] = (
+    {f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS}
+    | {f"{_PREFIX}broadcast_{row.kernel_op}": _unary_kernel(row) for row in UNARY_OPS}
+    | {f"{_PREFIX}broadcast_{row.kernel_op}": _comparison_kernel(row) for row in COMPARISON_OPS}
+)
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
 __all__ = [

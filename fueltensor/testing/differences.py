@@ -88,7 +88,11 @@ def _pair(got: object, want: object) -> tuple[np.ndarray, np.ndarray, FloatForma
 
 def difference_classes(got: object, want: object) -> np.ndarray:
     """The difference class (`DIFFERENCE_CLASSES`) of every lane of two float arrays (or
-    FuelTensors) of one dtype, as a string array of their shape."""
+    FuelTensors) of one dtype, as a string array of their shape; of two bool arrays (a
+    comparison's results), `equal` or `value`."""
+    if np.asarray(got).dtype == np.bool_:
+        g, w = np.broadcast_arrays(np.asarray(got), np.asarray(want, bool))
+        return np.where(g == w, EQUAL, VALUE)
     g, w, fmt = _pair(got, want)
     gb, wb = bits(g), bits(w)
     gc, wc = classify(g), classify(w)
@@ -127,7 +131,12 @@ class Errors:
 
 
 def errors(got: np.ndarray, want: np.ndarray) -> Errors:
-    """ULP distance, absolute and relative error of `got` from `want` by the NaN-lane rule."""
+    """ULP distance, absolute and relative error of `got` from `want` by the NaN-lane rule;
+    for bool arrays (a comparison's results, exact or wrong), infinite where they differ."""
+    if got.dtype == np.bool_:
+        wrong = got != want
+        far = np.where(wrong, np.inf, 0.0)
+        return Errors(far, wrong.astype(np.float64), far, np.zeros(got.shape, bool))
     with np.errstate(all="ignore"):
         wg, ww = got.astype(np.float64), want.astype(np.float64)
         nan_got, nan_want = np.isnan(wg), np.isnan(ww)
@@ -164,8 +173,10 @@ def difference(got: int, want: int, dtype: object) -> Difference:
 
 
 def _difference(g: np.ndarray, w: np.ndarray) -> Difference:
-    """The `Difference` of two 0-d arrays of one float dtype."""
+    """The `Difference` of two 0-d arrays of one float dtype (or of two bools)."""
     class_ = str(difference_classes(g, w)[()])
+    if g.dtype == np.bool_:
+        return Difference(class_, None)
     nan = class_ in (NAN_SIGN, NAN_PAYLOAD, NAN_VS_NUMBER)
     return Difference(class_, None if nan else int(ulp_distance(g, w)[()]))
 

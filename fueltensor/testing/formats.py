@@ -139,8 +139,10 @@ def format_of(x: np.ndarray) -> FloatFormat:
 
 def bits(x: object) -> np.ndarray:
     """The bit patterns of a float array (or FuelTensor, or scalar) as unsigned integers of the
-    same width and shape."""
+    same width and shape; a bool array's (a comparison's result) as its bytes."""
     a = np.asarray(x)
+    if a.dtype == np.bool_:
+        return np.ascontiguousarray(a).view(np.uint8).reshape(a.shape)
     fmt = format_of(a)
     patterns: np.ndarray = np.ascontiguousarray(a).view(fmt.uint).reshape(a.shape)
     return patterns

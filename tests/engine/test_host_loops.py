@@ -173,7 +173,7 @@ def test_dense_operands_run_numpys_trivial_loop() -> None:
 @pytest.mark.skipif(not FE, reason=f"FE_* bits of {platform.machine()} not listed")
 @pytest.mark.parametrize("before", ["none", "all", "inexact"])
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
-@pytest.mark.parametrize("name", ["log2", "log10", "expm1", "reciprocal", "equal", "less", "hypot"])
+@pytest.mark.parametrize("name", ["log2", "log10", "expm1", "reciprocal", "copysign", "hypot"])
 def test_the_status_flags_are_the_python_paths(name: str, fmt: str, before: str) -> None:
     """After a compiled call the flags are the Python path's and NumPy's (silenced): the four
     NumPy checks cleared, then what the loop raised; an empty call leaves them as they were."""

@@ -188,7 +188,7 @@ CASES = [
         'flops: "n"',
         'flops: "c_count * 2"',
         "cost.flops",
-        "accepted: a_count, b_count, dtype_bytes, n",
+        "accepted: a_bytes, a_count, b_bytes, b_count, dtype_bytes, n",
         "flops:",
     ),
     (

@@ -34,6 +34,8 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-cpu-backend-powi.md": 150,
     "fuel-cpu-backend-remainder.md": 100,
     "fuel-cpu-backend-unary.md": 150,
+    "fuel-cpu-backend-comparison.md": 100,
+    "fuel-reference-backend-comparison.md": 60,
     "fuel-reference-backend-unary.md": 100,
     "fuel-reference-backend.md": 200,
     "numpy.md": 150,
@@ -341,7 +343,7 @@ def test_a_document_over_the_yaml_value_limit_is_refused(tmp_path: Path) -> None
 
 # -- no code from documents -------------------------------------------------------------------
 
-FORMULA_VARIABLES = "a_count, b_count, dtype_bytes, n"
+FORMULA_VARIABLES = "a_bytes, a_count, b_bytes, b_count, dtype_bytes, n"
 
 
 @pytest.mark.parametrize(

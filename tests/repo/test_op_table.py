@@ -30,9 +30,11 @@ def test_every_family_has_its_traits_and_every_row_a_family() -> None:
     assert set(ops.TRAITS) == set(ops.Family)
     for row in ops.CONTRACT_OPS:
         traits = ops.TRAITS[row.family]
-        assert row.family in (ops.Family.BINARY, ops.Family.UNARY), row.name
-        assert len(traits.operands) == (2 if row.family is ops.Family.BINARY else 1)
-        assert (row.reference is None) == (row.family is ops.Family.BINARY), row.name
+        two = (ops.Family.BINARY, ops.Family.COMPARISON)
+        assert row.family in (*two, ops.Family.UNARY), row.name
+        assert len(traits.operands) == (2 if row.family in two else 1)
+        assert (row.reference is None) == (row.family in two), row.name
+        assert (row.relation is None) == (row.family is not ops.Family.COMPARISON), row.name
     assert len({op.op_kind for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
     assert len({op.kernel_op for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
     every = [k for op in ops.CONTRACT_OPS for k in op.kernel_ops]

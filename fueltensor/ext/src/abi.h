@@ -19,6 +19,8 @@
  * the first N_DTYPES; version 2 (casts and the shaped families) the whole list: the 8-bit and
  * 4-bit float formats of ml_dtypes, the integers and bool. Codes never change once given. */
 enum { F32, F64, BF16, F16, N_DTYPES };
+/* The bytes of an element of each version 1 dtype. */
+static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
 enum { F8_E4M3FN = N_DTYPES, F8_E5M2, F4_E2M1FN, I8, I16, I32, I64, U8, BOOL, N_DTYPES_V2 };
 
 /* Most dimensions of a layout (NumPy's NPY_MAXDIMS; `core.layout.MAX_DIMS`). */
@@ -132,6 +134,10 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define CAPSULE_UNARY NATIVE_MODULE ".UNARY"
 #define CAPSULE_COPY NATIVE_MODULE ".COPY"
 #define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
+#define CAPSULE_COMPARE NATIVE_MODULE ".COMPARE"
+/* The op number `_fast`'s entries give comparison c (`_native.COMPARE_OP` + c): past the
+ * binary ops and POWI_OP; its body is the COMPARE capsule (a `Body` writing one bool a lane). */
+#define COMPARE_OP (POWI_OP + 1)
 
 /* Add a tuple of the C names `items` as the module constant `name` (`_native.OPS`,
  * `_certify.OPS`, ...), so Python reads the tables from the extension that holds them: what

@@ -1,7 +1,8 @@
 /* Generated from fueltensor/ops.py: do not edit. Regenerate with
  *   python fueltensor/ops.py > fueltensor/ext/src/ops.h
- * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`); a unary
- * op's enum name is its kernel op id in capitals after U_. */
+ * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,
+ * `_native.COMPARISON_OPS`); a unary op's enum name is its kernel op id in capitals
+ * after U_, a comparison's after C_. */
 #ifndef FUELTENSOR_OPS_H
 #define FUELTENSOR_OPS_H
 
@@ -12,6 +13,10 @@ static const char *const OP_NAMES[N_OPS] = {"add", "sub", "mul", "div", "maximum
 /* unary elementwise. */
 enum { U_EXP, U_LOG, U_TANH, U_SIGMOID, U_ERF, U_SQRT, U_RSQRT, U_SIN, U_COS, U_ABS, U_NEG, N_UNARY_OPS };
 static const char *const UNARY_NAMES[N_UNARY_OPS] = {"exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "sin", "cos", "abs", "neg"};
+
+/* comparison. */
+enum { C_LT, C_LE, C_EQ, C_NE, C_GT, C_GE, N_COMPARISON_OPS };
+static const char *const COMPARISON_NAMES[N_COMPARISON_OPS] = {"lt", "le", "eq", "ne", "gt", "ge"};
 /* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;
  * and its op id. */
 #define POWI_OP N_OPS

@@ -11,7 +11,7 @@ from typing import Final, cast
 
 import numpy as np
 
-from fueltensor.core.dtypes import DType
+from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.planner import Operand, Plan, admit
@@ -28,6 +28,13 @@ PARAM_SWEEP: Final = (3, -1, 0, 1, 2, -2, -3, 7, -7, 31, -31, 32, -32)
 """The values the judge gives a contract's integer parameters (`accept.params`), each where
 the parameter's type admits it: the first for conformance, determinism and cost, every one of
 them for precision."""
+
+
+def result_dtype(contract: KernelContract, dtype: np.dtype) -> np.dtype:
+    """The dtype of `contract`'s output for operands of `dtype`: its `fixed(...)` rule's (a
+    comparison's bool), else the operands' own (`passthrough`)."""
+    rule = contract.outputs[0].dtype_rule
+    return BY_FKC[rule.args[0]].np if rule.kind == "fixed" else dtype
 
 
 def fresh_out(plan: Plan, fill: int) -> Array:

@@ -316,6 +316,27 @@ def _nan_rule(f: FloatFormat, x: int) -> str:
 
 
 @cache
+def comparison_cases(f: FloatFormat) -> list[tuple[str, str, int, int]]:
+    """(aspect, rule, lhs, rhs) of a comparison: a NaN on either side and on both, quiet and
+    signalling, the two zeros and the infinities (`relation`, ruled by the op table: its
+    relation on the exact values, whatever the section declares); then subnormals against the
+    zeros, each other and the smallest normal (`subnormals`: as numbers, or flushed)."""
+    s, v = special(f.dtype), partial(value, f)
+    qnan, snan = s["+qNaN, lowest payload bit"], s["-sNaN, alternating payload"]
+    tiny, zero, minus = s["+smallest subnormal"], v(0.0), v(-0.0)
+    pairs = [
+        (qnan, v(1.0)), (v(1.0), qnan), (qnan, qnan), (snan, snan), (snan, v(-math.inf)),
+        (minus, zero), (zero, minus), (v(math.inf), v(math.inf)), (v(-math.inf), v(math.inf)),
+    ]  # fmt: skip
+    found = [("relation", "IEEE 754", a, b) for a, b in pairs]
+    largest = s["+min normal"] - 1  # the largest subnormal: one pattern below the least normal
+    subnormal = [
+        (tiny, zero), (zero, tiny), (tiny, tiny + 1), (minus, tiny | f.sign_bit), (tiny, tiny),
+        (largest, s["+min normal"]),
+    ]  # fmt: skip
+    return found + [("subnormals", "subnormal operand", a, b) for a, b in subnormal]
+
+
 def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
     """Every case of an op kind at `dtype`, aspect by aspect (none for an op kind without
     cases): a binary one's from the builders here, a unary one's from its row of the op
@@ -327,6 +348,11 @@ def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
             Case(aspect, rule, op_kind, f.dtype, x, 0, f"{row.name}({_name(f, x)})", arity=1)
             for aspect, rule, x in unary_cases(row, f)
         )
+    if row is not None and row.family is Family.COMPARISON:
+        return tuple(
+            Case(aspect, rule, op_kind, f.dtype, a, b, f"{row.name}({_name(f, a)}, {_name(f, b)})")
+            for aspect, rule, a, b in comparison_cases(f)
+        )
     if op_kind not in OPERATORS:
         return ()
     kind = OpKind(op_kind)
@@ -336,6 +362,15 @@ def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
         for build in _BUILDERS
         for aspect, rule, a, b in build(f, kind)
     )
+
+
+def shown(case: Case, pattern: int) -> str:
+    """A result as a finding shows it: a comparison's `true` or `false`; anything else as
+    `describe` says with its bits, `-0 (0x8000)`."""
+    row = BY_KIND.get(case.op_kind)
+    if row is not None and row.relation is not None:
+        return "true" if pattern else "false"
+    return f"{describe(case, pattern)} (0x{pattern:0{2 * case.dtype.itemsize}x})"
 
 
 def describe(case: Case, pattern: int) -> str:

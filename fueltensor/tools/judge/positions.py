@@ -110,7 +110,8 @@ def sweep(
         shift = (length + offset // dtype.itemsize) % count
         which = (np.arange(length) + shift) % count
         operands = tuple(_operand(row[which], dtype, offset) for row in table)
-        got = np.ascontiguousarray(call(operands)).view(uint).reshape(-1)
+        got = np.ascontiguousarray(call(operands))  # bools (a comparison's) or the dtype's
+        got = got.view(f"u{got.itemsize}").reshape(-1)
         lanes.append(which)
         results.append(got.astype(np.uint64))
     found.calls = len(places)

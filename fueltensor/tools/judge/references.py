@@ -24,7 +24,14 @@ import ml_dtypes
 import numpy as np
 
 from fueltensor.kernels.libm import libm_pow
-from fueltensor.ops import BINARY_OPS, SCALAR_FORMS, UNARY_OPS, ContractOp, OpKind
+from fueltensor.ops import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    SCALAR_FORMS,
+    UNARY_OPS,
+    ContractOp,
+    OpKind,
+)
 from fueltensor.testing import SIGNALING_NAN, classify, float_format
 from fueltensor.tools import exact_pow, exact_unary
 
@@ -264,6 +271,24 @@ def _unary(row: ContractOp) -> Reference:
     )
 
 
+def _relation(row: ContractOp) -> Reference:
+    """A comparison row's reference: its relation (Python's operator, IEEE 754's comparison) on
+    the operands' exact values, element by element."""
+    assert row.relation is not None
+    relation: Any = np.frompyfunc(row.relation, 2, 1)
+
+    def fn(a: Array, b: Array) -> Array:
+        with np.errstate(invalid="ignore"):  # a signalling NaN widened: still a NaN
+            out: Array = np.asarray(relation(a.astype(F64), b.astype(F64)), bool)
+        return out
+
+    return Reference(
+        f"{row.summary} of the exact values (Python's float comparison: IEEE 754's)",
+        fn,
+        formula=True,
+    )
+
+
 def _unmeasured(x: Array) -> Array:
     """Every lane: without MPFR a unary function has no reference here."""
     return np.ones(x.shape, bool)
@@ -302,5 +327,6 @@ REFERENCES: Final[dict[str, Reference]] = {
     **{op.op_kind.value: _BY_KIND[op.op_kind] for op in BINARY_OPS},
     **{form.op_kind.value: _BY_KIND[form.op_kind] for form in SCALAR_FORMS},
     **{op.op_kind.value: _unary(op) for op in UNARY_OPS},
+    **{op.op_kind.value: _relation(op) for op in COMPARISON_OPS},
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""

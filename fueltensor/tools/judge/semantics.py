@@ -38,16 +38,17 @@ from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.registry import provider_environment
 from fueltensor.testing import FloatFormat, float_format
 from fueltensor.tools import checked, exact_unary
+from fueltensor.tools.judge.calls import result_dtype
 from fueltensor.tools.judge.cases import (
     Case,
     cases,
-    describe,
     expected,
     fixed_nan,
     infinity,
     is_nan,
     is_subnormal,
     number,
+    shown,
     value,
 )
 from fueltensor.tools.judge.declared import remainder_reference
@@ -152,6 +153,8 @@ def _exact(case: Case) -> int:
     """The case's operation in f64 (exact for the binary subnormal cases), rounded to the
     dtype; a unary function's correctly rounded (`exact_unary`)."""
     f, row = case.format, BY_KIND[case.op_kind]
+    if row.relation is not None:  # a comparison: its relation on the exact values, a bool
+        return int(row.relation(number(f, case.lhs), number(f, case.rhs)))
     if row.family is Family.UNARY:
         x = np.array([case.lhs], f.uint).view(f.dtype)
         return int(exact_unary.correctly_rounded(row, x).view(f.uint)[0])
@@ -167,6 +170,9 @@ def _subnormals(declared: str, case: Case, pattern: int) -> bool:
     if declared != "flushed":
         return pattern == _exact(case)
     f = case.format
+    if BY_KIND[case.op_kind].relation is not None:  # a comparison of the flushed operands
+        zeros = (x & f.sign_bit if is_subnormal(f, x) else x for x in (case.lhs, case.rhs))
+        return pattern == _exact(replace(case, lhs=next(zeros), rhs=next(zeros)))
     if case.arity == 2:
         return pattern & ~f.sign_bit == 0
     zero = case.lhs & f.sign_bit if is_subnormal(f, case.lhs) else case.lhs
@@ -180,8 +186,14 @@ def _special(_: object, case: Case, pattern: int) -> bool:
     return pattern == expected(case.format, result, case.lhs)
 
 
+def _relation(_: object, case: Case, pattern: int) -> bool:
+    """A comparison's case: the op table's relation on the exact values (1 true, 0 false)."""
+    return pattern == _exact(case)
+
+
 _CHECKS: Final[dict[str, tuple[str, Callable[[Any, Case, int], bool | None]]]] = {
     "special": ("", _special),
+    "relation": ("", _relation),
     "nan": ("nan", _nan),
     "invalid": ("nan", _invalid),
     "zero_tie": ("zero_tie", _zero_tie),
@@ -258,13 +270,13 @@ def observe(
     probes = (*cases(contract.op_kind, dtype), *_random_probes(contract, dtype, seed))
     arity = len(contract.inputs)
     params = (POWI_EXPONENT,) * len(contract.params)
-    alignment = contract.caps.alignment_bytes
+    alignment, result = contract.caps.alignment_bytes, result_dtype(contract, dtype)
 
     def call(operands: tuple[np.ndarray, ...]) -> np.ndarray:
         if checked.applies(fn):
             kernel = cast(CompiledKernel, fn)
-            return checked.call(kernel, contract, operands, operands[0].shape, dtype)
-        out = aligned_empty(operands[0].size, dtype, alignment)
+            return checked.call(kernel, contract, operands, operands[0].shape, result)
+        out = aligned_empty(operands[0].size, result, alignment)
         got = fn(*operands, *params, out=out)  # type: ignore[func-returns-value]
         return got if isinstance(got, np.ndarray) else out
 
@@ -279,6 +291,8 @@ def declared(semantics: Semantics, aspect: str) -> str:
     """How the section words the rule of a case aspect, for a finding."""
     if aspect == "special":
         return "the op table's special case (C99 Annex F, IEEE 754)"
+    if aspect == "relation":
+        return "the op table's relation of the exact values (IEEE 754's comparison)"
     if aspect in ("nan", "invalid") and semantics.nan is not None:
         n = semantics.nan
         if aspect == "invalid":
@@ -304,12 +318,9 @@ def _position(semantics: Semantics, observed: Observed) -> list[str]:
         f = probe.format
         if position == "nan_bits" and all(is_nan(f, p) for p in patterns):
             continue
-        shown = "; ".join(
-            f"{describe(probe, p)} (0x{p:0{2 * f.dtype.itemsize}x}) at {results[p]}"
-            for p in patterns[:3]
-        )
+        seen = "; ".join(f"{shown(probe, p)} at {results[p]}" for p in patterns[:3])
         found.append(
-            f"position declared {position}, but {probe.label} ({probe.operands()}) gave {shown}"
+            f"position declared {position}, but {probe.label} ({probe.operands()}) gave {seen}"
         )
     return found
 
@@ -324,10 +335,9 @@ def findings(semantics: Semantics, observed: Observed) -> list[str]:
         if allows(semantics, probe, pattern) is not False or key in reported:
             continue
         reported.add(key)
-        width = 2 * probe.dtype.itemsize
         found.append(
             f"{declared(semantics, probe.aspect)}, but {probe.label} ({probe.operands()}) gave "
-            f"{describe(probe, pattern)} (0x{pattern:0{width}x}) at {where}"
+            f"{shown(probe, pattern)} at {where}"
         )
     aspects = {p.aspect for p in observed.probes} | {"position", "invariance"}
     for name in semantics.declared():

@@ -148,8 +148,12 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->steps[1] = e->data + 2 * ndim;
     e->kop = (int)PyLong_AsLong(args[0]);
     e->kdtype = (int)PyLong_AsLong(args[1]);
-    e->itemsize = PyDataType_ELSIZE((PyArray_Descr *)args[4]);
-    e->kind = oracle ? ORACLE : e->kop == POWI_OP ? POWI : NATIVE;
+    e->itemsize = e->in_itemsize = PyDataType_ELSIZE((PyArray_Descr *)args[4]);
+    e->kind = oracle ? ORACLE : e->kop == POWI_OP ? POWI : e->kop >= COMPARE_OP ? COMPARE : NATIVE;
+    if (e->kind == COMPARE) { /* bools out of operands of kdtype */
+        e->kop -= COMPARE_OP;
+        e->in_itemsize = e->kdtype >= 0 && e->kdtype < N_DTYPES ? ITEMSIZE[e->kdtype] : 0;
+    }
     Py_ssize_t bytes;
     if (read_entry(e, args, nargs) < 0) {
         Py_DECREF(e);
@@ -167,4 +171,31 @@ static PyObject *entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     e->redo = oracle ? Py_NewRef(redo) : NULL;
     e->nan_above = above;
     return (PyObject *)e;
+}
+
+/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`; guarded for a compiled
+ * provider's kernel) and the N-D array `_from_dense` keeps beside it (the storage itself when
+ * 1-D); both new references. */
+static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
+    Py_INCREF(e->np_dtype);
+    PyArray_Descr *descr = (PyArray_Descr *)e->np_dtype;
+    PyArrayObject *out =
+        e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(descr, e->count);
+    if (out == NULL) return -1;
+    PyObject *nd = (PyObject *)out;
+    if (e->ndim == 1) {
+        Py_INCREF(out);
+    } else {
+        Py_INCREF(e->np_dtype);
+        nd = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim, e->dims,
+                                  NULL, PyArray_DATA(out), NPY_ARRAY_CARRAY, NULL);
+        if (nd == NULL || PyArray_SetBaseObject((PyArrayObject *)nd, Py_NewRef(out)) < 0) {
+            Py_XDECREF(nd);
+            Py_DECREF(out);
+            return -1;
+        }
+    }
+    *storage = out;
+    *view = nd;
+    return 0;
 }

@@ -41,7 +41,7 @@
 /* A tensor's slot at byte offset `off` (S.off_storage, ...): a borrowed reference. */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
-enum { NATIVE, ORACLE, POWI, FOREIGN }; /* the kernel an entry runs (FOREIGN: a compiled
+enum { NATIVE, ORACLE, POWI, FOREIGN, COMPARE }; /* the kernel an entry runs (FOREIGN: a compiled
                                             provider's byte kernel, foreign.c) */
 /* How a native entry reads an operand, and the forms of `operator`: defined here only and
  * exported as module constants, which dispatch reads (no Python copy). */
@@ -65,7 +65,7 @@ typedef struct {
     PyObject *overrun;        /* FOREIGN: raises the plan's ContractViolation for a write in the
                                  guard zones around `out` */
     int mode[2];              /* AS_IS, DENSIFY or (NATIVE only) REPEAT, per operand */
-    Py_ssize_t count, itemsize;
+    Py_ssize_t count, itemsize, in_itemsize; /* the output's element bytes, the operands' */
     Py_ssize_t offset[2];     /* each operand's first element in its storage (AS_IS, REPEAT,
                                  ORACLE), and how many storage elements it needs from there
                                  (FOREIGN: the elements its kernel is handed, as it is or as
@@ -171,6 +171,7 @@ static struct {
     Copy copy_dense;  /* the strided copy into a dense buffer (Contiguize) */
     PowIBody run_powi; /* the integer-power body (PowIElementwise) */
     NanScan nan_scan;  /* whether a dense float buffer holds a NaN (the oracle's redo test) */
+    Body run_compare;  /* the comparison body (COMPARE entries: one bool a lane) */
     /* bind_core: core's types and their slots' byte offsets. */
     PyTypeObject *tensor;      /* FuelTensor */
     PyTypeObject *layout_type; /* Layout (a tuple subclass) */

@@ -80,7 +80,7 @@ static void *native_function(PyObject *native, const char *attr, const char *nam
     return fn;
 }
 
-/* Read `_native`'s four functions (its module imported once); -1 on error. */
+/* Read `_native`'s five functions (its module imported once); -1 on error. */
 static int import_native(void) {
     PyObject *native = PyImport_ImportModule(NATIVE_MODULE);
     if (native == NULL) return -1;
@@ -91,8 +91,10 @@ static int import_native(void) {
     S.nan_scan = S.run_powi == NULL
                      ? NULL
                      : (NanScan)native_function(native, "NAN_SCAN", CAPSULE_NAN_SCAN);
+    S.run_compare =
+        S.nan_scan == NULL ? NULL : (Body)native_function(native, "COMPARE", CAPSULE_COMPARE);
     Py_DECREF(native);
-    return S.nan_scan == NULL ? -1 : 0;
+    return S.run_compare == NULL ? -1 : 0;
 }
 
 /* Intern the names and keyword tuples of the calls made here; -1 on error. */

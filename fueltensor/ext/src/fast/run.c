@@ -33,13 +33,13 @@ static int view_steps(PyObject *t, const Entry *e, int broadcast, Py_ssize_t *sh
     *out_ndim = broadcast ? e->ndim : ndim;
     *dims = broadcast ? (const Py_ssize_t *)e->dims : shape;
     if (ndim > *out_ndim) return 0;
-    *start = operand_at(t, offset, 0, e->itemsize); /* the storage holds the offset */
+    *start = operand_at(t, offset, 0, e->in_itemsize); /* the storage holds the offset */
     if (*start == NULL) return 0;
     for (int k = 0; k < *out_ndim; k++) {
         Py_ssize_t j = k - (*out_ndim - ndim), n = (*dims)[k];
         if (j >= 0 && shape[j] == n) {
             if (n < 2) steps[k] = 0;
-            else if (__builtin_mul_overflow(strides[j], e->itemsize, &steps[k])) return 0;
+            else if (__builtin_mul_overflow(strides[j], e->in_itemsize, &steps[k])) return 0;
         } else if (j < 0 || shape[j] == 1) steps[k] = 0; /* an axis the broadcast repeats */
         else return 0;
     }
@@ -64,11 +64,12 @@ static const char *densify(PyObject *t, const Entry *e, int broadcast, char **te
     const char *start;
     int out_ndim;
     if (!view_steps(t, e, broadcast, shape, &start, steps, &out_ndim, &dims) ||
-        checked_size(dims, out_ndim, e->itemsize, &count, &bytes) < 0 || bytes > DENSIFY_MAX_BYTES)
+        checked_size(dims, out_ndim, e->in_itemsize, &count, &bytes) < 0 ||
+        bytes > DENSIFY_MAX_BYTES)
         return NULL;
     *temp = PyMem_RawMalloc((size_t)bytes + 1);
     if (*temp == NULL) return NULL;
-    if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, e->itemsize);
+    if (count) S.copy_dense(*temp, start, out_ndim, dims, steps, e->in_itemsize);
     *made = count;
     return *temp;
 }
@@ -87,7 +88,7 @@ typedef struct {
  * REPEAT_HEAP_BYTES per operand, each a run of the output; a view that repeats over axes 0..j
  * is made dense once. 1 done, -1 with MemoryError. */
 static int run_tiles(const Entry *e, const char *const src[2], const Tile tile[2], char *out) {
-    Py_ssize_t isz = e->itemsize, want = REPEAT_HEAP_BYTES / isz, inner = 1, box[NPY_MAXDIMS];
+    Py_ssize_t isz = e->in_itemsize, want = REPEAT_HEAP_BYTES / isz, inner = 1, box[NPY_MAXDIMS];
     int j = e->ndim - 1;
     while (j > 0 && e->dims[j] <= want / inner) inner *= e->dims[j--];
     Py_ssize_t rows = want / inner < e->dims[j] ? want / inner : e->dims[j];
@@ -125,7 +126,8 @@ static int run_tiles(const Entry *e, const char *const src[2], const Tile tile[2
             box[0] = size;
             S.copy_dense(blocks[k], tile[k].start + offset, e->ndim - j, box, tile[k].steps + j, isz);
         }
-        S.run_body(e->kop, e->kdtype, read[0], read[1], out + f * isz, n);
+        (e->kind == COMPARE ? S.run_compare : S.run_body)(e->kop, e->kdtype, read[0], read[1],
+                                                          out + f * e->itemsize, n);
         f += n;
     }
     if (state != NULL) PyEval_RestoreThread(state);
@@ -133,33 +135,6 @@ static int run_tiles(const Entry *e, const char *const src[2], const Tile tile[2
     PyMem_RawFree(blocks[0]);
     PyMem_RawFree(blocks[1]);
     return 1;
-}
-
-/* The fresh output of entry `e`: its 1-D aligned storage (`*storage`; guarded for a compiled
- * provider's kernel) and the N-D array `_from_dense` keeps beside it (the storage itself when
- * 1-D); both new references. */
-static int fresh_output(const Entry *e, PyArrayObject **storage, PyObject **view) {
-    Py_INCREF(e->np_dtype);
-    PyArray_Descr *descr = (PyArray_Descr *)e->np_dtype;
-    PyArrayObject *out =
-        e->kind == FOREIGN ? guarded_array(descr, e->count) : aligned_array(descr, e->count);
-    if (out == NULL) return -1;
-    PyObject *nd = (PyObject *)out;
-    if (e->ndim == 1) {
-        Py_INCREF(out);
-    } else {
-        Py_INCREF(e->np_dtype);
-        nd = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)e->np_dtype, e->ndim, e->dims,
-                                  NULL, PyArray_DATA(out), NPY_ARRAY_CARRAY, NULL);
-        if (nd == NULL || PyArray_SetBaseObject((PyArrayObject *)nd, Py_NewRef(out)) < 0) {
-            Py_XDECREF(nd);
-            Py_DECREF(out);
-            return -1;
-        }
-    }
-    *storage = out;
-    *view = nd;
-    return 0;
 }
 
 /* The blocks the `repeated` (1 or 2) operands are read from, of `*step` elements each: `stack`
@@ -181,7 +156,7 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     const char *src[2];
     char *temp[2] = {NULL, NULL}, *blocks[2], *heap = NULL;
     _Alignas(64) char stack[2][REPEAT_BYTES];
-    Py_ssize_t isz = e->itemsize, step = e->count, made;
+    Py_ssize_t isz = e->in_itemsize, step = e->count, made;
     int status = 0;
     Tile tile[2] = {{.tiled = 0}, {.tiled = 0}};
     for (int k = 0; k < 2; k++) {
@@ -222,7 +197,9 @@ static int run_native(const Entry *e, PyObject *const *operands, char *out) {
     PyThreadState *state = e->count >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < e->count; i += step) {
         Py_ssize_t n = e->count - i < step ? e->count - i : step, at = i * isz;
-        S.run_body(e->kop, e->kdtype, src[0] + (ra ? 0 : at), src[1] + (rb ? 0 : at), out + at, n);
+        (e->kind == COMPARE ? S.run_compare : S.run_body)(e->kop, e->kdtype, src[0] + (ra ? 0 : at),
+                                                          src[1] + (rb ? 0 : at),
+                                                          out + i * e->itemsize, n);
     }
     if (state != NULL) PyEval_RestoreThread(state);
     fp_restore(&flags);
@@ -428,7 +405,7 @@ static int run_entry(Call *c, char *out, PyObject *view) {
     return e->kind == ORACLE    ? run_oracle(e, c->operands, view, out)
            : e->kind == POWI    ? run_powi_entry(e, c->operands[0], out)
            : e->kind == FOREIGN ? run_foreign(e, c->operands, out)
-                                : run_native(e, c->operands, out);
+                                : run_native(e, c->operands, out); /* NATIVE, COMPARE */
 }
 
 /* Whether the found entry (its Cast steps run) may write straight into `out`, an in-place
@@ -436,13 +413,14 @@ static int run_entry(Call *c, char *out, PyObject *view) {
  * the kernel reads as is either lies apart from `out` or is exactly its elements (a body reads
  * each lane before storing it; `_native`'s BODY and POWI take c equal to an operand). An
  * operand read through a copy (Contiguize, a repeated element, a Cast) is apart, but not a
- * broadcast made dense block by block (`run_tiles`), which reads its source as `out` fills. An oracle
- * never does: its NaN rule re-reads the operands after the ufunc wrote `out`. Nor does a
+ * broadcast made dense block by block (`run_tiles`), which reads its source as `out` fills. An
+ * oracle never does: its NaN rule re-reads the operands after the ufunc wrote `out`. Nor does a
+ * comparison (bools over wider operands: no operator makes one in place), nor a
  * compiled provider's kernel, whose contract promises nothing of an `out` that aliases an
  * input (the Python path hands it a fresh one). */
 static int writes_in_place(const Call *c, const char *out) {
     const Entry *e = c->e;
-    if (e->kind == FOREIGN || e->kind == ORACLE) return 0;
+    if (e->kind == FOREIGN || e->kind == ORACLE || e->kind == COMPARE) return 0;
     Py_ssize_t bytes = e->count * e->itemsize;
     for (int k = 0; k < (e->kind == POWI ? 1 : 2); k++) {
         Py_ssize_t shape[NPY_MAXDIMS], steps[NPY_MAXDIMS]; /* a broadcast made dense block */

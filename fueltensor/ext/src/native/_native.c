@@ -23,6 +23,7 @@
  *   nan_scan.c      the oracle's NaN scan, for `_fast`
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
+ *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -39,6 +40,7 @@
 #include "nan_scan.c"
 #include "copy.c"
 #include "calls.c"
+#include "compare.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

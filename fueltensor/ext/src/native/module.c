@@ -53,6 +53,9 @@ static PyMethodDef methods[] = {
     {"unary", (PyCFunction)(void (*)(void))unary, METH_FASTCALL,
      "unary(op, dtype, x, out): out[i] = UNARY_OPS[op](x[i]) over C-contiguous buffers of "
      "DTYPES[dtype] and one byte length, computed in double and rounded once."},
+    {"compare", (PyCFunction)(void (*)(void))compare, METH_FASTCALL,
+     "compare(op, dtype, lhs, rhs, out): out[i] = COMPARISON_OPS[op](lhs[i], rhs[i]) over "
+     "C-contiguous buffers of DTYPES[dtype] and one length, out as many bools."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -101,6 +104,8 @@ static int add_body(PyObject *module) {
         return -1;
     if (add_capsule(module, "UNARY", CAPSULE_UNARY, (void *)unary_body) < 0)
         return -1;
+    if (add_capsule(module, "COMPARE", CAPSULE_COMPARE, (void *)compare_body) < 0)
+        return -1;
     if (add_capsule(module, "NAN_SCAN", CAPSULE_NAN_SCAN, (void *)nan_scan) < 0)
         return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
@@ -123,6 +128,7 @@ static void find_isas(void) {
     PartBody parts[] = PER_ISA(body, _part);
     PowIBody powi[] = PER_ISA(powi, );
     UnaryBody unaries[] = PER_ISA(unary, );
+    Body compares[] = PER_ISA(compare, );
     NanScan scans[] = PER_ISA(nan_scan, );
     int count = 1;
 #ifdef HAVE_AVX2_F16C
@@ -140,6 +146,7 @@ static void find_isas(void) {
         N.isa_parts[i] = parts[i];
         N.isa_powi[i] = powi[i];
         N.isa_unary[i] = unaries[i];
+        N.isa_compare[i] = compares[i];
         N.isa_nan_scan[i] = scans[i];
     }
     N.isa_count = count;
@@ -171,6 +178,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "UNARY_OPS", UNARY_NAMES, N_UNARY_OPS) < 0 ||
+        add_names(module, "COMPARISON_OPS", COMPARISON_NAMES, N_COMPARISON_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
         PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||
@@ -182,6 +190,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "ALONE_STREAK", ALONE_STREAK) < 0 ||
         PyModule_AddIntConstant(module, "POOL_SPIN_NS", POOL_SPIN_NS) < 0 ||
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
+        PyModule_AddIntConstant(module, "COMPARE_OP", COMPARE_OP) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||
         add_split_table(module) < 0) {

@@ -64,7 +64,6 @@
 #define UNARY_POOL_OP (POWI_OP + 1)
 
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
-static const Py_ssize_t ITEMSIZE[N_DTYPES] = {4, 8, 2, 2};
 /* The instruction sets a body is compiled for, in the order init tries them: each one's CPU
  * features include the one's before, so those found are a prefix (`N.isa_count` long). */
 static const char *const ISA_NAMES[] = {"baseline", "avx2", "avx512"};
@@ -204,6 +203,7 @@ static struct {
     PartBody isa_parts[MAX_ISAS];
     PowIBody isa_powi[MAX_ISAS];
     UnaryBody isa_unary[MAX_ISAS];
+    Body isa_compare[MAX_ISAS];
     NanScan isa_nan_scan[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
@@ -212,7 +212,7 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif

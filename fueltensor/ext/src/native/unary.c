@@ -176,7 +176,7 @@ INLINE int vi_all(VI mask) {
 /* The C library's double function `op` on each lane of d (__builtin_sqrt: a vector square root,
  * errno unset in this file). */
 INLINE VD unary_libm(int op, VD d) {
-    VD out;
+    VD out = d; /* every lane is set below: this only quiets GCC 12 */
     for (int i = 0; i < UNARY_LANES; i++) {
         double x = d[i];
         switch (op) {
