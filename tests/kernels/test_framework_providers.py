@@ -22,7 +22,7 @@ from fueltensor.cli import main
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.engine.steps import StepKind
 from fueltensor.kernels.frameworks import jax_provider, torch_provider
-from fueltensor.ops import BINARY_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS
 from fueltensor.testing import bits
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -349,6 +349,53 @@ def test_compare_backends_compares_exp_across_the_installed_frameworks() -> None
         want = np.asarray(ft.exp(x))
         assert r.equal == r.count - sum(r.classes.values()) and r.count == x.size
     assert np.array_equal(bits(np.asarray(got)), bits(want))  # the default kernel's result
+
+
+def _direct_comparison(name: str, op: Any, a: Any, b: Any) -> np.ndarray:
+    """The framework's own comparison of its own operands: NumPy's ufunc, PyTorch's operator
+    (`torch.equal` is not elementwise), `jax.numpy`'s function."""
+    if name == "numpy":
+        with np.errstate(all="ignore"):  # ml_dtypes' bfloat16 loop flags a signalling NaN
+            return np.asarray(op.host(a, b))
+    if name == "torch":
+        return np.asarray(op.relation(a, b).numpy())
+    jax = framework("jax")
+    import jax.numpy as jnp
+
+    with jax.enable_x64(a.dtype == np.float64):
+        return np.asarray(getattr(jnp, op.name)(a, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("op", COMPARISON_OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_a_comparison_wrapper_returns_the_frameworks_own_bools_in_every_layout(
+    name: str, op: Any, dtype: np.dtype
+) -> None:
+    framework(name)
+    base = _base(dtype, seed=hash((name, op.name, str(dtype))) % 2**32)
+    tensor = ft.asarray(base)
+    for layout in _views(base):
+        lhs, rhs = _views(base)[layout](tensor), _other(layout)(tensor[2 * N :])
+        with ft.use_backend(name):
+            plan = ft.explain(getattr(ft, op.name), lhs, rhs)
+            got = np.asarray(getattr(ft, op.name)(lhs, rhs))
+        want = _direct_comparison(name, op, *_framework_operands(name, base, layout))
+        assert plan.provider == name and plan.out_dtype is ft.bool, str(plan)
+        assert got.dtype == np.bool_ and np.array_equal(got, want), (name, op.name, layout)
+
+
+def test_compare_backends_compares_a_comparison_across_the_installed_frameworks() -> None:
+    names = [n for n in FRAMEWORKS if importlib.util.find_spec(n) is not None]
+    x = ft.asarray(np.float32([0.0, -0.0, 1.0, np.nan, np.inf, 1e-45, -2.0]))
+    with ft.compare_backends("cpu", *names) as report:
+        got = x > 0
+    rows = list(report)
+    assert sorted(r.provider for r in rows) == sorted(names) and all(r.compared for r in rows)
+    assert all(r.kernels == ("gt_f32", f"{r.provider}_gt_f32") for r in rows)
+    assert np.asarray(got).tolist() == [False, False, True, False, True, True, False]
+    # JAX flushes subnormals (its document declares it): 1e-45 > 0 is false there, one lane
+    assert {r.provider: r.count - r.equal for r in rows} == {n: int(n == "jax") for n in names}
 
 
 def test_the_judge_fails_numpy_exp_declared_correctly_rounded(tmp_path: Any) -> None:

@@ -41,6 +41,9 @@ MUTANTS_PER_DOCUMENT = {
     "numpy.md": 150,
     "torch.md": 150,
     "jax.md": 150,
+    "numpy-comparison.md": 40,
+    "torch-comparison.md": 40,
+    "jax-comparison.md": 40,
 }
 MB = 2**20
 

@@ -29,6 +29,7 @@ from fueltensor.fkc.schema import MeasuredOn
 
 BF16: Final = np.dtype(ml_dtypes.bfloat16)
 UNSIGNED: Final[dict[int, np.dtype[Any]]] = {
+    1: np.dtype(np.uint8),  # a comparison's bools
     2: np.dtype(np.uint16),
     4: np.dtype(np.uint32),
     8: np.dtype(np.uint64),

@@ -23,7 +23,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -60,8 +60,8 @@ def _jax() -> tuple[Any, Any]:
 
 
 def _call(name: str, dtype: np.dtype, *args: Any, module: str = "jax.numpy") -> np.ndarray:
-    """`<module>.<name>(*args)` on the CPU device, F64 under the scoped x64 switch; the result
-    as a NumPy array."""
+    """`<module>.<name>(*args)` on the CPU device, under the scoped x64 switch where `dtype` (the
+    operands') is F64; the result as a NumPy array."""
     jax, cpu = _jax()
     x64 = jax.enable_x64(True) if dtype == _F64 else nullcontext()
     with x64, jax.default_device(cpu):
@@ -72,7 +72,7 @@ def _binary(name: str) -> KernelFn:
     """A kernel calling `jax.numpy.<name>(lhs, rhs)` and copying the result's bits into `out`."""
 
     def kernel(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
-        deliver(_call(name, out.dtype, lhs, rhs), out)
+        deliver(_call(name, lhs.dtype, lhs, rhs), out)  # F64 operands: x64 (a bool out too)
 
     kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
     return kernel
@@ -99,6 +99,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
+    **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
     "jax.numpy.power(x, int)": _integer_power,
 }
 

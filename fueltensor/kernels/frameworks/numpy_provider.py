@@ -18,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -56,7 +56,7 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
-    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in BINARY_OPS},
+    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in (*BINARY_OPS, *COMPARISON_OPS)},
     **{
         f"numpy.{op.name}": _unary(getattr(np, op.name))
         for op in UNARY_OPS
@@ -64,9 +64,9 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     },
     "numpy.ndarray.__pow__(int)": _integer_power,
 }
-"""Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations (the op table's
-ufuncs) and for each unary row NumPy names by the row's own name (`numpy.exp`, `numpy.abs`;
-NumPy has no sigmoid, erf or rsqrt)."""
+"""Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations and the comparisons
+(the op table's ufuncs: `numpy.less` ...) and for each unary row NumPy names by the row's own
+name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt)."""
 
 
 def environment() -> MeasuredOn:

@@ -21,7 +21,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
-from fueltensor.ops import UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework(
     "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
@@ -101,10 +101,12 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
 ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
     **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
+    **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
     "torch.pow(Tensor, int)": _integer_power,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
-for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`) and the
+for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
+comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise) and the
 integer power."""
 
 
