@@ -178,6 +178,11 @@ def linked_entry_points(provider: str) -> Mapping[str, KernelFn] | None:
         return _links.get(provider)
 
 
+EXCLUDED: Final = " is excluded by use_backend"
+"""How `Registry.excluded` ends the reason of a contract whose provider `use_backend` left out
+(after `provider NAME`): explain folds those into one line."""
+
+
 def bundled_contracts_dir() -> Path:
     """Where the bundled FKC documents live: inside the installed package, else the checkout."""
     package = Path(__file__).resolve().parent
@@ -366,7 +371,7 @@ class Registry:
         joins only where it is named."""
         name = contract.provider.name
         if providers is not None and name not in providers and contract.name not in providers:
-            return f"provider {name} is excluded by use_backend"
+            return f"provider {name}{EXCLUDED}"
         named = contract.name in self._joined or contract.name in (providers or ())
         if contract.dispatch == "when_named" and not named:
             return f"kernel {contract.name} {WHEN_NAMED.format(name=repr(contract.name))}"

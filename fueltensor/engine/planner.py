@@ -40,7 +40,7 @@ from fueltensor.engine.steps import Target as Target
 from fueltensor.engine.steps import promote as promote
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
-from fueltensor.registry import UNLINKED, WHEN_NAMED, Registry
+from fueltensor.registry import EXCLUDED, UNLINKED, WHEN_NAMED, Registry
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
@@ -208,10 +208,12 @@ class Planning:
 
 def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
     """A plan's rejected contracts as text, one line each, but one line in all for the
-    contracts that join only where named, by provider or by kernel (`Registry.excluded`), and
-    one for those not registrable here for one reason (`UNLINKED`)."""
+    contracts that join only where named, by provider or by kernel (`Registry.excluded`), one
+    for those whose providers `use_backend` leaves out, and one for those not registrable here
+    for one reason (`UNLINKED`)."""
     lines: list[str] = []
     unjoined: Counter[tuple[str, str]] = Counter()
+    excluded: Counter[str] = Counter()
     unlinked: dict[str, list[str]] = {}
     for name, reasons in rejected.items():
         head, _, rest = reasons[0].partition(" ")
@@ -219,6 +221,8 @@ def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
         when_named = tail == WHEN_NAMED.format(name=repr(who))
         if len(reasons) == 1 and head in ("provider", "kernel") and when_named:
             unjoined[head, who] += 1
+        elif len(reasons) == 1 and head == "provider" and reasons[0] == f"provider {who}{EXCLUDED}":
+            excluded[who] += 1
         elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
             unlinked.setdefault(reasons[0], []).append(name)
         else:
@@ -227,6 +231,9 @@ def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
         f"  {UNLINKED}{', '.join(names)}: {reason.removeprefix(UNLINKED)}"
         for reason, names in unlinked.items()
     ]
+    if excluded:
+        left = ", ".join(f"{who} ({plural(n, 'kernel')})" for who, n in excluded.items())
+        lines.append(f"  excluded by use_backend: {left}")
     if unjoined:
         counts = ", ".join(
             who if head == "kernel" else f"{who} ({plural(n, 'kernel')})"

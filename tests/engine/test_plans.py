@@ -501,3 +501,19 @@ def test_the_workloads_contract_operations_plan_on_the_cpu_kernels() -> None:
         (p.op, p.provider) for p in planned
     ]
     assert any(s.tiled for p in planned for s in p.steps)
+
+
+def test_explain_folds_the_providers_use_backend_leaves_out_into_one_line() -> None:
+    """Under `use_backend("cpu")` every other provider's contract of the op kind is rejected for
+    one reason: explain says so once, each provider with its count, not a line per kernel."""
+    x = ft.asarray(np.ones(4, np.float32))
+    kind = BY_NAME["exp"].op_kind
+    with ft.use_backend("cpu"):
+        text = str(ft.explain(ft.exp, x))
+    (line,) = [row for row in text.splitlines() if "excluded by use_backend" in row]
+    others = [c.provider.name for c in ft.registry().for_op(kind)]
+    counts = {name: others.count(name) for name in others if name != "fuel-cpu-backend"}
+    assert counts and line == "  excluded by use_backend: " + ", ".join(
+        f"{name} ({n} kernel{'s' * (n != 1)})" for name, n in counts.items()
+    )
+    assert "rejected broadcast_exp" not in text
