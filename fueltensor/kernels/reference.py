@@ -243,6 +243,16 @@ def in_type(ufunc: np.ufunc, dtype: np.dtype[Any]) -> Callable[..., object]:
     return call
 
 
+def _require_dense(name: str, **arrays: Array) -> None:
+    """Refuse, naming it, an array of a broadcasting kernel `name` that is not C-contiguous."""
+    for label, x in arrays.items():
+        if not x.flags.c_contiguous:
+            raise ValueError(
+                f"{name}: {label} must be a C-contiguous array (the contract admits dense "
+                "buffers only; make a strided operand dense at its own shape first)"
+            )
+
+
 def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
     """Build `broadcast_<op>`: check layout, dtypes and output shape, then compute in-type."""
     name = f"broadcast_{op}"
@@ -256,12 +266,7 @@ def _kernel(op: str, ufunc: np.ufunc) -> KernelFn:
                 f"{name}: a, b and out must share one of float32, float64, bfloat16, float16; "
                 f"got a {a.dtype}, b {b.dtype}, out {out.dtype}"
             )
-        for label, x in (("a", a), ("b", b), ("out", out)):
-            if not x.flags.c_contiguous:
-                raise ValueError(
-                    f"{name}: {label} must be a C-contiguous array (the contract admits dense "
-                    "buffers only; make a strided operand dense at its own shape first)"
-                )
+        _require_dense(name, a=a, b=b, out=out)
         lhs, rhs = broadcast_src_view(a, shape), broadcast_src_view(b, shape)
         with np.errstate(all="ignore"):  # IEEE results (x/0, inf-inf) are the contract, silent
             in_type(ufunc, out.dtype)(lhs, rhs, out=out)
@@ -317,12 +322,7 @@ def _comparison_kernel(row: ContractOp) -> KernelFn:
                 f"{name}: a and b must share one of float32, float64, bfloat16, float16, and out "
                 f"be bool; got a {a.dtype}, b {b.dtype}, out {out.dtype}"
             )
-        for label, x in (("a", a), ("b", b), ("out", out)):
-            if not x.flags.c_contiguous:
-                raise ValueError(
-                    f"{name}: {label} must be a C-contiguous array (the contract admits dense "
-                    "buffers only; make a strided operand dense at its own shape first)"
-                )
+        _require_dense(name, a=a, b=b, out=out)
         with np.errstate(invalid="ignore"):  # a signalling NaN widened: still a NaN
             wide = [broadcast_src_view(x, shape).astype(np.float64) for x in (a, b)]
         row.host(*wide, out=out)
