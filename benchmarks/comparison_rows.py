@@ -9,22 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 from pricing_rows import _median_seconds
+from unary_rows import _torch
 
 import fueltensor as ft
 from fueltensor.ops import COMPARISON_OPS
-
-
-def _torch() -> Any:
-    """PyTorch, or None where it is not installed."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
 
 
 def comparison_rows(repeats: int) -> None:
