@@ -41,6 +41,7 @@ import numpy as np
 from comparison_rows import comparison_rows
 from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
 from pricing_rows import pricing_rows
+from selection_rows import selection_rows
 from thread_rows import split_rows, thread_rows
 from unary_rows import unary_rows
 
@@ -905,6 +906,7 @@ SECTIONS = (
     "pricing",
     "unary",
     "comparisons",
+    "selections",
     "views",
     "live",
     "clients",
@@ -965,6 +967,7 @@ def main() -> None:
         "pricing": lambda: pricing_rows(repeats),
         "unary": lambda: unary_rows(repeats),
         "comparisons": lambda: comparison_rows(repeats),
+        "selections": lambda: selection_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),

@@ -57,7 +57,6 @@ from fueltensor.array_api.elementwise import (
     bitwise_right_shift,
     bitwise_xor,
     ceil,
-    clip,
     conj,
     copysign,
     cosh,
@@ -88,6 +87,9 @@ from fueltensor.array_api.elementwise import (
     square,
     tan,
     trunc,
+)
+from fueltensor.array_api.elementwise import (
+    clip as clip,
 )
 from fueltensor.array_api.extensions import (
     cumprod,
@@ -131,7 +133,9 @@ from fueltensor.array_api.searching import (
     count_nonzero,
     nonzero,
     searchsorted,
-    where,
+)
+from fueltensor.array_api.searching import (
+    where as where,
 )
 from fueltensor.array_api.set import (
     unique_all,
@@ -310,7 +314,6 @@ __all__ = [
     "can_cast",
     "ceil",
     "certify",
-    "clip",
     "compare_backends",
     "complex64",
     "complex128",
@@ -436,7 +439,6 @@ __all__ = [
     "use_registry",
     "var",
     "vecdot",
-    "where",
     "zeros",
     "zeros_like",
 ] + [op.name for op in CONTRACT_OPS]

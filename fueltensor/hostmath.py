@@ -45,3 +45,15 @@ def host_erf(x: np.ndarray) -> np.ndarray:
         raise TypeError(f"erf takes real numbers, got {x.dtype}")
     out: np.ndarray = np.vectorize(math.erf, otypes=[x.dtype if x.dtype.kind == "f" else "f8"])(x)
     return out
+
+
+def host_clip(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """x bounded to [low, high] by the clamp contracts' rule, minimum(maximum(x, low), high)
+    with the binary maximum and minimum's: a NaN operand returned as it is (x's first, then
+    low's, then high's), the left operand kept on a tie (-0 stays -0 against +0)."""
+    x, low, high = np.broadcast_arrays(x, low, high)
+    out = np.array(x, copy=True)
+    with np.errstate(invalid="ignore"):
+        np.copyto(out, low, where=(low > out) | (np.isnan(low) & ~np.isnan(out)))
+        np.copyto(out, high, where=(high < out) | (np.isnan(high) & ~np.isnan(out)))
+    return out

@@ -7,9 +7,10 @@ table: the namespace functions (`fueltensor.add`, `fueltensor.exp` ...) and Fuel
 operators (`fueltensor.core.operators`), dispatch's op_kind and host fallback, the judge's
 references and special cases, certify's sweeps, and the kernels' op lists (the chassis, the
 compiled module's `OPS` and `UNARY_OPS`, and the C header `ext/src/ops.h`, generated from this
-module by `python fueltensor/ops.py` and checked against it by tests/repo/test_op_table.py). No
-other module spells an op kind or a kernel op id. What an operation computes is the contracts'
-business: read it from the FKC documents, never from here. docs/ops.md says how to add a row.
+module by `python -m fueltensor.ops_header` and checked against it by
+tests/repo/test_op_table.py). No other module spells an op kind or a kernel op id. What an
+operation computes is the contracts' business: read it from the FKC documents, never from
+here. docs/ops.md says how to add a row.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from fueltensor.hostmath import host_erf, host_power, host_rsqrt, host_sigmoid
+from fueltensor.hostmath import host_clip, host_erf, host_power, host_rsqrt, host_sigmoid
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import KernelContract
@@ -69,6 +70,8 @@ class OpKind(StrEnum):
     NOT_EQUAL = "NotEqualElementwise"
     GREATER = "GreaterElementwise"
     GREATER_EQUAL = "GreaterEqualElementwise"
+    WHERE = "WhereElementwise"
+    CLIP = "ClipElementwise"
 
 
 class Family(StrEnum):
@@ -77,6 +80,8 @@ class Family(StrEnum):
     BINARY = "binary elementwise"
     UNARY = "unary elementwise"
     COMPARISON = "comparison"
+    SELECT = "selection"
+    CLAMP = "clamp"
     CAST = "cast"
     REDUCTION = "reduction"
     CONTRACTION = "contraction"
@@ -102,6 +107,9 @@ class Traits:
     """What the judge compares against."""
     certificate: str
     """What `fueltensor certify` sweeps."""
+    fixed: tuple[tuple[str, str], ...] = ()
+    """(operand, FKC dtype) of the operands whose dtype the family fixes (a selection's
+    `condition` is BOOL): never promoted with the others, refused by name when of another."""
 
 
 TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
@@ -133,6 +141,25 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
             (),
             "the IEEE 754 comparison of the operands' exact values (a NaN is unordered)",
             "every pair of 16-bit inputs (2^32); sampled pairs for f32 and f64",
+        ),
+        Family.SELECT: Traits(
+            ("condition", "x1", "x2"),
+            "kernel(condition, x1, x2, *, out)",
+            1,
+            "TernaryBody",
+            (),
+            "the operand the condition picks, bit for bit",
+            "none: a selection computes nothing (the judge checks every lane's bits)",
+            (("condition", "BOOL"),),
+        ),
+        Family.CLAMP: Traits(
+            ("x", "low", "high"),
+            "kernel(x, low, high, *, out)",
+            1,
+            "TernaryBody",
+            (),
+            "minimum(maximum(x, low), high) by the binary maximum and minimum contracts' rules",
+            "none: a clamp selects one of its operands (the judge checks every lane's bits)",
         ),
         Family.CAST: Traits(
             ("x",),
@@ -256,6 +283,7 @@ class ContractOp:
 
 
 _B, _U, _C = Family.BINARY, Family.UNARY, Family.COMPARISON
+_S, _K = Family.SELECT, Family.CLAMP
 _ZEROS: Final[tuple[Special, ...]] = (("+0", "+0"), ("-0", "-0"))
 _NAN: Final[tuple[Special, ...]] = (("NaN", "NaN"),)
 
@@ -361,6 +389,8 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
         "greater_equal", OpKind.GREATER_EQUAL, _C, "ge", np.greater_equal, "ge", "x1 >= x2",
         relation=operator.ge,
     ),
+    ContractOp("where", OpKind.WHERE, _S, None, np.where, "where", "x1 where condition, else x2"),
+    ContractOp("clip", OpKind.CLIP, _K, None, host_clip, "clamp", "x bounded to [low, high]"),
 )  # fmt: skip
 """The operator surface, family by family. Adding a contract operation: its FKC documents, its
 kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""
@@ -377,6 +407,8 @@ UNARY_OPS: Final = of_family(Family.UNARY)
 """The unary elementwise rows (one tensor operand: `unary(op, x)`)."""
 COMPARISON_OPS: Final = of_family(Family.COMPARISON)
 """The comparison rows (two tensor operands, a bool result: `binary(op, a, b)`)."""
+TERNARY_OPS: Final = of_family(Family.SELECT) + of_family(Family.CLAMP)
+"""The three-operand rows, a selection and a clamp (`engine.ternary`)."""
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
@@ -447,48 +479,5 @@ def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
     return out
 
 
-REGENERATE: Final = "python fueltensor/ops.py > fueltensor/ext/src/ops.h"
-"""The command that writes ext/src/ops.h from this table: the file run as a script, so that a
-build whose op list is stale (which `import fueltensor` refuses) can still be regenerated."""
-
-
-def c_header() -> str:
-    """ext/src/ops.h: each family's C op enum and names, in table order, generated from this
-    table (`REGENERATE`), so that no C source spells an op id of its own;
-    tests/repo/test_op_table.py holds the file equal to this text."""
-    lines = [
-        f"/* Generated from fueltensor/ops.py: do not edit. Regenerate with\n *   {REGENERATE}",
-        " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,",
-        " * `_native.COMPARISON_OPS`); a unary op's enum name is its kernel op id in capitals",
-        " * after U_, a comparison's after C_. */",
-        "#ifndef FUELTENSOR_OPS_H",
-        "#define FUELTENSOR_OPS_H",
-    ]
-    families = ((Family.BINARY, "", "N_OPS", "OP_NAMES"),
-                (Family.UNARY, "U_", "N_UNARY_OPS", "UNARY_NAMES"),
-                (Family.COMPARISON, "C_", "N_COMPARISON_OPS", "COMPARISON_NAMES"))  # fmt: skip
-    for family, prefix, count, names in families:
-        ops = of_family(family)
-        lines += [
-            "",
-            f"/* {family}. */",
-            f"enum {{ {', '.join(prefix + k.upper() for op in ops for k in op.kernel_ops)}, "
-            f"{count} }};",
-            f"static const char *const {names}[{count}] = {{"
-            + ", ".join(f'"{k}"' for op in ops for k in op.kernel_ops)
-            + "};",
-        ]
-    (powi,) = SCALAR_FORMS  # one past the binary ops: a second form needs a number of its own
-    lines += [
-        "/* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;",
-        " * and its op id. */",
-        "#define POWI_OP N_OPS",
-        f'#define POWI_NAME "{powi.kernel_op}"',
-        "",
-        "#endif",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(c_header(), end="")
+REGENERATE: Final = "python -m fueltensor.ops_header > fueltensor/ext/src/ops.h"
+"""The command that writes ext/src/ops.h from this table (`fueltensor.ops_header`)."""

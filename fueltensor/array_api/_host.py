@@ -116,17 +116,6 @@ def ruled_host(
     return wrap
 
 
-def compiled_call(
-    call: Callable[..., Any], arity: int, first: DType | None = None
-) -> Callable[[F], F]:
-    """`ufunc_host` as a decorator (over `host`)."""
-
-    def wrap(fn: F) -> F:
-        return ufunc_host(fn, call, arity, first)
-
-    return wrap
-
-
 def _tensors(values: Iterable[Any]) -> list[FuelTensor]:
     """The tensors among `values`, looking one level into tuples and lists."""
     found: list[FuelTensor] = []

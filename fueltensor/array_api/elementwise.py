@@ -13,6 +13,7 @@ subtract, multiply, divide, remainder, pow, maximum, minimum) and the comparison
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,11 @@ from fueltensor.array_api._host import fresh, host, promoted, tensor, ufunc_host
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.errors import with_article
 from fueltensor.core.pydata import python_values
+from fueltensor.core.scalars import coerce
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import ternary
+from fueltensor.engine.planner import Target
+from fueltensor.ops import OpKind
 
 Unary = Callable[[FuelTensor], FuelTensor]
 Binary = Callable[[Any, Any], FuelTensor]
@@ -125,24 +130,18 @@ def imag(x: FuelTensor, /) -> FuelTensor:
     return fresh(np.array(np.imag(tensor(x)._array), copy=True))
 
 
-@host
-def clip(x: FuelTensor, /, min: Any = None, max: Any = None) -> FuelTensor:
-    """x limited to [min, max] element-wise (either bound may be None); the result keeps x's
-    dtype and broadcast shape, a NaN bound gives NaN. A bool x with a number bound is first
+@ternary.operation(OpKind.CLIP)
+def clip(x: FuelTensor, /, min: Any = None, max: Any = None) -> ternary.Operands:
+    """x limited to [min, max] element-wise (a bound None: none on that side); the result keeps
+    x's dtype and has the broadcast shape. Float x is planned through the clamp contracts, which
+    state it as minimum(maximum(x, min), max) (a NaN operand is returned as it is: x's first);
+    other dtypes run on the host by the same rule. A bool x with a number bound is first
     promoted with it, as NumPy does (`clip([True, False], -1, 2)` is `[1, 0]`, not bools)."""
     x = tensor(x)
     if x.dtype.category == "bool":
         x = _promoted_bool(x, min, max)
-    out = np.array(x._array, copy=True)
-    for bound, outside in ((min, np.less), (max, np.greater)):
-        if bound is None:
-            continue
-        b = _bound(bound, x)
-        out = np.array(np.broadcast_to(out, np.broadcast_shapes(out.shape, b.shape)), copy=True)
-        b = np.broadcast_to(b, out.shape)
-        hit = outside(out, b) | (np.isnan(b) if x.dtype.is_float else False)
-        out[hit] = b[hit]
-    return fresh(out, x.dtype)
+    low, high = (_bound_tensor(bound, x, upper) for upper, bound in enumerate((min, max)))
+    return (x, low, high), Target(x.dtype, "clip keeps x's dtype (the array API): a bound is cast")
 
 
 def _promoted_bool(x: FuelTensor, *bounds: Any) -> FuelTensor:
@@ -157,10 +156,23 @@ def _promoted_bool(x: FuelTensor, *bounds: Any) -> FuelTensor:
     return x if dt is x.dtype else fresh(x._array.astype(dt.np), dt)
 
 
-def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
-    """A clip bound as an array of x's dtype; a Python int outside x's range is clamped to it."""
+def _bound_tensor(bound: Any, x: FuelTensor, upper: int) -> FuelTensor:
+    """A clip bound as a tensor: a tensor as it is (the plan casts it to x's dtype); a Python
+    number or None (the dtype's extreme on its side) beside a float x a weak scalar of x's
+    dtype (cached, as an operator's); else `_bound`'s array."""
     if isinstance(bound, FuelTensor):
-        return bound._array.astype(x.dtype.np)
+        return bound
+    if x.dtype.is_float and (bound is None or isinstance(bound, int | float)):
+        return coerce(x, _extreme(x.dtype, upper) if bound is None else bound)[1]
+    return fresh(_bound(bound, x, upper), x.dtype)
+
+
+def _bound(bound: Any, x: FuelTensor, upper: int) -> np.ndarray:
+    """A clip bound (not a tensor) as an array of x's dtype: None the dtype's extreme on its
+    side (`upper`: 1 for max), so that it bounds nothing; a Python int outside x's range is
+    clamped to it."""
+    if bound is None:
+        return np.asarray(_extreme(x.dtype, upper), x.dtype.np)
     if isinstance(bound, bool | int) and x.dtype.category in ("signed integer", "unsigned integer"):
         info = np.iinfo(x.dtype.np)
         bound = int(bound)
@@ -173,3 +185,13 @@ def _bound(bound: Any, x: FuelTensor) -> np.ndarray:
     if isinstance(bound, float) and not x.dtype.is_float:
         raise TypeError(f"a float bound {bound!r} cannot clip {with_article(x.dtype.name)} tensor")
     return python_values(bound, x.dtype)
+
+
+def _extreme(dt: _dtypes.DType, upper: int) -> bool | int | float:
+    """The value of `dt` no other exceeds on its side: +-inf, an integer type's limit, a bool."""
+    if dt.is_float:
+        return math.inf if upper else -math.inf
+    if dt.category == "bool":
+        return bool(upper)
+    info = np.iinfo(dt.np)
+    return int(info.max if upper else info.min)

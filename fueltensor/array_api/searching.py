@@ -7,9 +7,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fueltensor.array_api._host import axes, compiled_call, fresh, host, promoted, tensor
+from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
 from fueltensor.core import dtypes as _dtypes
+from fueltensor.core.scalars import coerce
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import ternary
+from fueltensor.ops import OpKind
 
 _INDEX = _dtypes.int64
 
@@ -72,11 +75,10 @@ def searchsorted(
     return fresh(np.searchsorted(a, v, side=side, sorter=order), _INDEX)
 
 
-@compiled_call(np.where, 3, _dtypes.bool_)  # one C call for three tensors (bool, T, T)
-@host
-def where(condition: FuelTensor, x1: Any, x2: Any, /) -> FuelTensor:
-    """x1 where `condition` is true, else x2 (broadcast; x1 and x2 promoted, scalars weak)."""
+@ternary.operation(OpKind.WHERE)
+def where(condition: FuelTensor, x1: Any, x2: Any, /) -> ternary.Operands:
+    """x1 where `condition` is true, else x2, bit for bit (broadcast; x1 and x2 promoted,
+    scalars weak), planned through the selection contracts where they take the dtype."""
     if tensor(condition, "condition").dtype is not _dtypes.bool_:
         raise TypeError(f"where needs a bool condition, got {condition.dtype.name}")
-    (a_np, b_np), dt = promoted(x1, x2)
-    return fresh(np.where(condition._array, a_np, b_np), dt)
+    return (condition, *coerce(x1, x2)), None

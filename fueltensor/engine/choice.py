@@ -31,12 +31,20 @@ if TYPE_CHECKING:
     from fueltensor.registry import Registry
 
 
+def fixed_operands(op: ContractOp) -> frozenset[int]:
+    """The positions of the operands whose dtype `op`'s family fixes (`Traits.fixed`): never
+    promoted with the others."""
+    traits = TRAITS[op.family]
+    named = {name for name, _ in traits.fixed}
+    return frozenset(i for i, name in enumerate(traits.operands) if name in named)
+
+
 def host_plan(
     op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None, to: Target | None
 ) -> Plan:
     """The operation as its host function on the promoted operands (cast to `to` first when
     given), with the contracts it could not use."""
-    cast, casts = promote(operands, to)
+    cast, casts = promote(operands, to, fixed_operands(op))
     probe = op.host(*(np.empty((0,), o.dtype.np) for o in cast))
     out_dtype = _dtypes.from_numpy(probe.dtype)
     shape = broadcast_shapes(*(o.layout.shape for o in operands))
@@ -70,7 +78,7 @@ def covered(
     """Whether a contract of `reg`, of any provider, takes the operation's promoted dtypes:
     only then can a `use_backend` restriction refuse it (dtypes none takes, integers and
     bools, run on the host under every policy, as they do with none)."""
-    dtypes = [o.dtype.fkc for o in promote(operands, to)[0]]
+    dtypes = [o.dtype.fkc for o in promote(operands, to, fixed_operands(row))[0]]
     return any(
         all(fkc in spec.dtypes for fkc, spec in zip(dtypes, c.inputs, strict=False))
         for c in reg.for_op(row.op_kind)
@@ -83,7 +91,13 @@ def decide(
     """The plan `row` runs on `operands` under `policy` (cast to `to` first when given), and
     the planning it came from; NoKernelError where the policy refuses every candidate."""
     planning = plan_contracts(
-        row.name, row.op_kind, operands, policy.registry, policy.providers, to=to
+        row.name,
+        row.op_kind,
+        operands,
+        policy.registry,
+        policy.providers,
+        to=to,
+        fixed=fixed_operands(row),
     )
     if planning.viable:
         return planning.viable[0], planning

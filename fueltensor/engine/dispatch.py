@@ -24,7 +24,7 @@ from fueltensor.core.layout import Layout
 from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine import backends, fast, unary
+from fueltensor.engine import backends, fast, ternary, unary
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
@@ -341,10 +341,14 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
             f"explain() takes one of fueltensor's operations, got {getattr(fn, '__name__', fn)!r}"
         )
     row = BY_NAME[op]
+    policy = current_policy()
+    make = getattr(fn, "__fueltensor_operands__", None)
+    if make is not None:  # a three-operand row: its function's own coercion (`engine.ternary`)
+        tensors, to = make(*args, **kwargs)
+        return ternary.choose(op, tensors, to, policy)[0]
     arity = len(TRAITS[row.family].operands)
     if len(args) != arity:
         raise TypeError(f"{op} takes {arity} operand{'s' * (arity > 1)}, explain() got {len(args)}")
-    policy = current_policy()
     if row.family is Family.UNARY:
         return unary.choose(op, unary.operand(args[0]), policy)[0]
     form = planned(op, args[0], args[1], policy, _fast_entry)

@@ -166,22 +166,41 @@ def tiled(
             start += n
 
 
+def _dense_broadcast(array: np.ndarray, shape: tuple[int, ...], scratch: bool) -> np.ndarray:
+    """`array` broadcast to `shape` in a dense buffer of its own, in one assignment: a
+    BroadcastTo and its Contiguize at once (np.broadcast_to's view alone costs more than the
+    copy of a small operand)."""
+    plain = scratch and not array.dtype.hasobject
+    out = _temporary(shape, array.dtype) if plain else np.empty(shape, array.dtype)
+    out[...] = array
+    return out
+
+
 def prepare(
     array: np.ndarray, steps: tuple[Step, ...], scratch: bool = True, tiles: bool = False
 ) -> np.ndarray:
     """Apply an operand's Cast / BroadcastTo / Contiguize steps, in order (`scratch`: whether
     a Contiguize may use the per-thread scratch buffer; `tiles`: a `tiled` Contiguize is left to
     `tiled`, the stride-0 view returned)."""
-    for step in steps:
+    made = False  # the next Contiguize done by its BroadcastTo
+    for i, step in enumerate(steps):
         if step.kind is StepKind.CAST:
             assert step.dtype is not None
             array = array.astype(step.dtype.np, order="C")
         elif step.kind is StepKind.BROADCAST_TO:
             assert step.shape is not None
-            array = np.broadcast_to(array, step.shape)
+            after = steps[i + 1] if i + 1 < len(steps) else None
+            made = after is not None and after.kind is StepKind.CONTIGUIZE
+            made = made and not (tiles and after is not None and after.tiled)
+            array = (
+                _dense_broadcast(array, step.shape, scratch)
+                if made
+                else np.broadcast_to(array, step.shape)
+            )
         elif step.kind is StepKind.CONTIGUIZE:
-            if not (tiles and step.tiled):
+            if not (tiles and step.tiled) and not made:
                 array = contiguize(array, scratch)
+            made = False
         else:
             raise ValueError(f"a {step.kind} step does not prepare an operand: {step}")
     return array
@@ -239,7 +258,8 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
     checked = None if ours else foreign.runner()
     if checked is not None:
         return checked(plan, tensors)
-    tiles = ours and plan.tiled and plan.size > 0
+    # Block by block only past one block: below, a dense copy costs less than the walk.
+    tiles = ours and plan.tiled and plan.size * plan.out_dtype.itemsize > TILE_BYTES
     if plan.prepared:
         arrays = tuple(
             [

@@ -434,13 +434,15 @@ def plan_contracts(
     providers: frozenset[str] | None,
     params: tuple[int, ...] = (),
     to: Target | None = None,
+    fixed: frozenset[int] = frozenset(),
 ) -> Planning:
     """Every viable contract plan for the operation (best first) and why the others lost;
     `params` are the call's scalar parameters, checked against each contract's `accept.params`;
-    `to`, a dtype the operands are cast to first instead of their promoted one. The contracts
+    `to`, a dtype the operands are cast to first instead of their promoted one; `fixed`, the
+    operands never cast (`ops.Traits.fixed`: a selection's condition). The contracts
     this installation cannot link are among the rejected, with why (`Registry.unlinked`)."""
     out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
-    cast, casts = promote(operands, to)
+    cast, casts = promote(operands, to, fixed)
     cast_steps = tuple(s for c in casts for s in c)
     cast_bytes = sum(s.bytes for s in cast_steps)
     ranked: list[tuple[tuple[bool, int, int], Plan]] = []

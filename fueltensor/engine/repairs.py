@@ -48,6 +48,7 @@ def shape_repair(
     `same_as` fails and the contract lets the planner repair."""
     names = {s.name: i for i, s in enumerate(specs)}
     original = tuple(o.layout.shape for o in work)
+    same = [original[i] for i, s in enumerate(specs) if _same_as(s)]
     for i, spec in enumerate(specs):
         sc = spec.shape_constraint
         if sc is None:
@@ -57,8 +58,15 @@ def shape_repair(
             target = broadcast_shapes(mine, other)
         except ValueError:
             return (f"{spec.name}: shape {mine} does not broadcast with {sc.other} {other}",)
-        if sc.kind == "same_as" and mine != other:
+        if sc.kind == "same_as":  # to every same_as input's shape (a third may be larger)
+            try:
+                target = broadcast_shapes(target, *same)
+            except ValueError:
+                return (f"{spec.name}: the shapes {same} do not broadcast together",)
+        if sc.kind == "same_as" and mine != target:
             why = f"{spec.name}: shape {mine} is not same_as {sc.other} {other}"
+            if other == mine:
+                why = f"{spec.name}: shape {mine} is not the other operands' {target}"
             if not repairs:
                 return (why,)
             if target != mine:
@@ -73,6 +81,11 @@ def shape_repair(
                 )
                 prep[i].append(step)
     return ()
+
+
+def _same_as(spec: InputSpec) -> bool:
+    """Whether an input must have the same shape as another (`same_as`)."""
+    return spec.shape_constraint is not None and spec.shape_constraint.kind == "same_as"
 
 
 def blockwise(contract: KernelContract) -> bool:

@@ -78,12 +78,14 @@ class Target(NamedTuple):
 
 
 def promote(
-    operands: tuple[Operand, ...], to: Target | None = None
+    operands: tuple[Operand, ...], to: Target | None = None, fixed: frozenset[int] = frozenset()
 ) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:
-    """Cast every operand to the promoted dtype (or `to`'s, for its reason); a Cast yields a
-    dense buffer of its own shape."""
-    target = operands[0].dtype
-    for o in operands[1:]:
+    """Cast every operand to the promoted dtype (or `to`'s, for its reason) but the `fixed`
+    ones (a selection's bool condition), left as they are; a Cast yields a dense buffer of its
+    own shape."""
+    free = [o for i, o in enumerate(operands) if i not in fixed]
+    target = free[0].dtype
+    for o in free[1:]:
         target = result_type(target, o.dtype)
     if to is not None:
         target = to.dtype
@@ -92,7 +94,7 @@ def promote(
     count = len(operands)
     labels = {1: ("x",), 2: ("lhs", "rhs")}.get(count) or tuple(f"x{i}" for i in range(count))
     for i, o in enumerate(operands):
-        if o.dtype is target:
+        if o.dtype is target or i in fixed:
             cast.append(o)
             steps.append(())
         else:

@@ -29,6 +29,13 @@ def compare(op: int, dtype: int, lhs: Any, rhs: Any, out: Any, /) -> None:
     """out[i] = COMPARISON_OPS[op](lhs[i], rhs[i]) over C-contiguous buffers of DTYPES[dtype],
     out as many bools: IEEE 754's comparisons (a NaN is unordered)."""
 
+TERNARY_OPS: tuple[str, ...]
+"""The three-operand op names (where's, clip's), in the order `ternary` numbers them."""
+
+def ternary(op: int, dtype: int, a: Any, b: Any, c: Any, out: Any, /) -> None:
+    """where (out[i] = b[i] if a[i] else c[i], a bools) or clip (out[i] = minimum(maximum(a[i],
+    b[i]), c[i])) over C-contiguous buffers of DTYPES[dtype]: one operand's bits a lane."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 

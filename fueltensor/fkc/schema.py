@@ -37,7 +37,9 @@ input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a compari
 DTYPE_ARGUMENT_RULES: Final = ("fixed",)
 """The dtype rules whose argument is an FKC dtype code, not an input name."""
 SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2}
-"""Rule name -> number of input names it takes, for `shape_rule`."""
+"""Rule name -> number of input names it takes, for `shape_rule` (the least, for a variadic)."""
+VARIADIC_RULES: Final = ("broadcast",)
+"""The rules that take that many input names or more (`broadcast(condition, x1, x2)`)."""
 LAYOUT_GUARANTEES: Final = ("contiguous",)
 ALIASING: Final = ("none",)
 PARAM_TYPES: Final = {

@@ -46,6 +46,7 @@ from .schema import (
     RETURN_SHAPE,
     SHAPE_CONSTRAINT_KINDS,
     SHAPE_RULES,
+    VARIADIC_RULES,
     Caps,
     Cost,
     InputSpec,
@@ -279,21 +280,24 @@ def _rule(
 ) -> Rule:
     text = r.string(node, where)
     accepted = ", ".join(
-        f"{k}({', '.join(['<dtype>' if k in DTYPE_ARGUMENT_RULES else '<input>'] * n)})"
+        f"{k}({', '.join(['<dtype>' if k in DTYPE_ARGUMENT_RULES else '<input>'] * n)}"
+        f"{', ...' * (k in VARIADIC_RULES)})"
         for k, n in rules.items()
     )
     m = _RULE.match(text.strip())
+    kind = m.group(1) if m else ""
     args = tuple(a.strip() for a in m.group(2).split(",")) if m else ()
-    if m is None or rules.get(m.group(1)) != len(args):
+    least = rules.get(kind)
+    if least is None or not (len(args) == least or (kind in VARIADIC_RULES and len(args) > least)):
         r.fail(node.line, where, f"{text!r} is not accepted; accepted: {accepted}")
-    if m.group(1) in DTYPE_ARGUMENT_RULES:
+    if kind in DTYPE_ARGUMENT_RULES:
         if args[0] not in BY_FKC:
             r.fail(
                 node.line,
                 where,
                 f"{text!r} names {args[0]!r}, not a dtype; dtypes: {', '.join(BY_FKC)}",
             )
-        return Rule(m.group(1), args)
+        return Rule(kind, args)
     for a in args:
         if a not in names:
             r.fail(
@@ -303,7 +307,7 @@ def _rule(
             )
     if len(set(args)) != len(args):
         r.fail(node.line, where, f"{text!r} names the same input twice")
-    return Rule(m.group(1), args)
+    return Rule(kind, args)
 
 
 def _outputs(r: Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec, ...]:

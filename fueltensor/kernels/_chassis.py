@@ -27,7 +27,14 @@ from fueltensor.core import settings
 from fueltensor.core.errstate import restore, silence
 from fueltensor.kernels import pow_shortcut
 from fueltensor.kernels.libm import libm_pow
-from fueltensor.ops import BY_KIND, KERNEL_OPS, UNARY_KERNEL_OPS, OpKind
+from fueltensor.ops import (
+    BY_KIND,
+    COMPARISON_OPS,
+    KERNEL_OPS,
+    TERNARY_OPS,
+    UNARY_KERNEL_OPS,
+    OpKind,
+)
 
 Array = NDArray[Any]
 BlockOp = Callable[[Array, Array, Array, "Scratch"], None]
@@ -391,7 +398,12 @@ NATIVE: Final = _load_native()
 _EXPORTED: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
     ()
     if NATIVE is None
-    else ((tuple(NATIVE.OPS), KERNEL_OPS), (tuple(NATIVE.UNARY_OPS), UNARY_KERNEL_OPS))
+    else (
+        (tuple(NATIVE.OPS), KERNEL_OPS),
+        (tuple(NATIVE.UNARY_OPS), UNARY_KERNEL_OPS),
+        (tuple(NATIVE.COMPARISON_OPS), tuple(row.kernel_op for row in COMPARISON_OPS)),
+        (tuple(NATIVE.TERNARY_OPS), tuple(row.kernel_op for row in TERNARY_OPS)),
+    )
 )
 """Each family's ops as the compiled kernels export them, beside the op table's."""
 for _built, _table in _EXPORTED:

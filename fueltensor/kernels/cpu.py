@@ -40,7 +40,15 @@ from fueltensor.kernels._chassis import (
     Op,
 )
 from fueltensor.kernels._powi import BODIES, ParamBody
-from fueltensor.ops import COMPARISON_OPS, SCALAR_FORMS, UNARY_KERNEL_OPS, ContractOp
+from fueltensor.ops import (
+    COMPARISON_OPS,
+    SCALAR_FORMS,
+    TERNARY_OPS,
+    TRAITS,
+    UNARY_KERNEL_OPS,
+    ContractOp,
+    Family,
+)
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"
@@ -157,6 +165,73 @@ def _comparison_thunk(row: ContractOp, suffix: str, dtype: np.dtype[Any], body: 
     return kernel
 
 
+def _put(out: Array, x: Array, where: Array | bool) -> None:
+    """out = x where `where` holds: their bit patterns (no float is loaded: NaNs kept)."""
+    width = f"u{out.itemsize}"
+    np.copyto(out.view(width), x.view(width), where=where)
+
+
+def _ternary_body(
+    row: ContractOp, dtype: np.dtype[Any], implementation: str
+) -> Callable[..., None]:
+    """The body `body(a, b, c, out)` of a three-operand row on `dtype`: the compiled one, or in
+    pure mode NumPy on the bit patterns: a selection's by its bool condition (`a`), or a clamp's
+    by `maximum`'s rule and then `minimum`'s (a NaN operand returned as it is, x's first; the
+    left kept on a tie), decided on float32 (a half type widened exactly) or float64 values."""
+    if implementation != "pure" and NATIVE is not None:
+        op = NATIVE.TERNARY_OPS.index(row.kernel_op)
+        return partial(NATIVE.ternary, op, NATIVE.DTYPES.index(dtype.name))
+    if row.family is Family.SELECT:
+
+        def select(condition: Array, x1: Array, x2: Array, out: Array) -> None:
+            _put(out, x2, True)
+            _put(out, x1, condition)
+
+        return select
+    wide = np.dtype(np.float32) if dtype.itemsize == 2 else dtype
+
+    def clamp(x: Array, low: Array, high: Array, out: Array) -> None:
+        v, lo, hi = (a.astype(wide, copy=False) for a in (x, low, high))
+        with np.errstate(invalid="ignore"):
+            raised = (lo > v) | (np.isnan(lo) & ~np.isnan(v))
+            kept = np.where(raised, lo, v)
+            lowered = (hi < kept) | (np.isnan(hi) & ~np.isnan(kept))
+        _put(out, x, True)
+        _put(out, low, raised)
+        _put(out, high, lowered)
+
+    return clamp
+
+
+def _ternary_thunk(
+    row: ContractOp, suffix: str, dtype: np.dtype[Any], implementation: str
+) -> KernelFn:
+    """Build the thunk `<op>_<suffix>(a, b, c, *, out)` of a three-operand row: check lengths
+    and dtypes (a selection's condition bool), run its body."""
+    name, names = f"{row.kernel_op}_{suffix}", TRAITS[row.family].operands
+    fixed = dict(TRAITS[row.family].fixed)
+    want = [np.dtype(np.bool_) if n in fixed else dtype for n in names]
+    body = _ternary_body(row, dtype, implementation)
+
+    def kernel(a: Array, b: Array, c: Array, *, out: Array) -> None:
+        if not (a.size == b.size == c.size == out.size):
+            raise ValueError(
+                f"{name}: lengths differ: {', '.join(names)} {a.size}, {b.size}, {c.size}, "
+                f"out {out.size} elements"
+            )
+        if [a.dtype, b.dtype, c.dtype, out.dtype] != [*want, dtype]:
+            expected = ", ".join(f"{n} {w}" for n, w in zip(names, want, strict=True))
+            raise TypeError(
+                f"{name}: expected {expected} and out {dtype}, got {a.dtype}, {b.dtype}, "
+                f"{c.dtype}, out {out.dtype}"
+            )
+        body(a, b, c, out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-cpu-backend {name}: out = {row.summary} in {dtype}, bit for bit."
+    return kernel
+
+
 NEEDS_COMPILED: Final = (
     "needs the compiled kernels (fueltensor.ext._native), {why}; meanwhile "
     "fuel-reference-backend serves the function"
@@ -232,7 +307,12 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for row in COMPARISON_OPS
         for suffix, dtype in DTYPES
     }
-    return binary | scalar | unary | comparisons
+    ternary = {
+        f"{_PREFIX}{row.kernel_op}_{suffix}": _ternary_thunk(row, suffix, dtype, implementation)
+        for row in TERNARY_OPS
+        for suffix, dtype in DTYPES
+    }
+    return binary | scalar | unary | comparisons | ternary
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

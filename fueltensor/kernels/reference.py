@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS, ContractOp
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"
@@ -335,10 +335,74 @@ def _comparison_kernel(row: ContractOp) -> KernelFn:
     return kernel
 
 
+def _bits(x: Array) -> Array:
+    """x's bit patterns: the unsigned integers of its width (a selection moves these alone)."""
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+def _select_kernel(row: ContractOp) -> KernelFn:
+    """Build `broadcast_<op>` of the selection row: out = x1's bits where the condition holds,
+    else x2's, on the oracle's broadcast views (no float is loaded: every NaN kept as it is)."""
+    name = f"broadcast_{row.kernel_op}"
+
+    def kernel(condition: Array, x1: Array, x2: Array, *, out: Array) -> None:
+        shape = broadcast_shape(broadcast_shape(condition.shape, x1.shape), x2.shape)
+        if out.shape != shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
+        if condition.dtype != np.bool_ or not (x1.dtype == x2.dtype == out.dtype in _DTYPES):
+            raise TypeError(
+                f"{name}: condition must be bool, and x1, x2 and out share one of float32, "
+                f"float64, bfloat16, float16; got {condition.dtype}, {x1.dtype}, {x2.dtype}, "
+                f"out {out.dtype}"
+            )
+        _require_dense(name, condition=condition, x1=x1, x2=x2, out=out)
+        c, a, b = (broadcast_src_view(x, shape) for x in (condition, _bits(x1), _bits(x2)))
+        _bits(out)[...] = np.where(c, a, b)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-reference-backend {name}: out = {row.summary}, bit for bit."
+    return kernel
+
+
+def _clamp_kernel(row: ContractOp) -> KernelFn:
+    """Build `broadcast_<op>` of the clamp row: which operand each lane returns, decided on the
+    values widened exactly to float64 by the contract's formula minimum(maximum(x, low), high)
+    (a NaN operand returned, x's first; x kept on a tie), then that operand's bits."""
+    name = f"broadcast_{row.kernel_op}"
+
+    def kernel(x: Array, low: Array, high: Array, *, out: Array) -> None:
+        shape = broadcast_shape(broadcast_shape(x.shape, low.shape), high.shape)
+        if out.shape != shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
+        if not (x.dtype == low.dtype == high.dtype == out.dtype in _DTYPES):
+            raise TypeError(
+                f"{name}: x, low, high and out must share one of float32, float64, bfloat16, "
+                f"float16; got {x.dtype}, {low.dtype}, {high.dtype}, out {out.dtype}"
+            )
+        _require_dense(name, x=x, low=low, high=high, out=out)
+        views = [broadcast_src_view(v, shape) for v in (x, low, high)]
+        with np.errstate(invalid="ignore"):  # a signalling NaN widened: still a NaN
+            v, lo, hi = (w.astype(np.float64) for w in views)
+        nan = np.isnan
+        raised = (lo > v) | (nan(lo) & ~nan(v))  # maximum(x, low) is low
+        kept = np.where(raised, lo, v)
+        lowered = (hi < kept) | (nan(hi) & ~nan(kept))  # minimum(that, high) is high
+        pick = np.where(lowered, 2, np.where(raised, 1, 0))
+        _bits(out)[...] = np.choose(pick, [_bits(w) for w in views])
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-reference-backend {name}: out = {row.summary}, an operand's bits."
+    return kernel
+
+
+_TERNARY: Final = {Family.SELECT: _select_kernel, Family.CLAMP: _clamp_kernel}
+"""The kernel builder of each three-operand family."""
+
 ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     {f"{_PREFIX}broadcast_{op}": _kernel(op, ufunc) for op, ufunc in _OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _unary_kernel(row) for row in UNARY_OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _comparison_kernel(row) for row in COMPARISON_OPS}
+    | {f"{_PREFIX}broadcast_{row.kernel_op}": _TERNARY[row.family](row) for row in TERNARY_OPS}
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 

@@ -145,8 +145,9 @@ def _cost_axes(ax: Axes, report: JudgeReport) -> None:
 
 
 def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
-    """Label each point of `slow` to its right, the labels of one formula column stacked
-    evenly in the axes (ordered as their points are) so that none overlaps another."""
+    """Label each point of `slow` to its right, the labels of one formula column (and of the
+    columns within 1.5x of it, whose labels would meet) stacked evenly in the axes (ordered as
+    their points are) so that none overlaps another."""
     import math
 
     from matplotlib.transforms import blended_transform_factory
@@ -154,9 +155,11 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     data_x_axes_y = blended_transform_factory(ax.transData, ax.transAxes)
     low, high = (math.log10(v) for v in ax.get_ylim())
     columns: dict[float, list[Audit]] = {}
-    for r in slow:
-        columns.setdefault(r.formula_bytes_per_element, []).append(r)
-    for x, rows in columns.items():
+    for r in sorted(slow, key=lambda r: r.formula_bytes_per_element):
+        near = [x for x in columns if r.formula_bytes_per_element < 1.5 * x]
+        columns.setdefault(near[0] if near else r.formula_bytes_per_element, []).append(r)
+    for rows in columns.values():
+        x = max(r.formula_bytes_per_element for r in rows)
         rows.sort(key=lambda r: -r.ns_per_element)
         step = min(0.05, 0.94 / len(rows))  # of the axes' height: two lines of 7-point text
         heights = [(math.log10(r.ns_per_element) - low) / (high - low) for r in rows]
@@ -165,7 +168,7 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
         for k, r in enumerate(rows):
             ax.annotate(
                 r.label,
-                (x, r.ns_per_element),
+                (r.formula_bytes_per_element, r.ns_per_element),
                 xytext=(x * 1.12, top - step * k),
                 textcoords=data_x_axes_y,
                 fontsize=7,

@@ -279,19 +279,6 @@ def test_where_is_the_python_path(dtype: Any) -> None:
     check("where", *mixed)
 
 
-def test_a_repeated_where_runs_no_python() -> None:
-    c = ft.asarray(np.array([True, False, True]))
-    x, y = ft.asarray(np.ones(3, np.float32)), ft.asarray(np.zeros(3, np.float32))
-    ft.where(c, x, y)
-    assert python_calls(lambda: ft.where(c, x, y)) == []
-    for args in ((c, float("nan"), y), (c, x, 2)):  # scipy's where(zero, nan, m3 / m2**1.5)
-        ft.where(*args)
-        assert python_calls(lambda args=args: ft.where(*args)) == []
-    with ft.trace() as plans:
-        ft.where(c, x, y)
-    assert [p.op for p in plans] == ["where"]
-
-
 @pytest.mark.parametrize("name", ["log2", "any", "sum"])
 def test_a_fresh_views_call_makes_its_array_and_runs_compiled(name: str) -> None:
     """A basic-index view made in C has no NumPy array yet (its slot holds None): a host call

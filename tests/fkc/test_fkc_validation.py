@@ -140,7 +140,7 @@ CASES = [
         "shape_rule: same_as(a)",
         "shape_rule: transpose(a)",
         "return.outputs[0].shape_rule",
-        "accepted: same_as(<input>), broadcast(<input>, <input>)",
+        "accepted: same_as(<input>), broadcast(<input>, <input>, ...)",
         "transpose",
     ),
     (

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from fueltensor.kernels import cpu
 from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATION, IMPLEMENTATIONS, NATIVE
-from fueltensor.ops import COMPARISON_OPS, UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -69,14 +69,15 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 
 def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
-    (`powi_<dtype>`), the 24 comparisons (exact: both implementations have them) and, where the
-    compiled kernels run, the 44 unary ones (`UNLINKED` names them otherwise), nothing else."""
+    (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
+    implementations have them) and, where the compiled kernels run, the 44 unary ones
+    (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
-    comparisons = [(row.kernel_op, f) for row in COMPARISON_OPS for f in formats]
+    comparisons = [(row.kernel_op, f) for row in (*COMPARISON_OPS, *TERNARY_OPS) for f in formats]
     compiled = IMPLEMENTATION == "native"
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + (len(unary) if compiled else 0)
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) if compiled else 0)
     listed = [*KERNELS, *(("powi", f) for f in formats), *comparisons]
     listed += unary if compiled else ()
     for op, fmt in listed:

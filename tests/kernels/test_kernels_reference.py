@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.kernels import reference
 from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat, broadcast_src_view
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 OPS = ("add", "sub", "mul", "div")
 FMTS = ("f32", "f64", "bf16", "f16")
@@ -68,7 +68,8 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], fmt: Fmt) -> 
 
 def test_provider_and_entry_points() -> None:
     assert reference.PROVIDER == "fuel-reference-backend"
-    ops = ("add", "div", "mul", "sub", *(row.kernel_op for row in (*UNARY_OPS, *COMPARISON_OPS)))
+    rows = (*UNARY_OPS, *COMPARISON_OPS, *TERNARY_OPS)
+    ops = ("add", "div", "mul", "sub", *(row.kernel_op for row in rows))
     assert sorted(reference.ENTRY_POINTS) == sorted(
         f"fuel_reference_backend::ops::broadcast_{op}" for op in ops
     )

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fueltensor import ops
+from fueltensor import ops, ops_header
 
 HEADER = Path(__file__).resolve().parents[2] / "fueltensor" / "ext" / "src" / "ops.h"
 """The checkout's generated header (the C sources are built from the checkout, not shipped)."""
 
 
 def test_the_c_header_is_generated_from_the_table() -> None:
-    assert HEADER.read_text() == ops.c_header(), (
+    assert HEADER.read_text() == ops_header.c_header(), (
         f"{HEADER} is stale: regenerate it with {ops.REGENERATE}"
     )
 
@@ -31,9 +31,12 @@ def test_every_family_has_its_traits_and_every_row_a_family() -> None:
     for row in ops.CONTRACT_OPS:
         traits = ops.TRAITS[row.family]
         two = (ops.Family.BINARY, ops.Family.COMPARISON)
-        assert row.family in (*two, ops.Family.UNARY), row.name
-        assert len(traits.operands) == (2 if row.family in two else 1)
-        assert (row.reference is None) == (row.family in two), row.name
+        three = (ops.Family.SELECT, ops.Family.CLAMP)
+        assert row.family in (*two, *three, ops.Family.UNARY), row.name
+        arity = 2 if row.family in two else 3 if row.family in three else 1
+        assert len(traits.operands) == arity
+        assert (row.reference is None) == (row.family is not ops.Family.UNARY), row.name
+        assert all(name in traits.operands for name, _ in traits.fixed), row.family
         assert (row.relation is None) == (row.family is not ops.Family.COMPARISON), row.name
     assert len({op.op_kind for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
     assert len({op.kernel_op for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)

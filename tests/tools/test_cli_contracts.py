@@ -17,7 +17,7 @@ from _extras import OUTSIDE
 
 import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS, main
-from fueltensor.ops import COMPARISON_OPS, UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.textwidth import fit_table
 
@@ -71,10 +71,11 @@ def test_explain_takes_the_op_kind_as_well_as_the_name(
 def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> None:
     assert main(["contracts", "--provider", selector]) == 0
     _, *rows = table_rows(capsys.readouterr().out)
-    # by document name: -comparison, -unary, then the seed's own
+    # by document name: -comparison, -selection, -unary, then the seed's own
     comparisons = [row.kernel_op for row in COMPARISON_OPS]
+    ternary = [row.kernel_op for row in TERNARY_OPS]
     unary = [row.kernel_op for row in UNARY_OPS]
-    ops = (*comparisons, *unary, "add", "sub", "mul", "div")
+    ops = (*comparisons, *ternary, *unary, "add", "sub", "mul", "div")
     assert [r[0] for r in rows] == [f"broadcast_{op}" for op in ops]
 
 

@@ -61,6 +61,11 @@ typedef void (*PowIBody)(int dtype, const void *x, int32_t k, void *out, Py_ssiz
 /* The selected instruction set's unary body: out[i] = op(x[i]) over n dense elements of
  * `dtype`, `op` a unary op (U_EXP ...), no aliasing; split across threads like `Body`. */
 typedef void (*UnaryBody)(int op, int dtype, const void *x, void *out, Py_ssize_t n);
+/* The selected instruction set's three-operand body (where, clip: ops.h's T_ enum) over n dense
+ * elements of `dtype`: T_WHERE out[i] = a[i] ? b[i] : c[i], `a` one bool byte an element;
+ * T_CLAMP out[i] = clip(a[i], b[i], c[i]). One operand's bits each lane; no aliasing. */
+typedef void (*TernaryBody)(int op, int dtype, const void *a, const void *b, const void *c,
+                            void *out, Py_ssize_t n);
 
 /* ---------------------------------------------------------------------------------------------
  * Version 2: what the families past the dense elementwise ones are called with (ops.py's

@@ -1,8 +1,9 @@
 /* Generated from fueltensor/ops.py: do not edit. Regenerate with
- *   python fueltensor/ops.py > fueltensor/ext/src/ops.h
+ *   python -m fueltensor.ops_header > fueltensor/ext/src/ops.h
  * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,
- * `_native.COMPARISON_OPS`); a unary op's enum name is its kernel op id in capitals
- * after U_, a comparison's after C_. */
+ * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`); a unary op's enum name is its
+ * kernel op id in capitals after U_, a comparison's after C_, where's and clip's
+ * after T_. */
 #ifndef FUELTENSOR_OPS_H
 #define FUELTENSOR_OPS_H
 
@@ -17,6 +18,10 @@ static const char *const UNARY_NAMES[N_UNARY_OPS] = {"exp", "log", "tanh", "sigm
 /* comparison. */
 enum { C_LT, C_LE, C_EQ, C_NE, C_GT, C_GE, N_COMPARISON_OPS };
 static const char *const COMPARISON_NAMES[N_COMPARISON_OPS] = {"lt", "le", "eq", "ne", "gt", "ge"};
+
+/* selection and clamp: three operands. */
+enum { T_WHERE, T_CLAMP, N_TERNARY_OPS };
+static const char *const TERNARY_NAMES[N_TERNARY_OPS] = {"where", "clamp"};
 /* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;
  * and its op id. */
 #define POWI_OP N_OPS

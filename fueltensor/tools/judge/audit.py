@@ -47,6 +47,8 @@ from fueltensor.testing import (
     summarize,
 )
 from fueltensor.tools.judge.calls import (
+    as_operands,
+    audited_dtypes,
     call,
     conformance_shapes,
     flat_shapes,
@@ -86,14 +88,18 @@ class Settings:
 
 def probes(dtype: np.dtype, n: int, rng: np.random.Generator, arity: int = 2) -> tuple[Array, ...]:
     """Operands, one array per input: for two, every pair of `testing.special_values`, random
-    bit patterns and random values; for one, every special value, the hard regions
-    (`judge.hard`), random bit patterns and random values."""
+    bit patterns and random values (for three, a third special value beside each pair); for
+    one, every special value, the hard regions (`judge.hard`), random bit patterns and random
+    values."""
     patterns = np.asarray(random_bits(dtype, (arity, n), rng=rng))
     magnitude = np.exp2(rng.uniform(-12, 12, (arity, n))) * rng.choice([-1.0, 1.0], (arity, n))
     ordinary = round_to(magnitude, dtype)
     head: tuple[Array, ...] = tuple(s.array for s in special_pairs(dtype))
     if arity == 1:
         head = (np.concatenate([special_values(dtype).array, hard_values(dtype)]),)
+    if arity == 3:  # every special pair, the special values cycled beside them (one more
+        cycle = special_values(dtype).array  # lane than a row of pairs: each meets them all)
+        head = (*head, np.resize(np.concatenate([cycle, cycle[:1]]), head[0].size))
     return tuple(np.concatenate([h, patterns[i], ordinary[i]]) for i, h in enumerate(head))
 
 
@@ -175,8 +181,8 @@ def _conformance(
     """Problems with the kernel's output per the `return` clause; also its output and the
     inputs, which the precision check reuses."""
     plan = plan_for(contract, dtype, conformance_shapes(contract), param_values(contract)[0])
-    inputs = tuple(
-        round_to(rng.uniform(-4, 4, s), dtype.np) for s in (o.layout.shape for o in plan.operands)
+    inputs = as_operands(
+        contract.op_kind, [rng.uniform(-4, 4, o.layout.shape) for o in plan.operands], dtype.np
     )
     first, wrote = _watched(lambda: call(fn, plan, inputs, 0xA5), inputs)
     second, wrote_again = _watched(lambda: call(fn, plan, inputs, 0x5A), inputs)
@@ -240,7 +246,7 @@ def audit(
 ) -> Audit:
     """Audit one contract at one dtype."""
     ref = reference_for(contract)
-    many = len({d for s in contract.inputs for d in s.dtypes}) > 1
+    many = len(audited_dtypes(contract)) > 1
     a = Audit(
         contract.name,
         contract.provider.name,
@@ -273,7 +279,9 @@ def _checks(
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
 
-    columns = probes(dtype.np, settings.random, rng, len(contract.inputs))
+    columns = as_operands(
+        contract.op_kind, probes(dtype.np, settings.random, rng, len(contract.inputs)), dtype.np
+    )
     sweep = param_values(contract)
     plan = plan_for(contract, dtype, flat_shapes(contract, columns[0].size), sweep[0])
     operands = tuple(x.reshape(o.layout.shape) for x, o in zip(columns, plan.operands, strict=True))
@@ -453,14 +461,16 @@ def _cost(
 ) -> None:
     params = param_values(contract)[0]
     tiny = plan_for(contract, dtype, flat_shapes(contract, 1), params)
-    ones = tuple(round_to(np.ones(o.layout.shape), dtype.np) for o in tiny.operands)
+    ones = as_operands(contract.op_kind, [np.ones(o.layout.shape) for o in tiny.operands], dtype.np)
     out = fresh_out(tiny, 0)
     overhead = timing(fn, tiny, ones, out)
     a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
     n = settings.large
     big = plan_for(contract, dtype, flat_shapes(contract, n), params)
     rng = np.random.default_rng(1)
-    xs = tuple(round_to(rng.uniform(0.5, 2.0, o.layout.shape), dtype.np) for o in big.operands)
+    xs = as_operands(
+        contract.op_kind, [rng.uniform(0.5, 2.0, o.layout.shape) for o in big.operands], dtype.np
+    )
     out = fresh_out(big, 0)
     one, a.ns_per_element_all = time_on_threads(fn, big, xs, out)
     seconds, a.large_calls = one.seconds, one.calls

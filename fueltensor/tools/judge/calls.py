@@ -19,15 +19,50 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.kernels.threads import running_on
-from fueltensor.ops import BY_KIND
+from fueltensor.ops import BY_KIND, TRAITS
 from fueltensor.tools import checked
-from fueltensor.tools.judge.references import Array
+from fueltensor.tools.judge.references import Array, round_to
 from fueltensor.tools.timing import Timing, time_one
 
 PARAM_SWEEP: Final = (3, -1, 0, 1, 2, -2, -3, 7, -7, 31, -31, 32, -32)
 """The values the judge gives a contract's integer parameters (`accept.params`), each where
 the parameter's type admits it: the first for conformance, determinism and cost, every one of
 them for precision."""
+
+
+def fixed_inputs(op_kind: str) -> dict[int, DType]:
+    """The inputs whose dtype the op kind's family fixes (a selection's bool condition, `ops.
+    Traits.fixed`), by position, with that dtype: the judge never sweeps them over a dtype."""
+    row = BY_KIND.get(op_kind)
+    if row is None:
+        return {}
+    traits = TRAITS[row.family]
+    fixed = dict(traits.fixed)
+    return {i: BY_FKC[fixed[n]] for i, n in enumerate(traits.operands) if n in fixed}
+
+
+def audited_dtypes(contract: KernelContract) -> list[str]:
+    """The FKC dtypes the judge audits `contract` at: its first swept input's, in order."""
+    fixed = fixed_inputs(contract.op_kind)
+    first = next(s for i, s in enumerate(contract.inputs) if i not in fixed)
+    return list(dict.fromkeys(first.dtypes))
+
+
+def as_operands(op_kind: str, columns: Sequence[Array], dtype: np.dtype) -> tuple[Array, ...]:
+    """Float64 (or `dtype`) columns as an op kind's operands: rounded once to `dtype`, and a
+    fixed bool input true where its column's sign bit is clear (a mix of both on every probe)."""
+    fixed = fixed_inputs(op_kind)
+    return tuple(
+        _sign_clear(x) if i in fixed else x if x.dtype == dtype else round_to(x, dtype)
+        for i, x in enumerate(columns)
+    )
+
+
+def _sign_clear(x: Array) -> Array:
+    """Where `x`'s sign bit is clear, read from its bits (a NaN's too)."""
+    width = 8 * x.dtype.itemsize
+    out: Array = (np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}") >> (width - 1)) == 0
+    return out
 
 
 def result_dtype(contract: KernelContract, dtype: np.dtype) -> np.dtype:
@@ -74,7 +109,8 @@ def plan_for(
 ) -> Plan:
     """The contract's plan for dense operands of `shapes` and the parameter values `params`
     (its dtype and shape rules applied)."""
-    operands = tuple(Operand(dtype, Layout.dense(s)) for s in shapes)
+    fixed = fixed_inputs(contract.op_kind)
+    operands = tuple(Operand(fixed.get(i, dtype), Layout.dense(s)) for i, s in enumerate(shapes))
     row = BY_KIND.get(contract.op_kind)
     op = row.name if row is not None else contract.op_kind
     verdict = admit(contract, op, operands, broadcast_shapes(*shapes), params)

@@ -16,16 +16,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from fueltensor.fkc.semantics import SECTION, PowRule, RemainderRule
-from fueltensor.ops import BINARY_OPS, BY_KIND, ContractOp, Family, OpKind
+from fueltensor.ops import BINARY_OPS, BY_KIND, TRAITS, ContractOp, Family, OpKind
 from fueltensor.testing import FloatFormat, bits, float_format, special_values
 from fueltensor.tools import exact_unary
 from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.references import round_to
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import KernelContract
 
 OPERATORS: Final = {op.op_kind: op.kernel_op for op in BINARY_OPS}
 """Each binary op kind with the name its cases are written with ("maximum(+0, -0)")."""
@@ -89,7 +92,10 @@ class Case:
     label: str
     """How the table and the judge name it: `minimum(+0, -0)`, `exp(-inf)`."""
     arity: int = 2
-    """The operation's operands: 2, lhs and rhs; 1, x alone (rhs unused)."""
+    """The operation's operands: 2, lhs and rhs; 1, x alone (rhs unused); 3, lhs, rhs and
+    `third`, named by the row's family (`condition`, `x1`, `x2`)."""
+    third: int = 0
+    """A three-operand row's third operand."""
 
     @property
     def format(self) -> FloatFormat:
@@ -97,7 +103,11 @@ class Case:
         return float_format(self.dtype)
 
     def sides(self) -> tuple[tuple[str, int], ...]:
-        """The operands by name: (("lhs", bits), ("rhs", bits)), or (("x", bits),)."""
+        """The operands by name: (("lhs", bits), ("rhs", bits)), or (("x", bits),), or a
+        three-operand row's by its family's names."""
+        if self.arity == 3:
+            names = TRAITS[BY_KIND[self.op_kind].family].operands
+            return tuple(zip(names, (self.lhs, self.rhs, self.third), strict=True))
         return (("lhs", self.lhs), ("rhs", self.rhs)) if self.arity == 2 else (("x", self.lhs),)
 
     def operands(self) -> str:
@@ -337,10 +347,33 @@ def comparison_cases(f: FloatFormat) -> list[tuple[str, str, int, int]]:
     return found + [("subnormals", "subnormal operand", a, b) for a, b in subnormal]
 
 
+@cache
+def ternary_cases(row: ContractOp, f: FloatFormat) -> list[tuple[str, str, int, int, int]]:
+    """(aspect, rule, operands...) of where or clip (a condition is true where its pattern's
+    sign is clear: +1, false at -1): NaNs moved as they are, in clip's order (x, then low, then
+    high), the zero tie, low > high (`select`, ruled by the formula whatever the section says);
+    then subnormals moved and compared as numbers (`subnormals`)."""
+    s, v = special(f.dtype), partial(value, f)
+    qnan, snan = s["+qNaN, lowest payload bit"], s["-sNaN, alternating payload"]
+    tiny, one, zero, minus = s["+smallest subnormal"], v(1.0), v(0.0), v(-0.0)
+    if row.family is Family.SELECT:
+        yes, no = v(1.0), v(-1.0)
+        select = [(yes, snan, one), (no, one, qnan), (yes, minus, zero), (no, zero, minus)]
+        tinies = [(yes, tiny, one), (no, one, tiny | f.sign_bit)]
+    else:
+        select = [
+            (snan, qnan, one), (one, qnan, v(2.0)), (one, zero, snan), (minus, zero, one),
+            (zero, minus, minus), (v(5.0), v(3.0), v(2.0)), (v(-1.0), v(-3.0), v(-2.0)),
+        ]  # fmt: skip
+        tinies = [(tiny, zero, one), (tiny | f.sign_bit, zero, one), (zero, tiny, tiny + 1)]
+    found = [("select", "the formula's operand, bit for bit", *t) for t in select]
+    return found + [("subnormals", "subnormal operand", *t) for t in tinies]
+
+
 def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
     """Every case of an op kind at `dtype`, aspect by aspect (none for an op kind without
     cases): a binary one's from the builders here, a unary one's from its row of the op
-    table (`judge.unary_cases`)."""
+    table (`judge.unary_cases`), where's and clip's from `ternary_cases`."""
     f = float_format(np.dtype(dtype))
     row = BY_KIND.get(op_kind)
     if row is not None and row.family is Family.UNARY:
@@ -353,6 +386,11 @@ def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
             Case(aspect, rule, op_kind, f.dtype, a, b, f"{row.name}({_name(f, a)}, {_name(f, b)})")
             for aspect, rule, a, b in comparison_cases(f)
         )
+    if row is not None and len(TRAITS[row.family].operands) == 3:
+        return tuple(
+            Case(aspect, rule, op_kind, f.dtype, a, b, _label(row, f, (a, b, c)), 3, c)
+            for aspect, rule, a, b, c in ternary_cases(row, f)
+        )
     if op_kind not in OPERATORS:
         return ()
     kind = OpKind(op_kind)
@@ -362,6 +400,17 @@ def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
         for build in _BUILDERS
         for aspect, rule, a, b in build(f, kind)
     )
+
+
+def _label(row: ContractOp, f: FloatFormat, operands: tuple[int, ...]) -> str:
+    """How a three-operand case is named: `where(true, sNaN·b, 1)`, `clip(-0, +0, 1)`."""
+    fixed = {n for n, _ in TRAITS[row.family].fixed}
+    names = TRAITS[row.family].operands
+    shown = [
+        ("false" if x & f.sign_bit else "true") if n in fixed else _name(f, x)
+        for n, x in zip(names, operands, strict=True)
+    ]
+    return f"{row.name}({', '.join(shown)})"
 
 
 def shown(case: Case, pattern: int) -> str:
@@ -391,3 +440,38 @@ def describe(case: Case, pattern: int) -> str:
     if pattern & ~sign == infinity(f) | q:
         return "-qNaN" if pattern & sign else "+qNaN"
     return f"NaN 0x{pattern:0{2 * f.dtype.itemsize}x}"
+
+
+RANDOM_PROBES: Final = 24
+"""Random operand pairs (bit patterns and ordinary values) swept beside the cases, so the
+position check covers plain numbers too."""
+POWI_EXPONENT: Final = 3
+"""The exponent an integer-power contract is swept with."""
+
+
+def random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[Case]:
+    """Random operands for the position check: bit patterns and ordinary values."""
+    f = float_format(np.dtype(dtype))
+    rng = np.random.default_rng(seed)
+    half = RANDOM_PROBES // 2
+    patterns = rng.integers(0, 1 << (8 * f.dtype.itemsize), (2, half), dtype=np.uint64)
+    values = np.exp2(rng.uniform(-8, 8, (2, half))) * rng.choice([-1.0, 1.0], (2, half))
+    ordinary = round_to(values, f.dtype).view(f.uint).astype(np.uint64)
+    third = rng.permutation(np.concatenate([patterns, ordinary], axis=1).reshape(-1))[: 2 * half]
+    columns = np.concatenate([patterns, ordinary], axis=1)
+    triples = np.vstack([columns, third]).T.tolist()  # a third operand for where and clip
+    powi, arity = bool(contract.params), len(contract.inputs)
+    return [
+        Case(
+            "position",
+            "random operands",
+            contract.op_kind,
+            f.dtype,
+            a,
+            0 if powi else b,
+            f"x ** {POWI_EXPONENT}" if powi else "random operands",
+            arity=arity,
+            third=c if arity == 3 else 0,
+        )
+        for a, b, c in triples
+    ]

@@ -135,8 +135,8 @@ def reference_for(contract: KernelContract) -> Reference | None:
     row = BY_KIND.get(contract.op_kind)
     if row is not None and row.family is Family.UNARY:
         ref = _unary_nan(ref, contract, sem)
-    elif ref.nan_bits:
-        ref = _selection(ref, contract, sem)
+    elif ref.nan_bits and row is not None and row.family is Family.BINARY:
+        ref = _selection(ref, contract, sem)  # where and clip: the formula's bits, always
     if sem.remainder is not None and sem.remainder.definition == "fmod":
         ref = replace(
             ref, describe="fmod(a, b), + b where the signs differ, rounded once", fn=_fmod_remainder

@@ -38,7 +38,7 @@ from fueltensor.kernels._chassis import NATIVE
 from fueltensor.kernels.threads import MAX_THREADS, PARALLEL_FROM, running_on, threads_for
 from fueltensor.registry import provider_isa_switches, registry
 from fueltensor.testing import format_value, random_bits, special_pairs
-from fueltensor.tools.judge.calls import call, flat_shapes, plan_for
+from fueltensor.tools.judge.calls import as_operands, call, flat_shapes, plan_for
 
 Array = np.ndarray
 SPLIT_SIZE: Final = 2 * (PARALLEL_FROM or 1 << 19)
@@ -46,14 +46,15 @@ SPLIT_SIZE: Final = 2 * (PARALLEL_FROM or 1 << 19)
 
 
 def _operands(contract: KernelContract, dtype: DType, n: int) -> tuple[Array, ...]:
-    """The probe's operands, one per input: special pairs tiled, then random patterns."""
+    """The probe's operands, one per input: special pairs tiled (a third operand the first
+    rolled), then random patterns; a fixed bool input from its column's sign bits."""
     sa, sb = (s.array for s in special_pairs(dtype.np))
     found = []
-    for seed, special in enumerate((sa, sb)[: len(contract.inputs)]):
+    for seed, special in enumerate((sa, sb, np.roll(sa, 7))[: len(contract.inputs)]):
         tiled = np.resize(special, n // 2)
         rest = np.asarray(random_bits(dtype.np, n - tiled.size, rng=seed))
         found.append(np.concatenate([tiled, rest]))
-    return tuple(found)
+    return as_operands(contract.op_kind, found, dtype.np)
 
 
 def _first_difference(inputs: tuple[Array, ...], a: Array, b: Array, what: str) -> str | None:

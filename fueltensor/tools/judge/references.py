@@ -28,6 +28,7 @@ from fueltensor.ops import (
     BINARY_OPS,
     COMPARISON_OPS,
     SCALAR_FORMS,
+    TERNARY_OPS,
     UNARY_OPS,
     ContractOp,
     OpKind,
@@ -124,6 +125,18 @@ def _select(pick_lhs: Callable[[Array, Array], Array]) -> Reference:
         zero_signs=True,
         formula=True,
     )
+
+
+def _where(condition: Array, x1: Array, x2: Array) -> Array:
+    """x1's bit patterns where the condition holds, else x2's."""
+    width = f"u{x1.dtype.itemsize}"
+    out: Array = np.where(condition, x1.view(width), x2.view(width)).view(x1.dtype)
+    return out
+
+
+def _clamp(x: Array, low: Array, high: Array) -> Array:
+    """minimum(maximum(x, low), high) by the maximum and minimum references (selections)."""
+    return _BY_KIND[OpKind.MINIMUM].fn(_BY_KIND[OpKind.MAXIMUM].fn(x, low), high)
 
 
 def _remainder(a: Array, b: Array) -> Array:
@@ -320,13 +333,30 @@ _BY_KIND: Final[dict[OpKind, Reference]] = {
         exact_f64=True,
         skip=_powi_outside,
     ),
+    OpKind.WHERE: Reference(
+        "selection: x1's bits where the condition holds, else x2's",
+        _where,
+        nan_bits=True,
+        zero_signs=True,
+        formula=True,
+    ),
+    OpKind.CLIP: Reference(
+        "selection: minimum(maximum(x, low), high), a NaN operand unchanged (x, low, high "
+        "first), the left on a ±0 tie",
+        _clamp,
+        nan_bits=True,
+        zero_signs=True,
+        formula=True,
+    ),
 }
-"""The binary rows' and the scalar forms' references: formulas of their own, by op kind."""
+"""The binary rows', the scalar forms' and the three-operand rows' references: formulas of
+their own, by op kind."""
 
 REFERENCES: Final[dict[str, Reference]] = {
     **{op.op_kind.value: _BY_KIND[op.op_kind] for op in BINARY_OPS},
     **{form.op_kind.value: _BY_KIND[form.op_kind] for form in SCALAR_FORMS},
     **{op.op_kind.value: _unary(op) for op in UNARY_OPS},
     **{op.op_kind.value: _relation(op) for op in COMPARISON_OPS},
+    **{op.op_kind.value: _BY_KIND[op.op_kind] for op in TERNARY_OPS},
 }
 """The judge's model of each op kind's semantics (see the module docstring)."""

@@ -13,6 +13,7 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, require
 from fueltensor.tools import checked
 from fueltensor.tools.judge.audit import Settings, audit
+from fueltensor.tools.judge.calls import audited_dtypes
 from fueltensor.tools.judge.report import JudgeReport
 from fueltensor.tools.timing import copy_bandwidth
 
@@ -88,8 +89,4 @@ def _jobs(
                     f"{c.name} is describe-only (registrable: false); the judge "
                     "audits contracts that link a kernel"
                 )
-    return [
-        (c, _dtypes.BY_FKC[d])
-        for c in chosen
-        for d in dict.fromkeys(d for s in c.inputs[:1] for d in s.dtypes)
-    ]
+    return [(c, _dtypes.BY_FKC[d]) for c in chosen for d in audited_dtypes(c)]

@@ -36,10 +36,11 @@ from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.registry import provider_environment
-from fueltensor.testing import FloatFormat, float_format
+from fueltensor.testing import FloatFormat
 from fueltensor.tools import checked, exact_unary
-from fueltensor.tools.judge.calls import result_dtype
+from fueltensor.tools.judge.calls import as_operands, result_dtype
 from fueltensor.tools.judge.cases import (
+    POWI_EXPONENT,
     Case,
     cases,
     expected,
@@ -48,6 +49,7 @@ from fueltensor.tools.judge.cases import (
     is_nan,
     is_subnormal,
     number,
+    random_probes,
     shown,
     value,
 )
@@ -55,15 +57,9 @@ from fueltensor.tools.judge.declared import remainder_reference
 from fueltensor.tools.judge.positions import Sweep, sweep
 from fueltensor.tools.judge.references import (
     F64,
+    REFERENCES,
     round_to,
 )
-
-RANDOM_PROBES: Final = 24
-"""Random operand pairs (bit patterns and ordinary values) swept beside the cases, so the
-position check covers plain numbers too."""
-POWI_EXPONENT: Final = 3
-"""The exponent an integer-power contract is swept with."""
-
 
 # -- what a declaration allows --------------------------------------------------------------
 
@@ -158,6 +154,10 @@ def _exact(case: Case) -> int:
     if row.family is Family.UNARY:
         x = np.array([case.lhs], f.uint).view(f.dtype)
         return int(exact_unary.correctly_rounded(row, x).view(f.uint)[0])
+    if case.arity == 3:  # where, clip: the judge's reference, a selection
+        columns = [np.array([x], f.uint).view(f.dtype) for x in (case.lhs, case.rhs, case.third)]
+        operands = as_operands(case.op_kind, columns, f.dtype)
+        return int(REFERENCES[case.op_kind].fn(*operands).view(f.uint)[0])
     with np.errstate(all="ignore"):
         wide = row.host(number(f, case.lhs), number(f, case.rhs))
     return int(round_to(np.array([wide], F64), f.dtype).view(f.uint)[0])
@@ -173,6 +173,12 @@ def _subnormals(declared: str, case: Case, pattern: int) -> bool:
     if BY_KIND[case.op_kind].relation is not None:  # a comparison of the flushed operands
         zeros = (x & f.sign_bit if is_subnormal(f, x) else x for x in (case.lhs, case.rhs))
         return pattern == _exact(replace(case, lhs=next(zeros), rhs=next(zeros)))
+    if case.arity == 3:  # a selection of the flushed operands, its result flushed
+        flush = [
+            x & f.sign_bit if is_subnormal(f, x) else x for x in (case.lhs, case.rhs, case.third)
+        ]
+        want = _exact(replace(case, lhs=flush[0], rhs=flush[1], third=flush[2]))
+        return pattern == (want & f.sign_bit if is_subnormal(f, want) else want)
     if case.arity == 2:
         return pattern & ~f.sign_bit == 0
     zero = case.lhs & f.sign_bit if is_subnormal(f, case.lhs) else case.lhs
@@ -187,13 +193,15 @@ def _special(_: object, case: Case, pattern: int) -> bool:
 
 
 def _relation(_: object, case: Case, pattern: int) -> bool:
-    """A comparison's case: the op table's relation on the exact values (1 true, 0 false)."""
+    """A comparison's case: the op table's relation on the exact values (1 true, 0 false); a
+    where's or clip's: the operand the formula picks, bit for bit."""
     return pattern == _exact(case)
 
 
 _CHECKS: Final[dict[str, tuple[str, Callable[[Any, Case, int], bool | None]]]] = {
     "special": ("", _special),
     "relation": ("", _relation),
+    "select": ("", _relation),
     "nan": ("nan", _nan),
     "invalid": ("nan", _invalid),
     "zero_tie": ("zero_tie", _zero_tie),
@@ -234,31 +242,6 @@ class Observed:
                 yield probe, pattern, str(where)
 
 
-def _random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[Case]:
-    """Random operands for the position check: bit patterns and ordinary values."""
-    f = float_format(np.dtype(dtype))
-    rng = np.random.default_rng(seed)
-    half = RANDOM_PROBES // 2
-    patterns = rng.integers(0, 1 << (8 * f.dtype.itemsize), (2, half), dtype=np.uint64)
-    values = np.exp2(rng.uniform(-8, 8, (2, half))) * rng.choice([-1.0, 1.0], (2, half))
-    ordinary = round_to(values, f.dtype).view(f.uint).astype(np.uint64)
-    pairs = np.concatenate([patterns, ordinary], axis=1).T.tolist()
-    powi = bool(contract.params)
-    return [
-        Case(
-            "position",
-            "random operands",
-            contract.op_kind,
-            f.dtype,
-            a,
-            0 if powi else b,
-            f"x ** {POWI_EXPONENT}" if powi else "random operands",
-            arity=len(contract.inputs),
-        )
-        for a, b in pairs
-    ]
-
-
 def observe(
     contract: KernelContract, fn: KernelFn, dtype: np.dtype, depth: str = "full", seed: int = 0
 ) -> Observed:
@@ -267,12 +250,13 @@ def observe(
     rest of the audit runs it (its faults raise KernelFault): the lengths are swept, and the
     worker places the operands (against a guard page), not the sweep's byte offsets."""
     dtype = np.dtype(dtype)
-    probes = (*cases(contract.op_kind, dtype), *_random_probes(contract, dtype, seed))
+    probes = (*cases(contract.op_kind, dtype), *random_probes(contract, dtype, seed))
     arity = len(contract.inputs)
     params = (POWI_EXPONENT,) * len(contract.params)
     alignment, result = contract.caps.alignment_bytes, result_dtype(contract, dtype)
 
     def call(operands: tuple[np.ndarray, ...]) -> np.ndarray:
+        operands = as_operands(contract.op_kind, operands, dtype)  # a where's condition: bools
         if checked.applies(fn):
             kernel = cast(CompiledKernel, fn)
             return checked.call(kernel, contract, operands, operands[0].shape, result)
@@ -280,7 +264,7 @@ def observe(
         got = fn(*operands, *params, out=out)  # type: ignore[func-returns-value]
         return got if isinstance(got, np.ndarray) else out
 
-    table = [(p.lhs, p.rhs)[:arity] for p in probes]
+    table = [(p.lhs, p.rhs, p.third)[:arity] for p in probes]
     return Observed(probes, sweep(call, dtype, table, depth))
 
 

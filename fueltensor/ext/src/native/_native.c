@@ -24,6 +24,7 @@
  *   copy.c          Contiguize: the cache-blocked strided copy
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
+ *   ternary.c       where and clip: bodies and `ternary`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -41,6 +42,7 @@
 #include "copy.c"
 #include "calls.c"
 #include "compare.c"
+#include "ternary.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

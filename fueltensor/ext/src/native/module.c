@@ -56,6 +56,10 @@ static PyMethodDef methods[] = {
     {"compare", (PyCFunction)(void (*)(void))compare, METH_FASTCALL,
      "compare(op, dtype, lhs, rhs, out): out[i] = COMPARISON_OPS[op](lhs[i], rhs[i]) over "
      "C-contiguous buffers of DTYPES[dtype] and one length, out as many bools."},
+    {"ternary", (PyCFunction)(void (*)(void))ternary, METH_FASTCALL,
+     "ternary(op, dtype, a, b, c, out): where (TERNARY_OPS[op] 'where': out[i] = b[i] if a[i] "
+     "else c[i], a bools) or clip (out[i] = minimum(maximum(a[i], b[i]), c[i]), a NaN operand "
+     "returned as it is) over C-contiguous buffers of DTYPES[dtype], one operand's bits a lane"},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -129,6 +133,7 @@ static void find_isas(void) {
     PowIBody powi[] = PER_ISA(powi, );
     UnaryBody unaries[] = PER_ISA(unary, );
     Body compares[] = PER_ISA(compare, );
+    TernaryBody ternaries[] = PER_ISA(ternary, );
     NanScan scans[] = PER_ISA(nan_scan, );
     int count = 1;
 #ifdef HAVE_AVX2_F16C
@@ -147,6 +152,7 @@ static void find_isas(void) {
         N.isa_powi[i] = powi[i];
         N.isa_unary[i] = unaries[i];
         N.isa_compare[i] = compares[i];
+        N.isa_ternary[i] = ternaries[i];
         N.isa_nan_scan[i] = scans[i];
     }
     N.isa_count = count;
@@ -179,6 +185,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
         add_names(module, "UNARY_OPS", UNARY_NAMES, N_UNARY_OPS) < 0 ||
         add_names(module, "COMPARISON_OPS", COMPARISON_NAMES, N_COMPARISON_OPS) < 0 ||
+        add_names(module, "TERNARY_OPS", TERNARY_NAMES, N_TERNARY_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
         PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||

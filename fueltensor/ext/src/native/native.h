@@ -204,6 +204,7 @@ static struct {
     PowIBody isa_powi[MAX_ISAS];
     UnaryBody isa_unary[MAX_ISAS];
     Body isa_compare[MAX_ISAS];
+    TernaryBody isa_ternary[MAX_ISAS];
     NanScan isa_nan_scan[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
@@ -212,7 +213,7 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif
