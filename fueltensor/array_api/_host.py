@@ -60,15 +60,15 @@ def host(fn: F) -> F:
     return cast(F, host_operation(operation))
 
 
-def ufunc_host(fn: F, ufunc: Callable[..., Any], arity: int, first: DType | None = None) -> F:
-    """`fn`, a host function (`host`) that returns `fresh(ufunc(*arrays))` of its `arity`
-    operands (3 for `where`, whose first must be of DType `first`), as one compiled call where
+def ufunc_host(fn: F, ufunc: Callable[..., Any], arity: int) -> F:
+    """`fn`, a host function (`host`) that returns `fresh(ufunc(*arrays))` of its `arity` (1 or
+    2) operands of one DType, as one compiled call where
     `_fast` is built (`_fast.host`): the same call on the same arrays, silenced, adopted as
     `fresh` adopts; the Python `fn` for every other call (a trace records it). It carries
     `fn`'s name, docstring, signature and marks."""
     if _FAST is None:
         return fn
-    return _dressed(_FAST.host(fn, ufunc, fresh, arity, *(() if first is None else (first,))), fn)
+    return _dressed(_FAST.host(fn, ufunc, fresh, arity), fn)
 
 
 def _dressed(made: Any, fn: F) -> F:

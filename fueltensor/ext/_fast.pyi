@@ -197,12 +197,11 @@ def host(
     ufunc: Any,
     fresh: Callable[[Any], Any],
     arity: int,
-    first: Any = None,
     /,
 ) -> Any:
-    """`fn`, a host function returning `fresh(ufunc(*arrays))` of its `arity` (1 or 2; 3 when
-    `first`, a DType, is given) operands' arrays, as one compiled call: tensors of one dtype
-    (the first of DType `first` when given; or a tensor and a Python scalar beside it), their
+    """`fn`, a host function returning `fresh(ufunc(*arrays))` of its `arity` (1 or 2)
+    operands' arrays, as one compiled call: tensors of one dtype (or a tensor and a Python
+    scalar beside it), their
     arrays made, nothing tracing or observing, run in C (silenced as `host` silences); every
     other call, and any error, runs `fn`. Dense operands of one shape (0-d ones beside them)
     run the inner loop NumPy's ufunc call would run (its trivial loop, resolved once per

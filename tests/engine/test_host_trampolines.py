@@ -254,10 +254,11 @@ def test_host_operators_call_the_namespace_function_bound_now(monkeypatch: Any) 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-def test_where_is_the_python_path(dtype: Any) -> None:
-    """`where(c, x1, x2)` compiled (a bool tensor and two tensors of one dtype, broadcast, or a
-    tensor and a Python scalar) and on the Python path: the same result, or the same error (a
-    condition that is not bool, an int no dtype holds, two scalars)."""
+def test_where_is_the_same_traced_or_not(dtype: Any) -> None:
+    """`where(c, x1, x2)` (a bool tensor and two tensors of one dtype, broadcast, or a tensor
+    and a Python scalar; a contract operation for the floats, a host one for the rest) traced
+    and not: the same result, NumPy's where's bits, or the same error (a condition that is not
+    bool, an int no dtype holds, two scalars)."""
     cond = ft.asarray(sample(np.float32, 7) > 1.0)
     a, b = sample(dtype, 8), sample(dtype, 9)
     for c, x, y in zip(views(np.asarray(cond)), views(a), views(b), strict=True):

@@ -41,11 +41,8 @@ typedef struct {
     PyObject *descr;  /* the last result dtype `fresh` adopted other than the operands' */
     PyObject *dtype;  /* and its DType */
     PyObject *layout; /* the dense Layout of the last result's shape */
-    PyObject *first;  /* the DType the first operand must have (`where`'s bool), or NULL */
     PyObject *dict;
-    int arity;        /* 1, 2 or (with `first`) 3 operands */
-    int like;         /* the operands from this one on share one DType, which the result
-                         keeps when NumPy's is the same (1 with `first`, else 0) */
+    int arity;        /* 1 or 2 operands, of one DType (the result's when NumPy's is the same) */
     int direct;       /* whether `ufunc` is a ufunc of `arity` inputs and one output (a Ruled
                          MATMUL's: NumPy's matmul gufunc, see `matmul_direct`) */
     int next_loop;    /* the slot of `loops` the next new signature takes */
@@ -59,7 +56,7 @@ typedef struct {
  * trampoline takes the call, 0 when not, -1 on error. */
 static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays,
                          PyObject **scalar, PyObject **like) {
-    PyObject *t[3] = {args[0], h->arity > 1 ? args[1] : NULL, h->arity > 2 ? args[2] : NULL};
+    PyObject *t[2] = {args[0], h->arity > 1 ? args[1] : NULL};
     if (S.tensor == NULL || S.errstate_var == NULL || Py_TYPE(t[0]) != S.tensor) return 0;
     int watched = busy(S.trace_var);
     if (watched == 0) watched = busy(S.observers_var);
@@ -69,17 +66,9 @@ static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays
         t[1] = *scalar = scalar_operand(t[1], t[0]);
         if (t[1] == NULL) return -1;
     }
-    for (int k = 1; h->arity == 3 && k < 3; k++) { /* where(c, nan, x): one scalar, beside x */
-        PyObject *other = t[3 - k];
-        if (Py_TYPE(t[k]) == S.tensor || Py_TYPE(other) != S.tensor) continue;
-        if (!is_scalar(t[k])) return 0;
-        t[k] = *scalar = scalar_operand(t[k], other);
-        if (t[k] == NULL) return -1;
-    }
-    if (h->first != NULL && SLOT(t[0], S.off_dtype) != h->first) return 0;
     for (int k = 0; k < h->arity; k++) {
         if (Py_TYPE(t[k]) != S.tensor) return 0;
-        if (k > h->like && SLOT(t[k], S.off_dtype) != SLOT(t[h->like], S.off_dtype)) return 0;
+        if (k > 0 && SLOT(t[k], S.off_dtype) != SLOT(t[0], S.off_dtype)) return 0;
         arrays[k] = SLOT(t[k], S.off_np);
         if (arrays[k] == NULL || arrays[k] == Py_None) { /* a fresh view's: made and kept */
             PyObject *made = PyObject_CallOneArg(S.array_of, t[k]);
@@ -89,7 +78,7 @@ static int host_operands(const Host *h, PyObject *const *args, PyObject **arrays
         }
         if (arrays[k] == NULL || !PyArray_CheckExact(arrays[k])) return 0;
     }
-    *like = SLOT(t[h->like], S.off_dtype);
+    *like = SLOT(t[0], S.off_dtype);
     return 1;
 }
 
@@ -266,7 +255,7 @@ static int host_direct(Host *h, PyObject *const *arrays, PyObject **result) {
 
 /* The trampoline's result, or NULL (an error set or not) when the Python function runs. */
 static PyObject *host_fast(Host *h, PyObject *const *args) {
-    PyObject *arrays[3] = {NULL, NULL, NULL}, *scalar = NULL, *made = NULL, *result = NULL;
+    PyObject *arrays[2] = {NULL, NULL}, *scalar = NULL, *made = NULL, *result = NULL;
     PyObject *like = NULL;
     int taken = host_operands(h, args, arrays, &scalar, &like);
     int direct = taken > 0 && h->direct ? host_direct(h, arrays, &result) : 0;
@@ -303,7 +292,6 @@ static void host_dealloc(PyObject *self) {
     Py_XDECREF(h->descr);
     Py_XDECREF(h->dtype);
     Py_XDECREF(h->layout);
-    Py_XDECREF(h->first);
     Py_XDECREF(h->dict);
     for (int n = 0; n < HOST_LOOPS; n++) clear_loop(&h->loops[n]);
     PyObject_Free(self);
@@ -359,20 +347,16 @@ static PyTypeObject HostType = {
     .tp_dictoffset = offsetof(Host, dict),
 };
 
-/* host(fn, ufunc, fresh, arity[, first]): `fn` (a host function calling `ufunc` on its 1 or 2
- * operands' arrays, or 3 when the first must be of DType `first`, and returning `fresh` of the
- * result) as one compiled callable. */
+/* host(fn, ufunc, fresh, arity): `fn` (a host function calling `ufunc` on its 1 or 2
+ * operands' arrays and returning `fresh` of the result) as one compiled callable. */
 static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    long arity = nargs >= 4 ? PyLong_AsLong(args[3]) : 0;
-    PyObject *first = nargs == 5 ? args[4] : NULL;
-    if ((nargs != 4 && nargs != 5) || !PyCallable_Check(args[0]) ||
-        !PyCallable_Check(args[1]) || !PyCallable_Check(args[2]) ||
-        arity != (first == NULL ? (arity == 2 ? 2 : 1) : 3) ||
-        (first != NULL && (S.dtype_type == NULL || Py_TYPE(first) != S.dtype_type))) {
+    long arity = nargs == 4 ? PyLong_AsLong(args[3]) : 0;
+    if (nargs != 4 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1]) ||
+        !PyCallable_Check(args[2]) || (arity != 1 && arity != 2)) {
         PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "host(fn, ufunc, fresh, arity[, first]) takes an arity "
-                                         "of 1 or 2, or 3 with the first operand's DType");
+        PyErr_SetString(PyExc_TypeError,
+                        "host(fn, ufunc, fresh, arity) takes callables and an arity of 1 or 2");
         return NULL;
     }
     Host *h = PyObject_New(Host, &HostType);
@@ -381,10 +365,8 @@ static PyObject *make_host(PyObject *module, PyObject *const *args, Py_ssize_t n
     h->ufunc = Py_NewRef(args[1]);
     h->fresh = Py_NewRef(args[2]);
     h->descr = h->dtype = h->layout = h->dict = NULL;
-    h->first = first == NULL ? NULL : Py_NewRef(first);
     h->arity = (int)arity;
-    h->like = first != NULL;
-    h->direct = first == NULL && PyObject_TypeCheck(args[1], &PyUFunc_Type) &&
+    h->direct = PyObject_TypeCheck(args[1], &PyUFunc_Type) &&
                 ((PyUFuncObject *)args[1])->nin == arity && ((PyUFuncObject *)args[1])->nout == 1;
     h->next_loop = 0;
     memset(h->loops, 0, sizeof h->loops);

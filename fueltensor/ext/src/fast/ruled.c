@@ -420,9 +420,8 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     h->fn = Py_NewRef(args[0]);
     h->ufunc = Py_NewRef(args[2]);
     h->fresh = Py_NewRef(args[3]);
-    h->descr = h->dtype = h->layout = h->first = h->dict = NULL;
+    h->descr = h->dtype = h->layout = h->dict = NULL;
     h->arity = kind == REDUCE || kind == STATISTIC ? 1 : 2;
-    h->like = 0;
     PyUFuncObject *u = (PyUFuncObject *)args[2];
     h->direct = kind == MATMUL && PyObject_TypeCheck(args[2], &PyUFunc_Type) && u->nin == 2 &&
                 u->nout == 1 && u->core_enabled && u->core_signature != NULL &&
