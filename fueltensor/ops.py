@@ -407,7 +407,9 @@ UNARY_OPS: Final = of_family(Family.UNARY)
 """The unary elementwise rows (one tensor operand: `unary(op, x)`)."""
 COMPARISON_OPS: Final = of_family(Family.COMPARISON)
 """The comparison rows (two tensor operands, a bool result: `binary(op, a, b)`)."""
-TERNARY_OPS: Final = of_family(Family.SELECT) + of_family(Family.CLAMP)
+SELECT_OPS: Final = of_family(Family.SELECT)
+"""The selection rows (where: a bool condition, then two operands)."""
+TERNARY_OPS: Final = SELECT_OPS + of_family(Family.CLAMP)
 """The three-operand rows, a selection and a clamp (`engine.ternary`)."""
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})

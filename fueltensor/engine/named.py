@@ -21,4 +21,13 @@ def with_named(
     )
     if not named or plan.op_kind is None:
         return planning
-    return plan_contracts(plan.op, plan.op_kind, plan.operands, registry, providers, plan.params)
+    return plan_contracts(
+        plan.op,
+        plan.op_kind,
+        plan.operands,
+        registry,
+        providers,
+        plan.params,
+        to=planning.to,
+        fixed=planning.fixed,
+    )

@@ -204,6 +204,10 @@ class Planning:
 
     viable: tuple[Plan, ...]
     rejected: Mapping[str, tuple[str, ...]]
+    to: Target | None = None
+    """The dtype the operands were cast to instead of their promoted one (clip's x's)."""
+    fixed: frozenset[int] = frozenset()
+    """The operands left out of the promotion (where's condition)."""
 
 
 def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
@@ -475,4 +479,4 @@ def plan_contracts(
         for key, p in ranked
         for fn in (registry.kernel(p.kernel.name) if p.kernel else None,)
     )
-    return Planning(viable, frozen)
+    return Planning(viable, frozen, to, fixed)

@@ -291,3 +291,68 @@ def test_the_judge_fails_a_kernel_off_the_formula_naming_the_input(
     (audit,) = report.rows
     assert any(f.startswith("precision: ") for f in audit.failures), audit.failures
     assert any(shows in f for f in audit.failures), audit.failures
+
+
+# -- the frameworks' where ----------------------------------------------------------------------
+
+
+def framework_where(provider: str) -> Any:
+    """The framework's own where on NumPy operands, as a NumPy array (PyTorch's bfloat16 through
+    its bits; JAX on its CPU device, with 64-bit floats for float64 operands)."""
+    if provider == "torch":
+        torch = pytest.importorskip("torch")
+
+        def tensor(v: np.ndarray) -> Any:
+            half = v.dtype == ml_dtypes.bfloat16
+            return (
+                torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16)
+                if half
+                else torch.from_numpy(v)
+            )
+
+        def torch_where(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            got = torch.where(tensor(c), tensor(a), tensor(b))
+            if a.dtype == ml_dtypes.bfloat16:
+                return got.view(torch.uint16).numpy().view(a.dtype)
+            return got.numpy()
+
+        return torch_where
+    if provider == "jax":
+        jax = pytest.importorskip("jax")
+
+        def jax_where(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            with jax.enable_x64(a.dtype == np.float64), jax.default_device(jax.devices("cpu")[0]):
+                return np.asarray(jax.numpy.where(c, a, b))
+
+        return jax_where
+    return np.where
+
+
+@pytest.mark.parametrize("provider", ["numpy", "torch", "jax"])
+def test_each_frameworks_where_is_its_own_call_and_compared(provider: str) -> None:
+    """Each declared framework where kernel gives the framework's own bits on special values
+    (a signalling NaN, both zeros, subnormals) with a broadcast condition, and
+    compare_backends sets it beside fueltensor's where_f32: every lane equal."""
+    own = framework_where(provider)
+    reg = ft.registry()
+    declared = [c for c in reg.for_op(WHERE.op_kind) if c.provider.name == provider]
+    assert {c.inputs[1].dtypes[0] for c in declared} >= {"F32", "F64", "F16"}
+    rng = np.random.default_rng(3)
+    for contract in declared:
+        dtype = np.dtype(FORMATS[contract.inputs[1].dtypes[0].lower()])
+        specials = special_values(dtype).array
+        a = specials.reshape(1, -1).repeat(3, 0)
+        b = rng.permutation(specials).reshape(1, -1).repeat(3, 0)
+        c = rng.random((3, 1)) < 0.5
+        out = np.empty(a.shape, dtype)
+        reg.kernel(contract.name)(c, a, b, out=out)
+        assert (
+            bits(out).tobytes()
+            == bits(np.asarray(own(np.broadcast_to(c, a.shape).copy(), a, b))).tobytes()
+        )
+        assert bits(out).tobytes() == expected_where(c, a, b).tobytes(), contract.name
+    x = ft.asarray(np.array([-1.0, 0.5, np.nan, -0.0], np.float32))
+    with ft.compare_backends("cpu", provider) as report:
+        ft.where(x > 0, x, -x)
+    (row,) = [r for r in report if r.compared and r.op_kind == WHERE.op_kind]
+    assert row.count == row.equal == 4, row

@@ -46,6 +46,9 @@ MUTANTS_PER_DOCUMENT = {
     "numpy-comparison.md": 40,
     "torch-comparison.md": 40,
     "jax-comparison.md": 40,
+    "numpy-selection.md": 40,
+    "torch-selection.md": 40,
+    "jax-selection.md": 40,
 }
 MB = 2**20
 

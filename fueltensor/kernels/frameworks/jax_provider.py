@@ -23,7 +23,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, SELECT_OPS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -90,6 +90,17 @@ def _unary(entry: str) -> KernelFn:
     return kernel
 
 
+def _ternary(name: str) -> KernelFn:
+    """A kernel calling `jax.numpy.<name>(a, b, c)` (jnp.where) and copying the result's bits
+    into `out` (x64 by the output's dtype: a condition is bool)."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
+        deliver(_call(name, out.dtype, a, b, c), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`jnp.power(x, k)` with k a Python int, which JAX runs as `lax.integer_pow` (repeated
     squaring, compiled for each k)."""
@@ -100,6 +111,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
+    **{f"jax.numpy.{op.name}": _ternary(op.name) for op in SELECT_OPS},
     "jax.numpy.power(x, int)": _integer_power,
 }
 

@@ -18,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, SELECT_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -48,6 +48,18 @@ def _unary(fn: np.ufunc) -> KernelFn:
     return kernel
 
 
+def _ternary(fn: Callable[..., Any]) -> KernelFn:
+    """A kernel running `fn(a, b, c)` (np.where) under NumPy's all-ignore error state, its
+    result's bits copied into `out`."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
+        with silenced():
+            deliver(np.asarray(fn(a, b, c)), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"numpy_{fn.__name__}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: NumPy's own integer-power path (k = 2 is `np.square`,
     -1 `np.reciprocal`, 1 a copy, 0.5 `np.sqrt`; other k `np.power`)."""
@@ -62,11 +74,12 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
         for op in UNARY_OPS
         if isinstance(getattr(np, op.name, None), np.ufunc)
     },
+    **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in SELECT_OPS},
     "numpy.ndarray.__pow__(int)": _integer_power,
 }
 """Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations and the comparisons
-(the op table's ufuncs: `numpy.less` ...) and for each unary row NumPy names by the row's own
-name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt)."""
+(the op table's ufuncs: `numpy.less` ...), for each unary row NumPy names by the row's own
+name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt) and `numpy.where`."""
 
 
 def environment() -> MeasuredOn:

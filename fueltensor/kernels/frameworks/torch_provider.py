@@ -21,7 +21,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
-from fueltensor.ops import COMPARISON_OPS, UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, SELECT_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework(
     "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
@@ -90,6 +90,19 @@ def _unary(name: str) -> KernelFn:
     return kernel
 
 
+def _ternary(name: str) -> KernelFn:
+    """A kernel calling `torch.<name>(a, b, c)` (torch.where) and copying the result's bits
+    into `out`."""
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
+        torch = _torch()
+        got = getattr(torch, name)(*(_tensor(torch, x) for x in (a, b, c)))
+        deliver(_numpy(torch, got, out.dtype), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"torch_{name}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: `torch.pow(Tensor, Scalar)`, PyTorch's integer-exponent
     path (k = 2 and 3 multiply, -1 and -2 take reciprocals, other k `std::pow`)."""
@@ -102,12 +115,13 @@ ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
     **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
     **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
+    **{f"torch.{op.name}": _ternary(op.name) for op in SELECT_OPS},
     "torch.pow(Tensor, int)": _integer_power,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
 for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
-comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise) and the
-integer power."""
+comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise),
+`torch.where` and the integer power."""
 
 
 def environment() -> MeasuredOn:

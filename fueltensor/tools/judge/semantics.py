@@ -277,6 +277,8 @@ def declared(semantics: Semantics, aspect: str) -> str:
         return "the op table's special case (C99 Annex F, IEEE 754)"
     if aspect == "relation":
         return "the op table's relation of the exact values (IEEE 754's comparison)"
+    if aspect == "select":
+        return "the formula's operand, bit for bit (where's and clip's rows)"
     if aspect in ("nan", "invalid") and semantics.nan is not None:
         n = semantics.nan
         if aspect == "invalid":
