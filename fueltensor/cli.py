@@ -32,10 +32,11 @@ from .cli_audit import (
     fail,
 )
 from .cli_certify import add_certify
+from .core.dtypes import BY_FKC
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend, use_registry
-from .engine.dispatch import FUNCTIONS, explain
+from .engine.dispatch import explain, functions
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
 from .ops import BINARY_OPS, TRAITS, ContractOp, spelled
@@ -192,8 +193,8 @@ def _op_kind(text: str | None, kinds: set[str]) -> str | None:
 def _operation(text: str) -> ContractOp:
     """`explain`'s OP argument in any spelling: its row of the op table."""
     op = spelled(text)
-    if op is None or op.name not in FUNCTIONS:
-        names = ", ".join(FUNCTIONS)
+    if op is None or op.name not in functions():
+        names = ", ".join(functions())
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of {names}")
     return op
 
@@ -240,27 +241,32 @@ def _operand(shape: tuple[int, ...], dtype: str, transpose: bool) -> FuelTensor:
 
 def _run_explain(args: argparse.Namespace) -> int:
     row: ContractOp = args.op
-    count = len(TRAITS[row.family].operands)
+    traits = TRAITS[row.family]
+    count = len(traits.operands)
     shapes, dtypes = (
         given if len(given) == count else given * count for given in (args.shapes, args.dtypes)
     )
-    transposed = (args.transpose_lhs, args.transpose_rhs)
+    transposed = (args.transpose_lhs, args.transpose_rhs, *(False,) * (count - 2))
     if len(shapes) != count or len(dtypes) != count or any(transposed[count:]):
         print(
             f"fueltensor explain: {row.name} takes {plural(count, 'operand')}: give "
-            f"{'one' if count == 1 else 'one or two'} --shapes and --dtypes"
+            f"{'one' if count == 1 else f'one or {count}'} --shapes and --dtypes"
             + ("" if count > 1 else ", and no --transpose-rhs"),
             file=sys.stderr,
         )
         return 2
+    fixed = dict(traits.fixed)  # a where's condition: bools whatever --dtypes says
+    pairs = zip(traits.operands, dtypes, strict=True)
+    dtypes = [BY_FKC[fixed[n]].name if n in fixed else d for n, d in pairs]
     try:
         found = draft(args)
-        operands = [_operand(*given) for given in zip(shapes, dtypes, transposed, strict=False)]
+        given = zip(shapes, dtypes, transposed[:count], strict=True)
+        operands = [_operand(*one) for one in given]
         with (
             use_registry(found.registry) if found else nullcontext(),
             use_backend(args.backend) if args.backend else nullcontext(),
         ):
-            plan = explain(FUNCTIONS[row.name], *operands)
+            plan = explain(functions()[row.name], *operands)
     except (*DRAFT_ERRORS, TypeError, ValueError, ProviderUnavailable) as e:
         return fail("explain", e)
     print(fit_lines(str(plan)))

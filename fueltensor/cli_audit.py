@@ -26,7 +26,7 @@ from .core.errors import (
 )
 from .core.tensor import asarray
 from .engine.backends import use_registry
-from .engine.dispatch import FUNCTIONS
+from .engine.dispatch import functions
 from .fkc import KernelContract
 from .ops import BY_KIND, BY_NAME, TRAITS, spelled
 from .registry import Registry, registry
@@ -131,13 +131,15 @@ def _cases(
 ) -> Iterator[tuple[str, DType]]:
     """(operation, dtype) once each, read from the contracts: every operation they serve
     at every dtype their first input takes, narrowed to `ops` and `dtypes` when given."""
+    from .tools.judge.calls import audited_dtypes  # the judge's dtypes of a contract
+
     wanted = {as_dtype(d) for d in dtypes}
     seen: set[tuple[str, DType]] = set()
     for c in contracts:
         op = BY_KIND.get(c.op_kind)
-        if op is None or op.name not in FUNCTIONS or c.params or (ops and op.name not in ops):
+        if op is None or op.name not in functions() or c.params or (ops and op.name not in ops):
             continue
-        for fkc in c.inputs[0].dtypes:
+        for fkc in audited_dtypes(c):
             case = (op.name, BY_FKC[fkc])
             if case not in seen and (not wanted or case[1] in wanted):
                 seen.add(case)
@@ -156,7 +158,7 @@ def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]
         try:
             reg.provider_names(name)
         except ValueError as e:
-            known = ", ".join(FUNCTIONS)
+            known = ", ".join(functions())
             raise ValueError(
                 f"{name!r} is neither an operation ({known}) nor a provider: {e}"
             ) from None
@@ -167,6 +169,7 @@ def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]
 def _run_compare(args: argparse.Namespace) -> int:
     from .tools.compare import compare_backends
     from .tools.judge import probes
+    from .tools.judge.calls import as_operands
 
     try:
         found = draft(args)
@@ -179,8 +182,9 @@ def _run_compare(args: argparse.Namespace) -> int:
         rng = np.random.default_rng(args.seed)
         with use_registry(reg), compare_backends(*providers, *args.provider) as report:
             for op, dtype in cases:
-                arity = len(TRAITS[BY_NAME[op].family].operands)
-                FUNCTIONS[op](*map(asarray, probes(dtype.np, args.size, rng, arity)))
+                row = BY_NAME[op]
+                columns = probes(dtype.np, args.size, rng, len(TRAITS[row.family].operands))
+                functions()[op](*map(asarray, as_operands(row.op_kind, columns, dtype.np)))
     except KERNEL_FAULTS as e:
         return faulted("compare", e)
     except (*DRAFT_ERRORS, KeyError, ValueError, TypeError, ProviderUnavailable) as e:

@@ -37,6 +37,7 @@ from fueltensor.ops import (
     BY_KIND,
     BY_NAME,
     COMPARISON_OPS,
+    CONTRACT_OPS,
     HOST_CALLS,
     TRAITS,
     ContractOp,
@@ -377,9 +378,18 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 }
 """The namespace functions of the two-operand contract operations, by name ("add", "less" ...)."""
 
-FUNCTIONS: Final[dict[str, Callable[..., FuelTensor]]] = {**OPERATIONS, **unary.OPERATIONS}
-"""The namespace function of every contract operation whose operands are tensors alone (the
-binary and unary families), by name: what the command line plans and compares."""
+
+def functions() -> dict[str, Callable[..., FuelTensor]]:
+    """The namespace function of every contract operation by name, in table order: what the
+    command line plans and compares (the three-operand ones as their array API modules made
+    them, `ternary.OPERATIONS`, which `import fueltensor` fills)."""
+    made: dict[str, Callable[..., FuelTensor]] = {
+        **OPERATIONS,
+        **unary.OPERATIONS,
+        **ternary.OPERATIONS,
+    }
+    return {op.name: made[op.name] for op in CONTRACT_OPS if op.name in made}
+
 
 # Spelled out so that type checkers and `fueltensor.__all__` see them; tests check the rows.
 add = OPERATIONS[BY_KIND[OpKind.ADD].name]

@@ -22,6 +22,10 @@ from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, Target
 from fueltensor.ops import BY_KIND, BY_NAME, HOST_CALLS, OpKind
 
+OPERATIONS: dict[str, Callable[..., FuelTensor]] = {}
+"""The namespace functions of the three-operand rows by name, each added as its array API
+module defines it (`operation`): `dispatch.functions()` reads them with the others."""
+
 Tensors = tuple[FuelTensor, FuelTensor, FuelTensor]
 Operands = tuple[Tensors, Target | None]
 """A ternary row's tensors, and the dtype they are cast to first (None: promoted)."""
@@ -57,6 +61,7 @@ def operation(kind: OpKind) -> Callable[[Callable[..., Operands]], Callable[...,
 
         function.__fueltensor_op__ = row.name  # type: ignore[attr-defined]
         function.__fueltensor_operands__ = make  # type: ignore[attr-defined]
+        OPERATIONS[row.name] = function
         return function
 
     return wrap

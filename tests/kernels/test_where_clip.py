@@ -356,3 +356,22 @@ def test_each_frameworks_where_is_its_own_call_and_compared(provider: str) -> No
         ft.where(x > 0, x, -x)
     (row,) = [r for r in report if r.compared and r.op_kind == WHERE.op_kind]
     assert row.count == row.equal == 4, row
+
+
+def test_the_command_line_explains_and_compares_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fueltensor explain where` (the condition bool whatever --dtypes says) and `fueltensor
+    compare where clip cpu reference`: every dtype, every lane equal."""
+    from fueltensor.cli import main
+
+    assert main(["explain", WHERE.name, "--shapes", "3,1", "4", "()", "--dtypes", "float16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{WHERE.name}(bool[3, 1], float16[4], float16[]) -> float16[3, 4]")
+    assert f"{WHERE.kernel_op}_f16(condition, x1, x2)" in out
+    assert main(["explain", WHERE.name, "--shapes", "3", "4"]) == 2
+    assert "takes 3 operands" in capsys.readouterr().err
+    assert main(["compare", WHERE.name, CLAMP.name, "cpu", "reference", "--size", "32"]) == 0
+    out = capsys.readouterr().out
+    for fmt in FORMATS:
+        assert f"{CLAMP.kernel_op}_{fmt} vs broadcast_{CLAMP.kernel_op}" in out, out
+        assert f"{WHERE.kernel_op}_{fmt} vs broadcast_{WHERE.kernel_op}" in out, out
+    assert "8 operations ran: 8 compared" in out
