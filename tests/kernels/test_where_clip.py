@@ -375,3 +375,15 @@ def test_the_command_line_explains_and_compares_them(capsys: pytest.CaptureFixtu
         assert f"{CLAMP.kernel_op}_{fmt} vs broadcast_{CLAMP.kernel_op}" in out, out
         assert f"{WHERE.kernel_op}_{fmt} vs broadcast_{WHERE.kernel_op}" in out, out
     assert "8 operations ran: 8 compared" in out
+
+
+def test_certify_says_why_it_does_not_sweep_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fueltensor.cli import main
+
+    name = f"{WHERE.kernel_op}_bf16"
+    assert main(["certify", "--kernel", name, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{name} is a {Family.SELECT} contract" in err
+    assert "the judge checks these exact ones bit for bit" in err

@@ -27,7 +27,7 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND, ContractOp
+from fueltensor.ops import BY_KIND, ContractOp, Family
 from fueltensor.registry import Registry, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
@@ -251,8 +251,30 @@ def jobs(
             found.append(Job(c, reg.kernel(c.name), dtype, op, span, binary_identity(c, reg)))
     missing = sorted(wanted - {j.contract.name for j in found}) if wanted is not None else []
     if missing:
-        raise ValueError(f"no {'/'.join(codes)} binary contract of {provider} named {missing}")
+        raise ValueError(
+            f"no {'/'.join(codes)} binary contract of {provider} named {missing}"
+            + _not_swept(reg, missing)
+        )
     return found
+
+
+def _not_swept(reg: Registry, names: Iterable[str]) -> str:
+    """Why named contracts of a family certify has no sweep for (the comparisons, where,
+    clip: exact, checked by the judge) are not certified; "" for none."""
+    families = {
+        name: row.family
+        for name in names
+        if name in reg
+        for row in (BY_KIND.get(reg[name].op_kind),)
+        if row is not None and row.family not in (Family.BINARY, Family.UNARY)
+    }
+    if not families:
+        return ""
+    said = ", ".join(f"{name} is a {family} contract" for name, family in families.items())
+    return (
+        f"; {said}: certify sweeps the binary and unary families, and the judge checks these "
+        "exact ones bit for bit (fueltensor judge --kernel NAME)"
+    )
 
 
 def _refusal(state: Path, first: object, header: dict[str, Any]) -> str:
