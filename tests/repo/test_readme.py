@@ -110,6 +110,10 @@ SHELL_SHOWS = {
         "my_exp_f32",  # beside exp_f32 and the oracle (the oracle alone in pure mode)
         "1 audit, 0 failing",
         "judge: ACCEPTS",
+        "1 contract checked, 0 problems",
+        "via my-where",
+        "where_f32 vs my_where_f32",
+        "1 audit, 0 failing",
     ],
 }
 """What each `sh` line of a page (after its cc lines) prints, line by line."""

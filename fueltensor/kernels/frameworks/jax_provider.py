@@ -23,7 +23,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, SELECT_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -91,8 +91,8 @@ def _unary(entry: str) -> KernelFn:
 
 
 def _ternary(name: str) -> KernelFn:
-    """A kernel calling `jax.numpy.<name>(a, b, c)` (jnp.where) and copying the result's bits
-    into `out` (x64 by the output's dtype: a condition is bool)."""
+    """A kernel calling `jax.numpy.<name>(a, b, c)` (jnp.where, jnp.clip) and copying the
+    result's bits into `out` (x64 by the output's dtype: a where's condition is bool)."""
 
     def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
         deliver(_call(name, out.dtype, a, b, c), out)
@@ -111,7 +111,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
-    **{f"jax.numpy.{op.name}": _ternary(op.name) for op in SELECT_OPS},
+    **{f"jax.numpy.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     "jax.numpy.power(x, int)": _integer_power,
 }
 

@@ -18,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, SELECT_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -49,8 +49,8 @@ def _unary(fn: np.ufunc) -> KernelFn:
 
 
 def _ternary(fn: Callable[..., Any]) -> KernelFn:
-    """A kernel running `fn(a, b, c)` (np.where) under NumPy's all-ignore error state, its
-    result's bits copied into `out`."""
+    """A kernel running `fn(a, b, c)` (np.where, np.clip) under NumPy's all-ignore error state,
+    its result's bits copied into `out`."""
 
     def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
         with silenced():
@@ -74,12 +74,13 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
         for op in UNARY_OPS
         if isinstance(getattr(np, op.name, None), np.ufunc)
     },
-    **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in SELECT_OPS},
+    **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in TERNARY_OPS},
     "numpy.ndarray.__pow__(int)": _integer_power,
 }
 """Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations and the comparisons
 (the op table's ufuncs: `numpy.less` ...), for each unary row NumPy names by the row's own
-name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt) and `numpy.where`."""
+name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt), `numpy.where` and
+`numpy.clip`."""
 
 
 def environment() -> MeasuredOn:

@@ -21,7 +21,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
-from fueltensor.ops import COMPARISON_OPS, SELECT_OPS, UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework(
     "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
@@ -91,8 +91,8 @@ def _unary(name: str) -> KernelFn:
 
 
 def _ternary(name: str) -> KernelFn:
-    """A kernel calling `torch.<name>(a, b, c)` (torch.where) and copying the result's bits
-    into `out`."""
+    """A kernel calling `torch.<name>(a, b, c)` (torch.where, torch.clip: clamp's other name)
+    and copying the result's bits into `out`."""
 
     def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, out: np.ndarray) -> None:
         torch = _torch()
@@ -115,13 +115,13 @@ ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
     **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
     **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
-    **{f"torch.{op.name}": _ternary(op.name) for op in SELECT_OPS},
+    **{f"torch.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     "torch.pow(Tensor, int)": _integer_power,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
 for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
 comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise),
-`torch.where` and the integer power."""
+`torch.where`, `torch.clip` and the integer power."""
 
 
 def environment() -> MeasuredOn:

@@ -350,23 +350,29 @@ def comparison_cases(f: FloatFormat) -> list[tuple[str, str, int, int]]:
 @cache
 def ternary_cases(row: ContractOp, f: FloatFormat) -> list[tuple[str, str, int, int, int]]:
     """(aspect, rule, operands...) of where or clip (a condition is true where its pattern's
-    sign is clear: +1, false at -1): NaNs moved as they are, in clip's order (x, then low, then
-    high), the zero tie, low > high (`select`, ruled by the formula whatever the section says);
-    then subnormals moved and compared as numbers (`subnormals`)."""
+    sign is clear: +1, false at -1). where: NaNs and zeros moved as they are (`select`, ruled by
+    the formula whatever the section says). clip: low > high (`select`), a NaN in each operand
+    and in two (`nan`: the section's rule, its operand the first NaN of x, low, high for `lhs`,
+    the last for `rhs`), -0 against +0 both ways (`zero_tie`: the section's rule at both of
+    clip's steps, maximum(x, low) then minimum of that and high). Then subnormals moved and
+    compared as numbers (`subnormals`)."""
     s, v = special(f.dtype), partial(value, f)
     qnan, snan = s["+qNaN, lowest payload bit"], s["-sNaN, alternating payload"]
     tiny, one, zero, minus = s["+smallest subnormal"], v(1.0), v(0.0), v(-0.0)
+    found: list[tuple[str, str, int, int, int]] = []
     if row.family is Family.SELECT:
         yes, no = v(1.0), v(-1.0)
         select = [(yes, snan, one), (no, one, qnan), (yes, minus, zero), (no, zero, minus)]
         tinies = [(yes, tiny, one), (no, one, tiny | f.sign_bit)]
     else:
-        select = [
-            (snan, qnan, one), (one, qnan, v(2.0)), (one, zero, snan), (minus, zero, one),
-            (zero, minus, minus), (v(5.0), v(3.0), v(2.0)), (v(-1.0), v(-3.0), v(-2.0)),
-        ]  # fmt: skip
+        select = [(v(5.0), v(3.0), v(2.0)), (v(-1.0), v(-3.0), v(-2.0))]
+        nans = [(snan, qnan, one), (one, qnan, v(2.0)), (one, zero, snan), (qnan, one, snan)]
+        found += [("nan", _nan_rule(f, x if is_nan(f, x) else y), x, y, z) for x, y, z in nans]
+        found += [
+            ("zero_tie", "+0 against -0", *t) for t in ((minus, zero, one), (zero, minus, minus))
+        ]
         tinies = [(tiny, zero, one), (tiny | f.sign_bit, zero, one), (zero, tiny, tiny + 1)]
-    found = [("select", "the formula's operand, bit for bit", *t) for t in select]
+    found += [("select", "the formula's operand, bit for bit", *t) for t in select]
     return found + [("subnormals", "subnormal operand", *t) for t in tinies]
 
 

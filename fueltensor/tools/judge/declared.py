@@ -93,19 +93,37 @@ def _tie_broken(fn: Callable[..., Array], tie: str, minimum: bool) -> Callable[.
     return ref
 
 
-def _selection(ref: Reference, contract: KernelContract, sem: Semantics) -> Reference:
-    """A maximum / minimum reference as declared: the ±0 tie, and NaN bits held only where the
-    section declares the reference's own rule (the lhs NaN first, unchanged)."""
+def _selection(ref: Reference, sem: Semantics, minimum: bool) -> Reference:
+    """A maximum / minimum (`minimum`) reference as declared: the ±0 tie, and NaN bits held
+    only where the section declares the reference's own rule (the lhs NaN first, unchanged)."""
     own = sem.nan is not None and (sem.nan.operand, sem.nan.result, sem.nan.sign) == (
         "lhs",
         ("kept",),
         "kept",
     )
     if sem.zero_tie in ("rhs", "ordered"):
-        minimum = contract.op_kind == OpKind.MINIMUM
         fn = _tie_broken(ref.fn, sem.zero_tie, minimum)
         ref = replace(ref, describe=f"{ref.describe}; {sem.zero_tie} on a ±0 tie", fn=fn)
     return replace(ref, nan_bits=ref.nan_bits and own, zero_signs=ref.zero_signs and own)
+
+
+def _clamp(ref: Reference, sem: Semantics) -> Reference:
+    """clip's reference as declared: the declared maximum of x and low, then the declared
+    minimum of that and high (the section's NaN rule and ±0 tie at both steps)."""
+    larger = _selection(REFERENCES[OpKind.MAXIMUM], sem, False)
+    smaller = _selection(REFERENCES[OpKind.MINIMUM], sem, True)
+
+    def fn(x: Array, low: Array, high: Array) -> Array:
+        return smaller.fn(larger.fn(x, low), high)
+
+    tie = f"; {sem.zero_tie} on a ±0 tie" if sem.zero_tie in ("rhs", "ordered") else ""
+    return replace(
+        ref,
+        describe=f"{ref.describe}{tie}",
+        fn=fn,
+        nan_bits=larger.nan_bits,
+        zero_signs=larger.zero_signs,
+    )
 
 
 def _unary_nan(ref: Reference, contract: KernelContract, sem: Semantics) -> Reference:
@@ -136,7 +154,9 @@ def reference_for(contract: KernelContract) -> Reference | None:
     if row is not None and row.family is Family.UNARY:
         ref = _unary_nan(ref, contract, sem)
     elif ref.nan_bits and row is not None and row.family is Family.BINARY:
-        ref = _selection(ref, contract, sem)  # where and clip: the formula's bits, always
+        ref = _selection(ref, sem, contract.op_kind == OpKind.MINIMUM)
+    elif row is not None and row.family is Family.CLAMP:
+        ref = _clamp(ref, sem)  # where: the formula's bits, always
     if sem.remainder is not None and sem.remainder.definition == "fmod":
         ref = replace(
             ref, describe="fmod(a, b), + b where the signs differ, rounded once", fn=_fmod_remainder

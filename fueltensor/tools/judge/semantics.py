@@ -81,9 +81,9 @@ def _nan(rule: NanRule, case: Case, pattern: int) -> bool:
     f = case.format
     if not is_nan(f, pattern):
         return False
-    nans = [x for _, x in case.sides() if is_nan(f, x)]
-    if len(nans) == 2 and rule.operand != "either":
-        nans = [case.lhs if rule.operand == "lhs" else case.rhs]
+    nans = [x for _, x in case.sides() if is_nan(f, x)]  # in order: clip's x, low, high
+    if len(nans) > 1 and rule.operand != "either":
+        nans = [nans[0] if rule.operand == "lhs" else nans[-1]]
     sign = f.sign_bit if rule.sign == "any" else 0
     for form in rule.result:
         if form == "any" or fixed_nan(form, f) == pattern:
@@ -103,7 +103,22 @@ def _invalid(rule: NanRule, case: Case, pattern: int) -> bool | None:
     )
 
 
+def _tie_step(declared: str, a: int, b: int, f: FloatFormat, larger: bool) -> tuple[int, ...]:
+    """maximum (`larger`) or minimum of the patterns a and b (numbers) under the declared tie:
+    the operands each may return."""
+    x, y = number(f, a), number(f, b)
+    if x != y:
+        return (a if (x > y) == larger else b,)
+    if declared == "ordered":
+        return (0 if larger else f.sign_bit,) if x == 0 else (a,)
+    return {"lhs": (a,), "rhs": (b,), "either": (a, b)}[declared]
+
+
 def _zero_tie(declared: str, case: Case, pattern: int) -> bool:
+    if case.arity == 3:  # clip: the tie rule at maximum(x, low), then at minimum(that, high)
+        f = case.format
+        first = _tie_step(declared, case.lhs, case.rhs, f, True)
+        return any(pattern in _tie_step(declared, m, case.third, f, False) for m in first)
     if declared == "ordered":
         minimum = case.op_kind == OpKind.MINIMUM
         return pattern == (case.format.sign_bit if minimum else 0)
