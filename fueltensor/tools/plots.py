@@ -146,8 +146,9 @@ def _cost_axes(ax: Axes, report: JudgeReport) -> None:
 
 def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     """Label each point of `slow` to its right, the labels of one formula column (and of the
-    columns within 1.5x of it, whose labels would meet) stacked evenly in the axes (ordered as
-    their points are) so that none overlaps another."""
+    columns within 1.5x of it, whose labels would meet) stacked evenly in the axes beside the
+    group's left-most column (ordered as their points are), so that none overlaps another and a
+    group's labels end before the next group's begin."""
     import math
 
     from matplotlib.transforms import blended_transform_factory
@@ -158,8 +159,7 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     for r in sorted(slow, key=lambda r: r.formula_bytes_per_element):
         near = [x for x in columns if r.formula_bytes_per_element < 1.5 * x]
         columns.setdefault(near[0] if near else r.formula_bytes_per_element, []).append(r)
-    for rows in columns.values():
-        x = max(r.formula_bytes_per_element for r in rows)
+    for x, rows in columns.items():
         rows.sort(key=lambda r: -r.ns_per_element)
         step = min(0.05, 0.94 / len(rows))  # of the axes' height: two lines of 7-point text
         heights = [(math.log10(r.ns_per_element) - low) / (high - low) for r in rows]
