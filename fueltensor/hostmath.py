@@ -9,6 +9,11 @@ import math
 import numpy as np
 
 
+def host_astype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`x.astype(dtype)` on the host: the casts no contract serves (integers, bools, complex)."""
+    return x.astype(dtype)
+
+
 def host_power(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     """`np.power` for dtypes no contract admits, its refusal of a negative integer exponent for
     an integer base said in fueltensor's words."""

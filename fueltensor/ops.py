@@ -16,7 +16,7 @@ here. docs/ops.md says how to add a row.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -24,10 +24,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from fueltensor.hostmath import host_clip, host_erf, host_power, host_rsqrt, host_sigmoid
+from fueltensor.hostmath import (
+    host_astype,
+    host_clip,
+    host_erf,
+    host_power,
+    host_rsqrt,
+    host_sigmoid,
+)
 
 if TYPE_CHECKING:
-    from fueltensor.fkc.schema import KernelContract
+    pass
 
 
 class StrEnum(str, Enum):
@@ -72,6 +79,7 @@ class OpKind(StrEnum):
     GREATER_EQUAL = "GreaterEqualElementwise"
     WHERE = "WhereElementwise"
     CLIP = "ClipElementwise"
+    CAST = "CastElementwise"
 
 
 class Family(StrEnum):
@@ -163,12 +171,12 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
         ),
         Family.CAST: Traits(
             ("x",),
-            "kernel(x, *, out, rounding, saturate)",
+            "kernel(x, *, out)",
             1,
             "CastBody",
-            ("rounding", "saturate"),
-            "the exact rounding rule of the target format",
-            "every source pattern (2^32 from f32)",
+            (),
+            "the exact source value rounded by the declared rule (`CAST_RULES`)",
+            "every pattern of a 32-bit or narrower source; f64 at the target's boundaries",
         ),
         Family.REDUCTION: Traits(
             ("x",),
@@ -190,8 +198,14 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
         ),
     }
 )
-"""Each family's traits. CAST, REDUCTION and CONTRACTION have no rows yet (issues 45, 48, 46):
-their signatures are fixed here and in abi.h so that those issues add rows, not redesign."""
+"""Each family's traits; REDUCTION's and CONTRACTION's rows are to come (issues 48, 46)."""
+
+CAST_RULES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {"rounding": ("nearest_even",), "overflow": ("inf_or_nan", "saturate")}
+)
+"""What a cast contract declares in `accept.op_params`, each from its list, the default first
+(docs/casts.md): `overflow` `inf_or_nan` (beyond the largest finite: inf, or e4m3fn's NaN) or
+`saturate` (that largest finite). A call asks for one rule; only contracts declaring it run."""
 
 
 class Integers(StrEnum):
@@ -283,7 +297,7 @@ class ContractOp:
 
 
 _B, _U, _C = Family.BINARY, Family.UNARY, Family.COMPARISON
-_S, _K = Family.SELECT, Family.CLAMP
+_S, _K, _X = Family.SELECT, Family.CLAMP, Family.CAST
 _ZEROS: Final[tuple[Special, ...]] = (("+0", "+0"), ("-0", "-0"))
 _NAN: Final[tuple[Special, ...]] = (("NaN", "NaN"),)
 
@@ -391,6 +405,7 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ),
     ContractOp("where", OpKind.WHERE, _S, None, np.where, "where", "x1 where condition, else x2"),
     ContractOp("clip", OpKind.CLIP, _K, None, host_clip, "clamp", "x bounded to [low, high]"),
+    ContractOp("astype", OpKind.CAST, _X, None, host_astype, "cast", "x converted to a dtype"),
 )  # fmt: skip
 """The operator surface, family by family. Adding a contract operation: its FKC documents, its
 kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""
@@ -408,9 +423,10 @@ UNARY_OPS: Final = of_family(Family.UNARY)
 COMPARISON_OPS: Final = of_family(Family.COMPARISON)
 """The comparison rows (two tensor operands, a bool result: `binary(op, a, b)`)."""
 SELECT_OPS: Final = of_family(Family.SELECT)
-"""The selection rows (where: a bool condition, then two operands)."""
+"""The selection rows (where: a bool condition, two operands)."""
 TERNARY_OPS: Final = SELECT_OPS + of_family(Family.CLAMP)
 """The three-operand rows, a selection and a clamp (`engine.ternary`)."""
+(CAST_OP,) = of_family(Family.CAST)  # astype between float formats: `engine.cast`
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
@@ -454,32 +470,3 @@ HOST_CALLS: Final[Mapping[str, Callable[..., np.ndarray]]] = MappingProxyType(
 )
 """What runs each operation on the host (dtypes no contract admits): its ufunc, with NumPy's
 refusals translated where NumPy's words would puzzle a fueltensor user."""
-
-
-def known_op_kinds() -> tuple[str, ...]:
-    """The op kinds the engine dispatches to contracts: the table's and its scalar forms'."""
-    return tuple(op.op_kind.value for op in CONTRACT_OPS) + tuple(
-        form.op_kind.value for form in SCALAR_FORMS
-    )
-
-
-def op_kind_problems(contracts: Iterable[KernelContract]) -> list[str]:
-    """One message per registrable contract whose op_kind no operation dispatches to."""
-    known = known_op_kinds()
-    out = []
-    for c in contracts:
-        if c.registrable and c.op_kind not in known:
-            import difflib  # only for the message
-
-            close = difflib.get_close_matches(c.op_kind, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            line = c.source.lines.get("op_kind", c.source.line)
-            out.append(
-                f"{c.source.path}:{line}: op_kind {c.op_kind!r} of {c.name} is not an op kind "
-                f"fueltensor dispatches{hint}, so it is never chosen; known: {', '.join(known)}"
-            )
-    return out
-
-
-REGENERATE: Final = "python -m fueltensor.ops_header > fueltensor/ext/src/ops.h"
-"""The command that writes ext/src/ops.h from this table (`fueltensor.ops_header`)."""

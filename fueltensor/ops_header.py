@@ -1,18 +1,22 @@
 """ext/src/ops.h, generated from the op table (`fueltensor.ops`): each family's C op enum and
 names, so that no C source spells an op id of its own. `python -m fueltensor.ops_header` prints
-it (`ops.REGENERATE`); tests/repo/test_op_table.py holds the file equal to `c_header()`."""
+it (`REGENERATE`); tests/repo/test_op_table.py holds the file equal to `c_header()`."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from fueltensor.ops import (
     COMPARISON_OPS,
-    REGENERATE,
     SCALAR_FORMS,
     TERNARY_OPS,
     UNARY_OPS,
     Family,
     of_family,
 )
+
+REGENERATE: Final = "python -m fueltensor.ops_header > fueltensor/ext/src/ops.h"
+"""The command that writes ext/src/ops.h from the table."""
 
 
 def c_header() -> str:

@@ -24,7 +24,7 @@ from .core.hooks import present
 from .fkc import load_document  # the package is light: its schema loads with the first document
 from .kernels import KernelFn
 from .kernels.calling import calling_problem
-from .ops import op_kind_problems
+from .op_checks import op_kind_problems
 from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
 from .plugins import plugin_entry_points as _plugin_entry_points
 

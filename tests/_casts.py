@@ -151,3 +151,65 @@ FLOATS = ("float64", "float32", "bfloat16", "float16", "float8_e4m3fn", "float8_
 def can_overflow(src: object, to: object) -> bool:
     """Whether some finite or infinite source value exceeds the target's largest finite."""
     return fmt(src).max > fmt(to).max
+
+
+def probes(src: object, to: object, seed: int = 0, random: int = 2000) -> np.ndarray:
+    """Source values of a float32 or float64 `src` that decide a cast to `to`: every finite
+    target value (a sample of them for a float32 target), each midpoint between neighbours and
+    the source's neighbours of both (one source ulp either side), both signs; the overflow
+    boundary; the smallest subnormals of both formats; zeros, infinities, signalling and quiet
+    NaNs with payloads; then `random` seeded random patterns."""
+    s, t = fmt(src), fmt(to)
+    rng = np.random.default_rng(seed)
+    if t.width <= 16:
+        targets = np.arange(1 << t.width, dtype=t.uint).view(t.dtype)
+    else:
+        targets = rng.integers(0, 1 << t.width, 4000, dtype=t.uint, endpoint=False).view(t.dtype)
+    with np.errstate(all="ignore"):
+        wide = targets.astype(np.float64)  # exact: a widening
+        wide = np.unique(np.abs(wide[np.isfinite(wide)]))
+        mids = (wide[:-1] + wide[1:]) / 2  # exact for a narrower target: at most 24 bits
+        edges = [t.max, t.max * (1 + 2.0 ** -(t.mantissa + 1)), s.max, math.ldexp(1, t.min_exp)]
+        edges += [math.ldexp(1, t.min_exp - t.mantissa), math.ldexp(1, t.min_exp - t.mantissa - 1)]
+        values = np.concatenate([wide, mids, np.array(edges)])
+        values = values[values <= s.max].astype(s.dtype)
+        up = np.nextafter(values, s.dtype.type(np.inf))
+        down = np.nextafter(values, s.dtype.type(0))
+    found = np.concatenate([values, up, down])
+    found = np.concatenate([found, -found]).view(s.uint)
+    w = s.width
+    exp_ones = ((1 << s.exponent) - 1) << s.mantissa
+    specials = [0, 1 << (w - 1), exp_ones, exp_ones | 1, exp_ones | 1 << (s.mantissa - 1)]
+    specials += [exp_ones | (1 << s.mantissa) - 1, exp_ones | 5 << (s.mantissa - 4), 1, 2, 3]
+    specials += [p | 1 << (w - 1) for p in specials]
+    noise = rng.integers(0, 1 << w, random, dtype=s.uint, endpoint=False)
+    return np.concatenate([found, np.array(specials, s.uint), noise]).view(s.dtype)
+
+
+def inputs(src: object, to: object) -> np.ndarray:
+    """What a cast test feeds a cast of `src` to `to`: every pattern of an 8- or 16-bit source,
+    else `probes`."""
+    f = fmt(src)
+    if f.width <= 16:
+        return np.arange(1 << f.width, dtype=f.uint).view(f.dtype)
+    return probes(src, to)
+
+
+@cache
+def expected(src: str, to: str, saturate: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(`inputs(src, to)`, their reference casts), computed once per process: the MPFR loop
+    takes a few seconds for a 16-bit source."""
+    x = inputs(src, to)
+    return x, cast(x, to, saturate)
+
+
+CASES = [
+    (s, d, sat)
+    for s in FLOATS
+    for d in FLOATS
+    if s != d
+    for sat in (False, True)
+    if not sat or can_overflow(s, d)
+]
+"""Every (source, target, saturate) a cast serves: saturate only where a value can overflow."""
+CASE_IDS = [f"{s}-{d}-{'saturate' if sat else 'inf_or_nan'}" for s, d, sat in CASES]

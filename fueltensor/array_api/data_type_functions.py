@@ -18,6 +18,8 @@ from fueltensor.array_api._host import Rule, fresh, host, ruled_host, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import cast as _cast
+from fueltensor.ops import CAST_OP
 
 KIND_GROUPS = {
     "bool": ("bool",),
@@ -151,15 +153,33 @@ def can_cast(from_: DType | FuelTensor, to: DType, /) -> bool:
 
 def _castable(dtype: DType) -> Rule | None:
     """`astype`'s rule for the dtypes its compiled call serves: a cast from a complex dtype is
-    left to the Python function (which refuses one to a real dtype)."""
-    return None if dtype.category == "complex floating" else Rule(None, None, None)
+    left to the Python function (which refuses one to a real dtype), and one from a float format
+    too (which plans a cast to another float format through the cast contracts)."""
+    return None if dtype.category.endswith("floating") else Rule(None, None, None)
+
+
+@host
+def _host_astype(x: FuelTensor, dt: DType) -> FuelTensor:
+    """The casts no contract family covers (integers, bools, complex, a float's own dtype), on
+    the host, labelled so."""
+    return fresh(x._array.astype(dt.np), dt)
 
 
 @ruled_host("CAST", np.ndarray.astype, _castable)
-@host
-def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = None) -> FuelTensor:
-    """x cast to `dtype` (x itself when no cast is needed and copy=False). A complex to real
-    cast is refused: take real() or abs() first."""
+def astype(
+    x: FuelTensor,
+    dtype: DType,
+    /,
+    *,
+    copy: bool = True,
+    device: Any = None,
+    saturate: bool = False,
+) -> FuelTensor:
+    """x cast to `dtype` (x itself when no cast is needed and copy=False). A cast between two
+    float formats is planned from the cast contracts (`fueltensor contracts --op
+    CastElementwise`): rounded once to nearest even; a value beyond the target's range goes to
+    inf (float8_e4m3fn: NaN) or, with `saturate=True` (a fueltensor extension), to the largest
+    finite value of its sign. A complex to real cast is refused: take real() or abs() first."""
     x, dt = tensor(x), _dtypes.as_dtype(dtype)
     if device not in (None, "cpu"):
         raise ValueError(f"device {device!r} is not available; fueltensor has one device, 'cpu'")
@@ -170,4 +190,14 @@ def astype(x: FuelTensor, dtype: DType, /, *, copy: bool = True, device: Any = N
             f"casting {x.dtype.name} to {dt.name} would drop the imaginary part; "
             "take real() or abs() first"
         )
-    return fresh(x._array.astype(dt.np), dt)
+    if x.dtype.is_float and dt.is_float and dt is not x.dtype:
+        return _cast.cast(x, dt, saturate)
+    if saturate:
+        raise ValueError(
+            f"saturate=True applies to a cast between two float formats; {x.dtype.name} to "
+            f"{dt.name} is not one"
+        )
+    return _host_astype(x, dt)
+
+
+astype.__fueltensor_op__ = CAST_OP.name  # type: ignore[attr-defined]

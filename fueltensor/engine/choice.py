@@ -7,6 +7,7 @@ plan caches by their own operands)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,12 +41,18 @@ def fixed_operands(op: ContractOp) -> frozenset[int]:
 
 
 def host_plan(
-    op: ContractOp, operands: tuple[Operand, ...], rejected: Planning | None, to: Target | None
+    op: ContractOp,
+    operands: tuple[Operand, ...],
+    rejected: Planning | None,
+    to: Target | None,
+    fn: Callable[..., np.ndarray] | None = None,
 ) -> Plan:
-    """The operation as its host function on the promoted operands (cast to `to` first when
-    given), with the contracts it could not use."""
+    """The operation as its host function (the row's, or `fn`: a cast's to its target) on
+    the promoted operands (cast to `to` first when given), with the contracts it could not
+    use."""
+    fn = fn or op.host
     cast, casts = promote(operands, to, fixed_operands(op))
-    probe = op.host(*(np.empty((0,), o.dtype.np) for o in cast))
+    probe = fn(*(np.empty((0,), o.dtype.np) for o in cast))
     out_dtype = _dtypes.from_numpy(probe.dtype)
     shape = broadcast_shapes(*(o.layout.shape for o in operands))
     moved = sum(o.count * o.dtype.itemsize for o in cast) + math.prod(shape) * out_dtype.itemsize
@@ -53,7 +60,7 @@ def host_plan(
     host = Step(
         kind=StepKind.HOST,
         operand=None,
-        label=f"numpy.{op.host.__name__}({', '.join(names[: len(operands)])}) -> "
+        label=f"numpy.{fn.__name__}({', '.join(names[: len(operands)])}) -> "
         f"{out_dtype.name}{list(shape)}",
         bytes=moved,
     )

@@ -24,7 +24,7 @@ from fueltensor.core.layout import Layout
 from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine import backends, fast, ternary, unary
+from fueltensor.engine import backends, cast, fast, ternary, unary
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
@@ -332,8 +332,13 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
     """The Plan `fn(*args)` runs. A contract operation is planned without running anything; a
     host operation is run (it is pure) and its recorded plan returned."""
     op = getattr(fn, "__fueltensor_op__", None)
-    if not isinstance(op, str) or op not in BY_NAME:
-        if getattr(fn, "__fueltensor_host__", False):
+    row = BY_NAME.get(op) if isinstance(op, str) else None
+    if row is not None and row.family is Family.CAST:
+        planned_cast = cast.explained(current_policy(), *args, **kwargs)
+        if planned_cast is not None:
+            return planned_cast
+    if row is None or row.family is Family.CAST:  # a host operation: run (it is pure), recorded
+        if row is not None or getattr(fn, "__fueltensor_host__", False):
             with trace() as plans:
                 fn(*args, **kwargs)
             if plans:
@@ -341,8 +346,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         raise TypeError(
             f"explain() takes one of fueltensor's operations, got {getattr(fn, '__name__', fn)!r}"
         )
-    row = BY_NAME[op]
-    policy = current_policy()
+    op, policy = row.name, current_policy()
     make = getattr(fn, "__fueltensor_operands__", None)
     if make is not None:  # a three-operand row: its function's own coercion (`engine.ternary`)
         tensors, to = make(*args, **kwargs)

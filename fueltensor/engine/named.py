@@ -30,4 +30,5 @@ def with_named(
         plan.params,
         to=planning.to,
         fixed=planning.fixed,
+        request=planning.request,
     )

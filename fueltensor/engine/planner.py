@@ -14,7 +14,6 @@ in here knows which kernel takes which dtype: that is read from the contracts.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
@@ -22,10 +21,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from fueltensor.core.dtypes import BY_FKC, DType
-from fueltensor.core.errors import ContractError, plural
+from fueltensor.core.errors import ContractError
 from fueltensor.core.hooks import present
 from fueltensor.core.layout import Shape, broadcast_shapes
 from fueltensor.core.storage import DEFAULT_ALIGNMENT
+from fueltensor.engine.rejections import OTHER_TARGET, rejection_lines
 from fueltensor.engine.repairs import (
     STRATEGY_REPAIRS,
     Verdict,
@@ -34,13 +34,14 @@ from fueltensor.engine.repairs import (
     shape_repair,
 )
 from fueltensor.engine.steps import Operand as Operand
+from fueltensor.engine.steps import Request as Request
 from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.engine.steps import Target as Target
 from fueltensor.engine.steps import promote as promote
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
-from fueltensor.registry import EXCLUDED, UNLINKED, WHEN_NAMED, Registry
+from fueltensor.registry import UNLINKED, Registry
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
@@ -208,46 +209,8 @@ class Planning:
     """The dtype the operands were cast to instead of their promoted one (clip's x's)."""
     fixed: frozenset[int] = frozenset()
     """The operands left out of the promotion (where's condition)."""
-
-
-def rejection_lines(rejected: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """A plan's rejected contracts as text, one line each, but one line in all for the
-    contracts that join only where named, by provider or by kernel (`Registry.excluded`), one
-    for those whose providers `use_backend` leaves out, and one for those not registrable here
-    for one reason (`UNLINKED`)."""
-    lines: list[str] = []
-    unjoined: Counter[tuple[str, str]] = Counter()
-    excluded: Counter[str] = Counter()
-    unlinked: dict[str, list[str]] = {}
-    for name, reasons in rejected.items():
-        head, _, rest = reasons[0].partition(" ")
-        who, _, tail = rest.partition(" ")
-        when_named = tail == WHEN_NAMED.format(name=repr(who))
-        if len(reasons) == 1 and head in ("provider", "kernel") and when_named:
-            unjoined[head, who] += 1
-        elif len(reasons) == 1 and head == "provider" and reasons[0] == f"provider {who}{EXCLUDED}":
-            excluded[who] += 1
-        elif len(reasons) == 1 and reasons[0].startswith(UNLINKED):
-            unlinked.setdefault(reasons[0], []).append(name)
-        else:
-            lines.append(f"  rejected {name}: {'; '.join(reasons)}")
-    lines += [
-        f"  {UNLINKED}{', '.join(names)}: {reason.removeprefix(UNLINKED)}"
-        for reason, names in unlinked.items()
-    ]
-    if excluded:
-        left = ", ".join(f"{who} ({plural(n, 'kernel')})" for who, n in excluded.items())
-        lines.append(f"  excluded by use_backend: {left}")
-    if unjoined:
-        counts = ", ".join(
-            who if head == "kernel" else f"{who} ({plural(n, 'kernel')})"
-            for (head, who), n in unjoined.items()
-        )
-        lines.append(
-            f"  not joined: {counts}: they join only where named: use_backend(NAME), "
-            "compare_backends(..., NAME) or registry().joined(NAME)"
-        )
-    return lines
+    request: Request | None = None
+    """What the call asked of its result (a cast's target dtype and rule)."""
 
 
 def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -> Operand | Shape:
@@ -345,16 +308,34 @@ def _param_verdict(contract: KernelContract, params: tuple[int, ...]) -> Verdict
     return tuple(r for p, v in zip(specs, params, strict=True) if (r := p.refusal(v)) is not None)
 
 
+def _request_verdict(contract: KernelContract, request: Request | None) -> Verdict:
+    """Why the contract's declared `op_params` are not the ones the call asks for (or ())."""
+    if request is None:
+        return ()
+    rule = contract.outputs[0].dtype_rule if len(contract.outputs) == 1 else None
+    if rule is not None and rule.kind == "fixed" and rule.args[0] != request.dtype.fkc:
+        return (f"{OTHER_TARGET}{rule.args[0]}; the call asks for {request.dtype.fkc}",)
+    return tuple(
+        f"declares op_params.{key} {contract.op_params.get(key)!r}; the call asks for {want!r}"
+        for key, want in request.op_params
+        if contract.op_params.get(key) != want
+    )
+
+
 def admit(
     contract: KernelContract,
     op: str,
     operands: tuple[Operand, ...],
     out_shape: Shape,
     params: tuple[int, ...] = (),
+    request: Request | None = None,
 ) -> Plan | Verdict:
     """A plan for running `contract` on `operands` (and the call's scalar `params`), or the
-    reasons it cannot run them."""
-    fatal = _dtype_verdict(contract.inputs, operands) + _param_verdict(contract, params)
+    reasons it cannot run them; `request`, what the call asks of its result (a cast's)."""
+    fatal = _request_verdict(contract, request)
+    if fatal[:1] and fatal[0].startswith(OTHER_TARGET):
+        return fatal  # the one reason that matters: it computes something else
+    fatal += _dtype_verdict(contract.inputs, operands) + _param_verdict(contract, params)
     if fatal:
         return fatal
     repairs = STRATEGY_REPAIRS.get(contract.caps.awkward_layout_strategy, False)
@@ -369,6 +350,8 @@ def admit(
     if not isinstance(output, Output):
         return output
     dtype, shape = output
+    if request is not None and dtype is not request.dtype:
+        return (f"{OTHER_TARGET}{dtype.fkc}; the call asks for {request.dtype.fkc}",)
     kernel = _kernel_step(contract, work, dtype, shape)
     if not isinstance(kernel, Step):
         return kernel
@@ -439,11 +422,13 @@ def plan_contracts(
     params: tuple[int, ...] = (),
     to: Target | None = None,
     fixed: frozenset[int] = frozenset(),
+    request: Request | None = None,
 ) -> Planning:
     """Every viable contract plan for the operation (best first) and why the others lost;
     `params` are the call's scalar parameters, checked against each contract's `accept.params`;
     `to`, a dtype the operands are cast to first instead of their promoted one; `fixed`, the
-    operands never cast (`ops.Traits.fixed`: a selection's condition). The contracts
+    operands never cast (`ops.Traits.fixed`: a selection's condition); `request`, the result
+    dtype and declared op_params the call asks for (a cast's target and rule). The contracts
     this installation cannot link are among the rejected, with why (`Registry.unlinked`)."""
     out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
     cast, casts = promote(operands, to, fixed)
@@ -458,7 +443,7 @@ def plan_contracts(
         if excluded:
             rejected[contract.name] = (excluded,)
             continue
-        verdict = admit(contract, op, cast, out_shape, params)
+        verdict = admit(contract, op, cast, out_shape, params, request)
         if isinstance(verdict, tuple):
             rejected[contract.name] = verdict
             continue
@@ -479,4 +464,4 @@ def plan_contracts(
         for key, p in ranked
         for fn in (registry.kernel(p.kernel.name) if p.kernel else None,)
     )
-    return Planning(viable, frozen, to, fixed)
+    return Planning(viable, frozen, to, fixed, request)

@@ -77,6 +77,16 @@ class Target(NamedTuple):
     why: str
 
 
+class Request(NamedTuple):
+    """What a call asks of the contract that serves it beyond its operands: the result's dtype
+    (a cast's target) and `accept.op_params` values the contract must declare (a cast's rule:
+    `ops.CAST_RULES`). A contract that returns another dtype, or declares another value, is
+    rejected with both named."""
+
+    dtype: DType
+    op_params: tuple[tuple[str, str], ...] = ()
+
+
 def promote(
     operands: tuple[Operand, ...], to: Target | None = None, fixed: frozenset[int] = frozenset()
 ) -> tuple[tuple[Operand, ...], tuple[tuple[Step, ...], ...]]:

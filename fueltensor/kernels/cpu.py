@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.kernels import KernelFn, _chassis
+from fueltensor.kernels import KernelFn, _chassis, casting
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -261,11 +261,58 @@ def _unary_entries() -> list[tuple[str, str, str, np.dtype[Any]]]:
     ]
 
 
+def _cast_entries() -> list[tuple[str, str, np.dtype[Any], bool]]:
+    """(entry point, kernel name, target, saturate) of every cast kernel."""
+    return [
+        (f"{_PREFIX}{name}", name, dst, saturate)
+        for dst in casting.FORMATS
+        for saturate in (False, True)
+        for name in (casting.kernel_name(dst, saturate),)
+    ]
+
+
+def _cast_missing(implementation: str) -> str:
+    """Why the cast kernels cannot run with `implementation`, "" when they can: as the unary
+    ones, or an extension built before `_native.cast` existed."""
+    why = _unary_missing(implementation)
+    if not why and NATIVE is not None and not hasattr(NATIVE, "cast"):
+        why = NEEDS_COMPILED.format(
+            why="whose build here predates the casts: rebuild it with `python setup.py "
+            "build_ext --inplace` in a checkout, or reinstall fueltensor"
+        )
+    return why
+
+
+def _cast_thunks(implementation: str) -> dict[str, KernelFn]:
+    """The compiled cast kernels (`_native.cast`), none where they cannot run (`UNLINKED`)."""
+    if _cast_missing(implementation) or NATIVE is None:
+        return {}
+    if tuple(NATIVE.CAST_DTYPES) != tuple(str(d) for d in casting.FORMATS):
+        raise ImportError(
+            f"_native.CAST_DTYPES {NATIVE.CAST_DTYPES} are not casting.FORMATS "
+            f"{[str(d) for d in casting.FORMATS]}: rebuild the extension"
+        )
+    codes = {np.dtype(d): i for i, d in enumerate(casting.FORMATS)}
+
+    def body(dst: np.dtype[Any], saturate: bool) -> casting.Convert:
+        def convert(x: Array, out: Array) -> None:
+            NATIVE.cast(codes[x.dtype], codes[dst], int(saturate), x, out)
+
+        return convert
+
+    return {
+        entry: casting.thunk(name, dst, body(dst, saturate))
+        for entry, name, dst, saturate in _cast_entries()
+    }
+
+
 def UNLINKED() -> dict[str, str]:
-    """The unary entry points this installation cannot run, each with why and what to do
-    (`registry.provider_unlinked`): all of them with the pure-NumPy kernels, none otherwise."""
-    why = _unary_missing(IMPLEMENTATION)
-    return {entry: why for entry, *_ in _unary_entries()} if why else {}
+    """The unary and cast entry points this installation cannot run, each with why and what to
+    do (`registry.provider_unlinked`): all of them with the pure-NumPy kernels, none otherwise."""
+    why, cast_why = _unary_missing(IMPLEMENTATION), _cast_missing(IMPLEMENTATION)
+    unary = dict.fromkeys((entry for entry, *_ in _unary_entries()), why) if why else {}
+    casts = dict.fromkeys((e for e, *_ in _cast_entries()), cast_why) if cast_why else {}
+    return unary | casts
 
 
 if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
@@ -312,7 +359,7 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for row in TERNARY_OPS
         for suffix, dtype in DTYPES
     }
-    return binary | scalar | unary | comparisons | ternary
+    return binary | scalar | unary | comparisons | ternary | _cast_thunks(implementation)
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

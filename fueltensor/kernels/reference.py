@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.casting import oracle_entries
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
 
 PROVIDER: Final = "fuel-reference-backend"
@@ -403,6 +404,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _unary_kernel(row) for row in UNARY_OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _comparison_kernel(row) for row in COMPARISON_OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _TERNARY[row.family](row) for row in TERNARY_OPS}
+    | oracle_entries(_PREFIX)
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 

@@ -24,7 +24,7 @@ from fueltensor.fkc import KernelContract, load_document
 from fueltensor.fkc.validate import check_unique
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import load_library
-from fueltensor.ops import op_kind_problems
+from fueltensor.op_checks import op_kind_problems
 from fueltensor.registry import (
     Registry,
     document_paths,

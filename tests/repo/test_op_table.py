@@ -13,7 +13,7 @@ HEADER = Path(__file__).resolve().parents[2] / "fueltensor" / "ext" / "src" / "o
 
 def test_the_c_header_is_generated_from_the_table() -> None:
     assert HEADER.read_text() == ops_header.c_header(), (
-        f"{HEADER} is stale: regenerate it with {ops.REGENERATE}"
+        f"{HEADER} is stale: regenerate it with {ops_header.REGENERATE}"
     )
 
 
