@@ -19,6 +19,7 @@ import numpy as np
 from fueltensor.core import dtypes as _dtypes
 
 _UNSIGNED: Final[dict[int, np.dtype]] = {
+    1: np.dtype(np.uint8),
     2: np.dtype(np.uint16),
     4: np.dtype(np.uint32),
     8: np.dtype(np.uint64),
@@ -41,6 +42,9 @@ class FloatFormat:
     """The NumPy (or ml_dtypes) dtype that stores it."""
     mantissa: int
     exponent: int
+    has_inf: bool = True
+    """False for float8_e4m3fn (OCP's E4M3): its all-ones exponent holds numbers, but for one
+    NaN a sign (S.1111.111), and it has no infinity, no quiet bit and no payload."""
 
     @property
     def width(self) -> int:
@@ -87,6 +91,20 @@ class FloatFormat:
         """Decimal digits that tell every two values of the format apart (9 for float32)."""
         return math.ceil(1 + self.precision * math.log10(2))
 
+    @property
+    def max_pattern(self) -> int:
+        """The largest finite value's bits (e4m3fn: the all-ones exponent, fraction 110)."""
+        if self.has_inf:
+            return self.pattern(0, self.exponent_max - 1, self.mantissa_mask)
+        return self.pattern(0, self.exponent_max, self.mantissa_mask - 1)
+
+    def is_nan(self, pattern: int) -> bool:
+        """Whether `pattern` is a NaN of this format."""
+        _, exponent, fraction = self.fields(pattern)
+        if not self.has_inf:
+            return exponent == self.exponent_max and fraction == self.mantissa_mask
+        return exponent == self.exponent_max and fraction != 0
+
     def pattern(self, sign: int, exponent: int, mantissa: int) -> int:
         """The bit pattern of the given fields (sign 0 or 1, biased exponent, fraction bits)."""
         return (sign << (self.width - 1)) | (exponent << self.mantissa) | mantissa
@@ -106,11 +124,20 @@ class FloatFormat:
 
 @cache
 def _formats() -> dict[np.dtype, FloatFormat]:
-    """The four float formats by NumPy dtype, their fields read from `finfo`."""
+    """The float formats by NumPy dtype, their fields read from `finfo` (ml_dtypes' for its own:
+    bfloat16 and the OCP 8-bit formats)."""
     found = {}
-    for dt in (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16):
-        info: Any = ml_dtypes.finfo(dt.np) if dt is _dtypes.bfloat16 else np.finfo(dt.np)  # type: ignore[no-untyped-call]
-        found[dt.np] = FloatFormat(dt.name, dt.fkc, dt.np, int(info.nmant), int(info.nexp))
+    for dt in (
+        _dtypes.float32,
+        _dtypes.float64,
+        _dtypes.bfloat16,
+        _dtypes.float16,
+        _dtypes.float8_e4m3fn,
+        _dtypes.float8_e5m2,
+    ):
+        info: Any = ml_dtypes.finfo(dt.np) if not dt.numpy_own else np.finfo(dt.np)  # type: ignore[no-untyped-call]
+        has_inf = dt is not _dtypes.float8_e4m3fn
+        found[dt.np] = FloatFormat(dt.name, dt.fkc, dt.np, int(info.nmant), int(info.nexp), has_inf)
     return found
 
 

@@ -73,13 +73,23 @@ def _classes(u: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     below = np.clip(fmt.mantissa - unbiased, 0, fmt.mantissa).astype(np.uint64)
     fraction = m & ((np.uint64(1) << below) - np.uint64(1))
     integral = (unbiased >= 0) & (fraction == 0)
+    if fmt.has_inf:
+        nan = (e == top) & (m != 0)
+        quiet, inf, extreme = (
+            nan & ((m & np.uint64(fmt.quiet_bit)) != 0),
+            (e == top) & (m == 0),
+            top - 1,
+        )
+    else:  # e4m3fn: one NaN a sign, which counts as quiet; its all-ones exponent holds numbers
+        quiet = nan = (e == top) & (m == np.uint64(mask))
+        inf, extreme = np.zeros(e.shape, bool), top
     choices = [
-        (e == top) & ((m & np.uint64(fmt.quiet_bit)) != 0),
-        (e == top) & (m != 0),
-        e == top,
+        quiet,
+        nan,
+        inf,
         (e == 0) & (m == 0),
         e == 0,
-        (e == 1) | (e == top - 1),
+        (e == 1) | (e == extreme),
         (m == 0) & (e == fmt.bias),
         m == 0,
         (m == 1) | (m == mask),
@@ -174,31 +184,39 @@ def _known(classes: Iterable[str]) -> list[str]:
 
 
 def _nan_payloads(fmt: FloatFormat) -> list[tuple[str, int]]:
-    """Payload patterns under the quiet bit: lowest bit, highest bit, all ones, alternating."""
+    """Payload patterns under the quiet bit: lowest bit, highest bit, all ones, alternating;
+    each pattern once (e5m2 has one payload bit)."""
     ones = fmt.quiet_bit - 1
-    return [
+    named: dict[str, int] = {}
+    for name, payload in (
         ("lowest payload bit", 1),
         ("highest payload bit", fmt.quiet_bit >> 1),
         ("payload all ones", ones),
         ("alternating payload", ones // 3),
-    ]
+    ):
+        if payload and payload not in named.values():
+            named[name] = payload
+    return list(named.items())
 
 
 def _members(fmt: FloatFormat) -> Iterator[tuple[str, int]]:
     """(name, positive pattern) of every special value; each also comes negated."""
     top, mask, bias, p = fmt.exponent_max, fmt.mantissa_mask, fmt.bias, fmt.mantissa
-    yield "qNaN, no payload", fmt.pattern(0, top, fmt.quiet_bit)
-    for name, payload in _nan_payloads(fmt):
-        yield f"qNaN, {name}", fmt.pattern(0, top, fmt.quiet_bit | payload)
-    for name, payload in _nan_payloads(fmt):
-        yield f"sNaN, {name}", fmt.pattern(0, top, payload)
-    yield "infinity", fmt.pattern(0, top, 0)
+    if not fmt.has_inf:
+        yield "NaN", fmt.pattern(0, top, mask)
+    else:
+        yield "qNaN, no payload", fmt.pattern(0, top, fmt.quiet_bit)
+        for name, payload in _nan_payloads(fmt):
+            yield f"qNaN, {name}", fmt.pattern(0, top, fmt.quiet_bit | payload)
+        for name, payload in _nan_payloads(fmt):
+            yield f"sNaN, {name}", fmt.pattern(0, top, payload)
+        yield "infinity", fmt.pattern(0, top, 0)
     yield "zero", 0
     yield "smallest subnormal", 1
     yield "middle subnormal", 1 << (p // 2)
     yield "largest subnormal", mask
     yield "min normal", fmt.pattern(0, 1, 0)
-    yield "max", fmt.pattern(0, top - 1, mask)
+    yield "max", fmt.max_pattern
     yield "1", fmt.pattern(0, bias, 0)
     yield "2", fmt.pattern(0, bias + 1, 0)
     yield "0.5", fmt.pattern(0, bias - 1, 0)

@@ -46,6 +46,7 @@ from fueltensor.testing import (
     special_values,
     summarize,
 )
+from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.calls import (
     as_operands,
     audited_dtypes,
@@ -279,9 +280,14 @@ def _checks(
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
 
-    columns = as_operands(
-        contract.op_kind, probes(dtype.np, settings.random, rng, len(contract.inputs)), dtype.np
-    )
+    if casts.is_cast(contract.op_kind):
+        columns: tuple[Array, ...] = (
+            casts.probes(dtype.np, casts.target(contract), settings.random, rng),
+        )
+    else:
+        columns = as_operands(
+            contract.op_kind, probes(dtype.np, settings.random, rng, len(contract.inputs)), dtype.np
+        )
     sweep = param_values(contract)
     plan = plan_for(contract, dtype, flat_shapes(contract, columns[0].size), sweep[0])
     operands = tuple(x.reshape(o.layout.shape) for x, o in zip(columns, plan.operands, strict=True))

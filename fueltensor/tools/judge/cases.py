@@ -24,6 +24,7 @@ from fueltensor.fkc.semantics import SECTION, PowRule, RemainderRule
 from fueltensor.ops import BINARY_OPS, BY_KIND, TRAITS, ContractOp, Family, OpKind
 from fueltensor.testing import FloatFormat, bits, float_format, special_values
 from fueltensor.tools import exact_unary
+from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.references import round_to
 
@@ -51,8 +52,7 @@ def fixed_nan(form: str, f: FloatFormat) -> int | None:
 
 def is_nan(f: FloatFormat, pattern: int) -> bool:
     """Whether `pattern` is a NaN of format `f`."""
-    _, exponent, fraction = f.fields(pattern)
-    return exponent == f.exponent_max and fraction != 0
+    return f.is_nan(pattern)
 
 
 def is_subnormal(f: FloatFormat, pattern: int) -> bool:
@@ -96,11 +96,18 @@ class Case:
     `third`, named by the row's family (`condition`, `x1`, `x2`)."""
     third: int = 0
     """A three-operand row's third operand."""
+    to: np.dtype | None = None
+    """A cast's target dtype (its results are of it), None where results are the operands'."""
 
     @property
     def format(self) -> FloatFormat:
         """The bit fields of the case's dtype."""
         return float_format(self.dtype)
+
+    @property
+    def result_format(self) -> FloatFormat:
+        """The bit fields of the case's results: the cast's target, else the operands'."""
+        return float_format(self.dtype if self.to is None else self.to)
 
     def sides(self) -> tuple[tuple[str, int], ...]:
         """The operands by name: (("lhs", bits), ("rhs", bits)), or (("x", bits),), or a
@@ -122,6 +129,8 @@ def _name(f: FloatFormat, pattern: int) -> str:
     if is_nan(f, pattern):
         kind = "NaN" if pattern & f.quiet_bit else "sNaN"
         sign = "-" if pattern & f.sign_bit else ""
+        if not f.has_inf:  # e4m3fn: one NaN a sign
+            return f"{sign}NaN"
         payload = pattern & (f.quiet_bit - 1)
         tag = {1: "a", (f.quiet_bit - 1) // 3: "b"}.get(payload, f"{payload:#x}")
         return f"{sign}{kind}·{tag}"
@@ -376,12 +385,29 @@ def ternary_cases(row: ContractOp, f: FloatFormat) -> list[tuple[str, str, int, 
     return found + [("subnormals", "subnormal operand", *t) for t in tinies]
 
 
-def cases(op_kind: str, dtype: np.dtype) -> tuple[Case, ...]:
+def cases(op_kind: str, dtype: np.dtype, to: np.dtype | None = None) -> tuple[Case, ...]:
     """Every case of an op kind at `dtype`, aspect by aspect (none for an op kind without
     cases): a binary one's from the builders here, a unary one's from its row of the op
-    table (`judge.unary_cases`), where's and clip's from `ternary_cases`."""
+    table (`judge.unary_cases`), where's and clip's from `ternary_cases`, a cast's to `to`
+    from `judge.casts`."""
     f = float_format(np.dtype(dtype))
     row = BY_KIND.get(op_kind)
+    if row is not None and row.family is Family.CAST and to is not None:
+        t = float_format(to)
+        return tuple(
+            Case(
+                aspect,
+                rule,
+                op_kind,
+                f.dtype,
+                x,
+                0,
+                f"{row.name}({_name(f, x)}, {t.name})",
+                1,
+                to=t.dtype,
+            )
+            for aspect, rule, x in casts.cases(f, t)
+        )
     if row is not None and row.family is Family.UNARY:
         return tuple(
             Case(aspect, rule, op_kind, f.dtype, x, 0, f"{row.name}({_name(f, x)})", arity=1)
@@ -431,8 +457,8 @@ def shown(case: Case, pattern: int) -> str:
 def describe(case: Case, pattern: int) -> str:
     """What a result is, in terms of the case: a number's value (`-0`, `5`, `inf`), or where
     a NaN comes from (`lhs`, `rhs quieted`, `+qNaN` for a canonical one, else its bits)."""
-    f = case.format
-    if not is_nan(f, pattern):
+    f = case.result_format
+    if not is_nan(f, pattern) or case.to is not None:
         return _name(f, pattern)
     q, sign = f.quiet_bit, f.sign_bit
     for side, operand in case.sides():
@@ -467,6 +493,7 @@ def random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[
     columns = np.concatenate([patterns, ordinary], axis=1)
     triples = np.vstack([columns, third]).T.tolist()  # a third operand for where and clip
     powi, arity = bool(contract.params), len(contract.inputs)
+    to = casts.target(contract) if casts.is_cast(contract.op_kind) else None
     return [
         Case(
             "position",
@@ -478,6 +505,7 @@ def random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[
             f"x ** {POWI_EXPONENT}" if powi else "random operands",
             arity=arity,
             third=c if arity == 3 else 0,
+            to=to,
         )
         for a, b, c in triples
     ]

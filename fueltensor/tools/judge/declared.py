@@ -17,6 +17,7 @@ from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_unary
 from fueltensor.tools.exact_unary import default_nan
+from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.cases import fixed_nan
 from fueltensor.tools.judge.references import (
     F64,
@@ -146,6 +147,8 @@ def reference_for(contract: KernelContract) -> Reference | None:
     """The judge's precision reference for `contract`: its op kind's, with the declared ±0 tie
     and NaN rule of a selection or a unary function, remainder definition and subnormal
     flushing."""
+    if casts.is_cast(contract.op_kind):  # declared overflow, NaN and subnormals built in
+        return casts.reference(contract)
     ref = REFERENCES.get(contract.op_kind)
     sem = contract.semantics
     if ref is None or sem is None:

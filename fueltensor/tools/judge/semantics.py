@@ -38,6 +38,7 @@ from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.registry import provider_environment
 from fueltensor.testing import FloatFormat
 from fueltensor.tools import checked, exact_unary
+from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.calls import as_operands, result_dtype
 from fueltensor.tools.judge.cases import (
     POWI_EXPONENT,
@@ -77,8 +78,12 @@ def _from_operand(form: str, source: int, f: FloatFormat) -> int | None:
 
 def _nan(rule: NanRule, case: Case, pattern: int) -> bool:
     """A NaN case's result against the declared rule: a NaN of a declared form, made from a
-    NaN operand the rule lets win (its sign ignored under `sign: any`)."""
+    NaN operand the rule lets win (its sign ignored under `sign: any`); a cast's, the source
+    NaN made a NaN of the target by a declared form (`judge.casts`)."""
     f = case.format
+    if case.to is not None:
+        t = case.result_format
+        return casts.allows_nan(rule.result, rule.sign, case.lhs, f, t, pattern)
     if not is_nan(f, pattern):
         return False
     nans = [x for _, x in case.sides() if is_nan(f, x)]  # in order: clip's x, low, high
@@ -181,7 +186,12 @@ def _exact(case: Case) -> int:
 def _subnormals(declared: str, case: Case, pattern: int) -> bool:
     """Kept: the exact (correctly rounded) result. Flushed: a binary case's result is a zero;
     a unary function's is its correctly rounded value at the input read as a zero of its sign
-    (log of a flushed subnormal is -inf, exp of one is 1), a subnormal result flushed too."""
+    (log of a flushed subnormal is -inf, exp of one is 1), a subnormal result flushed too. A
+    cast's: its exact value rounded once to the target, read and written flushed or kept."""
+    if case.to is not None:
+        f, t = case.format, case.result_format
+        made = casts.cast_pattern(case.lhs, f, t, False, "quieted", declared == "flushed")
+        return pattern == casts.bits_of(made, t)
     if declared != "flushed":
         return pattern == _exact(case)
     f = case.format
@@ -265,7 +275,8 @@ def observe(
     rest of the audit runs it (its faults raise KernelFault): the lengths are swept, and the
     worker places the operands (against a guard page), not the sweep's byte offsets."""
     dtype = np.dtype(dtype)
-    probes = (*cases(contract.op_kind, dtype), *random_probes(contract, dtype, seed))
+    to = casts.target(contract) if casts.is_cast(contract.op_kind) else None
+    probes = (*cases(contract.op_kind, dtype, to), *random_probes(contract, dtype, seed))
     arity = len(contract.inputs)
     params = (POWI_EXPONENT,) * len(contract.params)
     alignment, result = contract.caps.alignment_bytes, result_dtype(contract, dtype)
@@ -316,7 +327,7 @@ def _position(semantics: Semantics, observed: Observed) -> list[str]:
         patterns = list(results)
         if len(patterns) < 2:
             continue
-        f = probe.format
+        f = probe.result_format
         if position == "nan_bits" and all(is_nan(f, p) for p in patterns):
             continue
         seen = "; ".join(f"{shown(probe, p)} at {results[p]}" for p in patterns[:3])

@@ -1,0 +1,148 @@
+"""The judge on cast contracts: the bundled ones pass, and a cast kernel is held to what its
+document declares: one that saturates where its document says inf or NaN fails, and the
+reverse; one input rounded the wrong way is found and named; a NaN whose payload is dropped
+under `result: [quieted]` fails the semantics audit. The cheats are the oracle's cast with one
+thing changed, registered as a provider of the test's own."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import _documents as documents
+import numpy as np
+import pytest
+from _casts import cast as reference_cast
+
+import fueltensor as ft
+from fueltensor.kernels.casting import cast_bits
+from fueltensor.registry import bundled_contracts_dir
+from fueltensor.testing import float_format
+from fueltensor.tools.judge import JudgeReport, judge
+from fueltensor.tools.judge.casts import cases as cast_cases
+from fueltensor.tools.judge.casts import expected
+
+ORACLE = bundled_contracts_dir() / "fuel-reference-backend-cast.md"
+Kernel = Callable[..., None]
+
+
+def block(kernel: str) -> str:
+    """The fkc block of one of the oracle's cast contracts, as written."""
+    text = ORACLE.read_text()
+    found = re.search(rf"```fkc\nkernel: {kernel}\n.*?```", text, re.S)
+    assert found is not None
+    return found.group(0)
+
+
+def registry_of(folder: Path, kernels: dict[str, tuple[str, str, Kernel]]) -> ft.Registry:
+    """Provider `cast-test`: each kernel name -> (the oracle contract it copies, the overflow
+    rule it declares, its thunk), registered, with its document."""
+    ft.register_provider("cast-test", {f"cast_test::{n}": fn for n, (_, _, fn) in kernels.items()})
+    text = documents.front("cast-test", "cast-test", "t", "v1", "cast-test")
+    for name, (copied, overflow, _) in kernels.items():
+        fkc = block(copied).replace(f"kernel: {copied}", f"kernel: {name}")
+        fkc = re.sub(r'entry_point: "[^"]*"', f'entry_point: "cast_test::{name}"', fkc)
+        fkc = fkc.replace('kernel_source: "reference-oracle"', 'kernel_source: "cast-test"')
+        fkc = re.sub(r"overflow: \w+}", f"overflow: {overflow}}}", fkc)
+        text += f"\n## {name}\n\n{fkc}\n"
+    path = folder / "casts.md"
+    path.write_text(text, encoding="utf-8")
+    return ft.Registry.from_paths([path])
+
+
+def oracle(
+    saturate: bool, change: Callable[[np.ndarray, np.ndarray], None] | None = None
+) -> Kernel:
+    """The oracle's cast by rule `saturate`, then `change(x, out_bits)`."""
+
+    def kernel(x: np.ndarray, *, out: np.ndarray) -> None:
+        bits = out.view(f"u{out.itemsize}")
+        bits[...] = cast_bits(x, out.dtype, saturate)
+        if change is not None:
+            change(x, bits)
+
+    return kernel
+
+
+def failures(report: JudgeReport, name: str) -> list[str]:
+    return [f for a in report.rows if a.kernel == name for f in a.failures]
+
+
+def test_the_bundled_cast_contracts_pass_the_judge() -> None:
+    names = [c.name for c in ft.registry().for_op("CastElementwise") if c.registrable]
+    report = judge(kernels=names, quick=True, progress=False)
+    assert len(report.rows) >= 2 * len(names) and all(a.ok for a in report.rows), [
+        f for a in report.rows for f in a.failures
+    ]
+
+
+def test_a_saturating_kernel_declaring_inf_or_nan_fails_and_the_reverse(tmp_path: Path) -> None:
+    reg = registry_of(
+        tmp_path,
+        {
+            "honest": ("broadcast_cast_to_f8_e4m3fn", "inf_or_nan", oracle(False)),
+            "saturates": ("broadcast_cast_to_f8_e4m3fn", "inf_or_nan", oracle(True)),
+            "overflows": ("broadcast_cast_to_f8_e4m3fn_saturate", "saturate", oracle(False)),
+        },
+    )
+    report = judge(reg, quick=True, progress=False)
+    assert not failures(report, "honest")
+    for name in ("saturates", "overflows"):
+        found = failures(report, name)
+        assert any(f.startswith("precision:") for f in found), (name, found)
+    # The lane named: 1e9 (or inf) is +448 (0x7e) one way and NaN (0x7f) the other.
+    assert any("0x7e" in f and "0x7f" in f for f in failures(report, "saturates"))
+
+
+def test_one_input_rounded_the_wrong_way_is_found_and_named(tmp_path: Path) -> None:
+    tie = 0x3F808000  # 1 + 2^-8: a bfloat16 tie, to even: 0x3f80
+
+    def wrong(x: np.ndarray, bits: np.ndarray) -> None:
+        if x.dtype == np.float32:
+            bits[x.view(np.uint32) == tie] = 0x3F81
+
+    reg = registry_of(
+        tmp_path, {"one_off": ("broadcast_cast_to_bf16", "inf_or_nan", oracle(False, wrong))}
+    )
+    report = judge(reg, quick=True, progress=False)
+    (audit,) = [a for a in report.rows if a.dtype == "F32"]
+    assert audit.measured_ulp == 1 and "0x3f81" in audit.worst and "0x3f80" in audit.worst
+    assert [a.dtype for a in report.rows if not a.ok] == ["F32"]
+
+
+def test_a_nan_payload_dropped_under_quieted_fails(tmp_path: Path) -> None:
+    def canonical(x: np.ndarray, bits: np.ndarray) -> None:
+        """Every float16 NaN made +-0x7e00: the sign kept, the payload dropped."""
+        nan = ((bits & 0x7C00) == 0x7C00) & ((bits & 0x3FF) != 0)
+        bits[nan] = (bits[nan] & 0x8000) | 0x7E00
+
+    reg = registry_of(
+        tmp_path, {"drops": ("broadcast_cast_to_f16", "inf_or_nan", oracle(False, canonical))}
+    )
+    report = judge(reg, quick=True, progress=False)
+    (audit,) = [a for a in report.rows if a.dtype == "F32"]
+    assert any(
+        f.startswith("semantics: nan operand either, result [quieted]") for f in audit.failures
+    )
+
+
+def test_the_judges_reference_is_the_independent_one() -> None:
+    """tests/_casts.py (MPFR) and the judge's (Python integers) agree on every bfloat16 input."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(ft.bfloat16.np)
+    for dst in ("float8_e4m3fn", "float8_e5m2", "float16"):
+        form = "canonical" if dst == "float8_e4m3fn" else "quieted"
+        for saturate in (False, True):
+            got = expected(x, np.dtype(getattr(ft, dst).np), saturate, form, False)
+            want = reference_cast(x, dst, saturate)
+            np.testing.assert_array_equal(got.view(want.dtype), want)
+
+
+@pytest.mark.parametrize("src", ["float32", "float8_e4m3fn"])
+def test_the_cast_cases_cover_nans_and_subnormals(src: str) -> None:
+    s, t = float_format(getattr(ft, src)), float_format(ft.float16)
+    found = cast_cases(s, t)
+    aspects = {a for a, _, _ in found}
+    assert aspects == {"nan", "subnormals"}
+    nans = [x for a, _, x in found if a == "nan"]
+    assert nans and all(s.is_nan(x) for x in nans)
