@@ -36,6 +36,21 @@ def ternary(op: int, dtype: int, a: Any, b: Any, c: Any, out: Any, /) -> None:
     """where (out[i] = b[i] if a[i] else c[i], a bools) or clip (out[i] = minimum(maximum(a[i],
     b[i]), c[i])) over C-contiguous buffers of DTYPES[dtype]: one operand's bits a lane."""
 
+CAST_DTYPES: tuple[str, ...]
+"""The float dtype names a cast connects, in the order `cast` numbers them (abi.h's version-2
+codes F32 ... F8_E5M2: float32, float64, bfloat16, float16, float8_e4m3fn, float8_e5m2)."""
+CAST_OP: int
+"""The op number `threads` takes for a cast, its dtype the source's code in CAST_DTYPES."""
+CAST_SPLIT_FROM: int
+"""Elements from which a cast splits across threads (abi.h's SPLIT_CAST)."""
+
+def cast(src: int, dst: int, saturate: int, x: Any, out: Any, /) -> None:
+    """out[i] = x[i] cast from CAST_DTYPES[src] to CAST_DTYPES[dst] over C-contiguous buffers of
+    as many elements: the exact value rounded once to nearest even, subnormals kept; beyond the
+    largest finite value the infinity of its sign (float8_e4m3fn: its NaN of that sign) or, with
+    saturate=1, the largest finite value of its sign, infinities included; a NaN quieted, its
+    sign and top payload bits kept. src == dst copies the bits."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 
@@ -55,7 +70,7 @@ POOL_SPIN_NS: int
 
 def threads(n: int, op: int, dtype: int, /) -> int:
     """How many threads the body of OPS[op] (POWI_OP: the integer power) on DTYPES[dtype]
-    runs a call over n elements on now."""
+    runs a call over n elements on now (CAST_OP: a cast from CAST_DTYPES[dtype])."""
 
 def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""

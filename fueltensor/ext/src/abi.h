@@ -43,6 +43,9 @@ enum { F8_E4M3FN = N_DTYPES, F8_E5M2, F4_E2M1FN, I8, I16, I32, I64, U8, BOOL, N_
  * remainder (MOD: fmod per lane, about 17 ns) splits here too, by the same reasoning. */
 #define SPLIT_POW (1 << 12)
 #define SPLIT_POWI (1 << 16)    /* the integer power (x ** 3's two products per lane) */
+/* A cast (`_native.CAST_SPLIT_FROM`), by elements: memory-bound on its vector pairs, a few ns a
+ * lane on the others (cast.c). */
+#define SPLIT_CAST (1 << 15)
 /* Every body splits from here on (`_native.PARALLEL_FROM`): the largest threshold above. */
 #define PARALLEL_FROM (1 << 16)
 /* Output bytes from which a body apart from its operands writes through streaming stores
@@ -140,6 +143,7 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define CAPSULE_COPY NATIVE_MODULE ".COPY"
 #define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
 #define CAPSULE_COMPARE NATIVE_MODULE ".COMPARE"
+#define CAPSULE_CAST NATIVE_MODULE ".CAST"
 /* The op number `_fast`'s entries give comparison c (`_native.COMPARE_OP` + c): past the
  * binary ops and POWI_OP; its body is the COMPARE capsule (a `Body` writing one bool a lane). */
 #define COMPARE_OP (POWI_OP + 1)

@@ -25,6 +25,7 @@
  *   calls.c         the Python interface: buffers, binary, threads, copy_strided
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   ternary.c       where and clip: bodies and `ternary`
+ *   cast.c          the casts between the six float formats: bodies and `cast`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -43,6 +44,7 @@
 #include "calls.c"
 #include "compare.c"
 #include "ternary.c"
+#include "cast.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

@@ -19,7 +19,8 @@ static PyMethodDef methods[] = {
      "the widest this CPU runs, unless select_isa chose another)."},
     {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
      "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
-     "power) on DTYPES[dtype] over n elements runs on now."},
+     "power) on DTYPES[dtype] over n elements runs on now (CAST_OP: a cast from "
+     "CAST_DTYPES[dtype])."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -60,6 +61,11 @@ static PyMethodDef methods[] = {
      "ternary(op, dtype, a, b, c, out): where (TERNARY_OPS[op] 'where': out[i] = b[i] if a[i] "
      "else c[i], a bools) or clip (out[i] = minimum(maximum(a[i], b[i]), c[i]), a NaN operand "
      "returned as it is) over C-contiguous buffers of DTYPES[dtype], one operand's bits a lane"},
+    {"cast", (PyCFunction)(void (*)(void))cast, METH_FASTCALL,
+     "cast(src, dst, saturate, x, out): out[i] = x[i] cast from CAST_DTYPES[src] to "
+     "CAST_DTYPES[dst] over C-contiguous buffers of as many elements: rounded once to nearest "
+     "even, beyond the largest finite value inf (float8_e4m3fn: NaN) or, with saturate=1, the "
+     "largest finite value; a NaN quieted, its sign and top payload bits kept."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -112,6 +118,8 @@ static int add_body(PyObject *module) {
         return -1;
     if (add_capsule(module, "NAN_SCAN", CAPSULE_NAN_SCAN, (void *)nan_scan) < 0)
         return -1;
+    if (add_capsule(module, "CAST", CAPSULE_CAST, (void *)cast_body) < 0)
+        return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
 
@@ -135,6 +143,7 @@ static void find_isas(void) {
     Body compares[] = PER_ISA(compare, );
     TernaryBody ternaries[] = PER_ISA(ternary, );
     NanScan scans[] = PER_ISA(nan_scan, );
+    CastBody casts[] = PER_ISA(cast, );
     int count = 1;
 #ifdef HAVE_AVX2_F16C
     __builtin_cpu_init();
@@ -154,6 +163,7 @@ static void find_isas(void) {
         N.isa_compare[i] = compares[i];
         N.isa_ternary[i] = ternaries[i];
         N.isa_nan_scan[i] = scans[i];
+        N.isa_cast[i] = casts[i];
     }
     N.isa_count = count;
     N.isa = count - 1;
@@ -187,6 +197,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         add_names(module, "COMPARISON_OPS", COMPARISON_NAMES, N_COMPARISON_OPS) < 0 ||
         add_names(module, "TERNARY_OPS", TERNARY_NAMES, N_TERNARY_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
+        add_names(module, "CAST_DTYPES", CAST_NAMES, N_CAST_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
         PyModule_AddIntConstant(module, "POW_BAND", POWF_BAND) < 0 ||
         PyModule_AddIntConstant(module, "PARALLEL_FROM", PARALLEL_FROM) < 0 ||
@@ -198,6 +209,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "POOL_SPIN_NS", POOL_SPIN_NS) < 0 ||
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
         PyModule_AddIntConstant(module, "COMPARE_OP", COMPARE_OP) < 0 ||
+        PyModule_AddIntConstant(module, "CAST_OP", CAST_POOL_OP) < 0 ||
+        PyModule_AddIntConstant(module, "CAST_SPLIT_FROM", SPLIT_CAST) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||
         add_split_table(module) < 0) {

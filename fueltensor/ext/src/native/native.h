@@ -62,6 +62,15 @@
 
 /* The pool's op number of unary op u (`threads_for`, `Job.op`): UNARY_POOL_OP + u, past PowI. */
 #define UNARY_POOL_OP (POWI_OP + 1)
+/* The pool's op number of a cast (`_native.CAST_OP`), past the unary ops. */
+#define CAST_POOL_OP (UNARY_POOL_OP + N_UNARY_OPS)
+
+/* The dtypes a cast connects: the v2 float codes F32 ... F8_E5M2 (`_native.CAST_DTYPES`), with
+ * the bytes of an element of each. */
+#define N_CAST_DTYPES (F8_E5M2 + 1)
+static const char *const CAST_NAMES[N_CAST_DTYPES] = {
+    "float32", "float64", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"};
+static const Py_ssize_t CAST_ITEMSIZE[N_CAST_DTYPES] = {4, 8, 2, 2, 1, 1};
 
 static const char *const DTYPE_NAMES[N_DTYPES] = {"float32", "float64", "bfloat16", "float16"};
 /* The instruction sets a body is compiled for, in the order init tries them: each one's CPU
@@ -154,6 +163,9 @@ typedef struct {
     PartBody body;
     PowIBody powi;
     UnaryBody unary; /* set: a unary job, its op UNARY_POOL_OP + the unary op */
+    CastBody cast;   /* set: a cast job (op CAST_POOL_OP) from `dtype` to `to` */
+    const ParamArg *params;
+    int n_params, to;
     int op, dtype, stream;
     int32_t k;
     const char *a, *b;
@@ -206,6 +218,7 @@ static struct {
     Body isa_compare[MAX_ISAS];
     TernaryBody isa_ternary[MAX_ISAS];
     NanScan isa_nan_scan[MAX_ISAS];
+    CastBody isa_cast[MAX_ISAS];
     int isa_count, isa;
     int thread_setting; /* the threads a large body may use, capped by the cores */
     Py_ssize_t parallel_from;
@@ -213,7 +226,7 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
+} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
 #if defined(HAVE_PTHREAD)
          , POOL_INIT
 #endif

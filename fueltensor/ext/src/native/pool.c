@@ -55,13 +55,15 @@ static int usable_cores(void) {
 }
 #endif
 
-/* Elements from which a body of `op` (POWI_OP: the integer-power body) on `dtype` splits:
- * its op class's measured threshold (abi.h), or every body from `set_parallel_from`'s. */
+/* Elements from which a body of `op` (POWI_OP: the integer-power body; CAST_POOL_OP: a cast
+ * from `dtype`) on `dtype` splits: its op class's measured threshold (abi.h), or every body
+ * from `set_parallel_from`'s. */
 static Py_ssize_t split_from(int op, int dtype) {
     Py_ssize_t forced = __atomic_load_n(&N.parallel_from, __ATOMIC_RELAXED);
     if (forced > 0) return forced;
     if (op == POW || op == MOD) return SPLIT_POW; /* a libm call per lane: fmod as pow */
     if (op == POWI_OP) return SPLIT_POWI;
+    if (op == CAST_POOL_OP) return SPLIT_CAST;
     if (op >= UNARY_POOL_OP) { /* the sign-bit ops and sqrt as arithmetic; the rest as pow */
         int u = op - UNARY_POOL_OP;
         if (u != U_ABS && u != U_NEG && u != U_SQRT) return SPLIT_POW;
@@ -208,6 +210,11 @@ INLINE void flags_merge(const FpFlags *flags, int raised) { fesetexceptflag(flag
 /* Run part i of `job`. */
 static void run_part(const Job *job, Py_ssize_t i) {
     Py_ssize_t at = i * job->per, len = job->n - at < job->per ? job->n - at : job->per;
+    if (job->cast != NULL) { /* its input and output elements differ in size */
+        job->cast(job->dtype, job->to, job->a + at * CAST_ITEMSIZE[job->dtype],
+                  job->c + at * CAST_ITEMSIZE[job->to], len, job->params, job->n_params);
+        return;
+    }
     Py_ssize_t skip = at * ITEMSIZE[job->dtype];
     if (job->unary != NULL)
         job->unary(job->op - UNARY_POOL_OP, job->dtype, job->a + skip, job->c + skip, len);
