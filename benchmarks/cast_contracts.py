@@ -1,10 +1,10 @@
 """Write the cast contracts of fueltensor's own providers: contracts/fuel-cpu-backend-cast.md
 (the compiled kernels, `ext/src/native/cast.c`) and contracts/fuel-reference-backend-cast.md (the
-oracle, `kernels/casting.py`), one contract per target format and overflow rule, each taking
-every source format (a saturating one, only the sources that can overflow the target).
+oracle, `kernels/casting.py`), one contract per source, target and overflow rule
+(`kernels.casting.CASTS`: a saturating one only where the source can overflow the target).
 
-The documents are data the registry reads; this script only spares writing 22 near-identical
-sections by hand. `python benchmarks/cast_contracts.py --write` rewrites them; without
+The documents are data the registry reads; this script only spares writing 45 near-identical
+sections a provider by hand. `python benchmarks/cast_contracts.py --write` rewrites them; without
 `--write` it prints what differs. tests/fkc/test_cast_contracts.py holds the files equal to it.
 """
 
@@ -17,19 +17,11 @@ from pathlib import Path
 from typing import Final
 
 from fueltensor.core import dtypes as _dtypes
-from fueltensor.core.dtypes import DType
-from fueltensor.kernels.casting import can_overflow, kernel_name
+from fueltensor.core.dtypes import DType, from_numpy
+from fueltensor.kernels.casting import CASTS, ORACLE_PREFIX, kernel_name
 from fueltensor.ops import CAST_OP, CAST_RULES
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-FORMATS: Final = (
-    _dtypes.float64,
-    _dtypes.float32,
-    _dtypes.bfloat16,
-    _dtypes.float16,
-    _dtypes.float8_e4m3fn,
-    _dtypes.float8_e5m2,
-)
 ROUNDING: Final = CAST_RULES["rounding"][0]
 INF_OR_NAN, SATURATE = CAST_RULES["overflow"]
 
@@ -44,7 +36,7 @@ PROVIDERS: Final = {
         "reference-oracle",
         "fuel_reference_backend::fkc::ENTRY_POINTS",
         "fuel_reference_backend::ops::",
-        "broadcast_",
+        ORACLE_PREFIX,
     ),
 }
 """provider -> (kernel_source, link_registry, entry-point prefix, kernel-name prefix)."""
@@ -53,8 +45,8 @@ INTROS: Final = {
     "fuel-cpu-backend": """# fuel-cpu-backend: casts between the float formats
 
 `astype` between F64, F32, BF16, F16 and the OCP 8-bit formats F8_E4M3FN and F8_E5M2: one
-contract per target format and overflow rule, each taking every source format (the saturating
-ones, only the sources that can overflow the target). fueltensor's own C kernels
+contract per source, target and overflow rule, named `cast_<source>_<target>` (`_sat`:
+saturating, only where the source can overflow the target). fueltensor's own C kernels
 (`fueltensor/ext/src/native/cast.c`): float32 to and from bfloat16 and float16 in vector
 registers on every instruction-set body (F16C's conversion on AVX2, whose rounding is encoded
 in the instruction, never MXCSR's), every other pair through one routine on the bit fields.
@@ -65,7 +57,8 @@ in the instruction, never MXCSR's), every other pair through one routine on the 
 """,
     "fuel-reference-backend": """# fuel-reference-backend: casts between the float formats
 
-The oracle's casts: the same rule as fuel-cpu-backend's (contracts/fuel-cpu-backend-cast.md),
+The oracle's casts, `ref_cast_<source>_<target>` (`_sat`: saturating): the same rule as
+fuel-cpu-backend's (contracts/fuel-cpu-backend-cast.md),
 computed by its own code on the bit fields with NumPy integer arithmetic
 (`fueltensor/kernels/casting.py`), never through NumPy's, ml_dtypes' or the CPU's conversions,
 which are providers compared against it.
@@ -103,20 +96,11 @@ per element: `bytes_moved = n * (x_bytes + dtype_bytes)`.
 """
 
 
-def _sources(dst: DType, overflow: str) -> list[DType]:
-    """The source formats of the contract casting to `dst` by `overflow`."""
-    return [
-        s
-        for s in FORMATS
-        if s is not dst and (overflow == INF_OR_NAN or can_overflow(s.np, dst.np))
-    ]
-
-
-def _section(provider: str, dst: DType, overflow: str) -> str:
+def _section(provider: str, src: DType, dst: DType, saturate: bool) -> str:
     """One contract's section: heading, a line of prose, the fkc block."""
     source, _, entry, prefix = PROVIDERS[provider]
-    name = prefix + kernel_name(dst.np, overflow == SATURATE)
-    sources = _sources(dst, overflow)
+    name = prefix + kernel_name(src.np, dst.np, saturate)
+    overflow = SATURATE if saturate else INF_OR_NAN
     nan = "canonical" if dst is _dtypes.float8_e4m3fn else "quieted"
     beyond = {
         INF_OR_NAN: "NaN of its sign" if dst is _dtypes.float8_e4m3fn else "inf of its sign",
@@ -124,12 +108,12 @@ def _section(provider: str, dst: DType, overflow: str) -> str:
     }[overflow]
     how = "bit fields in NumPy integers" if source == "reference-oracle" else "compiled"
     blurb = (
-        f"{', '.join(s.fkc for s in sources)} to {dst.fkc}: rounded once to nearest even, "
+        f"{src.fkc} to {dst.fkc}: rounded once to nearest even, "
         f"subnormals kept, beyond the range {beyond} ({how})."
     )
     cost = "2 * n * (x_bytes + dtype_bytes)" if source == "reference-oracle" else None
     return f"""
-## {name}: {", ".join(s.name for s in sources)} to {dst.name}, overflow {overflow}
+## {name}: {src.name} to {dst.name}, overflow {overflow}
 
 {blurb}
 
@@ -144,7 +128,7 @@ kernel_revision_hash: auto
 accept:
   inputs:
     - name: x
-      dtypes: [{", ".join(s.fkc for s in sources)}]
+      dtypes: [{src.fkc}]
       layout: {LAYOUT}
       rank: any
   op_params: {{rounding: {ROUNDING}, overflow: {overflow}}}
@@ -200,10 +184,8 @@ provider:
 ---
 """
     sections = [
-        _section(provider, dst, overflow)
-        for dst in FORMATS
-        for overflow in (INF_OR_NAN, SATURATE)
-        if _sources(dst, overflow)
+        _section(provider, from_numpy(src), from_numpy(dst), saturate)
+        for src, dst, saturate in CASTS
     ]
     return head + INTROS[provider] + RULE_TEXT + "".join(sections)
 

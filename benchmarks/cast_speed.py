@@ -1,4 +1,4 @@
-"""Issue 45 item 8's numbers: 10^6 float32 -> bfloat16 and -> float16 by `_native.cast` on one
+"""Issue 45 item 8's numbers: 10^6 float32 -> bfloat16 and -> float16 by `_native.convert` on one
 and two threads, each instruction-set body this CPU runs, beside NumPy's `astype(float16)` and
 ml_dtypes' `astype(bfloat16)`; the widenings back; best of many repeats, in milliseconds. The
 targets: -> float16 no slower than NumPy, -> bfloat16 in half ml_dtypes' time or less.
@@ -38,9 +38,9 @@ def rows(n: int, repeats: int) -> list[str]:
                 times = []
                 for count in (1, 2):
                     _native.set_threads(count)
-                    times.append(best(partial(_native.cast, 0, code, 0, x, out), repeats))
+                    times.append(best(partial(_native.convert, 0, code, 0, x, out), repeats))
                 _native.set_threads(1)
-                times.append(best(partial(_native.cast, code, 0, 0, out, back), repeats))
+                times.append(best(partial(_native.convert, code, 0, 0, out, back), repeats))
                 lines.append(
                     f"{isa:8} f32 -> {np.dtype(dtype).name:8}: {times[0]:.3f} ms, 2 threads "
                     f"{times[1]:.3f} ms; back to f32 {times[2]:.3f} ms"

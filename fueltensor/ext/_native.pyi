@@ -44,7 +44,7 @@ CAST_OP: int
 CAST_SPLIT_FROM: int
 """Elements from which a cast splits across threads (abi.h's SPLIT_CAST)."""
 
-def cast(src: int, dst: int, saturate: int, x: Any, out: Any, /) -> None:
+def convert(src: int, dst: int, saturate: int, x: Any, out: Any, /) -> None:
     """out[i] = x[i] cast from CAST_DTYPES[src] to CAST_DTYPES[dst] over C-contiguous buffers of
     as many elements: the exact value rounded once to nearest even, subnormals kept; beyond the
     largest finite value the infinity of its sign (float8_e4m3fn: its NaN of that sign) or, with

@@ -154,29 +154,47 @@ def cast_bits(x: Array, dst: np.dtype[Any], saturate: bool) -> Array:
     return out.astype(f"u{t.width // 8}").reshape(x.shape)
 
 
-def kernel_name(dst: np.dtype[Any], saturate: bool) -> str:
-    """The cast kernels' name stem for a target and overflow rule (`cast_to_bf16_saturate`):
-    the contracts' kernel names and entry points end with it."""
+def short(dtype: np.dtype[Any]) -> str:
+    """A format's short name in kernel names: f64, f32, bf16, f16, e4m3, e5m2."""
     from fueltensor.core.dtypes import from_numpy
-    from fueltensor.ops import CAST_OP, CAST_RULES
 
-    rule = f"_{CAST_RULES['overflow'][1]}" if saturate else ""
-    return f"{CAST_OP.kernel_op}_to_{from_numpy(dst).fkc.lower()}{rule}"
+    return from_numpy(np.dtype(dtype)).fkc.lower().removeprefix("f8_").removesuffix("fn")
+
+
+def kernel_name(src: np.dtype[Any], dst: np.dtype[Any], saturate: bool) -> str:
+    """The cast kernels' name stem for a source, a target and an overflow rule
+    (`cast_f32_bf16`, `cast_f32_e4m3_sat`): the contracts' names and entry points end with it."""
+    from fueltensor.ops import CAST_OP
+
+    return f"{CAST_OP.kernel_op}_{short(src)}_{short(dst)}{'_sat' * saturate}"
+
+
+CASTS: Final = tuple(
+    (src, dst, saturate)
+    for src in FORMATS
+    for dst in FORMATS
+    if src != dst
+    for saturate in (False, True)
+    if not saturate or can_overflow(src, dst)
+)
+"""Every (source, target, saturate) a cast kernel serves: saturating only where a value of
+the source can overflow the target."""
 
 
 Convert = Callable[[Array, Array], None]
 """A cast body: converts the dense `x` into the dense `out` of the target dtype."""
 
 
-def thunk(name: str, dst: np.dtype[Any], convert: Convert) -> Callable[..., None]:
-    """The kernel `name(x, *, out)` casting to `dst`: checks the dtypes, shapes and layouts its
-    contracts admit (dense buffers of one shape, a float source), then runs `convert`."""
+def thunk(
+    name: str, src: np.dtype[Any], dst: np.dtype[Any], convert: Convert
+) -> Callable[..., None]:
+    """The kernel `name(x, *, out)` casting `src` to `dst`: checks the dtypes, shapes and layouts
+    its contract admits (dense buffers of one shape), then runs `convert`."""
 
     def kernel(x: Array, *, out: Array) -> None:
-        if x.dtype not in FORMATS or out.dtype != dst:
-            names = ", ".join(str(f) for f in FORMATS)
+        if x.dtype != src or out.dtype != dst:
             raise TypeError(
-                f"{name}: x must be one of {names} and out {dst}; got x {x.dtype}, out {out.dtype}"
+                f"{name}: x must be {src} and out {dst}; got x {x.dtype}, out {out.dtype}"
             )
         if x.shape != out.shape:
             raise ValueError(f"{name}: out has shape {out.shape}, x has {x.shape}")
@@ -188,19 +206,22 @@ def thunk(name: str, dst: np.dtype[Any], convert: Convert) -> Callable[..., None
         convert(x, out)
 
     kernel.__name__ = kernel.__qualname__ = name
-    kernel.__doc__ = f"{name}: x cast to {dst}, rounded once to nearest even."
+    kernel.__doc__ = f"{name}: x ({src}) cast to {dst}, rounded once to nearest even."
     return kernel
 
 
+ORACLE_PREFIX: Final = "ref_"
+"""The oracle's cast kernels' names: `ref_` and the stem (`ref_cast_f32_bf16`)."""
+
+
 def oracle_entries(prefix: str) -> dict[str, Callable[..., None]]:
-    """The oracle's cast kernels by entry point (`prefix` + `broadcast_` + kernel name)."""
+    """The oracle's cast kernels by entry point (`prefix` + `ref_` + kernel name)."""
     made = {}
-    for dst in FORMATS:
-        for saturate in (False, True):
-            name = f"broadcast_{kernel_name(dst, saturate)}"
+    for src, dst, saturate in CASTS:
+        name = ORACLE_PREFIX + kernel_name(src, dst, saturate)
 
-            def convert(x: Array, out: Array, dst: np.dtype[Any] = dst, s: bool = saturate) -> None:
-                out.view(f"u{dst.itemsize}")[...] = cast_bits(x, dst, s)
+        def convert(x: Array, out: Array, dst: np.dtype[Any] = dst, s: bool = saturate) -> None:
+            out.view(f"u{dst.itemsize}")[...] = cast_bits(x, dst, s)
 
-            made[prefix + name] = thunk(name, dst, convert)
+        made[prefix + name] = thunk(name, src, dst, convert)
     return made

@@ -261,21 +261,20 @@ def _unary_entries() -> list[tuple[str, str, str, np.dtype[Any]]]:
     ]
 
 
-def _cast_entries() -> list[tuple[str, str, np.dtype[Any], bool]]:
-    """(entry point, kernel name, target, saturate) of every cast kernel."""
+def _cast_entries() -> list[tuple[str, str, np.dtype[Any], np.dtype[Any], bool]]:
+    """(entry point, kernel name, source, target, saturate) of every cast kernel."""
     return [
-        (f"{_PREFIX}{name}", name, dst, saturate)
-        for dst in casting.FORMATS
-        for saturate in (False, True)
-        for name in (casting.kernel_name(dst, saturate),)
+        (f"{_PREFIX}{name}", name, src, dst, saturate)
+        for src, dst, saturate in casting.CASTS
+        for name in (casting.kernel_name(src, dst, saturate),)
     ]
 
 
 def _cast_missing(implementation: str) -> str:
     """Why the cast kernels cannot run with `implementation`, "" when they can: as the unary
-    ones, or an extension built before `_native.cast` existed."""
+    ones, or an extension built before `_native.convert` existed."""
     why = _unary_missing(implementation)
-    if not why and NATIVE is not None and not hasattr(NATIVE, "cast"):
+    if not why and NATIVE is not None and not hasattr(NATIVE, "CAST_DTYPES"):
         why = NEEDS_COMPILED.format(
             why="whose build here predates the casts: rebuild it with `python setup.py "
             "build_ext --inplace` in a checkout, or reinstall fueltensor"
@@ -284,7 +283,7 @@ def _cast_missing(implementation: str) -> str:
 
 
 def _cast_thunks(implementation: str) -> dict[str, KernelFn]:
-    """The compiled cast kernels (`_native.cast`), none where they cannot run (`UNLINKED`)."""
+    """The compiled cast kernels (`_native.convert`), none where they cannot run (`UNLINKED`)."""
     if _cast_missing(implementation) or NATIVE is None:
         return {}
     if tuple(NATIVE.CAST_DTYPES) != tuple(str(d) for d in casting.FORMATS):
@@ -294,15 +293,15 @@ def _cast_thunks(implementation: str) -> dict[str, KernelFn]:
         )
     codes = {np.dtype(d): i for i, d in enumerate(casting.FORMATS)}
 
-    def body(dst: np.dtype[Any], saturate: bool) -> casting.Convert:
+    def body(src: np.dtype[Any], dst: np.dtype[Any], saturate: bool) -> casting.Convert:
         def convert(x: Array, out: Array) -> None:
-            NATIVE.cast(codes[x.dtype], codes[dst], int(saturate), x, out)
+            NATIVE.convert(codes[src], codes[dst], int(saturate), x, out)
 
         return convert
 
     return {
-        entry: casting.thunk(name, dst, body(dst, saturate))
-        for entry, name, dst, saturate in _cast_entries()
+        entry: casting.thunk(name, src, dst, body(src, dst, saturate))
+        for entry, name, src, dst, saturate in _cast_entries()
     }
 
 

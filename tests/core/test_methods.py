@@ -248,7 +248,8 @@ def test_methods_are_traced_as_the_namespace_functions() -> None:
         x.dot(x.T)
         (x.reshape(4, 3) + x.reshape(4, 3)).max()
     assert [p.op for p in t] == ["sum", "astype", "matmul", "add", "max"]
-    assert [p.kernel is not None for p in t] == [False, False, False, True, False]
+    assert [p.kernel is not None for p in t] == [False, True, False, True, False]
+    assert t[1].kernel == ft.explain(ft.astype, x, ft.float64).kernel  # a cast contract
     assert t[3].kernel == ft.explain(ft.add, x, x).kernel
 
 

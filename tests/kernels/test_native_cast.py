@@ -1,4 +1,4 @@
-"""The compiled casts (`_native.cast`, issue 45 item 3) between the six float formats, bit for
+"""The compiled casts (`_native.convert`, issue 45 item 3) between the six float formats, bit for
 bit against tests/_casts.py (the formats' bit fields and one MPFR rounding, never the kernels'
 code, NumPy's or ml_dtypes' conversions), on every instruction-set body this CPU runs: every
 pattern of each 8- and 16-bit source; float32 and float64 sources on a structured set (every
@@ -52,12 +52,12 @@ def isa(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def cast(patterns: Patterns, src: str, dst: str, saturate: int, fill: int = 0) -> Patterns:
-    """`_native.cast` of the source `patterns` into a fresh output prefilled with byte `fill`,
+    """`_native.convert` of the source `patterns` into a fresh output prefilled with byte `fill`,
     as the target's patterns."""
     s, t = _casts.fmt(src), _casts.fmt(dst)
     x = np.ascontiguousarray(patterns, s.uint).view(s.dtype)
     out = np.full(x.size * t.dtype.itemsize, fill, np.uint8).view(t.dtype)
-    _native.cast(NAMES.index(src), NAMES.index(dst), saturate, x, out)
+    _native.convert(NAMES.index(src), NAMES.index(dst), saturate, x, out)
     return out.view(t.uint)
 
 
@@ -232,7 +232,7 @@ def test_an_out_overlapping_x_reads_x_as_it_was() -> None:
     x = buf.copy()
     want = cast(x, "float32", "float16", 0)
     out = buf.view(np.float16)[1000:4000]  # its bytes start inside x's
-    _native.cast(0, NAMES.index("float16"), 0, buf.view(np.float32), out)
+    _native.convert(0, NAMES.index("float16"), 0, buf.view(np.float32), out)
     assert np.array_equal(out.view(np.uint16), want)
 
 
@@ -277,7 +277,7 @@ def test_the_callers_status_flags_are_kept(count: int) -> None:
     out = np.empty(BIG, np.float16)
     with threads.running_on(count):
         for before in (0, sum(FE.values()), FE["inexact"]):
-            assert flags_after(before, lambda: _native.cast(0, 3, 0, x, out)) == before
+            assert flags_after(before, lambda: _native.convert(0, 3, 0, x, out)) == before
     assert out.view(np.uint16)[:4].tolist() == [0x7C00, 0x3C66, 0x7E00, 0]
 
 
@@ -316,7 +316,7 @@ def test_each_refusal_says_why_and_writes_nothing(case: int) -> None:
     args, error, message = refusals()[case]
     out = np.full(4, 7.0, np.float16)
     with pytest.raises(error, match=message):
-        _native.cast(*(out if a is OUT else a for a in args))
+        _native.convert(*(out if a is OUT else a for a in args))
     assert out.tolist() == [7.0] * 4
 
 
@@ -325,14 +325,14 @@ def test_out_must_be_writable_of_the_target_dtype() -> None:
     frozen = np.zeros(4, np.float16)
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match=r"out must be a C-contiguous, writable array"):
-        _native.cast(1, 3, 0, x, frozen)
+        _native.convert(1, 3, 0, x, frozen)
     with pytest.raises(TypeError, match=r"out must hold float16 elements \(2 bytes\), got .*'f'"):
-        _native.cast(1, 3, 0, x, np.zeros(2, np.float32))
+        _native.convert(1, 3, 0, x, np.zeros(2, np.float32))
     with pytest.raises(TypeError, match=r"out must hold float8_e4m3fn elements \(1 bytes\)"):
-        _native.cast(1, 4, 0, x, np.zeros(4, np.int8))
+        _native.convert(1, 4, 0, x, np.zeros(4, np.int8))
     assert frozen.tolist() == [0.0] * 4
     empty = np.zeros(0, np.float16)
-    assert _native.cast(1, 3, 0, np.zeros(0), empty) is None
+    assert _native.convert(1, 3, 0, np.zeros(0), empty) is None
 
 
 def test_the_module_names_the_cast_dtypes_and_its_threshold() -> None:

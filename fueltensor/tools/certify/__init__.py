@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import ml_dtypes
 import numpy as np
@@ -31,13 +31,14 @@ from fueltensor.registry import Registry, provider_environment, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.binary import binary_identity, effective_revision
+from fueltensor.tools.certify.casts import CastJob, cast_data, cast_jobs
 from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
 from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
 from fueltensor.tools.certify.sampled import WIDE, sampled_data
 from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, Sweepable, jobs, sweep
 from fueltensor.tools.certify.tally import core
-from fueltensor.tools.certify.unary import unary_certificate, unary_jobs
+from fueltensor.tools.certify.unary import UnaryJob, unary_certificate, unary_jobs
 from fueltensor.tools.certify.verdict import claims, record_verdict, verdict
 
 if TYPE_CHECKING:
@@ -160,62 +161,63 @@ def certify(
     contracts are swept on every input (`certify.unary`): each 16-bit dtype's, and float32's
     where the op table says so (2**32), or the input patterns `inputs` alone."""
     reg = reg if reg is not None else current_policy().registry
-    span = Span(lhs, rhs)
-    stream = _stream(progress)
-    n = threads or os.cpu_count() or 1
-    found = []
+    stream, n = _stream(progress), threads or os.cpu_count() or 1
     named = list(kernels) if kernels is not None else None
-    unary = [k for k in named or () if _is_unary(reg, k)]
-    binary = [k for k in named or () if k not in unary]
+    chosen = {f: [k for k in named or () if _family(reg, k) is f] for f in ONE_INPUT}
+    binary = [k for k in named or () if all(k not in c for c in chosen.values())]
+    found = []
     if named is None or binary:
+        sweep_at = (Span(lhs, rhs), n, sample, seed)
         found += _binary(
-            reg,
-            provider,
-            binary if named else None,
-            span,
-            n,
-            sample,
-            seed,
-            out_dir,
-            state_dir,
-            stream,
-            client,
-            timeout,
-        )
-    if named is None or unary:
-        found += _unary(
-            reg, provider, unary if named else None, inputs, n, out_dir, state_dir, stream
-        )
+            reg, provider, binary if named else None, sweep_at, (out_dir, state_dir), stream,
+            client, timeout,
+        )  # fmt: skip
+    for family, these in chosen.items():
+        if named is None or these:
+            found += _every_input(
+                family, reg, provider, these if named else None, inputs, n, (out_dir, state_dir),
+                stream,
+            )  # fmt: skip
     return found
 
 
-def _is_unary(reg: Registry, name: str) -> bool:
-    """Whether contract `name` of `reg` is of the unary family."""
+ONE_INPUT: Final = (Family.UNARY, Family.CAST)
+"""The families swept input by input (`_every_input`)."""
+
+
+def _family(reg: Registry, name: str) -> Family | None:
+    """The family of contract `name` of `reg` (None: an op kind outside the table)."""
     row = BY_KIND.get(reg[name].op_kind)
-    return row is not None and row.family is Family.UNARY
+    return row.family if row is not None else None
 
 
-def _unary(
+def _every_input(
+    family: Family,
     reg: Registry,
     provider: str,
     kernels: list[str] | None,
     inputs: tuple[int, int] | None,
     threads: int,
-    out_dir: str | Path | None,
-    state_dir: str | Path | None,
+    dirs: tuple[str | Path | None, str | Path | None],
     stream: TextIO | None,
 ) -> list[Certificate]:
-    """The certificates of `provider`'s unary contracts (or the named ones), every input."""
+    """The certificates of `provider`'s contracts of a one-input family (or the named ones),
+    every input: the unary functions' (`certify.unary`), the casts' (`certify.casts`).
+    `dirs`: where certificates and sweep states go (None: not written)."""
+    out_dir, state_dir = dirs
     names = reg.provider_names(provider)
     require(names)
     wanted = set(kernels) if kernels is not None else None
     found = []
-    todo = unary_jobs(reg, names, wanted, inputs)
+    todo: list[UnaryJob] | list[CastJob]
+    if family is Family.UNARY:
+        todo = unary_jobs(reg, names, wanted, inputs)
+    else:
+        todo = cast_jobs(reg, names, wanted, inputs)
     missing = sorted((wanted or set()) - {j.contract.name for j in todo})
     if missing:
-        raise ValueError(
-            f"no 16-bit or exhaustive F32 unary contract of {provider} named {missing}"
-        )
+        what = "16-bit or exhaustive F32 unary" if family is Family.UNARY else str(family)
+        raise ValueError(f"no {what} contract of {provider} named {missing}")
     for job in todo:
         result = sweep(job, threads, _state(state_dir, job), stream)
         extras = {
@@ -224,7 +226,10 @@ def _unary(
             "machine": machine().to_dict(),
             "versions": _versions(job.contract),
         }
-        cert = unary_certificate(job, result, extras)
+        if isinstance(job, CastJob):
+            cert = Certificate({**cast_data(job, result), **extras})
+        else:
+            cert = unary_certificate(job, result, extras)
         record_verdict(cert, job.contract, job.binary)
         _save(cert, out_dir)
         found.append(cert)
@@ -242,17 +247,16 @@ def _binary(
     reg: Registry,
     provider: str,
     kernels: list[str] | None,
-    span: Span,
-    n: int,
-    sample: int,
-    seed: int,
-    out_dir: str | Path | None,
-    state_dir: str | Path | None,
+    sweep_at: tuple[Span, int, int, int],
+    dirs: tuple[str | Path | None, str | Path | None],
     stream: TextIO | None,
     client: Client | None,
     timeout: float | None,
 ) -> list[Certificate]:
-    """The certificates of `provider`'s binary contracts (or the named ones): `certify`'s."""
+    """The certificates of `provider`'s binary contracts (or the named ones): `certify`'s.
+    `sweep_at`: the span, threads, sample and seed; `dirs`: certificates' and states' folders."""
+    span, n, sample, seed = sweep_at
+    out_dir, state_dir = dirs
     found = []
     for job in jobs(reg, provider, kernels, span, HALVES + (WIDE if sample else ())):
         if job.dtype.fkc in WIDE:

@@ -288,8 +288,9 @@ class Certificate:
         d = self.data
         c = d["contract"]
         source = "the reference" if is_unary(d) else "the judge's reference"
+        to = f" to {d['to']}" if "to" in d else ""  # a cast's target
         lines = [
-            f"{c['name']} ({c['provider']}, {d['dtype']}): {_span_text(d['span'])}",
+            f"{c['name']} ({c['provider']}, {d['dtype']}{to}): {_span_text(d['span'])}",
             (
                 "ULP from the correctly rounded result: "
                 if "formula" in d
@@ -308,6 +309,8 @@ class Certificate:
             )
         seen = ", ".join(f"{k} {v:,}" for k, v in d["specials"].items() if v)
         lines.append(f"special values: {seen or 'none'}")
+        if "outcomes" in d:  # a cast's inputs by what the rule makes of them
+            lines.append("inputs: " + ", ".join(f"{k} {v:,}" for k, v in d["outcomes"].items()))
         lines += [
             f"  NaN from {row['forms']}: {row.get('inputs', row.get('pairs')):,}"
             for row in d.get("nan_forms", ())

@@ -266,13 +266,13 @@ def _not_swept(reg: Registry, names: Iterable[str]) -> str:
         for name in names
         if name in reg
         for row in (BY_KIND.get(reg[name].op_kind),)
-        if row is not None and row.family not in (Family.BINARY, Family.UNARY)
+        if row is not None and row.family not in (Family.BINARY, Family.UNARY, Family.CAST)
     }
     if not families:
         return ""
     said = ", ".join(f"{name} is a {family} contract" for name, family in families.items())
     return (
-        f"; {said}: certify sweeps the binary and unary families, and the judge checks these "
+        f"; {said}: certify sweeps the binary, unary and cast families, and the judge checks these "
         "exact ones bit for bit (fueltensor judge --kernel NAME)"
     )
 

@@ -43,7 +43,7 @@ from fueltensor.tools.judge.calls import call, plan_for
 
 EXHAUSTIVE_F32: Final = "F32"
 """The dtype swept on every input where the row says so (`ContractOp.exhaustive_f32`)."""
-BLOCK: Final = {16: 1 << 12, 32: 1 << 22}
+BLOCK: Final = {8: 1 << 8, 16: 1 << 12, 32: 1 << 22}
 """Inputs per block, by the format's width: 16 blocks of a 16-bit sweep, 1024 of a float32 one."""
 
 

@@ -29,7 +29,7 @@ from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.references import round_to
 
 if TYPE_CHECKING:
-    from fueltensor.fkc.schema import KernelContract
+    pass
 
 OPERATORS: Final = {op.op_kind: op.kernel_op for op in BINARY_OPS}
 """Each binary op kind with the name its cases are written with ("maximum(+0, -0)")."""
@@ -472,40 +472,3 @@ def describe(case: Case, pattern: int) -> str:
     if pattern & ~sign == infinity(f) | q:
         return "-qNaN" if pattern & sign else "+qNaN"
     return f"NaN 0x{pattern:0{2 * f.dtype.itemsize}x}"
-
-
-RANDOM_PROBES: Final = 24
-"""Random operand pairs (bit patterns and ordinary values) swept beside the cases, so the
-position check covers plain numbers too."""
-POWI_EXPONENT: Final = 3
-"""The exponent an integer-power contract is swept with."""
-
-
-def random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[Case]:
-    """Random operands for the position check: bit patterns and ordinary values."""
-    f = float_format(np.dtype(dtype))
-    rng = np.random.default_rng(seed)
-    half = RANDOM_PROBES // 2
-    patterns = rng.integers(0, 1 << (8 * f.dtype.itemsize), (2, half), dtype=np.uint64)
-    values = np.exp2(rng.uniform(-8, 8, (2, half))) * rng.choice([-1.0, 1.0], (2, half))
-    ordinary = round_to(values, f.dtype).view(f.uint).astype(np.uint64)
-    third = rng.permutation(np.concatenate([patterns, ordinary], axis=1).reshape(-1))[: 2 * half]
-    columns = np.concatenate([patterns, ordinary], axis=1)
-    triples = np.vstack([columns, third]).T.tolist()  # a third operand for where and clip
-    powi, arity = bool(contract.params), len(contract.inputs)
-    to = casts.target(contract) if casts.is_cast(contract.op_kind) else None
-    return [
-        Case(
-            "position",
-            "random operands",
-            contract.op_kind,
-            f.dtype,
-            a,
-            0 if powi else b,
-            f"x ** {POWI_EXPONENT}" if powi else "random operands",
-            arity=arity,
-            third=c if arity == 3 else 0,
-            to=to,
-        )
-        for a, b, c in triples
-    ]

@@ -180,6 +180,12 @@ def bits_of(made: int | float, t: FloatFormat) -> int:
     return made
 
 
+def subnormal_case(x: int, s: FloatFormat, t: FloatFormat, declared: str) -> int:
+    """The target bits of the source pattern `x` under `subnormals: declared` (kept or flushed)
+    and the default overflow: a cast's subnormal case (`judge.semantics`)."""
+    return bits_of(cast_pattern(x, s, t, False, "quieted", declared == "flushed"), t)
+
+
 def allows_nan(
     forms: tuple[str, ...], sign: str, case_x: int, s: FloatFormat, t: FloatFormat, got: int
 ) -> bool:

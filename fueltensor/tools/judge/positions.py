@@ -18,6 +18,11 @@ from typing import Final
 import numpy as np
 
 from fueltensor.core.storage import aligned_empty
+from fueltensor.fkc.schema import KernelContract
+from fueltensor.testing import float_format
+from fueltensor.tools.judge import casts
+from fueltensor.tools.judge.cases import Case
+from fueltensor.tools.judge.references import round_to
 
 WIDEST_VECTOR: Final = 64
 """Bytes in the widest vector register a CPU here may have (AVX-512's zmm)."""
@@ -136,3 +141,40 @@ def _record(
         call = int(np.searchsorted(starts, at, side="right")) - 1
         length, offset = places[call]
         found.seen[probe][pattern] = Where(length, offset, at - int(starts[call]))
+
+
+RANDOM_PROBES: Final = 24
+"""Random operand pairs (bit patterns and ordinary values) swept beside the cases, so the
+position check covers plain numbers too."""
+POWI_EXPONENT: Final = 3
+"""The exponent an integer-power contract is swept with."""
+
+
+def random_probes(contract: KernelContract, dtype: np.dtype, seed: int) -> list[Case]:
+    """Random operands for the position check: bit patterns and ordinary values."""
+    f = float_format(np.dtype(dtype))
+    rng = np.random.default_rng(seed)
+    half = RANDOM_PROBES // 2
+    patterns = rng.integers(0, 1 << (8 * f.dtype.itemsize), (2, half), dtype=np.uint64)
+    values = np.exp2(rng.uniform(-8, 8, (2, half))) * rng.choice([-1.0, 1.0], (2, half))
+    ordinary = round_to(values, f.dtype).view(f.uint).astype(np.uint64)
+    third = rng.permutation(np.concatenate([patterns, ordinary], axis=1).reshape(-1))[: 2 * half]
+    columns = np.concatenate([patterns, ordinary], axis=1)
+    triples = np.vstack([columns, third]).T.tolist()  # a third operand for where and clip
+    powi, arity = bool(contract.params), len(contract.inputs)
+    to = casts.target(contract) if casts.is_cast(contract.op_kind) else None
+    return [
+        Case(
+            "position",
+            "random operands",
+            contract.op_kind,
+            f.dtype,
+            a,
+            0 if powi else b,
+            f"x ** {POWI_EXPONENT}" if powi else "random operands",
+            arity=arity,
+            third=c if arity == 3 else 0,
+            to=to,
+        )
+        for a, b, c in triples
+    ]

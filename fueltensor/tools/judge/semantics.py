@@ -41,7 +41,6 @@ from fueltensor.tools import checked, exact_unary
 from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.calls import as_operands, result_dtype
 from fueltensor.tools.judge.cases import (
-    POWI_EXPONENT,
     Case,
     cases,
     expected,
@@ -50,12 +49,11 @@ from fueltensor.tools.judge.cases import (
     is_nan,
     is_subnormal,
     number,
-    random_probes,
     shown,
     value,
 )
 from fueltensor.tools.judge.declared import remainder_reference
-from fueltensor.tools.judge.positions import Sweep, sweep
+from fueltensor.tools.judge.positions import POWI_EXPONENT, Sweep, random_probes, sweep
 from fueltensor.tools.judge.references import (
     F64,
     REFERENCES,
@@ -82,8 +80,7 @@ def _nan(rule: NanRule, case: Case, pattern: int) -> bool:
     NaN made a NaN of the target by a declared form (`judge.casts`)."""
     f = case.format
     if case.to is not None:
-        t = case.result_format
-        return casts.allows_nan(rule.result, rule.sign, case.lhs, f, t, pattern)
+        return casts.allows_nan(rule.result, rule.sign, case.lhs, f, case.result_format, pattern)
     if not is_nan(f, pattern):
         return False
     nans = [x for _, x in case.sides() if is_nan(f, x)]  # in order: clip's x, low, high
@@ -189,9 +186,7 @@ def _subnormals(declared: str, case: Case, pattern: int) -> bool:
     (log of a flushed subnormal is -inf, exp of one is 1), a subnormal result flushed too. A
     cast's: its exact value rounded once to the target, read and written flushed or kept."""
     if case.to is not None:
-        f, t = case.format, case.result_format
-        made = casts.cast_pattern(case.lhs, f, t, False, "quieted", declared == "flushed")
-        return pattern == casts.bits_of(made, t)
+        return pattern == casts.subnormal_case(case.lhs, case.format, case.result_format, declared)
     if declared != "flushed":
         return pattern == _exact(case)
     f = case.format

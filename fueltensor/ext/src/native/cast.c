@@ -346,7 +346,7 @@ static int cast_operand(PyObject *obj, Py_buffer *view, int flags, long dtype, c
     int same = want == NULL ? have == NULL : have != NULL && strcmp(have, want) == 0;
     if (same && view->itemsize == CAST_ITEMSIZE[dtype]) return 0;
     PyErr_Format(PyExc_TypeError,
-                 "cast: %s must hold %s elements (%zd bytes), got buffer format '%s' of %zd-byte "
+                 "convert: %s must hold %s elements (%zd bytes), got buffer format '%s' of %zd-byte "
                  "elements",
                  what, CAST_NAMES[dtype], CAST_ITEMSIZE[dtype],
                  view->format ? view->format : "unstated", view->itemsize);
@@ -367,7 +367,7 @@ static int cast_operands(long src, long dst, PyObject *x, PyObject *out, Py_buff
         !__builtin_mul_overflow(n, CAST_ITEMSIZE[dst], &want) && views[1].len == want)
         return 0;
     PyErr_Format(PyExc_ValueError,
-                 "cast %s -> %s: x and out must hold as many elements: x has %zd bytes (%zd-byte "
+                 "convert %s -> %s: x and out must hold as many elements: x has %zd bytes (%zd-byte "
                  "elements), out %zd bytes (%zd-byte elements)",
                  CAST_NAMES[src], CAST_NAMES[dst], views[0].len, CAST_ITEMSIZE[src], views[1].len,
                  CAST_ITEMSIZE[dst]);
@@ -382,25 +382,25 @@ static long cast_code(PyObject *obj, const char *what, long bound, const char *m
     if (v == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "cast: %s must be an int (%s), got %R", what, meaning,
+            PyErr_Format(PyExc_TypeError, "convert: %s must be an int (%s), got %R", what, meaning,
                          Py_TYPE(obj));
         }
         return -1;
     }
     if (v >= 0 && v < bound) return v;
-    PyErr_Format(PyExc_ValueError, "cast: %s must be %s, in [0, %ld), got %ld", what, meaning,
+    PyErr_Format(PyExc_ValueError, "convert: %s must be %s, in [0, %ld), got %ld", what, meaning,
                  bound, v);
     return -1;
 }
 
-/* `cast(src, dst, saturate, x, out)`: out[i] = x[i] cast from CAST_DTYPES[src] to
+/* `convert(src, dst, saturate, x, out)`: out[i] = x[i] cast from CAST_DTYPES[src] to
  * CAST_DTYPES[dst] over C-contiguous buffers of as many elements, rounded to nearest even,
  * saturating when `saturate` is 1. The caller's floating-point status flags are restored. */
-static PyObject *cast(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *convert(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 5) {
         PyErr_Format(PyExc_TypeError,
-                     "cast(src, dst, saturate, x, out) takes 5 arguments, got %zd", nargs);
+                     "convert(src, dst, saturate, x, out) takes 5 arguments, got %zd", nargs);
         return NULL;
     }
     long src = cast_code(args[0], "src", N_CAST_DTYPES, "a code of CAST_DTYPES");

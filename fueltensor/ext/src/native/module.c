@@ -61,8 +61,8 @@ static PyMethodDef methods[] = {
      "ternary(op, dtype, a, b, c, out): where (TERNARY_OPS[op] 'where': out[i] = b[i] if a[i] "
      "else c[i], a bools) or clip (out[i] = minimum(maximum(a[i], b[i]), c[i]), a NaN operand "
      "returned as it is) over C-contiguous buffers of DTYPES[dtype], one operand's bits a lane"},
-    {"cast", (PyCFunction)(void (*)(void))cast, METH_FASTCALL,
-     "cast(src, dst, saturate, x, out): out[i] = x[i] cast from CAST_DTYPES[src] to "
+    {"convert", (PyCFunction)(void (*)(void))convert, METH_FASTCALL,
+     "convert(src, dst, saturate, x, out): out[i] = x[i] cast from CAST_DTYPES[src] to "
      "CAST_DTYPES[dst] over C-contiguous buffers of as many elements: rounded once to nearest "
      "even, beyond the largest finite value inf (float8_e4m3fn: NaN) or, with saturate=1, the "
      "largest finite value; a NaN quieted, its sign and top payload bits kept."},
