@@ -38,6 +38,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from cast_rows import cast_rows
 from comparison_rows import comparison_rows
 from libraries import library_rows  # benchmarks/ is the script's directory, first on sys.path
 from pricing_rows import pricing_rows
@@ -907,6 +908,7 @@ SECTIONS = (
     "unary",
     "comparisons",
     "selections",
+    "casts",
     "views",
     "live",
     "clients",
@@ -968,6 +970,7 @@ def main() -> None:
         "unary": lambda: unary_rows(repeats),
         "comparisons": lambda: comparison_rows(repeats),
         "selections": lambda: selection_rows(repeats),
+        "casts": lambda: cast_rows(repeats),
         "views": lambda: view_rows(max(repeats, 31)),
         "live": live_results_rows,
         "clients": lambda: client_rows(max(5, repeats // 2)),

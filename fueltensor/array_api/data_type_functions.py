@@ -158,11 +158,14 @@ def _castable(dtype: DType) -> Rule | None:
     return None if dtype.category.endswith("floating") else Rule(None, None, None)
 
 
-@host
 def _host_astype(x: FuelTensor, dt: DType) -> FuelTensor:
     """The casts no contract family covers (integers, bools, complex, a float's own dtype), on
-    the host, labelled so."""
+    the host, labelled so (as `astype`: the name a trace records)."""
     return fresh(x._array.astype(dt.np), dt)
+
+
+_host_astype.__name__ = "astype"
+_host_astype = host(_host_astype)
 
 
 @ruled_host("CAST", np.ndarray.astype, _castable)

@@ -73,8 +73,18 @@ def _shape(fn: object) -> list[tuple[str, inspect._ParameterKind]]:
 # array-api-strict's expand_dims follows the 2025.12 draft (axis required); 2024.12 writes
 # `expand_dims(x, /, *, axis=0)` and we accept axis by keyword or position. `diff` also takes
 # `n` by position, as NumPy does and scikit-learn's roc_curve calls it; `round` takes NumPy's
-# keyword `decimals` (for `x.round(2)`), both in docs/deviations.md.
-SIGNATURE_EXCEPTIONS = {"expand_dims", "diff", "round"}
+# keyword `decimals` (for `x.round(2)`), both in docs/deviations.md; `astype` takes the
+# keyword-only `saturate=False` after the standard's (docs/casts.md).
+SIGNATURE_EXCEPTIONS = {"expand_dims", "diff", "round", "astype"}
+
+
+def test_astype_is_the_references_with_a_keyword_only_saturate() -> None:
+    ours = inspect.signature(ft.astype).parameters
+    assert _shape(ft.astype) == [
+        *_shape(array_api_strict.astype),
+        ("saturate", inspect.Parameter.KEYWORD_ONLY),
+    ]
+    assert ours["saturate"].default is False
 
 
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - SIGNATURE_EXCEPTIONS))

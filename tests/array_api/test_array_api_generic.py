@@ -101,14 +101,19 @@ def run_everywhere(fn: Callable[..., Any], *arrays: np.ndarray) -> dict[str, lis
     return out
 
 
-def assert_same(results: dict[str, list[np.ndarray]]) -> None:
+def assert_same(results: dict[str, list[np.ndarray]], ulps: int = 0) -> None:
+    """Every namespace's results have NumPy's dtypes and shapes, and its values: bit for bit,
+    or within `ulps` where a transcendental function is in the chain."""
     reference = results["numpy"]
     for name, got in results.items():
         assert len(got) == len(reference), name
         for g, r in zip(got, reference, strict=True):
             assert g.dtype == r.dtype, (name, g.dtype, r.dtype)
             assert g.shape == r.shape, (name, g.shape, r.shape)
-            np.testing.assert_array_equal(g, r, err_msg=name)
+            if ulps:
+                np.testing.assert_array_max_ulp(g, r, maxulp=ulps)
+            else:
+                np.testing.assert_array_equal(g, r, err_msg=name)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +122,9 @@ def assert_same(results: dict[str, list[np.ndarray]]) -> None:
 @settings(max_examples=25, deadline=None)
 @given(x=matrices)
 def test_float_functions_agree(fn: Callable[..., Any], x: np.ndarray) -> None:
-    assert_same(run_everywhere(fn, x))
+    # softmax's exp is the C library's in fueltensor and NumPy's own loop in NumPy (on AVX-512
+    # its SIMD exp): neither is correctly rounded, and they differ by an ULP on some inputs.
+    assert_same(run_everywhere(fn, x), ulps=4 if fn is softmax else 0)
 
 
 @settings(max_examples=25, deadline=None)

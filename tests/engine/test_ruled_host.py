@@ -397,7 +397,7 @@ def test_results_are_fresh_tensors_that_alias_nothing() -> None:
 
 def test_a_trace_records_the_host_call() -> None:
     x = ft.asarray(np.array([1.0, 4.0], np.float32))
-    calls = [lambda: ft.sum(x), lambda: x.max(), lambda: x.astype(ft.float64), lambda: x @ x]
+    calls = [lambda: ft.sum(x), lambda: x.max(), lambda: x.astype(ft.int32), lambda: x @ x]
     for call in calls:
         call()
     with ft.trace() as plans:
@@ -425,11 +425,11 @@ def test_the_compiled_functions_look_like_the_python_ones() -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, ml_dtypes.bfloat16, np.int8, np.bool_])
 def test_a_repeated_call_runs_no_python(dtype: Any) -> None:
     """Once a call's result dtype was seen, each of these is one C call: no Python frame of
-    fueltensor's (the Python function runs only where the compiled call declines)."""
+    fueltensor's (the Python function runs only where the compiled call declines: a cast from
+    a float format, which plans a cast contract, `engine.cast`)."""
     x, y = ft.asarray(sample(dtype, 3, (4,))), ft.asarray(sample(dtype, 4, (4,)))
     calls: list[Callable[[], Any]] = [lambda n=n: getattr(ft, n)(x) for n in REDUCTIONS]
     calls += [lambda n=n: getattr(x, n)() for n in REDUCTIONS]
-    calls += [lambda: ft.astype(x, ft.float64), lambda: x.astype(ft.int8)]
     calls += [lambda: ft.matmul(x, y), lambda: x @ y]
     calls += [lambda: ft.mean(x, axis=0, keepdims=True), lambda: x.max(axis=-1)]
     for call in calls:

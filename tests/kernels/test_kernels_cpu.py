@@ -31,7 +31,7 @@ from _oracle import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fueltensor.kernels import cpu
+from fueltensor.kernels import casting, cpu
 from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATION, IMPLEMENTATIONS, NATIVE
 from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
@@ -70,20 +70,22 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
     (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
-    implementations have them) and, where the compiled kernels run, the 44 unary ones
-    (`UNLINKED` names them otherwise), nothing else."""
+    implementations have them) and, where the compiled kernels run, the 44 unary ones and the
+    45 casts (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
     comparisons = [(row.kernel_op, f) for row in (*COMPARISON_OPS, *TERNARY_OPS) for f in formats]
     compiled = IMPLEMENTATION == "native"
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) if compiled else 0)
-    listed = [*KERNELS, *(("powi", f) for f in formats), *comparisons]
-    listed += unary if compiled else ()
-    for op, fmt in listed:
-        fn = cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
-        assert fn.__name__ == f"{op}_{fmt}"
+    casts = [casting.kernel_name(*cast) for cast in casting.CASTS]
+    assert len(casts) == 45
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) + 45 if compiled else 0)
+    listed = [f"{op}_{f}" for op, f in (*KERNELS, *(("powi", f) for f in formats), *comparisons)]
+    listed += [f"{op}_{f}" for op, f in unary] + casts if compiled else []
+    for name in listed:
+        assert cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{name}"].__name__ == name
     unlinked = {f"fuel_cpu_backend::byte_kernels::{op}_{fmt}" for op, fmt in unary}
+    unlinked |= {f"fuel_cpu_backend::byte_kernels::{name}" for name in casts}
     assert set(cpu.UNLINKED()) == (set() if compiled else unlinked)
 
 

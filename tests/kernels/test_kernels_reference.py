@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
-from fueltensor.kernels import reference
+from fueltensor.kernels import casting, reference
 from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat, broadcast_src_view
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
@@ -70,9 +70,11 @@ def test_provider_and_entry_points() -> None:
     assert reference.PROVIDER == "fuel-reference-backend"
     rows = (*UNARY_OPS, *COMPARISON_OPS, *TERNARY_OPS)
     ops = ("add", "div", "mul", "sub", *(row.kernel_op for row in rows))
+    casts = (f"ref_{casting.kernel_name(*cast)}" for cast in casting.CASTS)
     assert sorted(reference.ENTRY_POINTS) == sorted(
-        f"fuel_reference_backend::ops::broadcast_{op}" for op in ops
-    )
+        [*(f"fuel_reference_backend::ops::broadcast_{op}" for op in ops),
+         *(f"fuel_reference_backend::ops::{name}" for name in casts)]
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(("a", "b"), SHAPE_PAIRS)
@@ -274,12 +276,16 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         check=True,
     )
     loaded = run.stdout.split()
-    # the op table (names and host ufuncs, no numerics of the CPU provider's) and its host
-    # functions (NumPy's, where NumPy has no ufunc) are the only other modules it reads
+    # the op table (names and host ufuncs, no numerics of the CPU provider's), its host
+    # functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels' names) and
+    # the oracle's own casts are the only other modules it reads
     assert loaded == [
         "fueltensor",
+        "fueltensor.core",
+        "fueltensor.core.dtypes",
         "fueltensor.hostmath",
         "fueltensor.kernels",
+        "fueltensor.kernels.casting",
         "fueltensor.kernels.reference",
         "fueltensor.ops",
     ]

@@ -37,6 +37,8 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-cpu-backend-comparison.md": 100,
     "fuel-reference-backend-comparison.md": 60,
     "fuel-cpu-backend-selection.md": 60,
+    "fuel-cpu-backend-cast.md": 60,
+    "fuel-reference-backend-cast.md": 40,
     "fuel-reference-backend-selection.md": 40,
     "fuel-reference-backend-unary.md": 100,
     "fuel-reference-backend.md": 200,

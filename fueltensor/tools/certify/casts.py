@@ -59,14 +59,15 @@ class CastJob:
         return float_format(casts.target(self.contract))
 
     def run(self, x: np.ndarray) -> np.ndarray:
-        """The kernel's output patterns for source patterns `x` (uint32), as dispatch calls it."""
+        """The kernel's output patterns (uint64, of the target) for source patterns `x`
+        (uint32), called as dispatch calls it."""
         f = float_format(self.dtype.np)
         plan = plan_for(self.contract, self.dtype, [(x.size,)])
         out = call(self.kernel, plan, [x.astype(f.uint).view(self.dtype.np)])
-        return np.ascontiguousarray(out).reshape(-1).view(self.target.uint).astype(np.uint32)
+        return np.ascontiguousarray(out).reshape(-1).view(self.target.uint).astype(np.uint64)
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        """The declared rule's results of source patterns `x` (module docstring)."""
+        """The declared rule's results (uint64) of source patterns `x` (module docstring)."""
         f, t = float_format(self.dtype.np), self.target
         values = x.astype(f.uint).view(f.dtype)
         saturate, form, flush = casts.declared_rule(self.contract)
@@ -74,7 +75,7 @@ class CastJob:
             want = casts.expected(values, t.dtype, saturate, form, flush)
         else:
             want = cast_bits(values, t.dtype, saturate).view(t.dtype)
-        return np.ascontiguousarray(want).view(t.uint).astype(np.uint32)
+        return np.ascontiguousarray(want).view(t.uint).astype(np.uint64)
 
     def block(self, index: int, rows: tuple[int, int]) -> BlockResult:
         """Sweep one block: the inputs, the kernel, the reference, the tally, the digest."""
@@ -108,13 +109,13 @@ def _outcomes(f: FloatFormat, t: FloatFormat, x: np.ndarray, want: np.ndarray) -
 
 
 def _magnitude(v: np.ndarray, f: FloatFormat) -> np.ndarray:
-    """The patterns `v` (uint32) without their sign bit."""
-    out: np.ndarray = v & np.uint32(f.sign_bit - 1)
+    """The patterns `v` (uint64) without their sign bit."""
+    out: np.ndarray = v & np.uint64(f.sign_bit - 1)
     return out
 
 
 def _nans(v: np.ndarray, f: FloatFormat) -> np.ndarray:
-    """Where the patterns `v` (uint32) are NaNs of `f`."""
+    """Where the patterns `v` (uint64) are NaNs of `f`."""
     m, top = _magnitude(v, f), f.pattern(0, f.exponent_max, 0)
     out: np.ndarray = m > top if f.has_inf else m == top | f.mantissa_mask
     return out
@@ -134,7 +135,7 @@ def _distance(got: np.ndarray, want: np.ndarray, t: FloatFormat) -> np.ndarray:
     ordered = []
     for v in (got, want):
         m = _magnitude(v, t).astype(np.int64)
-        ordered.append(np.where(v & np.uint32(t.sign_bit), -m, m))
+        ordered.append(np.where(v & np.uint64(t.sign_bit), -m, m))
     gn, wn = _nans(got, t), _nans(want, t)
     far = np.where(gn & wn, 0, core().UNARY_NAN_DISTANCE)
     distance = np.where(gn | wn, far, np.abs(ordered[0] - ordered[1]))

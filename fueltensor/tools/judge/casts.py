@@ -5,11 +5,10 @@ nan` and `subnormals`).
 The reference is exact and the judge's own, shared with no kernel: each source pattern's value
 as an integer significand and exponent, rounded to nearest (ties to even) at the target's
 quantum there in Python integers, element by element; overflow, NaN and subnormals as
-declared. The rounded value is then held
-exactly by the target, so any conversion writes its bits. Probes: every pattern of an 8- or
-16-bit source; from float32 or float64 the special values, every tie of the target (each
-midpoint between neighbours), a sample of its values and midpoints with one source ulp either
-side, and random patterns, in both signs.
+declared. The rounded value is then held exactly by the target, so any conversion writes its
+bits. Probes (`probes`): every source pattern where they are few, else the target's ties and
+values the source holds, one source ulp either side, and random patterns. The exhaustive check
+is certify's (`certify.casts`).
 """
 
 from __future__ import annotations
@@ -150,11 +149,23 @@ def reference(contract: KernelContract) -> Reference:
     )
 
 
+def _held(values: Array, s: FloatFormat) -> Array:
+    """The float64 `values` the source format holds exactly, as source values."""
+    with np.errstate(all="ignore"):
+        there = values.astype(s.dtype)
+        back = there.astype(np.float64)
+    out: Array = there[(back == values) & np.isfinite(back)]
+    return out
+
+
 def probes(src: np.dtype, to: np.dtype, n: int, rng: np.random.Generator) -> Array:
-    """The inputs a cast is measured on (module docstring)."""
+    """The inputs a cast is measured on: the source's special values; every source pattern
+    where there are at most 8n (an 8-bit source; a 16-bit one in a full audit); else the
+    target's ties and values the source holds, with one source ulp either side (at most 4n
+    ties and 8n others), and n random patterns; both signs."""
     s, t = float_format(src), float_format(to)
     head = special_values(s.dtype).array
-    if s.width <= 16:
+    if 1 << s.width <= 8 * n:
         every = np.arange(1 << s.width, dtype=s.uint).view(s.dtype)
         return np.concatenate([head, every])
     finite = np.arange(t.max_pattern + 1, dtype=np.uint64) if t.width <= 16 else None
@@ -162,13 +173,13 @@ def probes(src: np.dtype, to: np.dtype, n: int, rng: np.random.Generator) -> Arr
         finite = rng.integers(0, t.max_pattern + 1, 4096, dtype=np.uint64)
     with np.errstate(all="ignore"):
         values = np.unique(finite.astype(t.uint).view(t.dtype).astype(np.float64))
-        ties = ((values[:-1] + values[1:]) / 2).astype(s.dtype)  # exact: the narrower target
-        points = np.concatenate([values.astype(s.dtype), ties])
+        ties, points = _held((values[:-1] + values[1:]) / 2, s), _held(values, s)
+        points = np.concatenate([points, ties])
         up, down = np.nextafter(points, s.dtype.type(np.inf)), np.nextafter(points, s.dtype.type(0))
     near = np.concatenate([points, up, down])
-    if near.size > 8 * n:
-        near = rng.choice(near, 8 * n, replace=False)
-    boundaries = np.concatenate([ties, near])  # every tie: where a rounding rule shows
+    ties = ties if ties.size <= 4 * n else rng.choice(ties, 4 * n, replace=False)
+    near = near if near.size <= 8 * n else rng.choice(near, 8 * n, replace=False)
+    boundaries = np.concatenate([ties, near])  # ties: where a rounding rule shows
     noise = rng.integers(0, 1 << s.width, n, dtype=s.uint, endpoint=False).view(s.dtype)
     return np.concatenate([head, boundaries, -boundaries, noise])
 
