@@ -33,6 +33,15 @@ def _open(path: Path) -> list[str]:
     return re.findall(r"open ([\d,]+)", path.read_text())
 
 
+def test_a_cast_certificate_reads_with_its_source_and_target() -> None:
+    """A cast's first line names both dtypes (`bfloat16 to float8_e4m3fn`); the reader keeps
+    them apart, and every other certificate has no target."""
+    cast = read(ROOT / "benchmarks" / "certificates" / "cpu" / "cast_bf16_e4m3.txt")
+    assert (cast.kernel, cast.dtype, cast.target) == ("cast_bf16_e4m3", "bfloat16", "float8_e4m3fn")
+    assert cast.counts == {"exact": cast.swept} and cast.swept == 2**16
+    assert all(read(p).target == "" for p in EXP)
+
+
 def test_a_text_that_is_no_certificate_is_refused_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("exp is fast\n", encoding="utf-8")

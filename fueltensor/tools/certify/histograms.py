@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 _BUCKETS = re.compile(r"(exact|beyond|\d+): ([\d,]+)")
-_HEAD = re.compile(r"^(\S+) \(([^,]+), (\w+)\): ([\d,]+) (?:pairs|inputs)")
+_HEAD = re.compile(r"^(\S+) \(([^,]+), (\w+)(?: to (\w+))?\): ([\d,]+) (?:pairs|inputs)")
+"""A certificate's first line: kernel (provider, dtype[ to target]): N pairs|inputs (a cast's
+names its target)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Histogram:
     """Its `max ... ULP, first at ...` line."""
     run: str
     """Its machine and time line."""
+    target: str = ""
+    """A cast's target dtype ("" for any other kernel)."""
 
 
 def read(path: str | Path) -> Histogram:
@@ -48,8 +52,9 @@ def read(path: str | Path) -> Histogram:
         )
     counts = {k: int(n.replace(",", "")) for k, n in _BUCKETS.findall(lines[1].split("): ")[-1])}
     run = next((t for t in lines if " s on " in t), "")
-    kernel, provider, dtype, swept = head.groups()
-    return Histogram(kernel, provider, dtype, int(swept.replace(",", "")), counts, lines[2], run)
+    kernel, provider, dtype, target, swept = head.groups()
+    swept_n = int(swept.replace(",", ""))
+    return Histogram(kernel, provider, dtype, swept_n, counts, lines[2], run, target or "")
 
 
 def label(bucket: str) -> str:
