@@ -39,7 +39,7 @@ from .engine.backends import use_backend, use_registry
 from .engine.dispatch import explain, functions
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
-from .ops import BINARY_OPS, TRAITS, ContractOp, spelled
+from .ops import BINARY_OPS, TRAITS, ContractOp, Family, spelled
 from .registry import Registry, registry
 from .tools.drafts import Finding, lint
 from .tools.semantics import add_semantics
@@ -239,6 +239,18 @@ def _operand(shape: tuple[int, ...], dtype: str, transpose: bool) -> FuelTensor:
     return permute_dims(base, tuple(reversed(range(len(shape)))))
 
 
+def _target(row: ContractOp, args: argparse.Namespace) -> tuple[tuple[str, ...], dict[str, bool]]:
+    """The call's arguments after its operands: a cast's `--to` (and `--saturate`), none for
+    the rest; ValueError where they are missing or mean nothing."""
+    if row.family is not Family.CAST:
+        if args.to or args.saturate:
+            raise ValueError(f"{row.name} takes no --to or --saturate (only astype does)")
+        return (), {}
+    if not args.to:
+        raise ValueError(f"{row.name} needs --to DTYPE: the target, e.g. --to float8_e4m3fn")
+    return (args.to,), {"saturate": True} if args.saturate else {}
+
+
 def _run_explain(args: argparse.Namespace) -> int:
     row: ContractOp = args.op
     traits = TRAITS[row.family]
@@ -262,11 +274,12 @@ def _run_explain(args: argparse.Namespace) -> int:
         found = draft(args)
         given = zip(shapes, dtypes, transposed[:count], strict=True)
         operands = [_operand(*one) for one in given]
+        more, keywords = _target(row, args)
         with (
             use_registry(found.registry) if found else nullcontext(),
             use_backend(args.backend) if args.backend else nullcontext(),
         ):
-            plan = explain(functions()[row.name], *operands)
+            plan = explain(functions()[row.name], *operands, *more, **keywords)
     except (*DRAFT_ERRORS, TypeError, ValueError, ProviderUnavailable) as e:
         return fail("explain", e)
     print(fit_lines(str(plan)))
@@ -279,12 +292,20 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "explain",
         help="show which kernel an operation would run, the steps before it and its cost",
         description="Plan one operation without running it, e.g. "
-        "`fueltensor explain add --shapes 3,4 4 --dtypes float32 float16 --transpose-lhs`.",
+        "`fueltensor explain add --shapes 3,4 4 --dtypes float32 float16 --transpose-lhs`, "
+        "`fueltensor explain astype --dtypes bfloat16 --to float8_e4m3fn --saturate`.",
     )
     p.add_argument(
         "op",
         type=_operation,
-        help="the operation: add, subtract, exp, ... or its op kind (AddElementwise, ...)",
+        help="the operation: add, subtract, exp, astype, ... or its op kind (AddElementwise, ...)",
+    )
+    p.add_argument("--to", metavar="DTYPE", help="astype's target dtype, e.g. --to float8_e4m3fn")
+    p.add_argument(
+        "--saturate",
+        action="store_true",
+        help="astype's saturating rule: a value beyond the target's range gives its largest "
+        "finite value",
     )
     p.add_argument(
         "--shapes",

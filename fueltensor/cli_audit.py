@@ -126,21 +126,36 @@ def faulted(command: str, e: Exception) -> int:
     return KERNEL_FAULT
 
 
-def _cases(
-    contracts: list[KernelContract], ops: list[str], dtypes: list[str]
-) -> Iterator[tuple[str, DType]]:
-    """(operation, dtype) once each, read from the contracts: every operation they serve
-    at every dtype their first input takes, narrowed to `ops` and `dtypes` when given."""
+Case = tuple[str, DType, tuple[DType, ...], tuple[tuple[str, bool], ...]]
+"""One comparison call: operation, operand dtype, the arguments after the operands (a cast's
+target) and its keywords (a cast's `saturate`)."""
+
+
+def _call_of(c: KernelContract) -> tuple[tuple[DType, ...], tuple[tuple[str, bool], ...]]:
+    """What a call must pass after its operands to reach `c`: a cast's target dtype and its
+    overflow rule (`saturate`), nothing for the other families."""
+    from .tools.judge import casts  # the judge's reading of a cast contract
+
+    if not casts.is_cast(c.op_kind):
+        return (), ()
+    saturate = casts.declared_rule(c)[0]
+    return (BY_FKC[c.outputs[0].dtype_rule.args[0]],), (("saturate", True),) * saturate
+
+
+def _cases(contracts: list[KernelContract], ops: list[str], dtypes: list[str]) -> Iterator[Case]:
+    """Each call once, read from the contracts: every operation they serve at every dtype
+    their first input takes (a cast at each target and rule too), narrowed to `ops` and
+    `dtypes` when given."""
     from .tools.judge.calls import audited_dtypes  # the judge's dtypes of a contract
 
     wanted = {as_dtype(d) for d in dtypes}
-    seen: set[tuple[str, DType]] = set()
+    seen: set[Case] = set()
     for c in contracts:
         op = BY_KIND.get(c.op_kind)
         if op is None or op.name not in functions() or c.params or (ops and op.name not in ops):
             continue
         for fkc in audited_dtypes(c):
-            case = (op.name, BY_FKC[fkc])
+            case = (op.name, BY_FKC[fkc], *_call_of(c))
             if case not in seen and (not wanted or case[1] in wanted):
                 seen.add(case)
                 yield case
@@ -181,10 +196,11 @@ def _run_compare(args: argparse.Namespace) -> int:
             raise ValueError("no contract of an operation matched: nothing to compare")
         rng = np.random.default_rng(args.seed)
         with use_registry(reg), compare_backends(*providers, *args.provider) as report:
-            for op, dtype in cases:
+            for op, dtype, more, keywords in cases:
                 row = BY_NAME[op]
                 columns = probes(dtype.np, args.size, rng, len(TRAITS[row.family].operands))
-                functions()[op](*map(asarray, as_operands(row.op_kind, columns, dtype.np)))
+                operands = map(asarray, as_operands(row.op_kind, columns, dtype.np))
+                functions()[op](*operands, *more, **dict(keywords))
     except KERNEL_FAULTS as e:
         return faulted("compare", e)
     except (*DRAFT_ERRORS, KeyError, ValueError, TypeError, ProviderUnavailable) as e:

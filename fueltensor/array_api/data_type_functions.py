@@ -204,3 +204,4 @@ def astype(
 
 
 astype.__fueltensor_op__ = CAST_OP.name  # type: ignore[attr-defined]
+_cast.OPERATIONS[CAST_OP.name] = astype

@@ -30,6 +30,10 @@ ROUNDING: Final = CAST_RULES["rounding"][0]
 """The rounding every cast asks for (the only one the contracts declare yet)."""
 INF_OR_NAN, SATURATE = CAST_RULES["overflow"]
 
+OPERATIONS: dict[str, Callable[..., FuelTensor]] = {}
+"""The namespace's astype by name, added where its array API module defines it:
+`dispatch.functions()` reads it with the others."""
+
 
 def request(src: DType, dst: DType, saturate: bool) -> Request:
     """What a cast of `src` to `dst` asks of its contract; ValueError for `saturate` where no

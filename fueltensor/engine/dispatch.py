@@ -385,12 +385,14 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 
 def functions() -> dict[str, Callable[..., FuelTensor]]:
     """The namespace function of every contract operation by name, in table order: what the
-    command line plans and compares (the three-operand ones as their array API modules made
-    them, `ternary.OPERATIONS`, which `import fueltensor` fills)."""
+    command line plans and compares (the three-operand ones and astype as their array API
+    modules made them, `ternary.OPERATIONS` and `cast.OPERATIONS`, which `import fueltensor`
+    fills)."""
     made: dict[str, Callable[..., FuelTensor]] = {
         **OPERATIONS,
         **unary.OPERATIONS,
         **ternary.OPERATIONS,
+        **cast.OPERATIONS,
     }
     return {op.name: made[op.name] for op in CONTRACT_OPS if op.name in made}
 
