@@ -20,7 +20,7 @@ from fueltensor.core.dtypes import DType, as_dtype
 from fueltensor.core.errors import NoKernelError
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.backends import Policy, current_policy, notify
-from fueltensor.engine.choice import host_plan
+from fueltensor.engine.choice import covered, host_plan
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, Request, plan_contracts
 from fueltensor.kernels.casting import can_overflow
@@ -46,16 +46,6 @@ def request(src: DType, dst: DType, saturate: bool) -> Request:
         )
     overflow = SATURATE if saturate else INF_OR_NAN
     return Request(dst, (("rounding", ROUNDING), ("overflow", overflow)))
-
-
-def _served(policy: Policy, src: DType, dst: DType) -> bool:
-    """Whether a contract of any provider casts `src` to `dst` (only then may `use_backend`
-    refuse the call: other pairs run on the host under every policy)."""
-    return any(
-        src.fkc in c.inputs[0].dtypes and c.outputs[0].dtype_rule.args == (dst.fkc,)
-        for c in policy.registry.for_op(CAST_OP.op_kind)
-        if c.outputs[0].dtype_rule.kind == "fixed"
-    )
 
 
 def _host(dst: DType) -> Callable[[np.ndarray], np.ndarray]:
@@ -85,7 +75,7 @@ def choose(x: FuelTensor, dst: DType, saturate: bool, policy: Policy) -> tuple[P
     )
     if planning.viable:
         plan = planning.viable[0]
-    elif policy.allow_host or not _served(policy, x._dtype, dst):
+    elif policy.allow_host or not covered(CAST_OP, operands, policy.registry, None, dst):
         plan = host_plan(CAST_OP, operands, planning, None, _host(dst))
     else:
         lines = [f"{k}: {'; '.join(v)}" for k, v in planning.rejected.items()]

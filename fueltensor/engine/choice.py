@@ -26,6 +26,7 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
+from fueltensor.fkc.schema import Rule
 from fueltensor.ops import TRAITS, ContractOp
 
 if TYPE_CHECKING:
@@ -80,14 +81,20 @@ def host_plan(
 
 
 def covered(
-    row: ContractOp, operands: tuple[Operand, ...], reg: Registry, to: Target | None
+    row: ContractOp,
+    operands: tuple[Operand, ...],
+    reg: Registry,
+    to: Target | None,
+    returns: _dtypes.DType | None = None,
 ) -> bool:
-    """Whether a contract of `reg`, of any provider, takes the operation's promoted dtypes:
-    only then can a `use_backend` restriction refuse it (dtypes none takes, integers and
-    bools, run on the host under every policy, as they do with none)."""
+    """Whether a contract of `reg`, of any provider, takes the operation's promoted dtypes (and
+    returns `returns` where given: a cast's target): only then can a `use_backend` restriction
+    refuse it (dtypes none takes, integers and bools, run on the host under every policy, as
+    they do with none)."""
     dtypes = [o.dtype.fkc for o in promote(operands, to, fixed_operands(row))[0]]
     return any(
         all(fkc in spec.dtypes for fkc, spec in zip(dtypes, c.inputs, strict=False))
+        and (returns is None or c.outputs[0].dtype_rule == Rule("fixed", (returns.fkc,)))
         for c in reg.for_op(row.op_kind)
     )
 
