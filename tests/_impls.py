@@ -34,6 +34,14 @@ def thunk(impl: str, op: str, fmt: str) -> Any:
     return thunks(impl)[f"fuel_cpu_backend::byte_kernels::{op}_{fmt}"]
 
 
+def runnable_isas() -> list[str]:
+    """The instruction sets whose compiled bodies this CPU runs, narrowest first (none where the
+    extension is not built)."""
+    if NATIVE is None:
+        return []
+    return list(NATIVE.ISAS[: NATIVE.ISAS.index(NATIVE.isa()) + 1])
+
+
 @contextmanager
 def using(impl: str) -> Iterator[None]:
     """Run the compiled kernels' body for the id's instruction set for the duration."""

@@ -6,7 +6,6 @@ double functions, the op table's Annex F cases, the NaN rules and the buffer ref
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import cache
 
 import ml_dtypes
@@ -30,25 +29,6 @@ MATH = [row for row in UNARY_OPS if nan_result(row) == "NaN"]
 F64_BOUND = {OpKind.TANH: 2, OpKind.SIGMOID: 2, OpKind.RSQRT: 2}
 """F64's bound in ULPs where it is not 1: glibc's tanh is documented within 2; sigmoid and
 rsqrt round twice more in double (1 + e, then the division)."""
-
-
-def isas() -> list[str]:
-    """The instruction sets whose bodies this CPU runs."""
-    if NATIVE is None:
-        return []
-    return list(NATIVE.ISAS[: NATIVE.ISAS.index(NATIVE.isa()) + 1])
-
-
-@pytest.fixture(params=isas())
-def isa(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each instruction set's body in turn, the widest selected again after."""
-    assert NATIVE is not None
-    widest = NATIVE.isa()
-    NATIVE.select_isa(request.param)
-    try:
-        yield request.param
-    finally:
-        NATIVE.select_isa(widest)
 
 
 def run(row: ContractOp, x: np.ndarray) -> np.ndarray:

@@ -33,24 +33,6 @@ PAIRS = [(s, t) for s in NAMES for t in NAMES if s != t]
 Patterns = np.ndarray[Any, Any]
 
 
-def isas() -> list[str]:
-    """The instruction sets whose bodies this CPU runs."""
-    if NATIVE is None:
-        return []
-    return list(NATIVE.ISAS[: NATIVE.ISAS.index(NATIVE.isa()) + 1])
-
-
-@pytest.fixture(params=isas())
-def isa(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each instruction set's body in turn, the widest selected again after."""
-    widest = _native.isa()
-    _native.select_isa(request.param)
-    try:
-        yield request.param
-    finally:
-        _native.select_isa(widest)
-
-
 def cast(patterns: Patterns, src: str, dst: str, saturate: int, fill: int = 0) -> Patterns:
     """`_native.convert` of the source `patterns` into a fresh output prefilled with byte `fill`,
     as the target's patterns."""
