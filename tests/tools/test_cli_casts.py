@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 from _cli import command
 
 import fueltensor as ft
@@ -59,15 +60,17 @@ def test_explain_refuses_a_missing_or_meaningless_target() -> None:
 
 
 def test_compare_astype_runs_every_cast_of_a_source_on_both_providers() -> None:
+    wanted = [kernel_name(s, d, sat) for s, d, sat in CASTS if s == E5M2]
+    if not all(map(_linked, wanted)):
+        pytest.skip("fuel-cpu-backend's casts are compiled kernels, not built or chosen here")
     done = command(
         "compare", "astype", "cpu", "reference", "--dtypes", "float8_e5m2", "--size", "64"
     )
     assert done.returncode == 0, done.stderr
-    wanted = [kernel_name(s, d, sat) for s, d, sat in CASTS if s == E5M2]
     rows = [line for line in done.stdout.splitlines() if line.startswith("astype ")]
     assert len(rows) == len(wanted)
     for name in wanted:
         pair = f"{name} vs ref_{name}"
-        assert any(pair in row for row in rows) or not _linked(name), name
+        assert any(pair in row for row in rows), name
     ran = re.search(r"(\d+) operations ran", done.stdout)
     assert ran is not None and int(ran.group(1)) == len(wanted)
