@@ -36,7 +36,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
-from fueltensor.kernels import KernelFn
+from fueltensor.kernels import KernelFn, fp8
 from fueltensor.kernels.casting import oracle_entries
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
 
@@ -405,6 +405,10 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _comparison_kernel(row) for row in COMPARISON_OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _TERNARY[row.family](row) for row in TERNARY_OPS}
     | oracle_entries(_PREFIX)
+    | {
+        f"{_PREFIX}broadcast_{op}_f8": fp8.oracle_kernel(op, ufunc, broadcast_src_view)
+        for op, ufunc in fp8.OPS
+    }
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
