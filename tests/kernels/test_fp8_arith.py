@@ -148,3 +148,18 @@ def test_compare_backends_finds_cpu_and_oracle_agree() -> None:
         text = str(report)
         assert "0 of" in text and "compared elements differ" in text, text
         assert text.count(" vs broadcast_") == len(ROWS), text
+
+
+@compiled
+def test_compare_backends_sets_ml_dtypes_beside_them_nan_bits_alone_differ() -> None:
+    pytest.importorskip("ml_dtypes")
+    a, b = every_pair()
+    for name in FORMATS:
+        dtype = np.dtype(getattr(ml_dtypes, name))
+        x, y = ft.asarray(a.view(dtype)), ft.asarray(b.view(dtype))
+        with ft.compare_backends("numpy") as report:
+            for row in ROWS:
+                getattr(ft, row.name)(x, y)
+        text = str(report)
+        assert text.count(" vs numpy_") == len(ROWS), text
+        assert "(all only in a NaN's payload or sign)" in text, text
