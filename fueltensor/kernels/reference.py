@@ -404,19 +404,27 @@ def _clamp_kernel(row: ContractOp) -> KernelFn:
     return kernel
 
 
+@cache
+def _fp8_tables(dtype: np.dtype[Any]) -> tuple[Array, Array]:
+    """Every pattern of an FP8 `dtype` decoded from its bit fields to float64 (exact, by the
+    oracle's cast), and each pattern's round trip back by the cast rule (a NaN quieted)."""
+    wide = cast_bits(np.arange(256, dtype=np.uint8).view(dtype), _F64, False).view(_F64)
+    return wide, cast_bits(wide, dtype, False)
+
+
 def fp8_bits(ufunc: np.ufunc, lhs: Array, rhs: Array, dtype: np.dtype[Any]) -> Array:
     """The oracle's result patterns of `ufunc` on FP8 `lhs`, `rhs` (one shape): each decoded
     from its bit fields to float64 (exact), the op there, rounded once to `dtype` by the cast
     rule. A NaN operand gives itself quieted, lhs's first; two numbers' invalid operation the
     CPU's default NaN, narrowed."""
-    x = cast_bits(lhs, _F64, False).view(_F64)
-    y = cast_bits(rhs, _F64, False).view(_F64)
+    wide, back = _fp8_tables(np.dtype(dtype))
+    a, b = lhs.view(np.uint8), rhs.view(np.uint8)
+    x, y = wide[a], wide[b]
     with np.errstate(all="ignore"):  # IEEE results (x/0, inf-inf) are the contract, silent
         z = ufunc(x, y)
     got = cast_bits(z, dtype, False)
-    # A NaN operand's own quieted pattern: the round trip through float64 by the cast rule.
-    got = np.where(np.isnan(y), cast_bits(y, dtype, False), got)
-    return np.where(np.isnan(x), cast_bits(x, dtype, False), got)
+    got = np.where(np.isnan(y), back[b], got)
+    return np.where(np.isnan(x), back[a], got)
 
 
 def _fp8_kernel(op: str, ufunc: np.ufunc) -> KernelFn:
