@@ -23,12 +23,14 @@ Kernel = Callable[..., None]
 
 
 def fp8_names() -> list[str]:
-    """The registrable two-operand contracts taking an FP8 dtype (the two FP8 documents')."""
+    """fueltensor's own registrable two-operand contracts taking an FP8 dtype (the CPU and
+    oracle FP8 documents'; the frameworks' join only when named)."""
     fp8 = {"F8_E4M3FN", "F8_E5M2"}
     return [
         c.name
         for c in ft.registry()
         if c.registrable and len(c.inputs) == 2 and fp8 & set(c.inputs[0].dtypes)
+        if not c.provider.when_named
     ]
 
 
