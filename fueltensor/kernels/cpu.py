@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.kernels import KernelFn, _chassis, casting
+from fueltensor.kernels import KernelFn, _chassis, casting, fp8
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -305,12 +305,35 @@ def _cast_thunks(implementation: str) -> dict[str, KernelFn]:
     }
 
 
+def _fp8_entries() -> list[tuple[str, Op, str, np.dtype[Any]]]:
+    """(entry point, op, suffix, dtype) of every FP8 arithmetic kernel (`kernels.fp8`)."""
+    ops = {name for name, _ in fp8.OPS}
+    return [
+        (f"{_PREFIX}{op.name}_{suffix}", op, suffix, dtype)
+        for op in OPS
+        if op.name in ops and not op.formula
+        for suffix, dtype in fp8.DTYPES
+    ]
+
+
+def _fp8_thunks(implementation: str) -> dict[str, KernelFn]:
+    """The FP8 arithmetic kernels: the compiled casts around the float32 body, so compiled only,
+    as the casts (`UNLINKED` says why where they cannot run)."""
+    if _cast_missing(implementation) or NATIVE is None:
+        return {}
+    return {
+        entry: _thunk(op, suffix, dtype, fp8.cpu_body(NATIVE, op.name, dtype))
+        for entry, op, suffix, dtype in _fp8_entries()
+    }
+
+
 def UNLINKED() -> dict[str, str]:
-    """The unary and cast entry points this installation cannot run, each with why and what to
-    do (`registry.provider_unlinked`): all of them with the pure-NumPy kernels, none otherwise."""
+    """The unary, cast and FP8 entry points this installation cannot run, each with why and what
+    to do (`registry.provider_unlinked`): all of them with the pure-NumPy kernels, none else."""
     why, cast_why = _unary_missing(IMPLEMENTATION), _cast_missing(IMPLEMENTATION)
     unary = dict.fromkeys((entry for entry, *_ in _unary_entries()), why) if why else {}
-    casts = dict.fromkeys((e for e, *_ in _cast_entries()), cast_why) if cast_why else {}
+    entries = [e for e, *_ in _cast_entries()] + [e for e, *_ in _fp8_entries()]
+    casts = dict.fromkeys(entries, cast_why) if cast_why else {}
     return unary | casts
 
 
@@ -358,7 +381,8 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for row in TERNARY_OPS
         for suffix, dtype in DTYPES
     }
-    return binary | scalar | unary | comparisons | ternary | _cast_thunks(implementation)
+    casts = _cast_thunks(implementation) | _fp8_thunks(implementation)
+    return binary | scalar | unary | comparisons | ternary | casts
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

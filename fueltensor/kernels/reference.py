@@ -24,6 +24,11 @@ rounded once to the dtype (`round_once`: bfloat16 through f32 rounded to odd, ne
 never NumPy's float32 loops. Its NaN lanes are then made by `unary_nans`, from the row's
 special cases: a NaN input quieted with its payload (|x| and -x: the sign bit alone), a NaN
 made from a number this machine's default NaN (double `inf - inf`, narrowed).
+
+FP8 + - * / (`broadcast_<op>_f8`, `fp8_bits`): each operand's bit fields decoded to float64 by
+the oracle's own cast (`casting.cast_bits`, never ml_dtypes'), the op there (exact for + - *, a
+quotient rounded to 53 bits), rounded once to the format by the cast rule (overflow inf, or
+float8_e4m3fn's NaN); a NaN operand gives itself quieted, lhs's first.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels.casting import oracle_entries
+from fueltensor.kernels.casting import cast_bits, oracle_entries
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
 
 PROVIDER: Final = "fuel-reference-backend"
@@ -52,6 +57,9 @@ _DTYPES: Final = (
     np.dtype(np.float16),
 )
 """The operand types the contract admits (F32, F64, BF16, F16), each computed in itself."""
+_FP8: Final = (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
+"""The 8-bit formats of the `broadcast_<op>_f8` kernels, computed exactly and rounded once."""
+_F64: Final = np.dtype(np.float64)
 
 _OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
     (op.kernel_op, op.host)
@@ -396,6 +404,52 @@ def _clamp_kernel(row: ContractOp) -> KernelFn:
     return kernel
 
 
+@cache
+def _fp8_tables(dtype: np.dtype[Any]) -> tuple[Array, Array]:
+    """Every pattern of an FP8 `dtype` decoded from its bit fields to float64 (exact, by the
+    oracle's cast), and each pattern's round trip back by the cast rule (a NaN quieted)."""
+    wide = cast_bits(np.arange(256, dtype=np.uint8).view(dtype), _F64, False).view(_F64)
+    return wide, cast_bits(wide, dtype, False)
+
+
+def fp8_bits(ufunc: np.ufunc, lhs: Array, rhs: Array, dtype: np.dtype[Any]) -> Array:
+    """The oracle's result patterns of `ufunc` on FP8 `lhs`, `rhs` (one shape): each decoded
+    from its bit fields to float64 (exact), the op there, rounded once to `dtype` by the cast
+    rule. A NaN operand gives itself quieted, lhs's first; two numbers' invalid operation the
+    CPU's default NaN, narrowed."""
+    wide, back = _fp8_tables(np.dtype(dtype))
+    a, b = lhs.view(np.uint8), rhs.view(np.uint8)
+    x, y = wide[a], wide[b]
+    with np.errstate(all="ignore"):  # IEEE results (x/0, inf-inf) are the contract, silent
+        z = ufunc(x, y)
+    got = cast_bits(z, dtype, False)
+    got = np.where(np.isnan(y), back[b], got)
+    return np.where(np.isnan(x), back[a], got)
+
+
+def _fp8_kernel(op: str, ufunc: np.ufunc) -> KernelFn:
+    """`broadcast_<op>_f8(a, b, *, out)`: NumPy broadcasting over dense operands of one FP8
+    dtype, computed by `fp8_bits`."""
+    name = f"broadcast_{op}_f8"
+
+    def kernel(a: Array, b: Array, *, out: Array) -> None:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        if out.shape != shape:
+            raise ValueError(f"{name}: out has shape {out.shape}, broadcast shape is {shape}")
+        if not (a.dtype == b.dtype == out.dtype) or out.dtype not in _FP8:
+            raise TypeError(
+                f"{name}: a, b and out must share float8_e4m3fn or float8_e5m2; "
+                f"got a {a.dtype}, b {b.dtype}, out {out.dtype}"
+            )
+        _require_dense(name, a=a, b=b, out=out)
+        lhs, rhs = broadcast_src_view(a, shape), broadcast_src_view(b, shape)
+        out.view(np.uint8)[...] = fp8_bits(ufunc, lhs, rhs, out.dtype)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"fuel-reference-backend {name}: out = a {op} b in FP8, rounded once."
+    return kernel
+
+
 _TERNARY: Final = {Family.SELECT: _select_kernel, Family.CLAMP: _clamp_kernel}
 """The kernel builder of each three-operand family."""
 
@@ -405,6 +459,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _comparison_kernel(row) for row in COMPARISON_OPS}
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _TERNARY[row.family](row) for row in TERNARY_OPS}
     | oracle_entries(_PREFIX)
+    | {f"{_PREFIX}broadcast_{op}_f8": _fp8_kernel(op, ufunc) for op, ufunc in _OPS}
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 
@@ -415,6 +470,7 @@ __all__ = [
     "broadcast_src_flat",
     "broadcast_src_view",
     "default_nan",
+    "fp8_bits",
     "in_type",
     "nans",
     "narrow_nan",

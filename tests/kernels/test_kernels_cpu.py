@@ -70,8 +70,8 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
     (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
-    implementations have them) and, where the compiled kernels run, the 44 unary ones and the
-    45 casts (`UNLINKED` names them otherwise), nothing else."""
+    implementations have them) and, where the compiled kernels run, the 44 unary ones, the
+    45 casts and the 8 FP8 + - * / (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
@@ -79,13 +79,14 @@ def test_entry_points_are_the_documented_thunks() -> None:
     compiled = IMPLEMENTATION == "native"
     casts = [casting.kernel_name(*cast) for cast in casting.CASTS]
     assert len(casts) == 45
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) + 45 if compiled else 0)
+    fp8 = [f"{op}_{f}" for op in ("add", "sub", "mul", "div") for f in ("e4m3", "e5m2")]
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) + 45 + 8 if compiled else 0)
     listed = [f"{op}_{f}" for op, f in (*KERNELS, *(("powi", f) for f in formats), *comparisons)]
-    listed += [f"{op}_{f}" for op, f in unary] + casts if compiled else []
+    listed += [f"{op}_{f}" for op, f in unary] + casts + fp8 if compiled else []
     for name in listed:
         assert cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{name}"].__name__ == name
     unlinked = {f"fuel_cpu_backend::byte_kernels::{op}_{fmt}" for op, fmt in unary}
-    unlinked |= {f"fuel_cpu_backend::byte_kernels::{name}" for name in casts}
+    unlinked |= {f"fuel_cpu_backend::byte_kernels::{name}" for name in casts + fp8}
     assert set(cpu.UNLINKED()) == (set() if compiled else unlinked)
 
 

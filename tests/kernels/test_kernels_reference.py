@@ -70,9 +70,10 @@ def test_provider_and_entry_points() -> None:
     assert reference.PROVIDER == "fuel-reference-backend"
     rows = (*UNARY_OPS, *COMPARISON_OPS, *TERNARY_OPS)
     ops = ("add", "div", "mul", "sub", *(row.kernel_op for row in rows))
+    fp8 = ("add_f8", "div_f8", "mul_f8", "sub_f8")
     casts = (f"ref_{casting.kernel_name(*cast)}" for cast in casting.CASTS)
     assert sorted(reference.ENTRY_POINTS) == sorted(
-        [*(f"fuel_reference_backend::ops::broadcast_{op}" for op in ops),
+        [*(f"fuel_reference_backend::ops::broadcast_{op}" for op in (*ops, *fp8)),
          *(f"fuel_reference_backend::ops::{name}" for name in casts)]
     )  # fmt: skip
 

@@ -71,14 +71,15 @@ def test_explain_takes_the_op_kind_as_well_as_the_name(
 def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> None:
     assert main(["contracts", "--provider", selector]) == 0
     _, *rows = table_rows(capsys.readouterr().out)
-    # by document name: -cast, -comparison, -selection, -unary, then the seed's own
+    # by document name: -cast, -comparison, -fp8, -selection, -unary, then the seed's own
     oracle = ft.registry().for_op("CastElementwise")
     casts = [c.name for c in oracle if c.provider.name == "fuel-reference-backend"]
-    comparisons = [row.kernel_op for row in COMPARISON_OPS]
+    comparisons = [f"broadcast_{row.kernel_op}" for row in COMPARISON_OPS]
+    fp8 = [f"broadcast_{op}_f8" for op in ("add", "sub", "mul", "div")]
     ternary = [row.kernel_op for row in TERNARY_OPS]
     unary = [row.kernel_op for row in UNARY_OPS]
-    ops = (*comparisons, *ternary, *unary, "add", "sub", "mul", "div")
-    assert [r[0] for r in rows] == [*casts, *(f"broadcast_{op}" for op in ops)]
+    ops = (*ternary, *unary, "add", "sub", "mul", "div")
+    assert [r[0] for r in rows] == [*casts, *comparisons, *fp8, *(f"broadcast_{op}" for op in ops)]
 
 
 def document_facts() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -101,11 +102,14 @@ def test_json_carries_the_documents_facts(capsys: pytest.CaptureFixture[str]) ->
     assert [p["kernel"] for p in payload] == [
         k for k, (_, c) in documents.items() if c["op_kind"] == "DivElementwise"
     ]
-    assert [p["kernel"] for p in payload][:5] == [  # then the frameworks' (named-only)
+    assert [p["kernel"] for p in payload][:8] == [  # then the frameworks' (named-only)
+        "div_e4m3",
+        "div_e5m2",
         "div_f32",
         "div_f64",
         "div_bf16",
         "div_f16",
+        "broadcast_div_f8",
         "broadcast_div",
     ]
     for entry in payload:
