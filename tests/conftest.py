@@ -8,7 +8,7 @@ tests/repo/test_package_structure.py holds the tree to that shape."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +210,15 @@ def write(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write_file
+
+
+# Imported here, below the environment's clearing above: it imports fueltensor.
+from _impls import runnable_isas, using  # noqa: E402
+
+
+@pytest.fixture(params=runnable_isas())
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each instruction set's compiled body this CPU runs in turn (none without the extension),
+    the one selected before after (the compiled kernels' tests)."""
+    with using(f"native-{request.param}"):
+        yield request.param

@@ -26,7 +26,6 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
-from fueltensor.fkc.schema import Rule
 from fueltensor.ops import TRAITS, ContractOp
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ def covered(
     dtypes = [o.dtype.fkc for o in promote(operands, to, fixed_operands(row))[0]]
     return any(
         all(fkc in spec.dtypes for fkc, spec in zip(dtypes, c.inputs, strict=False))
-        and (returns is None or c.outputs[0].dtype_rule == Rule("fixed", (returns.fkc,)))
+        and (returns is None or str(c.outputs[0].dtype_rule) == f"fixed({returns.fkc})")
         for c in reg.for_op(row.op_kind)
     )
 
