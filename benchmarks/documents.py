@@ -1,7 +1,7 @@
-"""Write generated contract documents, or show how the checked-in ones differ: the one helper
-of the scripts that write FKC documents from a template or from measurement
-(cast_contracts.py, framework_casts.py --write, framework_comparisons.py,
-framework_selections.py), so each says only what its documents hold."""
+"""Write generated contract documents, or show how the checked-in ones differ: the helper of
+the scripts that write FKC documents from a template or from measurement (cast_contracts.py,
+framework_casts.py --write), so each says only what its documents hold. (framework_comparisons.py
+and framework_selections.py still write in place, probing a draft first: no diff mode yet.)"""
 
 from __future__ import annotations
 
