@@ -3,7 +3,8 @@ judge accepts each framework's cast contracts and fails one whose document claim
 overflow rule; `ft.astype` under `use_backend("torch")` runs PyTorch's cast; and
 `compare_backends("cpu", "torch", "numpy")` around a quantize step to float8_e4m3fn names
 exactly the lanes where PyTorch saturates and ml_dtypes gives NaN, lanes this test finds from
-the inputs and the format alone."""
+the inputs and the format alone. The writer (benchmarks/framework_cast_contracts.py) declares
+a measured rule and refuses a pair no declaration describes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _extras import extra
+from _extras import ROOT, extra
 
 import fueltensor as ft
 from fueltensor.core.errors import NoKernelError
@@ -135,3 +136,28 @@ def test_compare_backends_names_every_lane_where_torch_saturates_and_ml_dtypes_d
     assert rows["numpy"].kernels == ("cast_f32_e4m3", "numpy_cast_f32_e4m3")
     assert rows["numpy"].lanes == () and rows["numpy"].mismatches == 0  # ml_dtypes: the rule
     assert "torch_cast_f32_e4m3_sat declares overflow saturate" in report.text()
+
+
+def test_the_writer_declares_what_was_measured_and_refuses_what_no_contract_can_say(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its scripts import each other
+    import framework_cast_contracts as w
+    from framework_casts import RULE, Finding
+
+    def found(**off: Finding) -> dict[str, Finding]:
+        return {a: off.get(a, Finding(v)) for a, v in RULE.items()}
+
+    pair = ("float32", "float8_e4m3fn")
+    saturating = w.declare(*pair, found(overflow=Finding("saturate", 938, 944)))
+    assert isinstance(saturating, w.Declared) and saturating.overflow == "saturate"
+    assert saturating.forms == ("canonical",) and saturating.nan_bits
+    twice = w.declare("float64", "bfloat16", found(rounding=Finding("double rounding via float32")))
+    assert twice == "rounding: double rounding via float32 (0 of 0 lanes)"
+    moved = w.declare(*pair, found(position=Finding("dependent", note="at length 1")))
+    assert isinstance(moved, str) and moved.startswith("position: dependent")
+    nan_only = w.declare("float16", "float32", found(position=Finding("nan_bits")))
+    assert isinstance(nan_only, w.Declared) and nan_only.forms == ("any",)
+    assert nan_only.sign == "any" and not nan_only.nan_bits
+    shifted = w.declare("float32", "float16", found(nan=Finding("kept")))
+    assert isinstance(shifted, w.Declared) and shifted.forms == ("any",)  # payload 1: no form
