@@ -60,11 +60,10 @@ def diff(
     equal = bits(a) == bits(b)
     classes = difference_counts(baseline.op_kind, b, a)
     measured = errors(b, a)
-    ulp = measured.ulp
     worst = None
     if not equal.all():
         # Rank by ULP, then let a payload-only NaN difference count once nothing else differs.
-        score = np.where(equal, -1.0, ulp)
+        score = np.where(equal, -1.0, measured.ulp)
         flat = int(np.argmax(score))
         index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
         operands = [np.broadcast_to(t._array, base.shape)[index] for t in tensors]
@@ -75,7 +74,7 @@ def diff(
             tuple(map(format_value, operands)),
             format_value(base[index]),
             format_value(out[index]),
-            float(ulp[flat]),
+            float(measured.ulp[flat]),
             lane_message(
                 index,
                 out[index],
@@ -93,7 +92,7 @@ def diff(
         True,
         int(a.size),
         int(equal.sum()),
-        float(ulp.max(initial=0.0)),
+        float(measured.ulp.max(initial=0.0)),
         float(measured.absolute.max(initial=0.0)),
         float(measured.relative.max(initial=0.0)),
         not measured.nan_mismatch.any(),
