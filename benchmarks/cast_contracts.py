@@ -5,23 +5,24 @@ oracle, `kernels/casting.py`), one contract per source, target and overflow rule
 
 The documents are data the registry reads; this script only spares writing 45 near-identical
 sections a provider by hand. `python benchmarks/cast_contracts.py --write` rewrites them; without
-`--write` it prints what differs. tests/fkc/test_cast_contracts.py holds the files equal to it.
+`--write` it prints what differs (`documents.settle`, shared with the frameworks' writers).
+`section` is also the frameworks' cast contracts' template (framework_casts.py --write).
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 from typing import Final
+
+from documents import contract_path, settle
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType, from_numpy
 from fueltensor.kernels.casting import CASTS, ORACLE_PREFIX, kernel_name
 from fueltensor.ops import CAST_OP, CAST_RULES
 
-ROOT: Final = Path(__file__).resolve().parent.parent
 ROUNDING: Final = CAST_RULES["rounding"][0]
 INF_OR_NAN, SATURATE = CAST_RULES["overflow"]
 
@@ -96,22 +97,21 @@ per element: `bytes_moved = n * (x_bytes + dtype_bytes)`.
 """
 
 
-def _section(provider: str, src: DType, dst: DType, saturate: bool) -> str:
-    """One contract's section: heading, a line of prose, the fkc block."""
-    source, _, entry, prefix = PROVIDERS[provider]
-    name = prefix + kernel_name(src.np, dst.np, saturate)
-    overflow = SATURATE if saturate else INF_OR_NAN
-    nan = "canonical" if dst is _dtypes.float8_e4m3fn else "quieted"
-    beyond = {
-        INF_OR_NAN: "NaN of its sign" if dst is _dtypes.float8_e4m3fn else "inf of its sign",
-        SATURATE: "the largest finite value of its sign",
-    }[overflow]
-    how = "bit fields in NumPy integers" if source == "reference-oracle" else "compiled"
-    blurb = (
-        f"{src.fkc} to {dst.fkc}: rounded once to nearest even, "
-        f"subnormals kept, beyond the range {beyond} ({how})."
-    )
-    cost = "2 * n * (x_bytes + dtype_bytes)" if source == "reference-oracle" else None
+def section(
+    name: str,
+    src: DType,
+    dst: DType,
+    overflow: str,
+    *,
+    head: str,
+    entry: str,
+    precision: str,
+    semantics: str,
+    cost: str = "n * (x_bytes + dtype_bytes)",
+) -> str:
+    """One cast contract's section: heading, a line of prose (`head`: the kernel source, the
+    blurb), the fkc block with `precision`'s notes and the `semantics` lines under it."""
+    source, blurb = head.split("\n", 1)
     return f"""
 ## {name}: {src.name} to {dst.name}, overflow {overflow}
 
@@ -123,7 +123,7 @@ op_kind: {CAST_OP.op_kind}
 blurb: "{blurb}"
 backend: Cpu
 kernel_source: "{source}"
-entry_point: "{entry}{name}"
+entry_point: "{entry}"
 kernel_revision_hash: auto
 accept:
   inputs:
@@ -150,7 +150,7 @@ cost:
   provenance: author_estimate
   class: cheap_elementwise
   flops: "n"
-  bytes_moved: "{cost or "n * (x_bytes + dtype_bytes)"}"
+  bytes_moved: "{cost}"
   memory: {{device_bytes: 0, host_bytes: "n * dtype_bytes", disk_bytes: 0}}
 precision:
   bit_stable_on_same_hardware: true
@@ -158,16 +158,51 @@ precision:
   max_relative: ~
   max_absolute: ~
   audited: true
-  notes: "rounded once to nearest, ties to even, from the exact source value: correctly rounded."
+  notes: "{precision}"
 determinism: same_hardware_bitwise
 semantics:
-  source: [formula]
-  nan: {{operand: either, result: [{nan}], sign: kept}}
-  subnormals: kept
-  position: invariant
-  notes: "{NOTES.format(beyond=beyond)}"
+{semantics}
 ```
 """
+
+
+def _section(provider: str, src: DType, dst: DType, saturate: bool) -> str:
+    """One of fueltensor's own contracts: the rule, compiled or the oracle's."""
+    source, _, entry, prefix = PROVIDERS[provider]
+    name = prefix + kernel_name(src.np, dst.np, saturate)
+    overflow = SATURATE if saturate else INF_OR_NAN
+    nan = "canonical" if dst is _dtypes.float8_e4m3fn else "quieted"
+    beyond = {
+        INF_OR_NAN: "NaN of its sign" if dst is _dtypes.float8_e4m3fn else "inf of its sign",
+        SATURATE: "the largest finite value of its sign",
+    }[overflow]
+    how = "bit fields in NumPy integers" if source == "reference-oracle" else "compiled"
+    blurb = (
+        f"{src.fkc} to {dst.fkc}: rounded once to nearest even, "
+        f"subnormals kept, beyond the range {beyond} ({how})."
+    )
+    semantics = (
+        "  source: [formula]\n"
+        f"  nan: {{operand: either, result: [{nan}], sign: kept}}\n"
+        "  subnormals: kept\n"
+        "  position: invariant\n"
+        f'  notes: "{NOTES.format(beyond=beyond)}"'
+    )
+    return section(
+        name,
+        src,
+        dst,
+        overflow,
+        head=f"{source}\n{blurb}",
+        entry=entry + name,
+        precision=(
+            "rounded once to nearest, ties to even, from the exact source value: correctly rounded."
+        ),
+        semantics=semantics,
+        cost="2 * n * (x_bytes + dtype_bytes)"
+        if source == "reference-oracle"
+        else "n * (x_bytes + dtype_bytes)",
+    )
 
 
 def document(provider: str) -> str:
@@ -192,25 +227,13 @@ provider:
 
 def path(provider: str) -> Path:
     """Where `provider`'s cast document lives."""
-    return ROOT / "contracts" / f"{provider}-cast.md"
+    return contract_path(f"{provider}-cast")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Rewrite the documents (--write), or print how they differ from this script's."""
     args = argparse.ArgumentParser(description=__doc__).parse_known_args(argv)[1]
-    write = "--write" in args
-    stale = 0
-    for provider in PROVIDERS:
-        made, at = document(provider), path(provider)
-        have = at.read_text() if at.exists() else ""
-        if write:
-            at.write_text(made)
-        elif have != made:
-            stale += 1
-            sys.stdout.writelines(
-                difflib.unified_diff(have.splitlines(True), made.splitlines(True))
-            )
-    return 1 if stale else 0
+    return settle({path(p): document(p) for p in PROVIDERS}, "--write" in args)
 
 
 if __name__ == "__main__":

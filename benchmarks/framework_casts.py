@@ -18,12 +18,16 @@ patterns only:
   NumPy's float16 does), or the patterns seen; the finding's `sign`: is the sign kept;
 - subnormals: "kept" or "flushed" (its note: subnormal inputs, or results, read or made 0);
 - position: "invariant", or "dependent" where the same value cast at another length (1, 7,
-  64, 1000) or element offset gives other bits than in the full-length call.
+  64, 1000) or element offset gives other bits than in the full-length call ("nan_bits" where
+  only NaN results moved, both NaNs).
 
 `observe(provider)` returns `{provider: {(src, dst): {aspect: Finding}}}` (merge several with
 `|`), for the contract writer; `main()` prints one line per provider and pair.
 
     PYTHONPATH=. python benchmarks/framework_casts.py [--only numpy] [--only torch]
+
+`--write` writes the frameworks' cast contracts from the findings (contracts/<provider>-cast.md,
+benchmarks/framework_cast_contracts.py); `--diff` prints how the checked-in ones differ.
 """
 
 from __future__ import annotations
@@ -533,7 +537,8 @@ def _position(cast: Caster, ref: Reference, got: np.ndarray) -> Finding:
     f = fmt(ref.src)
     chosen = _subset(ref, got)
     xs, full = ref.x[chosen], got[chosen]
-    count, bad, examples, where = 0, 0, [], ""
+    t = fmt(ref.dst)
+    count, bad, numbers, examples, where = 0, 0, 0, [], ""
     for length in LENGTHS:
         for offset in (0, 1):
             for shift in (0, length // 2 + 1):
@@ -545,13 +550,15 @@ def _position(cast: Caster, ref: Reference, got: np.ndarray) -> Finding:
                     count += length
                     off = np.flatnonzero(here != full[which])
                     bad += off.size
+                    numbers += int((~(is_nan(here[off], t) & is_nan(full[which][off], t))).sum())
                     if off.size and len(examples) < 3:
                         i = int(off[0])
                         examples.append((int(xs[which[i]]), int(here[i]), int(full[which[i]])))
                         where = where or f"first at length {length}, offset {offset}, lane {i}"
     if not bad:
         return Finding("invariant", 0, count)
-    return Finding("dependent", bad, count, tuple(examples), where)
+    value = "dependent" if numbers else "nan_bits"  # only NaN bits moved: declarable
+    return Finding(value, bad, count, tuple(examples), where)
 
 
 # -- observe and report ------------------------------------------------------------------------
@@ -623,16 +630,18 @@ def _machine(providers: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", action="append", choices=PROVIDERS, default=None)
+    p.add_argument("--write", action="store_true", help="write contracts/<provider>-cast.md")
+    p.add_argument("--diff", action="store_true", help="diff them against the measurement")
     args = p.parse_args(argv)
     providers = args.only or list(PROVIDERS)
     print(f"# {_machine(providers)}")
     start = time.perf_counter()
     lanes = sum(reference(s, d).x.size for s, d in PAIRS)
     print(f"# the rule (tests/_casts.py): {time.perf_counter() - start:.1f} s, {lanes} lanes")
-    timings = []
+    timings, everything = [], {}
     for provider in providers:
         start = time.perf_counter()
-        found = observe(provider)[provider]
+        found = everything[provider] = observe(provider)[provider]
         timings.append(f"{provider} {time.perf_counter() - start:.1f} s")
         for (src, dst), aspects in found.items():
             off = [render(a, v, src, dst) for a, v in aspects.items() if not v.follows_rule(a)]
@@ -640,6 +649,11 @@ def main(argv: list[str] | None = None) -> int:
                 off = [f"unsupported: {aspects['rounding'].note}"]
             print(f"{provider:5} {src:>13} -> {dst:<13} {' | '.join(off) or 'as the rule'}")
     print("# observe: " + ", ".join(timings))
+    if args.write or args.diff:
+        from documents import settle
+        from framework_cast_contracts import documents
+
+        return settle(documents(everything), args.write)
     return 0
 
 

@@ -29,13 +29,14 @@ from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_mes
 from fueltensor.tools import checked
 from fueltensor.tools.comparisons import (
     HOST_NOTE,
+    LANES,
     Comparison,
     ComparisonReport,
     Worst,
     text_table,
 )
 from fueltensor.tools.differences import difference_counts
-from fueltensor.tools.selection import Selection, alternatives, select
+from fueltensor.tools.selection import Selection, alternatives, other_rules, rule_note, select
 from fueltensor.tools.timing import Timing, race
 
 __all__ = ["Comparison", "ComparisonReport", "Worst", "compare_backends", "diff", "text_table"]
@@ -59,11 +60,10 @@ def diff(
     equal = bits(a) == bits(b)
     classes = difference_counts(baseline.op_kind, b, a)
     measured = errors(b, a)
-    ulp = measured.ulp
     worst = None
     if not equal.all():
         # Rank by ULP, then let a payload-only NaN difference count once nothing else differs.
-        score = np.where(equal, -1.0, ulp)
+        score = np.where(equal, -1.0, measured.ulp)
         flat = int(np.argmax(score))
         index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
         operands = [np.broadcast_to(t._array, base.shape)[index] for t in tensors]
@@ -74,7 +74,7 @@ def diff(
             tuple(map(format_value, operands)),
             format_value(base[index]),
             format_value(out[index]),
-            float(ulp[flat]),
+            float(measured.ulp[flat]),
             lane_message(
                 index,
                 out[index],
@@ -92,17 +92,24 @@ def diff(
         True,
         int(a.size),
         int(equal.sum()),
-        float(ulp.max(initial=0.0)),
+        float(measured.ulp.max(initial=0.0)),
         float(measured.absolute.max(initial=0.0)),
         float(measured.relative.max(initial=0.0)),
         not measured.nan_mismatch.any(),
         {k: timings[k].seconds for k in names if k in timings},
         worst,
+        lanes=_lanes(~equal, base.shape),
         nan_payloads=classes.get(NAN_PAYLOAD, 0),  # both NaN, another payload or sign
         calls={k: timings[k].calls for k in names if k in timings},
         classes=classes,
         provider=other.provider,
     )
+
+
+def _lanes(differ: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The index of each of the first `LANES` differing elements (`differ`, flat), in order."""
+    flat = np.flatnonzero(differ)[:LANES]
+    return tuple(map(tuple, np.stack(np.unravel_index(flat, shape), axis=-1).tolist()))
 
 
 def _not_compared(plan: Plan, selection: Selection, dtypes: tuple[str, ...]) -> Comparison:
@@ -144,6 +151,7 @@ def _observer(
         reg = current_policy().registry
         named = with_named(planning, plan, reg, selection.named(reg))
         others = alternatives(named, plan, selection) if plan.kernel else []
+        others += other_rules(named, plan, selection, reg) if plan.kernel else []
         if not others:
             report.add(replace(_not_compared(plan, selection, dtypes), position=position))
             return
@@ -154,7 +162,7 @@ def _observer(
         timed.add(key)
         for other, out in zip(others, outputs, strict=True):
             row = diff(plan.op, tensors, plan, result._array, other, out, timings)
-            report.add(replace(row, position=position))
+            report.add(replace(row, position=position, note=rule_note(named, other)))
 
     return seen
 

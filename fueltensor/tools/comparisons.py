@@ -45,6 +45,10 @@ class Worst:
         return self.message
 
 
+LANES: Final = 1 << 16
+"""How many differing lanes a comparison names (`Comparison.lanes`); `count - equal` counts all."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One operation run by the default kernel and one other kernel, compared element by element.
@@ -83,6 +87,8 @@ class Comparison:
     call share it."""
     repeats: int = 1
     """How many calls a grouped row stands for (`ComparisonReport.grouped`); 1 for one call."""
+    lanes: tuple[tuple[int, ...], ...] = ()
+    """The index of every element whose bits differ, in order (the first `LANES` of them)."""
 
     @property
     def mismatches(self) -> int:
@@ -303,9 +309,10 @@ class ComparisonReport:
         its dtypes) once, in the order they ran."""
         by_reason: dict[str, dict[str, None]] = {}
         for c in sorted(self.comparisons, key=lambda c: c.position):
-            if not c.compared:
-                by_reason.setdefault(c.note, {})[f"{c.op}({', '.join(c.dtypes)})"] = None
-        return [f"not compared, {note}: {', '.join(ops)}" for note, ops in by_reason.items()]
+            if c.note:  # a compared row's note: its kernel declares another rule (a cast's)
+                why = c.note if c.compared else f"not compared, {c.note}"
+                by_reason.setdefault(why, {})[f"{c.op}({', '.join(c.dtypes)})"] = None
+        return [f"{why}: {', '.join(ops)}" for why, ops in by_reason.items()]
 
     def timing_note(self) -> str:
         """How the times were taken: the harness and the calls timed per kernel."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fueltensor.engine.backends import _resolve
-from fueltensor.engine.planner import Plan, Planning
+from fueltensor.engine.planner import Plan, Planning, Request, plan_contracts
 from fueltensor.registry import Registry
 
 
@@ -58,3 +58,44 @@ def alternatives(planning: Planning, plan: Plan, selection: Selection) -> list[P
     return [
         p for p in planning.viable if p.kernel and p.kernel.name != name and selection.admits(p)
     ]
+
+
+def other_rules(planning: Planning, plan: Plan, selection: Selection, reg: Registry) -> list[Plan]:
+    """A cast's plans on each selected provider with no contract of the rule the call asks
+    for (`planning.request`), under the rule that provider declares instead: PyTorch's casts
+    to float8_e4m3fn saturate, and `compare_backends("cpu", "torch")` around a cast that asks
+    for inf or NaN shows the lanes where that gives other bits."""
+    request = planning.request
+    if request is None or not request.op_params or plan.op_kind is None:
+        return []
+    loose = plan_contracts(
+        plan.op,
+        plan.op_kind,
+        plan.operands,
+        reg,
+        selection.named(reg),
+        plan.params,
+        to=planning.to,
+        fixed=planning.fixed,
+        request=Request(request.dtype),
+    )
+    served = {plan.provider} | {p.provider for p in alternatives(planning, plan, selection)}
+    out = []
+    for p in loose.viable:
+        if p.kernel is not None and p.provider not in served and selection.admits(p):
+            served.add(p.provider)
+            out.append(p)
+    return out
+
+
+def rule_note(planning: Planning, other: Plan) -> str:
+    """How `other`'s contract's declared rule differs from what the call asks for ("" where it
+    does not): the note of its comparison row."""
+    assert other.kernel is not None
+    asked = planning.request.op_params if planning.request is not None else ()
+    off = [
+        f"{key} {other.kernel.op_params.get(key)} where the call asks for {want}"
+        for key, want in asked
+        if other.kernel.op_params.get(key) != want
+    ]
+    return f"{other.kernel.name} declares {', '.join(off)}" if off else ""

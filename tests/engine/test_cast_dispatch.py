@@ -160,9 +160,10 @@ def test_explain_names_the_contract_and_folds_the_other_targets() -> None:
 
 
 def test_a_restriction_without_cast_contracts_raises_with_the_candidates() -> None:
-    x = ft.asarray(np.array([1.0], np.float32))
-    with ft.use_backend("numpy"), pytest.raises(NoKernelError, match="astype\\(float32\\[1\\]"):
-        ft.astype(x, ft.float16)
+    # NumPy's float64 to bfloat16 rounds twice (via float32): contracts/numpy-cast.md has none.
+    x = ft.asarray(np.array([1.0], np.float64))
+    with ft.use_backend("numpy"), pytest.raises(NoKernelError, match="astype\\(float64\\[1\\]"):
+        ft.astype(x, ft.bfloat16)
 
 
 def test_the_other_casts_run_on_the_host_labelled_so() -> None:

@@ -133,17 +133,22 @@ def test_a_cast_that_flushes_subnormal_results_is_reported_as_flushing(fc: Modul
 def test_a_cast_whose_tail_lanes_differ_is_reported_as_position_dependent(
     fc: ModuleType,
 ) -> None:
-    def tail(bits: np.ndarray, src: str, dst: str) -> np.ndarray:
+    def tail(bits: np.ndarray, src: str, dst: str, numbers: bool = False) -> np.ndarray:
         out = _ml_dtypes_cast(bits, src, dst).copy()
         rest = bits.size % 8  # a "vector body" of 8 lanes, the rest a scalar tail
         if rest:
             nan = (out[-rest:] & 0x7FFF) > 0x7F80
             out[-rest:][nan] = 0xFFFF
+            if numbers:  # a finite lane of the tail one ulp off too
+                finite = np.flatnonzero((out[-rest:] & 0x7F80) != 0x7F80)
+                out[out.size - rest + finite[:1]] ^= 1
         return out
 
     found = fc.observe_pair(tail, *F32_BF16)
-    assert found["position"].value == "dependent"
+    assert found["position"].value == "nan_bits"  # only NaN bits moved: declarable
     assert found["position"].count > 0
+    moved = fc.observe_pair(lambda b, s, d: tail(b, s, d, True), *F32_BF16)
+    assert moved["position"].value == "dependent"
     plain = fc.observe_pair(_ml_dtypes_cast, *F32_BF16)
     assert plain["position"].value == "invariant"
 
@@ -181,7 +186,7 @@ def test_torch_f16_to_f32_position_matches_a_nan_cast_alone_and_in_a_vector(
     alone = h[:1].to(torch.float32).view(torch.int32).tolist()[0]
     body = h.to(torch.float32).view(torch.int32).tolist()[0]
     found = _found(fc, "torch", ("float16", "float32"))["position"]
-    assert found.value == ("dependent" if alone != body else "invariant")
+    assert found.value == ("nan_bits" if alone != body else "invariant")  # NaNs both
 
 
 def test_jax_f32_to_f64_subnormals_match_a_lane_cast_by_jax(fc: ModuleType) -> None:

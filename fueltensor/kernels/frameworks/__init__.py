@@ -28,6 +28,10 @@ from fueltensor.core.errors import ProviderUnavailable
 from fueltensor.fkc.schema import MeasuredOn
 
 BF16: Final = np.dtype(ml_dtypes.bfloat16)
+NARROW: Final = frozenset(
+    {BF16, np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)}
+)
+"""The float dtypes NumPy holds through ml_dtypes, which a framework may not take as they are."""
 UNSIGNED: Final[dict[int, np.dtype[Any]]] = {
     1: np.dtype(np.uint8),  # a comparison's bools
     2: np.dtype(np.uint16),

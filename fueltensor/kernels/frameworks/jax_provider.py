@@ -107,12 +107,20 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     deliver(_call("power", out.dtype, x, int(exponent)), out)
 
 
+def _cast(x: np.ndarray, *, out: np.ndarray) -> None:
+    """`jax.numpy.astype(x, dtype)`: JAX's cast to out's dtype (contracts/jax-cast.md), under
+    the scoped x64 switch where either side is F64."""
+    wide = _F64 if _F64 in (x.dtype, out.dtype) else out.dtype
+    deliver(_call("astype", wide, x, out.dtype), out)
+
+
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{name}": _binary(name) for name in _FUNCTIONS},
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
     **{f"jax.numpy.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     "jax.numpy.power(x, int)": _integer_power,
+    "jax.numpy.astype": _cast,
 }
 
 

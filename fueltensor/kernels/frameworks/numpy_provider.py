@@ -67,6 +67,13 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
         deliver(np.asarray(operator.pow(x, int(exponent))), out)
 
 
+def _cast(x: np.ndarray, *, out: np.ndarray) -> None:
+    """`x.astype(dtype)`: NumPy's cast, ml_dtypes' for its formats (contracts/numpy-cast.md),
+    under NumPy's all-ignore error state."""
+    with silenced():
+        deliver(np.asarray(x.astype(out.dtype)), out)
+
+
 ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"numpy.{op.host.__name__}": _binary(op.host) for op in (*BINARY_OPS, *COMPARISON_OPS)},
     **{
@@ -76,11 +83,12 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     },
     **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in TERNARY_OPS},
     "numpy.ndarray.__pow__(int)": _integer_power,
+    "numpy.ndarray.astype": _cast,
 }
 """Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations and the comparisons
 (the op table's ufuncs: `numpy.less` ...), for each unary row NumPy names by the row's own
 name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt), `numpy.where` and
-`numpy.clip`."""
+`numpy.clip`, and the cast (`numpy.ndarray.astype`)."""
 
 
 def environment() -> MeasuredOn:

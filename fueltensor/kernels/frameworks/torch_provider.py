@@ -6,8 +6,9 @@ Operands reach PyTorch through DLPack as views of the caller's memory (read-only
 with no copy and no warning): strided, offset and broadcast (stride-0) operands as they are.
 PyTorch has no negative strides (`torch.from_numpy` and DLPack refuse them, the latter by
 aborting the process), so the documents reject reversed operands and the planner makes them
-dense first; a reversed operand handed to a kernel directly raises ValueError. bfloat16 goes
-through its bits: NumPy's uint16 view, reinterpreted by `Tensor.view(torch.bfloat16)`.
+dense first; a reversed operand handed to a kernel directly raises ValueError. bfloat16 and
+the 8-bit floats go through their bits: NumPy's unsigned view, reinterpreted by
+`Tensor.view(torch.bfloat16)` (`torch.float8_e4m3fn` ...).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels.frameworks import BF16, Framework, bits, deliver, measured
+from fueltensor.kernels.frameworks import NARROW, Framework, bits, deliver, measured
 from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework(
@@ -49,16 +50,23 @@ def _tensor(torch: Any, array: np.ndarray) -> Any:
             "PyTorch has no negative strides: its contracts reject reversed operands, and a "
             "reversed view handed to the kernel directly is refused"
         )
-    if array.dtype == BF16:
-        return torch.from_dlpack(bits(array)).view(torch.bfloat16)
+    if array.dtype in THROUGH_BITS:
+        return torch.from_dlpack(bits(array)).view(getattr(torch, array.dtype.name))
     return torch.from_dlpack(array)
 
 
 def _numpy(torch: Any, tensor: Any, dtype: np.dtype) -> np.ndarray:
-    """A NumPy view of a result tensor's memory; bfloat16 through its bits."""
-    if dtype == BF16:
-        return np.asarray(tensor.view(torch.uint16).numpy()).view(BF16)
+    """A NumPy view of a result tensor's memory; bfloat16 and the 8-bit floats through their
+    bits."""
+    if dtype in THROUGH_BITS:
+        unsigned = {1: torch.uint8, 2: torch.uint16}[dtype.itemsize]
+        return np.asarray(tensor.view(unsigned).numpy()).view(dtype)
     return np.asarray(tensor.numpy())
+
+
+THROUGH_BITS: Final = NARROW
+"""The dtypes NumPy holds through ml_dtypes (bfloat16, float8_e4m3fn, float8_e5m2): they reach
+PyTorch as their bits, reinterpreted as PyTorch's dtype of the same name."""
 
 
 @cache
@@ -111,17 +119,25 @@ def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     deliver(_numpy(torch, got, out.dtype), out)
 
 
+def _cast(x: np.ndarray, *, out: np.ndarray) -> None:
+    """`Tensor.to(dtype)`: PyTorch's cast of `x` to out's dtype (contracts/torch-cast.md)."""
+    torch = _torch()
+    got = _tensor(torch, x).to(getattr(torch, out.dtype.name))
+    deliver(_numpy(torch, got, out.dtype), out)
+
+
 ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{entry: _binary(entry.removeprefix("torch.")) for entry in _CALLS},
     **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
     **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
     **{f"torch.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     "torch.pow(Tensor, int)": _integer_power,
+    "torch.Tensor.to": _cast,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
 for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
 comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise),
-`torch.where`, `torch.clip` and the integer power."""
+`torch.where`, `torch.clip`, the integer power and the cast (`torch.Tensor.to`)."""
 
 
 def environment() -> MeasuredOn:
