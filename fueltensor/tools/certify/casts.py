@@ -66,24 +66,56 @@ class CastJob:
         out = call(self.kernel, plan, [x.astype(f.uint).view(self.dtype.np)])
         return np.ascontiguousarray(out).reshape(-1).view(self.target.uint).astype(np.uint64)
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled core's reference and tally serve this job (module docstring):
+        a float32 source, a target of at most 16 bits, the rule `cast_bits` follows."""
+        _, form, flush = casts.declared_rule(self.contract)
+        t = self.target
+        rule = not flush and (form == "quieted" or not t.has_inf)
+        return self.dtype.itemsize == 4 and t.width <= 16 and rule and _has_cast_core()
+
     def reference(self, x: np.ndarray) -> np.ndarray:
         """The declared rule's results (uint64) of source patterns `x` (module docstring)."""
         f, t = float_format(self.dtype.np), self.target
         values = x.astype(f.uint).view(f.dtype)
         saturate, form, flush = casts.declared_rule(self.contract)
+        if self.compiled:
+            return self.compiled_reference(x).astype(np.uint64)
         if f.width <= 16:
             want = casts.expected(values, t.dtype, saturate, form, flush)
         else:
             want = cast_bits(values, t.dtype, saturate).view(t.dtype)
         return np.ascontiguousarray(want).view(t.uint).astype(np.uint64)
 
+    def compiled_reference(self, x: np.ndarray) -> np.ndarray:
+        """The compiled core's results (uint32 target patterns) of float32 patterns `x`."""
+        saturate = casts.declared_rule(self.contract)[0]
+        t, want = self.target, np.empty(x.size, np.uint32)
+        core().cast_reference(t.exponent, t.mantissa, t.has_inf, saturate, x, want)
+        return want
+
     def block(self, index: int, rows: tuple[int, int]) -> BlockResult:
         """Sweep one block: the inputs, the kernel, the reference, the tally, the digest."""
         x = np.arange(*rows, dtype=np.uint32)
-        got, want = self.run(x), self.reference(x)
-        stats = tally(float_format(self.dtype.np), self.target, x, got, want)
+        got = self.run(x)
+        if self.compiled:
+            stats, t = fresh(), self.target
+            patterns = got.astype(np.uint32)
+            want = self.compiled_reference(x)
+            core().cast_tally(t.exponent, t.mantissa, t.has_inf, x, patterns, want, stats)
+        else:
+            stats = tally(float_format(self.dtype.np), self.target, x, got, self.reference(x))
         digest = hashlib.sha256(got.astype(f"<u{self.target.dtype.itemsize}").tobytes())
         return BlockResult(index, stats, digest.hexdigest(), 0)
+
+
+def _has_cast_core() -> bool:
+    """Whether the compiled core was built with its cast reference and tally."""
+    try:
+        return hasattr(core(), "cast_tally")
+    except ImportError:
+        return False
 
 
 def _outcomes(f: FloatFormat, t: FloatFormat, x: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -260,6 +292,7 @@ def cast_data(job: CastJob, result: Sweep) -> dict[str, Any]:
     table = result.stats[c.CLASS_TABLE : c.NAN_FORMS].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
     saturate, form, flush = casts.declared_rule(job.contract)
     by = "the judge's (Python integers)" if job.span.width <= 16 else "the oracle's (NumPy)"
+    by = "the certifier's compiled core (exact double steps)" if job.compiled else by
     return {
         "kind": KIND,
         "version": VERSION,

@@ -9,6 +9,7 @@
  *   reference.c  the correctly rounded value and the formula's bits of one pair
  *   tally.c      one pair's ULP bucket, difference class, outcomes and classes
  *   unary.c      one input's reference (float32: the C library's double function) and tally
+ *   casts.c      a float32 input's cast by the declared rule (exact double steps) and tally
  *   module.c     the Python interface and the constants */
 #include "certify.h"
 
@@ -16,4 +17,5 @@
 #include "reference.c"
 #include "tally.c"
 #include "unary.c"
+#include "casts.c"
 #include "module.c"

@@ -251,6 +251,70 @@ static PyObject *py_unary_tally(PyObject *module, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* Parse a cast call's target `exponent`, `mantissa`, `has_inf` and `saturate` into `t`
+ * (ValueError unless a format of at most 16 bits narrower than float32's fields). */
+static int parse_target(PyObject *const *args, Target *t) {
+    long e = PyLong_AsLong(args[0]), m = PyLong_AsLong(args[1]);
+    int inf = PyObject_IsTrue(args[2]), sat = PyObject_IsTrue(args[3]);
+    if (PyErr_Occurred() || inf < 0 || sat < 0) return -1;
+    if (e < 2 || e > 8 || m < 1 || m > 10 || e + m > 15) {
+        PyErr_Format(PyExc_ValueError,
+                     "a cast target has 2..8 exponent and 1..10 fraction bits, 15 at most in "
+                     "all (8 or 16 bits wide), got exponent=%ld mantissa=%ld", e, m);
+        return -1;
+    }
+    *t = target_of((int)e, (int)m, inf, sat);
+    return 0;
+}
+
+static PyObject *py_cast_reference(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "cast_reference(exponent, mantissa, has_inf, saturate, x, "
+                                      "want) takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Target t;
+    if (parse_target(args, &t) < 0) return NULL;
+    Py_buffer v[2];
+    Py_ssize_t n;
+    const Py_ssize_t sizes[2] = {-1, -1};
+    if (get_patterns(args + 4, v, 2, 1, &n, sizes) < 0) return NULL;
+    const uint32_t *x = v[0].buf;
+    uint32_t *want = v[1].buf;
+    fenv_t env;
+    Py_BEGIN_ALLOW_THREADS fegetenv(&env);
+    fesetenv(FE_DFL_ENV); /* to nearest: the reference's one rounding */
+    for (Py_ssize_t i = 0; i < n; i++) want[i] = cast_reference(&t, x[i]);
+    fesetenv(&env);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 2; i++) PyBuffer_Release(&v[i]);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_cast_tally(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "cast_tally(exponent, mantissa, has_inf, x, got, want, "
+                                      "stats) takes 7 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *const parsed[4] = {args[0], args[1], args[2], Py_False};
+    Target t;
+    if (parse_target(parsed, &t) < 0) return NULL;
+    Py_buffer v[4];
+    Py_ssize_t n, stats_bytes;
+    if (__builtin_mul_overflow((Py_ssize_t)N_STATS, (Py_ssize_t)sizeof(int64_t), &stats_bytes))
+        return PyErr_NoMemory();
+    const Py_ssize_t sizes[4] = {-1, -1, -1, stats_bytes};
+    if (get_patterns(args + 3, v, 4, 3, &n, sizes) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    cast_tally(&t, v[0].buf, v[1].buf, v[2].buf, n, v[3].buf);
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 4; i++) PyBuffer_Release(&v[i]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"unary_reference", (PyCFunction)(void (*)(void))py_unary_reference, METH_FASTCALL,
      "unary_reference(op, exponent, mantissa, x, want) -> unproven: write each input's "
@@ -260,6 +324,14 @@ static PyMethodDef methods[] = {
      "unary_tally(exponent, mantissa, x, got, want, zeros, stats): add the inputs x[i] -> got[i] "
      "against want[i] (uint32 patterns) to the int64 tally `stats` (the binary layout, the input "
      "in the lhs place); zeros: the references of +0 and -0."},
+    {"cast_reference", (PyCFunction)(void (*)(void))py_cast_reference, METH_FASTCALL,
+     "cast_reference(exponent, mantissa, has_inf, saturate, x, want): write each float32 "
+     "pattern's cast to the target (uint32 patterns) by the declared rule: rounded once to "
+     "nearest even, overflow to inf or NaN (or saturated), a NaN quieted, subnormals kept."},
+    {"cast_tally", (PyCFunction)(void (*)(void))py_cast_tally, METH_FASTCALL,
+     "cast_tally(exponent, mantissa, has_inf, x, got, want, stats): add the float32 inputs "
+     "x[i] -> got[i] against want[i] (uint32 patterns of the target) to the int64 tally `stats` "
+     "in the Python cast tally's layout (`certify.casts.tally`)."},
     {"tally", (PyCFunction)(void (*)(void))py_tally, METH_FASTCALL,
      "tally(op, exponent, mantissa, lhs, rhs, got, classes, stats, want=None) -> skipped: add "
      "the pairs (lhs[i], rhs[i]) -> got[i] (2-byte patterns) to the int64 tally `stats` (STATS, "
