@@ -1,7 +1,8 @@
 """The FP8 binary sweep (`certify.fp8`): every one of the 2^16 pairs of fuel-cpu-backend's FP8
 arithmetic is certified exact and accepted; a kernel that rounds one tie the wrong way, or
 saturates where contracts/fuel-cpu-backend-fp8.md says NaN, is found, named and refused; the
-reference agrees with the tests' own FP8 arithmetic (tests/_fp8.py) on every pair."""
+reference agrees with the tests' own FP8 arithmetic (tests/_fp8.py) on every pair; the
+committed certificates read back."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ import fueltensor as ft
 from fueltensor.registry import bundled_contracts_dir
 from fueltensor.tools.certify import certify
 from fueltensor.tools.certify.fp8 import fp8_jobs
+from fueltensor.tools.certify.histograms import read
 from fueltensor.tools.certify.sweep import Span
 
 pytest.importorskip("fueltensor.ext._certify")
 
+ROOT = Path(__file__).resolve().parents[2]
 TIE = (0x38, 0x18)
 """1 + 0.0625 in float8_e4m3fn: halfway between 1 (0x38) and 1.125 (0x39), to even: 0x38."""
 Kernel = Callable[..., None]
@@ -102,3 +105,13 @@ def test_saturating_where_the_document_says_nan_is_refused(tmp_path: Path) -> No
     assert cert.max_ulp == float("inf") and d["specials"]["invalid_lost"] > 0
     assert d["max_pair"]["want"] == 0x7F and d["max_pair"]["got"] == 0x7E
     assert d["verdict"] and "FAILS" in cert.text()
+
+
+def test_the_committed_fp8_certificates_read_back() -> None:
+    for op in ("add", "sub", "mul", "div"):
+        for f, dtype in (("e4m3", "float8_e4m3fn"), ("e5m2", "float8_e5m2")):
+            path = ROOT / "benchmarks" / "certificates" / "cpu" / f"{op}_{f}.txt"
+            h = read(path)
+            assert (h.kernel, h.provider, h.dtype) == (f"{op}_{f}", "fuel-cpu-backend", dtype)
+            assert h.swept == 65536 and h.counts == {"exact": 65536}
+            assert path.read_text().rstrip().splitlines()[-1].startswith("judge: ACCEPTS")
