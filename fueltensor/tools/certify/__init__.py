@@ -35,6 +35,7 @@ from fueltensor.tools.certify.casts import CastJob, cast_data, cast_jobs
 from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
 from fueltensor.tools.certify.cluster import sweep_cluster
 from fueltensor.tools.certify.compare import compare
+from fueltensor.tools.certify.fp8 import WIDTH, fp8_certificate, fp8_jobs, is_fp8
 from fueltensor.tools.certify.sampled import WIDE, sampled_data
 from fueltensor.tools.certify.sweep import FULL, HALVES, Job, Span, Sweep, Sweepable, jobs, sweep
 from fueltensor.tools.certify.tally import core
@@ -159,13 +160,21 @@ def certify(
     bounds the wait for each chunk. With `sample` > 0, the F32/F64 contracts too: every pair of
     their special values and `sample` seeded random pairs (`certify.sampled`). The unary
     contracts are swept on every input (`certify.unary`): each 16-bit dtype's, and float32's
-    where the op table says so (2**32), or the input patterns `inputs` alone."""
+    where the op table says so (2**32), or the input patterns `inputs` alone. The FP8 binary
+    contracts are swept on every one of their 2**16 pairs (`certify.fp8`), here, not on a
+    cluster: their lhs x rhs within 0..256 (the 16-bit default: all)."""
     reg = reg if reg is not None else current_policy().registry
     stream, n = _stream(progress), threads or os.cpu_count() or 1
     named = list(kernels) if kernels is not None else None
     chosen = {f: [k for k in named or () if _family(reg, k) is f] for f in ONE_INPUT}
     binary = [k for k in named or () if all(k not in c for c in chosen.values())]
+    fp8 = [k for k in binary if k in reg and is_fp8(reg[k])]
+    binary = [k for k in binary if k not in fp8]
     found = []
+    at = _fp8_span(lhs, rhs, required=bool(fp8))
+    if (named is None and at is not None) or fp8:
+        assert at is not None
+        found += _fp8(reg, provider, fp8 if named else None, at, n, (out_dir, state_dir), stream)
     if named is None or binary:
         sweep_at = (Span(lhs, rhs), n, sample, seed)
         found += _binary(
@@ -230,6 +239,49 @@ def _every_input(
             cert = Certificate({**cast_data(job, result), **extras})
         else:
             cert = unary_certificate(job, result, extras)
+        record_verdict(cert, job.contract, job.binary)
+        _save(cert, out_dir)
+        found.append(cert)
+    return found
+
+
+def _fp8_span(lhs: tuple[int, int], rhs: tuple[int, int], required: bool) -> Span | None:
+    """The span of an FP8 sweep: every 8-bit pair where the 16-bit default was asked for, else
+    the ranges given; beyond the 8-bit patterns, None (ValueError where FP8 kernels were named:
+    `required`)."""
+    every = (0, 1 << WIDTH)
+    try:
+        return Span(every if lhs == FULL else lhs, every if rhs == FULL else rhs, WIDTH)
+    except ValueError:
+        if required:
+            raise
+        return None
+
+
+def _fp8(
+    reg: Registry,
+    provider: str,
+    kernels: list[str] | None,
+    span: Span,
+    threads: int,
+    dirs: tuple[str | Path | None, str | Path | None],
+    stream: TextIO | None,
+) -> list[Certificate]:
+    """The certificates of `provider`'s FP8 binary contracts (or the named ones): every pair of
+    `span` against the judge's reference (`certify.fp8`)."""
+    out_dir, state_dir = dirs
+    names = reg.provider_names(provider)
+    require(names)
+    todo = fp8_jobs(reg, set(names), set(kernels) if kernels is not None else None, span)
+    missing = sorted(set(kernels or ()) - {j.contract.name for j in todo})
+    if missing:
+        raise ValueError(f"no FP8 binary contract of {provider} named {missing}")
+    found = []
+    for job in todo:
+        result = sweep(job, threads, _state(state_dir, job), stream)
+        extras = {"binary": job.binary, "machine": machine().to_dict()}
+        extras["versions"] = _versions(job.contract)
+        cert = fp8_certificate(job, result, _identity(job.contract, job.binary), extras)
         record_verdict(cert, job.contract, job.binary)
         _save(cert, out_dir)
         found.append(cert)

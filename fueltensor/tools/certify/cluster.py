@@ -35,7 +35,11 @@ def _sweep_here(
     """Run on a worker: the blocks `chunk` of one contract at one dtype, on all its cores."""
     from fueltensor.fingerprint import machine
 
-    found = [j for j in jobs(registry(), provider, [name], Span(*span)) if j.dtype.name == dtype]
+    found = [
+        j
+        for j in jobs(registry(), provider, [name], Span(span[0], span[1]))
+        if j.dtype.name == dtype
+    ]
     if not found:
         raise ValueError(f"no {dtype} contract {name} of {provider} on this worker")
     result = sweep(found[0], os.cpu_count() or 1, blocks=lambda rows: chunk)

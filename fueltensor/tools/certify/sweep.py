@@ -45,17 +45,21 @@ FULL: Final = (0, 1 << 16)
 
 @dataclass(frozen=True)
 class Span:
-    """The operand patterns of a sweep: lhs in [lhs[0], lhs[1]), rhs in [rhs[0], rhs[1])."""
+    """The operand patterns of a sweep: lhs in [lhs[0], lhs[1]), rhs in [rhs[0], rhs[1]), of a
+    format `width` bits wide (16; an FP8 sweep's 8)."""
 
     lhs: tuple[int, int] = FULL
     rhs: tuple[int, int] = FULL
+    width: int = 16
 
     def __post_init__(self) -> None:
-        """Refuse a range outside the 16-bit patterns, or an empty one."""
+        """Refuse a range outside the format's patterns, or an empty one."""
+        top = 1 << self.width
         for name, (lo, hi) in (("lhs", self.lhs), ("rhs", self.rhs)):
-            if not 0 <= lo < hi <= 1 << 16:
+            if not 0 <= lo < hi <= top:
                 raise ValueError(
-                    f"{name} range {lo:#06x}..{hi:#06x} is not within 0x0000..0x10000 and not empty"
+                    f"{name} range {lo:#06x}..{hi:#06x} is not within 0x0000..{top:#06x} and not "
+                    "empty"
                 )
 
     @property
@@ -65,8 +69,8 @@ class Span:
 
     @property
     def exhaustive(self) -> bool:
-        """Whether the span holds every pair of the format (2**32)."""
-        return self.lhs == FULL and self.rhs == FULL
+        """Whether the span holds every pair of the format (2**32; an FP8 format's 2**16)."""
+        return self.lhs == self.rhs == (0, 1 << self.width)
 
     def bounds(self) -> list[tuple[int, int]]:
         """The ranges as a state file's header names them."""

@@ -220,7 +220,9 @@ def _span_failures(d: dict[str, Any]) -> list[str]:
         if len(d["block_digests"]) != blocks:
             found.append(f"span: {blocks:,} blocks, but {len(d['block_digests']):,} block digests")
     elif "lhs" in span:
-        ranges = Span(tuple(span["lhs"]), tuple(span["rhs"]))
+        dtype = _dtype(d["dtype"])
+        width = 8 * dtype.itemsize if dtype is not None and dtype.itemsize < 2 else 16
+        ranges = Span(tuple(span["lhs"]), tuple(span["rhs"]), width)
         pairs, exhaustive, blocks = ranges.pairs, ranges.exhaustive, len(ranges.blocks())
         if len(d["block_digests"]) != blocks:
             found.append(f"span: {blocks:,} blocks, but {len(d['block_digests']):,} block digests")
