@@ -212,13 +212,29 @@ def write(tmp_path: Path) -> Callable[..., Path]:
     return write_file
 
 
-# Imported here, below the environment's clearing above: it imports fueltensor.
-from _impls import runnable_isas, using  # noqa: E402
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize the `isa` fixture below (where neither the module nor a mark gives one) over the
+    instruction sets this CPU runs; imported here, not at the top, since `_impls` imports
+    fueltensor, which must come after the environment's clearing above."""
+    marked = metafunc.definition.iter_markers("parametrize")
+    named = {n.strip() for m in marked for n in _names(m.args[0])}
+    own = hasattr(metafunc.module, "isa") or "isa" in named  # the module's own, or a mark's
+    if "isa" in metafunc.fixturenames and not own:
+        from _impls import runnable_isas
+
+        metafunc.parametrize("isa", runnable_isas(), indirect=True)
 
 
-@pytest.fixture(params=runnable_isas())
+def _names(argnames: str | list[str] | tuple[str, ...]) -> list[str]:
+    """A parametrize mark's argument names, however written ("a,b" or a sequence)."""
+    return argnames.split(",") if isinstance(argnames, str) else list(argnames)
+
+
+@pytest.fixture
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
     """Each instruction set's compiled body this CPU runs in turn (none without the extension),
     the one selected before after (the compiled kernels' tests)."""
+    from _impls import using
+
     with using(f"native-{request.param}"):
         yield request.param
