@@ -71,8 +71,8 @@ static Target target_of(int exponent, int mantissa, int has_inf, int saturate) {
  * lies in [2^*e, 2^(*e+1)). Decoded from the fields, never by a conversion. */
 static double f32_value(uint32_t m, int *e) {
     uint32_t field = m >> 23, frac = m & 0x7FFFFFu;
-    if (field == 0) {
-        *e = 31 - __builtin_clz(frac) - 149;
+    if (field == 0) { /* a subnormal, or a zero (no binade: below every one, and clz(0) is UB) */
+        *e = frac ? 31 - __builtin_clz(frac) - 149 : -150;
         return (double)frac * power_of_two(-149);
     }
     *e = (int)field - 127;
