@@ -107,8 +107,13 @@ class Fp8Job:
         with np.errstate(all="ignore"):
             wide = BY_KIND[self.contract.op_kind].host(table[lhs], table[rhs])
             made = casts.expected(np.asarray(wide, working), self.dtype.np, saturate, form, flush)
-        out: np.ndarray = np.ascontiguousarray(made).view(np.uint8)
-        return out
+        out: np.ndarray = np.ascontiguousarray(made).view(np.uint8).copy()
+        return _nan_operand_first(out, lhs, rhs, self.fmt, self._narrow_nan(table, form))
+
+    def _narrow_nan(self, table: np.ndarray, form: str) -> np.ndarray:
+        """Each pattern's own value narrowed back by the declared rule (a NaN: quieted)."""
+        back = casts.expected(table, self.dtype.np, False, form, False)
+        return np.ascontiguousarray(back).view(np.uint8)
 
     def block(self, index: int, rows: tuple[int, int]) -> BlockResult:
         """Sweep one block: operands, the kernel, the reference, the tally, the digest."""
@@ -129,6 +134,18 @@ def _magnitude(v: np.ndarray, f: FloatFormat) -> np.ndarray:
 def _inf(f: FloatFormat) -> int:
     """The all-ones exponent field (the core's `f->inf`: infinity's pattern where there is one)."""
     return f.pattern(0, f.exponent_max, 0)
+
+
+def _nan_operand_first(
+    out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray, f: FloatFormat, back: np.ndarray
+) -> np.ndarray:
+    """`out` with each pair that has a NaN operand given that operand's NaN, lhs's first, as
+    the f32 kernels return it (`operand: either` allows it; the documents' notes say lhs):
+    NumPy's own choice of two NaNs differs between releases (2.2 gives rhs's)."""
+    first = np.where(_is_nan(lhs, f), lhs, rhs)
+    pick = _is_nan(lhs, f) | _is_nan(rhs, f)
+    out[pick] = back[first[pick]]
+    return out
 
 
 def _is_nan(v: np.ndarray, f: FloatFormat) -> np.ndarray:
