@@ -153,8 +153,8 @@ def _nans(v: np.ndarray, f: FloatFormat) -> np.ndarray:
     return out
 
 
-def _class_index(x: np.ndarray, f: FloatFormat) -> np.ndarray:
-    """Each source pattern's value class, as its index in `testing.VALUE_CLASSES`."""
+def class_index(x: np.ndarray, f: FloatFormat) -> np.ndarray:
+    """Each pattern's value class, as its index in `testing.VALUE_CLASSES`."""
     names, inverse = np.unique(_classes(x.astype(np.uint64), f), return_inverse=True)
     index = np.array([VALUE_CLASSES.index(str(n)) for n in names], np.intp)
     out: np.ndarray = index[inverse.reshape(-1)]
@@ -199,7 +199,7 @@ def tally(
         stats[at(name)] += n
     _specials(stats, (f, t), x, got, want)
     table = stats[c.CLASS_TABLE : c.NAN_FORMS].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
-    classes, n, k = _class_index(x, f), c.MAX_CLASSES, len(OUTCOMES)
+    classes, n, k = class_index(x, f), c.MAX_CLASSES, len(OUTCOMES)
     table[:, 0, 0] += np.bincount(classes, minlength=n)
     table[:, 0, 1] += np.bincount(classes[exact], minlength=n)
     cells = np.bincount(classes * k + _outcomes(f, t, x, want), minlength=n * k)

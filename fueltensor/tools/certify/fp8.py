@@ -28,9 +28,9 @@ from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.ops import BY_KIND, Family
 from fueltensor.registry import Registry
-from fueltensor.testing import VALUE_CLASSES, FloatFormat, difference_classes, float_format
-from fueltensor.testing.values import _classes
+from fueltensor.testing import FloatFormat, difference_classes, float_format
 from fueltensor.tools.certify.binary import binary_identity
+from fueltensor.tools.certify.casts import class_index as _class_index
 from fueltensor.tools.certify.certificate import Certificate, build, pair
 from fueltensor.tools.certify.sweep import BlockResult, Span, Sweep
 from fueltensor.tools.certify.tally import FIXED_NAMES, FORM_NAMES, core, fresh
@@ -285,14 +285,6 @@ def tally(
             c.MAX_CLASSES, c.MAX_CLASSES
         )
     return stats
-
-
-def _class_index(v: np.ndarray, f: FloatFormat) -> np.ndarray:
-    """Each pattern's value class, as its index in `testing.VALUE_CLASSES`."""
-    names, inverse = np.unique(_classes(v.astype(np.uint64), f), return_inverse=True)
-    index = np.array([VALUE_CLASSES.index(str(n)) for n in names], np.intp)
-    out: np.ndarray = index[inverse.reshape(-1)]
-    return out
 
 
 def fp8_jobs(reg: Registry, names: set[str], wanted: set[str] | None, span: Span) -> list[Fp8Job]:
