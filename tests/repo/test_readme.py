@@ -81,6 +81,7 @@ def builds(line: str) -> bool:
 
 
 NEEDS = {
+    "docs/casts.md": [("torch", "torch")],
     "docs/dask.md": [("distributed", "dask")],
     "docs/semantics.md": [("torch", "torch"), ("jax", "jax")],
 }
@@ -92,6 +93,7 @@ SHOWS = {
     "docs/semantics.md": ["minimum_f32 vs", "signed zero"],  # the frameworks, compared
     "docs/dask.md": ["['maximum_f32', 'add_f32',"],  # the Dask block's kernels
     "docs/certificates.md": ["8,388,608 pairs"],
+    "docs/casts.md": ["torch_cast_f32_e4m3_sat declares overflow saturate where the call asks"],
 }
 """What a page's Python examples print, pasted or saved; every page named has examples."""
 
