@@ -124,7 +124,7 @@ def _boxes(shape: tuple[int, ...], limit: int) -> tuple[int, int]:
 
 
 def tiled(
-    fn: KernelFn, arrays: tuple[np.ndarray, ...], params: tuple[int, ...], out: np.ndarray
+    fn: KernelFn, arrays: tuple[np.ndarray, ...], params: tuple[object, ...], out: np.ndarray
 ) -> None:
     """Run the elementwise `fn` block by block into the C-contiguous `out`, each operand (of
     `out`'s shape) read as it is where dense, else made dense one block at a time; a stride-0

@@ -44,7 +44,7 @@ from fueltensor.kernels.threads import compiled_body, threads_for
 from fueltensor.registry import UNLINKED, Registry
 
 if TYPE_CHECKING:
-    from fueltensor.fkc.schema import InputSpec, KernelContract, Rule
+    from fueltensor.fkc.schema import InputSpec, KernelContract, ParamValue, Rule
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
@@ -69,8 +69,9 @@ class Plan:
     operands: tuple[Operand, ...]
     prep: tuple[tuple[Step, ...], ...] = field(repr=False)
     fn: KernelFn | None = field(default=None, repr=False, compare=False)
-    params: tuple[int, ...] = ()
-    """The values of the kernel's `accept.params` (an exponent), passed after its inputs."""
+    params: tuple[ParamValue, ...] = ()
+    """The values of the kernel's `accept.params` (an exponent, a reduction's axes), passed
+    after its inputs."""
     size: int = field(init=False, repr=False, compare=False)
     """Element count of the output."""
     alignment: int = field(init=False, repr=False, compare=False)
@@ -170,7 +171,7 @@ def _relinked(
     out_dtype: DType,
     operands: tuple[Operand, ...],
     prep: tuple[tuple[Step, ...], ...],
-    params: tuple[int, ...] = (),
+    params: tuple[ParamValue, ...] = (),
 ) -> Plan:
     """An unpickled Plan. When the active registry holds the same contract (same facts), the
     plan takes that registry's contract object and linked kernel, so it equals the sender's plan
@@ -213,11 +214,17 @@ class Planning:
     """What the call asked of its result (a cast's target dtype and rule)."""
 
 
-def _apply_rule(rule: Rule, names: Mapping[str, int], operands: list[Operand]) -> Operand | Shape:
+def _apply_rule(
+    rule: Rule, names: Mapping[str, int], operands: list[Operand], axes: tuple[int, ...] = ()
+) -> Operand | Shape:
+    """What an output `rule` gives for `operands` (and the call's `axes`, for `reduce`)."""
     if rule.kind == "passthrough":
         return operands[names[rule.args[0]]]
     if rule.kind == "same_as":
         return operands[names[rule.args[0]]].layout.shape
+    if rule.kind == "reduce":
+        shape = operands[names[rule.args[0]]].layout.shape
+        return tuple(n for i, n in enumerate(shape) if i not in axes)
     if rule.kind == "broadcast":
         return broadcast_shapes(*(operands[names[a]].layout.shape for a in rule.args))
     raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
@@ -257,8 +264,11 @@ class Output(NamedTuple):
     shape: Shape
 
 
-def _output(contract: KernelContract, work: list[Operand], out_shape: Shape) -> Output | Verdict:
-    """The output dtype and shape by the contract's rules, or why they are not the operation's."""
+def _output(
+    contract: KernelContract, work: list[Operand], out_shape: Shape, params: tuple[object, ...]
+) -> Output | Verdict:
+    """The output dtype and shape by the contract's rules (for the call's `params`: a reduction's
+    axes), or why they are not the operation's."""
     if len(contract.outputs) != 1:
         return (f"returns {len(contract.outputs)} outputs; a binary operation returns one",)
     out = contract.outputs[0]
@@ -270,7 +280,11 @@ def _output(contract: KernelContract, work: list[Operand], out_shape: Shape) -> 
         dtype_src = _apply_rule(rule, names, work)
         assert isinstance(dtype_src, Operand)
         dtype = dtype_src.dtype
-    shape = _apply_rule(out.shape_rule, names, work)
+    axes = next((v for p, v in zip(contract.params, params, strict=True) if p.is_axes), ())
+    assert isinstance(axes, tuple)
+    if any(a >= o.layout.ndim for a in axes for o in work[:1]):
+        return (f"axes {axes} are not all axes of a rank-{work[0].layout.ndim} input",)
+    shape = _apply_rule(out.shape_rule, names, work, axes)
     assert isinstance(shape, tuple)
     if shape != out_shape:
         return (
@@ -299,7 +313,7 @@ def _kernel_step(
     )
 
 
-def _param_verdict(contract: KernelContract, params: tuple[int, ...]) -> Verdict:
+def _param_verdict(contract: KernelContract, params: tuple[object, ...]) -> Verdict:
     """Why the call's scalar parameters do not fit the contract's `accept.params` (or ())."""
     specs = contract.params
     if len(params) != len(specs):
@@ -327,7 +341,7 @@ def admit(
     op: str,
     operands: tuple[Operand, ...],
     out_shape: Shape,
-    params: tuple[int, ...] = (),
+    params: tuple[object, ...] = (),
     request: Request | None = None,
 ) -> Plan | Verdict:
     """A plan for running `contract` on `operands` (and the call's scalar `params`), or the
@@ -346,7 +360,7 @@ def admit(
     )
     if verdict:
         return verdict
-    output = _output(contract, work, out_shape)
+    output = _output(contract, work, out_shape, params)
     if not isinstance(output, Output):
         return output
     dtype, shape = output
@@ -367,7 +381,7 @@ def admit(
         out_dtype=dtype,
         operands=operands,
         prep=tuple(tuple(p) for p in prep),
-        params=tuple(int(v) for v in params),  # a NumPy integer exponent as a Python int
+        params=tuple(p.normal(v) for p, v in zip(contract.params, params, strict=True)),
     )
 
 
@@ -419,18 +433,21 @@ def plan_contracts(
     operands: tuple[Operand, ...],
     registry: Registry,
     providers: frozenset[str] | None,
-    params: tuple[int, ...] = (),
+    params: tuple[object, ...] = (),
     to: Target | None = None,
     fixed: frozenset[int] = frozenset(),
     request: Request | None = None,
+    out_shape: Shape | None = None,
 ) -> Planning:
     """Every viable contract plan for the operation (best first) and why the others lost;
     `params` are the call's scalar parameters, checked against each contract's `accept.params`;
     `to`, a dtype the operands are cast to first instead of their promoted one; `fixed`, the
     operands never cast (`ops.Traits.fixed`: a selection's condition); `request`, the result
     dtype and declared op_params the call asks for (a cast's target and rule). The contracts
-    this installation cannot link are among the rejected, with why (`Registry.unlinked`)."""
-    out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
+    this installation cannot link are among the rejected, with why (`Registry.unlinked`);
+    `out_shape`, the result's shape where it is not the operands' broadcast (a reduction's)."""
+    if out_shape is None:
+        out_shape = broadcast_shapes(*(o.layout.shape for o in operands))
     cast, casts = promote(operands, to, fixed)
     cast_steps = tuple(s for c in casts for s in c)
     cast_bytes = sum(s.bytes for s in cast_steps)

@@ -36,8 +36,12 @@ DTYPE_RULES: Final = {"passthrough": 1, "fixed": 1}
 input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a comparison's BOOL)."""
 DTYPE_ARGUMENT_RULES: Final = ("fixed",)
 """The dtype rules whose argument is an FKC dtype code, not an input name."""
-SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2}
-"""Rule name -> number of input names it takes, for `shape_rule` (the least, for a variadic)."""
+SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1}
+"""Rule name -> number of input names it takes, for `shape_rule` (the least, for a variadic).
+`reduce(<input>)`: the input's shape without the call's axes (the contract's `axes` parameter;
+docs/reductions.md)."""
+REDUCING_RULES: Final = ("reduce",)
+"""The shape rules that read the call's `axes` parameter: a contract with one declares it."""
 VARIADIC_RULES: Final = ("broadcast",)
 """The rules that take that many input names or more (`broadcast(condition, x1, x2)`)."""
 LAYOUT_GUARANTEES: Final = ("contiguous",)
@@ -53,6 +57,13 @@ PARAM_TYPES: Final = {
     "u64": (0, 2**64 - 1),
 }
 """Parameter type -> the closed range of integers a value of it may take (`accept.params`)."""
+AXES: Final = "axes"
+"""The parameter type of a reduction's axes: a sorted tuple of distinct axes of its input, none
+negative (the namespace normalises `axis=-1` before planning)."""
+PARAM_KINDS: Final = (*PARAM_TYPES, AXES)
+"""Every `accept.params` type: the integer types and `axes`."""
+ParamValue = int | tuple[int, ...]
+"""A parameter's value in a plan: an integer, or a tuple of axes."""
 FKC_VERSIONS: Final = (1,)
 AUTO_HASH: Final = "auto"
 
@@ -192,10 +203,12 @@ class ParamSpec:
 
     name: str
     type: str
-    """A key of `PARAM_TYPES` ("i32")."""
+    """One of `PARAM_KINDS`: an integer type ("i32") or `AXES`."""
 
     def refusal(self, value: object) -> str | None:
         """Why `value` cannot be passed as this parameter, or None when it can."""
+        if self.is_axes:
+            return _axes_refusal(self.name, value)
         low, high = PARAM_TYPES[self.type]
         try:
             number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
@@ -209,9 +222,30 @@ class ParamSpec:
             return f"parameter {self.name}={number} is outside {self.type} [{low}, {high}]"
         return None
 
+    @property
+    def is_axes(self) -> bool:
+        """Whether it is a reduction's axes (type `AXES`), which a `reduce` shape rule reads."""
+        return self.type == AXES
+
+    def normal(self, value: Any) -> ParamValue:
+        """An admitted `value` as a plain Python value: a NumPy integer exponent as an int, a
+        tuple of axes as a tuple of ints."""
+        return tuple(int(a) for a in value) if self.is_axes else int(value)
+
     def to_dict(self) -> dict[str, Any]:
         """This parameter as its document writes it (`KernelContract.to_dict`)."""
         return {"name": self.name, "type": self.type}
+
+
+def _axes_refusal(name: str, value: object) -> str | None:
+    """Why `value` is not an `AXES` parameter's value (a sorted tuple of distinct ints >= 0)."""
+    if not isinstance(value, tuple) or not all(
+        isinstance(a, int) and not isinstance(a, bool) for a in value
+    ):
+        return f"parameter {name} takes a tuple of axes (ints), got {value!r}"
+    if any(a < 0 for a in value) or list(value) != sorted(set(value)):
+        return f"parameter {name}={value!r} is not sorted, distinct axes >= 0"
+    return None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from .schema import (
     ALIASING,
     AUTO_HASH,
     AWKWARD_LAYOUT_STRATEGIES,
+    AXES,
     CAPS_SHAPE,
     CONTRACT_SHAPE,
     COST_SHAPE,
@@ -39,10 +40,11 @@ from .schema import (
     MEASURED_ON_SHAPE,
     MEMORY_SHAPE,
     OUTPUT_SHAPE,
+    PARAM_KINDS,
     PARAM_SHAPE,
-    PARAM_TYPES,
     PRECISION_SHAPE,
     PROVIDER_SHAPE,
+    REDUCING_RULES,
     RETURN_SHAPE,
     SHAPE_CONSTRAINT_KINDS,
     SHAPE_RULES,
@@ -113,6 +115,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
     accept = r.mapping(top["accept"], ACCEPT_SHAPE, "accept")
     inputs = _inputs(r, accept["inputs"])
     names = tuple(s.name for s in inputs)
+    params = _params(r, accept.get("params"), names)
     contract = KernelContract(
         name=r.identifier(top["kernel"], "kernel"),
         op_kind=r.identifier(top["op_kind"], "op_kind"),
@@ -128,9 +131,9 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         if "dispatch" in top
         else "default",
         inputs=inputs,
-        params=_params(r, accept.get("params"), names),
+        params=params,
         op_params=_op_params(r, accept.get("op_params")),
-        outputs=_outputs(r, top["return"], names),
+        outputs=_outputs(r, top["return"], names, params),
         caps=_caps(r, top["caps"]),
         cost=_cost(r, top["cost"], names),
         precision=_precision(r, top["precision"]),
@@ -244,7 +247,10 @@ def _params(r: Reader, node: Node | None, inputs: tuple[str, ...]) -> tuple[Para
                 f"{where}.name",
                 f"{name!r} already names an input or parameter; accepted: a name of its own",
             )
-        params.append(ParamSpec(name, r.string(entries["type"], f"{where}.type", PARAM_TYPES)))
+        kind = r.string(entries["type"], f"{where}.type", PARAM_KINDS)
+        if kind == AXES and any(p.is_axes for p in params):
+            r.fail(entries["type"].line, f"{where}.type", "a contract takes one axes parameter")
+        params.append(ParamSpec(name, kind))
     return tuple(params)
 
 
@@ -310,7 +316,10 @@ def _rule(
     return Rule(kind, args)
 
 
-def _outputs(r: Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec, ...]:
+def _outputs(
+    r: Reader, node: Node, names: tuple[str, ...], params: tuple[ParamSpec, ...]
+) -> tuple[OutputSpec, ...]:
+    """The outputs; a reducing shape rule needs the `axes` parameter it reads."""
     ret = r.mapping(node, RETURN_SHAPE, "return")
     items = r.items(ret["outputs"], "return.outputs")
     if not items:
@@ -326,7 +335,13 @@ def _outputs(r: Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec,
             OutputSpec(
                 name=name,
                 dtype_rule=_rule(r, e["dtype_rule"], f"{where}.dtype_rule", DTYPE_RULES, names),
-                shape_rule=_rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
+                shape_rule=_reducing(
+                    r,
+                    e["shape_rule"],
+                    f"{where}.shape_rule",
+                    _rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
+                    params,
+                ),
                 layout_guarantee=r.string(
                     e["layout_guarantee"], f"{where}.layout_guarantee", LAYOUT_GUARANTEES
                 ),
@@ -334,6 +349,19 @@ def _outputs(r: Reader, node: Node, names: tuple[str, ...]) -> tuple[OutputSpec,
             )
         )
     return tuple(outputs)
+
+
+def _reducing(r: Reader, node: Node, where: str, rule: Rule, params: tuple[ParamSpec, ...]) -> Rule:
+    """`rule`, checked: a reducing rule (`reduce(x)`) reads the call's axes, so the contract
+    must declare a parameter of type `axes`."""
+    if rule.kind in REDUCING_RULES and not any(p.is_axes for p in params):
+        r.fail(
+            node.line,
+            where,
+            f"{rule} removes the call's axes, and the contract takes none; declare them in "
+            f"accept.params: {{name: axes, type: {AXES}}}",
+        )
+    return rule
 
 
 def _caps(r: Reader, node: Node) -> Caps:
