@@ -6,10 +6,12 @@ The reference is never the kernel's own code. An 8- or 16-bit source is checked 
 judge's reference (`judge.casts`: Python integers, input by input); a float32 source's 2**32
 inputs against the oracle's (`kernels.casting`: NumPy integer arithmetic on the bit fields),
 which the tests hold to MPFR on every tie and boundary of every target. The oracle's own cast
-contracts are certified on their 8- and 16-bit sources alone. The tally counts, beside the
-unary layout's histogram, differences and special outcomes, each input's outcome under the
-rule (`OUTCOMES`: a NaN, an infinity, an overflow, an underflow to a subnormal or to zero, a
-value held exactly or rounded), kept in the class table's unused columns.
+contracts are certified on their 8- and 16-bit sources alone. A float64 source's 2**64 cannot
+be swept: its certificate is of the target's edges and a sample (`certify.cast_edges`), tallied
+here. The tally counts, beside the unary layout's histogram, differences and special outcomes,
+each input's outcome under the rule (`OUTCOMES`: a NaN, an infinity, an overflow, an underflow
+to a subnormal or to zero, a value held exactly or rounded), kept in the class table's unused
+columns.
 """
 
 from __future__ import annotations
