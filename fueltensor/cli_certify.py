@@ -142,7 +142,8 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "a kernel faults)",
         description="Sweep every BF16/F16 operand pair (or --lhs/--rhs) of a provider's binary "
         "contracts and every input (or --inputs) of its unary ones: each 16-bit dtype's, and "
-        "float32's where the op table says so; or a draft's with --contracts. Exit status: 0 "
+        "float32's where the op table says so; its casts from float64 on every edge of the "
+        "target and a seeded sample; or a draft's with --contracts. Exit status: 0 "
         "the judge accepts every certificate, 1 it fails one, 2 a usage or document error, 3 "
         "if a kernel faults.",
     )
@@ -159,9 +160,11 @@ def add_certify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=int,
         default=0,
         metavar="N",
-        help="F32/F64 contracts too: every pair of their special values and N random pairs",
+        help="F32/F64 contracts too: every pair of their special values and N random pairs; "
+        "a cast from float64 (always certified, on its target's edges): N of each kind its "
+        "sample draws (default 65536)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample's random pairs")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample's random inputs")
     p.add_argument("--out", metavar="DIR", help="write each certificate (JSON and text) here")
     p.add_argument("--plot", action="store_true", help="with --out: a PNG per certificate too")
     p.add_argument(

@@ -31,6 +31,7 @@ from fueltensor.registry import Registry, provider_environment, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow
 from fueltensor.tools.certify.binary import binary_identity, effective_revision
+from fueltensor.tools.certify.cast_edges import F64CastJob, f64_cast_data, f64_cast_jobs
 from fueltensor.tools.certify.casts import CastJob, cast_data, cast_jobs
 from fueltensor.tools.certify.certificate import KIND, VERSION, Certificate, build, pair
 from fueltensor.tools.certify.cluster import sweep_cluster
@@ -160,7 +161,9 @@ def certify(
     bounds the wait for each chunk. With `sample` > 0, the F32/F64 contracts too: every pair of
     their special values and `sample` seeded random pairs (`certify.sampled`). The unary
     contracts are swept on every input (`certify.unary`): each 16-bit dtype's, and float32's
-    where the op table says so (2**32), or the input patterns `inputs` alone. The FP8 binary
+    where the op table says so (2**32), or the input patterns `inputs` alone; a cast from
+    float64 on its target's edges and a sample of `sample` (0: `cast_edges.SAMPLE`) from `seed`
+    (`certify.cast_edges`), where no `inputs` are asked. The FP8 binary
     contracts are swept on every one of their 2**16 pairs (`certify.fp8`), here, not on a
     cluster: their lhs x rhs within 0..256 (the 16-bit default: all)."""
     reg = reg if reg is not None else current_policy().registry
@@ -185,7 +188,7 @@ def certify(
         if named is None or these:
             found += _every_input(
                 family, reg, provider, these if named else None, inputs, n, (out_dir, state_dir),
-                stream,
+                stream, (sample, seed),
             )  # fmt: skip
     return found
 
@@ -209,40 +212,60 @@ def _every_input(
     threads: int,
     dirs: tuple[str | Path | None, str | Path | None],
     stream: TextIO | None,
+    sampled: tuple[int, int],
 ) -> list[Certificate]:
     """The certificates of `provider`'s contracts of a one-input family (or the named ones),
-    every input: the unary functions' (`certify.unary`), the casts' (`certify.casts`).
-    `dirs`: where certificates and sweep states go (None: not written)."""
+    every input: the unary functions' (`certify.unary`), the casts' (`certify.casts`); a cast
+    from float64, its target's edges and a sample of (size, seed) `sampled`
+    (`certify.cast_edges`), where no range of `inputs` is asked. `dirs`: where certificates and
+    sweep states go (None: not written)."""
     out_dir, state_dir = dirs
     names = reg.provider_names(provider)
     require(names)
     wanted = set(kernels) if kernels is not None else None
-    found = []
     todo: list[UnaryJob] | list[CastJob]
+    edged: list[F64CastJob] = []
     if family is Family.UNARY:
         todo = unary_jobs(reg, names, wanted, inputs)
     else:
         todo = cast_jobs(reg, names, wanted, inputs)
-    missing = sorted((wanted or set()) - {j.contract.name for j in todo})
+        edged = f64_cast_jobs(reg, names, wanted) if inputs is None else []
+    missing = sorted((wanted or set()) - {j.contract.name for j in [*todo, *edged]})
     if missing:
         what = "16-bit or exhaustive F32 unary" if family is Family.UNARY else str(family)
         raise ValueError(f"no {what} contract of {provider} named {missing}")
+    found = []
     for job in todo:
         result = sweep(job, threads, _state(state_dir, job), stream)
-        extras = {
-            "contract": _identity(job.contract, job.binary),
-            "binary": job.binary,
-            "machine": machine().to_dict(),
-            "versions": _versions(job.contract),
-        }
         if isinstance(job, CastJob):
-            cert = Certificate({**cast_data(job, result), **extras})
+            cert = Certificate({**cast_data(job, result), **_extras(job)})
         else:
-            cert = unary_certificate(job, result, extras)
-        record_verdict(cert, job.contract, job.binary)
-        _save(cert, out_dir)
-        found.append(cert)
+            cert = unary_certificate(job, result, _extras(job))
+        found.append(_judged(cert, job, out_dir))
+    for edge_job in edged:
+        data = f64_cast_data(edge_job, *sampled)
+        found.append(_judged(Certificate({**data, **_extras(edge_job)}), edge_job, out_dir))
     return found
+
+
+def _extras(job: UnaryJob | CastJob | F64CastJob) -> dict[str, Any]:
+    """A one-input certificate's fields of where it ran: the contract, the binary, the machine
+    and the versions."""
+    return {
+        "contract": _identity(job.contract, job.binary),
+        "binary": job.binary,
+        "machine": machine().to_dict(),
+        "versions": _versions(job.contract),
+    }
+
+
+def _judged(
+    cert: Certificate, job: UnaryJob | CastJob | F64CastJob, out_dir: str | Path | None
+) -> Certificate:
+    """`cert` with the judge's verdict against its job's contract, written to `out_dir`."""
+    record_verdict(cert, job.contract, job.binary)
+    _save(cert, out_dir)
+    return cert
 
 
 def _fp8_span(lhs: tuple[int, int], rhs: tuple[int, int], required: bool) -> Span | None:

@@ -6,10 +6,12 @@ The reference is never the kernel's own code. An 8- or 16-bit source is checked 
 judge's reference (`judge.casts`: Python integers, input by input); a float32 source's 2**32
 inputs against the oracle's (`kernels.casting`: NumPy integer arithmetic on the bit fields),
 which the tests hold to MPFR on every tie and boundary of every target. The oracle's own cast
-contracts are certified on their 8- and 16-bit sources alone. The tally counts, beside the
-unary layout's histogram, differences and special outcomes, each input's outcome under the
-rule (`OUTCOMES`: a NaN, an infinity, an overflow, an underflow to a subnormal or to zero, a
-value held exactly or rounded), kept in the class table's unused columns.
+contracts are certified on their 8- and 16-bit sources alone. A float64 source's 2**64 cannot
+be swept: its certificate is of the target's edges and a sample (`certify.cast_edges`), tallied
+here. The tally counts, beside the unary layout's histogram, differences and special outcomes,
+each input's outcome under the rule (`OUTCOMES`: a NaN, an infinity, an overflow, an underflow
+to a subnormal or to zero, a value held exactly or rounded), kept in the class table's unused
+columns.
 """
 
 from __future__ import annotations
@@ -61,10 +63,7 @@ class CastJob:
     def run(self, x: np.ndarray) -> np.ndarray:
         """The kernel's output patterns (uint64, of the target) for source patterns `x`
         (uint32), called as dispatch calls it."""
-        f = float_format(self.dtype.np)
-        plan = plan_for(self.contract, self.dtype, [(x.size,)])
-        out = call(self.kernel, plan, [x.astype(f.uint).view(self.dtype.np)])
-        return np.ascontiguousarray(out).reshape(-1).view(self.target.uint).astype(np.uint64)
+        return run_cast(self.contract, self.kernel, self.dtype, x)
 
     @property
     def compiled(self) -> bool:
@@ -108,6 +107,15 @@ class CastJob:
             stats = tally(float_format(self.dtype.np), self.target, x, got, self.reference(x))
         digest = hashlib.sha256(got.astype(f"<u{self.target.dtype.itemsize}").tobytes())
         return BlockResult(index, stats, digest.hexdigest(), 0)
+
+
+def run_cast(contract: KernelContract, kernel: KernelFn, dtype: DType, x: np.ndarray) -> np.ndarray:
+    """A cast kernel's output patterns (uint64, of the contract's target) for source patterns
+    `x` of `dtype` (unsigned), called as dispatch calls it."""
+    f, t = float_format(dtype.np), float_format(casts.target(contract))
+    plan = plan_for(contract, dtype, [(x.size,)])
+    out = call(kernel, plan, [x.astype(f.uint).view(dtype.np)])
+    return np.ascontiguousarray(out).reshape(-1).view(t.uint).astype(np.uint64)
 
 
 def _has_cast_core() -> bool:
@@ -176,12 +184,19 @@ def _distance(got: np.ndarray, want: np.ndarray, t: FloatFormat) -> np.ndarray:
 
 
 def tally(
-    f: FloatFormat, t: FloatFormat, x: np.ndarray, got: np.ndarray, want: np.ndarray
+    f: FloatFormat,
+    t: FloatFormat,
+    x: np.ndarray,
+    got: np.ndarray,
+    want: np.ndarray,
+    marks: np.ndarray | None = None,
 ) -> np.ndarray:
     """The tally of one block in the compiled core's layout (`certify.tally`): the histogram of
     ULP distances in the target's format, the first input at the largest, the difference
     classes, the special outcomes, and the class table: each input class's inputs and exact
-    ones, and its `OUTCOMES` in the columns after."""
+    ones, and its `OUTCOMES` in the columns after. `marks`: what the maximum records of each
+    lane (default its pattern `x`; a float64 source's lane index, its patterns being too wide
+    for the tally's int64)."""
     c = core()
     stats, at = fresh(), c.STATS.index
     exact, distance = got == want, _distance(got, want, t)
@@ -192,7 +207,8 @@ def tally(
     if x.size:  # the first input at the largest distance (the first input when all are exact)
         worst = int(np.argmax(distance))
         far = max(int(distance[worst]), 0)
-        stats[at("max_ulp")], stats[at("max_lhs")], stats[at("max_rhs")] = far, x[worst], 0
+        mark = (x if marks is None else marks)[worst]
+        stats[at("max_ulp")], stats[at("max_lhs")], stats[at("max_rhs")] = far, mark, 0
     g, w = (v[~exact].astype(t.uint).view(t.dtype) for v in (got, want))
     names, counts = np.unique(difference_classes(g, w), return_counts=True)
     for name, n in zip(names.tolist(), counts.tolist(), strict=True):
@@ -240,6 +256,13 @@ def _specials(
         stats[at(name)] += int(np.count_nonzero(lanes))
 
 
+def is_source(c: KernelContract, providers: set[str], wanted: set[str] | None) -> bool:
+    """Whether `c` is a registrable cast contract of one of `providers` (and one of `wanted`,
+    where given): one a cast certificate is made of."""
+    chosen = wanted is None or c.name in wanted
+    return casts.is_cast(c.op_kind) and c.registrable and c.provider.name in providers and chosen
+
+
 def cast_jobs(
     reg: Registry, names: Iterable[str], wanted: set[str] | None, x: tuple[int, int] | None
 ) -> list[CastJob]:
@@ -249,9 +272,7 @@ def cast_jobs(
     found = []
     providers = set(names)
     for c in reg:
-        if not casts.is_cast(c.op_kind) or not c.registrable or c.provider.name not in providers:
-            continue
-        if wanted is not None and c.name not in wanted:
+        if not is_source(c, providers, wanted):
             continue
         for code in dict.fromkeys(c.inputs[0].dtypes):
             dtype = _dtypes.BY_FKC[code]
@@ -288,26 +309,46 @@ def _text(f: FloatFormat, bits: int) -> str:
 def cast_data(job: CastJob, result: Sweep) -> dict[str, Any]:
     """The certificate fields a cast sweep established (the caller adds the contract, the
     binary, the machine and the versions)."""
-    s, c = named(result.stats), core()
-    table = result.stats[c.CLASS_TABLE : c.NAN_FORMS].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
-    saturate, form, flush = casts.declared_rule(job.contract)
     by = "the judge's (Python integers)" if job.span.width <= 16 else "the oracle's (NumPy)"
     by = "the certifier's compiled core (exact double steps)" if job.compiled else by
     return {
+        **head(job.contract, job.dtype, by),
+        "span": job.span.to_dict(),
+        "max_input": _input(job, named(result.stats)["max_lhs"]),
+        **tally_fields(result.stats),
+        "digest": result.digest,
+        "block_digests": [d[:16] for d in result.block_digests],
+        "seconds": result.seconds,
+        "threads": result.threads,
+    }
+
+
+def head(contract: KernelContract, dtype: DType, by: str) -> dict[str, Any]:
+    """A cast certificate's first fields: its kind, source and target, and its reference (the
+    declared rule, computed `by` what)."""
+    saturate, form, flush = casts.declared_rule(contract)
+    return {
         "kind": KIND,
         "version": VERSION,
-        "dtype": job.dtype.name,
-        "to": job.target.name,
-        "span": job.span.to_dict(),
+        "dtype": dtype.name,
+        "to": float_format(casts.target(contract)).name,
         "reference": {
             "exact": f"the declared rule, {by}: rounded once to nearest even, overflow "
             f"{'saturated' if saturate else 'to inf or NaN'}, a NaN {form}"
             + (", subnormals flushed" if flush else ", subnormals kept"),
             "decided_by_mpfr": 0,
         },
+    }
+
+
+def tally_fields(stats: np.ndarray) -> dict[str, Any]:
+    """The certificate fields a cast tally holds: the histogram, the maximum, the difference
+    classes, the special outcomes, the input classes and the outcomes."""
+    s, c = named(stats), core()
+    table = stats[c.CLASS_TABLE : c.NAN_FORMS].reshape(c.MAX_CLASSES, c.MAX_CLASSES, 3)
+    return {
         "histogram": {k: s[k] for k in HISTOGRAM},
         "max_ulp": "inf" if s["max_ulp"] >= c.UNARY_NAN_DISTANCE else s["max_ulp"],
-        "max_input": _input(job, s["max_lhs"]),
         "differences": {k: s[k] for k in DIFFERENCES if s[k]},
         "specials": {k: s[k] for k in SPECIALS},
         "nan_forms": [],
@@ -321,8 +362,4 @@ def cast_data(job: CastJob, result: Sweep) -> dict[str, Any]:
             for k, name in enumerate(OUTCOMES)
             if table[:, k + 1, 0].sum()
         },
-        "digest": result.digest,
-        "block_digests": [d[:16] for d in result.block_digests],
-        "seconds": result.seconds,
-        "threads": result.threads,
     }

@@ -104,9 +104,10 @@ UNARY_SIDES: Final = ("x", "got", "want")
 
 
 def is_unary(data: dict[str, Any]) -> bool:
-    """Whether a certificate is of a unary sweep (its span a range of inputs `x`)."""
+    """Whether a certificate is of one input a lane: a unary sweep (its span a range of inputs
+    `x`), or a float64 cast's edges and sample (`edges`: `certify.cast_edges`)."""
     span = data.get("span")
-    return isinstance(span, dict) and "x" in span
+    return isinstance(span, dict) and ("x" in span or "edges" in span)
 
 
 def lanes(data: dict[str, Any]) -> int:
@@ -124,11 +125,17 @@ def _pair_shape(data: dict[str, Any], path: str, sides: tuple[str, ...] = _PAIR_
 
 
 def _span_shape(data: dict[str, Any]) -> None:
-    """`span`: a 16-bit range (lhs, rhs: [start, stop) within 0..65536) or special pairs and
-    a sample; pairs and exhaustive either way."""
+    """`span`: a 16-bit range (lhs, rhs: [start, stop) within 0..65536), special pairs and a
+    sample, a unary range (x) or a float64 cast's edges and sample; the count and exhaustive
+    every way."""
     span = _field(data, "span", dict, "an object")
     _count(data, "span.inputs" if is_unary(data) else "span.pairs")
     _field(data, "span.exhaustive", bool, "true or false")
+    if "edges" in span:  # a float64 cast's: the target's edges and a seeded sample
+        for key in ("edges", "sample", "seed"):
+            _count(data, f"span.{key}")
+        _field(data, "span.scheme", str, "which edges, in words")
+        return
     if is_unary(data):
         bounds = _field(data, "span.x", list, "[start, stop]")
         if len(bounds) != 2 or not all(type(b) is int for b in bounds):
@@ -380,7 +387,14 @@ def coverage(data: dict[str, Any]) -> str:
 
 def _span_text(span: dict[str, Any]) -> str:
     """What a certificate covered: a range of 16-bit patterns (a unary sweep's range of
-    inputs), or special pairs and a sample."""
+    inputs), special pairs and a sample, or a float64 cast's edges and sample."""
+    if "edges" in span:
+        return (
+            f"{span['inputs']:,} inputs, not exhaustive: {span['edges']:,} edges of the target "
+            f"({span['scheme']}; the overflow and underflow boundaries; each with its float64 "
+            f"neighbours; float64's special values) and a sample of {span['sample']:,} (seed "
+            f"{span['seed']})"
+        )
     if "x" in span:
         kind = "every input" if span["exhaustive"] else "a restricted range"
         return f"{span['inputs']:,} inputs, {kind} (x {span['x'][0]:#x}..{span['x'][1]:#x})"

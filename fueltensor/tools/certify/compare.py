@@ -71,9 +71,9 @@ def _flat(cert: Certificate) -> dict[str, Any]:
 
 def _ranges(cert: Certificate) -> list[tuple[int, int]]:
     """The lhs range (a unary sweep's input range) of each block of a swept certificate's span
-    (none for a sampled one)."""
+    (none for a sampled one, a float64 cast's among them)."""
     span = cert.data["span"]
-    if is_unary(cert.data):
+    if "x" in span:
         width = 8 * as_dtype(cert.data["dtype"]).itemsize
         lo, hi = span["x"]
         return UnarySpan(lo, hi, width).blocks()

@@ -208,10 +208,12 @@ def _identity_failures(d: dict[str, Any], contract: KernelContract) -> list[str]
 
 
 def _span_failures(d: dict[str, Any]) -> list[str]:
-    """The span's pairs against its ranges and blocks (or its special pairs and sample), and
-    against the pairs the histogram and `open` count."""
+    """The span's pairs against its ranges and blocks (or its special pairs and sample, or its
+    edges and sample), and against the pairs the histogram and `open` count."""
     span, found = d["span"], []
-    if is_unary(d):
+    if "edges" in span:  # a float64 cast's edges and sample
+        pairs, exhaustive = span["edges"] + span["sample"], False
+    elif is_unary(d):
         lo, hi = span["x"]
         dtype = _dtype(d["dtype"])
         width = 8 * dtype.itemsize if dtype is not None else 32

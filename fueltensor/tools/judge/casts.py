@@ -196,6 +196,23 @@ def bits_of(made: int | float, t: FloatFormat) -> int:
     return made
 
 
+def pattern_of(made: int | float, t: FloatFormat) -> int:
+    """`cast_pattern`'s result as `t`'s bits, from its fields in Python integers: no conversion
+    (NumPy's or ml_dtypes') writes them, so a certifier's reference holding a kernel to this
+    rule shares none of their code. A float result is one `t` holds exactly."""
+    if not isinstance(made, float):
+        return made
+    sign = t.sign_bit if math.copysign(1.0, made) < 0 else 0
+    magnitude = abs(made)
+    if magnitude == 0:
+        return sign
+    fraction, e = math.frexp(magnitude)  # magnitude = fraction * 2**e, 0.5 <= fraction < 1
+    if e - 1 + t.bias <= 0:  # a subnormal: a count of the quantum 2**(1 - bias - mantissa)
+        return sign | int(math.ldexp(magnitude, t.bias - 1 + t.mantissa))
+    significand = int(math.ldexp(fraction, t.mantissa + 1))
+    return sign | t.pattern(0, e - 1 + t.bias, significand & t.mantissa_mask)
+
+
 def subnormal_case(x: int, s: FloatFormat, t: FloatFormat, declared: str) -> int:
     """The target bits of the source pattern `x` under `subnormals: declared` (kept or flushed)
     and the default overflow: a cast's subnormal case (`judge.semantics`)."""
