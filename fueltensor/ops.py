@@ -446,6 +446,17 @@ and C enum (`R_SUM` ...) exist, but no contract or thunk serves them yet, so the
 namespace's sum, prod, max and min run on the host. They join `CONTRACT_OPS` when the engine
 plans them, the next step of issue 48."""
 
+REDUCTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {op.op_kind.value: op for op in REDUCTION_OPS}
+)
+"""The reduction rows by op kind ("SumReduce", or `OpKind.SUM`): how the judge knows a contract
+for its reduction audit (`tools.judge.reductions`) while the rows stay out of `BY_KIND`."""
+
+REDUCTION_ORDERS: Final = ("sequential", "blocked", "pairwise")
+"""The orders a reduction contract may declare in `accept.op_params.order` (docs/reductions.md;
+the C enum's `ORDER_*`); a contract that declares none promises no order (its bound is any
+order's)."""
+
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""
 
