@@ -275,7 +275,13 @@ def _checks(
     rng: np.random.Generator,
 ) -> None:
     """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
-    order, recorded into `a`."""
+    order, recorded into `a`; a reduction's own audit (`judge.reductions`) for a contract of a
+    reduction row."""
+    from fueltensor.tools.judge import reductions  # it builds on this module's Audit
+
+    if reductions.is_reduction(contract.op_kind):
+        reductions.audit_reduction(a, contract, fn, dtype, settings, copy_bps, rng)
+        return
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]
