@@ -453,9 +453,8 @@ REDUCTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 for its reduction audit (`tools.judge.reductions`) while the rows stay out of `BY_KIND`."""
 
 REDUCTION_ORDERS: Final = ("sequential", "blocked", "pairwise")
-"""The orders a reduction contract may declare in `accept.op_params.order` (docs/reductions.md;
-the C enum's `ORDER_*`); a contract that declares none promises no order (its bound is any
-order's)."""
+"""The orders a reduction contract may declare in `accept.op_params.order` (docs/reductions.md,
+the C enum's `ORDER_*`); one that declares none promises no order (any order's bound)."""
 
 BY_NAME: Final = MappingProxyType({op.name: op for op in CONTRACT_OPS})
 """The rows by namespace name ("add")."""

@@ -14,10 +14,9 @@ ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `p
   (`kernels.exact_sums.exact_rows`), evaluated in rationals; a row holding a NaN or an infinity
   must give the exact sum's special (NaN in, NaN out; +inf and -inf, NaN; one infinity's sign,
   that infinity); an empty row +0.
-* **the cases** (`_cases`): random rows; cancellation (x and -x interleaved, a small residue);
-  a huge dynamic range; a long constant-sign run (10^4 values ~U(0, 1)); NaN and infinities at
-  the first, last and block-boundary positions; lengths 0, 1, B - 1, B, B + 1 and around the
-  tree's splits (2, 3, 4, 5, 7, 8, 9, 16, 17 blocks); several axes, inner and outer.
+* **the cases** (`judge.reduction_cases`): random rows; cancellation; a huge dynamic range; a
+  long constant-sign run; NaN and infinities at the first, last and block-boundary positions;
+  lengths around a block and the tree's splits; several axes, inner and outer.
 * **invariance claims** (`semantics.invariance`): `threads` (the same bits on 1, 2, 3 and 7
   threads: `kernels.threads`' setting and cores set to each, so a Python kernel that reads the
   setting sees it too), `layout` (the same values transposed, flipped, offset, broadcast or with
@@ -48,9 +47,10 @@ from fueltensor.kernels.casting import bits_of
 from fueltensor.kernels.exact_sums import exact_rows, exact_sum, rows
 from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
-from fueltensor.tools.judge.audit import RUNS, Audit, Settings
 from fueltensor.tools.judge.calls import call, time_on_threads, timing
 from fueltensor.tools.judge.orders import Declared, declared, simulate
+from fueltensor.tools.judge.record import RUNS, Audit, Settings
+from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.references import Array
 
 THREADS: Final = (1, 2, 3, 7)
@@ -61,15 +61,6 @@ REFERENCE: Final = "the exact sum rounded once (kernels.exact_sums), the order's
 def is_reduction(op_kind: str) -> bool:
     """Whether `op_kind` is a reduction row's (so the judge audits it here)."""
     return op_kind in REDUCTION_BY_KIND
-
-
-@dataclass(frozen=True)
-class Case:
-    """One input of the audit: its name (in failures), x and the axes reduced."""
-
-    name: str
-    x: Array
-    axes: tuple[int, ...]
 
 
 @dataclass
@@ -89,8 +80,8 @@ class Findings:
     def failures(self) -> list[str]:
         """One failure per check: its first case's, then the other cases that fail it."""
         out = []
-        for cases in self.found.values():
-            (_, first), others = cases[0], [name for name, _ in cases[1:]]
+        for failing in self.found.values():
+            (_, first), others = failing[0], [name for name, _ in failing[1:]]
             shown = ", ".join(f"'{n}'" for n in others[:6]) + (", ..." if len(others) > 6 else "")
             out.append(first + (f"; also in {len(others)} other cases: {shown}" if others else ""))
         return out
@@ -225,61 +216,6 @@ def check(case: Case, got: Array, d: Declared, f: Findings, a: Audit) -> None:
     _bound(case, table, got, want, d, f)
     if d.fixes_bits:
         _order(case, table, got, d, f)
-
-
-# -- the cases ----------------------------------------------------------------------------------
-
-
-def _specials(dtype: np.dtype[Any], block: int, rng: np.random.Generator) -> Array:
-    """Rows of 2B + 3 values with NaN and infinities at the first, last and block-boundary
-    positions: one NaN; +inf beside -inf; one infinity; two of one sign."""
-    m = 2 * block + 3
-    x = rng.uniform(-1, 1, (9, m))
-    nan, inf = np.nan, np.inf
-    for r, placed in enumerate(
-        [
-            {0: nan}, {m - 1: nan}, {block: nan}, {block - 1: inf, block: -inf},
-            {0: -inf}, {m - 1: inf}, {block: inf, m - 1: inf}, {0: nan, block: inf},
-            {0: -inf, m - 1: inf},
-        ]
-    ):  # fmt: skip
-        for j, v in placed.items():
-            x[r, j] = v
-    return x.astype(dtype)
-
-
-def _lengths(block: int, lanes: int) -> list[int]:
-    """Reduced lengths: empty, one, around a block and around the tree's splits."""
-    found = {0, 1, 2, 3, block - 1, block, block + 1, lanes - 1, lanes, lanes + 1}
-    found |= {n * block + e for n in (2, 3, 4, 5, 7, 8, 9, 16, 17) for e in (-1, 0, 1)}
-    return sorted(n for n in found if n >= 0)
-
-
-def cases(dtype: np.dtype[Any], d: Declared, rng: np.random.Generator) -> Iterator[Case]:
-    """The audit's inputs (the module docstring's list), each named."""
-    b = d.block
-
-    def uniform(shape: tuple[int, ...], low: float = -1.0) -> Array:
-        return rng.uniform(low, 1.0, shape).astype(dtype)
-
-    yield Case("random rows", uniform((8, 3 * b + 5)), (1,))
-    half = (rng.uniform(1, 2, (4, b + 7)) * np.exp2(rng.integers(-4, 5, (4, b + 7)))).astype(dtype)
-    pairs = np.stack([half, -half], axis=-1).reshape(4, -1)
-    pairs[:, ::16] = (rng.uniform(0, 1, pairs[:, ::16].shape) * 2.0**-10).astype(dtype)
-    yield Case("cancellation", pairs, (1,))
-    huge = 4096.0 if dtype == np.float16 else 1e300 if dtype == np.float64 else 1e30
-    big = (huge * rng.uniform(1, 2, (4, b + 3))).astype(dtype)
-    wide = np.stack([big, uniform((4, b + 3), 0.5), -big, uniform((4, b + 3), 0.5)], -1)
-    yield Case("dynamic range", wide.reshape(4, -1), (1,))
-    yield Case("constant sign, 10^4 values ~U(0, 1)", uniform((1, 10_000), 0.0), (1,))
-    yield Case("NaN and infinities", _specials(dtype, b, rng), (1,))
-    for m in _lengths(b, d.lanes):
-        yield Case(f"length {m}", uniform((3, m)), (1,))
-    yield Case("axes (0, 2) of (4, 6, 37)", uniform((4, 6, 37)), (0, 2))
-    yield Case("axes (1,) of (4, 3 B, 5)", uniform((4, 3 * b, 5)), (1,))
-    yield Case("every axis of (3, 4, 5)", uniform((3, 4, 5)), (0, 1, 2))
-    yield Case("no axes of (5, 7)", uniform((5, 7)), ())
-    yield Case("a length-1 axis of (4, 1, 3)", uniform((4, 1, 3)), (1,))
 
 
 # -- conformance, determinism -------------------------------------------------------------------
