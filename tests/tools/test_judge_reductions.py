@@ -8,6 +8,7 @@ the memory layout or the batch fails its invariance claim."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,10 @@ from fueltensor.kernels import threads
 from fueltensor.tools.judge import JudgeReport, judge
 from fueltensor.tools.judge.orders import Declared, simulate, tree
 
-SUM = next(row for row in ops.REDUCTION_OPS if row.op_kind is ops.OpKind.SUM)
+SUM, PROD, MAX, MIN = (
+    next(row for row in ops.REDUCTION_OPS if row.op_kind is kind)
+    for kind in (ops.OpKind.SUM, ops.OpKind.PROD, ops.OpKind.MAX, ops.OpKind.MIN)
+)
 PROVIDER = "test-reductions"
 ANY_LAYOUT = (
     "{contiguous: allowed, strided: allowed, broadcast_stride0: allowed, "
@@ -40,11 +44,12 @@ def document(
     op_params: str,
     dtypes: str = "F32",
     invariance: str = "[threads, layout, batch]",
+    row: ops.ContractOp = SUM,
 ) -> str:
     """A sum contract of the test provider: input `a` of any layout and rank, the `axes`
     parameter, the shape rule `reduce(a)` (as tests/fkc/test_fkc_reduce.py builds one), the
     given `op_params`, input dtypes and invariance claims."""
-    text = contract_text(provider=PROVIDER, kernel=kernel, op_kind=SUM.op_kind.value)
+    text = contract_text(provider=PROVIDER, kernel=kernel, op_kind=row.op_kind.value)
     start, end = text.index("    - name: b\n"), text.index("  op_params:")
     text = text[:start] + AXES + text[end:]
     text = text.replace("      shape_constraint: same_as=b\n", "")
@@ -65,11 +70,12 @@ def judged(
     write: Callable[..., Path],
     kernels: dict[str, tuple[Kernel, str, str]],
     invariance: str = "[threads, layout, batch]",
+    row: ops.ContractOp = SUM,
 ) -> JudgeReport:
     """The quick judge of one document of `kernels` (name: kernel, op_params, dtypes), each
-    claiming `invariance`."""
+    of `row`'s op kind, claiming `invariance`."""
     ft.register_provider(PROVIDER, {f"tests::{name}": k for name, (k, _, _) in kernels.items()})
-    docs = [document(contract_text, n, p, d, invariance) for n, (_, p, d) in kernels.items()]
+    docs = [document(contract_text, n, p, d, invariance, row) for n, (_, p, d) in kernels.items()]
     head, *rest = docs
     text = head + "".join(d[d.index("\n## ") :] for d in rest)
     with pytest.warns(ContractWarning, match="not an op kind fueltensor dispatches"):
@@ -314,3 +320,55 @@ def test_a_declaration_the_judge_cannot_read_fails(
     )
     (failure,) = _failures(report, "zigzag")
     assert "op_params.order 'zigzag' is not one of sequential, blocked, pairwise" in failure
+
+
+def extreme(largest: bool, skip_nan: bool = False, drop_last: bool = False) -> Kernel:
+    """The maximum (`largest`) or minimum over the axes, a NaN winning, +0 over -0 for a
+    maximum and -0 over +0 for a minimum; or a cheat: NaN skipped, or the last element left
+    out."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        table = _table(x, axes)
+        table = table[:, :-1] if drop_last and table.shape[1] > 1 else table
+        pick = (
+            (np.nanmax if largest else np.nanmin) if skip_nan else (np.max if largest else np.min)
+        )
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # nanmax of an all-NaN row
+            found = pick(table, axis=1)
+        for r in np.flatnonzero(found == 0):
+            signs = np.signbit(table[r][table[r] == 0])
+            found[r] = (
+                (0.0 if not signs.all() else -0.0) if largest else (-0.0 if signs.any() else 0.0)
+            )
+        out.reshape(-1)[...] = found
+
+    return kernel
+
+
+@pytest.mark.parametrize("row", [MAX, MIN], ids=["max", "min"])
+def test_maxima_and_minima_are_exact(
+    contract_text: Callable[..., str], write: Callable[..., Path], row: ops.ContractOp
+) -> None:
+    largest = row is MAX
+    kernels = {
+        "honest": (extreme(largest), "", "F32, F64, BF16, F16"),
+        "nan_skipped": (extreme(largest, skip_nan=True), "", "F32"),
+        "last_dropped": (extreme(largest, drop_last=True), "", "F32"),
+    }
+    report = judged(contract_text, write, kernels, row=row)
+    assert [a.ok for a in report.rows] == [True] * 4 + [False] * 2, report.failures
+    assert any(n.startswith(f"reduction: {row.name}, exact: ") for n in report.rows[0].semantics)
+    (nan,) = _failures(report, "nan_skipped")
+    assert nan.startswith("value: output (0,) of case 'NaN and infinities' is "), nan
+    dropped = _failures(report, "last_dropped")
+    assert any(f.startswith("value: output (") for f in dropped), dropped
+
+
+def test_a_product_is_not_audited_yet(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    report = judged(contract_text, write, {"prod": (numpy_sum(), "", "F32")}, row=PROD)
+    assert _failures(report, "prod") == [
+        f"the judge's audit of a {PROD.name} reduction is not built yet"
+    ]

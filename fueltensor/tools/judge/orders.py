@@ -182,3 +182,17 @@ def simulate(table: Array, d: Declared, out: np.dtype[Any]) -> Array:
         acc = np.ascontiguousarray(table.astype(d.dtype))
         total = _fold(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes)
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
+
+
+def selected(table: Array, out: np.dtype[Any], largest: bool) -> Array:
+    """Each row's maximum (`largest`) or minimum, exact: a NaN if the row holds one; +0 over
+    -0 for a maximum, -0 over +0 for a minimum (docs/reductions.md: the binary maximum's and
+    minimum's declared rules folded over the row)."""
+    with np.errstate(invalid="ignore"):
+        wide = table.astype(np.float64)
+    found = (np.max if largest else np.min)(wide, axis=1)  # a NaN wins
+    zeros = wide == 0
+    preferred = zeros & (np.signbit(wide) != largest)  # +0 for a maximum, -0 for a minimum
+    zero = np.where(preferred.any(axis=1) == largest, 0.0, -0.0)
+    result: Array = np.where(found == 0, zero, found).astype(out)
+    return result

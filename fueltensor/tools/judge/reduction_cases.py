@@ -73,6 +73,8 @@ def cases(
     yield Case("dynamic range", wide.reshape(4, -1), (1,))
     yield Case("constant sign, 10^4 values ~U(0, 1)", uniform((1, 10_000), 0.0), (1,))
     yield Case("NaN and infinities", _specials(dtype, b, rng), (1,))
+    zeros = [[-1, -0.0, 0, -2], [-2, 0, -0.0, -1], [1, 0, -0.0, 2], [2, -0.0, 0, 1]]
+    yield Case("signed zeros", np.array(zeros, dtype), (1,))
     for m in _lengths(b, d.lanes)[0 if empty else 1 :]:
         yield Case(f"length {m}", uniform((3, m)), (1,))
     yield Case("axes (0, 2) of (4, 6, 37)", uniform((4, 6, 37)), (0, 2))

@@ -1,6 +1,7 @@
 """The judge's audit of a reduction contract (docs/reductions.md; issue 48): a contract whose op
-kind is one of `ops.REDUCTION_OPS`' rows, entered from `judge.audit`. Built for sums; a prod,
-max or min contract fails its audit as not audited yet.
+kind is one of `ops.REDUCTION_OPS`' rows, entered from `judge.audit`. Built for sums, and for
+maxima and minima (exact: each output the selection, `orders.selected`, bit for bit, a NaN
+against any NaN; no empty rows); a prod contract fails its audit as not audited yet.
 
 Per audited dtype, recorded into the judge's `Audit` (failures; notes in `semantics`; the worst
 ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `probes`):
@@ -48,7 +49,7 @@ from fueltensor.kernels.exact_sums import exact_rows, exact_sum, rows
 from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge.calls import call, time_on_threads, timing
-from fueltensor.tools.judge.orders import Declared, declared, simulate
+from fueltensor.tools.judge.orders import Declared, declared, selected, simulate
 from fueltensor.tools.judge.record import RUNS, Audit, Settings
 from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.references import Array
@@ -204,15 +205,33 @@ def _order(case: Case, table: Array, got: Array, d: Declared, f: Findings) -> No
         )
 
 
-def check(case: Case, got: Array, d: Declared, f: Findings, a: Audit) -> None:
-    """The bound, the specials and, where the order fixes them, the bits of one case's
-    outputs; the worst ULP from the exact sum into `a`."""
+def check(
+    case: Case, got: Array, d: Declared, f: Findings, a: Audit, largest: bool | None = None
+) -> None:
+    """A sum's bound, specials and, where the order fixes them, bits; a maximum's or minimum's
+    (`largest` True or False) exact selection; the worst ULP from the exact result into `a`."""
     got = np.ascontiguousarray(got).reshape(-1)
     table = rows(case.x, case.axes)
     want = np.empty_like(got)
-    exact_sum(case.x, case.axes, want)
+    if largest is None:
+        exact_sum(case.x, case.axes, want)
+    else:
+        want = selected(table, got.dtype, largest)
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
+    if largest is not None:
+        differ = np.flatnonzero(_special(got, want))
+        if differ.size:
+            r, which = int(differ[0]), "largest" if largest else "smallest"
+            f.add(
+                "value",
+                case,
+                f"output {_index(case, r)} of case '{case.name}' is {format_value(got[r])}, "
+                f"the {which} element is {format_value(want[r])}; {differ.size} of {got.size} "
+                f"outputs differ ({_summary(table[r])})",
+            )
+        f.outputs += 0 if differ.size else got.size
+        return
     _bound(case, table, got, want, d, f)
     if d.fixes_bits:
         _order(case, table, got, d, f)
@@ -360,10 +379,11 @@ def audit_reduction(
     """The reduction audit of one contract at one dtype, recorded into `a` (see the module)."""
     a.reference = REFERENCE
     row = REDUCTION_BY_KIND[contract.op_kind]
-    if row.op_kind is not OpKind.SUM:
+    largest = {OpKind.MAX: True, OpKind.MIN: False}.get(row.op_kind)
+    if row.op_kind is not OpKind.SUM and largest is None:
         a.failures.append(f"the judge's audit of a {row.name} reduction is not built yet")
         return
-    d = declared(contract)
+    d = declared(contract) if largest is None else Declared(dtype.fkc, None, 128)
     if isinstance(d, str):
         a.failures.append(f"declaration: {d}")
         return
@@ -371,19 +391,21 @@ def audit_reduction(
     def call_case(case: Case, fill: int = 0xA5) -> Array:
         return run(fn, contract, dtype, case, fill)
 
-    every = list(cases(dtype.np, d, rng))
+    every = list(cases(dtype.np, d, rng, empty=largest is None))
     a.conformance = conformance(fn, contract, dtype, every[-3])
     a.failures += [f"conformance: {p}" for p in a.conformance]
     determinism(a, contract, lambda fill: call_case(every[0], fill))
     f = Findings()
     for case in every:
-        check(case, call_case(case), d, f, a)
+        check(case, call_case(case), d, f, a, largest)
     a.failures += f.failures()
     _claims(a, contract, call_case, every, d)
     use = f"{float(f.worst_use):.3g} of the bound at {f.worst_where}" if f.worst_where else "none"
     a.semantics.append(
-        f"reduction: {d.describe()}; {f.outputs} outputs of {len(every)} cases within the bound"
-        f" (worst use {use})" + ("; every output the declared order's bits" * d.fixes_bits)
+        f"reduction: {row.name}, exact: {f.outputs} outputs of {len(every)} cases the selection"
+        if largest is not None
+        else f"reduction: {d.describe()}; {f.outputs} outputs of {len(every)} cases within the "
+        f"bound (worst use {use})" + ("; every output the declared order's bits" * d.fixes_bits)
     )
     _cost(a, contract, fn, dtype, settings, copy_bps)
 
