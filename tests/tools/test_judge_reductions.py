@@ -303,6 +303,20 @@ def test_the_reduction_cheat_catalogue_fails(
     assert batch and all("among 512 rows" in f for f in batch), batch
 
 
+def test_a_contract_of_one_rank_is_judged_on_the_cases_it_admits(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    ft.register_provider(PROVIDER, {"tests::rank_two": blocked(BLOCK)})
+    text = document(contract_text, "rank_two", BLOCKED).replace("rank: any", "rank: 2")
+    with pytest.warns(ContractWarning, match="not an op kind fueltensor dispatches"):
+        reg = ft.Registry.from_paths([write(text)])
+    (row,) = judge(reg, quick=True, progress=False).rows
+    assert row.ok, row.failures
+    (skipped,) = [n for n in row.semantics if n.startswith("cases the contract does not admit")]
+    assert "'axes (0, 2) of (4, 6, 37)'" not in skipped and "axes (0, 2) of (4, 6, 37)" in skipped
+    assert row.ns_per_element > 0
+
+
 def test_nan_and_infinities_are_the_exact_sums() -> None:
     d = Declared("F32", "blocked", 4)
     x = np.array([[1, np.nan, 2, 3, 4], [np.inf, 1, 2, 3, -np.inf], [1, 2, 3, 4, -np.inf]])
