@@ -405,6 +405,9 @@ def audit_reduction(
             refused.append(case.name)
     if refused:
         a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    if not every:
+        a.failures.append("cases: the contract admits none of the judge's (rank 2 and 3) inputs")
+        return
     shaped = next((c for c in every if len(c.axes) > 1), every[0])  # outer and inner axes
     a.conformance = conformance(fn, contract, dtype, shaped)
     a.failures += [f"conformance: {p}" for p in a.conformance]
@@ -435,10 +438,11 @@ def _claims(
     claims = contract.semantics.invariance if contract.semantics is not None else None
     if not claims:
         return
-    x = every[1].x  # cancellation: the order shows in its bits
+    cancelling = next((c for c in every if c.name == "cancellation"), every[0])
+    x = cancelling.x  # the order shows in its bits
     if "threads" in claims:
         long = Case("one long output", np.resize(every[0].x, (1, 8 * d.block + 5)), (1,))
-        a.failures += audit_threads(call_case, [every[0], every[1], long])
+        a.failures += audit_threads(call_case, [every[0], cancelling, long])
     if "layout" in claims:
         failures, seen = audit_layout(call_case, x, dict(contract.inputs[0].layout))
         a.failures += failures
