@@ -14,7 +14,9 @@ A section declares any of these aspects (an aspect left out is not declared, and
 * `subnormals`: kept or flushed to zero (inputs and outputs alike);
 * `position`: whether an element's bits depend on where it sits (length, offset, alignment);
 * `invariance`: claims, each audited by the judge: `threads` (the same bits at one thread and
-  at all), `isa` (on every instruction-set body here), `position` (`position: invariant`).
+  at all), `isa` (on every instruction-set body here), `position` (`position: invariant`); a
+  reduction's `layout` (the same bits whatever the input's strides and offset) and `batch` (a
+  row reduced alone as in a batch).
 
 `source` says where the declarations come from (the formula, the framework's documentation,
 measurement) and `notes` which is which. docs/semantics.md describes every value.
@@ -57,10 +59,12 @@ SUBNORMALS: Final = ("kept", "flushed")
 POSITIONS: Final = ("invariant", "nan_bits", "dependent")
 """`nan_bits`: only the bits of a NaN result (within what `nan` declares) vary with position."""
 SOURCES: Final = ("formula", "documentation", "measurement")
-INVARIANCE: Final = ("threads", "isa", "position")
+INVARIANCE: Final = ("threads", "isa", "position", "layout", "batch")
 """Invariance claims, each audited by the judge: the same bits at one thread and at all threads
 (sizes that split), on every instruction-set body the provider may pick here, and whatever an
-element's position (`position: invariant`)."""
+element's position (`position: invariant`); for a reduction (docs/reductions.md), whatever the
+input's layout (the same values transposed, flipped, offset or broadcast) and whether a row is
+reduced alone or in a batch (`judge.reductions`)."""
 
 NAN_SHAPE: Final = shape_of("operand result sign invalid?")
 REMAINDER_SHAPE: Final = shape_of("definition? zero_sign? infinite_divisor?")

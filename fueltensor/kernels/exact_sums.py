@@ -19,6 +19,7 @@ range, the infinity of its sign.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -66,6 +67,21 @@ def _exact(wide: Array) -> tuple[list[int], int]:
             total += ((h << _HALF) + lo) << shift
         totals.append(total)
     return totals, base
+
+
+def exact_rows(table: Array) -> tuple[list[Fraction], list[Fraction]]:
+    """Each row of `table` (outputs, reduced elements)'s exact sum and exact sum of magnitudes,
+    as Fractions, its non-finite elements left out: the judge's bound (|s^ - s| against the sum
+    of |x|) needs both before any rounding."""
+    with np.errstate(invalid="ignore"):
+        wide = table.astype(_F64)
+    wide = np.where(np.isfinite(wide), wide, 0.0)
+    found = []
+    for values in (wide, np.abs(wide)):
+        totals, exponent = _exact(values)
+        scale = Fraction(2) ** exponent
+        found.append([n * scale for n in totals])
+    return found[0], found[1]
 
 
 def _to_odd(n: int, exponent: int) -> float:

@@ -116,6 +116,18 @@ def test_a_python_kernel_is_not_audited_and_says_so(tmp_path: Path) -> None:
     assert any("invariance isa" in n and "not audited" in n for n in row.semantics)
 
 
+def test_a_reductions_claims_on_an_elementwise_contract_are_noted(tmp_path: Path) -> None:
+    """layout and batch are a reduction's claims (judge.reductions): an elementwise contract
+    may make them, and the judge says it did not audit them."""
+    reg = _registry(tmp_path, REAL, _claims("layout", "batch"))
+    [row] = ft.judge(reg, ["add_one_off_bf16"], quick=True).rows
+    assert row.ok
+    for claim in ("layout", "batch"):
+        assert f"invariance {claim}: a reduction's claim (judge.reductions), not audited here" in (
+            row.semantics
+        )
+
+
 def test_a_position_claim_is_audited_by_the_position_sweep(tmp_path: Path) -> None:
     def by_position(lhs: np.ndarray, rhs: np.ndarray, *, out: np.ndarray) -> None:
         REAL(lhs, rhs, out=out)

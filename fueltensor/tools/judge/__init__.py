@@ -5,10 +5,10 @@ precision against a higher-precision reference, conformance to the `return` clau
 next to the `bytes_moved` formula.
 
 `references` models each op kind's semantics (`REFERENCES`), `calls` calls a kernel (checked
-for a compiled one) and times it, `audit` runs the four checks
-on one contract at one dtype, `report` presents them and `run` audits a registry on this
-machine; `judge` here is the public entry, on this machine or across a Dask cluster
-(`fueltensor.tools.cluster`).
+for a compiled one) and times it, `audit` runs the four checks on one contract at one dtype (a
+reduction's own audit, `reductions`, for a contract of a reduction row; both record into
+`record.Audit`), `report` presents them and `run` audits a registry on this machine; `judge`
+here is the public entry, on this machine or across a Dask cluster (`fueltensor.tools.cluster`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, overload
 
 from fueltensor.registry import Registry
-from fueltensor.tools.judge.audit import RUNS, Audit, Settings, audit, probes
+from fueltensor.tools.judge.audit import audit, probes
+from fueltensor.tools.judge.record import RUNS, Audit, Settings
 from fueltensor.tools.judge.references import REFERENCES, Reference, round_to
 from fueltensor.tools.judge.report import (
     COLUMNS,

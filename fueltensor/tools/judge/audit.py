@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
-from typing import Final
 
 import numpy as np
 
@@ -62,27 +60,10 @@ from fueltensor.tools.judge.calls import (
 from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.invariance import audit_invariance
+from fueltensor.tools.judge.record import RUNS, Audit, Settings
+from fueltensor.tools.judge.reductions import audit_reduction, is_reduction
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
-
-RUNS: Final = 16
-"""Repeated invocations of one probe for the determinism check."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Probe sizes: `quick` keeps a full audit under a minute on two cores."""
-
-    random: int
-    exact: int
-    large: int
-    quick: bool = False  # the quick position sweep too (`judge.positions`)
-
-    @classmethod
-    def of(cls, quick: bool) -> Settings:
-        """The quick probe sizes (`--quick`) or the full ones."""
-        return cls(2048, 256, 1 << 16, True) if quick else cls(32768, 2048, 1 << 20)
-
 
 # -- probes -------------------------------------------------------------------------------------
 
@@ -105,67 +86,6 @@ def probes(dtype: np.dtype, n: int, rng: np.random.Generator, arity: int = 2) ->
 
 
 # -- one audit ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Audit:
-    """The judge's findings for one contract at one dtype."""
-
-    kernel: str
-    provider: str
-    op_kind: str
-    dtype: str
-    label: str
-    reference: str
-    declared_ulp: float | None
-    measured_ulp: float = 0.0
-    max_relative: float = 0.0
-    probes: int = 0
-    nan_mismatches: int = 0
-    nan_payloads: int = 0
-    """Lanes where the kernel's NaN (or zero) differs from the reference's in payload or sign,
-    counted where the reference fixes those bits (`Reference.nan_bits`: a selection)."""
-    worst: str = ""
-    """The worst lane, as `testing.lane_message` describes it: inputs, bits got and expected."""
-    nan_worst: str = ""
-    """The first lane of `nan_payloads`, described the same way."""
-    differences: dict[str, int] = field(default_factory=dict)
-    """Differing lanes by `testing.DIFFERENCE_CLASSES` (NaN against NaN only where the
-    reference fixes NaN bits)."""
-    identical_runs: int = 0
-    runs: int = RUNS
-    digest: str = ""
-    """SHA-256 of the determinism probe's output bytes (seeded probes: every machine computes
-    the same inputs, so equal digests mean bit-identical results across machines)."""
-    conformance: list[str] = field(default_factory=list)
-    overhead_ns: float = 0.0
-    overhead_calls: int = 0
-    """Calls the overhead's median was taken over (warm-up excluded)."""
-    ns_per_element: float = 0.0
-    """One call on `large_n` elements, on one thread."""
-    ns_per_element_all: float = 0.0
-    """The same call on every thread the kernel splits it over (`threads`)."""
-    threads: int = 1
-    gb_per_s: float = 0.0
-    formula_bytes_per_element: float = 0.0
-    predicted_ns_per_element: float = 0.0
-    large_n: int = 0
-    large_calls: int = 0
-    """Calls of the large input timed on one thread (warm-up excluded)."""
-    implementations: dict[str, int] = field(default_factory=dict)
-    """fuel-cpu-backend only: per other implementation built here (compiled or pure), the probe
-    lanes whose bits differ from the linked kernel's (the result would depend on the build)."""
-    failures: list[str] = field(default_factory=list)
-    faulted: bool = False
-    """Whether the kernel raised (a checked run's fault, a nonzero status, anything) and the
-    audit stopped there: `fueltensor judge` exits with its own status for it."""
-    semantics: list[str] = field(default_factory=list)
-    """Measured facts re-measured on a machine unlike the document's: notes, not failures."""
-
-    @property
-    def ok(self) -> bool:
-        """True when no check failed."""
-        return not self.failures
 
 
 def _watched(call: Callable[[], Array], inputs: Sequence[Array]) -> tuple[Array, bool]:
@@ -275,7 +195,11 @@ def _checks(
     rng: np.random.Generator,
 ) -> None:
     """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
-    order, recorded into `a`."""
+    order, recorded into `a`; a reduction's own audit (`judge.reductions`) for a contract of a
+    reduction row."""
+    if is_reduction(contract.op_kind):
+        audit_reduction(a, contract, fn, dtype, settings, copy_bps, rng)
+        return
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems
     a.failures += [f"conformance: {p}" for p in problems]

@@ -12,6 +12,8 @@
   fueltensor.tools.judge.invariance`). For a provider with neither, the judge says, in a note,
   that it has nothing to switch between here.
 * `position`: the position sweep of `judge.semantics` audits it (`position: invariant`).
+* `layout` and `batch`: a reduction's claims, which `judge.reductions` audits; here a note says
+  they were not audited.
 
 Probes: `testing.special_pairs` tiled, then random bit patterns, so every special value sits
 in vector lanes and tails of every chunk. A broken claim names the first differing element:
@@ -108,6 +110,11 @@ def audit_invariance(
         _switched(contract, dtype, inputs, run, failures)
     elif "isa" in claims:
         _isas(fn, inputs, run, failures, notes)
+    notes += [
+        f"invariance {claim}: a reduction's claim (judge.reductions), not audited here"
+        for claim in ("layout", "batch")
+        if claim in claims
+    ]
     return failures, notes
 
 

@@ -13,7 +13,7 @@ from fueltensor.core.errors import plural
 from fueltensor.fingerprint import Fingerprint, cache_bytes, machine
 from fueltensor.tools.comparisons import text_table
 from fueltensor.tools.display import html_table, machine_html
-from fueltensor.tools.judge.audit import Audit
+from fueltensor.tools.judge.record import Audit
 from fueltensor.tools.textwidth import fit_lines
 
 if TYPE_CHECKING:

@@ -12,8 +12,9 @@ from fueltensor.engine.backends import current_policy
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.registry import Registry, require
 from fueltensor.tools import checked
-from fueltensor.tools.judge.audit import Settings, audit
+from fueltensor.tools.judge.audit import audit
 from fueltensor.tools.judge.calls import audited_dtypes
+from fueltensor.tools.judge.record import Settings
 from fueltensor.tools.judge.report import JudgeReport
 from fueltensor.tools.timing import copy_bandwidth
 
