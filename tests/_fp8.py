@@ -6,11 +6,13 @@ kernels' code, the oracle's, NumPy's or ml_dtypes' conversions."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
+import pytest
 
 Patterns = np.ndarray[Any, Any]
 
@@ -100,3 +102,93 @@ def every_pair() -> tuple[Patterns, Patterns]:
     """Every (lhs, rhs) pair of 8-bit patterns, lhs-major: 2^16 of each."""
     p = np.arange(256, dtype=np.uint8)
     return np.repeat(p, 256), np.tile(p, 256)
+
+
+def _table(f: Fmt) -> np.ndarray[Any, Any]:
+    """Every pattern's exact value, by hand."""
+    return np.array([f.value(x) for x in range(256)])
+
+
+def _pattern(f: Fmt, exact: float) -> int:
+    """The pattern of a value already rounded into the format's precision (or, past the largest
+    finite, of its overflow), by hand."""
+    if math.isinf(exact) or abs(exact) > ladder(f)[0][-2]:
+        return f.overflow_bits | (0x80 if exact < 0 else 0)
+    values, bits = ladder(f)
+    hit = np.flatnonzero(values == abs(exact))
+    assert hit.size == 1, exact
+    return int(bits[hit[0]]) | (0x80 if math.copysign(1.0, exact) < 0 else 0)
+
+
+def selected(f: Fmt, a: Patterns, b: Patterns, larger: bool) -> Patterns:
+    """maximum (`larger`) or minimum of every pair as the contract's formula says: a NaN lhs,
+    else a NaN rhs, quieted; else the larger (smaller) operand's own pattern, lhs on a ±0
+    tie."""
+    table = _table(f)
+    x, y = table[a], table[b]
+    pick_lhs = (x >= y) if larger else (x <= y)
+    out = np.where(pick_lhs, a, b)
+    out = np.where(np.isnan(y), f.quiet(b), out)
+    return np.where(np.isnan(x), f.quiet(a), out).astype(np.uint8)
+
+
+def _floored(x: float, y: float) -> float:
+    """The floored remainder of two numbers as the contract defines it: fmod (exact), plus y
+    where it is nonzero and of the other sign (exact in double for two 8-bit values); a zero
+    takes y's sign (0 % -inf too); x % ±inf is x when x has y's sign, else y."""
+    if math.isinf(y) and x != 0:
+        return x if (x > 0) == (y > 0) else y
+    m = math.fmod(x, y)
+    if m == 0:
+        return math.copysign(0.0, y)
+    return m + y if (m < 0) != (y < 0) else m
+
+
+def remainder(f: Fmt, a: Patterns, b: Patterns) -> tuple[Patterns, Patterns]:
+    """(patterns, invalid) of the floored remainder of every pair, rounded once by hand: a NaN
+    operand quieted, lhs's first; x % 0 and ±inf % y invalid (any NaN passes there)."""
+    table = _table(f)
+    x, y = table[a], table[b]
+    pairs = zip(x.tolist(), y.tolist(), strict=True)
+    wide = np.array([_floored(p, q) if math.isfinite(p) and q != 0 else math.nan for p, q in pairs])
+    out = _round_values(f, wide)
+    invalid = np.isnan(wide) & ~np.isnan(x) & ~np.isnan(y)
+    out = np.where(np.isnan(y), f.quiet(b), out)
+    return np.where(np.isnan(x), f.quiet(a), out).astype(np.uint8), invalid
+
+
+def _round_values(f: Fmt, wide: np.ndarray[Any, Any]) -> Patterns:
+    """Doubles rounded once to nearest even into the format by hand (a NaN: 0)."""
+    values, bits = ladder(f)
+    mag = np.abs(np.nan_to_num(wide))
+    lo = np.clip(np.searchsorted(values, mag, side="right") - 1, 0, len(values) - 2)
+    mid = (values[lo] + values[lo + 1]) / 2
+    up = (mag > mid) | ((mag == mid) & (bits[lo + 1] % 2 == 0))
+    pick = np.where(up, lo + 1, lo)
+    out = np.where((pick == len(values) - 1) | np.isinf(wide), f.overflow_bits, bits[pick])
+    return out | np.where(np.signbit(wide), 0x80, 0)
+
+
+def powered(f: Fmt, a: Patterns, b: Patterns) -> tuple[Patterns, Patterns]:
+    """(patterns, nan) of pow over every pair, correctly rounded by MPFR (gmpy2) into the
+    format's precision and exponent range, its overflow by hand; `nan` marks NaN results,
+    whose sign and payload the contract leaves to the C library (any NaN passes there)."""
+    gmpy2 = pytest.importorskip("gmpy2")
+    p, top = f.mantissa + 1, ladder(f)[0][-2]
+    table = _table(f)
+    out, nan = np.zeros(a.size, np.uint8), np.zeros(a.size, bool)
+    with gmpy2.context(
+        precision=p,
+        emin=(1 - f.bias) - p + 2,
+        emax=f.bias + 3,
+        subnormalize=True,
+        round=gmpy2.RoundToNearest,
+    ):
+        for i, (x, y) in enumerate(zip(table[a].tolist(), table[b].tolist(), strict=True)):
+            r = gmpy2.mpfr(x) ** gmpy2.mpfr(y)  # MPFR's pow: C99 Annex F's special cases
+            if gmpy2.is_nan(r):
+                nan[i] = True
+                continue
+            v = float(r)
+            out[i] = _pattern(f, v if abs(v) <= top else math.copysign(math.inf, v))
+    return out, nan

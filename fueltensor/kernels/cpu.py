@@ -307,7 +307,7 @@ def _cast_thunks(implementation: str) -> dict[str, KernelFn]:
 
 def _fp8_entries() -> list[tuple[str, Op, str, np.dtype[Any]]]:
     """(entry point, op, suffix, dtype) of every FP8 arithmetic kernel (`kernels.fp8`)."""
-    ops = {name for name, _ in fp8.OPS}
+    ops = set(fp8.OPS)
     return [
         (f"{_PREFIX}{op.name}_{suffix}", op, suffix, dtype)
         for op in OPS

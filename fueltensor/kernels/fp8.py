@@ -1,6 +1,7 @@
-"""fuel-cpu-backend's FP8 arithmetic (float8_e4m3fn, float8_e5m2): the op table's IEEE-rounded
-binary ops widened to float32, computed, and narrowed once by the cast rule (nearest even,
-overflow `inf_or_nan`; contracts/fuel-cpu-backend-fp8.md).
+"""fuel-cpu-backend's FP8 arithmetic (float8_e4m3fn, float8_e5m2): the op table's binary ops
+(+ - * /, maximum, minimum, pow, the floored remainder) widened to float32, computed, and
+narrowed once by the cast rule (nearest even, overflow `inf_or_nan`;
+contracts/fuel-cpu-backend-fp8.md).
 
 The bodies chain the compiled extension's exact cast to float32, its float32 binary body and its
 cast back (one rounding). The oracle's FP8 kernels are its own (`kernels.reference`: the bit
@@ -29,13 +30,9 @@ DTYPES: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
 )
 """The 8-bit formats with arithmetic kernels: the kernel-name suffix and the storage dtype."""
 
-OPS: Final[tuple[tuple[str, np.ufunc], ...]] = tuple(
-    (row.kernel_op, row.host)
-    for row in BINARY_OPS
-    if row.ieee_rounded and isinstance(row.host, np.ufunc)
-)
-"""The binary ops IEEE 754 rounds once (the op table's `ieee_rounded`), with their ufuncs: the
-kernel op ids of the FP8 kernels (`<op>_e4m3`, `broadcast_<op>_f8`)."""
+OPS: Final[tuple[str, ...]] = tuple(row.kernel_op for row in BINARY_OPS)
+"""The kernel op ids of the FP8 kernels (`<op>_e4m3`): every binary row's own (not the seeds'
+formula kernels, `formula_op`), each computed in float32 and narrowed once."""
 
 BLOCK: Final = 1 << 14
 """Elements a CPU body widens at a time: three float32 blocks stay in the L1/L2 caches."""

@@ -3,7 +3,9 @@ kernels and the oracle bit for bit against the test's own reference (tests/_fp8.
 fields by hand, the exact result rounded once by hand) on every pair of patterns of each format
 and op, NaNs, signed zeros, infinities and subnormals among them; through dispatch on strided,
 offset, flipped, broadcast, empty and 0-d views; the planner picks them with no change of its
-own; compare_backends finds the two providers agree."""
+own; compare_backends finds the two providers agree. maximum, minimum, pow and % (CPU only)
+the same way, against the contract's selection, MPFR's correctly rounded pow and the exact
+floored remainder."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _fp8 import FORMATS, every_pair, rounded
+from _fp8 import FORMATS, every_pair, powered, remainder, rounded, selected
 
 import fueltensor as ft
 from fueltensor.kernels._chassis import IMPLEMENTATION
@@ -20,6 +22,8 @@ from fueltensor.ops import BINARY_OPS
 
 ROWS = [row for row in BINARY_OPS if row.ieee_rounded]
 """The op table's + - * / rows."""
+OTHERS = [row for row in BINARY_OPS if not row.ieee_rounded]
+"""maximum, minimum, pow and the remainder: CPU kernels, no oracle."""
 SYMBOLS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.divide: "/"}
 SUFFIX = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 compiled = pytest.mark.skipif(
@@ -45,6 +49,18 @@ def check(got: np.ndarray, want: np.ndarray, invalid: np.ndarray, a: Any, b: Any
             f"{bad.size} pairs differ; first: 0x{int(lhs[i]):02x}, 0x{int(rhs[i]):02x}"
             f" gave 0x{int(g[i]):02x}, the reference 0x{int(want[i]):02x}"
         )
+
+
+def expected(name: str, row: Any, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(patterns, open lanes) of a row over pairs, by the tests' own reference: + - * / rounded
+    once; maximum/minimum selected (no open lane); pow by MPFR (its NaNs open: the C
+    library's sign); % exact (its invalid NaNs open)."""
+    f = FORMATS[name]
+    if row.host in SYMBOLS:
+        return rounded(f, a, b, symbol(row))
+    if row.host in (np.maximum, np.minimum):
+        return selected(f, a, b, row.host is np.maximum), np.zeros(a.size, bool)
+    return powered(f, a, b) if row.host is np.power else remainder(f, a, b)
 
 
 def nan_mask(name: str, bits: np.ndarray) -> np.ndarray:
@@ -127,6 +143,53 @@ def test_awkward_views(name: str, backend: str | None) -> None:
                     got = fn(x, y)
             assert got.dtype == getattr(ft, name) and got.shape == ax.shape, label
             check(np.ascontiguousarray(np.asarray(got)), want, invalid, a, b)
+
+
+@compiled
+@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("row", OTHERS, ids=lambda r: r.kernel_op)
+def test_maximum_minimum_pow_remainder_every_pair(name: str, row: Any) -> None:
+    """The CPU kernel directly, and `fueltensor.<op>` planned to it, on all 2^16 pairs."""
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    a, b = every_pair()
+    want, open_ = expected(name, row, a, b)
+    kernel = f"{row.kernel_op}_{SUFFIX[name]}"
+    out = np.zeros(a.size, dtype)
+    ft.registry().kernel(kernel)(a.view(dtype), b.view(dtype), out=out)
+    check(out, want, open_, a, b)
+    fn, x, y = getattr(ft, row.name), ft.asarray(a.view(dtype)), ft.asarray(b.view(dtype))
+    plan = ft.explain(fn, x, y)
+    assert plan.kernel is not None and plan.kernel.name == kernel, plan
+    check(np.asarray(fn(x, y)), want, open_, a, b)
+
+
+@compiled
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_maximum_minimum_pow_remainder_awkward_views(name: str) -> None:
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    for label, x, y in _views(dtype):
+        ax, ay = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        a, b = ax.view(np.uint8).reshape(-1), ay.view(np.uint8).reshape(-1)
+        for row in OTHERS:
+            got = getattr(ft, row.name)(x, y)
+            assert got.dtype == getattr(ft, name) and got.shape == ax.shape, label
+            check(np.ascontiguousarray(np.asarray(got)), *expected(name, row, a, b), a, b)
+
+
+@compiled
+def test_selection_keeps_signed_zeros_and_nan_signs() -> None:
+    """±0 ties give lhs; a NaN lhs wins, else a NaN rhs, quieted, its sign kept (e5m2's
+    signaling 0xfd comes back 0xff); e4m3fn's pow overflow is its NaN, e5m2's inf."""
+    e5 = ft.asarray(np.array([0x00, 0x80, 0xFD, 0x3C], np.uint8).view(ml_dtypes.float8_e5m2))
+    f5 = ft.asarray(np.array([0x80, 0x00, 0x3C, 0x7D], np.uint8).view(ml_dtypes.float8_e5m2))
+    assert np.asarray(ft.maximum(e5, f5)).view(np.uint8).tolist() == [0x00, 0x80, 0xFF, 0x7F]
+    assert np.asarray(ft.minimum(e5, f5)).view(np.uint8).tolist() == [0x00, 0x80, 0xFF, 0x7F]
+    e4 = ft.asarray(np.array([16.0, -16.0], ml_dtypes.float8_e4m3fn))
+    three = ft.asarray(np.array([3.0, 3.0], ml_dtypes.float8_e4m3fn))
+    assert np.asarray(e4**three).view(np.uint8).tolist() == [0x7F, 0xFF]
+    f5 = ft.asarray(np.array([256.0, -256.0], ml_dtypes.float8_e5m2))
+    two = ft.asarray(np.array([3.0, 3.0], ml_dtypes.float8_e5m2))
+    assert np.asarray(f5**two).view(np.uint8).tolist() == [0x7C, 0xFC]
 
 
 @compiled

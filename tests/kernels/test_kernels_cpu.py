@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from fueltensor.kernels import casting, cpu
 from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATION, IMPLEMENTATIONS, NATIVE
-from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -71,7 +71,7 @@ def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
     (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
     implementations have them) and, where the compiled kernels run, the 44 unary ones, the
-    45 casts and the 8 FP8 + - * / (`UNLINKED` names them otherwise), nothing else."""
+    45 casts and the 16 FP8 binary kernels (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
@@ -79,8 +79,9 @@ def test_entry_points_are_the_documented_thunks() -> None:
     compiled = IMPLEMENTATION == "native"
     casts = [casting.kernel_name(*cast) for cast in casting.CASTS]
     assert len(casts) == 45
-    fp8 = [f"{op}_{f}" for op in ("add", "sub", "mul", "div") for f in ("e4m3", "e5m2")]
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) + 45 + 8 if compiled else 0)
+    fp8 = [f"{row.kernel_op}_{f}" for row in BINARY_OPS for f in ("e4m3", "e5m2")]
+    assert len(fp8) == 16
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + (len(unary) + 45 + 16 if compiled else 0)
     listed = [f"{op}_{f}" for op, f in (*KERNELS, *(("powi", f) for f in formats), *comparisons)]
     listed += [f"{op}_{f}" for op, f in unary] + casts + fp8 if compiled else []
     for name in listed:

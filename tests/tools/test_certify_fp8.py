@@ -13,7 +13,7 @@ from pathlib import Path
 import _documents as documents
 import numpy as np
 import pytest
-from _fp8 import E4M3, E5M2, every_pair, rounded
+from _fp8 import E4M3, E5M2, Fmt, every_pair, powered, remainder, rounded, selected
 
 import fueltensor as ft
 from fueltensor.kernels._chassis import IMPLEMENTATION
@@ -61,10 +61,15 @@ def changed(change: Callable[[np.ndarray, np.ndarray, np.ndarray], None]) -> Ker
     return kernel
 
 
+OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod")
+"""The kernel op ids of fuel-cpu-backend's FP8 contracts (`<op>_e4m3`, `<op>_e5m2`)."""
+
+
 @COMPILED
 def test_every_fp8_contract_of_the_cpu_is_exact_on_every_pair() -> None:
-    certs = certify("cpu", [f"{op}_{f}" for op in ("add", "div") for f in ("e4m3", "e5m2")])
-    assert len(certs) == 4
+    ops = ("add", "div", "maximum", "pow", "mod")
+    certs = certify("cpu", [f"{op}_{f}" for op in ops for f in ("e4m3", "e5m2")])
+    assert len(certs) == 10
     for cert in certs:
         d = cert.data
         assert d["span"] == {"lhs": [0, 256], "rhs": [0, 256], "pairs": 65536, "exhaustive": True}
@@ -75,16 +80,29 @@ def test_every_fp8_contract_of_the_cpu_is_exact_on_every_pair() -> None:
 
 def test_the_reference_is_the_tests_own_fp8_arithmetic_on_every_pair() -> None:
     """Every number the sweep's reference gives is the tests' hand-rounded one (tests/_fp8.py);
-    NaNs where it says NaN (the invalid operations' NaN is the CPU's, left open there)."""
+    NaNs where it says NaN (the invalid operations' NaN is the CPU's, pow's NaN sign the C
+    library's: left open there). A selection's reference is the operand itself, bit for bit."""
     reg = ft.registry()
     a, b = (v.astype(np.uint8) for v in every_pair())
-    for job in fp8_jobs(reg, {"fuel-cpu-backend"}, None, Span((0, 256), (0, 256), 8)):
+    jobs = fp8_jobs(reg, {"fuel-cpu-backend"}, None, Span((0, 256), (0, 256), 8))
+    swept = sorted({j.contract.name.rsplit("_", 1)[0] for j in jobs})
+    assert swept == (sorted(OPS) if IMPLEMENTATION == "native" else [])
+    for job in jobs:
         f = E4M3 if job.dtype.name == "float8_e4m3fn" else E5M2
-        symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[job.contract.name[:3]]
-        want, invalid = rounded(f, a, b, symbol)
+        want, invalid = reference_of(job.contract.name.rsplit("_", 1)[0], f, a, b)
         got = job.reference(a, b)
         assert np.array_equal(got[~invalid], want[~invalid]), job.contract.name
         assert all(f.value(int(x)) != f.value(int(x)) for x in got[invalid])
+
+
+def reference_of(op: str, f: Fmt, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(patterns, open lanes) of the tests' own reference for kernel op `op`."""
+    symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+    if op in symbols:
+        return rounded(f, a, b, symbols[op])
+    if op in ("maximum", "minimum"):
+        return selected(f, a, b, op == "maximum"), np.zeros(a.size, bool)
+    return (powered if op == "pow" else remainder)(f, a, b)
 
 
 @COMPILED
@@ -116,7 +134,7 @@ def test_saturating_where_the_document_says_nan_is_refused(tmp_path: Path) -> No
 
 
 def test_the_committed_fp8_certificates_read_back() -> None:
-    for op in ("add", "sub", "mul", "div"):
+    for op in OPS:
         for f, dtype in (("e4m3", "float8_e4m3fn"), ("e5m2", "float8_e5m2")):
             path = ROOT / "benchmarks" / "certificates" / "cpu" / f"{op}_{f}.txt"
             h = read(path)

@@ -60,9 +60,25 @@ def failures(report: JudgeReport, name: str) -> list[str]:
 
 def test_the_bundled_fp8_contracts_pass_the_judge() -> None:
     names = fp8_names()
-    assert len(names) == 12, names
+    assert len(names) == 20, names
     report = judge(kernels=names, quick=True, progress=False)
     assert report.rows and all(a.ok for a in report.rows), [
+        f for a in report.rows for f in a.failures
+    ]
+
+
+def test_ml_dtypes_fp8_contracts_pass_the_judge() -> None:
+    """contracts/numpy-fp8.md, written from measurement, holds: ml_dtypes' + - * /, maximum,
+    minimum, power and remainder on both formats (rhs on a ±0 tie, NaNs without payload)."""
+    names = [
+        c.name
+        for c in ft.registry()
+        if c.provider.name == "numpy" and len(c.inputs) == 2
+        if {"F8_E4M3FN", "F8_E5M2"} & set(c.inputs[0].dtypes)
+    ]
+    assert len(names) == 8, names
+    report = judge(kernels=names, quick=True, progress=False)
+    assert len(report.rows) == 16 and all(a.ok for a in report.rows), [
         f for a in report.rows for f in a.failures
     ]
 

@@ -17,6 +17,7 @@ the judge's verdict read it unchanged.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final
@@ -26,7 +27,8 @@ import numpy as np
 from fueltensor.core.dtypes import DType
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND, Family
+from fueltensor.kernels.libm import libm_pow
+from fueltensor.ops import BY_KIND, Family, OpKind
 from fueltensor.registry import Registry
 from fueltensor.testing import FloatFormat, difference_classes, float_format
 from fueltensor.tools.certify.binary import binary_identity
@@ -36,11 +38,14 @@ from fueltensor.tools.certify.sweep import BlockResult, Span, Sweep
 from fueltensor.tools.certify.tally import FIXED_NAMES, FORM_NAMES, core, fresh
 from fueltensor.tools.judge import casts
 from fueltensor.tools.judge.calls import call, plan_for
+from fueltensor.tools.judge.references import REFERENCES
 
 FP8: Final = ("F8_E4M3FN", "F8_E5M2")
 """The FKC dtypes swept here, every pair (2**16 each)."""
 WIDTH: Final = 8
 """Their patterns' bits."""
+_LIBM: Final = frozenset({OpKind.POW})
+"""The rows the kernels compute with the C library (pow: `powf`), as the reference does."""
 
 
 def is_fp8(contract: KernelContract) -> bool:
@@ -104,10 +109,13 @@ class Fp8Job:
         results cast into the format by the contract's declared rule (`judge.casts`)."""
         saturate, form, flush = casts.declared_rule(self.contract)
         table = _widening(self.dtype.np, working, form)
+        operation, nan_first = _operation(self.contract.op_kind)
         with np.errstate(all="ignore"):
-            wide = BY_KIND[self.contract.op_kind].host(table[lhs], table[rhs])
+            wide = operation(table[lhs], table[rhs])
             made = casts.expected(np.asarray(wide, working), self.dtype.np, saturate, form, flush)
         out: np.ndarray = np.ascontiguousarray(made).view(np.uint8).copy()
+        if not nan_first:
+            return out
         return _nan_operand_first(out, lhs, rhs, self.fmt, self._narrow_nan(table, form))
 
     def _narrow_nan(self, table: np.ndarray, form: str) -> np.ndarray:
@@ -125,6 +133,24 @@ class Fp8Job:
         return BlockResult(index, stats, hashlib.sha256(got.tobytes()).hexdigest(), 0)
 
 
+def _operation(kind: str) -> tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], bool]:
+    """The row's operation on the widened operands, and whether a NaN result of a NaN operand
+    is made that operand's (lhs first): NumPy's ufunc; a selection's own reference (the
+    judge's: an operand, lhs on a ±0 tie, as the documents say; NumPy's maximum gives rhs's
+    zero); pow the C library's, as the kernels call it, its NaNs its own (`sign: any`)."""
+    if kind in _LIBM:
+        return _libm_pow, False
+    ref = REFERENCES[kind]
+    return (ref.fn if ref.zero_signs else BY_KIND[kind].host), True
+
+
+def _libm_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The C library's powf (f32 operands) or pow (f64), element by element."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), a.dtype)
+    libm_pow(np.ascontiguousarray(a), np.ascontiguousarray(b), out=out)
+    return out
+
+
 def _magnitude(v: np.ndarray, f: FloatFormat) -> np.ndarray:
     """The patterns `v` (int64) without their sign bit."""
     out: np.ndarray = v & (f.sign_bit - 1)
@@ -139,11 +165,12 @@ def _inf(f: FloatFormat) -> int:
 def _nan_operand_first(
     out: np.ndarray, lhs: np.ndarray, rhs: np.ndarray, f: FloatFormat, back: np.ndarray
 ) -> np.ndarray:
-    """`out` with each pair that has a NaN operand given that operand's NaN, lhs's first, as
-    the f32 kernels return it (`operand: either` allows it; the documents' notes say lhs):
-    NumPy's own choice of two NaNs differs between releases (2.2 gives rhs's)."""
+    """`out` with each NaN result of a pair that has a NaN operand given that operand's NaN,
+    lhs's first, as the f32 kernels return it (`operand: either` allows it; the documents'
+    notes say lhs): NumPy's own choice of two NaNs differs between releases (2.2 gives rhs's).
+    A number made from a NaN (pow(NaN, 0) = 1) stays."""
     first = np.where(_is_nan(lhs, f), lhs, rhs)
-    pick = _is_nan(lhs, f) | _is_nan(rhs, f)
+    pick = (_is_nan(lhs, f) | _is_nan(rhs, f)) & _is_nan(out.astype(np.int64), f)
     out[pick] = back[first[pick]]
     return out
 
@@ -323,8 +350,10 @@ def fp8_certificate(
     cert = build(identity, job.dtype.name, span, result.stats, more)
     cert.data["formula"]["first"] = _pair(job, s["formula_lhs"], s["formula_rhs"])
     saturate, form, flush = casts.declared_rule(job.contract)
+    libm = job.contract.op_kind in _LIBM
     cert.data["reference"]["exact"] = (
-        "exact in f64, rounded once by the judge's cast reference (Python integers): nearest "
+        ("the C library's pow in f64 (within an f64 ULP)" if libm else "exact in f64")
+        + ", rounded once by the judge's cast reference (Python integers): nearest "
         f"even, overflow {'saturated' if saturate else 'to inf or NaN'}, a NaN {form}"
         + (", subnormals flushed" if flush else ", subnormals kept")
     )

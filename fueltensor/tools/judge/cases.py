@@ -145,14 +145,20 @@ def _name(f: FloatFormat, pattern: int) -> str:
 Builder = Callable[[FloatFormat, OpKind], list[tuple[str, str, int, int]]]
 
 
+def _two_nans(s: dict[str, int]) -> tuple[int, int]:
+    """A positive and a negative quiet NaN of `special`'s: two payloads where the format has
+    them; the 8-bit formats have fewer (e5m2 one payload bit, e4m3fn one NaN a sign)."""
+    a = s.get("+qNaN, lowest payload bit", s.get("+NaN", 0))
+    b = s.get("-qNaN, alternating payload", s.get("-qNaN, no payload", s.get("-NaN", 0)))
+    return a, b
+
+
 def _nan_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     """A NaN operand on either side (beside a positive number and -inf: some kernels make the
     NaN's sign from the other operand's; a negative NaN beside an odd integer: the C library's
     pow negates x * x there), signaling NaNs, two NaNs either way round."""
     s = special(f.dtype)
-    # The 8-bit formats have fewer NaNs: e5m2 one payload bit, e4m3fn one (quiet) NaN a sign.
-    a = s.get("+qNaN, lowest payload bit", s.get("+NaN", 0))
-    b = s.get("-qNaN, alternating payload", s.get("-qNaN, no payload", s.get("-NaN", 0)))
+    a, b = _two_nans(s)
     sa = s.get("+sNaN, lowest payload bit", a)
     sb = s.get("-sNaN, alternating payload", s.get("-sNaN, lowest payload bit", b))
     x, low = value(f, 1.5), s.get("-infinity", s["-max"])
@@ -202,8 +208,11 @@ def _remainder_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, in
     v = partial(value, f)
     zeros = [(-4.0, 2.0), (4.0, -2.0), (0.0, -2.0), (-0.0, 2.0)]
     infinite = [(5.0, math.inf), (-5.0, math.inf), (5.0, -math.inf), (-5.0, -math.inf)]
-    large = {11: (1e30, 3.0), 8: (1e10, 3.0)}.get(f.exponent, (60000.0, 0.001))
-    overflow = {11: (1e300, 3e-10), 8: (1e30, 3e-10)}.get(f.exponent, (60000.0, 3e-7))
+    infinite = infinite if f.has_inf else []  # e4m3fn has no infinity to divide by
+    large = {11: (1e30, 3.0), 8: (1e10, 3.0), 4: (448.0, 3.0)}.get(f.exponent, (60000.0, 0.001))
+    overflow = {11: (1e300, 3e-10), 8: (1e30, 3e-10), 4: (448.0, 2.0**-9)}.get(
+        f.exponent, (60000.0, 3e-7)
+    )
     definition = [(-1.0, 3.0), large, overflow, (0.1, 0.01)]
     return (
         [(SECTION[RemainderRule], "zero_sign", v(x), v(y)) for x, y in zeros]
@@ -216,19 +225,19 @@ def _pow_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     if op != OpKind.POW:
         return []
     s, v = special(f.dtype), partial(value, f)
-    nan, one = s["+qNaN, lowest payload bit"], s["+1"]
+    (nan, minus_nan), one = _two_nans(s), s["+1"]
     pow_ = SECTION[PowRule]
+    infinite = [(s["-1"], s[name]) for name in ("+infinity", "-infinity") if name in s]
+    zeros = [(s["-zero"], v(-1.0)), (s["-zero"], v(-2.0)), (s["+zero"], v(-1.0))]
+    zeros.append((s["-zero"], v(-0.5)))
     return [
         (pow_, "nan_zero", nan, s["+zero"]),
-        (pow_, "nan_zero", s["-qNaN, alternating payload"], s["-zero"]),
+        (pow_, "nan_zero", minus_nan, s["-zero"]),
         (pow_, "one_nan", one, nan),
-        (pow_, "one_nan", one, s["-qNaN, alternating payload"]),
-        (pow_, "minus_one_inf", s["-1"], s["+infinity"]),
-        (pow_, "minus_one_inf", s["-1"], s["-infinity"]),
-        (pow_, "zero_negative", s["-zero"], v(-1.0)),
-        (pow_, "zero_negative", s["-zero"], v(-2.0)),
-        (pow_, "zero_negative", s["+zero"], v(-1.0)),
-        (pow_, "zero_negative", s["-zero"], v(-0.5)),
+        (pow_, "one_nan", one, minus_nan),
+        *((pow_, "minus_one_inf", x, y) for x, y in infinite),
+        # e4m3fn has no infinity: there pow(±0, y < 0) is its NaN by the overflow rule
+        *((pow_, "zero_negative", x, y) for x, y in (zeros if f.has_inf else [])),
         (pow_, "negative_fractional", v(-2.0), v(0.5)),
         (pow_, "negative_fractional", v(-8.0), v(1 / 3)),
     ]
