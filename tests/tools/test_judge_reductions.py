@@ -45,10 +45,11 @@ def document(
     dtypes: str = "F32",
     invariance: str = "[threads, layout, batch]",
     row: ops.ContractOp = SUM,
+    zero_tie: str | None = None,
 ) -> str:
     """A sum contract of the test provider: input `a` of any layout and rank, the `axes`
     parameter, the shape rule `reduce(a)` (as tests/fkc/test_fkc_reduce.py builds one), the
-    given `op_params`, input dtypes and invariance claims."""
+    given `op_params`, input dtypes, invariance claims and `semantics.zero_tie`."""
     text = contract_text(provider=PROVIDER, kernel=kernel, op_kind=row.op_kind.value)
     start, end = text.index("    - name: b\n"), text.index("  op_params:")
     text = text[:start] + AXES + text[end:]
@@ -61,6 +62,7 @@ def document(
     rank = text.index("      rank: any")
     text = text[:layout] + f"      layout: {ANY_LAYOUT}\n" + text[rank:]
     semantics = f"semantics:\n  source: [documentation]\n  invariance: {invariance}\n"
+    semantics += f"  zero_tie: {zero_tie}\n" if zero_tie else ""
     end = "determinism: same_hardware_bitwise\n"
     return text.replace(end, end + semantics)
 
@@ -71,11 +73,15 @@ def judged(
     kernels: dict[str, tuple[Kernel, str, str]],
     invariance: str = "[threads, layout, batch]",
     row: ops.ContractOp = SUM,
+    zero_tie: str | None = None,
 ) -> JudgeReport:
     """The quick judge of one document of `kernels` (name: kernel, op_params, dtypes), each
-    of `row`'s op kind, claiming `invariance`."""
+    of `row`'s op kind, claiming `invariance` (and declaring `zero_tie`)."""
     ft.register_provider(PROVIDER, {f"tests::{name}": k for name, (k, _, _) in kernels.items()})
-    docs = [document(contract_text, n, p, d, invariance, row) for n, (_, p, d) in kernels.items()]
+    docs = [
+        document(contract_text, n, p, d, invariance, row, zero_tie)
+        for n, (_, p, d) in kernels.items()
+    ]
     head, *rest = docs
     text = head + "".join(d[d.index("\n## ") :] for d in rest)
     with pytest.warns(ContractWarning, match="not an op kind fueltensor dispatches"):
@@ -377,6 +383,43 @@ def test_maxima_and_minima_are_exact(
     assert nan.startswith("value: output (0,) of case 'NaN and infinities' is "), nan
     dropped = _failures(report, "last_dropped")
     assert any(f.startswith("value: output (") for f in dropped), dropped
+
+
+def folded(largest: bool) -> Kernel:
+    """The binary maximum (`largest`) or minimum folded over the row in order, the lhs winning
+    a +0/-0 tie: the first zero is the result's zero (the compiled core's rule)."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        table = _table(x, axes)
+        flat = out.reshape(-1)
+        for r in range(table.shape[0]):
+            acc = table[r, 0]
+            for v in table[r, 1:]:
+                if np.isnan(acc):
+                    break
+                if np.isnan(v) or (v > acc if largest else v < acc):
+                    acc = v
+            flat[r] = acc
+
+    return kernel
+
+
+@pytest.mark.parametrize("row", [MAX, MIN], ids=["max", "min"])
+def test_a_zero_tie_is_judged_by_the_declared_rule(
+    contract_text: Callable[..., str], write: Callable[..., Path], row: ops.ContractOp
+) -> None:
+    """The first zero wins under `zero_tie: lhs` and fails as `ordered` (the default); the
+    ordered selection fails as `lhs`, each on the signed-zeros case."""
+    largest = row is MAX
+    kernels = {"first": (folded(largest), "", "F32"), "ordered": (extreme(largest), "", "F32")}
+    lhs = judged(contract_text, write, kernels, row=row, zero_tie="lhs")
+    assert [a.ok for a in lhs.rows] == [True, False], lhs.failures
+    (failure,) = _failures(lhs, "ordered")
+    assert "case 'signed zeros'" in failure, failure
+    ordered = judged(contract_text, write, kernels, row=row)
+    assert [a.ok for a in ordered.rows] == [False, True], ordered.failures
+    either = judged(contract_text, write, kernels, row=row, zero_tie="either")
+    assert [a.ok for a in either.rows] == [True, True], either.failures
 
 
 def test_a_product_is_not_audited_yet(

@@ -63,6 +63,10 @@ class Declared:
     order: str | None
     block: int
     lanes: int = 1
+    zero_tie: str = "ordered"
+    """A maximum's or minimum's +0 against -0 (`semantics.zero_tie`, folded over the row in
+    order): `ordered` (IEEE 754-2019: -0 < +0), `lhs` (the first zero), `rhs` (the last) or
+    `either`; a contract that declares none is held to `ordered`."""
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -126,7 +130,14 @@ def declared(contract: KernelContract) -> Declared | str:
     if order != BLOCKED and "lanes" in params:
         return f"{where}: op_params.lanes is declared for a {order or 'undeclared'} order"
     assert isinstance(block, int) and isinstance(lanes, int)
-    return Declared(str(accumulator), None if order is None else str(order), block, lanes)
+    order_name = None if order is None else str(order)
+    return Declared(str(accumulator), order_name, block, lanes, tie(contract))
+
+
+def tie(contract: KernelContract) -> str:
+    """The contract's declared `semantics.zero_tie`, `ordered` where it declares none."""
+    declared = contract.semantics.zero_tie if contract.semantics is not None else None
+    return declared or "ordered"
 
 
 # -- the simulator ------------------------------------------------------------------------------
@@ -184,15 +195,23 @@ def simulate(table: Array, d: Declared, out: np.dtype[Any]) -> Array:
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
 
 
-def selected(table: Array, out: np.dtype[Any], largest: bool) -> Array:
-    """Each row's maximum (`largest`) or minimum, exact: a NaN if the row holds one; +0 over
-    -0 for a maximum, -0 over +0 for a minimum (docs/reductions.md: the binary maximum's and
-    minimum's declared rules folded over the row)."""
+def selected(table: Array, out: np.dtype[Any], largest: bool, tie: str = "ordered") -> Array:
+    """Each row's maximum (`largest`) or minimum, exact: a NaN if the row holds one; a zero
+    result's sign by the declared `tie` (`Declared.zero_tie`; `either` as `ordered`, the caller
+    accepting both): `ordered` +0 over -0 for a maximum, -0 over +0 for a minimum; `lhs` the
+    row's first zero, `rhs` its last (docs/reductions.md: the binary maximum's and minimum's
+    declared rules folded over the row)."""
     with np.errstate(invalid="ignore"):
         wide = table.astype(np.float64)
     found = (np.max if largest else np.min)(wide, axis=1)  # a NaN wins
     zeros = wide == 0
-    preferred = zeros & (np.signbit(wide) != largest)  # +0 for a maximum, -0 for a minimum
-    zero = np.where(preferred.any(axis=1) == largest, 0.0, -0.0)
+    if tie in ("lhs", "rhs") and table.shape[1]:
+        pick = zeros if tie == "lhs" else zeros[:, ::-1]
+        at = np.argmax(pick, axis=1) if tie == "lhs" else table.shape[1] - 1 - np.argmax(pick, 1)
+        first = np.signbit(wide[np.arange(table.shape[0]), at])
+        zero = np.where(first, -0.0, 0.0)
+    else:
+        preferred = zeros & (np.signbit(wide) != largest)  # +0 for a maximum, -0 for a minimum
+        zero = np.where(preferred.any(axis=1) == largest, 0.0, -0.0)
     result: Array = np.where(found == 0, zero, found).astype(out)
     return result

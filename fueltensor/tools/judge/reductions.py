@@ -50,7 +50,7 @@ from fueltensor.kernels.exact_sums import exact_rows, exact_sum, rows
 from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge.calls import call, time_on_threads, timing
-from fueltensor.tools.judge.orders import Declared, declared, selected, simulate
+from fueltensor.tools.judge.orders import Declared, declared, selected, simulate, tie
 from fueltensor.tools.judge.record import RUNS, Audit, Settings
 from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.references import Array
@@ -219,7 +219,9 @@ def check(
     if largest is None:
         exact_sum(case.x, case.axes, want)
     else:
-        want = selected(table, got.dtype, largest)
+        want = selected(table, got.dtype, largest, d.zero_tie)
+        if d.zero_tie == "either":  # either zero is the selection
+            want = np.where((want == 0) & (got == 0), got, want)
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
     if largest is not None:
@@ -388,7 +390,7 @@ def audit_reduction(
     if row.op_kind is not OpKind.SUM and largest is None:
         a.failures.append(f"the judge's audit of a {row.name} reduction is not built yet")
         return
-    d = declared(contract) if largest is None else Declared(dtype.fkc, None, 128)
+    d = declared(contract) if largest is None else Declared(dtype.fkc, None, 128, 1, tie(contract))
     if isinstance(d, str):
         a.failures.append(f"declaration: {d}")
         return
