@@ -8,6 +8,7 @@ from typing import Final
 
 from fueltensor.ops import (
     COMPARISON_OPS,
+    REDUCTION_OPS,
     SCALAR_FORMS,
     TERNARY_OPS,
     UNARY_OPS,
@@ -26,9 +27,9 @@ def c_header() -> str:
     lines = [
         f"/* Generated from fueltensor/ops.py: do not edit. Regenerate with\n *   {REGENERATE}",
         " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,",
-        " * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`); a unary op's enum name is its",
-        " * kernel op id in capitals after U_, a comparison's after C_, where's and clip's",
-        " * after T_. */",
+        " * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`, `_native.REDUCTION_OPS`); a unary",
+        " * op's enum name is its kernel op id in capitals after U_, a comparison's after C_,",
+        " * where's and clip's after T_, a reduction's after R_. */",
         "#ifndef FUELTENSOR_OPS_H",
         "#define FUELTENSOR_OPS_H",
     ]
@@ -36,7 +37,8 @@ def c_header() -> str:
               ("unary elementwise", UNARY_OPS, "U_", "N_UNARY_OPS", "UNARY_NAMES"),
               ("comparison", COMPARISON_OPS, "C_", "N_COMPARISON_OPS", "COMPARISON_NAMES"),
               ("selection and clamp: three operands", TERNARY_OPS, "T_", "N_TERNARY_OPS",
-               "TERNARY_NAMES"))  # fmt: skip
+               "TERNARY_NAMES"),
+              ("reduction", REDUCTION_OPS, "R_", "N_REDUCTION_OPS", "REDUCTION_NAMES"))  # fmt: skip
     for title, ops, prefix, count, names in groups:
         lines += [
             "",

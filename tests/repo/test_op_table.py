@@ -42,3 +42,13 @@ def test_every_family_has_its_traits_and_every_row_a_family() -> None:
     assert len({op.kernel_op for op in ops.CONTRACT_OPS}) == len(ops.CONTRACT_OPS)
     every = [k for op in ops.CONTRACT_OPS for k in op.kernel_ops]
     assert len(set(every)) == len(every)
+
+
+def test_the_reduction_rows_are_numbered_apart_from_the_planned_table() -> None:
+    text = HEADER.read_text()
+    reduction = ", ".join("R_" + op.kernel_op.upper() for op in ops.REDUCTION_OPS)
+    assert f"enum {{ {reduction}, N_REDUCTION_OPS }};" in text
+    assert all(row.family is ops.Family.REDUCTION for row in ops.REDUCTION_OPS)
+    assert not set(ops.REDUCTION_OPS) & set(ops.CONTRACT_OPS)  # not planned yet (issue 48)
+    kinds = {op.op_kind for op in (*ops.CONTRACT_OPS, *ops.REDUCTION_OPS)}
+    assert len(kinds) == len(ops.CONTRACT_OPS) + len(ops.REDUCTION_OPS)

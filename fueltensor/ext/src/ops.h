@@ -1,9 +1,9 @@
 /* Generated from fueltensor/ops.py: do not edit. Regenerate with
  *   python -m fueltensor.ops_header > fueltensor/ext/src/ops.h
  * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,
- * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`); a unary op's enum name is its
- * kernel op id in capitals after U_, a comparison's after C_, where's and clip's
- * after T_. */
+ * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`, `_native.REDUCTION_OPS`); a unary
+ * op's enum name is its kernel op id in capitals after U_, a comparison's after C_,
+ * where's and clip's after T_, a reduction's after R_. */
 #ifndef FUELTENSOR_OPS_H
 #define FUELTENSOR_OPS_H
 
@@ -22,6 +22,10 @@ static const char *const COMPARISON_NAMES[N_COMPARISON_OPS] = {"lt", "le", "eq",
 /* selection and clamp: three operands. */
 enum { T_WHERE, T_CLAMP, N_TERNARY_OPS };
 static const char *const TERNARY_NAMES[N_TERNARY_OPS] = {"where", "clamp"};
+
+/* reduction. */
+enum { R_SUM, R_PROD, R_MAX, R_MIN, N_REDUCTION_OPS };
+static const char *const REDUCTION_NAMES[N_REDUCTION_OPS] = {"sum", "prod", "max", "min"};
 /* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;
  * and its op id. */
 #define POWI_OP N_OPS
