@@ -144,6 +144,8 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
 #define CAPSULE_COMPARE NATIVE_MODULE ".COMPARE"
 #define CAPSULE_CAST NATIVE_MODULE ".CAST"
+/* The reductions' `ShapedKernel` (native/reduce.c): sum, prod, max, min in a fixed order. */
+#define CAPSULE_REDUCE NATIVE_MODULE ".REDUCE"
 /* The op number `_fast`'s entries give comparison c (`_native.COMPARE_OP` + c): past the
  * binary ops and POWI_OP; its body is the COMPARE capsule (a `Body` writing one bool a lane). */
 #define COMPARE_OP (POWI_OP + 1)
