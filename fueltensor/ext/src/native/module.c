@@ -20,7 +20,7 @@ static PyMethodDef methods[] = {
     {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
      "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
      "power) on DTYPES[dtype] over n elements runs on now (CAST_OP: a cast from "
-     "CAST_DTYPES[dtype])."},
+     "CAST_DTYPES[dtype]; REDUCE_OP: a reduction of n input elements, capped by its units)."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -218,6 +218,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
         PyModule_AddIntConstant(module, "COMPARE_OP", COMPARE_OP) < 0 ||
         PyModule_AddIntConstant(module, "CAST_OP", CAST_POOL_OP) < 0 ||
+        PyModule_AddIntConstant(module, "REDUCE_OP", REDUCE_POOL_OP) < 0 ||
         PyModule_AddIntConstant(module, "CAST_SPLIT_FROM", SPLIT_CAST) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "ORDER_SEQUENTIAL", ORDER_SEQUENTIAL) < 0 ||
