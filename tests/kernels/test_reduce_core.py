@@ -128,10 +128,11 @@ def cores() -> Iterator[None]:
     threads.pretend_cores(pretended)
 
 
-CASES = [((1000,), (0,)), ((70, 600), (1,)), ((600, 70), (0,)), ((5, 6, 70), (0, 2)),
-         ((9, 4, 33), (1, 2)), ((3, 4), ())]  # fmt: skip
-"""Shapes and axes: by blocks (few outputs) and by outputs, many blocks an output, several
-reduced axes, none."""
+CASES = [((1000,), (0,)), ((40, 300), (0,)), ((70, 600), (1,)), ((600, 70), (0,)),
+         ((5, 6, 70), (0, 2)), ((9, 4, 33), (1, 2)), ((3, 4), ())]  # fmt: skip
+"""Shapes and axes: by blocks (few outputs) and by outputs, one at a time or in groups of
+neighbours (a sum down columns: 300 columns, groups of 128, 128 and 44), many blocks an output,
+several reduced axes, none."""
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -175,13 +176,15 @@ def test_the_error_is_within_highams_bound(dtype: Any, order: int) -> None:
 
 @pytest.mark.parametrize("count", [2, 3, 7])
 def test_the_bits_are_one_threads_on_2_3_and_7(count: int, cores: None) -> None:
-    """A 10^6-element sum and a 300x200 sum along its last axis (split from 1024 elements so it
-    splits at all), each order, on `count` threads as on a machine of that many cores."""
+    """A 10^6-element sum and a 300x200 sum along its last axis, and along its first (split from
+    1024 elements so they split at all), each order, on `count` threads as on a machine of that
+    many cores."""
     threads.pretend_cores(count)
     _native.set_parallel_from(1024)
     rng = np.random.default_rng(count)
     f32 = np.dtype(np.float32)
-    for x, axes in ((sample(rng, (10**6,), f32), (0,)), (sample(rng, (300, 200), f32), (1,))):
+    matrix = sample(rng, (300, 200), f32)
+    for x, axes in ((sample(rng, (10**6,), f32), (0,)), (matrix, (1,)), (matrix, (0,))):
         for order in (SEQUENTIAL, BLOCKED):
             with threads.running_on(1):
                 one = run(SUM, x, axes, f32, order)
