@@ -122,7 +122,8 @@ typedef void (*CastBody)(int from, int to, const void *x, void *out, Py_ssize_t 
  * (allocated by the caller, dense unless its strides say otherwise). Returns 0, or -1 with a
  * message of at most `error_len` bytes in `error` (refused shapes, parameters, dtypes); it never
  * raises a Python exception and never holds the GIL. A reduction: in[0] = x, params axes,
- * keepdims, accumulator (a dtype code), order. A contraction: in[0] = a (..., M, K), in[1] = b
+ * keepdims, accumulator (a dtype code), order and, for ORDER_BLOCKED, block (PARAM_I64): the
+ * REDUCE capsule (native/reduce.c; docs/ops.md, "Reductions"). A contraction: in[0] = a (..., M, K), in[1] = b
  * (..., K, N), out (..., M, N), params accumulator and order. */
 typedef int (*ShapedKernel)(int op, const TensorArg *in, int n_in, const TensorArg *out,
                             const ParamArg *params, int n_params, char *error, size_t error_len);
