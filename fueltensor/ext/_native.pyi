@@ -51,6 +51,36 @@ def convert(src: int, dst: int, saturate: int, x: Any, out: Any, /) -> None:
     saturate=1, the largest finite value of its sign, infinities included; a NaN quieted, its
     sign and top payload bits kept. src == dst copies the bits."""
 
+REDUCTION_OPS: tuple[str, ...]
+"""The reduction op names, in the order `reduce` numbers them (the op table's REDUCTION_OPS)."""
+ORDER_SEQUENTIAL: int
+"""`reduce`'s order: one accumulator, element after element (abi.h's ORDER_* codes)."""
+ORDER_PAIRWISE: int
+"""abi.h's pairwise order code: no reduction takes it yet."""
+ORDER_BLOCKED: int
+"""`reduce`'s order: blocks of `block`, 8 lanes each, a pairwise tree over the blocks."""
+REDUCE_LANES: int
+"""The partial accumulators of a block in ORDER_BLOCKED."""
+REDUCE_FEW_OUTPUTS: int
+"""Below this many outputs a blocked sum or product splits across threads by blocks."""
+REDUCE_OP: int
+"""The op number `threads` takes for a reduction, n its input elements."""
+
+def reduce(
+    op: int,
+    x: Any,
+    out: Any,
+    axes: tuple[int, ...],
+    accumulator: int | str,
+    order: int,
+    block: int,
+    /,
+) -> None:
+    """out = REDUCTION_OPS[op] of any strided x over the sorted `axes`, out the dense reduced
+    shape of x's dtype, accumulated in `accumulator` (a dtype code or name) in the order
+    ORDER_SEQUENTIAL or ORDER_BLOCKED (blocks of `block`), rounded once: the same bits on any
+    thread count and instruction set (docs/ops.md, "Reductions")."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 
@@ -70,7 +100,8 @@ POOL_SPIN_NS: int
 
 def threads(n: int, op: int, dtype: int, /) -> int:
     """How many threads the body of OPS[op] (POWI_OP: the integer power) on DTYPES[dtype]
-    runs a call over n elements on now (CAST_OP: a cast from CAST_DTYPES[dtype])."""
+    runs a call over n elements on now (CAST_OP: a cast from CAST_DTYPES[dtype]; REDUCE_OP: a
+    reduction of n input elements)."""
 
 def copy_strided(src: Any, dst: Any, /) -> None:
     """Copy any strided `src` into the C-contiguous `dst` of its size, in row-major order."""

@@ -31,6 +31,7 @@ from fueltensor.ops import (
     BY_KIND,
     COMPARISON_OPS,
     KERNEL_OPS,
+    REDUCTION_OPS,
     TERNARY_OPS,
     UNARY_KERNEL_OPS,
     OpKind,
@@ -403,6 +404,8 @@ _EXPORTED: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
         (tuple(NATIVE.UNARY_OPS), UNARY_KERNEL_OPS),
         (tuple(NATIVE.COMPARISON_OPS), tuple(row.kernel_op for row in COMPARISON_OPS)),
         (tuple(NATIVE.TERNARY_OPS), tuple(row.kernel_op for row in TERNARY_OPS)),
+        # an older build has none: the rebuild message, not an AttributeError
+        (tuple(getattr(NATIVE, "REDUCTION_OPS", ())), tuple(r.kernel_op for r in REDUCTION_OPS)),
     )
 )
 """Each family's ops as the compiled kernels export them, beside the op table's."""

@@ -122,7 +122,8 @@ typedef void (*CastBody)(int from, int to, const void *x, void *out, Py_ssize_t 
  * (allocated by the caller, dense unless its strides say otherwise). Returns 0, or -1 with a
  * message of at most `error_len` bytes in `error` (refused shapes, parameters, dtypes); it never
  * raises a Python exception and never holds the GIL. A reduction: in[0] = x, params axes,
- * keepdims, accumulator (a dtype code), order. A contraction: in[0] = a (..., M, K), in[1] = b
+ * keepdims, accumulator (a dtype code), order and, for ORDER_BLOCKED, block (PARAM_I64): the
+ * REDUCE capsule (native/reduce.c; docs/ops.md, "Reductions"). A contraction: in[0] = a (..., M, K), in[1] = b
  * (..., K, N), out (..., M, N), params accumulator and order. */
 typedef int (*ShapedKernel)(int op, const TensorArg *in, int n_in, const TensorArg *out,
                             const ParamArg *params, int n_params, char *error, size_t error_len);
@@ -144,6 +145,8 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define CAPSULE_NAN_SCAN NATIVE_MODULE ".NAN_SCAN"
 #define CAPSULE_COMPARE NATIVE_MODULE ".COMPARE"
 #define CAPSULE_CAST NATIVE_MODULE ".CAST"
+/* The reductions' `ShapedKernel` (native/reduce.c): sum, prod, max, min in a fixed order. */
+#define CAPSULE_REDUCE NATIVE_MODULE ".REDUCE"
 /* The op number `_fast`'s entries give comparison c (`_native.COMPARE_OP` + c): past the
  * binary ops and POWI_OP; its body is the COMPARE capsule (a `Body` writing one bool a lane). */
 #define COMPARE_OP (POWI_OP + 1)

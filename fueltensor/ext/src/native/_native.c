@@ -26,6 +26,8 @@
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   ternary.c       where and clip: bodies and `ternary`
  *   cast.c          the casts between the six float formats: bodies and `cast`
+ *   reduce.c        sum, prod, max, min over axes in a fixed order: the REDUCE kernel
+ *   reduce_call.c   its Python interface, `reduce`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -45,6 +47,8 @@
 #include "compare.c"
 #include "ternary.c"
 #include "cast.c"
+#include "reduce.c"
+#include "reduce_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

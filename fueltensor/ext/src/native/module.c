@@ -20,7 +20,7 @@ static PyMethodDef methods[] = {
     {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
      "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
      "power) on DTYPES[dtype] over n elements runs on now (CAST_OP: a cast from "
-     "CAST_DTYPES[dtype])."},
+     "CAST_DTYPES[dtype]; REDUCE_OP: a reduction of n input elements, capped by its units)."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -66,6 +66,11 @@ static PyMethodDef methods[] = {
      "CAST_DTYPES[dst] over C-contiguous buffers of as many elements: rounded once to nearest "
      "even, beyond the largest finite value inf (float8_e4m3fn: NaN) or, with saturate=1, the "
      "largest finite value; a NaN quieted, its sign and top payload bits kept."},
+    {"reduce", (PyCFunction)(void (*)(void))reduce, METH_FASTCALL,
+     "reduce(op, x, out, axes, accumulator, order, block): out = REDUCTION_OPS[op] of x over the "
+     "sorted tuple axes, x any strided array, out the dense reduced shape of x's dtype, "
+     "accumulated in `accumulator` (a dtype code or name) in the order ORDER_SEQUENTIAL or "
+     "ORDER_BLOCKED (blocks of `block`): the same bits on any thread count and instruction set."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -119,6 +124,8 @@ static int add_body(PyObject *module) {
     if (add_capsule(module, "NAN_SCAN", CAPSULE_NAN_SCAN, (void *)nan_scan) < 0)
         return -1;
     if (add_capsule(module, "CAST", CAPSULE_CAST, (void *)cast_body) < 0)
+        return -1;
+    if (add_capsule(module, "REDUCE", CAPSULE_REDUCE, (void *)reduce_kernel) < 0)
         return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
@@ -196,6 +203,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         add_names(module, "UNARY_OPS", UNARY_NAMES, N_UNARY_OPS) < 0 ||
         add_names(module, "COMPARISON_OPS", COMPARISON_NAMES, N_COMPARISON_OPS) < 0 ||
         add_names(module, "TERNARY_OPS", TERNARY_NAMES, N_TERNARY_OPS) < 0 ||
+        add_names(module, "REDUCTION_OPS", REDUCTION_NAMES, N_REDUCTION_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "CAST_DTYPES", CAST_NAMES, N_CAST_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||
@@ -210,8 +218,14 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "POWI_OP", POWI_OP) < 0 ||
         PyModule_AddIntConstant(module, "COMPARE_OP", COMPARE_OP) < 0 ||
         PyModule_AddIntConstant(module, "CAST_OP", CAST_POOL_OP) < 0 ||
+        PyModule_AddIntConstant(module, "REDUCE_OP", REDUCE_POOL_OP) < 0 ||
         PyModule_AddIntConstant(module, "CAST_SPLIT_FROM", SPLIT_CAST) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
+        PyModule_AddIntConstant(module, "ORDER_SEQUENTIAL", ORDER_SEQUENTIAL) < 0 ||
+        PyModule_AddIntConstant(module, "ORDER_PAIRWISE", ORDER_PAIRWISE) < 0 ||
+        PyModule_AddIntConstant(module, "ORDER_BLOCKED", ORDER_BLOCKED) < 0 ||
+        PyModule_AddIntConstant(module, "REDUCE_LANES", REDUCE_LANES) < 0 ||
+        PyModule_AddIntConstant(module, "REDUCE_FEW_OUTPUTS", REDUCE_FEW_OUTPUTS) < 0 ||
         PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||
         add_split_table(module) < 0) {
         Py_DECREF(module);

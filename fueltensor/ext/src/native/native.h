@@ -10,6 +10,7 @@
 #include <fenv.h>
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,16 @@
 #define UNARY_POOL_OP (POWI_OP + 1)
 /* The pool's op number of a cast (`_native.CAST_OP`), past the unary ops. */
 #define CAST_POOL_OP (UNARY_POOL_OP + N_UNARY_OPS)
+/* The pool's op number of a reduction (reduce.c), past the cast. */
+#define REDUCE_POOL_OP (CAST_POOL_OP + 1)
+/* Input elements from which a reduction splits: as f32 arithmetic (SPLIT_BYTES / 4), one add or
+ * multiply an element; not yet measured on its own. */
+#define SPLIT_REDUCE (1 << 16)
+
+/* A part of a task job (a reduction's): units [at, at + len) of the job's `ctx`. Unlike the
+ * elementwise bodies, its units are not elements: each is a whole result (an output, or a
+ * block sum) computed the same way whichever thread runs it. */
+typedef void (*TaskPart)(const void *ctx, Py_ssize_t at, Py_ssize_t len);
 
 /* The dtypes a cast connects: the v2 float codes F32 ... F8_E5M2 (`_native.CAST_DTYPES`), with
  * the bytes of an element of each. */
@@ -164,6 +175,9 @@ typedef struct {
     PowIBody powi;
     UnaryBody unary; /* set: a unary job, its op UNARY_POOL_OP + the unary op */
     CastBody cast;   /* set: a cast job (op CAST_POOL_OP) from `dtype` to `to` */
+    TaskPart task;   /* set: a task job (op REDUCE_POOL_OP) over `n` units of `ctx` */
+    const void *ctx;
+    Py_ssize_t work; /* a task job's input elements, which `alone` weighs instead of `n` */
     const ParamArg *params;
     int n_params, to;
     int op, dtype, stream;

@@ -64,6 +64,7 @@ static Py_ssize_t split_from(int op, int dtype) {
     if (op == POW || op == MOD) return SPLIT_POW; /* a libm call per lane: fmod as pow */
     if (op == POWI_OP) return SPLIT_POWI;
     if (op == CAST_POOL_OP) return SPLIT_CAST;
+    if (op == REDUCE_POOL_OP) return SPLIT_REDUCE;
     if (op >= UNARY_POOL_OP) { /* the sign-bit ops and sqrt as arithmetic; the rest as pow */
         int u = op - UNARY_POOL_OP;
         if (u != U_ABS && u != U_NEG && u != U_SQRT) return SPLIT_POW;
@@ -72,12 +73,13 @@ static Py_ssize_t split_from(int op, int dtype) {
     return SPLIT_BYTES / ITEMSIZE[dtype];
 }
 
-/* Elements per part when n elements are split over `threads` (two or more): whole CHUNK_ALIGN
- * blocks, about PARTS_PER_THREAD parts per thread. No sum here overflows for any n. */
-static Py_ssize_t part_length(Py_ssize_t n, int threads) {
+/* Elements (a task's units) per part when n are split over `threads` (two or more): whole
+ * `align` blocks (CHUNK_ALIGN elements; 1 unit), about PARTS_PER_THREAD parts per thread. No
+ * sum here overflows for any n. */
+static Py_ssize_t part_length(Py_ssize_t n, int threads, Py_ssize_t align) {
     Py_ssize_t parts = (Py_ssize_t)threads * PARTS_PER_THREAD;
-    Py_ssize_t per = n / parts + (n % parts != 0), rest = per % CHUNK_ALIGN;
-    return rest ? per + (CHUNK_ALIGN - rest) : per;
+    Py_ssize_t per = n / parts + (n % parts != 0), rest = per % align;
+    return rest ? per + (align - rest) : per;
 }
 
 /* How many threads a body of `op` on `dtype` over `n` elements runs on now: the setting, capped
@@ -210,6 +212,10 @@ INLINE void flags_merge(const FpFlags *flags, int raised) { fesetexceptflag(flag
 /* Run part i of `job`. */
 static void run_part(const Job *job, Py_ssize_t i) {
     Py_ssize_t at = i * job->per, len = job->n - at < job->per ? job->n - at : job->per;
+    if (job->task != NULL) { /* units, not elements: the task finds its own data */
+        job->task(job->ctx, at, len);
+        return;
+    }
     if (job->cast != NULL) { /* its input and output elements differ in size */
         job->cast(job->dtype, job->to, job->a + at * CAST_ITEMSIZE[job->dtype],
                   job->c + at * CAST_ITEMSIZE[job->to], len, job->params, job->n_params);
@@ -351,7 +357,8 @@ static void pool_post(Job *job, int helpers, unsigned parts) {
 static int alone(const Job *job) {
     unsigned asleep = __atomic_load_n(&N.pool.sleepers, __ATOMIC_SEQ_CST);
     if (N.pool.workers == 0 || asleep < (unsigned)N.pool.workers) return 0;
-    if (job->n / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
+    Py_ssize_t size = job->task != NULL ? job->work : job->n;
+    if (size / WAKE_FACTOR >= split_from(job->op, job->dtype)) return 0;
     uint64_t gap = now_ns() - __atomic_load_n(&N.pool.alone_end, __ATOMIC_RELAXED);
     N.pool.streak = gap < POOL_SPIN_NS ? N.pool.streak + 1 : 1;
     if (N.pool.streak > ALONE_STREAK) {
@@ -380,7 +387,7 @@ static void split_run(Job *job, int threads) {
         if (lone) __atomic_store_n(&N.pool.alone_end, now_ns(), __ATOMIC_RELAXED);
         return;
     }
-    job->per = part_length(job->n, helpers + 1);
+    job->per = part_length(job->n, helpers + 1, job->task != NULL ? 1 : CHUNK_ALIGN);
     unsigned parts = (unsigned)(job->n / job->per + (job->n % job->per != 0));
     env_get(&job->env);
     pool_post(job, helpers, parts);
