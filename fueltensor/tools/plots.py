@@ -170,12 +170,22 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     for r in sorted(slow, key=lambda r: r.formula_bytes_per_element):
         near = [x for x in columns if r.formula_bytes_per_element < 1.5 * x]
         columns.setdefault(near[0] if near else r.formula_bytes_per_element, []).append(r)
+    # A label's line in the axes' height (7-point text, 1.4 lines: the layout may shrink the
+    # axes a little after this): the stack's step is never less, so no two labels meet.
+    line = 7 * 1.4 / 72 * ax.figure.dpi / ax.bbox.height
+    room = max(1, int(0.94 / line))
     for x, rows in columns.items():
         rows.sort(key=lambda r: -r.ns_per_element)
-        step = min(0.05, 0.94 / len(rows))  # of the axes' height: two lines of 7-point text
+        more = len(rows) - room + 1 if len(rows) > room else 0
+        rows = rows[: room - 1] if more else rows  # the slowest named, the rest counted last
+        lines = len(rows) + bool(more)
+        step = max(line, min(0.05, 0.94 / lines))
         heights = [(math.log10(r.ns_per_element) - low) / (high - low) for r in rows]
-        centred = sum(heights) / len(heights) + step * (len(rows) - 1) / 2
-        top = min(0.97, max(centred, 0.03 + step * (len(rows) - 1)))  # the stack stays inside
+        centred = sum(heights) / len(heights) + step * (lines - 1) / 2
+        top = min(0.97, max(centred, 0.03 + step * (lines - 1)))  # the stack stays inside
+        if more:
+            where = (x * 1.12, top - step * len(rows))
+            ax.annotate(f"+{more} more", where, xycoords=data_x_axes_y, fontsize=7, va="center")
         for k, r in enumerate(rows):
             ax.annotate(
                 r.label,
