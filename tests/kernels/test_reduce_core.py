@@ -382,3 +382,23 @@ def test_the_core_is_the_order_the_judge_simulates(dtype: np.dtype[Any]) -> None
             np.testing.assert_array_equal(
                 got.reshape(-1).view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}")
             )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_views_whose_stride_is_the_accumulator_width_read_their_own_dtype(
+    dtype: np.dtype[Any],
+) -> None:
+    """A half-type column walk whose outputs lie 4 bytes apart ([:, ::2] of float16 down axis 0)
+    reads halves, not floats: the walk read such a view as float32 (inf for 0..11), since its
+    byte stride equals the accumulator's width. Every view equals its dense copy, bit for bit."""
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((6, 12)).astype(dtype)
+    for view in (base[:, ::2], base[:, ::4], base[::2, ::2], base[:, ::-2]):
+        for axes in ((0,), (1,), (0, 1)):
+            for order in (SEQUENTIAL, BLOCKED):
+                acc = accumulators(dtype)[0]
+                got = run(SUM, view, axes, acc, order, 4)
+                want = run(SUM, np.ascontiguousarray(view), axes, acc, order, 4)
+                np.testing.assert_array_equal(
+                    got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}")
+                )

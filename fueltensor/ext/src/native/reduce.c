@@ -216,7 +216,7 @@ INLINE double load_double(int dtype, const char *p) {
         for (int j = 0; j < REDUCE_LANES; j++)                                                   \
             for (int i = 0; i < REDUCE_GROUP; i++) lane[j][i] = mul ? (T)1 : (T)-0.0;            \
         Py_ssize_t block = r->lanes == 1 ? r->m : r->block, pos = 0, offset;                     \
-        int direct = ks == (Py_ssize_t)sizeof(T) && (r->dtype == F64) == (sizeof(T) == 8);       \
+        int direct = ks == (Py_ssize_t)sizeof(T) && r->dtype == (sizeof(T) == 8 ? F64 : F32);   \
         RunAt at;                                                                                \
         runs_start(r, &at, 0);                                                                   \
         for (Py_ssize_t done = 0; done < r->m;) {                                                \
