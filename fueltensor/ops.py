@@ -184,10 +184,10 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
         ),
         Family.REDUCTION: Traits(
             ("x",),
-            "kernel(x, *, out, axes, keepdims, accumulator, order)",
+            "kernel(x, axes, *, out)",
             2,
             "ShapedKernel",
-            ("axes", "keepdims", "accumulator", "order"),
+            ("axes",),
             "exact accumulation (fsum, rationals) and the declared bound",
             "the bound on adversarial inputs; bitwise equality across thread counts",
         ),
