@@ -21,7 +21,6 @@ Four checks, recorded into an `Audit`:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
@@ -60,7 +59,7 @@ from fueltensor.tools.judge.calls import (
 from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.invariance import audit_invariance
-from fueltensor.tools.judge.record import RUNS, Audit, Settings
+from fueltensor.tools.judge.record import RUNS, Audit, Settings, record_runs
 from fueltensor.tools.judge.reductions import audit_reduction, is_reduction
 from fueltensor.tools.judge.references import F64, Array, Reference, round_to
 from fueltensor.tools.judge.semantics import audit_semantics
@@ -216,14 +215,7 @@ def _checks(
     plan = plan_for(contract, dtype, flat_shapes(contract, columns[0].size), sweep[0])
     operands = tuple(x.reshape(o.layout.shape) for x, o in zip(columns, plan.operands, strict=True))
     outputs = [call(fn, plan, operands, fill).reshape(-1) for fill in range(RUNS)]
-    a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
-    a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
-    bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
-    if a.identical_runs != RUNS and bitwise:
-        a.failures.append(
-            f"determinism: only {a.identical_runs} of {RUNS} runs byte-identical, "
-            f"declared {contract.determinism}"
-        )
+    record_runs(a, contract, outputs)
 
     _implementations(a, contract, operands, plan, outputs[0])
     ref = reference_for(contract)

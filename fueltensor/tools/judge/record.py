@@ -4,8 +4,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import KernelContract
 
 RUNS: Final = 16
 """Repeated invocations of one probe for the determinism check."""
@@ -85,3 +92,16 @@ class Audit:
     def ok(self) -> bool:
         """True when no check failed."""
         return not self.failures
+
+
+def record_runs(a: Audit, contract: KernelContract, outputs: Sequence[np.ndarray]) -> None:
+    """The determinism verdict of RUNS calls' `outputs` into `a`: how many are byte-identical to
+    the first, its digest, and a failure where the contract declares bitwise results."""
+    a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
+    a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
+    bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
+    if a.identical_runs != RUNS and bitwise:
+        a.failures.append(
+            f"determinism: only {a.identical_runs} of {RUNS} runs byte-identical, "
+            f"declared {contract.determinism}"
+        )

@@ -28,7 +28,6 @@ ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `p
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -51,7 +50,7 @@ from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge.calls import call, time_on_threads, timing
 from fueltensor.tools.judge.orders import Declared, declared, selected, simulate, tie
-from fueltensor.tools.judge.record import RUNS, Audit, Settings
+from fueltensor.tools.judge.record import RUNS, Audit, Settings, record_runs
 from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.references import Array
 
@@ -265,14 +264,7 @@ def conformance(fn: KernelFn, contract: KernelContract, dtype: DType, case: Case
 def determinism(a: Audit, contract: KernelContract, run_case: Callable[[int], Array]) -> None:
     """RUNS calls into differently filled buffers: byte-identical where declared bitwise."""
     outputs = [run_case(fill) for fill in range(RUNS)]
-    a.identical_runs = sum(o.tobytes() == outputs[0].tobytes() for o in outputs)
-    a.digest = hashlib.sha256(outputs[0].tobytes()).hexdigest()
-    bitwise = "bitwise" in contract.determinism or contract.precision.bit_stable_on_same_hardware
-    if a.identical_runs != RUNS and bitwise:
-        a.failures.append(
-            f"determinism: only {a.identical_runs} of {RUNS} runs byte-identical, "
-            f"declared {contract.determinism}"
-        )
+    record_runs(a, contract, outputs)
 
 
 # -- invariance ---------------------------------------------------------------------------------
