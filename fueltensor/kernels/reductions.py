@@ -69,13 +69,14 @@ def _compiled(row: ContractOp) -> Body:
     native = NATIVE
     assert native is not None  # `cpu_entries` asks for it only where it is built
     code, order = tuple(native.REDUCTION_OPS).index(row.kernel_op), native.ORDER_BLOCKED
+    names = {dtype: accumulator(dtype).name for _, dtype in DTYPES}  # a dtype's name costs 1 us
 
     def body(x: Array, axes: tuple[int, ...], out: Array) -> None:
         if x.itemsize == 2 and not x.flags.c_contiguous:
             # The core misreads some strided views of the 2-byte formats (a column step of two
             # elements: tests/engine/test_reduce_dispatch.py); a dense copy has the same values.
             x = np.ascontiguousarray(x)
-        native.reduce(code, x, out, axes, accumulator(x.dtype).name, order, BLOCK)
+        native.reduce(code, x, out, axes, names[x.dtype], order, BLOCK)
 
     return body
 
