@@ -150,14 +150,14 @@ from fueltensor.array_api.sorting import (
 from fueltensor.array_api.statistical import (
     cumulative_prod,
     cumulative_sum,
-    max,
     mean,
-    min,
     prod,
     std,
-    sum,
     var,
 )
+from fueltensor.array_api.statistical import max as max
+from fueltensor.array_api.statistical import min as min
+from fueltensor.array_api.statistical import sum as sum
 from fueltensor.array_api.utility import (
     all,
     any,
@@ -377,10 +377,8 @@ __all__ = [
     "logical_xor",
     "matmul",
     "matrix_transpose",
-    "max",
     "mean",
     "meshgrid",
-    "min",
     "moveaxis",
     "nan",
     "newaxis",
@@ -414,7 +412,6 @@ __all__ = [
     "squeeze",
     "stack",
     "std",
-    "sum",
     "take",
     "take_along_axis",
     "tan",

@@ -19,9 +19,14 @@ from fueltensor.array_api._host import Rule, axes, fresh, host, ruled_host, tens
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import reduce as _reduce_engine
+from fueltensor.ops import PLANNED_REDUCTIONS
 
 Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
+_SUM, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
+_PLANNED = (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16)
+"""The dtypes the reduction contracts take (contracts/fuel-*-reduce.md)."""
 
 
 def _accumulated(have: DType, dtype: Any) -> DType:
@@ -64,6 +69,13 @@ def _served(rule: Callable[[DType], Rule]) -> Callable[[DType], Rule | None]:
     return lambda d: None if d.category == "complex floating" else rule(d)
 
 
+def _unplanned(rule: Callable[[DType], Rule]) -> Callable[[DType], Rule | None]:
+    """`_served(rule)` but for the dtypes the reduction contracts take (`engine.reduce` plans
+    them): the compiled host call only for those no contract serves."""
+    served = _served(rule)
+    return lambda d: None if d in _PLANNED else served(d)
+
+
 def _reduce(
     fn: Callable[..., Any], x: FuelTensor, axis: Axis, keepdims: bool, rule: Rule, **kwargs: Any
 ) -> FuelTensor:
@@ -91,31 +103,34 @@ def _work(dtype: DType) -> np.dtype:
     return _F32 if dtype.narrow else dtype.np
 
 
-def _extremum(ufunc: np.ufunc, x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
-    """max or min (`ufunc` np.maximum or np.minimum) of x along `axis`; ValueError in our words
-    for a reduction over no element (it has no identity)."""
-    over = axes(axis, tensor(x).ndim)
-    if any(x.shape[i] == 0 for i in over):
-        name = "max" if ufunc is np.maximum else "min"
-        raise ValueError(
-            f"{name} of no elements has no value: x of shape {x.shape} has none along "
-            f"axis={axis}; check the size first (the array API leaves this undefined)"
-        )
-    return _reduce(ufunc.reduce, x, axis, keepdims, _extreme(x.dtype))
+def _host_extreme(ufunc: np.ufunc, name: str) -> Callable[[FuelTensor, Axis, bool], FuelTensor]:
+    """The host max or min (`ufunc` np.maximum or np.minimum), labelled `name` in a trace: where
+    no contract serves the call (the engine refused an empty one first)."""
+
+    def extreme(x: FuelTensor, axis: Axis, keepdims: bool) -> FuelTensor:
+        return _reduce(ufunc.reduce, x, axis, keepdims, _extreme(x.dtype))
+
+    extreme.__name__ = extreme.__qualname__ = name
+    return host(extreme)
 
 
-@ruled_host("REDUCE", np.maximum.reduce, _served(_extreme))
-@host
+_HOST_MAX, _HOST_MIN = _host_extreme(np.maximum, _MAX), _host_extreme(np.minimum, _MIN)
+
+
+@ruled_host("REDUCE", np.maximum.reduce, _unplanned(_extreme))
 def max(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The largest element of x (along `axis`); NaN if any element is NaN."""
-    return _extremum(np.maximum, x, axis, keepdims)
+    return _reduce_engine.reduce(
+        _MAX, tensor(x), axis, keepdims, lambda: _HOST_MAX(x, axis, keepdims)
+    )
 
 
-@ruled_host("REDUCE", np.minimum.reduce, _served(_extreme))
-@host
+@ruled_host("REDUCE", np.minimum.reduce, _unplanned(_extreme))
 def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The smallest element of x (along `axis`); NaN if any element is NaN."""
-    return _extremum(np.minimum, x, axis, keepdims)
+    return _reduce_engine.reduce(
+        _MIN, tensor(x), axis, keepdims, lambda: _HOST_MIN(x, axis, keepdims)
+    )
 
 
 @ruled_host("STATISTIC", np.mean, _served(_average))
@@ -133,8 +148,7 @@ def prod(
     return _reduce(np.multiply.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
 
 
-@ruled_host("REDUCE", np.add.reduce, _served(_total))
-@host
+@ruled_host("REDUCE", np.add.reduce, _unplanned(_total))
 def sum(
     x: FuelTensor,
     /,
@@ -144,7 +158,18 @@ def sum(
     keepdims: bool = False,
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
+    return _reduce_engine.reduce(
+        _SUM, tensor(x), axis, keepdims, lambda: _host_sum(x, axis, dtype, keepdims), dtype
+    )
+
+
+def _host_sum(x: FuelTensor, axis: Axis, dtype: DType | None, keepdims: bool) -> FuelTensor:
+    """The host sum (NumPy's pairwise order) where no contract serves the call."""
     return _reduce(np.add.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
+
+
+_host_sum.__name__ = _host_sum.__qualname__ = _SUM
+_host_sum = host(_host_sum)
 
 
 @host
@@ -206,3 +231,8 @@ def cumulative_prod(
 ) -> FuelTensor:
     """Running products of x along `axis` (starting with 1 when include_initial)."""
     return _cumulative(np.cumulative_prod, x, axis, dtype, include_initial)
+
+
+_reduce_engine.OPERATIONS.update({_SUM: sum, _MAX: max, _MIN: min})
+for _name, _fn in _reduce_engine.OPERATIONS.items():
+    _fn.__fueltensor_op__ = _name  # type: ignore[attr-defined]

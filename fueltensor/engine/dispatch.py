@@ -24,7 +24,7 @@ from fueltensor.core.layout import Layout
 from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine import backends, cast, fast, ternary, unary
+from fueltensor.engine import backends, cast, fast, reduce, ternary, unary
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
@@ -328,6 +328,10 @@ def host_operation(fn: Callable[..., FuelTensor]) -> Callable[..., FuelTensor]:
     return fn
 
 
+_HOSTED: Final = (Family.CAST, Family.REDUCTION)
+"""The families whose calls the host may run, whose `explain` then runs and records them."""
+
+
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
     """The Plan `fn(*args)` runs. A contract operation is planned without running anything; a
     host operation is run (it is pure) and its recorded plan returned."""
@@ -337,7 +341,11 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         planned_cast = cast.explained(current_policy(), *args, **kwargs)
         if planned_cast is not None:
             return planned_cast
-    if row is None or row.family is Family.CAST:  # a host operation: run (it is pure), recorded
+    if row is not None and row.family is Family.REDUCTION:
+        planned_reduce = reduce.explained(current_policy(), row.name, *args, **kwargs)
+        if planned_reduce is not None:
+            return planned_reduce
+    if row is None or row.family in _HOSTED:  # a host operation: run (it is pure), recorded
         if row is not None or getattr(fn, "__fueltensor_host__", False):
             with trace() as plans:
                 fn(*args, **kwargs)
@@ -386,13 +394,14 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 def functions() -> dict[str, Callable[..., FuelTensor]]:
     """The namespace function of every contract operation by name, in table order: what the
     command line plans and compares (the three-operand ones and astype as their array API
-    modules made them, `ternary.OPERATIONS` and `cast.OPERATIONS`, which `import fueltensor`
-    fills)."""
+    modules made them, `ternary.OPERATIONS`, `cast.OPERATIONS` and `reduce.OPERATIONS`, which
+    `import fueltensor` fills)."""
     made: dict[str, Callable[..., FuelTensor]] = {
         **OPERATIONS,
         **unary.OPERATIONS,
         **ternary.OPERATIONS,
         **cast.OPERATIONS,
+        **reduce.OPERATIONS,
     }
     return {op.name: made[op.name] for op in CONTRACT_OPS if op.name in made}
 

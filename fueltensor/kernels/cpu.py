@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from fueltensor.kernels import KernelFn, _chassis, casting, fp8
+from fueltensor.kernels import KernelFn, _chassis, casting, fp8, reductions
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -347,7 +347,8 @@ if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
 def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
     """Every thunk by full `entry_point` string: the 32 binary ones with bodies from one chassis
     implementation, the integer-scalar forms' (pure NumPy in every implementation), the unary
-    ones where the implementation is the compiled one (`UNLINKED`), and the comparisons."""
+    ones where the implementation is the compiled one (`UNLINKED`), the comparisons, and the
+    reductions (the compiled core, or a NumPy body of the same order: `kernels.reductions`)."""
     make = IMPLEMENTATIONS[implementation]
     binary = {
         f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
@@ -382,7 +383,8 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
         for suffix, dtype in DTYPES
     }
     casts = _cast_thunks(implementation) | _fp8_thunks(implementation)
-    return binary | scalar | unary | comparisons | ternary | casts
+    reduce = reductions.cpu_entries(_PREFIX, implementation)
+    return binary | scalar | unary | comparisons | ternary | casts | reduce
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

@@ -41,7 +41,7 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
-from fueltensor.kernels import KernelFn
+from fueltensor.kernels import KernelFn, exact_reductions
 from fueltensor.kernels.casting import cast_bits, oracle_entries
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
 
@@ -460,6 +460,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     | {f"{_PREFIX}broadcast_{row.kernel_op}": _TERNARY[row.family](row) for row in TERNARY_OPS}
     | oracle_entries(_PREFIX)
     | {f"{_PREFIX}broadcast_{op}_f8": _fp8_kernel(op, ufunc) for op, ufunc in _OPS}
+    | exact_reductions.oracle_entries(_PREFIX)
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 

@@ -216,7 +216,7 @@ def _members(fmt: FloatFormat) -> Iterator[tuple[str, int]]:
     yield "middle subnormal", 1 << (p // 2)
     yield "largest subnormal", mask
     yield "min normal", fmt.pattern(0, 1, 0)
-    yield "max", fmt.max_pattern
+    yield "largest finite", fmt.max_pattern
     yield "1", fmt.pattern(0, bias, 0)
     yield "2", fmt.pattern(0, bias + 1, 0)
     yield "0.5", fmt.pattern(0, bias - 1, 0)

@@ -106,10 +106,11 @@ CALLS: dict[str, tuple[np.ndarray, Callable[[Any], Any]]] = {
 }
 
 
-ROUNDED = {"dot 3-D", "std dtype"}
+ROUNDED = {"dot 3-D", "std dtype", "sum", "sum axis keepdims", "sum positional"}
 """NumPy's N-D dot loop and the tensordot it means (one BLAS call) sum in different orders;
 NumPy's std with dtype=float32 of float64 data subtracts the float32 mean in float64, where the
-method computes wholly in the dtype asked for."""
+method computes wholly in the dtype asked for; a float sum adds in its contract's blocked order
+(contracts/fuel-cpu-backend-reduce.md), NumPy's pairwise: the same values to rounding."""
 
 
 def _same(got: Any, want: Any, exact: bool = True) -> None:
@@ -248,7 +249,8 @@ def test_methods_are_traced_as_the_namespace_functions() -> None:
         x.dot(x.T)
         (x.reshape(4, 3) + x.reshape(4, 3)).max()
     assert [p.op for p in t] == ["sum", "astype", "matmul", "add", "max"]
-    assert [p.kernel is not None for p in t] == [False, True, False, True, False]
+    # the float sum and max plan their contracts (engine.reduce), as astype and add do
+    assert [p.kernel is not None for p in t] == [True, True, False, True, True]
     assert t[1].kernel == ft.explain(ft.astype, x, ft.float64).kernel  # a cast contract
     assert t[3].kernel == ft.explain(ft.add, x, x).kernel
 
@@ -415,7 +417,8 @@ def test_reductions_over_any_axes_of_a_view_match_numpy(
     picked = data.draw(st.lists(st.integers(-a.ndim, a.ndim - 1), unique_by=lambda i: i % a.ndim))
     axis = None if not picked else tuple(picked)
     got = getattr(ft.asarray(a), name)(axis=axis, keepdims=keepdims)
-    _same(got, getattr(a, name)(axis=axis, keepdims=keepdims))
+    # a sum adds in its contract's order, not NumPy's pairwise one (`ROUNDED`)
+    _same(got, getattr(a, name)(axis=axis, keepdims=keepdims), exact=name != "sum")
 
 
 def test_the_deviations_page_lists_every_method() -> None:

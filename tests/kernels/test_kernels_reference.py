@@ -29,7 +29,13 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.kernels import casting, reference
 from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat, broadcast_src_view
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    PLANNED_REDUCTIONS,
+    TERNARY_OPS,
+    UNARY_OPS,
+)
 
 OPS = ("add", "sub", "mul", "div")
 FMTS = ("f32", "f64", "bf16", "f16")
@@ -71,7 +77,9 @@ def test_provider_and_entry_points() -> None:
     rows = (*UNARY_OPS, *COMPARISON_OPS, *TERNARY_OPS)
     ops = ("add", "div", "mul", "sub", *(row.kernel_op for row in rows))
     fp8 = ("add_f8", "div_f8", "mul_f8", "sub_f8")
-    casts = (f"ref_{casting.kernel_name(*cast)}" for cast in casting.CASTS)
+    casts = [f"ref_{casting.kernel_name(*cast)}" for cast in casting.CASTS]
+    formats = ("f32", "f64", "bf16", "f16")
+    casts += [f"ref_{row.kernel_op}_{f}" for row in PLANNED_REDUCTIONS for f in formats]
     assert sorted(reference.ENTRY_POINTS) == sorted(
         [*(f"fuel_reference_backend::ops::broadcast_{op}" for op in (*ops, *fp8)),
          *(f"fuel_reference_backend::ops::{name}" for name in casts)]
@@ -287,6 +295,8 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         "fueltensor.hostmath",
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
+        "fueltensor.kernels.exact_reductions",
+        "fueltensor.kernels.exact_sums",
         "fueltensor.kernels.reference",
         "fueltensor.ops",
     ]

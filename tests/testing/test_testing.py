@@ -122,7 +122,7 @@ def test_every_special_value_is_what_its_class_and_name_say(name: str) -> None:
         "smallest subnormal": float(info.smallest_subnormal),
         "largest subnormal": float(info.tiny) - float(info.smallest_subnormal),
         "min normal": float(info.tiny),
-        "max": float(info.max),
+        "largest finite": float(info.max),
         "1": 1.0,
         "2": 2.0,
         "0.5": 0.5,

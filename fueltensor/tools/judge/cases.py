@@ -161,7 +161,7 @@ def _nan_cases(f: FloatFormat, op: OpKind) -> list[tuple[str, str, int, int]]:
     a, b = _two_nans(s)
     sa = s.get("+sNaN, lowest payload bit", a)
     sb = s.get("-sNaN, alternating payload", s.get("-sNaN, lowest payload bit", b))
-    x, low = value(f, 1.5), s.get("-infinity", s["-max"])
+    x, low = value(f, 1.5), s.get("-infinity", s["-largest finite"])
     return [
         ("nan", "a NaN operand", a, x),
         ("nan", "a NaN operand", x, b),

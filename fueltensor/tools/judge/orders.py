@@ -47,7 +47,10 @@ SEQUENTIAL, BLOCKED, PAIRWISE = REDUCTION_ORDERS
 BITWISE = (SEQUENTIAL, BLOCKED)
 """The orders that fix the bits (the judge simulates them); the others only bound them."""
 FLOATS = ("F32", "F64", "BF16", "F16")
-"""The accumulators a reduction contract may declare."""
+"""The accumulators a reduction contract may declare, with `EXACT`."""
+EXACT = "exact"
+"""The accumulator of an exact sum (the oracle's, `kernels.exact_sums`): no rounding but the
+last, so no order and a bound of half an ULP of the output (k = 0)."""
 
 
 def _log2_ceil(n: int) -> int:
@@ -85,7 +88,7 @@ class Declared:
 
     def k(self, m: int) -> int:
         """The bound's k for m reduced elements (docs/reductions.md), at most m - 1."""
-        if m <= 1:
+        if m <= 1 or self.accumulator == EXACT:
             return 0
         b = min(self.block, m)
         tree = _log2_ceil(-(-m // self.block))
@@ -102,10 +105,12 @@ class Declared:
     def gamma(self, m: int) -> Fraction:
         """γ_k = k·u / (1 - k·u) for m elements, exactly."""
         k = self.k(m)
-        return Fraction(k, (1 << self.unit_roundoff_bits) - k)
+        return Fraction(0) if k == 0 else Fraction(k, (1 << self.unit_roundoff_bits) - k)
 
     def describe(self) -> str:
         """The declaration in words, for the audit's notes and failures."""
+        if self.accumulator == EXACT:
+            return "exact, rounded once to the output"
         order = self.order or "any order (none declared)"
         if self.order in (BLOCKED, PAIRWISE):
             order += f", block {self.block}"
@@ -120,8 +125,13 @@ def declared(contract: KernelContract) -> Declared | str:
     where = f"{contract.source.path}:{contract.source.lines.get('op_params', contract.source.line)}"
     accumulator, order = params.get("accumulator"), params.get("order")
     block, lanes = params.get("block", 128), params.get("lanes", 1)
-    if accumulator not in FLOATS:
-        return f"{where}: op_params.accumulator {accumulator!r} is not one of {', '.join(FLOATS)}"
+    if accumulator not in (*FLOATS, EXACT):
+        return (
+            f"{where}: op_params.accumulator {accumulator!r} is not one of "
+            f"{', '.join(FLOATS)}, {EXACT}"
+        )
+    if accumulator == EXACT and order is not None:
+        return f"{where}: op_params.order {order!r} is declared for an exact sum, which has none"
     if order is not None and order not in REDUCTION_ORDERS:
         return f"{where}: op_params.order {order!r} is not one of {', '.join(REDUCTION_ORDERS)}"
     for key, value in (("block", block), ("lanes", lanes)):
