@@ -427,12 +427,18 @@ def timing_of(
     return Timing(statistics.median(samples), batch * rounds, rounds, batch, HARNESS.warmup)
 
 
+LINGER = 2.0
+"""Seconds the last worker is kept, at the end of a run, where a call left a thread running:
+closing it at once would end that thread with it, and a death the thread was about to cause
+(the cheat catalogue's `late`, 50 ms on) would go unseen when no kernel ran after it."""
+
+
 def finish() -> None:
     """End the worker and its process group, so no process a kernel forked outlives the run:
     the judge and compare_backends call it as they return (the next checked call starts a
     fresh worker)."""
     with POOL.lock:
-        POOL.settle()
+        POOL.settle(LINGER)
         POOL.drop()
 
 

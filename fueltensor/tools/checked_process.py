@@ -147,10 +147,11 @@ class Pool:
         self.late: dict[str, tuple[int | None, str]] = {}
         atexit.register(self.drop)
 
-    def settle(self) -> None:
-        """Finish a worker found dead, its death kept in `late` under its last call's key."""
+    def settle(self, grace: float = 0.0) -> None:
+        """Finish a worker found dead, its death kept in `late` under its last call's key; a
+        worker where a call left a thread running is given `grace` seconds to die first."""
         process = self.process
-        if process is not None and process.exited(0):
+        if process is not None and process.exited(grace if process.threaded else 0.0):
             self.drop()
             suspects = process.suspects()
             if suspects:

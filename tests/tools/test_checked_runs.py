@@ -383,6 +383,19 @@ def test_a_worker_found_dead_before_a_request_died_of_the_last_call(reg: ft.Regi
     checked.POOL.late.clear()
 
 
+def test_a_crash_the_last_call_left_is_found_when_the_run_finishes(reg: ft.Registry) -> None:
+    """No call follows the kernel's: `finish` keeps the worker its thread is running in long
+    enough for the death to surface (closed at once, the worker ended cleanly before the thread
+    fired, and the judge's last kernel passed)."""
+    lhs, rhs = _inputs()
+    checked.finish()
+    assert _same_worker(reg, "late_segv_f32", lhs, rhs).tobytes() == (lhs + rhs).tobytes()
+    checked.finish()
+    fault = checked.late(reg.kernel("late_segv_f32"), reg["late_segv_f32"])
+    assert fault is not None and fault.finding.kernel == "late_segv_f32"
+    assert "died of SIGSEGV, after its call returned" in str(fault), str(fault)
+
+
 def test_a_crash_that_does_not_repeat_is_said_not_reproduced(
     reg: ft.Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
