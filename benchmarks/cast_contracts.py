@@ -20,8 +20,9 @@ from documents import contract_path, settle
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType, from_numpy
+from fueltensor.families import CAST_RULES
 from fueltensor.kernels.casting import CASTS, ORACLE_PREFIX, kernel_name
-from fueltensor.ops import CAST_OP, CAST_RULES
+from fueltensor.ops import CAST_OP
 
 ROUNDING: Final = CAST_RULES["rounding"][0]
 INF_OR_NAN, SATURATE = CAST_RULES["overflow"]

@@ -21,8 +21,9 @@ from pathlib import Path
 from framework_comparisons import BLURB, DTYPES, front
 
 import fueltensor as ft
+from fueltensor.families import TRAITS
 from fueltensor.fkc.semantics import Semantics
-from fueltensor.ops import TERNARY_OPS, TRAITS, ContractOp
+from fueltensor.ops import TERNARY_OPS, ContractOp
 from fueltensor.registry import provider_environment
 from fueltensor.tools.judge.semantics import findings, infer, observe
 

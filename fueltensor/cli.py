@@ -37,9 +37,10 @@ from .core.errors import ContractError, ContractWarning, ProviderUnavailable, pl
 from .core.tensor import FuelTensor, asarray
 from .engine.backends import use_backend, use_registry
 from .engine.dispatch import explain, functions
+from .families import TRAITS, Family
 from .fkc import KernelContract
 from .kernels.pow_shortcut import Y_VALUES
-from .ops import BINARY_OPS, TRAITS, ContractOp, Family, spelled
+from .ops import BINARY_OPS, ContractOp, spelled
 from .registry import Registry, registry
 from .tools.drafts import Finding, lint
 from .tools.semantics import add_semantics

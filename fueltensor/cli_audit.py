@@ -27,8 +27,9 @@ from .core.errors import (
 from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import functions
+from .families import TRAITS
 from .fkc import KernelContract
-from .ops import BY_KIND, BY_NAME, TRAITS, spelled
+from .ops import BY_KIND, BY_NAME, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
 from .tools.textwidth import fit_lines

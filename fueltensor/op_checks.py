@@ -8,7 +8,8 @@ import difflib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fueltensor.ops import CAST_OP, CAST_RULES, CONTRACT_OPS, SCALAR_FORMS
+from fueltensor.families import CAST_RULES
+from fueltensor.ops import CAST_OP, CONTRACT_OPS, SCALAR_FORMS
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import KernelContract

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Final
 
+from fueltensor.families import Family
 from fueltensor.ops import (
     COMPARISON_OPS,
     REDUCTION_OPS,
     SCALAR_FORMS,
     TERNARY_OPS,
     UNARY_OPS,
-    Family,
     of_family,
 )
 

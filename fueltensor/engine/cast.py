@@ -1,7 +1,7 @@
 """The cast operation (`fueltensor.ops.CAST_OP`): `ft.astype(x, ft.bfloat16)` between two float
 formats, planned from the contracts of its op kind like the unary functions in `engine.unary`.
 
-A call asks for a result dtype and a rule (`ops.CAST_RULES`: rounding to nearest even; overflow
+A call asks for a result dtype and a rule (`families.CAST_RULES`: rounding to nearest even; overflow
 to inf or NaN, or `saturate=True`'s largest finite) and the planner admits only the contracts
 that return that dtype and declare that rule (`planner.Request`). A pair no contract of any
 provider serves runs on the host (`x.astype`), labelled so; one some contract serves but the
@@ -23,8 +23,9 @@ from fueltensor.engine.backends import Policy, current_policy, notify
 from fueltensor.engine.choice import covered, host_plan
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, Request, plan_contracts
+from fueltensor.families import CAST_RULES
 from fueltensor.kernels.casting import can_overflow
-from fueltensor.ops import CAST_OP, CAST_RULES
+from fueltensor.ops import CAST_OP
 
 ROUNDING: Final = CAST_RULES["rounding"][0]
 """The rounding every cast asks for (the only one the contracts declare yet)."""

@@ -26,7 +26,8 @@ from fueltensor.engine.planner import (
     plan_contracts,
     promote,
 )
-from fueltensor.ops import TRAITS, ContractOp
+from fueltensor.families import TRAITS
+from fueltensor.ops import ContractOp
 
 if TYPE_CHECKING:
     from fueltensor.registry import Registry

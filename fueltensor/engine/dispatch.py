@@ -30,6 +30,7 @@ from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
 from fueltensor.engine.planner import Operand, Plan, Planning, Step, StepKind
 from fueltensor.engine.scalar_forms import FORMS, planned, run_form
+from fueltensor.families import TRAITS, Family
 from fueltensor.kernels import reference
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.ops import (
@@ -39,9 +40,7 @@ from fueltensor.ops import (
     COMPARISON_OPS,
     CONTRACT_OPS,
     HOST_CALLS,
-    TRAITS,
     ContractOp,
-    Family,
     OpKind,
 )
 

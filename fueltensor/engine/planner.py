@@ -442,7 +442,7 @@ def plan_contracts(
     """Every viable contract plan for the operation (best first) and why the others lost;
     `params` are the call's scalar parameters, checked against each contract's `accept.params`;
     `to`, a dtype the operands are cast to first instead of their promoted one; `fixed`, the
-    operands never cast (`ops.Traits.fixed`: a selection's condition); `request`, the result
+    operands never cast (`families.Traits.fixed`: a selection's condition); `request`, the result
     dtype and declared op_params the call asks for (a cast's target and rule). The contracts
     this installation cannot link are among the rejected, with why (`Registry.unlinked`);
     `out_shape`, the result's shape where it is not the operands' broadcast (a reduction's)."""

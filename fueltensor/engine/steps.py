@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from fueltensor.core.dtypes import DType, result_type
 from fueltensor.core.layout import Layout, Shape
-from fueltensor.ops import StrEnum
+from fueltensor.families import StrEnum
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,7 @@ class Target(NamedTuple):
 class Request(NamedTuple):
     """What a call asks of the contract that serves it beyond its operands: the result's dtype
     (a cast's target) and `accept.op_params` values the contract must declare (a cast's rule:
-    `ops.CAST_RULES`). A contract that returns another dtype, or declares another value, is
+    `families.CAST_RULES`). A contract that returns another dtype, or declares another value, is
     rejected with both named."""
 
     dtype: DType

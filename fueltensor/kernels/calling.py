@@ -1,5 +1,5 @@
 """Whether the planner can call a linked kernel as it will: `kernel(*inputs, *params, out=out)`
-with the inputs its op kind's family has (`ops.TRAITS`), checked when a contract is linked."""
+with the inputs its op kind's family has (`families.TRAITS`), checked when a contract is linked."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import inspect
 from typing import TYPE_CHECKING
 
 from fueltensor.core.errors import plural
+from fueltensor.families import TRAITS
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND, TRAITS
+from fueltensor.ops import BY_KIND
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import KernelContract
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def calling_problem(c: KernelContract, fn: KernelFn) -> str | None:
     """Why the planner cannot call `c`'s kernel `fn` as `fn(*inputs, *params, out=out)`: the
-    contract declares other inputs than its op kind's family has (`ops.TRAITS`), or `fn`'s
+    contract declares other inputs than its op kind's family has (`families.TRAITS`), or `fn`'s
     signature does not take them; None when it can (or `fn` shows no signature)."""
     row = BY_KIND.get(c.op_kind)
     names = [s.name for s in c.inputs] + [p.name for p in c.params]

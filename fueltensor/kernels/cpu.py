@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from fueltensor.families import TRAITS, Family
 from fueltensor.kernels import KernelFn, _chassis, casting, fp8, reductions
 from fueltensor.kernels._chassis import (
     DTYPES,
@@ -40,15 +41,7 @@ from fueltensor.kernels._chassis import (
     Op,
 )
 from fueltensor.kernels._powi import BODIES, ParamBody
-from fueltensor.ops import (
-    COMPARISON_OPS,
-    SCALAR_FORMS,
-    TERNARY_OPS,
-    TRAITS,
-    UNARY_KERNEL_OPS,
-    ContractOp,
-    Family,
-)
+from fueltensor.ops import COMPARISON_OPS, SCALAR_FORMS, TERNARY_OPS, UNARY_KERNEL_OPS, ContractOp
 
 PROVIDER: Final = "fuel-cpu-backend"
 _PREFIX: Final = "fuel_cpu_backend::byte_kernels::"

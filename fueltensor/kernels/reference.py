@@ -41,9 +41,10 @@ import ml_dtypes
 import numpy as np
 from numpy.typing import NDArray
 
+from fueltensor.families import Family
 from fueltensor.kernels import KernelFn, exact_reductions
 from fueltensor.kernels.casting import cast_bits, oracle_entries
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp, Family
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp
 
 PROVIDER: Final = "fuel-reference-backend"
 _PREFIX: Final = "fuel_reference_backend::ops::"

@@ -254,13 +254,12 @@ def _late(c: _Call) -> KernelFault | None:
 
 
 def late(kernel: KernelFn, contract: KernelContract) -> KernelFault | None:
-    """The finding for a death of the worker after a compiled kernel's last checked call
-    returned, found only once another kernel ran (the judge adds it to the kernel's row), once."""
+    """The finding for a worker's death after a compiled kernel's last checked call returned,
+    found in a later call or as the run finished (the judge adds it to the kernel's row), once."""
     if not applies(kernel):
         return None
-    c = _Call(kernel, contract, (), (), np.dtype(np.uint8), "after its last call")
     with POOL.lock:
-        return _late(c)
+        return _late(_Call(kernel, contract, (), (), np.dtype(np.uint8), "after its last call"))
 
 
 def _how(died: Died) -> str:
@@ -428,9 +427,8 @@ def timing_of(
 
 
 LINGER = 2.0
-"""Seconds the last worker is kept, at the end of a run, where a call left a thread running:
-closing it at once would end that thread with it, and a death the thread was about to cause
-(the cheat catalogue's `late`, 50 ms on) would go unseen when no kernel ran after it."""
+"""Seconds a worker where a call left a thread running is kept at the end of a run: closed at
+once, it would end the thread, and a death the thread was about to cause would go unseen."""
 
 
 def finish() -> None:

@@ -19,9 +19,10 @@ from typing import Any
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.engine.backends import current_policy
 from fueltensor.engine.planner import ORACLE_SOURCES
+from fueltensor.families import TRAITS
 from fueltensor.fingerprint import Fingerprint, machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.ops import BINARY_OPS, BY_KIND, TRAITS, spelled
+from fueltensor.ops import BINARY_OPS, BY_KIND, spelled
 from fueltensor.registry import Registry, provider_aliases, provider_unavailable
 from fueltensor.tools.display import html_table, machine_html
 from fueltensor.tools.textwidth import fit_lines, fit_table

@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fueltensor as ft
+from fueltensor.families import Family
 from fueltensor.kernels import reference as oracle
-from fueltensor.ops import TERNARY_OPS, Family
+from fueltensor.ops import TERNARY_OPS
 from fueltensor.registry import bundled_contracts_dir
 from fueltensor.testing import bits, float_format, special_values
 from fueltensor.tools.judge import judge

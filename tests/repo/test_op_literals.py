@@ -33,8 +33,9 @@ from fueltensor import ops
 
 PACKAGE: Final = ROOT / "fueltensor"
 """The package's sources in the checkout (an installed wheel holds no C)."""
-TABLE: Final = ("fueltensor/ops.py", "fueltensor/ext/src/ops.h")
-"""The op table and its generated header: the only files that spell ops."""
+TABLE: Final = ("fueltensor/ops.py", "fueltensor/families.py", "fueltensor/ext/src/ops.h")
+"""The op table, its families' traits (a family is named for what it does: "cast", "clamp")
+and its generated header: the only files that spell ops."""
 
 KERNEL_OP_IDS: Final = frozenset(
     {row.kernel_op for row in ops.CONTRACT_OPS} | {form.kernel_op for form in ops.SCALAR_FORMS}

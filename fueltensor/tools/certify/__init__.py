@@ -24,9 +24,10 @@ import ml_dtypes
 import numpy as np
 
 from fueltensor.engine.backends import current_policy
+from fueltensor.families import Family
 from fueltensor.fingerprint import machine
 from fueltensor.fkc.schema import KernelContract
-from fueltensor.ops import BY_KIND, Family
+from fueltensor.ops import BY_KIND
 from fueltensor.registry import Registry, provider_environment, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow

@@ -25,10 +25,11 @@ from typing import Any, Final
 import numpy as np
 
 from fueltensor.core.dtypes import DType
+from fueltensor.families import Family
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.libm import libm_pow
-from fueltensor.ops import BY_KIND, Family, OpKind
+from fueltensor.ops import BY_KIND, OpKind
 from fueltensor.registry import Registry
 from fueltensor.testing import FloatFormat, difference_classes, float_format
 from fueltensor.tools.certify.binary import binary_identity

@@ -25,9 +25,10 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
+from fueltensor.families import Family
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND, ContractOp, Family
+from fueltensor.ops import BY_KIND, ContractOp
 from fueltensor.registry import Registry, require
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_pow

@@ -22,9 +22,10 @@ import numpy as np
 
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
+from fueltensor.families import Family
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.ops import BY_KIND, ContractOp, Family
+from fueltensor.ops import BY_KIND, ContractOp
 from fueltensor.registry import Registry
 from fueltensor.testing import VALUE_CLASSES, float_format, format_value
 from fueltensor.tools import exact_unary

@@ -15,11 +15,12 @@ from fueltensor.core.dtypes import BY_FKC, DType
 from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.storage import aligned_empty
 from fueltensor.engine.planner import Operand, Plan, admit
+from fueltensor.families import TRAITS
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.kernels.threads import running_on
-from fueltensor.ops import BY_KIND, TRAITS
+from fueltensor.ops import BY_KIND
 from fueltensor.tools import checked
 from fueltensor.tools.judge.references import Array, round_to
 from fueltensor.tools.timing import Timing, time_one

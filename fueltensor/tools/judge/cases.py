@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from fueltensor.families import TRAITS, Family
 from fueltensor.fkc.semantics import SECTION, PowRule, RemainderRule
-from fueltensor.ops import BINARY_OPS, BY_KIND, TRAITS, ContractOp, Family, OpKind
+from fueltensor.ops import BINARY_OPS, BY_KIND, ContractOp, OpKind
 from fueltensor.testing import FloatFormat, bits, float_format, special_values
 from fueltensor.tools import exact_unary
 from fueltensor.tools.judge import casts

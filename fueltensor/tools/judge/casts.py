@@ -19,9 +19,10 @@ from functools import cache
 import numpy as np
 
 from fueltensor.core.dtypes import BY_FKC
+from fueltensor.families import CAST_RULES, Family
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import Semantics
-from fueltensor.ops import BY_KIND, CAST_RULES, Family
+from fueltensor.ops import BY_KIND
 from fueltensor.testing import FloatFormat, float_format, special_values
 from fueltensor.tools.judge.references import Array, Reference
 

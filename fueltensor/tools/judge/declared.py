@@ -11,9 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from fueltensor.families import Family
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.fkc.semantics import Semantics
-from fueltensor.ops import BY_KIND, Family, OpKind
+from fueltensor.ops import BY_KIND, OpKind
 from fueltensor.testing import float_format
 from fueltensor.tools import exact_unary
 from fueltensor.tools.exact_unary import default_nan

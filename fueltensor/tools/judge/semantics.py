@@ -1,11 +1,10 @@
 """The judge's audit of a contract's `semantics` section, and what a declaration means in bits.
 
 `allows(semantics, case, pattern)` says whether a result pattern of a case is what the section
-declares (None when it declares nothing about the case). `observe` runs the cases
-(`judge.cases`) and random probes through the position sweep (`judge.positions`);
-`findings` names every declared rule an observed result breaks, with the case, its operands'
-and result's bits and where in the sweep it came; `infer` gives the strictest section the
-observations support (the measured semantics an author can declare); `reference_for` is the
+declares (None when it declares nothing about the case). `observe` runs the cases (`judge.cases`)
+and random probes through the position sweep (`judge.positions`); `findings` names every rule
+an observed result breaks, with the case, its operands' and result's bits and where in the sweep
+it came; `infer` gives the strictest section the observations support; `reference_for` is the
 precision reference that follows the declared remainder definition and subnormal handling.
 """
 
@@ -20,6 +19,7 @@ from typing import Any, Final, cast
 import numpy as np
 
 from fueltensor.core.storage import aligned_empty
+from fueltensor.families import Family
 from fueltensor.fkc.schema import KernelContract, MeasuredOn
 from fueltensor.fkc.semantics import (
     NAN_FROM_OPERAND,
@@ -34,7 +34,7 @@ from fueltensor.fkc.semantics import (
 )
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
-from fueltensor.ops import BY_KIND, Family, OpKind
+from fueltensor.ops import BY_KIND, OpKind
 from fueltensor.registry import provider_environment
 from fueltensor.testing import FloatFormat
 from fueltensor.tools import checked, exact_unary
