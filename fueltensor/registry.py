@@ -297,10 +297,8 @@ class Registry:
                 )
             contracts.extend(declared)
         check_unique(contracts)
-        for c in contracts:  # every document's C ABI before anything is linked
-            if c.registrable and (problem := shaped.declared_problem(c)) is not None:
-                line = c.source.lines.get("abi", c.source.line)
-                raise ContractError(problem, path=c.source.path, line=line, field="abi")
+        for error in shaped.abi_errors(contracts):  # every C ABI before anything is linked
+            raise error
         for problem in op_kind_problems(contracts):
             warnings.warn(problem, ContractWarning, stacklevel=2)
         return cls(*_link(contracts))

@@ -18,13 +18,14 @@ KernelStatusError carrying the kernel's message. The judge runs these kernels in
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.core.dtypes import BY_FKC
-from fueltensor.core.errors import KernelStatusError
+from fueltensor.core.errors import ContractError, KernelStatusError
 from fueltensor.families import TRAITS
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
@@ -130,10 +131,17 @@ def _version_problem(c: KernelContract, version: int) -> str | None:
     )
 
 
-def declared_problem(c: KernelContract) -> str | None:
-    """Why `c`'s declared `abi` cannot serve its op kind (None where it declares none): what the
-    registry checks of every document before it links any."""
-    return None if c.abi is None else _version_problem(c, c.abi)
+def abi_errors(contracts: Iterable[KernelContract]) -> list[ContractError]:
+    """One error, at its `abi` line, per registrable contract whose declared `abi` its op kind
+    cannot take: what the registry checks of every document before it links any, and what
+    `fueltensor contracts --check` reports."""
+    out = []
+    for c in contracts:
+        problem = _version_problem(c, c.abi) if c.registrable and c.abi is not None else None
+        if problem is not None:
+            line = c.source.lines.get("abi", c.source.line)
+            out.append(ContractError(problem, path=c.source.path, line=line, field="abi"))
+    return out
 
 
 def linked(c: KernelContract, fn: KernelFn) -> KernelFn | str:

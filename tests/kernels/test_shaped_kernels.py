@@ -7,6 +7,7 @@ registry's refusals of an ABI version a document cannot use, before it links any
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _cbuild import SANITIZED, build_c
-from _extras import ROOT
+from _extras import ROOT, TESTS
 
 import fueltensor as ft
 from fueltensor.core.errors import ContractError, KernelStatusError
@@ -22,6 +23,7 @@ from fueltensor.families import ABI_VERSIONS
 from fueltensor.kernels.exact_sums import rows
 from fueltensor.kernels.shaped import ABI_DTYPES, ABI_ORDERS, ShapedCompiledKernel
 from fueltensor.registry import bundled_contracts_dir, document_paths
+from fueltensor.tools.drafts import lint
 from fueltensor.tools.judge.orders import declared, simulate
 
 EXAMPLE = ROOT / "examples" / "c_reduction"
@@ -152,6 +154,28 @@ def test_a_refusal_of_the_kernel_raises_its_message(
         reg.kernel("my_sum_f32")(x, (1,), out=np.empty(3, np.float32))
 
 
+def test_a_call_releases_the_gil(tmp_path: Path, write: Callable[..., Path]) -> None:
+    # probe_shaped_rendezvous returns 0 only once a second call is inside it at the same time.
+    probes = build_c(TESTS / "compiled_probes.c", tmp_path / "probes.so", *SANITIZED)
+    ft.register_provider("gil-probe", ft.load_library(probes, {ENTRY: "probe_shaped_rendezvous"}))
+    reg = ft.Registry.from_paths([write(DOCUMENT.read_text().replace(PROVIDER, "gil-probe"))])
+    kernel, x = reg.kernel("my_sum_f32"), np.ones((2, 3), np.float32)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            kernel(x, (1,), out=np.empty(2, np.float32))
+        except BaseException as e:  # collected for the main thread's assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
 def test_an_element_outside_its_buffer_is_refused_before_the_call(built: Built) -> None:
     x = np.zeros(4, np.float32)
     past = np.lib.stride_tricks.as_strided(x, shape=(2, 4), strides=(16, 4))
@@ -181,9 +205,11 @@ def test_an_abi_the_op_cannot_take_is_refused_at_its_line(
     with pytest.raises(ContractError, match=match) as caught:
         ft.Registry.from_paths([path])
     assert str(path) in str(caught.value)
-    if line:  # the abi line itself
+    if line:  # the abi line itself; the linter says the same without a library
         number = _document(line).splitlines().index(line.strip()) + 1
         assert f":{number}" in str(caught.value)
+        _, findings = lint([path])
+        assert [str(f) for f in findings if f.fatal] == [str(caught.value)]
 
 
 def test_an_abi_is_checked_before_anything_is_linked(write: Callable[..., Path]) -> None:
