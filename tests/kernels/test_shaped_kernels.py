@@ -231,3 +231,11 @@ def test_a_python_kernel_cannot_declare_an_abi(write: Callable[..., Path]) -> No
     text = DOCUMENT.read_text(encoding="utf-8").replace(PROVIDER, "python-declares-abi")
     with pytest.raises(ContractError, match="maps to a Python callable"):
         ft.Registry.from_paths([write(text)])
+
+
+def test_an_op_param_with_no_abi_v2_form_is_refused_at_link(
+    built: Built, write: Callable[..., Path]
+) -> None:
+    text = DOCUMENT.read_text(encoding="utf-8").replace("accumulator: F32", "accumulator: exact")
+    with pytest.raises(ContractError, match=r"op_params\.accumulator 'exact' has no ABI v2 form"):
+        ft.Registry.from_paths([write(text)])
