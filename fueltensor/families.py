@@ -141,6 +141,16 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
 """Each family's traits; REDUCTION's rows are `REDUCTION_OPS`, CONTRACTION's are to come (issue
 46)."""
 
+ABI_VERSIONS: Final[Mapping[int, str]] = MappingProxyType(
+    {
+        1: "a byte kernel NAME(lhs, lhs_bytes, rhs, rhs_bytes, out, out_bytes) over dense buffers",
+        2: "a ShapedKernel (ext/src/abi.h): shaped operands (TensorArg) and typed parameters",
+    }
+)
+"""The C ABI versions a compiled kernel's contract may declare (`abi:` beside its entry point),
+each as a user writes it; a family takes the one its `Traits.abi` names. Version 2 is abi.h's
+`ABI_VERSION` (tests/kernels/test_shaped_kernels.py holds them equal)."""
+
 CAST_RULES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {"rounding": ("nearest_even",), "overflow": ("inf_or_nan", "saturate")}
 )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 from .core.errors import ContractError, ContractWarning, ProviderUnavailable, plural
 from .core.hooks import present
 from .fkc import load_document  # the package is light: its schema loads with the first document
-from .kernels import KernelFn
+from .kernels import KernelFn, shaped
 from .kernels.calling import calling_problem
 from .op_checks import op_kind_problems
 from .plugins import PROVIDER_GROUP as PROVIDER_GROUP
@@ -297,6 +297,8 @@ class Registry:
                 )
             contracts.extend(declared)
         check_unique(contracts)
+        for error in shaped.abi_errors(contracts):  # every C ABI before anything is linked
+            raise error
         for problem in op_kind_problems(contracts):
             warnings.warn(problem, ContractWarning, stacklevel=2)
         return cls(*_link(contracts))
@@ -449,6 +451,11 @@ def _link(
                 line=c.source.lines.get("entry_point", c.source.line),
                 field="entry_point",
             )
+        found = shaped.linked(c, fn)
+        if isinstance(found, str):
+            line = c.source.lines.get("abi", c.source.lines.get("entry_point", c.source.line))
+            raise ContractError(found, path=c.source.path, line=line, field="abi")
+        fn = found
         problem = calling_problem(c, fn)
         if problem is not None:
             key = "entry_point" if problem.startswith("its kernel") else "op_kind"

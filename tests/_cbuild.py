@@ -25,9 +25,18 @@ def tool_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
-def build_c(source: Path, into: Path) -> Path:
-    """`source` compiled with cc into the shared library `into`."""
+SANITIZED: tuple[str, ...] = (
+    ("-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+    if "libasan" in os.environ.get("LD_PRELOAD", "")
+    else ()
+)
+"""The flags that build a library the sanitizer pass (.ci/sanitize, which preloads ASan and
+UBSan into the tests) checks too: none in every other run."""
+
+
+def build_c(source: Path, into: Path, *flags: str) -> Path:
+    """`source` compiled with cc into the shared library `into`, with `flags` added."""
     cc = tool("cc", "C")
-    command = [cc, "-O2", "-shared", "-fPIC", "-o", str(into), str(source)]
+    command = [cc, "-O2", "-shared", "-fPIC", *flags, "-o", str(into), str(source)]
     subprocess.run(command, check=True, env=tool_env())
     return into

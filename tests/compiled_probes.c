@@ -1,5 +1,5 @@
 /* Byte kernels that misbehave on purpose, for tests/kernels/test_compiled_providers.py
- * (FKC C ABI). */
+ * (FKC C ABI), and one ABI v2 probe for tests/kernels/test_shaped_kernels.py. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -22,6 +22,16 @@ int32_t probe_rendezvous(const uint8_t *lhs, size_t lhs_bytes, const uint8_t *rh
         nanosleep(&ms, NULL);
     }
     return 2;
+}
+
+/* probe_rendezvous as an ABI v2 ShapedKernel (its pointers opaque here): 0 once a second call
+ * is inside it at the same time, else -1 saying so. It writes nothing of `out`. */
+int probe_shaped_rendezvous(int op, const void *in, int n_in, const void *out,
+                            const void *params, int n_params, char *error, size_t error_len) {
+    (void)op, (void)in, (void)n_in, (void)out, (void)params, (void)n_params;
+    if (probe_rendezvous(NULL, 0, NULL, 0, NULL, 0) == 0) return 0;
+    if (error_len > 0) strncpy(error, "no second call came in", error_len - 1);
+    return -1;
 }
 
 /* out = lhs + rhs over f32, but first flips the sign of lhs[0]: it writes its input. */

@@ -99,7 +99,7 @@ PRECISION_SHAPE: Final = shape_of(
 )
 CONTRACT_SHAPE: Final = shape_of(
     "kernel op_kind registrable? dispatch? blurb? backend kernel_source entry_point "
-    "kernel_revision_hash? accept return caps cost precision determinism semantics?",
+    "abi? kernel_revision_hash? accept return caps cost precision determinism semantics?",
     accept=ACCEPT_SHAPE,
     semantics=SEMANTICS_SHAPE,
     caps=CAPS_SHAPE,
@@ -381,6 +381,10 @@ class KernelContract(_PicklesReadOnlyMaps):
     dispatch: str = "default"
     """A value of `DISPATCH`: `when_named`, the contract joins dispatch only where its kernel
     name is named (the seeds' formula remainders, beside the exact one)."""
+    abi: int | None = None
+    """The C ABI version of a compiled kernel's entry point (`families.ABI_VERSIONS`), as the
+    document declares it beside `entry_point`; None where it declares none (a Python kernel, or
+    a byte kernel of `ft.load_library`, version 1)."""
     unlinked: str = ""
     """Why this installation cannot link the kernel (a compiled-only kernel where the extension
     is not built): set by the registry, which then makes the contract not `registrable`; "" for
@@ -420,6 +424,7 @@ class KernelContract(_PicklesReadOnlyMaps):
             "backend": self.backend,
             "kernel_source": self.kernel_source,
             "entry_point": self.entry_point,
+            **({"abi": self.abi} if self.abi is not None else {}),
             "kernel_revision_hash": self.kernel_revision_hash,
             "accept": {
                 "inputs": [s.to_dict() for s in self.inputs],

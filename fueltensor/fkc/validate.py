@@ -15,6 +15,7 @@ from typing import Final
 
 from ..core.dtypes import BY_FKC
 from ..core.errors import ContractError
+from ..families import ABI_VERSIONS
 from . import bounds
 from .reader import Reader, join, kind
 from .schema import (
@@ -123,6 +124,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         backend=provider.backend,
         kernel_source=provider.kernel_source,
         entry_point=r.string(top["entry_point"], "entry_point"),
+        abi=_abi(r, top["abi"]) if "abi" in top else None,
         kernel_revision_hash=r.string(top["kernel_revision_hash"], "kernel_revision_hash")
         if "kernel_revision_hash" in top
         else AUTO_HASH,
@@ -147,6 +149,20 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         digest = revision_hash(provider.revision_base, contract.to_dict())
         contract = replace(contract, kernel_revision_hash=digest)
     return contract
+
+
+def _abi(r: Reader, node: Node) -> int:
+    """The declared C ABI version of the entry point: one fueltensor knows, or ContractError at
+    its line naming them, so nothing is linked through a calling convention it cannot speak."""
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int) or value not in ABI_VERSIONS:
+        known = "; ".join(f"{v}, {what}" for v, what in ABI_VERSIONS.items())
+        r.fail(
+            node.line,
+            "abi",
+            f"{value!r} is not a C ABI version fueltensor knows; accepted: {known}",
+        )
+    return int(value)
 
 
 def check_unique(contracts: Iterable[KernelContract]) -> None:

@@ -24,6 +24,7 @@ from fueltensor.fkc import KernelContract, load_document
 from fueltensor.fkc.validate import check_unique
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import load_library
+from fueltensor.kernels.shaped import abi_errors
 from fueltensor.op_checks import op_kind_problems
 from fueltensor.registry import (
     Registry,
@@ -201,8 +202,8 @@ def link(contracts: Iterable[KernelContract], found: Sequence[Source]) -> list[F
 def lint(paths: Paths, found: Sequence[Source] = ()) -> tuple[list[KernelContract], list[Finding]]:
     """The contracts of the documents at `paths`, linked through `found`, and every fault, one
     line each with file:line: a document that does not load (its first fault), a kernel name the
-    registry already has, an op_kind nothing dispatches, and each entry point not linked (a
-    warning while no library or module is named)."""
+    registry already has, an op_kind nothing dispatches, a C ABI its op kind cannot take, and
+    each entry point not linked (a warning while no library or module is named)."""
     given = document_paths(paths)
     contracts: list[KernelContract] = []
     findings: list[Finding] = []
@@ -218,6 +219,7 @@ def lint(paths: Paths, found: Sequence[Source] = ()) -> tuple[list[KernelContrac
     except ContractError as e:
         findings.append(Finding(e))
     findings += [Finding(ContractError(p), "problem") for p in op_kind_problems(contracts)]
+    findings += [Finding(e) for e in abi_errors(contracts)]
     return contracts, findings + link(contracts, found)
 
 

@@ -94,6 +94,7 @@ SHOWS = {
     "docs/dask.md": ["['maximum_f32', 'add_f32',"],  # the Dask block's kernels
     "docs/certificates.md": ["8,388,608 pairs"],
     "docs/casts.md": ["torch_cast_f32_e4m3_sat declares overflow saturate where the call asks"],
+    "docs/reductions.md": ["via example-c-reduction", "True"],  # a user's ABI v2 sum, judged
 }
 """What a page's Python examples print, pasted or saved; every page named has examples."""
 
@@ -117,6 +118,7 @@ SHELL_SHOWS = {
         "where_f32 vs my_where_f32",
         "1 audit, 0 failing",
     ],
+    "docs/reductions.md": ["1 audit, 0 failing"],
 }
 """What each `sh` line of a page (after its cc lines) prints, line by line."""
 

@@ -1,0 +1,287 @@
+"""Users' compiled kernels of C ABI version 2: a `ShapedKernel` (ext/src/abi.h) exported from
+their shared library, linked by a contract whose entry point declares `abi: 2`.
+
+    int NAME(int op, const TensorArg *in, int n_in, const TensorArg *out,
+             const ParamArg *params, int n_params, char *error, size_t error_len);
+
+`ft.load_library` resolves the symbol as it does every other (a missing one fails there); the
+registry, linking a contract that declares `abi: 2`, makes the symbol a `ShapedCompiledKernel`
+(`shaped_kernel`): the thunk `kernel(x, axes, *, out)` of the reduction family, which passes x
+as a `TensorArg` of its own strides once every element is found inside x's buffer, `out` dense
+of the reduced shape, the parameters `axes` (PARAM_AXES) and the contract's `accept.op_params`
+(`accumulator` and `order` as PARAM_CODE, integers such as `block` as PARAM_I64), read from the
+contract when it is linked. ctypes releases the GIL for the call. A -1 return raises
+KernelStatusError carrying the kernel's message. The judge runs these kernels in its own process
+(the checked worker speaks version 1 only; docs/reductions.md, "Your own compiled reduction").
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fueltensor.core.dtypes import BY_FKC
+from fueltensor.core.errors import ContractError, KernelStatusError
+from fueltensor.families import TRAITS
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.ops import BY_KIND, REDUCTION_BY_KIND, REDUCTION_OPS
+
+if TYPE_CHECKING:
+    from fueltensor.fkc.schema import KernelContract
+
+ABI_DTYPES: Final = (
+    "F32", "F64", "BF16", "F16", "F8_E4M3FN", "F8_E5M2", "F4_E2M1FN",
+    "I8", "I16", "I32", "I64", "U8", "BOOL",
+)  # fmt: skip
+"""The v2 dtype codes in abi.h's order (its dtype enums; tests/kernels/test_shaped_kernels.py
+holds them equal), each spelled as the FKC code of the same format."""
+ABI_ORDERS: Final = ("sequential", "pairwise", "blocked")
+"""The `order` codes in abi.h's `ORDER_*` order (the same test holds them equal)."""
+PARAM_I64, PARAM_F64, PARAM_AXES, PARAM_CODE = range(4)
+"""abi.h's `ParamType`."""
+ERROR_LEN: Final = 256
+"""The bytes of the error buffer a kernel may fill (one more, always NUL, follows them)."""
+
+_CODES: Final = {BY_FKC[c].np: i for i, c in enumerate(ABI_DTYPES) if c in BY_FKC}
+"""NumPy dtype -> v2 dtype code, for the formats NumPy holds."""
+
+
+class TensorArg(ctypes.Structure):
+    """abi.h's `TensorArg`: dtype code, rank, shape, byte strides, the element at index 0."""
+
+    _fields_ = (
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("data", ctypes.c_void_p),
+    )
+
+
+class _Axes(ctypes.Structure):
+    """The PARAM_AXES member of `ParamArg`'s value."""
+
+    _fields_ = (("count", ctypes.c_int), ("axes", ctypes.POINTER(ctypes.c_int)))
+
+
+class _Value(ctypes.Union):
+    """`ParamArg`'s value."""
+
+    _fields_ = (("i", ctypes.c_int64), ("f", ctypes.c_double), ("axes", _Axes))
+
+
+class ParamArg(ctypes.Structure):
+    """abi.h's `ParamArg`: the `accept.params` or `op_params` name, its type and value."""
+
+    _fields_ = (("name", ctypes.c_char_p), ("type", ctypes.c_int), ("value", _Value))
+
+
+_PROTOTYPE: Final = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.POINTER(TensorArg),
+    ctypes.c_int,
+    ctypes.POINTER(TensorArg),
+    ctypes.POINTER(ParamArg),
+    ctypes.c_int,
+    ctypes.c_char_p,
+    ctypes.c_size_t,
+)
+"""`ShapedKernel`; a CFUNCTYPE function releases the GIL while it runs."""
+
+
+def _param(name: str, value: object) -> tuple[str, int, int | float] | str:
+    """One `op_params` entry as (name, ParamType, value), or why ABI v2 cannot carry it."""
+    if name == "accumulator" and value in ABI_DTYPES:
+        return (name, PARAM_CODE, ABI_DTYPES.index(str(value)))
+    if name == "order" and value in ABI_ORDERS:
+        return (name, PARAM_CODE, ABI_ORDERS.index(str(value)))
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return (name, PARAM_I64, value)
+    if isinstance(value, float):
+        return (name, PARAM_F64, value)
+    return (
+        f"op_params.{name} {value!r} has no ABI v2 form: an accumulator is one of "
+        f"{', '.join(ABI_DTYPES)}, an order one of {', '.join(ABI_ORDERS)}, any other parameter "
+        "an integer or a float"
+    )
+
+
+def _version_problem(c: KernelContract, version: int) -> str | None:
+    """Why a compiled kernel of C ABI `version` cannot serve `c`'s op kind: its family takes
+    another version (`families.TRAITS`), or it declares one for an op kind none of the table's."""
+    row = BY_KIND.get(c.op_kind) or REDUCTION_BY_KIND.get(c.op_kind)
+    if row is None and c.abi is None:
+        return None  # a user's own op kind: its kernels' calling is theirs to say
+    if row is None:
+        return f"{c.op_kind} is no op of the table, so no family says which C ABI it takes"
+    wants = TRAITS[row.family].abi
+    if version == wants:
+        return None
+    said = f"declares abi: {c.abi}" if c.abi is not None else "declares no abi (version 1)"
+    return (
+        f"{c.name} {said}, but {c.op_kind} is a {row.family} operation, whose compiled kernels "
+        f"take C ABI version {wants} ({TRAITS[row.family].c_body}); accepted: abi: {wants} "
+        "beside its entry_point"
+    )
+
+
+def abi_errors(contracts: Iterable[KernelContract]) -> list[ContractError]:
+    """One error, at its `abi` line, per registrable contract whose declared `abi` its op kind
+    cannot take: what the registry checks of every document before it links any, and what
+    `fueltensor contracts --check` reports."""
+    out = []
+    for c in contracts:
+        problem = _version_problem(c, c.abi) if c.registrable and c.abi is not None else None
+        if problem is not None:
+            line = c.source.lines.get("abi", c.source.line)
+            out.append(ContractError(problem, path=c.source.path, line=line, field="abi"))
+    return out
+
+
+def linked(c: KernelContract, fn: KernelFn) -> KernelFn | str:
+    """The kernel contract `c` links for the provider's `fn`: `fn` itself, or for `abi: 2` its
+    symbol called through ABI v2; or why it cannot (a compiled kernel declared as version 1 for a
+    family of another version, a Python callable under a declared `abi`, op_params with no ABI
+    v2 form)."""
+    if not isinstance(fn, CompiledKernel):
+        if c.abi is None:
+            return fn
+        return (
+            f"{c.name} declares abi: {c.abi}, but its entry point {c.entry_point!r} maps to a "
+            "Python callable; accepted: a symbol of ft.load_library, or no abi"
+        )
+    problem = _version_problem(c, 1 if c.abi is None else c.abi)
+    if problem is not None:
+        return problem
+    return fn if c.abi in (None, 1) else shaped_kernel(c, fn)
+
+
+def shaped_kernel(c: KernelContract, fn: CompiledKernel) -> ShapedCompiledKernel | str:
+    """`fn`'s symbol called through ABI v2 for contract `c` (its op code and `op_params` bound
+    now), or why the contract's parameters have no ABI v2 form."""
+    params = [_param(name, value) for name, value in c.op_params.items()]
+    problems = [p for p in params if isinstance(p, str)]
+    if problems:
+        return f"{c.name}: {'; '.join(problems)}"
+    code = REDUCTION_OPS.index(REDUCTION_BY_KIND[c.op_kind])
+    return ShapedCompiledKernel(fn, code, [p for p in params if not isinstance(p, str)])
+
+
+def _span(a: NDArray[Any]) -> tuple[int, int]:
+    """The first and one past the last byte address `a`'s elements occupy (size > 0)."""
+    lo = hi = int(a.__array_interface__["data"][0])
+    for n, s in zip(a.shape, a.strides, strict=True):
+        reach = (n - 1) * s
+        lo, hi = lo + min(reach, 0), hi + max(reach, 0)
+    return lo, hi + a.itemsize
+
+
+def _buffer_span(a: NDArray[Any]) -> tuple[int, int] | None:
+    """The bytes of the buffer `a`'s elements live in: those of the array at the end of its
+    chain of bases (through an as_strided view's holder and a memoryview's object), or of the
+    buffer object under it; None where no buffer can be found (nothing to check against)."""
+    owner, base = a, a.base
+    while base is not None:
+        inner = base.obj if isinstance(base, memoryview) else base
+        inner = inner if isinstance(inner, np.ndarray) else getattr(inner, "base", None)
+        if not isinstance(inner, np.ndarray):
+            break
+        owner, base = inner, inner.base
+    if base is None:
+        return _span(owner) if owner.size else None
+    try:
+        whole = np.asarray(memoryview(base))
+    except (TypeError, ValueError, BufferError):
+        return None
+    return _span(whole) if whole.size else None
+
+
+def _x_problem(x: object) -> str | None:
+    """Why x cannot be handed over as a TensorArg: not an array of a v2 dtype, or an element
+    outside its buffer (a view made with as_strided past its end, say)."""
+    if not isinstance(x, np.ndarray) or x.dtype not in _CODES:
+        kind = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
+        return f"x must be an ndarray of a v2 dtype ({', '.join(ABI_DTYPES)}), got {kind}"
+    if x.size == 0:
+        return None
+    buffer = _buffer_span(x)
+    lo, hi = _span(x)
+    if buffer is None or not (buffer[0] <= lo and hi <= buffer[1]):
+        return "x names elements outside its buffer (or a buffer that cannot be found)"
+    return None
+
+
+class ShapedCompiledKernel:
+    """One ABI v2 symbol of a loaded library bound to its contract: `kernel(x, axes, *, out)`."""
+
+    __slots__ = ("__name__", "_fn", "compiled", "library", "op", "params", "symbol")
+
+    def __init__(
+        self, compiled: CompiledKernel, op: int, params: list[tuple[str, int, Any]]
+    ) -> None:
+        self.compiled = compiled
+        """The symbol as `ft.load_library` loaded it (its library's private copy)."""
+        self._fn = _PROTOTYPE(compiled.address)
+        self.op = op
+        """The `op` argument: the row's place in its family's C enum (ext/src/ops.h)."""
+        self.params = tuple((name.encode(), kind, value) for name, kind, value in params)
+        """(name, ParamType, value) of the contract's `op_params`, passed after `axes`, each name
+        encoded once here."""
+        self.library = compiled.library
+        self.symbol = compiled.symbol
+        self.__name__ = compiled.symbol
+
+    def __repr__(self) -> str:
+        """The symbol and the library it came from."""
+        return f"<compiled ABI v2 kernel {self.symbol} from {self.library}>"
+
+    def _refuse(self, x: object, axes: object, out: object) -> str | None:
+        """Why the call cannot be handed to C as it stands (checked before anything is built)."""
+        problem = _x_problem(x)
+        if problem is not None or not isinstance(x, np.ndarray):
+            return problem
+        if not isinstance(axes, tuple) or not all(isinstance(a, (int, np.integer)) for a in axes):
+            return f"axes must be a tuple of ints, got {axes!r}"
+        if list(axes) != sorted(set(axes)) or any(not 0 <= a < x.ndim for a in axes):
+            return f"axes must be sorted, distinct axes of the {x.ndim}-d x, got {axes}"
+        shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        if not isinstance(out, np.ndarray) or out.dtype not in _CODES:
+            return "out must be an ndarray of a v2 dtype"
+        if out.shape != shape or not out.flags.c_contiguous or not out.flags.writeable:
+            return f"out must be a dense, writable array of shape {shape}, got {out.shape}"
+        if np.may_share_memory(x, out):
+            return "out overlaps x"
+        return None
+
+    def __call__(self, x: NDArray[Any], axes: tuple[int, ...], *, out: NDArray[Any]) -> None:
+        """Hand x, out and the parameters to the C function; KernelStatusError on -1."""
+        problem = self._refuse(x, axes, out)
+        if problem is not None:
+            raise ValueError(f"{self.symbol}: {problem}")
+        cells = [(ctypes.c_ssize_t * a.ndim)(*a.shape) for a in (x, out)]
+        steps = [(ctypes.c_ssize_t * a.ndim)(*a.strides) for a in (x, out)]
+        tensors = [
+            TensorArg(_CODES[a.dtype], a.ndim, shape, stride, a.__array_interface__["data"][0])
+            for a, shape, stride in zip((x, out), cells, steps, strict=True)
+        ]
+        picked = (ctypes.c_int * max(len(axes), 1))(*map(int, axes))
+        params = (ParamArg * (1 + len(self.params)))()
+        params[0] = ParamArg(b"axes", PARAM_AXES, _Value(axes=_Axes(len(axes), picked)))
+        for i, (name, kind, value) in enumerate(self.params, 1):
+            member = {PARAM_F64: "f"}.get(kind, "i")
+            params[i] = ParamArg(name, kind, _Value(**{member: value}))
+        error = ctypes.create_string_buffer(ERROR_LEN + 1)
+        status = self._fn(self.op, tensors[0], 1, tensors[1], params, len(params), error, ERROR_LEN)
+        if status != 0:
+            said = error.value.decode("utf-8", "replace") or "(no message)"
+            raise KernelStatusError(
+                f"{self.symbol} ({self.library}) returned {status}: {said}",
+                status=status,
+                symbol=self.symbol,
+            )
