@@ -23,7 +23,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, PLANNED_REDUCTIONS, TERNARY_OPS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -101,6 +101,17 @@ def _ternary(name: str) -> KernelFn:
     return kernel
 
 
+def _reduction(name: str) -> KernelFn:
+    """A kernel calling `jax.numpy.<name>(x, axes)` (jnp.sum, jnp.max ...) and copying the
+    result's bits into `out`."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        deliver(_call(name, x.dtype, x, axes), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"jax_{name}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`jnp.power(x, k)` with k a Python int, which JAX runs as `lax.integer_pow` (repeated
     squaring, compiled for each k)."""
@@ -119,6 +130,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
     **{f"jax.numpy.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
+    **{f"jax.numpy.{op.name}": _reduction(op.name) for op in PLANNED_REDUCTIONS},
     "jax.numpy.power(x, int)": _integer_power,
     "jax.numpy.astype": _cast,
 }

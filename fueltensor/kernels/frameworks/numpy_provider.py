@@ -1,6 +1,6 @@
 """NumPy as a contract provider: each operation's ufunc (`np.add` ... `np.remainder`; `np.exp`
 ... `np.negative` for the unary rows NumPy has a ufunc of), and `x ** k` for an integer power,
-as a NumPy user calls them (contracts/numpy.md).
+as a NumPy user calls them (contracts/numpy.md), and its reductions (`np.sum`, `np.max` ...).
 
 NumPy takes strided, offset, reversed and broadcast (stride-0) operands as they are, so its
 contracts admit every layout and the planner adds no Contiguize in front of them.
@@ -18,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, PLANNED_REDUCTIONS, TERNARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -60,6 +60,19 @@ def _ternary(fn: Callable[..., Any]) -> KernelFn:
     return kernel
 
 
+def _reduction(fn: Callable[..., Any]) -> KernelFn:
+    """A kernel running `fn(x, axis=axes)` (np.sum, np.max ...) under NumPy's all-ignore error
+    state, its result's bits copied into `out`: NumPy's own loops, in the order its memory
+    layout gives them (contracts/numpy-reduce.md)."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        with silenced():
+            deliver(np.asarray(fn(x, axis=axes)), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"numpy_{fn.__name__}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: NumPy's own integer-power path (k = 2 is `np.square`,
     -1 `np.reciprocal`, 1 a copy, 0.5 `np.sqrt`; other k `np.power`)."""
@@ -82,13 +95,15 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
         if isinstance(getattr(np, op.name, None), np.ufunc)
     },
     **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in TERNARY_OPS},
+    **{f"numpy.{op.name}": _reduction(op.host) for op in PLANNED_REDUCTIONS},
     "numpy.ndarray.__pow__(int)": _integer_power,
     "numpy.ndarray.astype": _cast,
 }
 """Entry point -> kernel: `numpy.<ufunc>` for the eight binary operations and the comparisons
 (the op table's ufuncs: `numpy.less` ...), for each unary row NumPy names by the row's own
 name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt), `numpy.where` and
-`numpy.clip`, and the cast (`numpy.ndarray.astype`)."""
+`numpy.clip`, the cast (`numpy.ndarray.astype`) and the planned reductions (`numpy.sum` ...:
+the op table's host functions, NumPy's own)."""
 
 
 def environment() -> MeasuredOn:

@@ -42,6 +42,10 @@ _CALLS: Final = (
 """The binary operations' entry points (contracts/torch.md): each calls the `torch` function
 it names (PyTorch's names, not the op table's: `torch.sub`, `torch.remainder`)."""
 
+_REDUCE_CALLS: Final = ("torch.sum", "torch.amax", "torch.amin")
+"""The reductions' entry points (contracts/torch-reduce.md): PyTorch's functions that take a
+tuple of dims and return values alone (`torch.max` over a dim returns indices too)."""
+
 
 def _tensor(torch: Any, array: np.ndarray) -> Any:
     """A CPU tensor viewing `array`'s memory (no copy); bfloat16 through its bits."""
@@ -111,6 +115,20 @@ def _ternary(name: str) -> KernelFn:
     return kernel
 
 
+def _reduction(name: str) -> KernelFn:
+    """A kernel calling `torch.<name>(x, dim=axes)` and copying the result's bits into `out`;
+    no axes is x itself, since PyTorch reads `dim=()` as every dim."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        torch = _torch()
+        tensor = _tensor(torch, x)
+        got = getattr(torch, name)(tensor, dim=axes) if axes else tensor.clone()
+        deliver(_numpy(torch, got, out.dtype), out)
+
+    kernel.__qualname__ = kernel.__name__ = f"torch_{name}"
+    return kernel
+
+
 def _integer_power(x: np.ndarray, exponent: int, *, out: np.ndarray) -> None:
     """`x ** k` with k a Python int: `torch.pow(Tensor, Scalar)`, PyTorch's integer-exponent
     path (k = 2 and 3 multiply, -1 and -2 take reciprocals, other k `std::pow`)."""
@@ -131,13 +149,15 @@ ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{f"torch.{op.name}": _unary(op.name) for op in UNARY_OPS},
     **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
     **{f"torch.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
+    **{entry: _reduction(entry.removeprefix("torch.")) for entry in _REDUCE_CALLS},
     "torch.pow(Tensor, int)": _integer_power,
     "torch.Tensor.to": _cast,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
 for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
 comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise),
-`torch.where`, `torch.clip`, the integer power and the cast (`torch.Tensor.to`)."""
+`torch.where`, `torch.clip`, the integer power, the cast (`torch.Tensor.to`) and the
+reductions (`_REDUCE_CALLS`)."""
 
 
 def environment() -> MeasuredOn:

@@ -102,10 +102,14 @@ class Declared:
             return m - 1
         return min(inside + tree, m - 1)
 
-    def gamma(self, m: int) -> Fraction:
-        """γ_k = k·u / (1 - k·u) for m elements, exactly."""
+    def gamma(self, m: int) -> Fraction | None:
+        """γ_k = k·u / (1 - k·u) for m elements, exactly; None where k·u >= 1, a row too long
+        for the accumulator to bound (NumPy's bfloat16 sum, in bfloat16, past 256 elements)."""
         k = self.k(m)
-        return Fraction(0) if k == 0 else Fraction(k, (1 << self.unit_roundoff_bits) - k)
+        if k == 0:  # an exact sum's too: its accumulator has no unit roundoff
+            return Fraction(0)
+        scale = 1 << self.unit_roundoff_bits
+        return Fraction(k, scale - k) if k < scale else None
 
     def describe(self) -> str:
         """The declaration in words, for the audit's notes and failures."""

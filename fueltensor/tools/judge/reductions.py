@@ -73,6 +73,8 @@ class Findings:
     worst_use: Fraction = Fraction(0)
     worst_where: str = ""
     outputs: int = 0
+    unbounded: int = 0
+    """Outputs of rows too long for the declared accumulator to bound (k·u >= 1)."""
 
     def add(self, check: str, case: Case, failure: str) -> None:
         """Record a case's first failure of `check`."""
@@ -162,6 +164,9 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
             f"({_summary(table[r])})",
         )
         break
+    if gamma is None:  # no bound: any finite or overflowed result of finite elements holds
+        f.unbounded += int(finite.sum())
+        return
     for r in np.flatnonzero(finite):
         value = float(got[r])
         if not math.isfinite(value):
@@ -416,7 +421,9 @@ def audit_reduction(
         f"reduction: {row.name}, exact: {f.outputs} outputs of {len(every)} cases the selection"
         if largest is not None
         else f"reduction: {d.describe()}; {f.outputs} outputs of {len(every)} cases within the "
-        f"bound (worst use {use})" + ("; every output the declared order's bits" * d.fixes_bits)
+        f"bound (worst use {use})"
+        + ("; every output the declared order's bits" * d.fixes_bits)
+        + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
     )
     try:
         _cost(a, contract, fn, dtype, settings, copy_bps)
