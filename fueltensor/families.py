@@ -129,10 +129,10 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
         ),
         Family.CONTRACTION: Traits(
             ("a", "b"),
-            "kernel(a, b, *, out, accumulator, order)",
+            "kernel(a, b, *, out)",
             2,
             "ShapedKernel",
-            ("accumulator", "order"),
+            (),
             "exactly accumulated dot products and the declared bound",
             "the bound, and invariance across layouts and thread counts",
         ),
