@@ -3,7 +3,8 @@
 Sums and products of integers accumulate in the 64-bit integer of their signedness, bool in
 int64, floats in their own dtype, as the standard says. The narrow formats (bfloat16, float16,
 the 8-bit ones) accumulate in float32 and round once at the end (NumPy would accumulate in the
-narrow format).
+narrow format). mean, var and std of real tensors are compositions of planned steps
+(`compositions`); their complex forms are NumPy's here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from fueltensor.ops import PLANNED_REDUCTIONS
 Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
 _SUM, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
+_COMPLEX = Rule(None, None, None)
+"""A complex mean's, variance's or standard deviation's rule: NumPy's, as it is."""
 _PLANNED = (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16)
 """The dtypes the reduction contracts take (contracts/fuel-*-reduce.md)."""
 
@@ -50,12 +53,6 @@ def _total(dtype: DType, given: Any = None) -> Rule:
     """A sum's or product's rule: accumulated in `given` or the standard's default."""
     out = _accumulated(dtype, given)
     return Rule(_pre(dtype), _work(out), out)
-
-
-def _average(dtype: DType) -> Rule:
-    """A mean's, variance's or standard deviation's rule: NumPy's result dtype, a narrow format's
-    own."""
-    return Rule(_pre(dtype), None, dtype if dtype.narrow else None)
 
 
 def _extreme(dtype: DType) -> Rule:
@@ -133,13 +130,6 @@ def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelT
     )
 
 
-@ruled_host("STATISTIC", np.mean, _served(_average))
-@host
-def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
-    """The arithmetic mean of x (along `axis`); NaN for an empty reduction."""
-    return _reduce(np.mean, x, axis, keepdims, _average(tensor(x).dtype))
-
-
 @host
 def prod(
     x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
@@ -172,20 +162,22 @@ _host_sum.__name__ = _host_sum.__qualname__ = _SUM
 _host_sum = host(_host_sum)
 
 
-@host
-def std(
-    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
-) -> FuelTensor:
-    """The standard deviation of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.std, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
+def _host_statistic(fn: Callable[..., Any], name: str) -> Callable[..., FuelTensor]:
+    """The host mean, var or std (`fn` np.mean, np.var or np.std), labelled `name` in a trace:
+    for the complex dtypes, which no contract takes (`compositions` composes the real ones)."""
+
+    def statistic(x: FuelTensor, axis: Axis, keepdims: bool, **ddof: Any) -> FuelTensor:
+        return _reduce(fn, x, axis, keepdims, _COMPLEX, **ddof)
+
+    statistic.__name__ = statistic.__qualname__ = name
+    return host(statistic)
 
 
-@host
-def var(
-    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
-) -> FuelTensor:
-    """The variance of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.var, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
+HOST_MEAN, HOST_VAR, HOST_STD = (
+    _host_statistic(np.mean, "mean"),
+    _host_statistic(np.var, "var"),
+    _host_statistic(np.std, "std"),
+)
 
 
 def _cumulative(

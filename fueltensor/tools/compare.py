@@ -12,6 +12,7 @@ reported as not compared, with the reason (`tools.comparisons`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,6 +25,8 @@ from fueltensor.engine import execute, foreign
 from fueltensor.engine.backends import current_policy, observe, trace
 from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
+from fueltensor.families import Family
+from fueltensor.ops import BY_KIND
 from fueltensor.registry import require
 from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message
 from fueltensor.tools import checked
@@ -66,7 +69,7 @@ def diff(
         score = np.where(equal, -1.0, measured.ulp)
         flat = int(np.argmax(score))
         index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
-        operands = [np.broadcast_to(t._array, base.shape)[index] for t in tensors]
+        operands = _operands_at(baseline, tensors, base.shape, index)
         specs = baseline.kernel.inputs
         named = dict(zip((s.name for s in specs), operands, strict=True))
         worst = Worst(
@@ -104,6 +107,22 @@ def diff(
         classes=classes,
         provider=other.provider,
     )
+
+
+def _operands_at(
+    plan: Plan, tensors: tuple[FuelTensor, ...], shape: tuple[int, ...], index: tuple[int, ...]
+) -> list[object]:
+    """What output `index` (of `shape`) was computed from: each operand's element broadcast
+    there; for a reduction, where its reduced values are (`row [1, :] of 64 values`), since a
+    row has no one value to show."""
+    row = BY_KIND.get(str(plan.op_kind))
+    if row is None or row.family is not Family.REDUCTION:
+        return [np.broadcast_to(t._array, shape)[index] for t in tensors]
+    axes, at = plan.params[0], iter(index)
+    assert isinstance(axes, tuple)
+    where = ", ".join(":" if i in axes else str(next(at)) for i in range(tensors[0].ndim))
+    count = math.prod(tensors[0].shape[i] for i in axes)
+    return [f"row [{where}] of {count} values"]
 
 
 def _lanes(differ: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:

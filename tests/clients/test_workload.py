@@ -15,7 +15,9 @@ import pytest
 from _extras import OUTSIDE, ROOT
 
 import fueltensor as ft
-from fueltensor.ops import UNARY_OPS
+from fueltensor.ops import PLANNED_REDUCTIONS, UNARY_OPS
+
+_, _, MIN = PLANNED_REDUCTIONS
 
 SCRIPT = ROOT / "examples" / "workload.py"
 
@@ -92,6 +94,22 @@ def test_compare_backends_reports_every_operation_the_trace_saw(workload: Module
     assert summary.startswith(f"{len(plans)} operations ran: {report.compared} compared, ")
     no_second = f", {len(alone)} with no second kernel" if alone else ""
     assert f"{len(host) + len(alone)} not compared ({len(host)} host{no_second})" in summary
+
+
+def test_the_layer_norms_and_softmaxs_reductions_are_compared_with_the_oracle(
+    workload: ModuleType,
+) -> None:
+    """The layer norm's mean and var are compositions of planned steps (sums, divides, a
+    subtract, a multiply) and the softmax's max and sum are planned: with the oracle named, every
+    reduction among those steps is compared, bit for bit, with the oracle's kernel, and no row
+    is a host mean or var."""
+    with ft.compare_backends("cpu", "reference", timing=False) as report:
+        workload.block(*workload.inputs())
+    reductions = {row.name for row in PLANNED_REDUCTIONS}
+    rows = [c for c in report if c.op in reductions]
+    assert {c.op for c in rows} == reductions - {MIN.name} and len(rows) == 5  # 3 + max + sum
+    assert all(c.compared and c.kernels[1].startswith("ref_") for c in rows)
+    assert not {c.op for c in report} & {ft.mean.__name__, ft.var.__name__}  # no host rows
 
 
 def test_exp_tanh_and_sqrt_are_contract_operations(workload: ModuleType) -> None:

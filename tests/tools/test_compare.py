@@ -470,3 +470,26 @@ def test_nan_payloads_false_forgives_only_nan_against_nan(
     assert f"{c.nan_payloads} of 4096 elements are NaNs that differ only in payload" in message
     report.assert_equal(max_ulp=0, nan_payloads=False)
     assert c.mismatches == c.nan_payloads
+
+
+def test_a_reduction_is_compared_with_each_named_providers_kernel() -> None:
+    """A sum and a max planned through their contracts are compared with the oracle's kernels
+    when a `when_named` provider is named beside it (the re-planning keeps the reduced shape);
+    the worst lane of a differing sum names the row it reduced, not one operand value."""
+    rng = np.random.default_rng(4)
+    scale = 10.0 ** rng.integers(-4, 4, (6, 4000))
+    values = (rng.standard_normal((6, 4000)) * scale).astype(np.float32)
+    x = ft.asarray(values)
+    with compare_backends("cpu", "numpy", "reference", timing=False) as report:
+        ft.sum(x, axis=1)
+        ft.max(x[:, ::-3], axis=0, keepdims=True)
+    rows = sorted(report, key=lambda c: c.position)
+    assert [(c.op, c.compared, c.kernels) for c in rows] == [
+        ("sum", True, ("sum_f32", "ref_sum_f32")),
+        ("max", True, ("max_f32", "ref_max_f32")),
+    ]
+    assert rows[0].shape == (6,) and rows[1].count == 1334 and rows[1].equal == 1334
+    worst = rows[0].worst
+    assert worst is not None and re.search(
+        r"inputs \(x row \[\d, :\] of 4000 values\)", worst.message
+    )
