@@ -285,16 +285,18 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         check=True,
     )
     loaded = run.stdout.split()
-    # the op table (names and host ufuncs, no numerics of the CPU provider's), its host
-    # functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels' names) and
-    # the oracle's own casts are the only other modules it reads
+    # the op table (its families, names and host ufuncs, no numerics of the CPU provider's),
+    # its host functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels'
+    # names) and the oracle's own casts and exact reductions are the only other modules it reads
     assert loaded == [
         "fueltensor",
         "fueltensor.core",
         "fueltensor.core.dtypes",
+        "fueltensor.families",
         "fueltensor.hostmath",
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
+        "fueltensor.kernels.exact_products",
         "fueltensor.kernels.exact_reductions",
         "fueltensor.kernels.exact_sums",
         "fueltensor.kernels.reference",
