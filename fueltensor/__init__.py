@@ -152,10 +152,10 @@ from fueltensor.array_api.sorting import (
 from fueltensor.array_api.statistical import (
     cumulative_prod,
     cumulative_sum,
-    prod,
 )
 from fueltensor.array_api.statistical import max as max
 from fueltensor.array_api.statistical import min as min
+from fueltensor.array_api.statistical import prod as prod
 from fueltensor.array_api.statistical import sum as sum
 from fueltensor.array_api.utility import (
     all,
@@ -390,7 +390,6 @@ __all__ = [
     "permute_dims",
     "pi",
     "positive",
-    "prod",
     "quantile",
     "real",
     "reciprocal",

@@ -172,10 +172,10 @@ REDUCTION_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("max", OpKind.MAX, _R, None, np.max, "max", "the largest element over axes"),
     ContractOp("min", OpKind.MIN, _R, None, np.min, "min", "the smallest element over axes"),
 )  # fmt: skip
-"""The reduction rows (issue 48) in the C enum's order (`_native.REDUCTION_OPS`); prod runs on
-the host until its contracts come, the others are planned (`engine.reduce`)."""
-PLANNED_REDUCTIONS: Final = tuple(op for op in REDUCTION_OPS if op.op_kind is not OpKind.PROD)
-"""The reduction rows with contracts (sum, max, min), which `CONTRACT_OPS` holds."""
+"""The reduction rows (issue 48) in the C enum's order (`_native.REDUCTION_OPS`), each planned
+through its contracts (`engine.reduce`)."""
+PLANNED_REDUCTIONS: Final = REDUCTION_OPS
+"""The reduction rows with contracts (sum, prod, max, min), which `CONTRACT_OPS` holds."""
 
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2", ieee_rounded=True),

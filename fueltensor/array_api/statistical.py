@@ -25,7 +25,7 @@ from fueltensor.ops import PLANNED_REDUCTIONS
 
 Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
-_SUM, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
+_SUM, _PROD, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
 _COMPLEX = Rule(None, None, None)
 """A complex mean's, variance's or standard deviation's rule: NumPy's, as it is."""
 _PLANNED = (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16)
@@ -130,14 +130,6 @@ def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelT
     )
 
 
-@host
-def prod(
-    x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
-) -> FuelTensor:
-    """The product of x's elements (along `axis`); 1 for an empty reduction."""
-    return _reduce(np.multiply.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
-
-
 @ruled_host("REDUCE", np.add.reduce, _unplanned(_total))
 def sum(
     x: FuelTensor,
@@ -149,17 +141,32 @@ def sum(
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
     return _reduce_engine.reduce(
-        _SUM, tensor(x), axis, keepdims, lambda: _host_sum(x, axis, dtype, keepdims), dtype
+        _SUM, tensor(x), axis, keepdims, lambda: _HOST_SUM(x, axis, dtype, keepdims), dtype
     )
 
 
-def _host_sum(x: FuelTensor, axis: Axis, dtype: DType | None, keepdims: bool) -> FuelTensor:
-    """The host sum (NumPy's pairwise order) where no contract serves the call."""
-    return _reduce(np.add.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
+def _host_total(ufunc: np.ufunc, name: str) -> Callable[[FuelTensor, Axis, Any, bool], FuelTensor]:
+    """The host sum or product (`ufunc` np.add or np.multiply: NumPy's order), labelled `name`
+    in a trace: where no contract serves the call."""
+
+    def total(x: FuelTensor, axis: Axis, dtype: DType | None, keepdims: bool) -> FuelTensor:
+        return _reduce(ufunc.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
+
+    total.__name__ = total.__qualname__ = name
+    return host(total)
 
 
-_host_sum.__name__ = _host_sum.__qualname__ = _SUM
-_host_sum = host(_host_sum)
+_HOST_SUM, _HOST_PROD = _host_total(np.add, _SUM), _host_total(np.multiply, _PROD)
+
+
+@ruled_host("REDUCE", np.multiply.reduce, _unplanned(_total))
+def prod(
+    x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
+) -> FuelTensor:
+    """The product of x's elements (along `axis`); 1 for an empty reduction."""
+    return _reduce_engine.reduce(
+        _PROD, tensor(x), axis, keepdims, lambda: _HOST_PROD(x, axis, dtype, keepdims), dtype
+    )
 
 
 def _host_statistic(fn: Callable[..., Any], name: str) -> Callable[..., FuelTensor]:
@@ -225,6 +232,6 @@ def cumulative_prod(
     return _cumulative(np.cumulative_prod, x, axis, dtype, include_initial)
 
 
-_reduce_engine.OPERATIONS.update({_SUM: sum, _MAX: max, _MIN: min})
+_reduce_engine.OPERATIONS.update({_SUM: sum, _PROD: prod, _MAX: max, _MIN: min})
 for _name, _fn in _reduce_engine.OPERATIONS.items():
     _fn.__fueltensor_op__ = _name  # type: ignore[attr-defined]

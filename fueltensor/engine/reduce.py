@@ -1,4 +1,4 @@
-"""The reductions planned from contracts (`ops.PLANNED_REDUCTIONS`: sum, max, min; issue 48):
+"""The reductions planned from contracts (`ops.PLANNED_REDUCTIONS`: sum, prod, max, min; issue 48):
 `ft.sum(x, axis=..., keepdims=...)` and its kin, as docs/reductions.md designs them.
 
 The call's axes are normalised (None: every axis; negatives counted from the end; an axis out of
@@ -30,7 +30,7 @@ Axis = int | tuple[int, ...] | None
 Host = Callable[[], FuelTensor]
 
 OPERATIONS: dict[str, Callable[..., FuelTensor]] = {}
-"""The namespace's sum, max and min by name, added where the array API module defines them:
+"""The namespace's sum, prod, max and min by name, added where the array API module defines them:
 `dispatch.functions()` reads it with the others."""
 
 

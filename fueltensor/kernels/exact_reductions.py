@@ -1,5 +1,6 @@
-"""fuel-reference-backend's reductions (docs/reductions.md): `ref_sum_<dtype>`, the exact sum
-rounded once (`kernels.exact_sums`), and `ref_max_<dtype>` / `ref_min_<dtype>`, the selection.
+"""fuel-reference-backend's reductions (docs/reductions.md): `ref_sum_<dtype>` and
+`ref_prod_<dtype>`, the exact sum and product rounded once (`kernels.exact_sums`,
+`kernels.exact_products`), and `ref_max_<dtype>` / `ref_min_<dtype>`, the selection.
 
 Every thunk is `kernel(x, axes, *, out)`: x of any strides, `axes` sorted and distinct, `out`
 dense of the reduced shape and x's dtype. The selection is the left fold of the binary maximum
@@ -18,6 +19,7 @@ from numpy.typing import NDArray
 
 from fueltensor.core.dtypes import bfloat16, float16, float32, float64
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.exact_products import exact_prod
 from fueltensor.kernels.exact_sums import exact_sum, rows
 from fueltensor.ops import PLANNED_REDUCTIONS, ContractOp, OpKind
 
@@ -64,8 +66,9 @@ def thunk(name: str, dtype: np.dtype[Any], body: Body, provider: str) -> KernelF
 
 
 def _oracle(row: ContractOp) -> Body:
-    """The oracle's body of `row`: the exact sum rounded once, or the selection."""
-    return exact_sum if row.op_kind is OpKind.SUM else selection(row.op_kind is OpKind.MAX)
+    """The oracle's body of `row`: the exact sum or product rounded once, or the selection."""
+    exact = {OpKind.SUM: exact_sum, OpKind.PROD: exact_prod}
+    return exact.get(row.op_kind) or selection(row.op_kind is OpKind.MAX)
 
 
 def oracle_entries(prefix: str) -> dict[str, KernelFn]:

@@ -135,14 +135,14 @@ def _specials(table: Array, wide: Array, finite: Array, flat: Array) -> None:
         row, values = table[r], wide[r]
         nan = np.isnan(values)
         if nan.any():
-            flat[r] = _quieted(row[int(np.argmax(nan))])
+            flat[r] = quieted(row[int(np.argmax(nan))])
         elif (values == np.inf).any() and (values == -np.inf).any():
             flat[r] = np.array(np.nan, flat.dtype)
         else:
             flat[r] = values[~finite[r]][0]
 
 
-def _quieted(value: Any) -> Any:
+def quieted(value: Any) -> Any:
     """A NaN with its quiet bit (the fraction's top bit) set, sign and payload kept: IEEE 754's
     result for an operation's NaN operand."""
     nan = np.asarray(value)

@@ -285,9 +285,9 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         check=True,
     )
     loaded = run.stdout.split()
-    # the op table and its families (names and host ufuncs, no numerics of the CPU provider's),
+    # the op table (its families, names and host ufuncs, no numerics of the CPU provider's),
     # its host functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels'
-    # names), the oracle's own casts and exact sums are the only other modules it reads
+    # names) and the oracle's own casts and exact reductions are the only other modules it reads
     assert loaded == [
         "fueltensor",
         "fueltensor.core",
@@ -296,6 +296,7 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         "fueltensor.hostmath",
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
+        "fueltensor.kernels.exact_products",
         "fueltensor.kernels.exact_reductions",
         "fueltensor.kernels.exact_sums",
         "fueltensor.kernels.reference",
