@@ -1255,7 +1255,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-crash-once-blames-the-running-call",
-        CHECKED,
+        CHECKED_REQUEST,
         "            if not others:",
         "            if True:",
         CHECKED_TESTS,
@@ -1279,7 +1279,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-exit-diagnosed-as-access",
-        CHECKED,
+        CHECKED_REQUEST,
         "    if died.code is not None and died.code >= 0 and died.code != wire.FAILED:",
         "    if False:",
         CHECKED_TESTS,

@@ -11,12 +11,13 @@ as a `TensorArg` of its own strides once every element is found inside x's buffe
 of the reduced shape, the parameters `axes` (PARAM_AXES) and the contract's `accept.op_params`
 (`accumulator` and `order` as PARAM_CODE, integers such as `block` as PARAM_I64), read from the
 contract when it is linked. ctypes releases the GIL for the call. A -1 return raises
-KernelStatusError carrying the kernel's message. The judge runs these kernels in its own process
-(the checked worker speaks version 1 only; docs/reductions.md, "Your own compiled reduction").
+KernelStatusError carrying the kernel's message. The judge and compare_backends run these kernels
+checked, in the worker process of `tools.checked` (`request` is the call in its wire protocol).
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -220,6 +221,32 @@ class ShapedCompiledKernel:
         if np.may_share_memory(x, out):
             return "out overlaps x"
         return None
+
+    def request(
+        self, x: NDArray[Any], axes: tuple[int, ...], out_shape: tuple[int, ...], out_dtype: Any
+    ) -> tuple[dict[str, Any], bytes]:
+        """The call in the checked worker's wire protocol (its `shaped` header, which the
+        worker packs with `shaped_abi.arguments` as `__call__` does) and the bytes x's elements
+        span, x's element 0 at `offset` in them; ValueError where `__call__` refuses."""
+        out = np.empty(out_shape, out_dtype)
+        problem = self._refuse(x, axes, out)
+        if problem is not None:
+            raise ValueError(f"{self.symbol}: {problem}")
+        address = int(x.__array_interface__["data"][0])
+        lo, hi = _span(x) if x.size else (address, address)
+        form = {
+            "op": self.op,
+            "dtype": _CODES[x.dtype],
+            "shape": list(x.shape),
+            "strides": list(x.strides),
+            "offset": address - lo,
+            "out_dtype": _CODES[out.dtype],
+            "out_shape": list(out.shape),
+            "out_strides": list(out.strides),
+            "axes": [int(a) for a in axes],
+            "params": [[name.decode(), kind, value] for name, kind, value in self.params],
+        }
+        return form, ctypes.string_at(lo, hi - lo)
 
     def __call__(self, x: NDArray[Any], axes: tuple[int, ...], *, out: NDArray[Any]) -> None:
         """Hand x, out and the parameters to the C function; KernelStatusError on -1."""

@@ -3,9 +3,11 @@ process that asks survives whatever it does, and every fault is named.
 
 The worker (`checked_worker.py`, a script of the standard library alone, spawned with
 `python -I -S`) loads the library from the private copy `load_library` loaded (the same bytes),
-and calls the kernel on copies of the inputs fenced by guard pages: inputs on read-only pages,
-`out` between zones of a known pattern, filled first with 0xA5 and, in a second call, 0x5A. What
-it reports becomes a `Finding`, raised as `KernelFault` (a ContractViolation):
+and calls the kernel (C ABI v1, or v2's `ShapedKernel` with x at its own strides, its axes and
+parameters packed by `kernels.shaped_abi`, and a fenced error buffer) on copies of the inputs
+fenced by guard pages: inputs on read-only pages, `out` between zones of a known pattern, filled
+first with 0xA5 and, in a second call, 0x5A. What it reports becomes a `Finding`, raised as
+`KernelFault` (a ContractViolation):
 
 * a write past either end of `out` (a changed zone byte) or into an input (a SIGSEGV on its
   read-only pages; a second run on writable pages then says which input and which bytes);
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import numpy as np
 
@@ -36,10 +38,12 @@ from fueltensor.engine.planner import Plan
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.kernels.shaped import ShapedCompiledKernel
 from fueltensor.tools import checked_request
 from fueltensor.tools import checked_worker as wire
 from fueltensor.tools.checked_process import POOL
-from fueltensor.tools.checked_request import Call, Finding, KernelFault
+from fueltensor.tools.checked_request import Call, Finding
+from fueltensor.tools.checked_request import KernelFault as KernelFault  # the public API
 from fueltensor.tools.checked_request import finish as finish  # the public API
 from fueltensor.tools.timing import HARNESS, Timing, batch_size, rounds_for, time_one
 
@@ -50,9 +54,13 @@ FILLS: Final = (0xA5, 0x5A)
 """The two patterns `out` is filled with before the two calls of a checked call."""
 
 
+Compiled = CompiledKernel | ShapedCompiledKernel
+"""A kernel that runs checked: a symbol of a loaded library, called through ABI v1 or v2."""
+
+
 def applies(fn: object) -> bool:
-    """Whether `fn` runs checked: a compiled kernel of a loaded library."""
-    return isinstance(fn, CompiledKernel)
+    """Whether `fn` runs checked: a compiled kernel of a loaded library (either ABI)."""
+    return isinstance(fn, (CompiledKernel, ShapedCompiledKernel))
 
 
 def late(kernel: KernelFn, contract: KernelContract) -> KernelFault | None:
@@ -72,11 +80,12 @@ def _checked_answer(c: Call, fill: int, timeout: float) -> bytes:
     status = reply["status"]
     if status:
         source = c.contract.source
+        said = f" ({reply['said']})" if c.shaped else ""  # ABI v2: the kernel's message
         raise KernelStatusError(
             f"kernel {c.contract.name} ({source.path}:{source.line}) failed with status "
-            f"{status} in a checked run; inputs {c.described()}",
+            f"{status}{said} in a checked run; inputs {c.described()}",
             status=status,
-            symbol=cast(CompiledKernel, c.kernel).symbol,
+            symbol=c.compiled.symbol,
         )
     if len(out) != c.out_bytes:
         raise c.finding("worker", f"the worker sent {len(out)} bytes of out, not {c.out_bytes}")
@@ -84,17 +93,20 @@ def _checked_answer(c: Call, fill: int, timeout: float) -> bytes:
 
 
 def call(
-    kernel: CompiledKernel,
+    kernel: Compiled,
     contract: KernelContract,
     inputs: Sequence[np.ndarray],
     out_shape: tuple[int, ...],
     out_dtype: np.dtype[Any],
     probe: str = "",
     timeout: float = TIMEOUT,
+    params: Sequence[Any] = (),
 ) -> np.ndarray:
-    """The kernel's output for `inputs`, from two checked calls with `out` filled with each of
-    FILLS; KernelFault for any fault, or for output bytes the two fills leave different."""
-    c = Call(kernel, contract, tuple(inputs), tuple(out_shape), np.dtype(out_dtype), probe)
+    """The kernel's output for `inputs` (and the plan's `params`: an ABI v2 reduction's axes),
+    from two checked calls with `out` filled with each of FILLS; KernelFault for any fault, or
+    for output bytes the two fills leave different."""
+    form = (tuple(inputs), tuple(out_shape), np.dtype(out_dtype), probe, tuple(params))
+    c = Call(kernel, contract, *form)
     first, second = (_checked_answer(c, fill, timeout) for fill in FILLS)
     if first != second:
         span = wire.changed_range(first, second)
@@ -122,17 +134,19 @@ def _batch_seconds(c: Call, calls: int, timeout: float) -> float:
 
 
 def timing_of(
-    kernel: CompiledKernel,
+    kernel: Compiled,
     contract: KernelContract,
     inputs: Sequence[np.ndarray],
     out_shape: tuple[int, ...],
     out_dtype: np.dtype[Any],
     timeout: float = TIMEOUT,
+    params: Sequence[Any] = (),
 ) -> Timing:
     """The kernel timed as `tools.timing` times every candidate (a warm-up batch, batches
     lasting `sample_seconds`, rounds within the budget, the median), in the worker on fenced
     buffers; KernelFault as `call`."""
-    c = Call(kernel, contract, tuple(inputs), tuple(out_shape), np.dtype(out_dtype), "timing")
+    form = (tuple(inputs), tuple(out_shape), np.dtype(out_dtype), "timing", tuple(params))
+    c = Call(kernel, contract, *form)
     once = _batch_seconds(c, HARNESS.warmup, timeout)
     batch = batch_size(once)
     rounds = rounds_for(batch * once)
@@ -179,11 +193,12 @@ def output(plan: Plan, tensors: tuple[FuelTensor, ...]) -> FuelTensor:
     read."""
     fn, contract = plan.fn, plan.kernel
     assert fn is not None and contract is not None
-    if not isinstance(fn, CompiledKernel):
+    if not isinstance(fn, (CompiledKernel, ShapedCompiledKernel)):
         return _on_copies(plan, tensors)
     probe = f"{plan.op} in compare_backends"
     arrays = _prepared(plan, tensors)
-    out = call(fn, contract, arrays, plan.out_shape, plan.out_dtype.np, probe)
+    form = (arrays, plan.out_shape, plan.out_dtype.np, probe, TIMEOUT, plan.params)
+    out = call(fn, contract, *form)
     return FuelTensor._from_dense(out, plan.out_dtype)
 
 
@@ -192,9 +207,10 @@ def timing(plan: Plan, tensors: tuple[FuelTensor, ...]) -> Timing:
     kernel in the worker (`timing_of`), a Python one on private copies."""
     fn, contract = plan.fn, plan.kernel
     assert fn is not None and contract is not None
-    if isinstance(fn, CompiledKernel):
+    if isinstance(fn, (CompiledKernel, ShapedCompiledKernel)):
         arrays = _prepared(plan, tensors)
-        return timing_of(fn, contract, arrays, plan.out_shape, plan.out_dtype.np)
+        form = (arrays, plan.out_shape, plan.out_dtype.np, TIMEOUT, plan.params)
+        return timing_of(fn, contract, *form)
     copies = tuple(FuelTensor._from_dense(np.array(t._array, order="C")) for t in tensors)
     with foreign.checking(None):
         return time_one(lambda: execute.run(plan, copies))

@@ -18,6 +18,7 @@ from fueltensor.core.errors import ContractViolation
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.kernels.shaped import ShapedCompiledKernel
 from fueltensor.tools import checked_worker as wire
 from fueltensor.tools.checked_process import POOL, Died, Hung
 
@@ -62,12 +63,35 @@ class Call:
     out_shape: tuple[int, ...]
     out_dtype: np.dtype[Any]
     probe: str
+    params: tuple[Any, ...] = ()
+    """The plan's parameters (an ABI v2 reduction's: its axes)."""
+
+    @property
+    def shaped(self) -> ShapedCompiledKernel | None:
+        """The kernel when it is called through ABI v2, else None."""
+        return self.kernel if isinstance(self.kernel, ShapedCompiledKernel) else None
+
+    @property
+    def compiled(self) -> CompiledKernel:
+        """The loaded symbol the worker calls."""
+        shaped = self.shaped
+        return shaped.compiled if shaped is not None else cast(CompiledKernel, self.kernel)
 
     @property
     def key(self) -> str:
-        """The worker's name for the kernel: its library's digest and its symbol."""
-        kernel = cast(CompiledKernel, self.kernel)
-        return f"{kernel.loaded.sha256}:{kernel.symbol}"
+        """The worker's name for the kernel: its library's digest, its symbol, its ABI."""
+        kernel = self.compiled
+        return f"{kernel.loaded.sha256}:{kernel.symbol}" + (":abi2" if self.shaped else "")
+
+    def form(self) -> tuple[dict[str, Any], bytes]:
+        """The request's description of the inputs, and their bytes: each dense (ABI v1), or
+        x's span with its layout and the call's parameters (ABI v2, `shaped.request`)."""
+        shaped = self.shaped
+        if shaped is None:
+            payload = b"".join(np.ascontiguousarray(x).tobytes() for x in self.inputs)
+            return {"inputs": [x.nbytes for x in self.inputs]}, payload
+        form, data = shaped.request(self.inputs[0], self.params[0], self.out_shape, self.out_dtype)
+        return {"inputs": [len(data)], "shaped": form}, data
 
     @property
     def out_bytes(self) -> int:
@@ -86,7 +110,7 @@ class Call:
         parts = []
         for name, x in zip(self.names(), self.inputs, strict=False):
             text = f"{name} {x.dtype}{list(x.shape)}"
-            if element is not None and x.size:
+            if element is not None and x.size and self.shaped is None:
                 wide = np.broadcast_to(x, self.out_shape).reshape(-1)
                 text += f" = {wide[element].item()!r} at element {element}"
             else:
@@ -129,7 +153,7 @@ def _ask(
     on writable pages); Died or Hung."""
     with POOL.lock:
         process = POOL.take()
-        kernel = cast(CompiledKernel, c.kernel)
+        kernel = c.compiled
         key = c.key
         fault = late(c)
         if fault is not None:
@@ -138,28 +162,28 @@ def _ask(
             if key not in process.loaded:
                 load = {"op": "load", "key": key, "inputs": len(c.inputs)}
                 load |= {"path": str(kernel.loaded.copy), "symbol": kernel.symbol}
+                load |= {"abi": 2} if c.shaped else {}
                 answer, _ = process.request(load, b"", timeout, 0)
                 if "error" in answer:
                     raise c.finding("worker", f"the worker could not load it: {answer['error']}")
                 process.loaded.add(key)
-            header = {
+            form, payload = c.form()
+            header = form | {
                 "op": "call",
                 "key": key,
-                "inputs": [x.nbytes for x in c.inputs],
                 "out": c.out_bytes,
                 "alignment": max(c.contract.caps.alignment_bytes, 1),
                 "fill": fill,
                 "writable": list(writable),
                 "repeat": repeat,
             }
-            payload = b"".join(np.ascontiguousarray(x).tobytes() for x in c.inputs)
             answer, out = process.request(header, payload, timeout, c.out_bytes)
             if answer.get("threads"):
                 process.threaded.add(key)
         except (Died, Hung):
             POOL.drop()
             raise
-        if "error" not in answer and not _well_formed(answer, len(c.inputs)):
+        if "error" not in answer and not _well_formed(c, answer):
             POOL.drop()
             raise c.finding("worker", "the worker's answer is malformed (written by the kernel?)")
     return answer, out
@@ -172,16 +196,21 @@ def _span(value: object) -> bool:
     )
 
 
-def _well_formed(answer: dict[str, Any], inputs: int) -> bool:
+def _zones(c: Call) -> list[tuple[str, str]]:
+    """The fenced buffers a call's answer reports zones of: (the worker's key, the name)."""
+    names = c.names()
+    error = [("error", "error")] if c.shaped else []  # ABI v2's error buffer
+    return [("out", names[-1]), *((str(i), n) for i, n in enumerate(names[:-1])), *error]
+
+
+def _well_formed(c: Call, answer: dict[str, Any]) -> bool:
     """Whether a call's answer has the worker's fields and types (anything else was forged)."""
     spills, changed, controls = answer.get("spills"), answer.get("inputs"), answer.get("controls")
-    zones = (
-        [spills.get(k) for k in ("out", *map(str, range(inputs)))]
-        if isinstance(spills, dict)
-        else [None]
-    )
+    zones = [spills.get(k) for k, _ in _zones(c)] if isinstance(spills, dict) else [None]
+    inputs = len(c.inputs)
     return (
-        type(answer.get("status")) is int
+        (c.shaped is None or type(answer.get("said")) is str)
+        and type(answer.get("status")) is int
         and type(answer.get("threads")) is int
         and type(answer.get("seconds")) in (int, float)
         and all(
@@ -199,7 +228,7 @@ def _spills(c: Call, answer: dict[str, Any]) -> None:
     """Raise for a changed zone byte around any buffer, or a changed input byte."""
     names = c.names()
     spills = answer["spills"]
-    for key, buffer in [("out", names[-1]), *((str(i), n) for i, n in enumerate(names[:-1]))]:
+    for key, buffer in _zones(c):
         for side in ("before", "after"):
             span = spills[key][side]
             if span is not None:
