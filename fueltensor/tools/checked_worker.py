@@ -66,8 +66,6 @@ _CONTROLS = (
 )
 """Where x86-64 glibc's fenv_t keeps the controls (name, offset, bytes, mask: MXCSR without its
 six status flags); elsewhere none are compared, the environment is only restored."""
-ERROR_BYTES = 257
-"""The error buffer of an ABI v2 call: shaped_abi.ERROR_LEN bytes and the NUL after them."""
 FAILED = 70
 """The worker's exit status when it fails itself (its channel broken), as sysexits' EX_SOFTWARE."""
 
@@ -215,7 +213,7 @@ class Worker:
         shaped = header.get("shaped")
         error = args = None
         if shaped is not None:  # ABI v2: one input, its layout and the call's parameters
-            error = Fenced(ERROR_BYTES, 1, False, 0)
+            error = Fenced(shaped_abi().ERROR_LEN + 1, 1, False, 0)  # and its NUL
             args = _shaped_arguments(shaped, inputs[0], out, error)
         threads = _threads()
         started = time.perf_counter()
