@@ -119,6 +119,13 @@ def sample(
     return (rng.standard_normal(shape) * 2.0 ** rng.integers(-4, 5, shape)).astype(dtype)
 
 
+@pytest.fixture(autouse=True)
+def every_isa(isa: str) -> str:
+    """Every test on each instruction set's body this CPU runs (the conftest's `isa` fixture
+    selects it): the vector bodies hold more lanes or outputs at once, never another order."""
+    return isa
+
+
 @pytest.fixture
 def cores() -> Iterator[None]:
     """The test pretends a core count and a low split threshold: both come back after."""

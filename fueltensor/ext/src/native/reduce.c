@@ -40,7 +40,7 @@
  * outputs read 512 bytes a row, so a sum down 16 KiB-strided columns touches each page once per
  * 128 outputs rather than once per output (the benchmark's axis-0 sum: 32 outputs ran at 0.3x
  * NumPy, 128 at 0.5x). Its tree stack is then 64 KiB of doubles on the thread's stack. */
-#define REDUCE_GROUP 128
+#define REDUCE_GROUP 4096
 /* Elements gathered (converted to the accumulator's type) at a time from a strided or
  * narrower-typed run: a 4 KiB tile of doubles stays in L1. */
 #define REDUCE_TILE 512
@@ -63,7 +63,7 @@ typedef struct {
 } RunAt;
 
 /* Start a walk at reduced element `start` (row-major) of an output. */
-static void runs_start(const Reduce *r, RunAt *at, Py_ssize_t start) {
+INLINE void runs_start(const Reduce *r, RunAt *at, Py_ssize_t start) {
     at->offset = 0;
     for (int k = r->red - 1; k >= 0; k--) {
         at->idx[k] = start % r->rshape[k];
@@ -74,7 +74,7 @@ static void runs_start(const Reduce *r, RunAt *at, Py_ssize_t start) {
 
 /* The length (at most `most`) of the run of the innermost reduced axis the walk stands at, its
  * bytes in `*offset`; the walk moves past it. */
-static Py_ssize_t runs_next(const Reduce *r, RunAt *at, Py_ssize_t most, Py_ssize_t *offset) {
+INLINE Py_ssize_t runs_next(const Reduce *r, RunAt *at, Py_ssize_t most, Py_ssize_t *offset) {
     int d = r->red - 1;
     Py_ssize_t k = r->rshape[d] - at->idx[d];
     k = k < most ? k : most;
@@ -113,7 +113,7 @@ INLINE double load_double(int dtype, const char *p) {
  * at every call, so each loop is specialised to its one operation. */
 #define REDUCE_ACC(T, S, LOAD)                                                                   \
     /* k elements of a run at p (byte stride s) as T into dst. */                               \
-    static void S##_gather(int dtype, const char *p, Py_ssize_t s, Py_ssize_t k, T *dst) {      \
+    INLINE void S##_gather(int dtype, const char *p, Py_ssize_t s, Py_ssize_t k, T *dst) {      \
         for (Py_ssize_t i = 0; i < k; i++) dst[i] = (T)LOAD(dtype, p + i * s);                   \
     }                                                                                            \
                                                                                                  \
@@ -139,7 +139,7 @@ INLINE double load_double(int dtype, const char *p) {
                                                                                                  \
     /* The result of reduced elements [start, start + len) of the output whose first element is \
      * at `base`: one block (ORDER_BLOCKED), or all of them (ORDER_SEQUENTIAL). */                \
-    static T S##_block(const Reduce *r, const char *base, Py_ssize_t start, Py_ssize_t len) {    \
+    INLINE T S##_block(const Reduce *r, const char *base, Py_ssize_t start, Py_ssize_t len) {    \
         int mul = r->op == R_PROD;                                                               \
         T lane[REDUCE_LANES], tile[REDUCE_TILE];                                                 \
         for (int j = 0; j < REDUCE_LANES; j++) lane[j] = mul ? (T)1 : (T)-0.0;                   \
@@ -172,7 +172,7 @@ INLINE double load_double(int dtype, const char *p) {
     /* Every block of one output, combined by the pairwise tree as they come: a stack of the    \
      * subtrees so far, two of one level joined at once, the rest joined right to left at the   \
      * end (which is the level-by-level tree with an odd last one carried up). */                \
-    static T S##_output(const Reduce *r, const char *base) {                                     \
+    INLINE T S##_output(const Reduce *r, const char *base) {                                     \
         int mul = r->op == R_PROD, depth = 0;                                                    \
         T stack[64];                                                                             \
         int level[64];                                                                           \
@@ -190,31 +190,33 @@ INLINE double load_double(int dtype, const char *p) {
         return t;                                                                                \
     }                                                                                            \
                                                                                                  \
-    /* Block total of each of the g outputs' lanes (lane[j][i]: lane j of output i) into t. */  \
-    INLINE void S##_totals(T lane[][REDUCE_GROUP], int lanes, int g, int mul, T *t) {           \
+    /* Block total of each of the g outputs' lanes (lane[j * G + i]: lane j of output i) into t, \
+     * the lanes reset. */                                                                      \
+    INLINE void S##_totals(T *lane, Py_ssize_t G, int lanes, int g, int mul, T *t) {            \
         for (int i = 0; i < g; i++) {                                                            \
-            if (lanes == 1) t[i] = lane[0][i];                                                   \
+            if (lanes == 1) t[i] = lane[i];                                                      \
             else                                                                                 \
                 t[i] = S##_join(                                                                 \
-                    S##_join(S##_join(lane[0][i], lane[1][i], mul),                              \
-                             S##_join(lane[2][i], lane[3][i], mul), mul),                        \
-                    S##_join(S##_join(lane[4][i], lane[5][i], mul),                              \
-                             S##_join(lane[6][i], lane[7][i], mul), mul),                        \
+                    S##_join(S##_join(lane[i], lane[G + i], mul),                                \
+                             S##_join(lane[2 * G + i], lane[3 * G + i], mul), mul),              \
+                    S##_join(S##_join(lane[4 * G + i], lane[5 * G + i], mul),                    \
+                             S##_join(lane[6 * G + i], lane[7 * G + i], mul), mul),              \
                     mul);                                                                        \
-            for (int j = 0; j < REDUCE_LANES; j++) lane[j][i] = mul ? (T)1 : (T)-0.0;             \
+            for (int j = 0; j < REDUCE_LANES; j++) lane[j * G + i] = mul ? (T)1 : (T)-0.0;        \
         }                                                                                        \
     }                                                                                            \
                                                                                                  \
-    /* `S##_output` for g <= REDUCE_GROUP outputs `ks` bytes apart at once, into res: the same  \
-     * lanes, blocks and tree for each, but one walk of the reduced elements for all, so that   \
-     * outputs adjacent in memory are read together (a sum down the columns) rather than each    \
-     * down its own column. The blocks' tree levels are the same for every output. */          \
-    static void S##_group(const Reduce *r, const char *base, Py_ssize_t ks, int g, T *res) {     \
+    /* `S##_output` for g <= G outputs `ks` bytes apart at once, into res: the same lanes,      \
+     * blocks and tree for each, but one walk of the reduced elements for all, so that outputs  \
+     * adjacent in memory are read together (a sum down the columns: a row's stretch at a time) \
+     * rather than each down its own column. The blocks' tree levels are the same for every     \
+     * output. `work` is the group's workspace (`group_work`): 8 lanes, a row, a block total    \
+     * and the tree's stack of `levels` entries, G each. */                                      \
+    INLINE void S##_group(const Reduce *r, const char *base, Py_ssize_t ks, int g, T *work,     \
+                          Py_ssize_t G, int levels, T *res) {                                    \
         int mul = r->op == R_PROD, depth = 0, level[64];                                         \
-        T lane[REDUCE_LANES][REDUCE_GROUP], row[REDUCE_GROUP], t[REDUCE_GROUP];                  \
-        T stack[64][REDUCE_GROUP];                                                               \
-        for (int j = 0; j < REDUCE_LANES; j++)                                                   \
-            for (int i = 0; i < REDUCE_GROUP; i++) lane[j][i] = mul ? (T)1 : (T)-0.0;            \
+        T *lane = work, *row = work + REDUCE_LANES * G, *t = row + G, *stack = t + G;            \
+        for (Py_ssize_t i = 0; i < REDUCE_LANES * G; i++) lane[i] = mul ? (T)1 : (T)-0.0;        \
         Py_ssize_t block = r->lanes == 1 ? r->m : r->block, pos = 0, offset;                     \
         int direct = ks == (Py_ssize_t)sizeof(T) && r->dtype == (sizeof(T) == 8 ? F64 : F32);   \
         RunAt at;                                                                                \
@@ -226,24 +228,26 @@ INLINE double load_double(int dtype, const char *p) {
                 const T *v = direct && (uintptr_t)p % sizeof(T) == 0 ? (const T *)(const void *)p \
                                                                      : row;                      \
                 if (v == row) S##_gather(r->dtype, p, ks, g, row);                               \
-                T *l = lane[r->lanes == 1 ? 0 : pos % REDUCE_LANES];                             \
+                T *l = lane + (r->lanes == 1 ? 0 : pos % REDUCE_LANES) * G;                      \
                 if (mul) for (int i = 0; i < g; i++) l[i] = l[i] * v[i];                         \
                 else for (int i = 0; i < g; i++) l[i] = l[i] + v[i];                             \
                 if (++pos < block && done + e + 1 < r->m) continue;                              \
-                S##_totals(lane, r->lanes, g, mul, t); /* a block ends: into the tree */         \
+                S##_totals(lane, G, r->lanes, g, mul, t); /* a block ends: into the tree */      \
                 pos = 0;                                                                         \
                 int lv = 0;                                                                      \
                 for (; depth > 0 && level[depth - 1] == lv; lv++, depth--)                       \
-                    for (int i = 0; i < g; i++) t[i] = S##_join(stack[depth - 1][i], t[i], mul); \
-                memcpy(stack[depth], t, (size_t)g * sizeof(T));                                  \
+                    for (int i = 0; i < g; i++)                                                  \
+                        t[i] = S##_join(stack[(depth - 1) * G + i], t[i], mul);                  \
+                if (depth >= levels) return; /* never: levels bounds the tree's depth */         \
+                memcpy(stack + depth * G, t, (size_t)g * sizeof(T));                             \
                 level[depth++] = lv;                                                             \
             }                                                                                    \
             done += k;                                                                           \
         }                                                                                        \
         if (depth == 0) return; /* m == 0, never grouped: said for the compiler's bounds */     \
-        memcpy(res, stack[--depth], (size_t)g * sizeof(T));                                      \
+        memcpy(res, stack + --depth * G, (size_t)g * sizeof(T));                                 \
         while (depth-- > 0)                                                                      \
-            for (int i = 0; i < g; i++) res[i] = S##_join(stack[depth][i], res[i], mul);         \
+            for (int i = 0; i < g; i++) res[i] = S##_join(stack[depth * G + i], res[i], mul);    \
     }                                                                                            \
                                                                                                  \
     /* The tree over n block results in place (level by level, an odd last one carried up). */  \
@@ -287,16 +291,18 @@ static void output_at(const Reduce *r, Py_ssize_t o, const char **in, char **out
     *out = r->out + j;
 }
 
-/* Max or min of one output: the left fold of the binary contract (see the header). */
-static void extreme(const Reduce *r, const char *base, char *outp) {
+/* Max or min of reduced elements [start, start + len) of one output, the left fold of the binary
+ * contract (see the header), element by element: its bytes into dst. */
+INLINE void extreme_fold(const Reduce *r, const char *base, Py_ssize_t start, Py_ssize_t len,
+                         char *dst) {
     int max = r->op == R_MAX;
     double tile[REDUCE_TILE], best = 0;
     const char *chosen = NULL;
     RunAt at;
-    runs_start(r, &at, 0);
+    runs_start(r, &at, start);
     Py_ssize_t s = r->rstride[r->red - 1], offset;
-    for (Py_ssize_t done = 0; done < r->m;) {
-        Py_ssize_t k = runs_next(r, &at, r->m - done, &offset);
+    for (Py_ssize_t done = 0; done < len;) {
+        Py_ssize_t k = runs_next(r, &at, len - done, &offset);
         for (Py_ssize_t i = 0; i < k; i += REDUCE_TILE) {
             Py_ssize_t kk = k - i < REDUCE_TILE ? k - i : REDUCE_TILE;
             const char *p = base + offset + i * s;
@@ -313,62 +319,209 @@ static void extreme(const Reduce *r, const char *base, char *outp) {
         done += k;
     }
 done:
-    memcpy(outp, chosen, (size_t)r->itemsize);
+    memcpy(dst, chosen, (size_t)r->itemsize);
 }
 
-/* Whether outputs are better computed REDUCE_GROUP at a time (`S##_group`): a sum or product
- * whose neighbouring outputs lie closer in memory than its consecutive reduced elements. */
+/* Lanes of the vector max (min) of a dense run (`S##_extreme_fast`): two AVX-512 vectors of f32. */
+#define EXTREME_LANES 32
+/* Reduced elements a part of a max or min of few outputs takes (`reduce_extreme_blocks`): the
+ * fold is exact and associative (the first NaN, else the first extreme), so any cut gives the
+ * same bits; this one only sizes the parts. */
+#define EXTREME_CHUNK 65536
+
+/* The max and min over one floating type T (F32: float, F64: double; I the integer of T's width
+ * for the NaN flags). `S##_extreme_fast` is the fold's value where the order cannot matter: with
+ * no NaN, the extreme's value is the same in any order, and a non-zero value has one encoding,
+ * the first extreme element's; a NaN (whose payload is the first NaN's) and a zero extreme (+0
+ * or -0, the first zero's) are left to `extreme_fold`. `S##_extreme_group` folds g outputs
+ * sizeof(T) apart at once, each by the binary contract's rule, vectorised across the outputs. */
+#define EXTREME_ACC(T, I, S)                                                                     \
+    INLINE int S##_extreme_fast(const Reduce *r, const char *base, Py_ssize_t start,             \
+                                Py_ssize_t len, T *result) {                                     \
+        int max = r->op == R_MAX;                                                                \
+        T m[EXTREME_LANES];                                                                      \
+        I bad[EXTREME_LANES] = {0};                                                              \
+        RunAt at;                                                                                \
+        Py_ssize_t s = r->rstride[r->red - 1], offset;                                           \
+        if (s != (Py_ssize_t)sizeof(T) || len == 0) return 0;                                    \
+        runs_start(r, &at, start);                                                               \
+        for (Py_ssize_t done = 0; done < len;) {                                                 \
+            Py_ssize_t k = runs_next(r, &at, len - done, &offset), i = 0;                        \
+            const char *p = base + offset;                                                       \
+            if ((uintptr_t)p % sizeof(T) != 0) return 0;                                         \
+            const T *v = (const T *)(const void *)p;                                             \
+            if (done == 0)                                                                       \
+                for (int j = 0; j < EXTREME_LANES; j++) m[j] = v[0];                             \
+            if (max)                                                                             \
+                for (; i + EXTREME_LANES <= k; i += EXTREME_LANES)                               \
+                    for (int j = 0; j < EXTREME_LANES; j++) {                                    \
+                        T x = v[i + j];                                                          \
+                        m[j] = x > m[j] ? x : m[j];                                              \
+                        bad[j] |= (I)(x != x);                                                   \
+                    }                                                                            \
+            else                                                                                 \
+                for (; i + EXTREME_LANES <= k; i += EXTREME_LANES)                               \
+                    for (int j = 0; j < EXTREME_LANES; j++) {                                    \
+                        T x = v[i + j];                                                          \
+                        m[j] = x < m[j] ? x : m[j];                                              \
+                        bad[j] |= (I)(x != x);                                                   \
+                    }                                                                            \
+            for (; i < k; i++) {                                                                 \
+                T x = v[i];                                                                      \
+                m[0] = (max ? x > m[0] : x < m[0]) ? x : m[0];                                   \
+                bad[0] |= (I)(x != x);                                                           \
+            }                                                                                    \
+            done += k;                                                                           \
+        }                                                                                        \
+        T best = m[0];                                                                           \
+        for (int j = 0; j < EXTREME_LANES; j++) {                                                \
+            if (bad[j]) return 0;                                                                \
+            best = (max ? m[j] > best : m[j] < best) ? m[j] : best;                              \
+        }                                                                                        \
+        if (best == 0) return 0;                                                                 \
+        *result = best;                                                                          \
+        return 1;                                                                                \
+    }                                                                                            \
+                                                                                                 \
+    INLINE void S##_extreme_group(const Reduce *r, const char *base, int g, T *row, T *best) {   \
+        int max = r->op == R_MAX;                                                                \
+        RunAt at;                                                                                \
+        runs_start(r, &at, 0);                                                                   \
+        Py_ssize_t s = r->rstride[r->red - 1], offset;                                           \
+        for (Py_ssize_t done = 0; done < r->m;) {                                                \
+            Py_ssize_t k = runs_next(r, &at, r->m - done, &offset);                              \
+            for (Py_ssize_t e = 0; e < k; e++) {                                                 \
+                const char *p = base + offset + e * s;                                           \
+                const T *v = (const T *)(const void *)p;                                         \
+                if ((uintptr_t)p % sizeof(T) != 0) {                                             \
+                    memcpy(row, p, (size_t)g * sizeof(T));                                       \
+                    v = row;                                                                     \
+                }                                                                                \
+                if (done + e == 0) memcpy(best, v, (size_t)g * sizeof(T));                       \
+                else if (max)                                                                    \
+                    for (int i = 0; i < g; i++) {                                                \
+                        T x = v[i], b = best[i];                                                 \
+                        best[i] = (x > b) | ((x != x) & (b == b)) ? x : b;                       \
+                    }                                                                            \
+                else                                                                             \
+                    for (int i = 0; i < g; i++) {                                                \
+                        T x = v[i], b = best[i];                                                 \
+                        best[i] = (x < b) | ((x != x) & (b == b)) ? x : b;                       \
+                    }                                                                            \
+            }                                                                                    \
+            done += k;                                                                           \
+        }                                                                                        \
+    }
+
+EXTREME_ACC(float, int32_t, accf)
+EXTREME_ACC(double, int64_t, accd)
+
+/* Max or min of reduced elements [start, start + len) of one output (len >= 1), its bytes into
+ * dst: the vector path where it decides, else the fold. */
+INLINE void extreme(const Reduce *r, const char *base, Py_ssize_t start, Py_ssize_t len,
+                    char *dst) {
+    float f;
+    double d;
+    if (r->dtype == F32 && accf_extreme_fast(r, base, start, len, &f)) memcpy(dst, &f, 4);
+    else if (r->dtype == F64 && accd_extreme_fast(r, base, start, len, &d)) memcpy(dst, &d, 8);
+    else extreme_fold(r, base, start, len, dst);
+}
+
+/* Whether outputs are better computed REDUCE_GROUP at a time (`S##_group`, `S##_extreme_group`):
+ * a reduction whose neighbouring outputs lie closer in memory than its consecutive reduced
+ * elements; for a max or min, a dense row of F32 or F64 outputs (the group reads them as T). */
 static int grouped(const Reduce *r) {
-    if (r->kept == 0 || r->m == 0 || (r->op != R_SUM && r->op != R_PROD)) return 0;
+    if (r->kept == 0 || r->m == 0) return 0;
     Py_ssize_t ks = r->kstride[r->kept - 1], rs = r->rstride[r->red - 1];
+    if ((r->op == R_MAX || r->op == R_MIN) &&
+        !((r->dtype == F32 || r->dtype == F64) && ks == r->itemsize))
+        return 0;
     return (ks < 0 ? -ks : ks) < (rs < 0 ? -rs : rs);
 }
 
-/* Outputs [at, at + len) by `S##_group`, in groups that stay on one row of the innermost kept
- * axis (so each group's outputs are evenly spaced). */
-static void reduce_groups(const Reduce *r, Py_ssize_t at, Py_ssize_t len) {
-    Py_ssize_t row = r->kshape[r->kept - 1], ks = r->kstride[r->kept - 1];
-    Py_ssize_t os = r->ostride[r->kept - 1];
-    union {
-        float f[REDUCE_GROUP];
-        double d[REDUCE_GROUP];
-    } res;
-    for (Py_ssize_t o = at; o < at + len;) {
-        Py_ssize_t g = row - o % row, rest = at + len - o;
-        g = g < rest ? g : rest;
-        g = g < REDUCE_GROUP ? g : REDUCE_GROUP;
-        const char *in;
-        char *out;
-        output_at(r, o, &in, &out);
-        if (r->acc == F64) accd_group(r, in, ks, (int)g, res.d);
-        else accf_group(r, in, ks, (int)g, res.f);
-        for (Py_ssize_t i = 0; i < g; i++)
-            store_result(r->dtype, out + i * os, r->acc == F64 ? res.d[i] : res.f[i]);
-        o += g;
+/* Entries of a group's tree stack (`S##_group`): the bit length of the block count bounds the
+ * subtrees a binary counter of the blocks holds at once. */
+static int group_levels(const Reduce *r) {
+    int levels = 1;
+    for (Py_ssize_t n = r->nblocks; n > 1; n >>= 1) levels++;
+    return levels;
+}
+
+/* Output o computed alone: its sum, product, max or min stored. */
+INLINE void reduce_one(const Reduce *r, Py_ssize_t o) {
+    const char *in;
+    char *out;
+    output_at(r, o, &in, &out);
+    if (r->m == 0) store_result(r->dtype, out, r->op == R_PROD ? 1.0 : 0.0);
+    else if (r->op == R_MAX || r->op == R_MIN) extreme(r, in, 0, r->m, out);
+    else if (r->acc == F64) store_result(r->dtype, out, accd_output(r, in));
+    else store_result(r->dtype, out, accf_output(r, in));
+}
+
+/* Outputs o .. o + g of a group (g <= G), from `in`, stored os bytes apart from `out`, with
+ * the workspace `work` that `reduce_groups` sized for G. */
+INLINE void reduce_group(const Reduce *r, const char *in, char *out, Py_ssize_t os, int g,
+                         void *work, Py_ssize_t G, int levels) {
+    Py_ssize_t ks = r->kstride[r->kept - 1];
+    if (r->op == R_MAX || r->op == R_MIN) {
+        char *best = (char *)work + G * r->itemsize;
+        if (r->dtype == F64) accd_extreme_group(r, in, g, work, (double *)(void *)best);
+        else accf_extreme_group(r, in, g, work, (float *)(void *)best);
+        for (int i = 0; i < g; i++) /* the chosen elements' bits */
+            memcpy(out + i * os, best + (size_t)i * (size_t)r->itemsize, (size_t)r->itemsize);
+        return;
+    }
+    Py_ssize_t at_res = (REDUCE_LANES + 2 + levels) * G;
+    if (r->acc == F64) {
+        double *res = (double *)work + at_res;
+        accd_group(r, in, ks, g, work, G, levels, res);
+        for (int i = 0; i < g; i++) store_result(r->dtype, out + i * os, res[i]);
+    } else {
+        float *res = (float *)work + at_res;
+        accf_group(r, in, ks, g, work, G, levels, res);
+        for (int i = 0; i < g; i++) store_result(r->dtype, out + i * os, res[i]);
     }
 }
 
+/* Outputs [at, at + len) by groups (`reduce_group`) that stay on one row of the innermost kept
+ * axis (so each group's outputs are evenly spaced), of up to REDUCE_GROUP outputs; one at a time
+ * where the workspace cannot be allocated (the same bits). */
+INLINE void reduce_groups(const Reduce *r, Py_ssize_t at, Py_ssize_t len) {
+    Py_ssize_t row = r->kshape[r->kept - 1], os = r->ostride[r->kept - 1];
+    Py_ssize_t G = row < len ? row : len;
+    G = G < REDUCE_GROUP ? G : REDUCE_GROUP;
+    int levels = group_levels(r), extremes = r->op == R_MAX || r->op == R_MIN;
+    size_t item = extremes ? (size_t)r->itemsize : r->acc == F64 ? 8 : 4, bytes;
+    size_t items = (size_t)(REDUCE_LANES + 3 + levels) * (size_t)G; /* G <= REDUCE_GROUP */
+    void *work = __builtin_mul_overflow(items, item, &bytes) ? NULL : PyMem_RawMalloc(bytes);
+    for (Py_ssize_t o = at; o < at + len;) {
+        Py_ssize_t g = row - o % row, rest = at + len - o;
+        g = g < rest ? g : rest;
+        g = g < G ? g : G;
+        const char *in;
+        char *out;
+        output_at(r, o, &in, &out);
+        if (work != NULL) reduce_group(r, in, out, os, (int)g, work, G, levels);
+        else
+            for (Py_ssize_t i = 0; i < g; i++) reduce_one(r, o + i);
+        o += g;
+    }
+    PyMem_RawFree(work);
+}
+
 /* A part of a call split by outputs: outputs [at, at + len), each computed here whole. */
-static void reduce_outputs(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
+INLINE void reduce_outputs(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
     const Reduce *r = ctx;
     if (grouped(r)) {
         reduce_groups(r, at, len);
         return;
     }
-    for (Py_ssize_t o = at; o < at + len; o++) {
-        const char *in;
-        char *out;
-        output_at(r, o, &in, &out);
-        if (r->m == 0) store_result(r->dtype, out, r->op == R_PROD ? 1.0 : 0.0);
-        else if (r->op == R_MAX || r->op == R_MIN) extreme(r, in, out);
-        else if (r->acc == F64) store_result(r->dtype, out, accd_output(r, in));
-        else store_result(r->dtype, out, accf_output(r, in));
-    }
+    for (Py_ssize_t o = at; o < at + len; o++) reduce_one(r, o);
 }
 
 /* A part of a call split by blocks: units [at, at + len), unit u block u % nblocks of output
  * u / nblocks, its result written to the scratch array. */
-static void reduce_blocks(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
+INLINE void reduce_blocks(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
     const Reduce *r = ctx;
     for (Py_ssize_t u = at; u < at + len; u++) {
         const char *in;
@@ -379,6 +532,62 @@ static void reduce_blocks(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
         if (r->acc == F64) ((double *)r->scratch)[u] = accd_block(r, in, start, n);
         else ((float *)r->scratch)[u] = accf_block(r, in, start, n);
     }
+}
+
+/* A part of a max or min split by chunks: units [at, at + len), unit u chunk u % nblocks (of
+ * r->block = EXTREME_CHUNK elements) of output u / nblocks, its result's bytes to the scratch. */
+INLINE void reduce_extreme_blocks(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
+    const Reduce *r = ctx;
+    for (Py_ssize_t u = at; u < at + len; u++) {
+        const char *in;
+        char *out;
+        output_at(r, u / r->nblocks, &in, &out);
+        Py_ssize_t start = (u % r->nblocks) * r->block, rest = r->m - start;
+        extreme(r, in, start, rest < r->block ? rest : r->block,
+                (char *)r->scratch + u * r->itemsize);
+    }
+}
+
+/* The parts of a call (`TaskPart`s) compiled for each instruction set, everything they call
+ * inlined into them: the same C, so the same operations in the same order on every body (no
+ * contraction, no reassociation: the vector bodies only hold more lanes or outputs at once). */
+typedef struct {
+    TaskPart outputs, blocks, extreme_blocks;
+} ReduceParts;
+
+#define DEFINE_REDUCE_PARTS(isa, target)                                                        \
+    target static void reduce_outputs_##isa(const void *ctx, Py_ssize_t at, Py_ssize_t len) {   \
+        reduce_outputs(ctx, at, len);                                                           \
+    }                                                                                           \
+    target static void reduce_blocks_##isa(const void *ctx, Py_ssize_t at, Py_ssize_t len) {    \
+        reduce_blocks(ctx, at, len);                                                            \
+    }                                                                                           \
+    target static void reduce_extreme_blocks_##isa(const void *ctx, Py_ssize_t at,              \
+                                                   Py_ssize_t len) {                            \
+        reduce_extreme_blocks(ctx, at, len);                                                    \
+    }
+
+DEFINE_REDUCE_PARTS(baseline, )
+#define REDUCE_PARTS_OF(isa) {reduce_outputs_##isa, reduce_blocks_##isa, reduce_extreme_blocks_##isa}
+#ifdef HAVE_AVX2_F16C
+DEFINE_REDUCE_PARTS(avx2, TARGET_AVX2_F16C)
+#endif
+#ifdef HAVE_AVX512
+DEFINE_REDUCE_PARTS(avx512, TARGET_AVX512)
+#endif
+
+/* The parts of the selected instruction set (`N.isa`, one this CPU runs: module.c). */
+static const ReduceParts *reduce_parts(void) {
+    static const ReduceParts table[MAX_ISAS] = {
+        REDUCE_PARTS_OF(baseline),
+#ifdef HAVE_AVX2_F16C
+        REDUCE_PARTS_OF(avx2),
+#endif
+#ifdef HAVE_AVX512
+        REDUCE_PARTS_OF(avx512),
+#endif
+    };
+    return &table[N.isa];
 }
 
 /* Run `part` over `units` on the threads a reduction of `work` input elements gets. */
@@ -506,6 +715,41 @@ static int reduce_shape(Reduce *r, const TensorArg *x, const TensorArg *out, con
     return 0;
 }
 
+/* A max or min of few outputs, each of more than EXTREME_CHUNK elements: every output's chunks
+ * on the threads (`reduce_extreme_blocks`), then each output's chunk results folded in order by
+ * the binary contract's rule, which gives the fold of the whole (the first NaN, else the first
+ * extreme: the first chunk holding it holds it first). 0, or -1 with the refusal. */
+static int reduce_extremes(Reduce *r, char *error, size_t error_len) {
+    size_t size;
+    int max = r->op == R_MAX;
+    r->block = EXTREME_CHUNK;
+    r->nblocks = r->m / r->block + (r->m % r->block != 0);
+    Py_ssize_t units = r->n_out * r->nblocks; /* at most m * n_out, which is checked */
+    if (__builtin_mul_overflow((size_t)units, (size_t)r->itemsize, &size))
+        return reduce_refuse(error, error_len, "reduce: x's shape overflows");
+    r->scratch = PyMem_RawMalloc(size);
+    if (r->scratch == NULL) return reduce_refuse(error, error_len, "reduce: out of memory");
+    reduce_run(r, reduce_parts()->extreme_blocks, units, r->m * r->n_out);
+    for (Py_ssize_t o = 0; o < r->n_out; o++) {
+        const char *unused, *parts = (const char *)r->scratch + o * r->nblocks * r->itemsize;
+        const char *chosen = parts;
+        char *dst;
+        double best = load_double(r->dtype, chosen);
+        for (Py_ssize_t b = 1; b < r->nblocks && !isnan(best); b++) {
+            const char *p = parts + b * r->itemsize;
+            double v = load_double(r->dtype, p);
+            if (isnan(v) || (max ? v > best : v < best)) {
+                chosen = p;
+                best = v;
+            }
+        }
+        output_at(r, o, &unused, &dst);
+        memcpy(dst, chosen, (size_t)r->itemsize);
+    }
+    PyMem_RawFree(r->scratch);
+    return 0;
+}
+
 /* The REDUCE capsule (abi.h's `ShapedKernel`): out = op over params' axes of in[0], by the
  * accumulator and order the params give (see the header). Never touches the GIL. */
 static int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
@@ -531,17 +775,19 @@ static int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
     r.itemsize = ITEMSIZE[x->dtype];
     r.x = x->data;
     r.out = out->data;
+    if ((op == R_MAX || op == R_MIN) && r.m > EXTREME_CHUNK && r.n_out < REDUCE_FEW_OUTPUTS)
+        return reduce_extremes(&r, error, error_len);
     int by_blocks = r.lanes > 1 && r.nblocks > 1 && r.n_out < REDUCE_FEW_OUTPUTS &&
                     (op == R_SUM || op == R_PROD);
     if (!by_blocks) {
-        reduce_run(&r, reduce_outputs, r.n_out, r.m * r.n_out);
+        reduce_run(&r, reduce_parts()->outputs, r.n_out, r.m * r.n_out);
         return 0;
     }
     Py_ssize_t units = r.n_out * r.nblocks; /* at most m * n_out, which is checked */
     size_t size = (size_t)units * (r.acc == F64 ? sizeof(double) : sizeof(float));
     r.scratch = PyMem_RawMalloc(size);
     if (r.scratch == NULL) return reduce_refuse(error, error_len, "reduce: out of memory");
-    reduce_run(&r, reduce_blocks, units, r.m * r.n_out);
+    reduce_run(&r, reduce_parts()->blocks, units, r.m * r.n_out);
     for (Py_ssize_t o = 0; o < r.n_out; o++) { /* the tree over each output's blocks */
         const char *unused;
         char *dst;
