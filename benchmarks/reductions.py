@@ -3,10 +3,11 @@ cache, contract thunk, compiled core) and the raw core (`_native.reduce`) beside
 `np.max` and PyTorch's `torch.sum` / `torch.amax` where it is installed, at 10^7 elements and
 along each axis of a 4096x4096 array, and a 3-element sum (the call's overhead). Every
 function of a row is timed in rotation within one run, so the machine's load falls on all of
-them alike; each figure is the fastest of `repeats` rounds. fueltensor and PyTorch run on
-`threads` threads (NumPy's reductions run on one). Prints a Markdown table: times in ms (µs for
-the small call) and ratios of our time to NumPy's (below 1, ours is faster). Nothing here is a
-test.
+them alike; each figure is the fastest of `repeats` rounds (PyTorch's OpenMP threads told to
+sleep when idle, so that they take no core from the next function timed). fueltensor and
+PyTorch run on `threads` threads (NumPy's reductions run on one). Prints a Markdown table: times
+in ms (µs for the small call) and ratios of our time to NumPy's (below 1, ours is faster).
+Nothing here is a test.
 
     PYTHONPATH=. python benchmarks/reductions.py [repeats] [threads]
 """
@@ -15,6 +16,9 @@ from __future__ import annotations
 
 import os
 import sys
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # PyTorch's idle threads sleep, not spin
+
 import time
 from collections.abc import Callable
 from functools import partial

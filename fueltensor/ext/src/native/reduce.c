@@ -5,7 +5,8 @@
  * offset views); the output has the input's dtype and is rounded ONCE, from the accumulator.
  *
  * The order of a sum or product is fixed by the parameters alone, never by the thread count or
- * the instruction set (this file is portable C: every body runs the same operations):
+ * the instruction set (the parts are one C source compiled per instruction set, `ReduceParts`:
+ * every body runs the same operations, the wider ones on more lanes, blocks or outputs at once):
  *   - the reduced elements of one output are taken in row-major order of the reduced axes;
  *   - ORDER_SEQUENTIAL: one accumulator, element after element (acc = acc + x[i]);
  *   - ORDER_BLOCKED: they are cut into blocks of `block` consecutive elements (the last may be
@@ -16,8 +17,9 @@
  *     an empty lane changes nothing. The block results are combined by a pairwise tree over the
  *     block indices: at each level adjacent pairs (0, 1), (2, 3), ... are combined, left + right,
  *     and an odd last one is carried up unchanged, until one is left.
- * The eight lanes let the compiler keep them in vector registers on every body (one fixed lane
- * order, not the vector width's), and bound a block's error by ceil(block / 8) + 2 steps rather
+ * The eight lanes are one vector on every body (a GCC vector of eight; one fixed lane order,
+ * not the vector width's), four whole blocks of a dense run are added side by side (four
+ * independent chains), and the lanes bound a block's error by ceil(block / 8) + 2 steps rather
  * than block - 1. The accumulator is F32 (for F32, BF16, F16 inputs) or F64 (F64; optionally
  * F32). An empty sum is +0, an empty product 1.
  *
@@ -26,20 +28,27 @@
  * elements in row-major order: a NaN operand is returned as it is, lhs first, so the result is
  * the first NaN, bits unchanged; on a tie, +0 against -0 included, lhs wins, so the first of the
  * equal elements. The result is an input element's bits. The max or min of nothing is refused.
+ * Dense F32 and F64 runs take a vector max (min) in any lane order, which is exact when no NaN
+ * is met and the extreme is not zero (a non-zero value has one encoding); a NaN or a zero
+ * extreme is left to the element-by-element fold. Outputs side by side (a max down the
+ * columns) are folded together, each by the binary rule, across the outputs.
  *
  * Threads split units that are whole results: outputs (each computed start to end by one
  * thread), or, when a blocked reduction has fewer than REDUCE_FEW_OUTPUTS outputs, the blocks
- * of every output, written to a scratch array that the caller combines by the tree after. Which
+ * of every output, written to a scratch array that the caller combines by the tree after; a
+ * max or min of few long outputs, by chunks of EXTREME_CHUNK, the chunks' results folded in
+ * order after (the fold is associative: the first NaN, else the first extreme). Which
  * path runs depends on the shape and parameters only, so the bits are one thread's. */
 
 #define REDUCE_LANES 8
 /* Below this many outputs a blocked sum or product splits by blocks, so that a full reduction
  * uses every thread; from here the outputs alone are enough parts. */
 #define REDUCE_FEW_OUTPUTS 64
-/* Outputs adjacent along the innermost kept axis computed in one walk (`S##_group`): 128 f32
- * outputs read 512 bytes a row, so a sum down 16 KiB-strided columns touches each page once per
- * 128 outputs rather than once per output (the benchmark's axis-0 sum: 32 outputs ran at 0.3x
- * NumPy, 128 at 0.5x). Its tree stack is then 64 KiB of doubles on the thread's stack. */
+/* Outputs adjacent along the innermost kept axis computed in one walk (`S##_group`), at most:
+ * a sum down the columns of a 4096-wide f32 matrix reads whole 16 KiB rows in turn, as a
+ * stream, where 128 outputs read 512 bytes of each (the benchmark's axis-0 sum: 32 outputs ran
+ * at 0.3x NumPy, 128 at 0.5x). Its lanes and tree stack are a heap workspace (`reduce_groups`):
+ * 8 lanes, a row, a total, the result and a stack level per bit of the block count. */
 #define REDUCE_GROUP 4096
 /* Elements gathered (converted to the accumulator's type) at a time from a strided or
  * narrower-typed run: a 4 KiB tile of doubles stays in L1. */
@@ -840,7 +849,8 @@ static int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
     r.itemsize = ITEMSIZE[x->dtype];
     r.x = x->data;
     r.out = out->data;
-    if ((op == R_MAX || op == R_MIN) && r.m > EXTREME_CHUNK && r.n_out < REDUCE_FEW_OUTPUTS)
+    if ((op == R_MAX || op == R_MIN) && r.m > EXTREME_CHUNK && r.n_out > 0 &&
+        r.n_out < REDUCE_FEW_OUTPUTS)
         return reduce_extremes(&r, error, error_len);
     int by_blocks = r.lanes > 1 && r.nblocks > 1 && r.n_out < REDUCE_FEW_OUTPUTS &&
                     (op == R_SUM || op == R_PROD);
