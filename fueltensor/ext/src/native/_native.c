@@ -26,7 +26,9 @@
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   ternary.c       where and clip: bodies and `ternary`
  *   cast.c          the casts between the six float formats: bodies and `cast`
- *   reduce.c        sum, prod, max, min over axes in a fixed order: the REDUCE kernel
+ *   reduce.c        sum, prod, max, min over axes in a fixed order: the sums and products
+ *   reduce_extreme.c  its max and min
+ *   reduce_kernel.c   its parts (per instruction set), parameters and the REDUCE kernel
  *   reduce_call.c   its Python interface, `reduce`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
@@ -48,6 +50,8 @@
 #include "ternary.c"
 #include "cast.c"
 #include "reduce.c"
+#include "reduce_extreme.c"
+#include "reduce_kernel.c"
 #include "reduce_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
