@@ -165,3 +165,22 @@ def test_hypothesis_shapes_axes_and_steps(
         data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1))) if shape else None
     )
     check(name, view, axis, data.draw(st.booleans()))
+
+
+def test_compare_backends_compares_the_indices() -> None:
+    """compare_backends around argmax and argmin (along an axis, and over everything: a 0-d
+    result) compares the CPU and the oracle index for index: int64 results are exact or wrong,
+    as a comparison's bools are (fueltensor.testing's EXACT_KINDS)."""
+    x = ft.asarray(sample(np.float32, (4, 50), 7))
+    with ft.compare_backends() as reports:
+        ft.argmax(x, axis=1)
+        ft.argmin(x, axis=0, keepdims=True)
+        ft.argmax(x)
+    assert [(r.op, r.shape) for r in reports] == [
+        (ARGMAX.name, (4,)), (ARGMIN.name, (50,)), (ARGMAX.name, ()),
+    ]  # fmt: skip
+    assert all(r.compared and r.equal == r.count and r.max_ulp == 0 for r in reports)
+    got, want = np.array([3, 1, 4], np.int64), np.array([3, 2, 4], np.int64)
+    assert ft.testing.bits(got).tolist() == [3, 1, 4]
+    measured = ft.testing.errors(got, want)
+    assert measured.ulp.tolist() == [0.0, np.inf, 0.0]
