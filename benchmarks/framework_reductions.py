@@ -32,7 +32,7 @@ import numpy as np
 from framework_comparisons import BLURB, DTYPES, front
 
 from fueltensor.kernels.casting import bits_of
-from fueltensor.ops import PLANNED_REDUCTIONS, ContractOp, OpKind
+from fueltensor.ops import VALUE_REDUCTIONS, ContractOp, OpKind
 from fueltensor.registry import provider_environment
 
 Kernel = Callable[..., None]
@@ -210,7 +210,7 @@ min's ±0 tie and the NaN payloads as the probes found them. PyTorch has no prod
 
 def covered(provider: str) -> list[ContractOp]:
     """The planned reductions `provider` has a function for (PyTorch: no product over dims)."""
-    return [r for r in PLANNED_REDUCTIONS if provider != "torch" or r.op_kind in TORCH]
+    return [r for r in VALUE_REDUCTIONS if provider != "torch" or r.op_kind in TORCH]
 
 
 def write(provider: str) -> None:
@@ -233,7 +233,7 @@ def write(provider: str) -> None:
                 measured["zero_tie"] = zero_tie(kernel, code, row.op_kind is OpKind.MAX)
             print(provider, row.name, code, measured, flush=True)
             texts.append(contract_text(provider, row, code, measured))
-    example = ENTRY[provider](PLANNED_REDUCTIONS[0])
+    example = ENTRY[provider](VALUE_REDUCTIONS[0])
     intro = INTRO.format(provider=provider, example=example, where=where)
     path.write_text(front(provider) + intro + "".join(texts), encoding="utf-8")
 

@@ -130,8 +130,12 @@ from fueltensor.array_api.manipulation import (
     unstack,
 )
 from fueltensor.array_api.searching import (
-    argmax,
-    argmin,
+    argmax as argmax,
+)
+from fueltensor.array_api.searching import (
+    argmin as argmin,
+)
+from fueltensor.array_api.searching import (
     count_nonzero,
     nonzero,
     searchsorted,
@@ -289,8 +293,6 @@ __all__ = [
     "all",
     "any",
     "arange",
-    "argmax",
-    "argmin",
     "argsort",
     "as_strided",
     "asarray",

@@ -21,11 +21,13 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import reduce as _reduce_engine
-from fueltensor.ops import PLANNED_REDUCTIONS
+from fueltensor.ops import BY_KIND, OpKind
 
 Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
-_SUM, _PROD, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
+_SUM, _PROD, _MAX, _MIN = (
+    BY_KIND[kind].name for kind in (OpKind.SUM, OpKind.PROD, OpKind.MAX, OpKind.MIN)
+)
 _COMPLEX = Rule(None, None, None)
 """A complex mean's, variance's or standard deviation's rule: NumPy's, as it is."""
 _PLANNED = (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16)

@@ -11,7 +11,11 @@ of the same order gives the same bits (a missing lane or a block's tail is the i
 a sum and +1 for a product, whose operation gives the other operand's bits, so padding changes
 nothing: -0 + -0 is -0, where +0 would make it +0). max and min are the left fold of the binary
 maximum and minimum contracts: the first NaN as it is, else the extreme, a zero's sign the first
-zero's (lhs ties).
+zero's (lhs ties). argmax and argmin (contracts/fuel-cpu-backend-argreduce.md) write that
+element's index, int64, in row-major order of the reduced axes: the compiled
+`_native.argreduce`, or NumPy's argmax and argmin over the rows, whose rule (the first NaN, else
+the first extreme, -0 equal to +0) is the contract's on every float format, bfloat16 included
+(tests/kernels/test_argreduce_core.py holds them to it).
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ import numpy as np
 
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import DTYPES, NATIVE, Array
-from fueltensor.kernels.exact_reductions import Body, selection, thunk
+from fueltensor.kernels.exact_reductions import Body, out_dtype, selection, thunk
 from fueltensor.kernels.exact_sums import rows
-from fueltensor.ops import PLANNED_REDUCTIONS, ContractOp, OpKind
+from fueltensor.ops import INDEX_REDUCTIONS, PLANNED_REDUCTIONS, ContractOp, OpKind
 
 BLOCK: Final = 256
 """The blocked order's block, as the CPU contracts declare (`benchmarks/reduce_core.py`)."""
@@ -87,11 +91,29 @@ def _compiled(row: ContractOp) -> Body:
     def body(x: Array, axes: tuple[int, ...], out: Array) -> None:
         native.reduce(code, x, out, axes, names[x.dtype], order, BLOCK)
 
-    return body
+    def index(x: Array, axes: tuple[int, ...], out: Array) -> None:
+        native.argreduce(code, x, out, axes)
+
+    return index if row.op_kind in INDEX_REDUCTIONS else body
+
+
+def numpy_index(largest: bool) -> Body:
+    """argmax (`largest`) or argmin in NumPy: np.argmax or np.argmin over the rows."""
+    find = np.argmax if largest else np.argmin
+
+    def index(x: Array, axes: tuple[int, ...], out: Array) -> None:
+        table = rows(x, axes)
+        if table.shape[1] == 0:
+            raise ValueError("the argmax or argmin of no elements has no index")
+        out.reshape(-1)[...] = find(table, axis=1)
+
+    return index
 
 
 def _pure(row: ContractOp) -> Body:
     """The pure-NumPy body of `row`, the same bits as the compiled one."""
+    if row.op_kind in INDEX_REDUCTIONS:
+        return numpy_index(row.op_kind is OpKind.ARGMAX)
     folds = {OpKind.SUM: blocked_sum, OpKind.PROD: blocked_prod}
     return folds.get(row.op_kind) or selection(row.op_kind is OpKind.MAX)
 
@@ -102,7 +124,11 @@ def cpu_entries(prefix: str, implementation: str) -> dict[str, KernelFn]:
     make = _pure if implementation == "pure" or NATIVE is None else _compiled
     return {
         f"{prefix}{row.kernel_op}_{suffix}": thunk(
-            f"{row.kernel_op}_{suffix}", dtype, make(row), "fuel-cpu-backend"
+            f"{row.kernel_op}_{suffix}",
+            dtype,
+            make(row),
+            "fuel-cpu-backend",
+            out_dtype(row, dtype),
         )
         for row in PLANNED_REDUCTIONS
         for suffix, dtype in DTYPES

@@ -131,7 +131,7 @@ def _operands_at(
 def _lanes(differ: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The index of each of the first `LANES` differing elements (`differ`, flat), in order."""
     flat = np.flatnonzero(differ)[:LANES]
-    if not shape:  # a 0-d output (a reduction over every axis): its one element's index
+    if not shape:  # a 0-d result (a full reduction): its one element's index is ()
         return ((),) * flat.size
     return tuple(map(tuple, np.stack(np.unravel_index(flat, shape), axis=-1).tolist()))
 

@@ -276,11 +276,11 @@ def test_as_shape_refuses_what_numpy_refuses(shape: Any, error: type[Exception])
 def test_host_calls_are_still_traced(pair: tuple[ft.FuelTensor, np.ndarray]) -> None:
     view, _ = pair
     with ft.trace() as plans:
-        ft.mean(view)  # a float sum or prod plans its contract (engine.reduce); mean is a host call
+        ft.round(view)  # a host call
         ft.expm1(view)
         ft.astype(view, ft.int64)
     assert [(p.op, p.kernel_name) for p in plans] == [
-        ("mean", "host"),
+        ("round", "host"),
         ("expm1", "host"),
         ("astype", "host"),
     ]

@@ -27,7 +27,9 @@ from fueltensor.kernels.exact_sums import exact_sum, rows
 from fueltensor.tools.judge.orders import declared, selected, simulate
 
 FLOATS = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16)
-SUM, PROD, MAX, MIN = ops.PLANNED_REDUCTIONS
+SUM, PROD, MAX, MIN = (
+    ops.BY_KIND[k] for k in (ops.OpKind.SUM, ops.OpKind.PROD, ops.OpKind.MAX, ops.OpKind.MIN)
+)
 OWN = ("fuel-cpu-backend", "fuel-reference-backend")
 FUNCTIONS = {SUM.name: ft.sum, PROD.name: ft.prod, MAX.name: ft.max, MIN.name: ft.min}
 

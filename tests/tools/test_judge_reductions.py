@@ -63,6 +63,8 @@ def document(
     text = text.replace("shape_rule: same_as(a)", "shape_rule: reduce(a)")
     text = text.replace(" + b_count * dtype_bytes", "")
     text = text.replace("dtypes: [F32]", f"dtypes: [{dtypes}]")
+    if row.op_kind in ops.INDEX_REDUCTIONS:  # an index: int64 whatever x is
+        text = text.replace("dtype_rule: passthrough(a)", "dtype_rule: fixed(I64)")
     text = text.replace("  op_params: {variant: None}", f"  op_params: {{{op_params}}}")
     layout = text.index("      layout:\n")
     rank = text.index("      rank: any")
@@ -546,3 +548,95 @@ def test_an_exact_sum_declares_no_order(
     )
     (row,) = report.rows
     assert any("declared for an exact sum" in f for f in row.failures), row.failures
+
+
+# -- argmax and argmin (judge.argreductions) ----------------------------------------------------
+
+ARGMAX, ARGMIN = (ops.BY_KIND[kind] for kind in (ops.OpKind.ARGMAX, ops.OpKind.ARGMIN))
+
+
+def first_extreme(largest: bool, last: Callable[[], bool] = lambda: False) -> Kernel:
+    """np.argmax (`largest`) or np.argmin over the rows: the first NaN, else the first extreme,
+    as the contracts' rule says; the last of them instead while `last()` holds (a cheat)."""
+    find = np.argmax if largest else np.argmin
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        table = _table(x, axes)
+        if last():
+            out.reshape(-1)[...] = table.shape[1] - 1 - find(table[:, ::-1], axis=1)
+        else:
+            out.reshape(-1)[...] = find(table, axis=1)
+
+    return kernel
+
+
+def nan_ignored(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: np.nanargmax, which skips NaN."""
+    out.reshape(-1)[...] = np.nanargmax(_table(x, axes).astype(np.float64), axis=1)
+
+
+def zero_ordered(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: argmax with -0 below +0 (IEEE 754's maximum ordering), not equal to it."""
+    wide = _table(x, axes).astype(np.float64)
+    wide[(wide == 0) & np.signbit(wide)] = -np.finfo(np.float64).smallest_subnormal
+    out.reshape(-1)[...] = np.argmax(wide, axis=1)
+
+
+def argmax_by_memory(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: a reduced axis of negative stride scanned in memory order, so a flipped view
+    gives the last of tied maxima."""
+    backwards = any(x.strides[a] < 0 for a in axes)
+    first_extreme(True, lambda: backwards)(x, axes, out=out)
+
+
+@pytest.mark.parametrize("row", [ARGMAX, ARGMIN], ids=["argmax", "argmin"])
+def test_an_honest_argmax_passes_and_a_last_tie_fails(
+    contract_text: Callable[..., str], write: Callable[..., Path], row: ops.ContractOp
+) -> None:
+    """np.argmax (np.argmin) passes at F32, F64, BF16, F16; the last of ties fails, naming the
+    ties case and its output; one that takes the last of ties on more threads fails its claim."""
+    largest = row is ARGMAX
+    kernels = {
+        "honest": (first_extreme(largest), "", "F32, F64, BF16, F16"),
+        "last_tie": (first_extreme(largest, lambda: True), "", "F32"),
+        "thread_tie": (first_extreme(largest, lambda: threads.setting() > 1), "", "F32"),
+    }
+    report = judged(contract_text, write, kernels, row=row)
+    assert [a.ok for a in report.rows] == [True] * 4 + [False] * 2, report.failures
+    assert any(n.startswith(f"reduction: {row.name}, exact: ") for n in report.rows[0].semantics)
+    last = _failures(report, "last_tie")
+    assert any(f.startswith("index: output (0,) of case 'ties of the extreme' is ") for f in last)
+    threaded = _failures(report, "thread_tie")  # its index check runs on the default threads
+    assert any(
+        f.startswith("invariance threads: case 'ties of the extreme'") and "2, 3, 7 threads" in f
+        for f in threaded
+    ), threaded
+
+
+def test_the_argmax_cheats_fail(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """NaN skipped, -0 ranked below +0, and a memory-order scan each fail, naming the case."""
+    kernels = {
+        "nan_ignored": (nan_ignored, "", "F32"),
+        "zero_ordered": (zero_ordered, "", "F32"),
+        "by_memory": (argmax_by_memory, "", "F32"),
+    }
+    report = judged(contract_text, write, kernels, row=ARGMAX)
+    nan = _failures(report, "nan_ignored")
+    assert any(f.startswith("index: output (0,) of case 'NaN first, middle, last'") for f in nan)
+    zeros = _failures(report, "zero_ordered")
+    assert any(f.startswith("index: output (0,) of case '±0 ties' is ") for f in zeros), zeros
+    memory = _failures(report, "by_memory")
+    assert memory and all(f.startswith("invariance layout: case 'flipped'") for f in memory)
+
+
+def test_the_bundled_argreduce_documents_pass_the_judge() -> None:
+    """fuel-cpu-backend's argmax and argmin (the compiled core, or np.argmax over the rows) and
+    the oracle's, as shipped: every kernel passes the index audit."""
+    docs = ["fuel-cpu-backend-argreduce.md", "fuel-reference-backend-argreduce.md"]
+    reg = ft.Registry.from_paths([ROOT / "contracts" / d for d in docs])
+    rows = judge(reg, quick=True, progress=False).rows
+    assert len(rows) == 16
+    assert {row.kernel: row.failures for row in rows if row.failures} == {}
+    assert all(row.reference.startswith("the first index of the extreme") for row in rows)

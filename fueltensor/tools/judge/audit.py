@@ -44,6 +44,7 @@ from fueltensor.testing import (
     summarize,
 )
 from fueltensor.tools.judge import casts
+from fueltensor.tools.judge.argreductions import audit_index, is_index
 from fueltensor.tools.judge.calls import (
     as_operands,
     audited_dtypes,
@@ -194,10 +195,11 @@ def _checks(
     rng: np.random.Generator,
 ) -> None:
     """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
-    order, recorded into `a`; a reduction's own audit (`judge.reductions`) for a contract of a
-    reduction row."""
+    order, recorded into `a`; a reduction's own audit (`judge.reductions`; an index's,
+    `judge.argreductions`) for a contract of a reduction row."""
     if is_reduction(contract.op_kind):
-        audit_reduction(a, contract, fn, dtype, settings, copy_bps, rng)
+        audit = audit_index if is_index(contract.op_kind) else audit_reduction
+        audit(a, contract, fn, dtype, settings, copy_bps, rng)
         return
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems

@@ -47,7 +47,7 @@ from fueltensor.kernels.exact_sums import exact_rows, exact_sum, rows
 from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge import products
-from fueltensor.tools.judge.calls import call, time_on_threads, timing
+from fueltensor.tools.judge.calls import call, result_dtype, time_on_threads, timing
 from fueltensor.tools.judge.orders import Declared, declared, selected, tie
 from fueltensor.tools.judge.product_cases import product_cases
 from fueltensor.tools.judge.record import RUNS, Audit, Settings, record_runs
@@ -236,10 +236,16 @@ def on_threads(n: int) -> Iterator[None]:
         threads.pretend_cores(pretended)
 
 
+def raw(x: Array) -> Array:
+    """x's elements as unsigned integers of their width: a float's bits, an index as itself."""
+    patterns: Array = np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}")
+    return patterns
+
+
 def _differs(name: str, case: Case, got: Array, want: Array, what: str) -> str | None:
     """The first output whose bits differ between two results of a case, described."""
     got, want = got.reshape(-1), want.reshape(-1)
-    differ = np.flatnonzero(bits(got) != bits(want))
+    differ = np.flatnonzero(raw(got) != raw(want))
     if not differ.size:
         return None
     r = int(differ[0])
@@ -363,7 +369,7 @@ def audit_reduction(
     for case in every:
         check(case, call_case(case), d, f, a, largest, product)
     a.failures += f.failures()
-    _claims(a, contract, call_case, every, d)
+    audit_claims(a, contract, call_case, every, d.block)
     use = f"{float(f.worst_use):.3g} of the bound at {f.worst_where}" if f.worst_where else "none"
     a.semantics.append(
         f"reduction: {row.name}, exact: {f.outputs} outputs of {len(every)} cases the selection"
@@ -374,23 +380,25 @@ def audit_reduction(
         + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
     )
     try:
-        _cost(a, contract, fn, dtype, settings, copy_bps)
+        audit_cost(a, contract, fn, dtype, settings, copy_bps)
     except ValueError as e:  # the contract does not admit the timed shapes
         a.semantics.append(f"cost: not measured ({e})")
 
 
-def _claims(
+def audit_claims(
     a: Audit, contract: KernelContract, call_case: Callable[[Case], Array], every: list[Case],
-    d: Declared,
+    block: int, probe: str = "cancellation",
 ) -> None:  # fmt: skip
-    """The invariance claims the contract declares, each audited (or noted as not here)."""
+    """The invariance claims the contract declares, each audited (or noted as not here), on the
+    case named `probe` (a sum's cancellation, where the order shows in its bits; an index's
+    ties) and one long output of 8 blocks."""
     claims = contract.semantics.invariance if contract.semantics is not None else None
     if not claims:
         return
-    cancelling = next((c for c in every if c.name == "cancellation"), every[0])
-    x = cancelling.x  # the order shows in its bits
+    cancelling = next((c for c in every if c.name == probe), every[0])
+    x = cancelling.x
     if "threads" in claims:
-        long = Case("one long output", np.resize(every[0].x, (1, 8 * d.block + 5)), (1,))
+        long = Case("one long output", np.resize(every[0].x, (1, 8 * block + 5)), (1,))
         a.failures += audit_threads(call_case, [every[0], cancelling, long])
     if "layout" in claims:
         failures, seen = audit_layout(call_case, x, dict(contract.inputs[0].layout))
@@ -405,7 +413,7 @@ def _claims(
         )
 
 
-def _cost(
+def audit_cost(
     a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, settings: Settings,
     copy_bps: float,
 ) -> None:  # fmt: skip
@@ -413,12 +421,13 @@ def _cost(
     into one output (on one thread, and on the setting's threads), next to the formula's."""
     tiny = plan_for(contract, dtype, (1, 1), (1,))
     one = np.ones((1, 1), dtype.np)
-    overhead = timing(fn, tiny, (one,), np.empty(1, dtype.np))
+    out = result_dtype(contract, dtype.np)
+    overhead = timing(fn, tiny, (one,), np.empty(1, out))
     a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
     n = settings.large
     big = plan_for(contract, dtype, (1, n), (1,))
     x = np.random.default_rng(1).uniform(0.5, 2.0, (1, n)).astype(dtype.np)
-    measured, every = time_on_threads(fn, big, (x,), np.empty(1, dtype.np))
+    measured, every = time_on_threads(fn, big, (x,), np.empty(1, out))
     a.ns_per_element_all = every * big.size / n  # per output there: per element here
     a.large_n, a.large_calls = n, measured.calls
     a.ns_per_element = 1e9 * measured.seconds / n

@@ -30,6 +30,7 @@
  *   reduce_extreme.c  its max and min
  *   reduce_kernel.c   its parts (per instruction set), parameters and the REDUCE kernel
  *   reduce_call.c   its Python interface, `reduce`
+ *   argreduce.c     argmax, argmin over axes: the first index of the extreme, and `argreduce`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -53,6 +54,7 @@
 #include "reduce_extreme.c"
 #include "reduce_kernel.c"
 #include "reduce_call.c"
+#include "argreduce.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

@@ -71,6 +71,10 @@ static PyMethodDef methods[] = {
      "sorted tuple axes, x any strided array, out the dense reduced shape of x's dtype, "
      "accumulated in `accumulator` (a dtype code or name) in the order ORDER_SEQUENTIAL or "
      "ORDER_BLOCKED (blocks of `block`): the same bits on any thread count and instruction set."},
+    {"argreduce", (PyCFunction)(void (*)(void))argreduce, METH_FASTCALL,
+     "argreduce(op, x, out, axes): out = REDUCTION_OPS[op] (argmax, argmin) of x over the sorted "
+     "tuple axes, x any strided array, out the dense int64 reduced shape: the row-major index "
+     "among the reduced elements of the first extreme, a NaN the extreme, -0 equal to +0."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},

@@ -206,16 +206,12 @@ static const ParamArg *param(const ParamArg *params, int n_params, const char *n
     return NULL;
 }
 
-/* Read the parameters into r (accumulator, order, block) and `reduced` (which input axes);
- * 0, or -1 with the refusal. */
-static int reduce_params(Reduce *r, const TensorArg *x, const ParamArg *params, int n_params,
-                         int *reduced, char *error, size_t error_len) {
+/* Mark the params' `axes` in `reduced` (which input axes); 0, or -1 with the refusal (missing,
+ * unsorted, repeated or out of x's range). Shared with argreduce.c. */
+static int reduce_axes_param(const TensorArg *x, const ParamArg *params, int n_params,
+                             int *reduced, char *error, size_t error_len) {
     const ParamArg *axes = param(params, n_params, "axes", PARAM_AXES);
-    const ParamArg *acc = param(params, n_params, "accumulator", PARAM_CODE);
-    const ParamArg *order = param(params, n_params, "order", PARAM_CODE);
-    const ParamArg *block = param(params, n_params, "block", PARAM_I64);
-    if (axes == NULL || acc == NULL || order == NULL)
-        return reduce_refuse(error, error_len, "reduce: the axes, accumulator and order are required");
+    if (axes == NULL) return reduce_refuse(error, error_len, "reduce: the axes are required");
     for (int i = 0; i < axes->value.axes.count; i++) {
         int a = axes->value.axes.axes[i];
         if (a < 0 || a >= x->ndim || (i > 0 && a <= axes->value.axes.axes[i - 1]))
@@ -223,6 +219,19 @@ static int reduce_params(Reduce *r, const TensorArg *x, const ParamArg *params, 
                           "reduce: axes must be sorted, distinct axes of the %d-d input", x->ndim);
         reduced[a] = 1;
     }
+    return 0;
+}
+
+/* Read the parameters into r (accumulator, order, block) and `reduced` (which input axes);
+ * 0, or -1 with the refusal. */
+static int reduce_params(Reduce *r, const TensorArg *x, const ParamArg *params, int n_params,
+                         int *reduced, char *error, size_t error_len) {
+    const ParamArg *acc = param(params, n_params, "accumulator", PARAM_CODE);
+    const ParamArg *order = param(params, n_params, "order", PARAM_CODE);
+    const ParamArg *block = param(params, n_params, "block", PARAM_I64);
+    if (reduce_axes_param(x, params, n_params, reduced, error, error_len) < 0) return -1;
+    if (acc == NULL || order == NULL)
+        return reduce_refuse(error, error_len, "reduce: the axes, accumulator and order are required");
     r->acc = (int)acc->value.i;
     int half_or_f32 = x->dtype == F32 || x->dtype == BF16 || x->dtype == F16;
     if (!(r->acc == F64 && (x->dtype == F64 || x->dtype == F32)) &&
@@ -334,12 +343,19 @@ static int reduce_extremes(Reduce *r, char *error, size_t error_len) {
     return 0;
 }
 
+/* argmax and argmin (argreduce.c, included after this file). */
+static int argreduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
+                            const ParamArg *params, int n_params, char *error, size_t error_len);
+
 /* The REDUCE capsule (abi.h's `ShapedKernel`): out = op over params' axes of in[0], by the
- * accumulator and order the params give (see the header). Never touches the GIL. */
+ * accumulator and order the params give (see the header); argmax and argmin by argreduce.c.
+ * Never touches the GIL. */
 static int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
                          const ParamArg *params, int n_params, char *error, size_t error_len) {
     Reduce r = {.op = op};
     int reduced[MAX_DIMS] = {0};
+    if (op == R_ARGMAX || op == R_ARGMIN)
+        return argreduce_kernel(op, in, n_in, out, params, n_params, error, error_len);
     if (op < 0 || op >= N_REDUCTION_OPS || n_in != 1)
         return reduce_refuse(error, error_len, "reduce: op must be in [0, %d) with one input, got %d",
                       N_REDUCTION_OPS, op);
