@@ -15,6 +15,8 @@ to the default float (float64), where their result stays, as NumPy does and as t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 from fueltensor.array_api import statistical as _stat
 from fueltensor.array_api._host import tensor
@@ -26,6 +28,15 @@ from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.dispatch import add, divide, multiply, subtract
 from fueltensor.engine.reduce import Axis, normalised
 from fueltensor.engine.unary import exp, log, sqrt
+
+F = TypeVar("F", bound=Callable[..., FuelTensor])
+
+
+def composition(fn: F) -> F:
+    """Mark `fn` a composition of planned steps, which `explain` names as such (it plans one
+    operation; `ft.trace()` shows each step of a composition)."""
+    fn.__fueltensor_composition__ = True  # type: ignore[attr-defined]
+    return fn
 
 
 def _widened(x: FuelTensor) -> tuple[FuelTensor, DType]:
@@ -75,6 +86,7 @@ def _real(x: object, correction: int | float = 0) -> tuple[FuelTensor, float] | 
     return None if x.dtype.category == "complex floating" else (x, float(correction))
 
 
+@composition
 def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """The arithmetic mean of x (along `axis`); NaN for an empty reduction."""
     real = _real(x)
@@ -85,6 +97,7 @@ def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> Fuel
     return _rounded(_mean(w, over, keepdims), out)
 
 
+@composition
 def var(
     x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
 ) -> FuelTensor:
@@ -98,6 +111,7 @@ def var(
     return _rounded(_var(w, over, real[1], keepdims), out)
 
 
+@composition
 def std(
     x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
 ) -> FuelTensor:
@@ -111,6 +125,7 @@ def std(
     return _rounded(sqrt(_var(w, over, real[1], keepdims)), out)
 
 
+@composition
 def logsumexp(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
     """log(sum(exp(x))) along `axis`, a fueltensor extension (scipy.special.logsumexp's
     meaning): m + log(sum(exp(x - m))), m the maximum clipped to the finite range, so that a

@@ -317,3 +317,16 @@ def test_a_means_error_is_within_its_documented_bound(dtype: Any) -> None:
                 bound += _ulp(float(got[i]), dtype) / 2
             error = abs(Fraction(float(got[i])) - sums[i] / n)
             assert error <= bound, (i, float(error), float(bound))
+
+
+def test_explain_names_a_composition_and_points_to_the_trace() -> None:
+    """explain() plans one operation: a composition is refused by name, with the way to see its
+    steps, and the trace shows them (each a planned contract)."""
+    x = ft.asarray(np.float32([[1.0, 2.0], [3.0, 5.0]]))
+    for fn in (ft.mean, ft.var, ft.std, ft.logsumexp):
+        with pytest.raises(TypeError, match=f"{fn.__name__} is a composition of planned steps"):
+            ft.explain(fn, x)
+    with ft.trace() as plans:
+        ft.mean(x, axis=0)
+    assert [p.op for p in plans] == [ft.sum.__name__, ft.divide.__name__]
+    assert all(p.kernel is not None for p in plans)
