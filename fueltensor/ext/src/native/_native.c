@@ -28,6 +28,8 @@
  *   cast.c          the casts between the six float formats: bodies and `cast`
  *   reduce.c        sum, prod, max, min over axes in a fixed order: the REDUCE kernel
  *   reduce_call.c   its Python interface, `reduce`
+ *   matmul.c        matmul: packed float32 panels, FMA micro-kernels, the MATMUL kernel
+ *   matmul_call.c   its Python interface, `contract`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -49,6 +51,8 @@
 #include "cast.c"
 #include "reduce.c"
 #include "reduce_call.c"
+#include "matmul.c"
+#include "matmul_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"
