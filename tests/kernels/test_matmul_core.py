@@ -185,7 +185,8 @@ def test_the_bits_are_one_threads_on_2_3_and_7(count: int, cores: None) -> None:
 
 
 def layouts(rng: np.random.Generator, x: Array) -> Iterator[Array]:
-    """x's values in other layouts: transposed storage, strided, at an offset, flipped."""
+    """x's values in other layouts: transposed storage, strided, at an offset, flipped, dense
+    at an odd address."""
     yield np.ascontiguousarray(x.T).T
     big = np.zeros((x.shape[0] * 2 + 1, x.shape[1] * 3 + 2), x.dtype)
     big[1::2, 2::3] = x
@@ -195,6 +196,10 @@ def layouts(rng: np.random.Generator, x: Array) -> Iterator[Array]:
     yield flat[3:].reshape(x.shape)
     flipped = np.ascontiguousarray(x[::-1, ::-1])
     yield flipped[::-1, ::-1]
+    raw = np.zeros(x.nbytes + 1, np.uint8)  # dense at an odd address
+    odd = raw[1:].view(x.dtype).reshape(x.shape)
+    odd[...] = x
+    yield odd
     del rng
 
 

@@ -212,10 +212,16 @@ static void mm_gather(const Mm *m, const char *p, Py_ssize_t s, Py_ssize_t count
                       Py_ssize_t ds) {
     uint16_t h, line[MM_KC];
     if (m->dtype == F32) {
-        for (Py_ssize_t i = 0; i < count; i++) memcpy(dst + i * ds, p + i * s, 4);
+        if (s == 4 && ds == 1) memcpy(dst, p, (size_t)count * 4);
+        else
+            for (Py_ssize_t i = 0; i < count; i++) memcpy(dst + i * ds, p + i * s, 4);
         return;
     }
-    if (s == 2 && ds == 1) { /* dense: the body's vector conversion, through an aligned copy */
+    if (s == 2 && ds == 1 && (uintptr_t)p % 2 == 0) { /* dense: the body's vector conversion */
+        m->widen((const uint16_t *)(const void *)p, dst, count);
+        return;
+    }
+    if (s == 2 && ds == 1) { /* dense but odd-addressed: through an aligned copy */
         for (Py_ssize_t i = 0; i < count; i += MM_KC) {
             Py_ssize_t n = count - i < MM_KC ? count - i : MM_KC;
             memcpy(line, p + i * 2, (size_t)n * 2);
@@ -274,6 +280,10 @@ static void mm_store(const Mm *m, const float *src, char *p, Py_ssize_t s, Py_ss
     uint16_t line[128];
     if (m->dtype == F32) {
         for (Py_ssize_t i = 0; i < count; i++) memcpy(p + i * s, src + i, 4);
+        return;
+    }
+    if (s == 2 && (uintptr_t)p % 2 == 0) {
+        m->narrow(src, (uint16_t *)(void *)p, count);
         return;
     }
     m->narrow(src, line, count);
@@ -442,9 +452,14 @@ static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
                              m.n - j < 128 ? m.n - j : 128);
         return 0;
     }
-    m.pa = PyMem_RawMalloc(floats[1] * sizeof(float));
-    if (m.pa == NULL) return reduce_refuse(error, error_len, "matmul: out of memory");
-    m.pb = m.pa + floats[0];
+    /* B's panels first, on a 64-byte boundary: a B row of the micro-kernel is whole lines
+     * (NR floats, 32 or 64 bytes and every K step), A's after them (broadcast, any alignment). */
+    if (floats[1] > SIZE_MAX / sizeof(float) - 64)
+        return reduce_refuse(error, error_len, "matmul: the operands' sizes overflow");
+    void *block = PyMem_RawMalloc(floats[1] * sizeof(float) + 64);
+    if (block == NULL) return reduce_refuse(error, error_len, "matmul: out of memory");
+    m.pb = (float *)((char *)block + (64 - (uintptr_t)block % 64) % 64);
+    m.pa = m.pb + (floats[1] - floats[0]);
     for (Py_ssize_t e = 0; e < m.batch; e++) {
         m.a = mm_entry(&in[0], e);
         m.b = mm_entry(&in[1], e);
@@ -453,6 +468,6 @@ static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
         Py_ssize_t tiles = (m.m / m.body.mb + (m.m % m.body.mb != 0)) * m.tiles_n;
         mm_run(&m, mm_tile_part, tiles, products);
     }
-    PyMem_RawFree(m.pa);
+    PyMem_RawFree(block);
     return 0;
 }
