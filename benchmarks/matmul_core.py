@@ -2,8 +2,9 @@
 "Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
 (its BLAS: OpenBLAS in the wheels) and, where it imports, PyTorch's bfloat16 and float32 matmul,
 in one run, on 1 thread and on this machine's cores. Each round runs every contender in a burst
-of calls and keeps the burst's fastest (the threads another library left spinning slow the
-first call of a burst, not the rest), rounds interleaved so that load falls on all alike; the
+of calls after a pause of PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a
+call, and would otherwise hold the second core through the next contender's burst) and keeps
+the burst's fastest; rounds interleave the contenders so that load falls on all alike. The
 best of the rounds is printed in milliseconds, with the ratio NumPy float32 / contender (above
 1: faster than NumPy's float32 BLAS). Prints only: nothing here is a test.
 
@@ -30,11 +31,14 @@ OP = 0
 """The contraction family's one op (ops.h has no enum for it yet)."""
 BURST = 5
 """Calls a contender makes in a row each round."""
+PAUSE = 0.3
+"""Seconds before each burst: every library's polling workers have gone to sleep."""
 
 
 def burst(fn: Callable[[], object]) -> float:
     """The fastest of BURST calls in a row, in milliseconds."""
     best = float("inf")
+    time.sleep(PAUSE)
     for _ in range(BURST):
         start = time.perf_counter()
         fn()

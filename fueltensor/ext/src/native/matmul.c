@@ -49,6 +49,10 @@ typedef struct {
 
 typedef void (*MmConvert)(const uint16_t *src, float *dst, Py_ssize_t n);
 typedef void (*MmNarrow)(const float *src, uint16_t *dst, Py_ssize_t n);
+/* Spread `width` dense rows of kc floats across the lanes of a K-major panel of w lanes:
+ * dst[l * w + r] = rows[r][l] (a transpose; NULL: the scalar loop of `mm_pack`). */
+typedef void (*MmSpread)(float (*rows)[MM_KC], Py_ssize_t width, Py_ssize_t kc, int w,
+                         float *dst);
 
 /* One call: shapes, strides (bytes) and the packed panels of the current stack entry. */
 typedef struct {
@@ -56,6 +60,7 @@ typedef struct {
     MmBody body;
     MmConvert widen; /* the body's conversions of dense halves (`mm_converts`) */
     MmNarrow narrow;
+    MmSpread spread;
     Py_ssize_t m, n, k, batch, itemsize;
     Py_ssize_t sam, sak, sbk, sbn, som, son; /* a's, b's and out's row and column strides */
     const char *a, *b;                       /* the current stack entry's first elements */
@@ -173,6 +178,55 @@ TARGET_AVX512 static void mm_bf16_narrow_avx512(const float *src, uint16_t *dst,
     }
     bf16_narrow(src + i, dst + i, n - i);
 }
+
+/* Transpose 16 rows of 16 floats in registers: r[j] becomes column j. */
+TARGET_AVX512 INLINE void mm_transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+        __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+        t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+        r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+        r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
+    }
+}
+
+/* `MmSpread` in 16 x 16 blocks through registers (rows past `width` and steps past kc are
+ * neither read nor written: masked). */
+TARGET_AVX512 static void mm_spread_avx512(float (*rows)[MM_KC], Py_ssize_t width,
+                                           Py_ssize_t kc, int w, float *dst) {
+    for (Py_ssize_t r0 = 0; r0 < width; r0 += 16) {
+        int nr = width - r0 < 16 ? (int)(width - r0) : 16;
+        __mmask16 lanes = (__mmask16)((1u << nr) - 1u);
+        for (Py_ssize_t l0 = 0; l0 < kc; l0 += 16) {
+            int nl = kc - l0 < 16 ? (int)(kc - l0) : 16;
+            __mmask16 steps = (__mmask16)((1u << nl) - 1u);
+            __m512 v[16];
+            for (int r = 0; r < 16; r++)
+                v[r] = r < nr ? _mm512_maskz_loadu_ps(steps, rows[r0 + r] + l0)
+                              : _mm512_setzero_ps();
+            mm_transpose16(v);
+            for (int l = 0; l < nl; l++) _mm512_mask_storeu_ps(dst + (l0 + l) * w + r0, lanes, v[l]);
+        }
+    }
+}
 #endif
 
 /* The body of instruction set `isa` (an index of ISA_NAMES this CPU runs). */
@@ -187,9 +241,10 @@ static MmBody mm_body(int isa) {
     return (MmBody){mm_kernel_baseline, MM_MR_BASE, MM_NR_BASE, 32 * MM_MR_BASE, 128};
 }
 
-/* The conversions of instruction set `isa` for `dtype` (BF16 or F16) into m. */
+/* The conversions and the spread of instruction set `isa` for m's dtype into m. */
 static void mm_converts(Mm *m, int isa) {
     int bf = m->dtype == BF16;
+    m->spread = NULL;
     m->widen = bf ? mm_bf16_widen : f16_widen;
     m->narrow = bf ? mm_bf16_narrow : f16_narrow;
 #if defined(HAVE_AVX2_F16C)
@@ -200,6 +255,7 @@ static void mm_converts(Mm *m, int isa) {
 #endif
 #if defined(HAVE_AVX512)
     if (isa == 2) {
+        m->spread = mm_spread_avx512;
         m->widen = bf ? mm_bf16_widen_avx512 : f16_widen_avx512;
         m->narrow = bf ? mm_bf16_narrow_avx512 : f16_narrow_avx512;
     }
@@ -254,8 +310,10 @@ static void mm_pack(const Mm *m, const char *p, Py_ssize_t line, Py_ssize_t step
         Py_ssize_t kc = m->k - l0 < MM_KC ? m->k - l0 : MM_KC;
         for (Py_ssize_t r = 0; r < width; r++) mm_gather(m, p + r * line + l0 * step, step, kc,
                                                          rows[r], 1);
-        for (Py_ssize_t l = 0; l < kc; l++)
-            for (Py_ssize_t r = 0; r < width; r++) dst[(l0 + l) * w + r] = rows[r][l];
+        if (m->spread != NULL) m->spread(rows, width, kc, w, dst + l0 * w);
+        else
+            for (Py_ssize_t l = 0; l < kc; l++)
+                for (Py_ssize_t r = 0; r < width; r++) dst[(l0 + l) * w + r] = rows[r][l];
     }
 }
 
