@@ -165,9 +165,10 @@ def test_bfloat16_products_beyond_float32_are_added_unrounded(isa: str) -> None:
 
 
 @pytest.mark.parametrize("count", [2, 3, 7])
-def test_the_bits_are_one_threads_on_2_3_and_7(count: int, cores: None) -> None:
+def test_the_bits_are_one_threads_on_2_3_and_7(count: int, cores: None, isa: str) -> None:
     """300x200 @ 200x150 and a stack of 3 (split from 1024 products so they split at all), on
-    `count` threads as on a machine of that many cores, as on one."""
+    `count` threads as on a machine of that many cores (each count tiles the outputs its own
+    way), as on one, on each body."""
     threads.pretend_cores(count)
     _native.set_parallel_from(1024)
     rng = np.random.default_rng(count)
@@ -181,7 +182,7 @@ def test_the_bits_are_one_threads_on_2_3_and_7(count: int, cores: None) -> None:
             with threads.running_on(count):
                 work = a.shape[-2] * a.shape[-1] * b.shape[-1]
                 assert _native.threads(work, _native.MATMUL_POOL_OP, 0) == count
-                assert same_bits(run(a, b), one), (dtype, a.shape)
+                assert same_bits(run(a, b), one), (isa, dtype, a.shape)
 
 
 def layouts(rng: np.random.Generator, x: Array) -> Iterator[Array]:
