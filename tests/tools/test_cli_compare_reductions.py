@@ -9,9 +9,9 @@ import re
 
 from _cli import command
 
-from fueltensor.ops import PLANNED_REDUCTIONS
+from fueltensor.ops import VALUE_REDUCTIONS
 
-SUM, PROD, MAX, MIN = PLANNED_REDUCTIONS
+SUM, PROD, MAX, MIN = VALUE_REDUCTIONS
 
 
 def _rows(stdout: str) -> dict[tuple[str, str], list[str]]:
@@ -25,11 +25,11 @@ def _rows(stdout: str) -> dict[tuple[str, str], list[str]]:
 
 
 def test_compare_runs_every_reduction_over_all_axes_and_the_last_against_the_oracle() -> None:
-    names = [row.name for row in PLANNED_REDUCTIONS]
+    names = [row.name for row in VALUE_REDUCTIONS]
     done = command("compare", *names, "--dtypes", "float32", "float16", "--size", "1024", "--wide")
     assert done.returncode in (0, 1), done.stderr
     rows = _rows(done.stdout)
-    for row in PLANNED_REDUCTIONS:
+    for row in VALUE_REDUCTIONS:
         for dtype, suffix in (("float32", "f32"), ("float16", "f16")):
             every, last = (
                 rows[f"{row.name} over axes (0, 1)", dtype],

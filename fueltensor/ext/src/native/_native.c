@@ -31,6 +31,8 @@
  *   reduce_kernel.c   its parts (per instruction set), parameters and the REDUCE kernel
  *   reduce_call.c   its Python interface, `reduce`
  *   argreduce.c     argmax, argmin over axes: the first index of the extreme, and `argreduce`
+ *   matmul.c        matmul: packed float32 panels, FMA micro-kernels, the MATMUL kernel
+ *   matmul_call.c   its Python interface, `contract`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -55,6 +57,8 @@
 #include "reduce_kernel.c"
 #include "reduce_call.c"
 #include "argreduce.c"
+#include "matmul.c"
+#include "matmul_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"
