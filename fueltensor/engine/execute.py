@@ -287,19 +287,21 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
         out = out if len(plan.out_shape) == 1 else out.reshape(plan.out_shape)
         tiled(fn, arrays, plan.params, out)
         return FuelTensor._from_dense(out, plan.out_dtype)
-    return _fresh(plan, fn, arrays, aligned_empty(plan.size, plan.out_dtype.np, plan.alignment))
+    flat = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
+    return _fresh(plan, fn, arrays, flat, Layout.dense(plan.out_shape))
 
 
 def _fresh(
-    plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...], flat: np.ndarray
+    plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...], flat: np.ndarray, layout: Layout
 ) -> FuelTensor:
     """Call the bundled kernel `fn` on the prepared `arrays` into `flat`, a fresh aligned 1-D
-    buffer of the plan's output, and adopt it as the storage (its dense layout memoized)."""
+    buffer of the plan's output, and adopt it as the storage under `layout`, the output's dense
+    one (no reshape back)."""
     out = flat if len(plan.out_shape) == 1 else flat.reshape(plan.out_shape)
     got = fn(*arrays, *plan.params, out=out)
     if got is not None:
         return FuelTensor._from_dense(_check_returned(plan, got, arrays), plan.out_dtype)
-    return new_tensor(FuelTensor, flat, Layout.dense(plan.out_shape), plan.out_dtype, out)
+    return new_tensor(FuelTensor, flat, layout, plan.out_dtype, out)
 
 
 def bound(plan: Plan) -> Callable[[tuple[FuelTensor, ...]], FuelTensor]:
@@ -311,5 +313,8 @@ def bound(plan: Plan) -> Callable[[tuple[FuelTensor, ...]], FuelTensor]:
     fits = plan.size * plan.out_dtype.itemsize <= MACHINE_BYTES
     if fn is None or plan.prepared or not fits or fn not in foreign.bundled():
         return partial(run, plan)
-    fresh = allocator(plan.size, plan.out_dtype.np, plan.alignment)
-    return lambda tensors: _fresh(plan, fn, tuple(map(_ARRAY, tensors)), fresh())
+    fresh, layout = (
+        allocator(plan.size, plan.out_dtype.np, plan.alignment),
+        Layout.dense(plan.out_shape),
+    )
+    return lambda tensors: _fresh(plan, fn, tuple(map(_ARRAY, tensors)), fresh(), layout)

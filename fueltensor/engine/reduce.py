@@ -109,15 +109,11 @@ _CALL = object()
 """The first part of a `Call`'s plan-cache key: no plan key of the engine's starts with it."""
 
 
-def _plain(axis: Axis, keepdims: object) -> bool:
-    """Whether a call's `axis` and `keepdims` may key its `Call`: None or exact ints and an
-    exact bool, which equal nothing of another type that hashes alike (1.0 == 1, and `axis`
-    1.0 must still be refused)."""
-    if type(keepdims) is not bool:
-        return False
-    if axis is None or type(axis) is int:
-        return True
-    return type(axis) is tuple and all(type(a) is int for a in axis)
+def _plain(axis: Axis) -> bool:
+    """Whether a call's `axis` (not None) may key its `Call`: an exact int or a tuple of them,
+    which equal nothing of another type that hashes alike (1.0 == 1, and `axis` 1.0 must still
+    be refused)."""
+    return type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis))
 
 
 def reduce(
@@ -128,7 +124,7 @@ def reduce(
     A call met before under this policy (a `Call` cached) reads its plan, checks and shapes
     from the cache: its axis was valid and its reduction non-empty for this layout then."""
     policy = current_policy()
-    plain = dtype is None and _plain(axis, keepdims)
+    plain = dtype is None and type(keepdims) is bool and (axis is None or _plain(axis))
     key = (_CALL, name, x._dtype.np, x._layout, axis, keepdims)
     call: Call | None = policy.plans.get(key) if plain else None  # type: ignore[assignment]
     if call is None:

@@ -93,10 +93,11 @@ def thunk(name: str, dtype: np.dtype[Any], body: Body, provider: str, out_dtype:
             raise TypeError(
                 f"{name}: expected {dtype} x and {out_dtype} out, got {x.dtype}, {out.dtype}"
             )
-        shape = reduced_shape(x.shape, tuple(axes))
+        axes = tuple(axes)
+        shape = reduced_shape(x.shape, axes)
         if out.shape != shape or not out.flags.c_contiguous:
             raise ValueError(f"{name}: out must be dense of shape {shape}, got {out.shape}")
-        body(x, tuple(axes), out)
+        body(x, axes, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"{provider} {name}: out = {name} of x over axes, in {dtype}."
