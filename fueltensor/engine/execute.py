@@ -292,7 +292,11 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
 
 
 def _fresh(
-    plan: Plan, fn: KernelFn, arrays: tuple[np.ndarray, ...], flat: np.ndarray, layout: Layout
+    plan: Plan,
+    fn: Callable[..., object],
+    arrays: tuple[np.ndarray, ...],
+    flat: np.ndarray,
+    layout: Layout,
 ) -> FuelTensor:
     """Call the bundled kernel `fn` on the prepared `arrays` into `flat`, a fresh aligned 1-D
     buffer of the plan's output, and adopt it as the storage under `layout`, the output's dense
@@ -313,8 +317,6 @@ def bound(plan: Plan) -> Callable[[tuple[FuelTensor, ...]], FuelTensor]:
     fits = plan.size * plan.out_dtype.itemsize <= MACHINE_BYTES
     if fn is None or plan.prepared or not fits or fn not in foreign.bundled():
         return partial(run, plan)
-    fresh, layout = (
-        allocator(plan.size, plan.out_dtype.np, plan.alignment),
-        Layout.dense(plan.out_shape),
-    )
+    fresh = allocator(plan.size, plan.out_dtype.np, plan.alignment)
+    layout = Layout.dense(plan.out_shape)
     return lambda tensors: _fresh(plan, fn, tuple(map(_ARRAY, tensors)), fresh(), layout)
