@@ -140,7 +140,14 @@ def reduce(
             policy.remember(key, call)
     result = call.runs((x,))
     notify(call.planning, call.plan, (x,), result)
-    return result if call.kept is None else result.reshape(call.kept)
+    return result if call.kept is None else _kept(result, call.kept)
+
+
+def _kept(result: FuelTensor, shape: tuple[int, ...]) -> FuelTensor:
+    """The fresh, dense `result` under `keepdims`' `shape`: its dense view (a few µs less
+    than `reshape`'s general path), else that path (an empty result)."""
+    view = result._dense_reshape(shape)
+    return view if view is not None else result.reshape(shape)
 
 
 def explained(policy: Policy, name: str, x: object, /, **kwargs: Any) -> Plan | None:
