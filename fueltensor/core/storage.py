@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -97,3 +98,15 @@ def aligned_empty(count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMEN
     raw = np.empty(nbytes + alignment, np.uint8)
     start = -raw.__array_interface__["data"][0] % alignment
     return raw[start : start + nbytes].view(dtype)
+
+
+def allocator(
+    count: int, dtype: np.dtype, alignment: int = DEFAULT_ALIGNMENT
+) -> Callable[[], np.ndarray]:
+    """`aligned_empty(count, dtype, alignment)` as a call without arguments, what it decides
+    from them decided once (for a caller that allocates one output size again and again): the
+    compiled allocator bound to them where it serves, else `aligned_empty` itself."""
+    fits = count * dtype.itemsize <= MACHINE_BYTES  # else `aligned_empty` refuses it, named
+    if fits and _COMPILED is not None and _COMPILED[1] % alignment == 0:
+        return partial(_COMPILED[0], count, dtype)
+    return partial(aligned_empty, count, dtype, alignment)

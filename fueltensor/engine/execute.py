@@ -15,12 +15,15 @@ import operator
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 from fueltensor.core.errors import ContractViolation
 from fueltensor.core.errstate import silenced
-from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, refuse_output
+from fueltensor.core.layout import Layout
+from fueltensor.core.shared import new_tensor
+from fueltensor.core.storage import MACHINE_BYTES, aligned_empty, allocator, refuse_output
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import foreign
 from fueltensor.engine.planner import Plan, Step, StepKind
@@ -274,17 +277,46 @@ def run(plan: Plan, tensors: tuple[FuelTensor, ...], host: HostFn | None = None)
         with silenced():
             result = np.asarray(host(*arrays), order="C")  # a 0-d result stays 0-d
         return FuelTensor._from_dense(result, plan.out_dtype)
-    if ours:
-        out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
-        if len(plan.out_shape) != 1:
-            out = out.reshape(plan.out_shape)
-        if tiles:
-            tiled(fn, arrays, plan.params, out)
-            return FuelTensor._from_dense(out, plan.out_dtype)
-        got = fn(*arrays, *plan.params, out=out)
-    else:
+    if not ours:
         got, out = foreign.call(plan, fn, arrays)
+        if got is not None:  # the kernel keeps no handle on what it returned
+            out = np.array(_check_returned(plan, got, arrays), order="C", copy=True)
+        return FuelTensor._from_dense(out, plan.out_dtype)
+    if tiles:
+        out = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
+        out = out if len(plan.out_shape) == 1 else out.reshape(plan.out_shape)
+        tiled(fn, arrays, plan.params, out)
+        return FuelTensor._from_dense(out, plan.out_dtype)
+    flat = aligned_empty(plan.size, plan.out_dtype.np, plan.alignment)
+    return _fresh(plan, fn, arrays, flat, Layout.dense(plan.out_shape))
+
+
+def _fresh(
+    plan: Plan,
+    fn: Callable[..., object],
+    arrays: tuple[np.ndarray, ...],
+    flat: np.ndarray,
+    layout: Layout,
+) -> FuelTensor:
+    """Call the bundled kernel `fn` on the prepared `arrays` into `flat`, a fresh aligned 1-D
+    buffer of the plan's output, and adopt it as the storage under `layout`, the output's dense
+    one (no reshape back)."""
+    out = flat if len(plan.out_shape) == 1 else flat.reshape(plan.out_shape)
+    got = fn(*arrays, *plan.params, out=out)
     if got is not None:
-        out = _check_returned(plan, got, arrays)
-        out = out if ours else np.array(out, order="C", copy=True)  # the kernel keeps no handle
-    return FuelTensor._from_dense(out, plan.out_dtype)
+        return FuelTensor._from_dense(_check_returned(plan, got, arrays), plan.out_dtype)
+    return new_tensor(FuelTensor, flat, layout, plan.out_dtype, out)
+
+
+def bound(plan: Plan) -> Callable[[tuple[FuelTensor, ...]], FuelTensor]:
+    """`run(plan, ·)` with what `run` decides from the plan alone decided once, for a caller
+    that caches it beside the plan: a bundled kernel reading its operands as they are (no
+    step), of an output that can exist, is called straight into a fresh buffer; any other plan
+    runs `run` itself (a checked runner, steps, tiles, the host)."""
+    fn = plan.fn
+    fits = plan.size * plan.out_dtype.itemsize <= MACHINE_BYTES
+    if fn is None or plan.prepared or not fits or fn not in foreign.bundled():
+        return partial(run, plan)
+    fresh = allocator(plan.size, plan.out_dtype.np, plan.alignment)
+    layout = Layout.dense(plan.out_shape)
+    return lambda tensors: _fresh(plan, fn, tuple(map(_ARRAY, tensors)), fresh(), layout)

@@ -16,7 +16,7 @@ refuses raises `NoKernelError` with every candidate. These calls take the Python
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from fueltensor.core.dtypes import as_dtype
 from fueltensor.core.errors import NoKernelError
@@ -24,7 +24,7 @@ from fueltensor.core.layout import normalize_axis
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine.backends import Policy, current_policy, notify
 from fueltensor.engine.choice import covered
-from fueltensor.engine.execute import run
+from fueltensor.engine.execute import bound
 from fueltensor.engine.planner import Operand, Plan, Planning, plan_contracts
 from fueltensor.ops import BY_NAME, INDEX_REDUCTIONS, ContractOp, OpKind
 
@@ -93,24 +93,61 @@ def _own(x: FuelTensor, dtype: Any) -> bool:
     return dtype is None or as_dtype(dtype) is x._dtype
 
 
+class Call(NamedTuple):
+    """What a reduction call of one (op, dtype, layout, axis, keepdims) under one policy runs,
+    cached after its first run: the plan the registry chose, its planning (for the trace and
+    the observers), the plan bound to its kernel (`execute.bound`), the shape `keepdims` keeps
+    (None: the plan's own)."""
+
+    plan: Plan
+    planning: Planning
+    runs: Callable[[tuple[FuelTensor, ...]], FuelTensor]
+    kept: tuple[int, ...] | None
+
+
+_CALL = object()
+"""The first part of a `Call`'s plan-cache key: no plan key of the engine's starts with it."""
+
+
+def _plain(axis: Axis) -> bool:
+    """Whether a call's `axis` (not None) may key its `Call`: an exact int or a tuple of them,
+    which equal nothing of another type that hashes alike (1.0 == 1, and `axis` 1.0 must still
+    be refused)."""
+    return type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis))
+
+
 def reduce(
     name: str, x: FuelTensor, axis: Axis, keepdims: bool, host: Host, dtype: Any = None
 ) -> FuelTensor:
     """The reduction `name` of x over `axis`: planned (cached) and run through its contracts,
-    trace and observers notified, reshaped for `keepdims`; `host()` where no contract serves."""
-    row = BY_NAME[name]
-    over = normalised(axis, x.ndim)
-    refuse_empty(row, x, axis, over)
-    chosen = choose(row, x, over, current_policy()) if _own(x, dtype) else None
-    if chosen is None:
-        return host()
-    plan, planning = chosen
-    result = run(plan, (x,))
-    notify(planning, plan, (x,), result)
-    if keepdims:
-        kept = tuple(1 if i in over else n for i, n in enumerate(x.shape))
-        return result.reshape(kept)
-    return result
+    trace and observers notified, reshaped for `keepdims`; `host()` where no contract serves.
+    A call met before under this policy (a `Call` cached) reads its plan, checks and shapes
+    from the cache: its axis was valid and its reduction non-empty for this layout then."""
+    policy = current_policy()
+    plain = dtype is None and type(keepdims) is bool and (axis is None or _plain(axis))
+    key = (_CALL, name, x._dtype.np, x._layout, axis, keepdims)
+    call: Call | None = policy.plans.get(key) if plain else None  # type: ignore[assignment]
+    if call is None:
+        row = BY_NAME[name]
+        over = normalised(axis, x.ndim)
+        refuse_empty(row, x, axis, over)
+        chosen = choose(row, x, over, policy) if _own(x, dtype) else None
+        if chosen is None:
+            return host()
+        kept = tuple(1 if i in over else n for i, n in enumerate(x.shape)) if keepdims else None
+        call = Call(*chosen, bound(chosen[0]), kept)
+        if plain:
+            policy.remember(key, call)
+    result = call.runs((x,))
+    notify(call.planning, call.plan, (x,), result)
+    return result if call.kept is None else _kept(result, call.kept)
+
+
+def _kept(result: FuelTensor, shape: tuple[int, ...]) -> FuelTensor:
+    """The fresh, dense `result` under `keepdims`' `shape`: its dense view (a few µs less
+    than `reshape`'s general path), else that path (an empty result)."""
+    view = result._dense_reshape(shape)
+    return view if view is not None else result.reshape(shape)
 
 
 def explained(policy: Policy, name: str, x: object, /, **kwargs: Any) -> Plan | None:

@@ -15,6 +15,7 @@ loads none of it); `kernels.reductions` takes its selection.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Final
 
 import numpy as np
@@ -77,6 +78,13 @@ def out_dtype(row: ContractOp, dtype: np.dtype[Any]) -> np.dtype[Any]:
     return np.dtype(np.int64) if row.op_kind in INDEX_REDUCTIONS else dtype
 
 
+@lru_cache(maxsize=1024)
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """`shape` without the `axes`: the output a thunk checks, memoized (a thunk's call on a
+    small input costs little more than building this tuple)."""
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
 def thunk(name: str, dtype: np.dtype[Any], body: Body, provider: str, out_dtype: Any) -> KernelFn:
     """The thunk `name(x, axes, *, out)`: check the dtypes and the output's shape, run `body`."""
 
@@ -85,10 +93,11 @@ def thunk(name: str, dtype: np.dtype[Any], body: Body, provider: str, out_dtype:
             raise TypeError(
                 f"{name}: expected {dtype} x and {out_dtype} out, got {x.dtype}, {out.dtype}"
             )
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        axes = tuple(axes)
+        shape = reduced_shape(x.shape, axes)
         if out.shape != shape or not out.flags.c_contiguous:
             raise ValueError(f"{name}: out must be dense of shape {shape}, got {out.shape}")
-        body(x, tuple(axes), out)
+        body(x, axes, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = f"{provider} {name}: out = {name} of x over axes, in {dtype}."
