@@ -1,7 +1,7 @@
 """The contract operations as data: one row per operation the kernel contracts can serve.
 
 Every operation belongs to a `Family` (binary and unary elementwise, comparisons, selections,
-casts, reductions; contractions to come), whose traits (`fueltensor.families.TRAITS`) fix its
+casts, reductions, contractions), whose traits (`fueltensor.families.TRAITS`) fix its
 kernels' C signature, its operands, the judge's kind of reference and the certificate's sweep.
 Everything that names an operation is derived from this table: the namespace functions
 (`fueltensor.add`, `fueltensor.exp` ...) and FuelTensor's operators (`fueltensor.core.operators`),
@@ -70,6 +70,7 @@ class OpKind(StrEnum):
     PROD = "ProdReduce"
     MAX = "MaxReduce"
     MIN = "MinReduce"
+    MATMUL = "MatmulContract"
 
 
 class Integers(StrEnum):
@@ -176,6 +177,19 @@ REDUCTION_OPS: Final[tuple[ContractOp, ...]] = (
 the host until its contracts come, the others are planned (`engine.reduce`)."""
 PLANNED_REDUCTIONS: Final = tuple(op for op in REDUCTION_OPS if op.op_kind is not OpKind.PROD)
 """The reduction rows with contracts (sum, max, min), which `CONTRACT_OPS` holds."""
+
+_M = Family.CONTRACTION
+CONTRACTION_OPS: Final[tuple[ContractOp, ...]] = (
+    ContractOp("matmul", OpKind.MATMUL, _M, "matmul", np.matmul, "matmul", "the matrix product"),
+)
+"""The contraction rows (issue 46; docs/matmul.md) in the C enum's order: matmul, one row;
+vecdot and tensordot are compositions of it. Planned by `engine.contract`."""
+CONTRACTION_PRODUCTS: Final = ("exact", "fused", "rounded")
+"""How a contraction contract's products enter its sums (`accept.op_params.products`,
+docs/matmul.md): exact in the accumulator, added by an FMA, or rounded to it first."""
+CONTRACTION_PAIRS: Final = ("odd_first",)
+"""A contraction's optional `accept.op_params.pairs` (VDPBF16PS: two products at a time, the
+odd-indexed one added first)."""
 
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2", ieee_rounded=True),
@@ -310,6 +324,12 @@ REDUCTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 )
 """The reduction rows by op kind ("SumReduce", or `OpKind.SUM`): how the judge knows a contract
 for its reduction audit (`tools.judge.reductions`), prod's included."""
+
+CONTRACTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {op.op_kind.value: op for op in CONTRACTION_OPS}
+)
+"""The contraction rows by op kind ("MatmulContract"): how the judge knows a contract for its
+contraction audit (`tools.judge.contractions`)."""
 
 REDUCTION_ORDERS: Final = ("sequential", "blocked", "pairwise")
 """The orders a reduction contract may declare in `accept.op_params.order` (docs/reductions.md,

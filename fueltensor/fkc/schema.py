@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..core.hooks import present
+from ..ops import CONTRACTION_OPS
 from .formula import Formula
 from .semantics import SEMANTICS_SHAPE, Semantics
 from .shapes import OPEN, Scalar, shape_of
@@ -36,10 +37,17 @@ DTYPE_RULES: Final = {"passthrough": 1, "fixed": 1}
 input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a comparison's BOOL)."""
 DTYPE_ARGUMENT_RULES: Final = ("fixed",)
 """The dtype rules whose argument is an FKC dtype code, not an input name."""
-SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1}
+CONTRACTING_RULES: Final = tuple(op.kernel_op for op in CONTRACTION_OPS)
+"""The shape rules of a contraction, each named for its row's kernel op id (`matmul(a, b)`): the
+contract's inputs are exactly the rule's two tensors, of rank 2 or more (`rank: any`, or a
+number >= 2)."""
+SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1} | dict.fromkeys(
+    CONTRACTING_RULES, 2
+)
 """Rule name -> number of input names it takes, for `shape_rule` (the least, for a variadic).
 `reduce(<input>)`: the input's shape without the call's axes (the contract's `axes` parameter;
-docs/reductions.md)."""
+docs/reductions.md). `matmul(<a>, <b>)`: a (..., M, K) times b (..., K, N) gives (stacks
+broadcast, M, N) (docs/matmul.md)."""
 REDUCING_RULES: Final = ("reduce",)
 """The shape rules that read the call's `axes` parameter: a contract with one declares it."""
 VARIADIC_RULES: Final = ("broadcast",)

@@ -26,6 +26,7 @@ from .schema import (
     AXES,
     CAPS_SHAPE,
     CONTRACT_SHAPE,
+    CONTRACTING_RULES,
     COST_SHAPE,
     DISPATCH,
     DTYPE_ARGUMENT_RULES,
@@ -135,7 +136,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         inputs=inputs,
         params=params,
         op_params=_op_params(r, accept.get("op_params")),
-        outputs=_outputs(r, top["return"], names, params),
+        outputs=_outputs(r, top["return"], inputs, params),
         caps=_caps(r, top["caps"]),
         cost=_cost(r, top["cost"], names),
         precision=_precision(r, top["precision"]),
@@ -333,9 +334,11 @@ def _rule(
 
 
 def _outputs(
-    r: Reader, node: Node, names: tuple[str, ...], params: tuple[ParamSpec, ...]
+    r: Reader, node: Node, inputs: tuple[InputSpec, ...], params: tuple[ParamSpec, ...]
 ) -> tuple[OutputSpec, ...]:
-    """The outputs; a reducing shape rule needs the `axes` parameter it reads."""
+    """The outputs; a reducing shape rule needs the `axes` parameter it reads, a contracting
+    one two matrix inputs."""
+    names = tuple(s.name for s in inputs)
     ret = r.mapping(node, RETURN_SHAPE, "return")
     items = r.items(ret["outputs"], "return.outputs")
     if not items:
@@ -351,12 +354,18 @@ def _outputs(
             OutputSpec(
                 name=name,
                 dtype_rule=_rule(r, e["dtype_rule"], f"{where}.dtype_rule", DTYPE_RULES, names),
-                shape_rule=_reducing(
+                shape_rule=_contracting(
                     r,
                     e["shape_rule"],
                     f"{where}.shape_rule",
-                    _rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
-                    params,
+                    _reducing(
+                        r,
+                        e["shape_rule"],
+                        f"{where}.shape_rule",
+                        _rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
+                        params,
+                    ),
+                    inputs,
                 ),
                 layout_guarantee=r.string(
                     e["layout_guarantee"], f"{where}.layout_guarantee", LAYOUT_GUARANTEES
@@ -376,6 +385,31 @@ def _reducing(r: Reader, node: Node, where: str, rule: Rule, params: tuple[Param
             where,
             f"{rule} removes the call's axes, and the contract takes none; declare them in "
             f"accept.params: {{name: axes, type: {AXES}}}",
+        )
+    return rule
+
+
+def _contracting(
+    r: Reader, node: Node, where: str, rule: Rule, inputs: tuple[InputSpec, ...]
+) -> Rule:
+    """`rule`, checked: a contracting rule (`matmul(a, b)`) multiplies two matrices (or stacks
+    of them), so the contract's inputs are exactly its two tensors, of rank 2 or more."""
+    if rule.kind not in CONTRACTING_RULES:
+        return rule
+    if len(inputs) != 2:
+        r.fail(
+            node.line,
+            where,
+            f"{rule} multiplies two tensors, and the contract takes {len(inputs)} inputs "
+            f"({', '.join(s.name for s in inputs)}); accepted: exactly the two it names",
+        )
+    low = [s for s in inputs if s.rank is not None and s.rank < 2]
+    if low:
+        r.fail(
+            node.line,
+            where,
+            f"{rule} multiplies matrices (..., M, K) @ (..., K, N), and input {low[0].name} is "
+            f"of rank {low[0].rank}; accepted: rank any or 2 and more",
         )
     return rule
 

@@ -56,3 +56,12 @@ def test_the_reduction_rows_are_numbered_apart_and_planned_where_contracts_serve
     assert {row.op_kind for row in planned} == {ops.OpKind.SUM, ops.OpKind.MAX, ops.OpKind.MIN}
     kinds = {op.op_kind for op in (*ops.CONTRACT_OPS, *ops.REDUCTION_OPS)}
     assert len(kinds) == len(ops.CONTRACT_OPS) + len(ops.REDUCTION_OPS) - len(planned)
+
+
+def test_the_contraction_row_is_numbered_apart() -> None:
+    text = HEADER.read_text()
+    contraction = ", ".join("M_" + op.kernel_op.upper() for op in ops.CONTRACTION_OPS)
+    assert f"enum {{ {contraction}, N_CONTRACTION_OPS }};" in text
+    assert all(row.family is families.Family.CONTRACTION for row in ops.CONTRACTION_OPS)
+    assert [row.op_kind for row in ops.CONTRACTION_OPS] == [ops.OpKind.MATMUL]
+    assert dict(ops.CONTRACTION_BY_KIND) == {ops.OpKind.MATMUL.value: ops.CONTRACTION_OPS[0]}
