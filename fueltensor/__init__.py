@@ -105,8 +105,8 @@ from fueltensor.array_api.indexing import (
     take_along_axis,
 )
 from fueltensor.array_api.info import __array_namespace_info__
+from fueltensor.array_api.linear_algebra import matmul as matmul
 from fueltensor.array_api.linear_algebra import (
-    matmul,
     matrix_transpose,
     tensordot,
     vecdot,
@@ -375,7 +375,6 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
-    "matmul",
     "matrix_transpose",
     "mean",
     "meshgrid",

@@ -184,6 +184,9 @@ CONTRACTION_OPS: Final[tuple[ContractOp, ...]] = (
 )
 """The contraction rows (issue 46; docs/matmul.md) in the C enum's order: matmul, one row;
 vecdot and tensordot are compositions of it. Planned by `engine.contract`."""
+CONTRACTING_RULES: Final = tuple(op.kernel_op for op in CONTRACTION_OPS)
+"""The FKC shape rules of the contractions, each named for its row's kernel op id
+(`shape_rule: matmul(a, b)`)."""
 CONTRACTION_PRODUCTS: Final = ("exact", "fused", "rounded")
 """How a contraction contract's products enter its sums (`accept.op_params.products`,
 docs/matmul.md): exact in the accumulator, added by an FMA, or rounded to it first."""
@@ -297,6 +300,7 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("clip", OpKind.CLIP, _K, None, host_clip, "clamp", "x bounded to [low, high]"),
     ContractOp("astype", OpKind.CAST, _X, None, host_astype, "cast", "x converted to a dtype"),
     *PLANNED_REDUCTIONS,
+    *CONTRACTION_OPS,
 )  # fmt: skip
 """The operator surface, family by family. Adding a contract operation: its FKC documents, its
 kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""

@@ -40,6 +40,7 @@ from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.engine.steps import Target as Target
 from fueltensor.engine.steps import promote as promote
+from fueltensor.families import CONTRACTED
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
 from fueltensor.registry import UNLINKED, Registry
@@ -290,6 +291,8 @@ def _kernel_step(
     env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
     env.update({f"{s.name}_bytes": w.dtype.itemsize for s, w in zip(specs, work, strict=True)})
+    if contract.outputs[0].contracts:  # a contraction's dot-product length, a's last axis
+        env[CONTRACTED] = work[0].layout.shape[-1]
     kernel_bytes = kernel_cost(contract, env)
     if isinstance(kernel_bytes, str):
         return (kernel_bytes,)

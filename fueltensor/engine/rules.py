@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from fueltensor.core.layout import Shape, broadcast_shapes
 from fueltensor.engine.repairs import Verdict
 from fueltensor.engine.steps import Operand
-from fueltensor.fkc.schema import CONTRACTING_RULES
+from fueltensor.ops import CONTRACTING_RULES
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import Rule

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..core.hooks import present
-from ..ops import CONTRACTION_OPS
+from ..ops import CONTRACTING_RULES
 from .formula import Formula
 from .semantics import SEMANTICS_SHAPE, Semantics
 from .shapes import OPEN, Scalar, shape_of
@@ -37,10 +37,6 @@ DTYPE_RULES: Final = {"passthrough": 1, "fixed": 1}
 input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a comparison's BOOL)."""
 DTYPE_ARGUMENT_RULES: Final = ("fixed",)
 """The dtype rules whose argument is an FKC dtype code, not an input name."""
-CONTRACTING_RULES: Final = tuple(op.kernel_op for op in CONTRACTION_OPS)
-"""The shape rules of a contraction, each named for its row's kernel op id (`matmul(a, b)`): the
-contract's inputs are exactly the rule's two tensors, of rank 2 or more (`rank: any`, or a
-number >= 2)."""
 SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1} | dict.fromkeys(
     CONTRACTING_RULES, 2
 )
@@ -276,6 +272,11 @@ class OutputSpec:
     shape_rule: Rule
     layout_guarantee: str
     aliasing: str
+
+    @property
+    def contracts(self) -> bool:
+        """Whether its shape rule is a contraction's (`matmul(a, b)`): its cost reads `k`."""
+        return self.shape_rule.kind in CONTRACTING_RULES
 
     def to_dict(self) -> dict[str, Any]:
         """This output as its document writes it (`KernelContract.to_dict`)."""

@@ -15,7 +15,8 @@ from typing import Final
 
 from ..core.dtypes import BY_FKC
 from ..core.errors import ContractError
-from ..families import ABI_VERSIONS
+from ..families import ABI_VERSIONS, CONTRACTED
+from ..ops import CONTRACTING_RULES
 from . import bounds
 from .reader import Reader, join, kind
 from .schema import (
@@ -26,7 +27,6 @@ from .schema import (
     AXES,
     CAPS_SHAPE,
     CONTRACT_SHAPE,
-    CONTRACTING_RULES,
     COST_SHAPE,
     DISPATCH,
     DTYPE_ARGUMENT_RULES,
@@ -118,6 +118,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
     inputs = _inputs(r, accept["inputs"])
     names = tuple(s.name for s in inputs)
     params = _params(r, accept.get("params"), names)
+    outputs = _outputs(r, top["return"], inputs, params)
     contract = KernelContract(
         name=r.identifier(top["kernel"], "kernel"),
         op_kind=r.identifier(top["op_kind"], "op_kind"),
@@ -136,9 +137,9 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         inputs=inputs,
         params=params,
         op_params=_op_params(r, accept.get("op_params")),
-        outputs=_outputs(r, top["return"], inputs, params),
+        outputs=outputs,
         caps=_caps(r, top["caps"]),
-        cost=_cost(r, top["cost"], names),
+        cost=_cost(r, top["cost"], names, any(o.contracts for o in outputs)),
         precision=_precision(r, top["precision"]),
         determinism=r.string(top["determinism"], "determinism"),
         description=description,
@@ -448,10 +449,13 @@ def _caps(r: Reader, node: Node) -> Caps:
     )
 
 
-def _cost(r: Reader, node: Node, names: tuple[str, ...]) -> Cost:
+def _cost(r: Reader, node: Node, names: tuple[str, ...], contracting: bool) -> Cost:
+    """The cost; its formulas read n, dtype_bytes, each input's count and bytes, and, for a
+    contraction (`matmul(a, b)`), `k`, the length of its dot products."""
     c = r.mapping(node, COST_SHAPE, "cost")
     variables = frozenset(
         {"n", "dtype_bytes", *(f"{n}_count" for n in names), *(f"{n}_bytes" for n in names)}
+        | ({CONTRACTED} if contracting else set())
     )
     memory = r.mapping(c["memory"], MEMORY_SHAPE, "cost.memory")
     return Cost(

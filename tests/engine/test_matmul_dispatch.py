@@ -1,0 +1,124 @@
+"""ft.matmul through its contracts (`engine.contract`, docs/matmul.md): with only the oracle's
+contracts, a float matmul runs on the host unless a provider is named (the oracle is never the
+default); under use_backend("reference") it plans ref_matmul_<dtype>, bit for bit the exact
+product rounded once (against Fractions, tests/kernels/test_exact_matmul.py's reference), for
+1-D operands, broadcast stacks, transposed, strided and flipped views, promoted dtypes; K = 0
+and empty results call no kernel; integers stay on the host; errors come before anything runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _matmul import reference, same
+
+import fueltensor as ft
+
+FLOATS = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16)
+
+
+def planned_kernel(fn: Any, *args: Any) -> str:
+    """The kernel ft.explain names for fn(*args), 'host' where the host runs it."""
+    plan = ft.explain(fn, *args)
+    return plan.kernel.name if plan.kernel is not None else "host"
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_the_oracle_is_not_the_default_and_runs_where_named(dtype: Any) -> None:
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal(s).astype(dtype) for s in ((3, 5), (5, 4)))
+    a, b = ft.asarray(x), ft.asarray(y)
+    suffix = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
+    assert planned_kernel(ft.matmul, a, b) == "host"
+    with ft.trace() as plans:
+        host = ft.matmul(a, b)
+    assert [p.kernel for p in plans] == [None]
+    with ft.use_backend("reference"):
+        assert planned_kernel(ft.matmul, a, b) == f"ref_matmul_{suffix[np.dtype(dtype).name]}"
+        with ft.trace() as plans:
+            got = a @ b
+        assert [p.kernel.name for p in plans if p.kernel] == [planned_kernel(ft.matmul, a, b)]
+    same(np.asarray(got), reference(x, y))
+    assert host.dtype == got.dtype and host.shape == got.shape
+
+
+def views(rng: np.random.Generator, dtype: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Operand pairs: 1-D either side, stacks broadcast, transposed, strided, flipped, offset."""
+    m = rng.standard_normal((6, 8)).astype(dtype)
+    s = rng.standard_normal((2, 1, 3, 4)).astype(dtype)
+    t = rng.standard_normal((5, 4, 2)).astype(dtype)
+    return [
+        (m[0], m[1:, :].T[:8, :3]),  # 1-D x1
+        (m[:3, :5], m[1, :5]),  # 1-D x2
+        (m[0], m[1]),  # both 1-D: a 0-d result
+        (s, t),  # stacks broadcast
+        (m[::2, ::-1][:, :5], m[::-1, 1:6][:5].T),  # strided, flipped, transposed
+        (np.broadcast_to(m[:1, :4], (3, 4)), m[:4, :2]),  # a stride-0 operand
+    ]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_views_and_vectors_are_the_exact_product(dtype: Any) -> None:
+    rng = np.random.default_rng(1)
+    for x, y in views(rng, dtype):
+        with ft.use_backend("reference"):
+            got = np.asarray(ft.matmul(ft.asarray(x), ft.asarray(y)))
+        want_shape = np.matmul(x.astype(np.float64), y.astype(np.float64)).shape
+        assert got.shape == want_shape and got.dtype == x.dtype
+        a2 = x[None, :] if x.ndim == 1 else x
+        b2 = y[:, None] if y.ndim == 1 else y
+        stack = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+        a3 = np.broadcast_to(a2, (*stack, *a2.shape[-2:]))
+        b3 = np.broadcast_to(b2, (*stack, *b2.shape[-2:]))
+        want = np.empty((*stack, a2.shape[-2], b2.shape[-1]), x.dtype)
+        for index in np.ndindex(*stack):
+            want[index] = reference(
+                np.ascontiguousarray(a3[index]), np.ascontiguousarray(b3[index])
+            )
+        same(got.reshape(want.shape), want)
+
+
+def test_promotion_first_and_integers_on_the_host() -> None:
+    x = ft.asarray(np.arange(6, dtype=np.float16).reshape(2, 3))
+    y = ft.asarray(np.ones((3, 2), np.float32))
+    with ft.use_backend("reference"):
+        assert planned_kernel(ft.matmul, x, y) == "ref_matmul_f32"
+        assert ft.matmul(x, y).dtype == ft.float32
+        i = ft.asarray(np.full((2, 3), 2**62, np.int64))
+        assert planned_kernel(ft.matmul, i, i.mT) == "host"
+        np.testing.assert_array_equal(np.asarray(i @ i.mT), np.asarray(i) @ np.asarray(i).T)
+
+
+def test_no_products_and_empty_results_call_no_kernel() -> None:
+    with ft.use_backend("reference"), ft.trace() as plans:
+        zeros = ft.matmul(
+            ft.asarray(np.ones((2, 0), np.float32)), ft.asarray(np.ones((0, 3), np.float32))
+        )
+        empty = ft.matmul(ft.asarray(np.ones((0, 4))), ft.asarray(np.ones((4, 3))))
+    assert all(p.kernel is None for p in plans)
+    assert np.asarray(zeros).tolist() == [[0.0] * 3] * 2
+    assert not np.signbit(np.asarray(zeros)).any() and empty.shape == (0, 3)
+
+
+def test_shape_errors_are_todays_and_come_first() -> None:
+    a = ft.asarray(np.ones((3, 4), np.float32))
+    with ft.use_backend("reference"), ft.trace() as plans:
+        with pytest.raises(ValueError, match="do not chain"):
+            ft.matmul(a, a)
+        with pytest.raises(ValueError, match="stacked dimensions do not broadcast"):
+            ft.matmul(ft.asarray(np.ones((2, 3, 4))), ft.asarray(np.ones((3, 4, 5))))
+        with pytest.raises(ValueError, match="at least 1 dimension"):
+            ft.matmul(a, ft.asarray(np.float32(1)))
+    assert plans == []
+
+
+def test_a_restriction_to_a_provider_without_matmul_keeps_the_host() -> None:
+    """Only the oracle takes F32 matmul: use_backend("cpu") runs it on the host, as before the
+    oracle's contracts came; "contracts" (no host) reaches the oracle."""
+    a = ft.asarray(np.ones((2, 2), np.float32))
+    with ft.use_backend("cpu"):
+        assert planned_kernel(ft.matmul, a, a) == "host"
+    with ft.use_backend("contracts"):
+        assert planned_kernel(ft.matmul, a, a) == "ref_matmul_f32"
