@@ -27,11 +27,21 @@ them to the bound, |s^ - s| <= γ_k Σ|x_i| + ½ ulp_out(s^), γ_k = k·u / (1 -
 the accumulator's unit roundoff, k from the order (`Declared.k`). Every k is capped at m - 1,
 which bounds any order of m - 1 additions (Higham, Accuracy and Stability of Numerical
 Algorithms, §4.2).
+
+A contraction (docs/matmul.md) declares the same over the K products of one output, and how the
+products enter the sums (`products`, `ops.CONTRACTION_PRODUCTS`): `exact` (exact in the
+accumulator: the inputs' precision at most half the accumulator's, which the declaration's
+reader checks), `fused` (each added by an FMA: one rounding per term, the first product's too)
+or `rounded` (each rounded to the accumulator, then added). The bound's k counts one more
+rounding for `fused` and `rounded` products (Higham §3.1), and for a contraction that declares
+no `products` (held to `rounded`'s bound, its bits not simulated). `pairs: odd_first` is read
+and checked, its bits not simulated yet.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -40,10 +50,16 @@ import numpy as np
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels.casting import bits_of
-from fueltensor.ops import REDUCTION_ORDERS
+from fueltensor.ops import (
+    CONTRACTION_BY_KIND,
+    CONTRACTION_PAIRS,
+    CONTRACTION_PRODUCTS,
+    REDUCTION_ORDERS,
+)
 
 Array = np.ndarray[Any, Any]
 SEQUENTIAL, BLOCKED, PAIRWISE = REDUCTION_ORDERS
+EXACT_PRODUCTS, FUSED, ROUNDED = CONTRACTION_PRODUCTS
 BITWISE = (SEQUENTIAL, BLOCKED)
 """The orders that fix the bits (the judge simulates them); the others only bound them."""
 FLOATS = ("F32", "F64", "BF16", "F16")
@@ -70,6 +86,13 @@ class Declared:
     """A maximum's or minimum's +0 against -0 (`semantics.zero_tie`, folded over the row in
     order): `ordered` (IEEE 754-2019: -0 < +0), `lhs` (the first zero), `rhs` (the last) or
     `either`; a contract that declares none is held to `ordered`."""
+    products: str | None = None
+    """A contraction's `products` (`CONTRACTION_PRODUCTS`); None for a sum, or a contraction
+    that declares none."""
+    pairs: str | None = None
+    """A contraction's `pairs` (`CONTRACTION_PAIRS`), None where it declares none."""
+    contraction: bool = False
+    """Whether the declaration is a contraction's (the terms are products)."""
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -78,8 +101,18 @@ class Declared:
 
     @property
     def fixes_bits(self) -> bool:
-        """Whether the order fixes the bits (so the judge holds the kernel to them)."""
-        return self.order in BITWISE
+        """Whether the order fixes the bits (so the judge holds the kernel to them): for a
+        contraction, with its products declared, no pairs, and an FMA simulated exactly (the
+        accumulator narrower than float64, `fused_add`)."""
+        if not self.contraction:
+            return self.order in BITWISE
+        fused_f64 = self.products == FUSED and self.accumulator == "F64"
+        return (
+            self.order in BITWISE
+            and self.products is not None
+            and not fused_f64
+            and (self.pairs is None)
+        )
 
     @property
     def unit_roundoff_bits(self) -> int:
@@ -87,8 +120,16 @@ class Declared:
         return bits_of(self.dtype).mantissa + 1
 
     def k(self, m: int) -> int:
-        """The bound's k for m reduced elements (docs/reductions.md), at most m - 1."""
-        if m <= 1 or self.accumulator == EXACT:
+        """The bound's k for m reduced elements (docs/reductions.md), at most m - 1; one more
+        for a contraction's products rounded or fused (or undeclared)."""
+        if self.accumulator == EXACT:
+            return 0
+        extra = int(self.contraction and m >= 1 and self.products != EXACT_PRODUCTS)
+        return self._order_k(m) + extra
+
+    def _order_k(self, m: int) -> int:
+        """The order's k for a sum of m terms, at most m - 1."""
+        if m <= 1:
             return 0
         b = min(self.block, m)
         tree = _log2_ceil(-(-m // self.block))
@@ -120,7 +161,9 @@ class Declared:
             order += f", block {self.block}"
         if self.lanes > 1:
             order += f", {self.lanes} lanes"
-        return f"{order}, accumulator {self.accumulator}"
+        products = f", products {self.products or 'undeclared'}" if self.contraction else ""
+        pairs = f", pairs {self.pairs}" if self.pairs else ""
+        return f"{order}, accumulator {self.accumulator}{products}{pairs}"
 
 
 def declared(contract: KernelContract) -> Declared | str:
@@ -145,7 +188,38 @@ def declared(contract: KernelContract) -> Declared | str:
         return f"{where}: op_params.lanes is declared for a {order or 'undeclared'} order"
     assert isinstance(block, int) and isinstance(lanes, int)
     order_name = None if order is None else str(order)
-    return Declared(str(accumulator), order_name, block, lanes, tie(contract))
+    plain = Declared(str(accumulator), order_name, block, lanes, tie(contract))
+    if contract.op_kind not in CONTRACTION_BY_KIND:
+        return plain
+    return _contraction(contract, plain, where)
+
+
+def _contraction(contract: KernelContract, plain: Declared, where: str) -> Declared | str:
+    """A contraction's declaration: `plain`'s with its `products` and `pairs`, checked (the
+    product exact in the accumulator only where the inputs' precision is at most half its)."""
+    params = contract.op_params
+    products, pairs = params.get("products"), params.get("pairs")
+    for key, value, vocabulary in (
+        ("products", products, CONTRACTION_PRODUCTS),
+        ("pairs", pairs, CONTRACTION_PAIRS),
+    ):
+        if value is not None and value not in vocabulary:
+            return f"{where}: op_params.{key} {value!r} is not one of {', '.join(vocabulary)}"
+    if products == EXACT_PRODUCTS and plain.accumulator != EXACT:
+        for code in contract.inputs[0].dtypes:
+            bits = bits_of(BY_FKC[code].np).mantissa + 1
+            if 2 * bits > plain.unit_roundoff_bits:
+                return (
+                    f"{where}: op_params.products exact: a {code} x {code} product has up to "
+                    f"{2 * bits} significant bits, the {plain.accumulator} accumulator holds "
+                    f"{plain.unit_roundoff_bits}; declare fused or rounded"
+                )
+    return replace(
+        plain,
+        products=None if products is None else str(products),
+        pairs=None if pairs is None else str(pairs),
+        contraction=True,
+    )
 
 
 def tie(contract: KernelContract) -> str:
@@ -176,36 +250,66 @@ def tree(parts: Array) -> Array:
     return total
 
 
-def _block_sums(x: Array, lanes: int) -> Array:
+Fold = Callable[[Array], Array]
+"""Each row of the last axis summed sequentially (`_fold`, or an FMA chain `fused_fold`)."""
+
+
+def fused_fold(dtype: np.dtype[Any]) -> Fold:
+    """The sequential fold of exact float64 products by FMAs in the accumulator `dtype` (narrower
+    than float64): the first product rounded once, then each sum of the running total and the
+    next exact product rounded once, to odd in float64 (TwoSum's error decides the last bit)
+    and then to `dtype`, which is the sum correctly rounded since 53 >= p + 2."""
+
+    def fold(x: Array) -> Array:
+        total: Array = x[..., 0].astype(dtype)
+        for j in range(1, x.shape[-1]):
+            wide, term = total.astype(np.float64), x[..., j]
+            s = wide + term
+            back = s - wide
+            error = (wide - (s - back)) + (term - back)
+            even = (s.view(np.int64) & 1) == 0
+            nudge = (error != 0) & even & np.isfinite(s)
+            s = np.where(nudge, np.nextafter(s, np.copysign(np.inf, error)), s)
+            total = s.astype(dtype)
+        return total
+
+    return fold
+
+
+def _block_sums(x: Array, lanes: int, fold: Fold) -> Array:
     """The sums of blocks of one length (x: outputs, blocks, length), each sequential or in
     `lanes` interleaved lanes combined by the tree."""
     if lanes <= 1 or x.shape[-1] == 1:
-        return _fold(x)
+        return fold(x)
     used = min(lanes, x.shape[-1])
-    return tree(np.stack([_fold(x[..., lane::lanes]) for lane in range(used)], axis=-1))
+    return tree(np.stack([fold(x[..., lane::lanes]) for lane in range(used)], axis=-1))
 
 
-def _blocked(acc: Array, block: int, lanes: int) -> Array:
+def _blocked(acc: Array, block: int, lanes: int, fold: Fold) -> Array:
     """The blocked order over the rows of `acc` (outputs, m), m >= 1."""
     outputs, m = acc.shape
     full, rest = divmod(m, block)
     sums = []
     if full:
-        sums.append(_block_sums(acc[:, : full * block].reshape(outputs, full, block), lanes))
+        sums.append(_block_sums(acc[:, : full * block].reshape(outputs, full, block), lanes, fold))
     if rest:
-        sums.append(_block_sums(acc[:, full * block :].reshape(outputs, 1, rest), lanes))
+        sums.append(_block_sums(acc[:, full * block :].reshape(outputs, 1, rest), lanes, fold))
     return tree(np.concatenate(sums, axis=1))
 
 
 def simulate(table: Array, d: Declared, out: np.dtype[Any]) -> Array:
-    """What the declared order gives for each row of `table` (outputs, reduced elements), in
-    `out`; only for the orders that fix the bits (`BITWISE`)."""
+    """What the declared order gives for each row of `table` (outputs, terms), in `out`; only
+    for the orders that fix the bits (`Declared.fixes_bits`). A contraction's terms are its
+    exact products in float64: converted to the accumulator (exact, or `rounded`), or added
+    by FMAs (`fused`)."""
     assert d.fixes_bits, d
     if table.shape[1] == 0:
         return np.zeros(table.shape[0], out)
+    fused = d.products == FUSED
+    fold = fused_fold(d.dtype) if fused else _fold
     with np.errstate(all="ignore"):
-        acc = np.ascontiguousarray(table.astype(d.dtype))
-        total = _fold(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes)
+        acc = np.ascontiguousarray(table.astype(np.float64 if fused else d.dtype))
+        total = fold(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes, fold)
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 
@@ -64,6 +64,13 @@ def is_reduction(op_kind: str) -> bool:
     return op_kind in REDUCTION_BY_KIND
 
 
+class Named(Protocol):
+    """An audit case: anything with a name."""
+
+    @property
+    def name(self) -> str: ...
+
+
 @dataclass
 class Findings:
     """What the cases found, folded into the `Audit` at the end: per check (`bound`,
@@ -76,8 +83,9 @@ class Findings:
     unbounded: int = 0
     """Outputs of rows too long for the declared accumulator to bound (k·u >= 1)."""
 
-    def add(self, check: str, case: Case, failure: str) -> None:
-        """Record a case's first failure of `check`."""
+    def add(self, check: str, case: Named, failure: str) -> None:
+        """Record a case's first failure of `check` (a reduction's `Case`, a contraction's
+        `Pair`)."""
         self.found.setdefault(check, []).append((case.name, f"{check}: {failure}"))
 
     def failures(self) -> list[str]:
@@ -135,14 +143,14 @@ def _summary(row: Array) -> str:
 # -- the checks of one case ---------------------------------------------------------------------
 
 
-def _half_ulp(value: float, out: np.dtype[Any]) -> Fraction:
+def half_ulp(value: float, out: np.dtype[Any]) -> Fraction:
     """Half an ULP of the output format at `value` (its subnormal spacing at and near 0)."""
     info = bits_of(out)
     exponent = math.frexp(value)[1] - 1 if value else info.min_exp
     return Fraction(2) ** (max(exponent, info.min_exp) - info.mantissa - 1)
 
 
-def _special(got: Array, want: Array) -> Array:
+def differs_special(got: Array, want: Array) -> Array:
     """Where a kernel's output is not the exact sum's special value (any NaN for a NaN)."""
     with np.errstate(invalid="ignore"):
         both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
@@ -155,7 +163,7 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
     finite = np.isfinite(table.astype(np.float64)).all(axis=1) & (table.shape[1] > 0)
     gamma = d.gamma(table.shape[1])
     sums, magnitudes = exact_rows(table)
-    for r in np.flatnonzero(~finite & _special(got, want)):
+    for r in np.flatnonzero(~finite & differs_special(got, want)):
         f.add(
             "specials",
             case,
@@ -180,7 +188,7 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
                 )
             continue
         error = abs(Fraction(value) - sums[r])
-        limit = gamma * magnitudes[r] + _half_ulp(value, got.dtype)
+        limit = gamma * magnitudes[r] + half_ulp(value, got.dtype)
         use = error / limit
         if use > f.worst_use:
             f.worst_use, f.worst_where = use, f"output {_index(case, r)} of case '{case.name}'"
@@ -200,7 +208,7 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
 def _order(case: Case, table: Array, got: Array, d: Declared, f: Findings) -> None:
     """The declared order's bits, output by output (a NaN against any NaN)."""
     want = simulate(table, d, got.dtype)
-    differ = np.flatnonzero(_special(got, want))
+    differ = np.flatnonzero(differs_special(got, want))
     if differ.size:
         r = int(differ[0])
         f.add(
@@ -229,7 +237,7 @@ def check(
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
     if largest is not None:
-        differ = np.flatnonzero(_special(got, want))
+        differ = np.flatnonzero(differs_special(got, want))
         if differ.size:
             r, which = int(differ[0]), "largest" if largest else "smallest"
             f.add(
