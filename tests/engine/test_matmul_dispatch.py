@@ -122,3 +122,13 @@ def test_a_restriction_to_a_provider_without_matmul_keeps_the_host() -> None:
         assert planned_kernel(ft.matmul, a, a) == "host"
     with ft.use_backend("contracts"):
         assert planned_kernel(ft.matmul, a, a) == "ref_matmul_f32"
+
+
+def test_the_command_line_explains_matmul(capsys: pytest.CaptureFixture[str]) -> None:
+    """One --shapes serves a matmul as a @ (its reverse's shape): 3,4 @ 4,3."""
+    from fueltensor.cli import main
+
+    assert main(["explain", "matmul"]) == 0
+    assert "float32[3, 4], float32[4, 3]) -> float32[3, 3]  via host" in capsys.readouterr().out
+    assert main(["explain", "MatmulContract", "--backend", "reference", "--dtypes", "float16"]) == 0
+    assert "ref_matmul_f16(a, b) -> float16[3, 3]" in capsys.readouterr().out
