@@ -100,6 +100,20 @@ def sequential(acc: Any = np.float32, skip_last: bool = False, split: bool = Fal
     return kernel
 
 
+def follows(reverse_when: Callable[[np.ndarray, np.ndarray], bool]) -> Kernel:
+    """The sequential kernel, but over K backwards where `reverse_when(a, b)`: an order that
+    follows the layout or the batch."""
+    forward = sequential()
+
+    def kernel(a: np.ndarray, b: np.ndarray, *, out: np.ndarray) -> None:
+        if reverse_when(a, b):
+            forward(a[..., ::-1], b[..., ::-1, :], out=out)
+        else:
+            forward(a, b, out=out)
+
+    return kernel
+
+
 def _failures(report: JudgeReport, kernel: str) -> list[str]:
     (row,) = [a for a in report.rows if a.kernel == kernel]
     return row.failures
@@ -149,6 +163,24 @@ def test_the_contraction_cheat_catalogue_fails(
     assert any(f.startswith("invariance threads: ") for f in split), split
     skipped = _failures(report, "skipped_last")
     assert any(f.startswith("bound: ") for f in skipped) and any("order: " in f for f in skipped)
+
+
+def test_orders_that_follow_the_layout_or_the_batch_fail_their_claims(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    exact = f"{SEQUENTIAL}, products: exact"
+    report = judged(
+        contract_text,
+        write,
+        {
+            "layout_order": (follows(lambda a, b: not a.flags.c_contiguous), exact, "BF16"),
+            "batch_order": (follows(lambda a, b: a.shape[-2] == 1), exact, "BF16"),
+        },
+    )
+    layout = _failures(report, "layout_order")
+    assert any(f.startswith("invariance layout: ") and "vs dense" in f for f in layout), layout
+    batch = _failures(report, "batch_order")
+    assert any(f.startswith("invariance batch: ") and " alone" in f for f in batch), batch
 
 
 def test_the_oracle_document_passes_the_judge() -> None:
