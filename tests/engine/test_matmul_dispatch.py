@@ -132,3 +132,12 @@ def test_the_command_line_explains_matmul(capsys: pytest.CaptureFixture[str]) ->
     assert "float32[3, 4], float32[4, 3]) -> float32[3, 3]  via host" in capsys.readouterr().out
     assert main(["explain", "MatmulContract", "--backend", "reference", "--dtypes", "float16"]) == 0
     assert "ref_matmul_f16(a, b) -> float16[3, 3]" in capsys.readouterr().out
+
+
+def test_numpys_matmul_of_tensors_is_the_host_product() -> None:
+    """np.matmul is a generalized ufunc, not an elementwise one: on tensors it runs NumPy's
+    product on the host (the elementwise ufuncs dispatch their contracts)."""
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    got = np.matmul(ft.asarray(x), ft.asarray(y))
+    assert isinstance(got, ft.FuelTensor)
+    np.testing.assert_array_equal(np.asarray(got), x @ y)
