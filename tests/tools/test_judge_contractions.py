@@ -129,13 +129,12 @@ def test_an_honest_sequential_kernel_passes_bit_for_bit(
             "seq_f32": (sequential(), f"{SEQUENTIAL}, products: rounded", "F32"),
             "seq_bf16": (sequential(), f"{SEQUENTIAL}, products: exact", "BF16"),
             "seq_f16": (sequential(), f"{SEQUENTIAL}, products: exact", "F16"),
+            # a bf16 product is exact in float32, so an FMA adds it as the plain add does
+            "seq_bf16_fused": (sequential(), f"{SEQUENTIAL}, products: fused", "BF16"),
         },
     )
-    assert {a.kernel: a.failures for a in report.rows} == {
-        "seq_f32": [],
-        "seq_bf16": [],
-        "seq_f16": [],
-    }
+    names = ("seq_f32", "seq_bf16", "seq_f16", "seq_bf16_fused")
+    assert {a.kernel: a.failures for a in report.rows} == {n: [] for n in names}
     for a in report.rows:
         assert any("every output the declared order's bits" in s for s in a.semantics), a.semantics
 
@@ -154,6 +153,7 @@ def test_the_contraction_cheat_catalogue_fails(
             ),
             "thread_split": (sequential(split=True), f"{SEQUENTIAL}, products: exact", "BF16"),
             "skipped_last": (sequential(skip_last=True), f"{SEQUENTIAL}, products: exact", "BF16"),
+            "rounded_as_fused": (sequential(), f"{SEQUENTIAL}, products: fused", "F32"),
         },
     )
     bf16 = _failures(report, "bf16_accumulator")
@@ -161,6 +161,8 @@ def test_the_contraction_cheat_catalogue_fails(
     assert any(f.startswith("order: ") for f in bf16), bf16
     split = _failures(report, "thread_split")
     assert any(f.startswith("invariance threads: ") for f in split), split
+    rounded = _failures(report, "rounded_as_fused")  # f32 products rounded, declared fused
+    assert any(f.startswith("order: ") for f in rounded), rounded
     skipped = _failures(report, "skipped_last")
     assert any(f.startswith("bound: ") for f in skipped) and any("order: " in f for f in skipped)
 
