@@ -27,22 +27,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from framework_comparisons import BLURB, DTYPES, front
 
 from fueltensor.kernels.casting import bits_of
-from fueltensor.ops import PLANNED_REDUCTIONS, ContractOp, OpKind
+from fueltensor.ops import VALUE_REDUCTIONS, ContractOp, OpKind
 from fueltensor.registry import provider_environment
 
 Kernel = Callable[..., None]
 TORCH = {OpKind.SUM: "torch.sum", OpKind.MAX: "torch.amax", OpKind.MIN: "torch.amin"}
-"""PyTorch's reductions over a tuple of dims (`torch.max` over a dim returns indices too)."""
+"""PyTorch's reductions over a tuple of dims (`torch.max` over a dim returns indices too;
+`torch.prod` takes one dim, so PyTorch has no product contract)."""
 ENTRY: dict[str, Callable[[ContractOp], str]] = {
     "numpy": lambda row: f"numpy.{row.name}",
     "torch": lambda row: TORCH[row.op_kind],
     "jax": lambda row: f"jax.numpy.{row.name}",
 }
 """Each provider's entry point of a reduction row (its providers module's names)."""
+ACCUMULATED = (OpKind.SUM, OpKind.PROD)
+"""The rows whose contracts declare an accumulator (the others select an element)."""
 TIES = ("ordered", "lhs", "rhs")
 UNPROMISED = (
     "no order promised, no invariance claimed (the framework's order follows its layout and "
@@ -67,13 +71,18 @@ def layouts(base: np.ndarray) -> list[tuple[np.ndarray, tuple[int, ...]]]:
     return [(base[None, :].copy(), (1,)), (column, (0,)), (strided, (0,))]
 
 
-def accumulator(kernel: Kernel, code: str) -> str:
-    """The accumulator a sum of `code` shows: the format's own or, for a half type that sums
-    4096 ones exactly in every layout, F32."""
+def accumulator(kernel: Kernel, code: str, product: bool) -> str:
+    """The accumulator a sum (`product`) of `code` shows: the format's own or, for a half type
+    that sums 4096 ones (multiplies 64 copies of 1 + its epsilon: each step's rounding loses
+    the square term) to the exact result in every layout, F32."""
     if code in ("F32", "F64"):
         return code
-    ones = np.ones(4096, DTYPES[code])
-    exact = all(float(run(kernel, x, a).reshape(-1)[0]) == 4096 for x, a in layouts(ones))
+    dtype = DTYPES[code]
+    step = 1 + float(ml_dtypes.finfo(dtype).eps) if product else 1.0
+    n = 64 if product else 4096
+    want = float(np.asarray(step**n if product else n).astype(dtype))
+    row = np.full(n, step, dtype)
+    exact = all(float(run(kernel, x, a).reshape(-1)[0]) == want for x, a in layouts(row))
     return "F32" if exact else code
 
 
@@ -120,15 +129,16 @@ def contract_text(provider: str, row: ContractOp, code: str, measured: dict[str,
         f"allowed, reverse_strides: {reverse}}}"
     )
     name, bits = f"{provider}_{row.kernel_op}_{code.lower()}", 8 * DTYPES[code].itemsize
-    is_sum = row.op_kind is OpKind.SUM
-    params = f"{{accumulator: {measured['accumulator']}}}" if is_sum else "{}"
-    precision = (
-        "Bounded as any order of m - 1 additions in the accumulator: |s - exact| <= "
-        "gamma_(m-1) sum|x| + half an ULP (docs/reductions.md)"
-        if is_sum
-        else "Exact: one of the reduced elements"
-    )
-    tie = "" if is_sum else f"  zero_tie: {measured['zero_tie']}\n"
+    accumulated = row.op_kind in ACCUMULATED
+    params = f"{{accumulator: {measured['accumulator']}}}" if accumulated else "{}"
+    precision = {
+        OpKind.SUM: "Bounded as any order of m - 1 additions in the accumulator: |s - exact| <= "
+        "gamma_(m-1) sum|x| + half an ULP (docs/reductions.md)",
+        OpKind.PROD: "Bounded as any order of m - 1 multiplications in the accumulator: "
+        "|p - exact| <= gamma_(m-1) |p| + half an ULP where no partial product leaves the "
+        "normal range (docs/reductions.md)",
+    }.get(row.op_kind, "Exact: one of the reduced elements")
+    tie = "" if accumulated else f"  zero_tie: {measured['zero_tie']}\n"
     return f"""
 ## {name}: {row.name} over axes, {code}
 
@@ -172,7 +182,7 @@ cost:
   memory: {{device_bytes: 0, host_bytes: "n * x_bytes", disk_bytes: 0}}
 precision:
   bit_stable_on_same_hardware: true
-  max_ulp: {"~" if is_sum else 0}
+  max_ulp: {"~" if accumulated else 0}
   max_relative: ~
   max_absolute: ~
   audited: true
@@ -187,14 +197,20 @@ semantics:
 """
 
 
-INTRO = """# {provider}: sum, max and min over axes
+INTRO = """# {provider}: its reductions over axes
 
 The framework's own reductions (`{example}` ...) as contracts of the same provider as
 [`{provider}.md`](./{provider}.md) (its front matter), one per function and dtype, written by
 `benchmarks/framework_reductions.py --write` from what its probes observed on {where}: no
 summation order (none is promised), the accumulator of each half type as measured, max's and
-min's ±0 tie and the NaN payloads as the probes found them.
+min's ±0 tie and the NaN payloads as the probes found them. PyTorch has no product here:
+`torch.prod` takes one dim, not a tuple.
 """
+
+
+def covered(provider: str) -> list[ContractOp]:
+    """The planned reductions `provider` has a function for (PyTorch: no product over dims)."""
+    return [r for r in VALUE_REDUCTIONS if provider != "torch" or r.op_kind in TORCH]
 
 
 def write(provider: str) -> None:
@@ -207,17 +223,17 @@ def write(provider: str) -> None:
         f"{PROVIDERS}.{provider}_provider"
     ).ENTRY_POINTS
     texts = []
-    for row in PLANNED_REDUCTIONS:
+    for row in covered(provider):
         for code in DTYPES:
             kernel = kernels[ENTRY[provider](row)]
             measured = {"where": where, "nan": nan_rule(kernel, code)}
-            if row.op_kind is OpKind.SUM:
-                measured["accumulator"] = accumulator(kernel, code)
+            if row.op_kind in ACCUMULATED:
+                measured["accumulator"] = accumulator(kernel, code, row.op_kind is OpKind.PROD)
             else:
                 measured["zero_tie"] = zero_tie(kernel, code, row.op_kind is OpKind.MAX)
             print(provider, row.name, code, measured, flush=True)
             texts.append(contract_text(provider, row, code, measured))
-    example = ENTRY[provider](PLANNED_REDUCTIONS[0])
+    example = ENTRY[provider](VALUE_REDUCTIONS[0])
     intro = INTRO.format(provider=provider, example=example, where=where)
     path.write_text(front(provider) + intro + "".join(texts), encoding="utf-8")
 

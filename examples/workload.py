@@ -5,7 +5,9 @@ shapes and a fixed seed.
     python examples/workload.py
 
 prints which kernel each operation dispatched to (`ft.trace`) and what `compare_backends`
-compared. The op-family issues (unary math, reductions, matmul, casts, the GPU) measure their
+compared, against NumPy's kernels and the oracle's (the reductions' second kernel: the layer
+norm's mean and var are compositions of sums, divides, subtracts and multiplies, each
+compared). The op-family issues (unary math, reductions, matmul, casts, the GPU) measure their
 progress on it: every operation it runs should plan through a contract, and the comparison
 should compare each one. `tests/clients/test_workload.py` runs it against a NumPy float64
 transcription.
@@ -97,14 +99,15 @@ def block(x: FuelTensor, p: Params) -> FuelTensor:
 
 
 def main() -> None:
-    """Run the block once traced, then once inside `compare_backends("cpu", "numpy")`."""
+    """Run the block once traced, then once inside `compare_backends("cpu", "numpy",
+    "reference")`."""
     x, params = inputs()
     with ft.trace() as plans:
         block(x, params)
     print(f"{len(plans)} operations ran:")
     for plan in plans:
         print(f"  {plan.op:<10} {plan.kernel.name if plan.kernel else 'host'}")
-    with ft.compare_backends("cpu", "numpy") as report:
+    with ft.compare_backends("cpu", "numpy", "reference") as report:
         block(x, params)
     print(report)
 

@@ -1,12 +1,13 @@
 """fueltensor: a strided tensor whose arithmetic is dispatched through kernel contracts.
 
 The namespace follows the Python array API standard (2024.12) with its `linalg` and `fft`
-extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16`, `float16`, `sigmoid`, `erf` and
-`rsqrt` are documented extensions. The contract operations (`fueltensor.ops`: add, subtract,
-multiply, divide, remainder, pow, maximum, minimum; exp, log, tanh, sigmoid, erf, sqrt, rsqrt,
-sin, cos, abs, negative) are planned from the FKC contract registry; `explain`, `trace`,
-`use_backend` and `compare_backends` show and steer that choice; `fueltensor.testing` holds the
-bit-level helpers for testing kernels (random bits, special values, assertions).
+extensions (`fueltensor.linalg`, `fueltensor.fft`); `bfloat16`, `float16`, `sigmoid`, `erf`,
+`rsqrt` and `logsumexp` are documented extensions. The contract operations (`fueltensor.ops`:
+add, subtract, multiply, divide, remainder, pow, maximum, minimum; exp, log, tanh, sigmoid,
+erf, sqrt, rsqrt, sin, cos, abs, negative) are planned from the FKC contract registry;
+`explain`, `trace`, `use_backend` and `compare_backends` show and steer that choice;
+`fueltensor.testing` holds the bit-level helpers for testing kernels (random bits, special
+values, assertions).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from fueltensor.array_api import fft, lib, linalg
+from fueltensor.array_api.compositions import logsumexp, mean, std, var
 from fueltensor.array_api.creation import (
     arange,
     empty,
@@ -128,8 +130,12 @@ from fueltensor.array_api.manipulation import (
     unstack,
 )
 from fueltensor.array_api.searching import (
-    argmax,
-    argmin,
+    argmax as argmax,
+)
+from fueltensor.array_api.searching import (
+    argmin as argmin,
+)
+from fueltensor.array_api.searching import (
     count_nonzero,
     nonzero,
     searchsorted,
@@ -150,13 +156,10 @@ from fueltensor.array_api.sorting import (
 from fueltensor.array_api.statistical import (
     cumulative_prod,
     cumulative_sum,
-    mean,
-    prod,
-    std,
-    var,
 )
 from fueltensor.array_api.statistical import max as max
 from fueltensor.array_api.statistical import min as min
+from fueltensor.array_api.statistical import prod as prod
 from fueltensor.array_api.statistical import sum as sum
 from fueltensor.array_api.utility import (
     all,
@@ -290,8 +293,6 @@ __all__ = [
     "all",
     "any",
     "arange",
-    "argmax",
-    "argmin",
     "argsort",
     "as_strided",
     "asarray",
@@ -371,6 +372,7 @@ __all__ = [
     "log2",
     "log10",
     "logaddexp",
+    "logsumexp",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -389,7 +391,6 @@ __all__ = [
     "permute_dims",
     "pi",
     "positive",
-    "prod",
     "quantile",
     "real",
     "reciprocal",

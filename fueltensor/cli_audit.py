@@ -27,9 +27,9 @@ from .core.errors import (
 from .core.tensor import asarray
 from .engine.backends import use_registry
 from .engine.dispatch import functions
-from .families import TRAITS
+from .families import TRAITS, Family
 from .fkc import KernelContract
-from .ops import BY_KIND, BY_NAME, spelled
+from .ops import BY_KIND, BY_NAME, ContractOp, OpKind, spelled
 from .registry import Registry, registry
 from .tools.drafts import Draft, DraftError, Source, load, sources
 from .tools.textwidth import fit_lines
@@ -127,39 +127,62 @@ def faulted(command: str, e: Exception) -> int:
     return KERNEL_FAULT
 
 
-Case = tuple[str, DType, tuple[DType, ...], tuple[tuple[str, bool], ...]]
+Keyword = tuple[str, bool | int | None]
+Case = tuple[str, DType, tuple[DType, ...], tuple[Keyword, ...]]
 """One comparison call: operation, operand dtype, the arguments after the operands (a cast's
-target) and its keywords (a cast's `saturate`)."""
+target) and its keywords (a cast's `saturate`, a reduction's `axis`)."""
+REDUCED: Final[tuple[int | None, ...]] = (None, -1)
+"""The axes a reduction is compared over: every axis (one output of every element, the order's
+whole tree) and the last (one output per row)."""
 
 
-def _call_of(c: KernelContract) -> tuple[tuple[DType, ...], tuple[tuple[str, bool], ...]]:
-    """What a call must pass after its operands to reach `c`: a cast's target dtype and its
-    overflow rule (`saturate`), nothing for the other families."""
+def _calls_of(c: KernelContract) -> list[tuple[tuple[DType, ...], tuple[Keyword, ...]]]:
+    """What calls must pass after their operands to reach `c`: a cast's target dtype and its
+    overflow rule (`saturate`); a reduction's axis, each of `REDUCED`; nothing for the other
+    families."""
     from .tools.judge import casts  # the judge's reading of a cast contract
 
+    if BY_KIND[c.op_kind].family is Family.REDUCTION:
+        return [((), (("axis", axis),)) for axis in REDUCED]
     if not casts.is_cast(c.op_kind):
-        return (), ()
+        return [((), ())]
     saturate = casts.declared_rule(c)[0]
-    return (BY_FKC[c.outputs[0].dtype_rule.args[0]],), (("saturate", True),) * saturate
+    return [((BY_FKC[c.outputs[0].dtype_rule.args[0]],), (("saturate", True),) * saturate)]
 
 
 def _cases(contracts: list[KernelContract], ops: list[str], dtypes: list[str]) -> Iterator[Case]:
     """Each call once, read from the contracts: every operation they serve at every dtype
-    their first input takes (a cast at each target and rule too), narrowed to `ops` and
-    `dtypes` when given."""
+    their first input takes (a cast at each target and rule too, a reduction over each of
+    `REDUCED`), narrowed to `ops` and `dtypes` when given. A contract of other parameters
+    (a power's integer exponent) is not compared here."""
     from .tools.judge.calls import audited_dtypes  # the judge's dtypes of a contract
 
     wanted = {as_dtype(d) for d in dtypes}
     seen: set[Case] = set()
     for c in contracts:
         op = BY_KIND.get(c.op_kind)
-        if op is None or op.name not in functions() or c.params or (ops and op.name not in ops):
+        if op is None or op.name not in functions() or (ops and op.name not in ops):
+            continue
+        if c.params and op.family is not Family.REDUCTION:
             continue
         for fkc in audited_dtypes(c):
-            case = (op.name, BY_FKC[fkc], *_call_of(c))
-            if case not in seen and (not wanted or case[1] in wanted):
-                seen.add(case)
-                yield case
+            for more, keywords in _calls_of(c):
+                case = (op.name, BY_FKC[fkc], more, keywords)
+                if case not in seen and (not wanted or case[1] in wanted):
+                    seen.add(case)
+                    yield case
+
+
+def reduced(row: ContractOp, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A reduction's input for `compare`, in float64: 8 rows of size/8 values (two and more of
+    the CPU contracts' blocks each): of both signs and magnitudes 2^-4 .. 2^4, where sums
+    cancel; for a product, within 2^-6 of ±1, so a row's product neither overflows nor
+    underflows and its ULP differences show."""
+    shape = (8, max(1, size // 8))
+    sign = rng.choice([-1.0, 1.0], shape)
+    if row.op_kind is OpKind.PROD:
+        return sign * (1 + rng.uniform(-(2.0**-6), 2.0**-6, shape))
+    return sign * np.exp2(rng.uniform(-4, 4, shape))
 
 
 def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]:
@@ -199,7 +222,10 @@ def _run_compare(args: argparse.Namespace) -> int:
         with use_registry(reg), compare_backends(*providers, *args.provider) as report:
             for op, dtype, more, keywords in cases:
                 row = BY_NAME[op]
-                columns = probes(dtype.np, args.size, rng, len(TRAITS[row.family].operands))
+                if row.family is Family.REDUCTION:
+                    columns: tuple[np.ndarray, ...] = (reduced(row, args.size, rng),)
+                else:
+                    columns = probes(dtype.np, args.size, rng, len(TRAITS[row.family].operands))
                 operands = map(asarray, as_operands(row.op_kind, columns, dtype.np))
                 functions()[op](*operands, *more, **dict(keywords))
     except KERNEL_FAULTS as e:

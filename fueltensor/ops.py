@@ -70,6 +70,8 @@ class OpKind(StrEnum):
     PROD = "ProdReduce"
     MAX = "MaxReduce"
     MIN = "MinReduce"
+    ARGMAX = "ArgMaxReduce"
+    ARGMIN = "ArgMinReduce"
     MATMUL = "MatmulContract"
 
 
@@ -172,11 +174,28 @@ REDUCTION_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("prod", OpKind.PROD, _R, None, np.prod, "prod", "the product of x over axes"),
     ContractOp("max", OpKind.MAX, _R, None, np.max, "max", "the largest element over axes"),
     ContractOp("min", OpKind.MIN, _R, None, np.min, "min", "the smallest element over axes"),
+    ContractOp(
+        "argmax", OpKind.ARGMAX, _R, None, np.argmax, "argmax",
+        "the index of the first largest element over axes",
+    ),
+    ContractOp(
+        "argmin", OpKind.ARGMIN, _R, None, np.argmin, "argmin",
+        "the index of the first smallest element over axes",
+    ),
 )  # fmt: skip
-"""The reduction rows (issue 48) in the C enum's order (`_native.REDUCTION_OPS`); prod runs on
-the host until its contracts come, the others are planned (`engine.reduce`)."""
-PLANNED_REDUCTIONS: Final = tuple(op for op in REDUCTION_OPS if op.op_kind is not OpKind.PROD)
-"""The reduction rows with contracts (sum, max, min), which `CONTRACT_OPS` holds."""
+"""The reduction rows (issue 48) in the C enum's order (`_native.REDUCTION_OPS`), each planned
+through its contracts (`engine.reduce`)."""
+PLANNED_REDUCTIONS: Final = REDUCTION_OPS
+"""The reduction rows with contracts (sum, prod, max, min, argmax, argmin), which `CONTRACT_OPS`
+holds."""
+INDEX_REDUCTIONS: Final = frozenset({OpKind.ARGMAX, OpKind.ARGMIN})
+"""The reductions whose result is an index (int64, the default index dtype: the contracts'
+`fixed(I64)` rule), not an element: argmax and argmin, exact, refused over no element."""
+VALUE_REDUCTIONS: Final = tuple(
+    op for op in PLANNED_REDUCTIONS if op.op_kind not in INDEX_REDUCTIONS
+)
+"""The planned reductions whose result is of x's dtype (sum, prod, max, min): the frameworks'
+reduction contracts cover these."""
 
 _M = Family.CONTRACTION
 CONTRACTION_OPS: Final[tuple[ContractOp, ...]] = (

@@ -108,6 +108,7 @@ STORAGE = "fueltensor/core/storage.py"
 CLUSTER = "fueltensor/tools/cluster.py"
 FOREIGN = "fueltensor/engine/foreign.py"
 CHECKED = "fueltensor/tools/checked.py"
+CHECKED_REQUEST = "fueltensor/tools/checked_request.py"
 CHECKED_WORKER = "fueltensor/tools/checked_worker.py"
 CHECKED_PROCESS = "fueltensor/tools/checked_process.py"
 LIBRARIES = "fueltensor/kernels/libraries.py"
@@ -1161,7 +1162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-rewrite-unnamed",
-        CHECKED,
+        CHECKED_REQUEST,
         "    for i, name in enumerate(c.names()[:-1]):\n",
         "    for i, name in enumerate(c.names()[:0]):\n",
         CHECKED_TESTS,
@@ -1201,7 +1202,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-inputs-writable",
-        CHECKED,
+        CHECKED_REQUEST,
         "    readonly = [False] * len(c.inputs)",
         "    readonly = [True] * len(c.inputs)",
         CHECKED_TESTS,
@@ -1254,7 +1255,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-crash-once-blames-the-running-call",
-        CHECKED,
+        CHECKED_REQUEST,
         "            if not others:",
         "            if True:",
         CHECKED_TESTS,
@@ -1278,7 +1279,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     M(
         "checked-exit-diagnosed-as-access",
-        CHECKED,
+        CHECKED_REQUEST,
         "    if died.code is not None and died.code >= 0 and died.code != wire.FAILED:",
         "    if False:",
         CHECKED_TESTS,

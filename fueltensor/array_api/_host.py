@@ -92,7 +92,7 @@ class Rule(NamedTuple):
     """The result's DType (None: NumPy's)."""
 
 
-Kind = Literal["REDUCE", "STATISTIC", "CAST", "MATMUL"]
+Kind = Literal["REDUCE", "CAST", "MATMUL"]
 
 
 def ruled_host(
@@ -101,8 +101,7 @@ def ruled_host(
     """A decorator (over `host`) making `fn` one compiled call where `_fast` is built
     (`_fast.ruled`) for the operand DTypes `rule` gives a Rule (None: not served). A REDUCE
     `fn(x)` (or with `axis=` None or one int, `keepdims=`) is `call(a, axis=<axes>,
-    keepdims=...[, dtype=work])` of a ufunc's reduce, a STATISTIC one that of a NumPy function
-    (np.mean), a CAST `fn(x, dtype)` is
+    keepdims=...[, dtype=work])` of a ufunc's reduce, a CAST `fn(x, dtype)` is
     `a.astype(dtype.np)`, a MATMUL `fn(x1, x2)` (one DType) `call(a1, a2)`: the call `fn`
     makes, its result cast to `out` and adopted as `fresh` adopts it. Every other call runs
     `fn` (a trace records it)."""

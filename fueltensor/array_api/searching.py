@@ -3,6 +3,7 @@ where. Indices come back as int64, the default index dtype."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -11,15 +12,16 @@ from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.scalars import coerce
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import reduce as _reduce_engine
 from fueltensor.engine import ternary
-from fueltensor.ops import OpKind
+from fueltensor.ops import BY_KIND, OpKind
 
 _INDEX = _dtypes.int64
 
 
 def _arg(fn: Any, x: FuelTensor, axis: int | None, keepdims: bool) -> FuelTensor:
-    if tensor(x).size == 0:
-        raise ValueError("argmax/argmin of an empty tensor has no answer")
+    """`fn` (np.argmax, np.argmin) over one axis of x, or its flattened index: the host's
+    argmax or argmin, where no contract serves the call (the engine refused an empty one)."""
     if axis is None:
         out = fn(x._array.reshape(-1), axis=0)
         return fresh(np.reshape(out, (1,) * x.ndim if keepdims else ()), _INDEX)
@@ -27,16 +29,48 @@ def _arg(fn: Any, x: FuelTensor, axis: int | None, keepdims: bool) -> FuelTensor
     return fresh(fn(x._array, axis=a, keepdims=keepdims), _INDEX)
 
 
-@host
+def _host_arg(fn: Any, name: str) -> Callable[[FuelTensor, int | None, bool], FuelTensor]:
+    """The host argmax or argmin (`fn`), labelled `name` in a trace."""
+
+    def arg(x: FuelTensor, axis: int | None, keepdims: bool) -> FuelTensor:
+        return _arg(fn, x, axis, keepdims)
+
+    arg.__name__ = arg.__qualname__ = name
+    return host(arg)
+
+
+_ARGMAX, _ARGMIN = (BY_KIND[kind].name for kind in (OpKind.ARGMAX, OpKind.ARGMIN))
+_HOST_ARGMAX, _HOST_ARGMIN = _host_arg(np.argmax, _ARGMAX), _host_arg(np.argmin, _ARGMIN)
+
+
+def _one_axis(name: str, axis: object) -> int | None:
+    """`axis` checked to be one int or None (the array API's argmax and argmin take no tuple)."""
+    if axis is None:
+        return None
+    if isinstance(axis, int | np.integer) and not isinstance(axis, bool):
+        return int(axis)
+    raise TypeError(f"{name} takes one axis (an int) or None, got axis={axis!r}")
+
+
 def argmax(x: FuelTensor, /, *, axis: int | None = None, keepdims: bool = False) -> FuelTensor:
-    """The index of the first maximum of x (over the flattened x when axis is None)."""
-    return _arg(np.argmax, x, axis, keepdims)
+    """The index of the first maximum of x (over the flattened x when axis is None); a NaN is
+    the maximum (the first NaN's index)."""
+    t, over = tensor(x), _one_axis(_ARGMAX, axis)
+    host_call = lambda: _HOST_ARGMAX(t, over, keepdims)  # noqa: E731
+    return _reduce_engine.reduce(_ARGMAX, t, over, keepdims, host_call)
 
 
-@host
 def argmin(x: FuelTensor, /, *, axis: int | None = None, keepdims: bool = False) -> FuelTensor:
-    """The index of the first minimum of x (over the flattened x when axis is None)."""
-    return _arg(np.argmin, x, axis, keepdims)
+    """The index of the first minimum of x (over the flattened x when axis is None); a NaN is
+    the minimum (the first NaN's index)."""
+    t, over = tensor(x), _one_axis(_ARGMIN, axis)
+    host_call = lambda: _HOST_ARGMIN(t, over, keepdims)  # noqa: E731
+    return _reduce_engine.reduce(_ARGMIN, t, over, keepdims, host_call)
+
+
+_reduce_engine.OPERATIONS.update({_ARGMAX: argmax, _ARGMIN: argmin})
+argmax.__fueltensor_op__ = _ARGMAX  # type: ignore[attr-defined]
+argmin.__fueltensor_op__ = _ARGMIN  # type: ignore[attr-defined]
 
 
 @host

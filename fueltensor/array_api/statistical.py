@@ -3,7 +3,8 @@
 Sums and products of integers accumulate in the 64-bit integer of their signedness, bool in
 int64, floats in their own dtype, as the standard says. The narrow formats (bfloat16, float16,
 the 8-bit ones) accumulate in float32 and round once at the end (NumPy would accumulate in the
-narrow format).
+narrow format). mean, var and std of real tensors are compositions of planned steps
+(`compositions`); their complex forms are NumPy's here.
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import reduce as _reduce_engine
-from fueltensor.ops import PLANNED_REDUCTIONS
+from fueltensor.ops import BY_KIND, OpKind
 
 Axis = int | tuple[int, ...] | None
 _F32 = np.dtype(np.float32)
-_SUM, _MAX, _MIN = (row.name for row in PLANNED_REDUCTIONS)
+_SUM, _PROD, _MAX, _MIN = (
+    BY_KIND[kind].name for kind in (OpKind.SUM, OpKind.PROD, OpKind.MAX, OpKind.MIN)
+)
+_COMPLEX = Rule(None, None, None)
+"""A complex mean's, variance's or standard deviation's rule: NumPy's, as it is."""
 _PLANNED = (_dtypes.float32, _dtypes.float64, _dtypes.bfloat16, _dtypes.float16)
 """The dtypes the reduction contracts take (contracts/fuel-*-reduce.md)."""
 
@@ -50,12 +55,6 @@ def _total(dtype: DType, given: Any = None) -> Rule:
     """A sum's or product's rule: accumulated in `given` or the standard's default."""
     out = _accumulated(dtype, given)
     return Rule(_pre(dtype), _work(out), out)
-
-
-def _average(dtype: DType) -> Rule:
-    """A mean's, variance's or standard deviation's rule: NumPy's result dtype, a narrow format's
-    own."""
-    return Rule(_pre(dtype), None, dtype if dtype.narrow else None)
 
 
 def _extreme(dtype: DType) -> Rule:
@@ -133,21 +132,6 @@ def min(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelT
     )
 
 
-@ruled_host("STATISTIC", np.mean, _served(_average))
-@host
-def mean(x: FuelTensor, /, *, axis: Axis = None, keepdims: bool = False) -> FuelTensor:
-    """The arithmetic mean of x (along `axis`); NaN for an empty reduction."""
-    return _reduce(np.mean, x, axis, keepdims, _average(tensor(x).dtype))
-
-
-@host
-def prod(
-    x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
-) -> FuelTensor:
-    """The product of x's elements (along `axis`); 1 for an empty reduction."""
-    return _reduce(np.multiply.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
-
-
 @ruled_host("REDUCE", np.add.reduce, _unplanned(_total))
 def sum(
     x: FuelTensor,
@@ -159,33 +143,50 @@ def sum(
 ) -> FuelTensor:
     """The sum of x's elements (along `axis`); 0 for an empty reduction."""
     return _reduce_engine.reduce(
-        _SUM, tensor(x), axis, keepdims, lambda: _host_sum(x, axis, dtype, keepdims), dtype
+        _SUM, tensor(x), axis, keepdims, lambda: _HOST_SUM(x, axis, dtype, keepdims), dtype
     )
 
 
-def _host_sum(x: FuelTensor, axis: Axis, dtype: DType | None, keepdims: bool) -> FuelTensor:
-    """The host sum (NumPy's pairwise order) where no contract serves the call."""
-    return _reduce(np.add.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
+def _host_total(ufunc: np.ufunc, name: str) -> Callable[[FuelTensor, Axis, Any, bool], FuelTensor]:
+    """The host sum or product (`ufunc` np.add or np.multiply: NumPy's order), labelled `name`
+    in a trace: where no contract serves the call."""
+
+    def total(x: FuelTensor, axis: Axis, dtype: DType | None, keepdims: bool) -> FuelTensor:
+        return _reduce(ufunc.reduce, x, axis, keepdims, _total(tensor(x).dtype, dtype))
+
+    total.__name__ = total.__qualname__ = name
+    return host(total)
 
 
-_host_sum.__name__ = _host_sum.__qualname__ = _SUM
-_host_sum = host(_host_sum)
+_HOST_SUM, _HOST_PROD = _host_total(np.add, _SUM), _host_total(np.multiply, _PROD)
 
 
-@host
-def std(
-    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
+@ruled_host("REDUCE", np.multiply.reduce, _unplanned(_total))
+def prod(
+    x: FuelTensor, /, *, axis: Axis = None, dtype: DType | None = None, keepdims: bool = False
 ) -> FuelTensor:
-    """The standard deviation of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.std, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
+    """The product of x's elements (along `axis`); 1 for an empty reduction."""
+    return _reduce_engine.reduce(
+        _PROD, tensor(x), axis, keepdims, lambda: _HOST_PROD(x, axis, dtype, keepdims), dtype
+    )
 
 
-@host
-def var(
-    x: FuelTensor, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False
-) -> FuelTensor:
-    """The variance of x (along `axis`), dividing by N - correction."""
-    return _reduce(np.var, x, axis, keepdims, _average(tensor(x).dtype), ddof=correction)
+def _host_statistic(fn: Callable[..., Any], name: str) -> Callable[..., FuelTensor]:
+    """The host mean, var or std (`fn` np.mean, np.var or np.std), labelled `name` in a trace:
+    for the complex dtypes, which no contract takes (`compositions` composes the real ones)."""
+
+    def statistic(x: FuelTensor, axis: Axis, keepdims: bool, **ddof: Any) -> FuelTensor:
+        return _reduce(fn, x, axis, keepdims, _COMPLEX, **ddof)
+
+    statistic.__name__ = statistic.__qualname__ = name
+    return host(statistic)
+
+
+HOST_MEAN, HOST_VAR, HOST_STD = (
+    _host_statistic(np.mean, "mean"),
+    _host_statistic(np.var, "var"),
+    _host_statistic(np.std, "std"),
+)
 
 
 def _cumulative(
@@ -233,6 +234,6 @@ def cumulative_prod(
     return _cumulative(np.cumulative_prod, x, axis, dtype, include_initial)
 
 
-_reduce_engine.OPERATIONS.update({_SUM: sum, _MAX: max, _MIN: min})
+_reduce_engine.OPERATIONS.update({_SUM: sum, _PROD: prod, _MAX: max, _MIN: min})
 for _name, _fn in _reduce_engine.OPERATIONS.items():
     _fn.__fueltensor_op__ = _name  # type: ignore[attr-defined]

@@ -336,6 +336,12 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
     host operation is run (it is pure) and its recorded plan returned."""
     op = getattr(fn, "__fueltensor_op__", None)
     row = BY_NAME.get(op) if isinstance(op, str) else None
+    if getattr(fn, "__fueltensor_composition__", False):
+        raise TypeError(
+            f"{fn.__name__} is a composition of planned steps (docs/reductions.md, 'The "
+            "compositions'), and explain() plans one operation: see each step's plan with "
+            f"`with ft.trace() as plans: ft.{fn.__name__}(...)`"
+        )
     if row is not None and row.family is Family.CAST:
         planned_cast = cast.explained(current_policy(), *args, **kwargs)
         if planned_cast is not None:

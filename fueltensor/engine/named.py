@@ -14,7 +14,8 @@ def with_named(
     """`planning` of the operation `plan` ran, or, when `providers` names a provider or a
     contract that joins dispatch only where it is named (`dispatch: when_named`), the same
     operation planned over exactly `providers`: how `compare_backends("cpu", "torch")` sees
-    PyTorch's kernels, and `compare_backends("cpu", "rem_f32")` the seeds' formula."""
+    PyTorch's kernels, and `compare_backends("cpu", "rem_f32")` the seeds' formula. The plan's
+    result shape goes with it: a reduction's is not its operand's."""
     named = providers is not None and (
         any(p.name in providers and not registry.joins(p) for p in registry.providers)
         or not providers.isdisjoint(registry.named_contracts())
@@ -31,4 +32,5 @@ def with_named(
         to=planning.to,
         fixed=planning.fixed,
         request=planning.request,
+        out_shape=plan.out_shape,
     )

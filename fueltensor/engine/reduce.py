@@ -1,8 +1,10 @@
-"""The reductions planned from contracts (`ops.PLANNED_REDUCTIONS`: sum, max, min; issue 48):
-`ft.sum(x, axis=..., keepdims=...)` and its kin, as docs/reductions.md designs them.
+"""The reductions planned from contracts (`ops.PLANNED_REDUCTIONS`: sum, prod, max, min, argmax,
+argmin; issue 48): `ft.sum(x, axis=..., keepdims=...)` and its kin, as docs/reductions.md
+designs them.
 
 The call's axes are normalised (None: every axis; negatives counted from the end; an axis out of
-range or repeated refused naming x's rank) and a max or min over no element refused, before
+range or repeated refused naming x's rank) and a max, min, argmax or argmin over no element
+refused, before
 anything is allocated. The planner admits the contracts that take x's dtype and layout and the
 axes (`accept.params` `axes`) and computes the reduced shape (`shape_rule: reduce(x)`); the
 kernel writes it dense and `keepdims` is a reshape here. Where no contract of any provider
@@ -24,14 +26,14 @@ from fueltensor.engine.backends import Policy, current_policy, notify
 from fueltensor.engine.choice import covered
 from fueltensor.engine.execute import run
 from fueltensor.engine.planner import Operand, Plan, Planning, plan_contracts
-from fueltensor.ops import BY_NAME, ContractOp, OpKind
+from fueltensor.ops import BY_NAME, INDEX_REDUCTIONS, ContractOp, OpKind
 
 Axis = int | tuple[int, ...] | None
 Host = Callable[[], FuelTensor]
 
 OPERATIONS: dict[str, Callable[..., FuelTensor]] = {}
-"""The namespace's sum, max and min by name, added where the array API module defines them:
-`dispatch.functions()` reads it with the others."""
+"""The namespace's sum, prod, max, min, argmax and argmin by name, added where the array API
+modules define them: `dispatch.functions()` reads it with the others."""
 
 
 def normalised(axis: Axis, ndim: int) -> tuple[int, ...]:
@@ -48,8 +50,10 @@ def normalised(axis: Axis, ndim: int) -> tuple[int, ...]:
 
 
 def refuse_empty(row: ContractOp, x: FuelTensor, axis: Axis, over: tuple[int, ...]) -> None:
-    """ValueError for a max or min over no element (it has no value), naming the axis."""
-    if row.op_kind in (OpKind.MAX, OpKind.MIN) and any(x.shape[i] == 0 for i in over):
+    """ValueError for a max, min, argmax or argmin over no element (it has no value, no index),
+    naming the axis."""
+    selects = row.op_kind in (OpKind.MAX, OpKind.MIN) or row.op_kind in INDEX_REDUCTIONS
+    if selects and any(x.shape[i] == 0 for i in over):
         raise ValueError(
             f"{row.name} of no elements has no value: x of shape {x.shape} has none along "
             f"axis={axis}; check the size first (the array API leaves this undefined)"

@@ -81,6 +81,32 @@ def reduce(
     ORDER_SEQUENTIAL or ORDER_BLOCKED (blocks of `block`), rounded once: the same bits on any
     thread count and instruction set (docs/ops.md, "Reductions")."""
 
+MATMUL_POOL_OP: int
+"""The op number `threads` takes for a matmul, n its products (M * N * K)."""
+PRODUCTS_EXACT: int
+"""`contract`'s products code: each product exact in the accumulator (abi.h's PRODUCTS_*)."""
+PRODUCTS_FUSED: int
+"""`contract`'s products code: each product added by one fused multiply-add."""
+PRODUCTS_ROUNDED: int
+"""abi.h's rounded-products code: no kernel takes it yet."""
+
+def contract(
+    op: int,
+    a: Any,
+    b: Any,
+    out: Any,
+    accumulator: int,
+    order: int,
+    products: int,
+    /,
+) -> None:
+    """out (..., M, N) = a (..., M, K) @ b (..., K, N), the contraction family's kernel (op 0,
+    matmul; the MATMUL capsule): a and b any strided arrays of one rank (stacks broadcast by the
+    caller), out C-contiguous, all float32, bfloat16 or float16; accumulator float32 (its dtype
+    code), order ORDER_SEQUENTIAL, products PRODUCTS_EXACT (the half types) or PRODUCTS_FUSED:
+    per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for l in order, rounded once (K = 0:
+    +0): the same bits on any thread count and instruction set (native/matmul.c)."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 

@@ -11,8 +11,8 @@ as a `TensorArg` of its own strides once every element is found inside x's buffe
 of the reduced shape, the parameters `axes` (PARAM_AXES) and the contract's `accept.op_params`
 (`accumulator` and `order` as PARAM_CODE, integers such as `block` as PARAM_I64), read from the
 contract when it is linked. ctypes releases the GIL for the call. A -1 return raises
-KernelStatusError carrying the kernel's message. The judge runs these kernels in its own process
-(the checked worker speaks version 1 only; docs/reductions.md, "Your own compiled reduction").
+KernelStatusError carrying the kernel's message. The judge and compare_backends run these kernels
+checked, in the worker process of `tools.checked` (`request` is the call in its wire protocol).
 """
 
 from __future__ import annotations
@@ -29,6 +29,16 @@ from fueltensor.core.errors import ContractError, KernelStatusError
 from fueltensor.families import TRAITS
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.kernels.shaped_abi import (
+    PARAM_CODE,
+    PARAM_F64,
+    PARAM_I64,
+    PROTOTYPE,
+    Param,
+    Tensor,
+    arguments,
+    message,
+)
 from fueltensor.ops import BY_KIND, REDUCTION_BY_KIND, REDUCTION_OPS
 
 if TYPE_CHECKING:
@@ -42,57 +52,8 @@ ABI_DTYPES: Final = (
 holds them equal), each spelled as the FKC code of the same format."""
 ABI_ORDERS: Final = ("sequential", "pairwise", "blocked")
 """The `order` codes in abi.h's `ORDER_*` order (the same test holds them equal)."""
-PARAM_I64, PARAM_F64, PARAM_AXES, PARAM_CODE = range(4)
-"""abi.h's `ParamType`."""
-ERROR_LEN: Final = 256
-"""The bytes of the error buffer a kernel may fill (one more, always NUL, follows them)."""
-
 _CODES: Final = {BY_FKC[c].np: i for i, c in enumerate(ABI_DTYPES) if c in BY_FKC}
 """NumPy dtype -> v2 dtype code, for the formats NumPy holds."""
-
-
-class TensorArg(ctypes.Structure):
-    """abi.h's `TensorArg`: dtype code, rank, shape, byte strides, the element at index 0."""
-
-    _fields_ = (
-        ("dtype", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("data", ctypes.c_void_p),
-    )
-
-
-class _Axes(ctypes.Structure):
-    """The PARAM_AXES member of `ParamArg`'s value."""
-
-    _fields_ = (("count", ctypes.c_int), ("axes", ctypes.POINTER(ctypes.c_int)))
-
-
-class _Value(ctypes.Union):
-    """`ParamArg`'s value."""
-
-    _fields_ = (("i", ctypes.c_int64), ("f", ctypes.c_double), ("axes", _Axes))
-
-
-class ParamArg(ctypes.Structure):
-    """abi.h's `ParamArg`: the `accept.params` or `op_params` name, its type and value."""
-
-    _fields_ = (("name", ctypes.c_char_p), ("type", ctypes.c_int), ("value", _Value))
-
-
-_PROTOTYPE: Final = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_int,
-    ctypes.POINTER(TensorArg),
-    ctypes.c_int,
-    ctypes.POINTER(TensorArg),
-    ctypes.POINTER(ParamArg),
-    ctypes.c_int,
-    ctypes.c_char_p,
-    ctypes.c_size_t,
-)
-"""`ShapedKernel`; a CFUNCTYPE function releases the GIL while it runs."""
 
 
 def _param(name: str, value: object) -> tuple[str, int, int | float] | str:
@@ -227,10 +188,12 @@ class ShapedCompiledKernel:
     ) -> None:
         self.compiled = compiled
         """The symbol as `ft.load_library` loaded it (its library's private copy)."""
-        self._fn = _PROTOTYPE(compiled.address)
+        self._fn = PROTOTYPE(compiled.address)
         self.op = op
         """The `op` argument: the row's place in its family's C enum (ext/src/ops.h)."""
-        self.params = tuple((name.encode(), kind, value) for name, kind, value in params)
+        self.params: tuple[Param, ...] = tuple(
+            (name.encode(), kind, value) for name, kind, value in params
+        )
         """(name, ParamType, value) of the contract's `op_params`, passed after `axes`, each name
         encoded once here."""
         self.library = compiled.library
@@ -259,27 +222,45 @@ class ShapedCompiledKernel:
             return "out overlaps x"
         return None
 
+    def request(
+        self, x: NDArray[Any], axes: tuple[int, ...], out_shape: tuple[int, ...], out_dtype: Any
+    ) -> tuple[dict[str, Any], bytes]:
+        """The call in the checked worker's wire protocol (its `shaped` header, which the
+        worker packs with `shaped_abi.arguments` as `__call__` does) and the bytes x's elements
+        span, x's element 0 at `offset` in them; ValueError where `__call__` refuses."""
+        out = np.empty(out_shape, out_dtype)
+        problem = self._refuse(x, axes, out)
+        if problem is not None:
+            raise ValueError(f"{self.symbol}: {problem}")
+        address = int(x.__array_interface__["data"][0])
+        lo, hi = _span(x) if x.size else (address, address)
+        form = {
+            "op": self.op,
+            "dtype": _CODES[x.dtype],
+            "shape": list(x.shape),
+            "strides": list(x.strides),
+            "offset": address - lo,
+            "out_dtype": _CODES[out.dtype],
+            "out_shape": list(out.shape),
+            "out_strides": list(out.strides),
+            "axes": [int(a) for a in axes],
+            "params": [[name.decode(), kind, value] for name, kind, value in self.params],
+        }
+        return form, ctypes.string_at(lo, hi - lo)
+
     def __call__(self, x: NDArray[Any], axes: tuple[int, ...], *, out: NDArray[Any]) -> None:
         """Hand x, out and the parameters to the C function; KernelStatusError on -1."""
         problem = self._refuse(x, axes, out)
         if problem is not None:
             raise ValueError(f"{self.symbol}: {problem}")
-        cells = [(ctypes.c_ssize_t * a.ndim)(*a.shape) for a in (x, out)]
-        steps = [(ctypes.c_ssize_t * a.ndim)(*a.strides) for a in (x, out)]
-        tensors = [
-            TensorArg(_CODES[a.dtype], a.ndim, shape, stride, a.__array_interface__["data"][0])
-            for a, shape, stride in zip((x, out), cells, steps, strict=True)
-        ]
-        picked = (ctypes.c_int * max(len(axes), 1))(*map(int, axes))
-        params = (ParamArg * (1 + len(self.params)))()
-        params[0] = ParamArg(b"axes", PARAM_AXES, _Value(axes=_Axes(len(axes), picked)))
-        for i, (name, kind, value) in enumerate(self.params, 1):
-            member = {PARAM_F64: "f"}.get(kind, "i")
-            params[i] = ParamArg(name, kind, _Value(**{member: value}))
-        error = ctypes.create_string_buffer(ERROR_LEN + 1)
-        status = self._fn(self.op, tensors[0], 1, tensors[1], params, len(params), error, ERROR_LEN)
+        x_arg, out_arg = (
+            Tensor(_CODES[a.dtype], a.shape, a.strides, a.__array_interface__["data"][0])
+            for a in (x, out)
+        )
+        args = arguments(self.op, x_arg, out_arg, axes, self.params)
+        status = self._fn(*args.call)
         if status != 0:
-            said = error.value.decode("utf-8", "replace") or "(no message)"
+            said = message(args.error.raw)
             raise KernelStatusError(
                 f"{self.symbol} ({self.library}) returned {status}: {said}",
                 status=status,

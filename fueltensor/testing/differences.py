@@ -30,7 +30,7 @@ from typing import Final
 
 import numpy as np
 
-from fueltensor.testing.formats import FloatFormat, bits, float_format, ulp_distance
+from fueltensor.testing.formats import EXACT_KINDS, FloatFormat, bits, float_format, ulp_distance
 from fueltensor.testing.values import (
     INFINITY,
     QUIET_NAN,
@@ -88,10 +88,10 @@ def _pair(got: object, want: object) -> tuple[np.ndarray, np.ndarray, FloatForma
 
 def difference_classes(got: object, want: object) -> np.ndarray:
     """The difference class (`DIFFERENCE_CLASSES`) of every lane of two float arrays (or
-    FuelTensors) of one dtype, as a string array of their shape; of two bool arrays (a
-    comparison's results), `equal` or `value`."""
-    if np.asarray(got).dtype == np.bool_:
-        g, w = np.broadcast_arrays(np.asarray(got), np.asarray(want, bool))
+    FuelTensors) of one dtype, as a string array of their shape; of two bool or integer arrays
+    (a comparison's results, an index's), `equal` or `value`."""
+    if np.asarray(got).dtype.kind in EXACT_KINDS:
+        g, w = np.broadcast_arrays(np.asarray(got), np.asarray(want))
         return np.where(g == w, EQUAL, VALUE)
     g, w, fmt = _pair(got, want)
     gb, wb = bits(g), bits(w)
@@ -132,8 +132,9 @@ class Errors:
 
 def errors(got: np.ndarray, want: np.ndarray) -> Errors:
     """ULP distance, absolute and relative error of `got` from `want` by the NaN-lane rule;
-    for bool arrays (a comparison's results, exact or wrong), infinite where they differ."""
-    if got.dtype == np.bool_:
+    for bool or integer arrays (a comparison's results, an index's: exact or wrong), infinite
+    where they differ."""
+    if got.dtype.kind in EXACT_KINDS:
         wrong = got != want
         far = np.where(wrong, np.inf, 0.0)
         return Errors(far, wrong.astype(np.float64), far, np.zeros(got.shape, bool))
@@ -173,9 +174,9 @@ def difference(got: int, want: int, dtype: object) -> Difference:
 
 
 def _difference(g: np.ndarray, w: np.ndarray) -> Difference:
-    """The `Difference` of two 0-d arrays of one float dtype (or of two bools)."""
+    """The `Difference` of two 0-d arrays of one float dtype (or of two bools or integers)."""
     class_ = str(difference_classes(g, w)[()])
-    if g.dtype == np.bool_:
+    if g.dtype.kind in EXACT_KINDS:
         return Difference(class_, None)
     nan = class_ in (NAN_SIGN, NAN_PAYLOAD, NAN_VS_NUMBER)
     return Difference(class_, None if nan else int(ulp_distance(g, w)[()]))

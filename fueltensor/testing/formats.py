@@ -164,12 +164,17 @@ def format_of(x: np.ndarray) -> FloatFormat:
     return float_format(x.dtype)
 
 
+EXACT_KINDS: Final = "biu"
+"""The NumPy kinds of exact results (a comparison's bool, an index's int64): equal or wrong."""
+
+
 def bits(x: object) -> np.ndarray:
     """The bit patterns of a float array (or FuelTensor, or scalar) as unsigned integers of the
-    same width and shape; a bool array's (a comparison's result) as its bytes."""
+    same width and shape; a bool or integer array's (a comparison's result, an index) as its
+    bytes, unsigned of its width."""
     a = np.asarray(x)
-    if a.dtype == np.bool_:
-        return np.ascontiguousarray(a).view(np.uint8).reshape(a.shape)
+    if a.dtype.kind in EXACT_KINDS:
+        return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}").reshape(a.shape)
     fmt = format_of(a)
     patterns: np.ndarray = np.ascontiguousarray(a).view(fmt.uint).reshape(a.shape)
     return patterns

@@ -1,7 +1,8 @@
 """The worker process of a checked run: it loads a compiled kernel library by its path and calls
 its byte kernels on buffers fenced by guard pages, so the process that asked survives whatever
 the kernel does. Run as a script by `fueltensor.tools.checked` (never imported by fueltensor,
-and it imports nothing of fueltensor: only the standard library runs beside the kernel).
+and it imports no fueltensor package: only the standard library, and shaped_abi.py, which is
+ctypes alone, run beside the kernel).
 
 Every buffer is an anonymous mapping of its own: a PROT_NONE guard page at each end, and
 between them the buffer with a zone of a known byte pattern on each side (at least one page
@@ -12,12 +13,16 @@ zones around every buffer are compared with the pattern and the changed byte ran
 
 Messages both ways are `[u32 header length][JSON header][u64 payload length][payload]` on the
 socket whose descriptor is argv[1]; nothing is pickled, so bytes a kernel writes on the socket
-cannot run code in the asking process. A request is `load` (path, symbol) or `call` (symbol,
-input lengths, out length, alignment, fill, which inputs are writable, repeat) with the inputs'
-bytes; a `call`
-reply holds the status, the seconds per call of the `repeat` calls, the changed zone ranges and
-changed input ranges, the floating-point controls the kernel left changed, the threads it left
-running, and `out`'s bytes.
+cannot run code in the asking process. A request is `load` (path, symbol, and `abi` 2 for a
+`ShapedKernel`) or `call` (symbol, input lengths, out length, alignment, fill, which inputs are
+writable, repeat, and for ABI v2 `shaped`: x's dtype code, shape, strides and the offset of its
+element 0 in its bytes, out's dtype code, shape and dense strides, the op code, axes and
+parameters) with the inputs' bytes; a `call` reply holds the status, the seconds per call of the
+`repeat` calls, the changed zone ranges and changed input ranges, the floating-point controls
+the kernel left changed, the threads it left running, and `out`'s bytes; for ABI v2 also the
+changed zone ranges around the (fenced) error buffer and, after a nonzero status, the kernel's
+message (`said`). The ABI v2 arguments are packed by fueltensor/kernels/shaped_abi.py (ctypes
+alone), which the worker loads by its path.
 
 Every kernel call goes through `FpEnvironment.call`: the worker's floating-point environment
 (MXCSR and the x87 control and status words) is set again after it, so a kernel that sets
@@ -28,6 +33,8 @@ itself (its channel broken) ends it with status FAILED, which no signal gives.
 from __future__ import annotations
 
 import ctypes
+import functools
+import importlib.util
 import json
 import mmap
 import os
@@ -37,6 +44,7 @@ import socket
 import struct
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 PAGE = mmap.PAGESIZE
@@ -177,10 +185,15 @@ class Worker:
         self.environment = FpEnvironment()
 
     def load(self, header: dict[str, Any]) -> dict[str, Any]:
-        """Load `path` and resolve `symbol` as a byte kernel."""
-        fn = ctypes.CDLL(header["path"])[header["symbol"]]
-        fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t) * (header["inputs"] + 1)
-        fn.restype = ctypes.c_int32
+        """Load `path` and resolve `symbol` as a byte kernel (ABI v1), or as a `ShapedKernel`
+        where the request says `abi` 2."""
+        library = ctypes.CDLL(header["path"])
+        if header.get("abi") == 2:
+            fn = shaped_abi().PROTOTYPE((header["symbol"], library))
+        else:
+            fn = library[header["symbol"]]
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t) * (header["inputs"] + 1)
+            fn.restype = ctypes.c_int32
         self.kernels[header["key"]] = fn
         return {"ok": True}
 
@@ -197,13 +210,17 @@ class Worker:
             if not writable:
                 x.seal()
         out = Fenced(header["out"], header["alignment"], False, header["fill"])
-        args: list[int] = []
-        for x in (*inputs, out):
-            args += [x.address, x.nbytes]
+        shaped = header.get("shaped")
+        error = args = None
+        if shaped is not None:  # ABI v2: one input, its layout and the call's parameters
+            error = Fenced(shaped_abi().ERROR_LEN + 1, 1, False, 0)  # and its NUL
+            args = _shaped_arguments(shaped, inputs[0], out, error)
         threads = _threads()
         started = time.perf_counter()
-        status, controls = self.environment.call(fn, args, header["repeat"])
-        reply = {
+        status, controls = self.environment.call(
+            fn, list(args.call) if args else _byte_arguments(inputs, out), header["repeat"]
+        )
+        reply: dict[str, Any] = {
             "threads": len(_threads() - threads),
             "status": status,
             "seconds": (time.perf_counter() - started) / max(header["repeat"], 1),
@@ -211,8 +228,11 @@ class Worker:
             "spills": {"out": out.spills(), **{str(i): x.spills() for i, x in enumerate(inputs)}},
             "inputs": [changed_range(c, x.contents()) for c, x in zip(chunks, inputs, strict=True)],
         }
+        if error is not None:
+            reply["spills"]["error"] = error.spills()
+            reply["said"] = shaped_abi().message(error.contents()) if status else ""
         result = out.contents()
-        for x in (*inputs, out):
+        for x in (*inputs, out, *([error] if error else [])):
             x.close()
         return reply, result
 
@@ -230,6 +250,43 @@ class Worker:
                     send(self.channel, *self.call(header, payload))
             except Exception as e:  # reported to the asking process, which words it
                 send(self.channel, {"error": f"{type(e).__name__}: {e}"}, b"")
+
+
+def _byte_arguments(inputs: list[Fenced], out: Fenced) -> list[int]:
+    """An ABI v1 call's arguments: each input's address and bytes, then out's."""
+    args: list[int] = []
+    for x in (*inputs, out):
+        args += [x.address, x.nbytes]
+    return args
+
+
+def _shaped_arguments(shaped: dict[str, Any], x: Fenced, out: Fenced, error: Fenced) -> Any:
+    """An ABI v2 call's arguments, packed by `shaped_abi.arguments` as fueltensor packs them:
+    x of the request's shape and strides at `offset` in its fenced buffer, out dense, the axes
+    and parameters, the fenced error buffer."""
+    abi = shaped_abi()
+    x_arg = abi.Tensor(
+        shaped["dtype"], shaped["shape"], shaped["strides"], x.address + shaped["offset"]
+    )
+    out_arg = abi.Tensor(
+        shaped["out_dtype"], shaped["out_shape"], shaped["out_strides"], out.address
+    )
+    params = [(name.encode(), kind, value) for name, kind, value in shaped["params"]]
+    return abi.arguments(
+        shaped["op"], x_arg, out_arg, shaped["axes"], params, ctypes.c_char_p(error.address)
+    )
+
+
+@functools.cache
+def shaped_abi() -> Any:
+    """fueltensor/kernels/shaped_abi.py (ctypes alone), loaded by its path: the worker
+    imports nothing of fueltensor as a package."""
+    path = Path(__file__).resolve().parents[1] / "kernels" / "shaped_abi.py"
+    spec = importlib.util.spec_from_file_location("shaped_abi", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def exactly(channel: socket.socket, n: int) -> bytes | None:

@@ -24,6 +24,8 @@ from fueltensor.engine import execute, foreign
 from fueltensor.engine.backends import current_policy, observe, trace
 from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
+from fueltensor.kernels.exact_sums import rows
+from fueltensor.ops import REDUCTION_BY_KIND
 from fueltensor.registry import require
 from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message
 from fueltensor.tools import checked
@@ -36,6 +38,7 @@ from fueltensor.tools.comparisons import (
     text_table,
 )
 from fueltensor.tools.differences import difference_counts
+from fueltensor.tools.judge.reduction_checks import summary
 from fueltensor.tools.selection import Selection, alternatives, other_rules, rule_note, select
 from fueltensor.tools.timing import Timing, race
 
@@ -66,7 +69,7 @@ def diff(
         score = np.where(equal, -1.0, measured.ulp)
         flat = int(np.argmax(score))
         index = tuple(int(i) for i in np.unravel_index(flat, base.shape))
-        operands = [np.broadcast_to(t._array, base.shape)[index] for t in tensors]
+        operands = _operands_at(baseline, tensors, index, base.shape)
         specs = baseline.kernel.inputs
         named = dict(zip((s.name for s in specs), operands, strict=True))
         worst = Worst(
@@ -106,22 +109,50 @@ def diff(
     )
 
 
+def label(plan: Plan) -> str:
+    """The operation as a comparison's row names it: a reduction with its axes (`sum over axes
+    (1,)`, every axis of a rank-2 input `(0, 1)`), the others by name."""
+    if plan.op_kind in REDUCTION_BY_KIND and plan.params:
+        return f"{plan.op} over axes {plan.params[0]}"
+    return plan.op
+
+
+def _operands_at(
+    plan: Plan, tensors: tuple[FuelTensor, ...], index: tuple[int, ...], shape: tuple[int, ...]
+) -> list[object]:
+    """The operands of output `index`: each tensor's element there (broadcast), or for a
+    reduction its reduced row of x, summarised (length, extremes, first elements)."""
+    if plan.op_kind in REDUCTION_BY_KIND and plan.params:
+        table = rows(tensors[0]._array, plan.params[0])  # type: ignore[arg-type]
+        return [summary(table[int(np.ravel_multi_index(index, shape)) if shape else 0])]
+    return [np.broadcast_to(t._array, shape)[index] for t in tensors]
+
+
 def _lanes(differ: np.ndarray, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """The index of each of the first `LANES` differing elements (`differ`, flat), in order."""
     flat = np.flatnonzero(differ)[:LANES]
+    if not shape:  # a 0-d result (a full reduction): its one element's index is ()
+        return ((),) * flat.size
     return tuple(map(tuple, np.stack(np.unravel_index(flat, shape), axis=-1).tolist()))
 
 
 def _not_compared(plan: Plan, selection: Selection, dtypes: tuple[str, ...]) -> Comparison:
     """The row of an operation no other selected kernel admits, saying why."""
     if plan.kernel is None:
-        label, note = "host", "no contract admits it"
+        kernel, note = "host", "no contract admits it"
     else:
-        label = plan.kernel.name
+        kernel = plan.kernel.name
         scope = "allowed" if selection.kernels is None else "selected"
-        note = f"no other {scope} kernel admits it (only {label}, of {plan.provider})"
+        note = f"no other {scope} kernel admits it (only {kernel}, of {plan.provider})"
     return Comparison(
-        plan.op, plan.op_kind, dtypes, plan.out_shape, (label,), False, count=plan.size, note=note
+        label(plan),
+        plan.op_kind,
+        dtypes,
+        plan.out_shape,
+        (kernel,),
+        False,
+        count=plan.size,
+        note=note,
     )
 
 
@@ -161,7 +192,7 @@ def _observer(
         timings = _timings(plans, tensors) if timing and key not in timed else {}
         timed.add(key)
         for other, out in zip(others, outputs, strict=True):
-            row = diff(plan.op, tensors, plan, result._array, other, out, timings)
+            row = diff(label(plan), tensors, plan, result._array, other, out, timings)
             report.add(replace(row, position=position, note=rule_note(named, other)))
 
     return seen

@@ -78,6 +78,7 @@ def other_rules(planning: Planning, plan: Plan, selection: Selection, reg: Regis
         to=planning.to,
         fixed=planning.fixed,
         request=Request(request.dtype),
+        out_shape=plan.out_shape,
     )
     served = {plan.provider} | {p.provider for p in alternatives(planning, plan, selection)}
     out = []

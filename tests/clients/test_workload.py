@@ -15,7 +15,10 @@ import pytest
 from _extras import OUTSIDE, ROOT
 
 import fueltensor as ft
-from fueltensor.ops import UNARY_OPS
+from fueltensor.ops import BY_KIND, PLANNED_REDUCTIONS, UNARY_OPS, OpKind
+from fueltensor.tools.compare import label
+
+SUM, MAX = (BY_KIND[kind.value] for kind in (OpKind.SUM, OpKind.MAX))
 
 SCRIPT = ROOT / "examples" / "workload.py"
 
@@ -84,7 +87,7 @@ def test_compare_backends_reports_every_operation_the_trace_saw(workload: Module
         workload.block(x, params)
     rows = sorted(report, key=lambda c: c.position)
     assert report.operations == len(plans)
-    assert [plan.op for plan in plans] == list({c.position: c.op for c in rows}.values())
+    assert [label(plan) for plan in plans] == list({c.position: c.op for c in rows}.values())
     host = [plan.op for plan in plans if plan.kernel is None]
     alone = [c.op for c in rows if c.op_kind is not None and not c.compared]  # one kernel only
     assert host and report.operations - report.compared == len(host) + len(alone)
@@ -92,6 +95,23 @@ def test_compare_backends_reports_every_operation_the_trace_saw(workload: Module
     assert summary.startswith(f"{len(plans)} operations ran: {report.compared} compared, ")
     no_second = f", {len(alone)} with no second kernel" if alone else ""
     assert f"{len(host) + len(alone)} not compared ({len(host)} host{no_second})" in summary
+
+
+def test_the_layer_norms_and_softmaxs_reductions_are_compared_with_the_oracle(
+    workload: ModuleType,
+) -> None:
+    """The layer norm's mean and var are compositions of planned steps (sums, divides, a
+    subtract, a multiply) and the softmax's max and sum are planned: with the oracle named, every
+    reduction among those steps is compared, bit for bit, with the oracle's kernel, and no row
+    is a host mean or var."""
+    with ft.compare_backends("cpu", "reference", timing=False) as report:
+        workload.block(*workload.inputs())
+    reductions = {row.name for row in PLANNED_REDUCTIONS}
+    rows = [c for c in report if c.op.split(" over axes ")[0] in reductions]  # "sum over axes (1,)"
+    assert {c.op.split(" over axes ")[0] for c in rows} == {SUM.name, MAX.name}
+    assert len(rows) == 5  # the layer norm's 3 sums, the softmax's max and sum
+    assert all(c.compared and c.kernels[1].startswith("ref_") for c in rows)
+    assert not {c.op for c in report} & {ft.mean.__name__, ft.var.__name__}  # no host rows
 
 
 def test_exp_tanh_and_sqrt_are_contract_operations(workload: ModuleType) -> None:

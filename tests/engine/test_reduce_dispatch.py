@@ -1,11 +1,13 @@
-"""ft.sum, ft.max and ft.min planned through the reduction contracts (issue 48; engine/reduce.py):
-over F32, F64, BF16 and F16 a provider's kernel runs, never the host, and its bits are the
-declared order's (judge.orders.simulate, read from the chosen contract's declaration) or, for
-the oracle, the exact sum rounded once (kernels.exact_sums), and max/min the selection with the
-first zero of a tie; on every view of the input (strided, flipped, offset, broadcast, 0-d,
-empty), with and without keepdims, over every axis combination. Integers, bool, complex and a
-`dtype=` other than x's stay on the host with NumPy's results; axes are checked before any
-work."""
+"""ft.sum, ft.prod, ft.max and ft.min planned through the reduction contracts (issue 48;
+engine/reduce.py): over F32, F64, BF16 and F16 a provider's kernel runs, never the host, and its
+bits are the declared order's (judge.orders.simulate, read from the chosen contract's
+declaration) or, for the oracle, the exact sum rounded once (kernels.exact_sums) and the exact
+product rounded once (`exact_product` here, from the formula: Fractions, the nearest of the
+format's neighbours, ties to even), and max/min the selection with the first zero of a tie;
+on every view of the input (strided, flipped, offset, broadcast, 0-d, empty), with and without
+keepdims, over every axis combination; a product's special values (NaN, inf·0, signed zeros,
+overflow and underflow, subnormals). Integers, bool, complex and a `dtype=` other than x's stay
+on the host with NumPy's results; axes are checked before any work."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _nearest import product_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,9 +27,17 @@ from fueltensor.kernels.exact_sums import exact_sum, rows
 from fueltensor.tools.judge.orders import declared, selected, simulate
 
 FLOATS = (np.float32, np.float64, ml_dtypes.bfloat16, np.float16)
-SUM, MAX, MIN = ops.PLANNED_REDUCTIONS
+SUM, PROD, MAX, MIN = (
+    ops.BY_KIND[k] for k in (ops.OpKind.SUM, ops.OpKind.PROD, ops.OpKind.MAX, ops.OpKind.MIN)
+)
 OWN = ("fuel-cpu-backend", "fuel-reference-backend")
-FUNCTIONS = {SUM.name: ft.sum, MAX.name: ft.max, MIN.name: ft.min}
+FUNCTIONS = {SUM.name: ft.sum, PROD.name: ft.prod, MAX.name: ft.max, MIN.name: ft.min}
+
+
+def exact_product(table: np.ndarray) -> np.ndarray:
+    """Each row's product from the formula (`_nearest.product_bits`), in the table's dtype."""
+    found = np.array([product_bits(row) for row in table], f"u{table.dtype.itemsize}")
+    return found.view(table.dtype)
 
 
 def expected(name: str, x: np.ndarray, axes: tuple[int, ...], plan: Any) -> np.ndarray:
@@ -36,14 +47,16 @@ def expected(name: str, x: np.ndarray, axes: tuple[int, ...], plan: Any) -> np.n
     d = declared(plan.kernel)
     shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
     out = np.empty(shape, x.dtype)
-    if name != SUM.name:
+    if name in (MAX.name, MIN.name):
         tie = "lhs" if isinstance(d, str) else d.zero_tie  # max/min declare no accumulator
         table = rows(x, axes)
         out.reshape(-1)[...] = selected(table, x.dtype, name == MAX.name, tie)
-    elif isinstance(d, str) or not d.fixes_bits:
-        exact_sum(x, axes, out)
+    elif not isinstance(d, str) and d.fixes_bits:
+        out.reshape(-1)[...] = simulate(rows(x, axes), d, x.dtype, product=name == PROD.name)
+    elif name == PROD.name:
+        out.reshape(-1)[...] = exact_product(rows(x, axes))
     else:
-        out.reshape(-1)[...] = simulate(rows(x, axes), d, x.dtype)
+        exact_sum(x, axes, out)
     return out
 
 
@@ -76,9 +89,17 @@ def check(name: str, base: np.ndarray, view: np.ndarray, axis: Any, keepdims: bo
     assert np.all(same | nan), (name, got, want)
 
 
-def sample(dtype: Any, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    """Values of every sign and a spread of magnitudes, zeros of both signs among them."""
+def sample(dtype: Any, shape: tuple[int, ...], seed: int, name: str = "") -> np.ndarray:
+    """Values of every sign and a spread of magnitudes, zeros of both signs among them; for a
+    product, values near 1 of both signs (long rows neither overflow nor underflow), one in
+    twenty scaled by 2^±12 (some rows leave a narrow format), a few zeros of both signs."""
     rng = np.random.default_rng(seed)
+    if name == PROD.name:
+        x = np.array((1 + rng.uniform(-1 / 64, 1 / 64, shape)) * rng.choice([-1.0, 1.0], shape))
+        x *= np.where(rng.random(shape) < 0.05, 2.0 ** rng.choice([-12, 12], shape), 1.0)
+        x[rng.random(shape) < 0.002] = -0.0
+        x[rng.random(shape) < 0.002] = 0.0
+        return x.astype(dtype)
     x = np.asarray(rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape))
     x[rng.random(shape) < 0.05] = -0.0
     return x.astype(dtype)
@@ -90,7 +111,7 @@ def sample(dtype: Any, shape: tuple[int, ...], seed: int) -> np.ndarray:
 def test_every_axis_combination_runs_a_contract_with_its_bits(
     backend: str, name: str, dtype: Any
 ) -> None:
-    base = sample(dtype, (3, 4, 300), 1)
+    base = sample(dtype, (3, 4, 300), 1, name)
     with ft.use_backend(backend):
         for r in range(4):
             for axes in combinations(range(3), r):
@@ -103,7 +124,7 @@ def test_every_axis_combination_runs_a_contract_with_its_bits(
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_every_view_gives_the_contract_bits(name: str, dtype: Any) -> None:
-    base = sample(dtype, (6, 520), 2)
+    base = sample(dtype, (6, 520), 2, name)
     views = [
         base[::2, ::3],  # strided
         base[::-1, ::-1],  # flipped
@@ -141,14 +162,14 @@ def test_empty_sums_are_zero_and_empty_extrema_are_refused_naming_the_axis(dtype
 def test_hypothesis_shapes_axes_and_steps(
     shape: list[int], data: st.DataObject, name: str, dtype: Any
 ) -> None:
-    base = sample(dtype, tuple(n * 2 for n in shape), 3)
+    base = sample(dtype, tuple(n * 2 for n in shape), 3, name)
     steps = data.draw(
         st.lists(st.sampled_from([1, 2, -1, -2]), min_size=len(shape), max_size=len(shape))
     )
     view = base[tuple(slice(None, None, s) for s in steps)]
     axes = data.draw(st.sets(st.integers(0, max(len(shape) - 1, 0)), max_size=len(shape)))
     axis = tuple(sorted(axes)) if shape else None
-    if name != SUM.name and any(view.shape[i] == 0 for i in (axis or range(view.ndim))):
+    if name in (MAX.name, MIN.name) and any(view.shape[i] == 0 for i in (axis or range(view.ndim))):
         return  # refused: tested above
     check(name, base, view, axis, data.draw(st.booleans()))
 
@@ -205,3 +226,36 @@ def test_a_column_step_of_two_gives_the_contract_bits(dtype: Any) -> None:
     rng = np.random.default_rng(5)
     wide = (rng.standard_normal((10, 8)) * 100).astype(dtype)
     check(SUM.name, wide, wide[::-1, ::2], 0, False)
+
+
+@pytest.mark.parametrize("backend", OWN)
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_products_of_special_values_give_the_contract_bits(backend: str, dtype: Any) -> None:
+    """NaN, inf·0, infinities and zeros of both signs, an overflow (of the result, and of a
+    partial product only), an underflow to a subnormal and to zero, subnormal elements; and the
+    empty product, +1."""
+    f = ml_dtypes.finfo(dtype)
+    big, tiny, least = float(f.max), float(f.smallest_normal), float(f.smallest_subnormal)
+    nan, inf = np.nan, np.inf
+    table = [
+        [nan, 1, 2, 3], [2, inf, 0, 1], [-inf, 2, 3, 1], [2, -inf, -0.0, 1], [-0.0, 2, -3, 1],
+        [-0.0, -0.0, -0.0, 1], [0.0, -0.0, 1, 1], [big, big, 0.5, 0.25], [big, 2, 0.5, 0.5],
+        [least, 0.5, 3, 1], [least, least, 1, 1], [tiny, 0.75, 1, -1], [tiny, 2**-3, 2**3, 1],
+    ]  # fmt: skip
+    base = np.array(table).astype(dtype)
+    with ft.use_backend(backend):
+        for view in (base, base[::-1, ::-1], base.T):
+            check(PROD.name, base, view, 1 if view is not base.T else 0, False)
+        empty = ft.asarray(np.zeros((0, 3), dtype))
+        got = np.asarray(ft.prod(empty, axis=0))
+        assert ft.explain(ft.prod, empty, axis=0).kernel is not None
+    assert got.dtype == np.dtype(dtype) and (got.astype(np.float64) == 1).all()
+    assert not np.signbit(got.astype(np.float64)).any()
+
+
+def test_integer_products_stay_on_the_host_wrapping_as_numpy() -> None:
+    x = np.array([[2**40, 2**40], [3, -5]], np.int64)
+    t = ft.asarray(x)
+    assert ft.explain(ft.prod, t).kernel is None
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(np.asarray(ft.prod(t, axis=1)), np.prod(x, axis=1))

@@ -12,6 +12,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _nearest import nearest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,31 +25,6 @@ DTYPES = [
     np.dtype(ml_dtypes.bfloat16),
     np.dtype(np.float16),
 ]
-
-
-def nearest(value: Fraction, dtype: np.dtype[Any]) -> int:
-    """The bits of `value` rounded to nearest, ties to even, in `dtype` (inf past the range, as
-    IEEE 754's overflow rule: beyond the largest finite plus half its ULP)."""
-    width = dtype.itemsize * 8
-    guess = int(bits(np.array(float(value), np.float64).astype(dtype))[()])
-    sign = guess >> (width - 1)
-    candidates = {guess}
-    for step in (-1, 1):
-        other = guess + step
-        if 0 <= other < (1 << width) and (other >> (width - 1)) == sign:
-            candidates.add(other)
-    finite = [c for c in candidates if np.isfinite(from_bits(np.array([c]), dtype)[0])]
-
-    def distance(c: int) -> tuple[Fraction, int]:
-        return abs(Fraction(float(from_bits(np.array([c]), dtype)[0])) - value), c & 1
-
-    best = min(finite, key=distance)
-    f = float_format(dtype)
-    top = float(f.scalar(f.max_pattern))
-    ulp = top - float(f.scalar(f.max_pattern - 1))
-    if abs(value) >= Fraction(top) + Fraction(ulp) / 2:
-        return int(bits(np.array(np.inf if value > 0 else -np.inf, dtype))[()])
-    return best
 
 
 def reference(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:

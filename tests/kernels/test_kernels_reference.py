@@ -287,9 +287,9 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         check=True,
     )
     loaded = run.stdout.split()
-    # the op table and its families (names and host ufuncs, no numerics of the CPU provider's),
+    # the op table (its families, names and host ufuncs, no numerics of the CPU provider's),
     # its host functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels'
-    # names), the oracle's own casts and exact sums and exact matmul are the only other
+    # names) and the oracle's own casts, exact reductions and exact matmul are the only other
     # modules it reads
     assert loaded == [
         "fueltensor",
@@ -300,6 +300,7 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
         "fueltensor.kernels.exact_matmul",
+        "fueltensor.kernels.exact_products",
         "fueltensor.kernels.exact_reductions",
         "fueltensor.kernels.exact_sums",
         "fueltensor.kernels.reference",

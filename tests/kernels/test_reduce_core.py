@@ -119,6 +119,13 @@ def sample(
     return (rng.standard_normal(shape) * 2.0 ** rng.integers(-4, 5, shape)).astype(dtype)
 
 
+@pytest.fixture(autouse=True)
+def every_isa(isa: str) -> str:
+    """Every test on each instruction set's body this CPU runs (the conftest's `isa` fixture
+    selects it): the vector bodies hold more lanes or outputs at once, never another order."""
+    return isa
+
+
 @pytest.fixture
 def cores() -> Iterator[None]:
     """The test pretends a core count and a low split threshold: both come back after."""
@@ -402,3 +409,52 @@ def test_views_whose_stride_is_the_accumulator_width_read_their_own_dtype(
                 np.testing.assert_array_equal(
                     got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}")
                 )
+
+
+def selected(op: int, table: Array) -> Array:
+    """The max (min) fold of each row by its definition: the first NaN, bits kept, if the row
+    holds one; else the first element equal to the extreme (so the first zero of a -0/+0 tie)."""
+    got = []
+    for r in table:
+        wide = r.astype(np.float64)
+        nan = np.flatnonzero(np.isnan(wide))
+        extreme = wide.max() if op == MAX else wide.min()
+        got.append(r[nan[0]] if nan.size else r[np.flatnonzero(wide == extreme)[0]])
+    return np.array(got, table.dtype)
+
+
+def extremes_case(rng: np.random.Generator, shape: tuple[int, int], dtype: Any) -> Array:
+    """Rows of random values; in row 1 two NaNs of other payloads, late; rows 2 and 3 of one
+    sign with zeros of both signs planted (their max, their min, is a zero)."""
+    u = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    x = sample(rng, shape, dtype)
+    n = shape[1]
+    nan = bits(np.array([np.nan], dtype))[0]
+    bits(x)[1, (3 * n) // 4] = nan | np.array(3, u)
+    bits(x)[1, n - 2] = nan | np.array(5, u)
+    x[2] = -np.abs(x[2])
+    x[3] = np.abs(x[3])
+    for row in (2, 3):
+        for at, zero in ((n // 3, -0.0), (n // 3 + 7, 0.0), (n - 1, -0.0)):
+            x[row, at] = zero
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_max_and_min_of_long_rows_and_down_columns(count: int, dtype: Any, cores: None) -> None:
+    """The vector paths and the split: rows longer than the core's chunks (split on `count`
+    threads, their results folded in order), a column walk (outputs read together), and one
+    long 1-d input; every NaN, zero tie and extreme the fold's, bit for bit."""
+    threads.pretend_cores(count)
+    _native.set_parallel_from(1024)
+    rng = np.random.default_rng(count)
+    acc = accumulators(dtype)[0]
+    x = extremes_case(rng, (4, 150_001), dtype)
+    columns = np.ascontiguousarray(extremes_case(rng, (130, 300), dtype).T)
+    with threads.running_on(count):
+        for op in (MAX, MIN):
+            for case, axes in ((x, (1,)), (columns, (0,)), (x[2], (0,)), (x[1], (0,))):
+                got = run(op, case, axes, acc, BLOCKED)
+                want = selected(op, rows(case, axes)).reshape(got.shape)
+                assert same_bits(bits(got), bits(want)), (op, case.shape, axes)

@@ -51,12 +51,14 @@ class Built:
     kernel: ShapedCompiledKernel
 
 
-def _build(source: str, into: Path, document: Path = DOCUMENT) -> Built:
-    """`source` built with cc into `into` (warnings are errors; sanitized in the sanitizer
-    pass), loaded, registered as the example's provider, and the registry of the bundled
-    contracts and `document`."""
+def _build(
+    source: str, into: Path, document: Path = DOCUMENT, flags: tuple[str, ...] = SANITIZED
+) -> Built:
+    """`source` built with cc into `into` (warnings are errors; with `flags`: sanitized in the
+    sanitizer pass), loaded, registered as the example's provider, and the registry of the
+    bundled contracts and `document`."""
     (into / "my_sum.c").write_text(source, encoding="utf-8")
-    library = build_c(into / "my_sum.c", into / "libmy_sum.so", "-Wall", "-Werror", *SANITIZED)
+    library = build_c(into / "my_sum.c", into / "libmy_sum.so", "-Wall", "-Werror", *flags)
     ft.register_provider(PROVIDER, ft.load_library(library, {ENTRY: "my_sum_f32"}))
     reg = ft.Registry.from_paths([*document_paths(bundled_contracts_dir()), document])
     kernel = reg.kernel("my_sum_f32")
@@ -122,8 +124,15 @@ def test_ft_sum_dispatches_the_c_kernel_in_its_declared_order(built: Built) -> N
             assert np.allclose(got, oracle, rtol=1e-4, atol=1e-4), (name, axis)
 
 
-def test_the_judge_runs_the_c_kernel_and_passes_it(built: Built) -> None:
-    report = ft.judge(built.registry, kernels=["my_sum_f32"], quick=True, progress=False)
+def _judged(source: str, into: Path) -> Built:
+    """`source` built for the judge, which calls it in its checked worker: a plain process, no
+    sanitizer runtime there to load a sanitized build (the calls in this process check it)."""
+    return _build(source, into, flags=())
+
+
+def test_the_judge_runs_the_c_kernel_and_passes_it(tmp_path: Path) -> None:
+    plain = _judged(SOURCE.read_text(encoding="utf-8"), tmp_path)
+    report = ft.judge(plain.registry, kernels=["my_sum_f32"], quick=True, progress=False)
     assert report.ok, str(report)
     (row,) = report.rows
     assert row.probes > 0
@@ -135,7 +144,7 @@ def test_a_cheating_build_fails_the_judge(cheat: str, tmp_path: Path) -> None:
     before, after = CHEATS[cheat]
     source = SOURCE.read_text(encoding="utf-8")
     assert source.count(before) == 1, "the example changed: update the cheat"
-    cheating = _build(source.replace(before, after), tmp_path)
+    cheating = _judged(source.replace(before, after), tmp_path)
     report = ft.judge(cheating.registry, kernels=["my_sum_f32"], quick=True, progress=False)
     (row,) = report.rows
     assert not report.ok, cheat

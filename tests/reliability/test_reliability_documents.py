@@ -43,6 +43,8 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-reference-backend-fp8.md": 30,
     "fuel-cpu-backend-reduce.md": 80,
     "fuel-reference-backend-reduce.md": 30,
+    "fuel-cpu-backend-argreduce.md": 40,
+    "fuel-reference-backend-argreduce.md": 20,
     "numpy-fp8.md": 30,
     "numpy-cast.md": 40,
     "torch-cast.md": 40,

@@ -50,10 +50,12 @@ def test_the_reduction_rows_are_numbered_apart_and_planned_where_contracts_serve
     reduction = ", ".join("R_" + op.kernel_op.upper() for op in ops.REDUCTION_OPS)
     assert f"enum {{ {reduction}, N_REDUCTION_OPS }};" in text
     assert all(row.family is families.Family.REDUCTION for row in ops.REDUCTION_OPS)
-    # sum, max and min have contracts and are planned (issue 48); prod's are to come
+    # sum, prod, max, min, argmax and argmin have contracts and are planned (issue 48)
     planned = set(ops.REDUCTION_OPS) & set(ops.CONTRACT_OPS)
     assert planned == set(ops.PLANNED_REDUCTIONS)
-    assert {row.op_kind for row in planned} == {ops.OpKind.SUM, ops.OpKind.MAX, ops.OpKind.MIN}
+    kinds = {ops.OpKind.SUM, ops.OpKind.PROD, ops.OpKind.MAX, ops.OpKind.MIN}
+    kinds |= {ops.OpKind.ARGMAX, ops.OpKind.ARGMIN}
+    assert {row.op_kind for row in planned} == kinds
     kinds = {op.op_kind for op in (*ops.CONTRACT_OPS, *ops.REDUCTION_OPS)}
     assert len(kinds) == len(ops.CONTRACT_OPS) + len(ops.REDUCTION_OPS) - len(planned)
 

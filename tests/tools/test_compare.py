@@ -264,10 +264,10 @@ def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
     with compare_backends("cpu", "numpy") as report:
         ft.expm1(x)
         x + y
-        ft.prod(x)  # a host operation (a float sum plans its contract now: engine.reduce)
-    assert [c.op for c in sorted(report, key=lambda c: c.position)] == ["expm1", "add", "prod"]
-    exp, _, total = (c for c in report.grouped())
-    assert (exp.kernels, exp.compared, exp.count, total.shape) == (("host",), False, 15, ())
+        ft.vecdot(x, y)  # a host operation (matmul's contracts are issue 46's)
+    assert [c.op for c in sorted(report, key=lambda c: c.position)] == ["expm1", "add", "vecdot"]
+    exp, _, dots = (c for c in report.grouped())
+    assert (exp.kernels, exp.compared, exp.count, dots.shape) == (("host",), False, 15, (3,))
     assert (report.operations, report.compared) == (3, 1)
     text = " ".join(str(report).split())
     assert "not compared, a host operation (NumPy): no contract covers it: expm1(float32)" in text
@@ -284,15 +284,15 @@ def test_operations_not_compared_for_one_reason_share_its_line() -> None:
     x, _, _, _ = operands()
     i = ft.asarray([1, 2])
     with compare_backends("cpu", "numpy", timing=False) as report:
-        ft.prod(x)  # a host operation (a float sum plans its contract now: engine.reduce)
+        ft.vecdot(x, x)  # a host operation (matmul's contracts are issue 46's)
         i + i
         ft.matmul(x, x.T)
-        ft.prod(x)  # the same call again: named once
+        ft.vecdot(x, x)  # the same call again: named once
         i * i
     # one line per reason, each call named once, in the order they ran
     assert report.reasons() == [
         "not compared, a host operation (NumPy): no contract covers it: "
-        "prod(float32), matmul(float32, float32)",
+        "vecdot(float32, float32), matmul(float32, float32)",
         "not compared, no contract admits it: add(int64, int64), multiply(int64, int64)",
     ]
 
@@ -470,3 +470,26 @@ def test_nan_payloads_false_forgives_only_nan_against_nan(
     assert f"{c.nan_payloads} of 4096 elements are NaNs that differ only in payload" in message
     report.assert_equal(max_ulp=0, nan_payloads=False)
     assert c.mismatches == c.nan_payloads
+
+
+def test_a_reduction_is_compared_with_each_named_providers_kernel() -> None:
+    """A sum and a max planned through their contracts are compared with the oracle's kernels
+    when a `when_named` provider is named beside it (the re-planning keeps the reduced shape);
+    the worst lane of a differing sum names the row it reduced, not one operand value."""
+    rng = np.random.default_rng(4)
+    scale = 10.0 ** rng.integers(-4, 4, (6, 4000))
+    values = (rng.standard_normal((6, 4000)) * scale).astype(np.float32)
+    x = ft.asarray(values)
+    with compare_backends("cpu", "numpy", "reference", timing=False) as report:
+        ft.sum(x, axis=1)
+        ft.max(x[:, ::-3], axis=0, keepdims=True)
+    rows = sorted(report, key=lambda c: (c.position, c.kernels))
+    assert [(c.op, c.compared, c.kernels) for c in rows] == [
+        ("sum over axes (1,)", True, ("sum_f32", "numpy_sum_f32")),
+        ("sum over axes (1,)", True, ("sum_f32", "ref_sum_f32")),
+        ("max over axes (0,)", True, ("max_f32", "numpy_max_f32")),
+        ("max over axes (0,)", True, ("max_f32", "ref_max_f32")),
+    ]
+    assert rows[0].shape == (6,) and rows[2].count == 1334 and rows[3].equal == 1334
+    worst = rows[1].worst
+    assert worst is not None and re.search(r"inputs \(x 4000 elements from ", worst.message)

@@ -4,12 +4,17 @@ NumPy's pairwise or no declared order (by the bound); the reduction cheat catalo
 docs/reductions.md fails, each failure naming the case and the output: a bfloat16 accumulator
 declared F32, an order that follows the thread count, a skipped last partial block, pairwise
 adds declared sequential, and a kernel off by more than the bound; and an order that follows
-the memory layout or the batch fails its invariance claim."""
+the memory layout or the batch fails its invariance claim. Products (judge/products.py): an
+honest blocked product passes bit for bit and np.prod by the bound; a bfloat16 accumulator
+declared F32 (in a declared order and in none), an error past the bound, an empty product of 0,
+flushed subnormals, unsigned zeros and NaN turned to a number each fail, naming case and
+output."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,8 @@ def document(
     text = text.replace("shape_rule: same_as(a)", "shape_rule: reduce(a)")
     text = text.replace(" + b_count * dtype_bytes", "")
     text = text.replace("dtypes: [F32]", f"dtypes: [{dtypes}]")
+    if row.op_kind in ops.INDEX_REDUCTIONS:  # an index: int64 whatever x is
+        text = text.replace("dtype_rule: passthrough(a)", "dtype_rule: fixed(I64)")
     text = text.replace("  op_params: {variant: None}", f"  op_params: {{{op_params}}}")
     layout = text.index("      layout:\n")
     rank = text.index("      rank: any")
@@ -104,21 +111,23 @@ def _table(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return moved.reshape(outputs, m)
 
 
-def _in_order(columns: np.ndarray) -> np.ndarray:
-    """Each column of (elements, n) summed in element order: the last of its running sums
-    (np.add.reduce over the first axis is in order only for two columns or more: a single one
-    is contiguous, and NumPy sums it pairwise, which the judge's batch audit caught)."""
-    return np.add.accumulate(columns, axis=0)[-1]
+def _in_order(columns: np.ndarray, ufunc: np.ufunc = np.add) -> np.ndarray:
+    """Each column of (elements, n) summed (multiplied, by `ufunc`) in element order: the last
+    of its running sums (np.add.reduce over the first axis is in order only for two columns or
+    more: a single one is contiguous, and NumPy sums it pairwise, which the judge's batch audit
+    caught)."""
+    return ufunc.accumulate(columns, axis=0)[-1]
 
 
-def _pairs(sums: list[np.ndarray]) -> np.ndarray:
-    """The block sums combined: the left part the largest power of two below the count."""
+def _pairs(sums: list[np.ndarray], ufunc: np.ufunc = np.add) -> np.ndarray:
+    """The block sums (products) combined: the left part the largest power of two below the
+    count."""
     if len(sums) == 1:
         return sums[0]
     half = 1
     while half * 2 < len(sums):
         half *= 2
-    return _pairs(sums[:half]) + _pairs(sums[half:])
+    return ufunc(_pairs(sums[:half], ufunc), _pairs(sums[half:], ufunc))
 
 
 def _accumulator(x: np.ndarray) -> Any:
@@ -126,9 +135,13 @@ def _accumulator(x: np.ndarray) -> Any:
     return np.float64 if x.dtype == np.float64 else np.float32
 
 
-def blocked(block: int | Callable[[], int], acc: Any = None, skip_tail: bool = False) -> Kernel:
-    """A blocked-order sum: each block's elements added in order, the blocks by the tree;
-    `acc` the accumulator (default per input dtype), `block` a number or a function of now."""
+def blocked(
+    block: int | Callable[[], int], acc: Any = None, skip_tail: bool = False,
+    ufunc: np.ufunc = np.add,
+) -> Kernel:  # fmt: skip
+    """A blocked-order sum (product, `ufunc` np.multiply): each block's elements joined in
+    order, the blocks by the tree; `acc` the accumulator (default per input dtype), `block` a
+    number or a function of now; an empty row the ufunc's identity."""
 
     def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
         b = block() if callable(block) else block
@@ -136,12 +149,13 @@ def blocked(block: int | Callable[[], int], acc: Any = None, skip_tail: bool = F
         table = _table(x, axes).astype(dtype)
         outputs, m = table.shape
         if m == 0:
-            out[...] = 0
+            out[...] = ufunc.identity
             return
         starts = range(0, m - m % b if skip_tail else m, b)
         with np.errstate(all="ignore"):  # inf - inf is NaN, as it should be
-            sums = [_in_order(table[:, s : s + b].T) for s in starts] or [np.zeros(outputs, dtype)]
-            out.reshape(-1)[...] = _pairs(sums).astype(x.dtype)
+            sums = [_in_order(table[:, s : s + b].T, ufunc) for s in starts]
+            sums = sums or [np.full(outputs, ufunc.identity, dtype)]
+            out.reshape(-1)[...] = _pairs(sums, ufunc).astype(x.dtype)
 
     return kernel
 
@@ -425,26 +439,100 @@ def test_a_zero_tie_is_judged_by_the_declared_rule(
     assert [a.ok for a in either.rows] == [True, True], either.failures
 
 
-def test_a_product_is_not_audited_yet(
+def numpy_prod(scale: float = 1.0, acc: Any = None) -> Kernel:
+    """np.prod in `acc` (default: the declared accumulator), times `scale`."""
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        dtype = acc or _accumulator(x)
+        with np.errstate(all="ignore"):
+            total = np.prod(x.astype(dtype), axis=axes) * dtype(scale)
+            out[...] = np.asarray(total).astype(x.dtype)
+
+    return kernel
+
+
+def altered(kernel: Kernel, change: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
+    """`kernel`, then its output changed by `change(x, out)`: a cheat of one behaviour."""
+
+    def cheat(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        kernel(x, axes, out=out)
+        with np.errstate(all="ignore"):
+            out[...] = change(x, out)
+
+    return cheat
+
+
+def _flush(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Subnormal results flushed to a zero of their sign."""
+    tiny = ml_dtypes.finfo(out.dtype).smallest_normal
+    return np.where(np.abs(out.astype(np.float64)) < float(tiny), out * 0, out)
+
+
+def test_an_honest_blocked_product_passes_at_every_dtype_and_np_prod_by_the_bound(
     contract_text: Callable[..., str], write: Callable[..., Path]
 ) -> None:
-    report = judged(contract_text, write, {"prod": (numpy_sum(), "", "F32")}, row=PROD)
-    assert _failures(report, "prod") == [
-        f"the judge's audit of a {PROD.name} reduction is not built yet"
-    ]
+    product = partial(blocked, ufunc=np.multiply)
+    kernels = {
+        "prod_f32_accumulator": (product(BLOCK), BLOCKED, "F32, BF16, F16"),
+        "prod_f64_accumulator": (product(BLOCK), BLOCKED_F64, "F64"),
+        "np_prod": (numpy_prod(), "accumulator: F32", "F32, BF16"),
+    }
+    report = judged(contract_text, write, kernels, row=PROD)
+    assert report.ok, report.failures
+    for a in report.rows:
+        (note,) = [n for n in a.semantics if n.startswith("reduction:")]
+        assert "within the bound" in note and a.probes > 150, note
+        assert ("the declared order's bits" in note) == (a.kernel != "np_prod"), note
+
+
+def test_the_product_cheat_catalogue_fails(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    product = partial(blocked, ufunc=np.multiply)
+    kernels = {
+        "bf16_accumulator": (product(BLOCK, acc=ml_dtypes.bfloat16), BLOCKED, "F32"),
+        "bf16_any_order": (numpy_prod(acc=ml_dtypes.bfloat16), "accumulator: F32", "F32"),
+        "beyond_the_bound": (numpy_prod(1 + 2.0**-6), "accumulator: F32", "F32"),
+        "empty_is_zero": (altered(product(BLOCK), lambda x, o: o if x.size else o * 0), BLOCKED,
+                          "F32"),
+        "flushes_subnormals": (altered(product(BLOCK), _flush), BLOCKED, "F32"),
+        "unsigned_zeros": (altered(numpy_prod(), lambda x, o: np.where(o == 0, 0, o)),
+                           "accumulator: F32", "F32"),
+        "nan_is_zero": (altered(numpy_prod(), lambda x, o: np.nan_to_num(o)), "accumulator: F32",
+                        "F32"),
+    }  # fmt: skip
+    report = judged(contract_text, write, kernels, row=PROD)
+    long = "'10^4 values 1 + k ulp, k in 0..3'"  # each factor rounds back to 1 in bfloat16
+    drift = _failures(report, "bf16_accumulator")
+    assert any(f.startswith("order: output (0,) of case ") and long in f for f in drift), drift
+    assert any(f.startswith("bound: output (0,) of case ") and long in f for f in drift), drift
+    for name in ("bf16_any_order", "beyond_the_bound"):
+        bound = _failures(report, name)
+        assert any(f.startswith("bound: output (0,) of case ") for f in bound), bound
+    empty = _failures(report, "empty_is_zero")
+    assert any(f.startswith("specials: output (0,) of case 'length 0'") for f in empty), empty
+    flushed = _failures(report, "flushes_subnormals")
+    below = "of case 'a product just below the normal range'"
+    assert any(f.startswith(f"order: output (0,) {below}") for f in flushed), flushed
+    zeros = _failures(report, "unsigned_zeros")
+    assert any(f.startswith("specials: output (2,) of case 'signed zeros'") for f in zeros)
+    nan = _failures(report, "nan_is_zero")
+    assert any(f.startswith("specials: output (0,) of case 'NaN, infinit") for f in nan), nan
 
 
 def test_the_bundled_reduction_documents_pass_the_judge() -> None:
-    """fuel-cpu-backend's sum, max and min (the compiled core, or its pure-NumPy body of the
-    same order) and the oracle's exact sum and selection, as shipped: every kernel passes, and
-    the oracle's sums are held to half an ULP (`accumulator: exact`, k = 0)."""
+    """fuel-cpu-backend's sum, prod, max and min (the compiled core, or its pure-NumPy body of
+    the same order) and the oracle's exact sum, exact product and selection, as shipped: every
+    kernel passes, and the oracle's sums and products are held to half an ULP (`accumulator:
+    exact`, k = 0)."""
     docs = ["fuel-cpu-backend-reduce.md", "fuel-reference-backend-reduce.md"]
     reg = ft.Registry.from_paths([ROOT / "contracts" / d for d in docs])
     rows = judge(reg, quick=True, progress=False).rows
-    assert len(rows) == 24
+    assert len(rows) == 32
     assert {row.kernel: row.failures for row in rows if row.failures} == {}
-    exact = [row for row in rows if str(row.kernel).startswith("ref_" + SUM.kernel_op)]
-    assert len(exact) == 4 and all(row.measured_ulp <= 0.5 for row in exact)
+    for row in (SUM, PROD):
+        exact = [a for a in rows if str(a.kernel).startswith(f"ref_{row.kernel_op}_")]
+        assert len(exact) == 4 and all(a.measured_ulp <= 0.5 for a in exact)
 
 
 def test_an_exact_sum_declares_no_order(
@@ -460,3 +548,95 @@ def test_an_exact_sum_declares_no_order(
     )
     (row,) = report.rows
     assert any("declared for an exact sum" in f for f in row.failures), row.failures
+
+
+# -- argmax and argmin (judge.argreductions) ----------------------------------------------------
+
+ARGMAX, ARGMIN = (ops.BY_KIND[kind] for kind in (ops.OpKind.ARGMAX, ops.OpKind.ARGMIN))
+
+
+def first_extreme(largest: bool, last: Callable[[], bool] = lambda: False) -> Kernel:
+    """np.argmax (`largest`) or np.argmin over the rows: the first NaN, else the first extreme,
+    as the contracts' rule says; the last of them instead while `last()` holds (a cheat)."""
+    find = np.argmax if largest else np.argmin
+
+    def kernel(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+        table = _table(x, axes)
+        if last():
+            out.reshape(-1)[...] = table.shape[1] - 1 - find(table[:, ::-1], axis=1)
+        else:
+            out.reshape(-1)[...] = find(table, axis=1)
+
+    return kernel
+
+
+def nan_ignored(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: np.nanargmax, which skips NaN."""
+    out.reshape(-1)[...] = np.nanargmax(_table(x, axes).astype(np.float64), axis=1)
+
+
+def zero_ordered(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: argmax with -0 below +0 (IEEE 754's maximum ordering), not equal to it."""
+    wide = _table(x, axes).astype(np.float64)
+    wide[(wide == 0) & np.signbit(wide)] = -np.finfo(np.float64).smallest_subnormal
+    out.reshape(-1)[...] = np.argmax(wide, axis=1)
+
+
+def argmax_by_memory(x: np.ndarray, axes: tuple[int, ...], *, out: np.ndarray) -> None:
+    """A cheat: a reduced axis of negative stride scanned in memory order, so a flipped view
+    gives the last of tied maxima."""
+    backwards = any(x.strides[a] < 0 for a in axes)
+    first_extreme(True, lambda: backwards)(x, axes, out=out)
+
+
+@pytest.mark.parametrize("row", [ARGMAX, ARGMIN], ids=["argmax", "argmin"])
+def test_an_honest_argmax_passes_and_a_last_tie_fails(
+    contract_text: Callable[..., str], write: Callable[..., Path], row: ops.ContractOp
+) -> None:
+    """np.argmax (np.argmin) passes at F32, F64, BF16, F16; the last of ties fails, naming the
+    ties case and its output; one that takes the last of ties on more threads fails its claim."""
+    largest = row is ARGMAX
+    kernels = {
+        "honest": (first_extreme(largest), "", "F32, F64, BF16, F16"),
+        "last_tie": (first_extreme(largest, lambda: True), "", "F32"),
+        "thread_tie": (first_extreme(largest, lambda: threads.setting() > 1), "", "F32"),
+    }
+    report = judged(contract_text, write, kernels, row=row)
+    assert [a.ok for a in report.rows] == [True] * 4 + [False] * 2, report.failures
+    assert any(n.startswith(f"reduction: {row.name}, exact: ") for n in report.rows[0].semantics)
+    last = _failures(report, "last_tie")
+    assert any(f.startswith("index: output (0,) of case 'ties of the extreme' is ") for f in last)
+    threaded = _failures(report, "thread_tie")  # its index check runs on the default threads
+    assert any(
+        f.startswith("invariance threads: case 'ties of the extreme'") and "2, 3, 7 threads" in f
+        for f in threaded
+    ), threaded
+
+
+def test_the_argmax_cheats_fail(
+    contract_text: Callable[..., str], write: Callable[..., Path]
+) -> None:
+    """NaN skipped, -0 ranked below +0, and a memory-order scan each fail, naming the case."""
+    kernels = {
+        "nan_ignored": (nan_ignored, "", "F32"),
+        "zero_ordered": (zero_ordered, "", "F32"),
+        "by_memory": (argmax_by_memory, "", "F32"),
+    }
+    report = judged(contract_text, write, kernels, row=ARGMAX)
+    nan = _failures(report, "nan_ignored")
+    assert any(f.startswith("index: output (0,) of case 'NaN first, middle, last'") for f in nan)
+    zeros = _failures(report, "zero_ordered")
+    assert any(f.startswith("index: output (0,) of case '±0 ties' is ") for f in zeros), zeros
+    memory = _failures(report, "by_memory")
+    assert memory and all(f.startswith("invariance layout: case 'flipped'") for f in memory)
+
+
+def test_the_bundled_argreduce_documents_pass_the_judge() -> None:
+    """fuel-cpu-backend's argmax and argmin (the compiled core, or np.argmax over the rows) and
+    the oracle's, as shipped: every kernel passes the index audit."""
+    docs = ["fuel-cpu-backend-argreduce.md", "fuel-reference-backend-argreduce.md"]
+    reg = ft.Registry.from_paths([ROOT / "contracts" / d for d in docs])
+    rows = judge(reg, quick=True, progress=False).rows
+    assert len(rows) == 16
+    assert {row.kernel: row.failures for row in rows if row.failures} == {}
+    assert all(row.reference.startswith("the first index of the extreme") for row in rows)

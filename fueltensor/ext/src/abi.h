@@ -112,6 +112,9 @@ typedef struct {
 enum { ROUND_NEAREST_EVEN, ROUND_TOWARD_ZERO, ROUND_STOCHASTIC, N_ROUNDINGS };
 /* The order of a reduction's or contraction's accumulation (its result's bits depend on it): */
 enum { ORDER_SEQUENTIAL, ORDER_PAIRWISE, ORDER_BLOCKED, N_ORDERS };
+/* How each product of a contraction enters its sum (docs/matmul.md, `products`): exact in the
+ * accumulator, added by one fused multiply-add, or rounded to the accumulator first. */
+enum { PRODUCTS_EXACT, PRODUCTS_FUSED, PRODUCTS_ROUNDED, N_PRODUCTS };
 
 /* A cast's body: out[i] = x[i] converted from `from` to `to` (v2 dtype codes) over n dense
  * elements, by the parameters' rounding (ROUND_*) and `saturate` (out-of-range values to the
@@ -124,7 +127,8 @@ typedef void (*CastBody)(int from, int to, const void *x, void *out, Py_ssize_t 
  * raises a Python exception and never holds the GIL. A reduction: in[0] = x, params axes,
  * keepdims, accumulator (a dtype code), order and, for ORDER_BLOCKED, block (PARAM_I64): the
  * REDUCE capsule (native/reduce.c; docs/ops.md, "Reductions"). A contraction: in[0] = a (..., M, K), in[1] = b
- * (..., K, N), out (..., M, N), params accumulator and order. */
+ * (..., K, N), out (..., M, N), params accumulator, order and products (PRODUCTS_*): the
+ * MATMUL capsule (native/matmul.c). */
 typedef int (*ShapedKernel)(int op, const TensorArg *in, int n_in, const TensorArg *out,
                             const ParamArg *params, int n_params, char *error, size_t error_len);
 /* Contiguize: the `ndim`-D view at `src` (byte strides, any sign, 0 where an axis repeats)
@@ -147,6 +151,8 @@ typedef int (*NanScan)(const void *data, Py_ssize_t n, Py_ssize_t itemsize, uint
 #define CAPSULE_CAST NATIVE_MODULE ".CAST"
 /* The reductions' `ShapedKernel` (native/reduce.c): sum, prod, max, min in a fixed order. */
 #define CAPSULE_REDUCE NATIVE_MODULE ".REDUCE"
+/* The contraction's `ShapedKernel` (native/matmul.c): matmul, float32 sums sequential over K. */
+#define CAPSULE_MATMUL NATIVE_MODULE ".MATMUL"
 /* The op number `_fast`'s entries give comparison c (`_native.COMPARE_OP` + c): past the
  * binary ops and POWI_OP; its body is the COMPARE capsule (a `Body` writing one bool a lane). */
 #define COMPARE_OP (POWI_OP + 1)

@@ -24,8 +24,8 @@ enum { T_WHERE, T_CLAMP, N_TERNARY_OPS };
 static const char *const TERNARY_NAMES[N_TERNARY_OPS] = {"where", "clamp"};
 
 /* reduction. */
-enum { R_SUM, R_PROD, R_MAX, R_MIN, N_REDUCTION_OPS };
-static const char *const REDUCTION_NAMES[N_REDUCTION_OPS] = {"sum", "prod", "max", "min"};
+enum { R_SUM, R_PROD, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, N_REDUCTION_OPS };
+static const char *const REDUCTION_NAMES[N_REDUCTION_OPS] = {"sum", "prod", "max", "min", "argmax", "argmin"};
 
 /* contraction. */
 enum { M_MATMUL, N_CONTRACTION_OPS };

@@ -23,7 +23,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, PLANNED_REDUCTIONS, TERNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, VALUE_REDUCTIONS
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -130,7 +130,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{entry: _unary(entry) for entry in _UNARY_CALLS},
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
     **{f"jax.numpy.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
-    **{f"jax.numpy.{op.name}": _reduction(op.name) for op in PLANNED_REDUCTIONS},
+    **{f"jax.numpy.{op.name}": _reduction(op.name) for op in VALUE_REDUCTIONS},
     "jax.numpy.power(x, int)": _integer_power,
     "jax.numpy.astype": _cast,
 }

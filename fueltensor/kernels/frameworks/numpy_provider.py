@@ -18,7 +18,7 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, PLANNED_REDUCTIONS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, VALUE_REDUCTIONS
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -95,7 +95,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
         if isinstance(getattr(np, op.name, None), np.ufunc)
     },
     **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in TERNARY_OPS},
-    **{f"numpy.{op.name}": _reduction(op.host) for op in PLANNED_REDUCTIONS},
+    **{f"numpy.{op.name}": _reduction(op.host) for op in VALUE_REDUCTIONS},
     "numpy.ndarray.__pow__(int)": _integer_power,
     "numpy.ndarray.astype": _cast,
 }

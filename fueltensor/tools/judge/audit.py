@@ -44,6 +44,7 @@ from fueltensor.testing import (
     summarize,
 )
 from fueltensor.tools.judge import casts
+from fueltensor.tools.judge.argreductions import audit_index, is_index
 from fueltensor.tools.judge.calls import (
     as_operands,
     audited_dtypes,
@@ -195,10 +196,12 @@ def _checks(
     rng: np.random.Generator,
 ) -> None:
     """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
-    order, recorded into `a`; a reduction's own audit (`judge.reductions`) for a contract of a
-    reduction row, a contraction's (`judge.contractions`) for one of a contraction row."""
+    order, recorded into `a`; a reduction's own audit (`judge.reductions`; an index's,
+    `judge.argreductions`) for a contract of a reduction row, a contraction's
+    (`judge.contractions`) for one of a contraction row."""
     if is_reduction(contract.op_kind):
-        audit_reduction(a, contract, fn, dtype, settings, copy_bps, rng)
+        audit = audit_index if is_index(contract.op_kind) else audit_reduction
+        audit(a, contract, fn, dtype, settings, copy_bps, rng)
         return
     if is_contraction(contract.op_kind):
         audit_contraction(a, contract, fn, dtype, settings, copy_bps, rng)

@@ -18,7 +18,6 @@ from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.families import TRAITS
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
-from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.kernels.threads import running_on
 from fueltensor.ops import BY_KIND
 from fueltensor.tools import checked
@@ -88,7 +87,8 @@ def call(fn: KernelFn, plan: Plan, inputs: Sequence[Array], fill: int = 0xA5) ->
     if checked.applies(fn):
         assert plan.kernel is not None
         shape, dtype = plan.out_shape, plan.out_dtype.np
-        return checked.call(cast(CompiledKernel, fn), plan.kernel, inputs, shape, dtype)
+        kernel = cast(checked.Compiled, fn)
+        return checked.call(kernel, plan.kernel, inputs, shape, dtype, params=plan.params)
     out = fresh_out(plan, fill)
     got = cast(Callable[..., object], fn)(*inputs, *plan.params, out=out)
     return got if isinstance(got, np.ndarray) else out
@@ -147,8 +147,8 @@ def timing(fn: KernelFn, plan: Plan, inputs: Sequence[Array], out: Array) -> Tim
     compiled kernel: it never runs in the judge's process)."""
     if checked.applies(fn):
         assert plan.kernel is not None
-        kernel, shape, dtype = cast(CompiledKernel, fn), plan.out_shape, plan.out_dtype.np
-        return checked.timing_of(kernel, plan.kernel, inputs, shape, dtype)
+        kernel, shape, dtype = cast(checked.Compiled, fn), plan.out_shape, plan.out_dtype.np
+        return checked.timing_of(kernel, plan.kernel, inputs, shape, dtype, params=plan.params)
     return time_one(lambda: fn(*inputs, *plan.params, out=out))
 
 

@@ -46,14 +46,8 @@ from fueltensor.tools.judge.calls import call
 from fueltensor.tools.judge.contraction_cases import Pair, contraction_cases
 from fueltensor.tools.judge.orders import Declared, declared, simulate
 from fueltensor.tools.judge.record import Audit, Settings
-from fueltensor.tools.judge.reductions import (
-    THREADS,
-    Findings,
-    determinism,
-    differs_special,
-    half_ulp,
-    on_threads,
-)
+from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
+from fueltensor.tools.judge.reductions import THREADS, determinism, on_threads
 from fueltensor.tools.judge.references import Array
 
 REFERENCE: Final = (
@@ -120,7 +114,7 @@ def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> Non
         cols_ok = np.asarray(np.isfinite(pair.b.astype(np.float64)).all(axis=-2))
     both = rows_ok[..., :, None] & cols_ok[..., None, :]
     finite = np.broadcast_to(both, _outputs(pair)).reshape(-1)
-    for r in np.flatnonzero(~finite & differs_special(got, want))[:1]:
+    for r in np.flatnonzero(~finite & special(got, want))[:1]:
         f.add("specials", pair, f"output {_index(pair, r)} of case '{pair.name}' is "
               f"{format_value(got[r])}, the exact product is {format_value(want[r])}")  # fmt: skip
     gamma = d.gamma(k)
@@ -162,7 +156,7 @@ def check(pair: Pair, got: Array, d: Declared, f: Findings, a: Audit) -> None:
     _bound(pair, got, want, d, f)
     if d.fixes_bits:
         simulated = simulate(products(pair), d, got.dtype)
-        differ = np.flatnonzero(differs_special(got, simulated))
+        differ = np.flatnonzero(special(got, simulated))
         if differ.size:
             r = int(differ[0])
             f.add("order", pair, f"output {_index(pair, r)} of case '{pair.name}' is "

@@ -1,6 +1,6 @@
 """A reduction contract's declared accumulation (docs/reductions.md), and an independent
-simulator of the orders that fix a sum's bits, for the judge's reduction audit
-(`judge.reductions`).
+simulator of the orders that fix a sum's or a product's bits, for the judge's reduction audit
+(`judge.reductions`, `judge.products`).
 
 A contract declares in `accept.op_params`: `accumulator` (an FKC dtype code: every partial sum
 is held in it), `order` (one of `ops.REDUCTION_ORDERS`; none declared: any order), `block` (B,
@@ -35,7 +35,15 @@ reader checks), `fused` (each added by an FMA: one rounding per term, the first 
 or `rounded` (each rounded to the accumulator, then added). The bound's k counts one more
 rounding for `fused` and `rounded` products (Higham §3.1), and for a contraction that declares
 no `products` (held to `rounded`'s bound, its bits not simulated). `pairs: odd_first` is read
-and checked, its bits not simulated yet.
+and checked, its bits not simulated yet. `exact` is simulated as `fused` (the product
+taken exactly, added by an FMA): the same bits wherever the product fits the accumulator, and
+the kernel's where it does not (a BF16 product past float32's range, 2^64 · 2^64).
+
+A product takes the same orders with multiplication (an in-order fold from its first element,
+an empty row +1) and is bounded by |p^ - p| <= γ_(m-1)·|p| + ½ ulp_out(p^) in any order, but only
+where no partial product leaves the accumulator's normal range (`leaves_range`): past it, an
+overflow or an underflow decides the result (an infinity, a zero, inf·0 = NaN), which no bound
+on the exact product describes.
 """
 
 from __future__ import annotations
@@ -119,18 +127,21 @@ class Declared:
         """p of the accumulator's unit roundoff u = 2^-p."""
         return bits_of(self.dtype).mantissa + 1
 
-    def k(self, m: int) -> int:
-        """The bound's k for m reduced elements (docs/reductions.md), at most m - 1; one more
+    def k(self, m: int, product: bool = False) -> int:
+        """The bound's k for m reduced elements (docs/reductions.md), at most m - 1: a
+        product's is m - 1 in any order (every multiplication one rounding, relative); one more
         for a contraction's products rounded or fused (or undeclared)."""
         if self.accumulator == EXACT:
             return 0
         extra = int(self.contraction and m >= 1 and self.products != EXACT_PRODUCTS)
-        return self._order_k(m) + extra
+        return self._order_k(m, product) + extra
 
-    def _order_k(self, m: int) -> int:
-        """The order's k for a sum of m terms, at most m - 1."""
+    def _order_k(self, m: int, product: bool) -> int:
+        """The order's k for m terms (of a sum, or a `product`), at most m - 1."""
         if m <= 1:
             return 0
+        if product:
+            return m - 1
         b = min(self.block, m)
         tree = _log2_ceil(-(-m // self.block))
         if self.order == BLOCKED and self.lanes > 1:
@@ -143,10 +154,11 @@ class Declared:
             return m - 1
         return min(inside + tree, m - 1)
 
-    def gamma(self, m: int) -> Fraction | None:
-        """γ_k = k·u / (1 - k·u) for m elements, exactly; None where k·u >= 1, a row too long
-        for the accumulator to bound (NumPy's bfloat16 sum, in bfloat16, past 256 elements)."""
-        k = self.k(m)
+    def gamma(self, m: int, product: bool = False) -> Fraction | None:
+        """γ_k = k·u / (1 - k·u) for m elements (of a sum, or a `product`), exactly; None where
+        k·u >= 1, a row too long for the accumulator to bound (NumPy's bfloat16 sum, in
+        bfloat16, past 256 elements)."""
+        k = self.k(m, product)
         if k == 0:  # an exact sum's too: its accumulator has no unit roundoff
             return Fraction(0)
         scale = 1 << self.unit_roundoff_bits
@@ -230,28 +242,33 @@ def tie(contract: KernelContract) -> str:
 
 # -- the simulator ------------------------------------------------------------------------------
 
+Join = Callable[[Array, Array], Array]
+"""How the simulator combines two partial results: np.add for a sum, np.multiply for a
+product, or a `Watch` of the product's range."""
 
-def _fold(x: Array) -> Array:
-    """Each row of the last axis summed sequentially, from its first element."""
+
+def _fold(x: Array, join: Join) -> Array:
+    """Each row of the last axis joined sequentially, from its first element."""
     total: Array = x[..., 0].copy()
     for j in range(1, x.shape[-1]):
-        total = total + x[..., j]
+        total = join(total, x[..., j])
     return total
 
 
-def tree(parts: Array) -> Array:
+def tree(parts: Array, join: Join = np.add) -> Array:
     """The fixed pairwise tree over the last axis (the module docstring's)."""
     count = parts.shape[-1]
     if count == 1:
         alone: Array = parts[..., 0].copy()
         return alone
     half = 1 << (count - 1).bit_length() - 1
-    total: Array = tree(parts[..., :half]) + tree(parts[..., half:])
+    total: Array = join(tree(parts[..., :half], join), tree(parts[..., half:], join))
     return total
 
 
 Fold = Callable[[Array], Array]
-"""Each row of the last axis summed sequentially (`_fold`, or an FMA chain `fused_fold`)."""
+"""Each row of the last axis joined sequentially (`_fold` with a `Join`, or an FMA chain
+`fused_fold`)."""
 
 
 def fused_fold(dtype: np.dtype[Any]) -> Fold:
@@ -276,41 +293,104 @@ def fused_fold(dtype: np.dtype[Any]) -> Fold:
     return fold
 
 
-def _block_sums(x: Array, lanes: int, fold: Fold) -> Array:
-    """The sums of blocks of one length (x: outputs, blocks, length), each sequential or in
+def _block_sums(x: Array, lanes: int, fold: Fold, join: Join) -> Array:
+    """The results of blocks of one length (x: outputs, blocks, length), each sequential or in
     `lanes` interleaved lanes combined by the tree."""
     if lanes <= 1 or x.shape[-1] == 1:
         return fold(x)
     used = min(lanes, x.shape[-1])
-    return tree(np.stack([fold(x[..., lane::lanes]) for lane in range(used)], axis=-1))
+    parts = [fold(x[..., lane::lanes]) for lane in range(used)]
+    return tree(np.stack(parts, axis=-1), join)
 
 
-def _blocked(acc: Array, block: int, lanes: int, fold: Fold) -> Array:
+def _blocked(acc: Array, block: int, lanes: int, fold: Fold, join: Join) -> Array:
     """The blocked order over the rows of `acc` (outputs, m), m >= 1."""
     outputs, m = acc.shape
     full, rest = divmod(m, block)
     sums = []
     if full:
-        sums.append(_block_sums(acc[:, : full * block].reshape(outputs, full, block), lanes, fold))
+        head = acc[:, : full * block].reshape(outputs, full, block)
+        sums.append(_block_sums(head, lanes, fold, join))
     if rest:
-        sums.append(_block_sums(acc[:, full * block :].reshape(outputs, 1, rest), lanes, fold))
-    return tree(np.concatenate(sums, axis=1))
+        tail = acc[:, full * block :].reshape(outputs, 1, rest)
+        sums.append(_block_sums(tail, lanes, fold, join))
+    return tree(np.concatenate(sums, axis=1), join)
 
 
-def simulate(table: Array, d: Declared, out: np.dtype[Any]) -> Array:
-    """What the declared order gives for each row of `table` (outputs, terms), in `out`; only
-    for the orders that fix the bits (`Declared.fixes_bits`). A contraction's terms are its
-    exact products in float64: converted to the accumulator (exact, or `rounded`), or added
-    by FMAs (`fused`)."""
+def _ordered(acc: Array, d: Declared, join: Join, fold: Fold | None = None) -> Array:
+    """The declared order (`BITWISE`) over the rows of `acc` (outputs, m), m >= 1: its runs
+    folded by `fold` (`join` in order where none is given), the parts joined by `join`."""
+    run = fold or (lambda x: _fold(x, join))
+    return run(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes, run, join)
+
+
+def simulate(table: Array, d: Declared, out: np.dtype[Any], product: bool = False) -> Array:
+    """What the declared order gives for each row of `table` (outputs, terms), in `out`: its
+    sum, or its `product` (an empty one +1); only for the orders that fix the bits
+    (`Declared.fixes_bits`). A contraction's terms are its exact products in float64:
+    `rounded` ones converted to the accumulator, `fused` and `exact` ones added by FMAs (an
+    F64 accumulator adds exact ones as they are: they are exact in it)."""
     assert d.fixes_bits, d
     if table.shape[1] == 0:
-        return np.zeros(table.shape[0], out)
-    fused = d.products == FUSED
-    fold = fused_fold(d.dtype) if fused else _fold
+        return np.full(table.shape[0], 1 if product else 0, out)
+    wide = d.products in (FUSED, EXACT_PRODUCTS) and d.accumulator != "F64"
     with np.errstate(all="ignore"):
-        acc = np.ascontiguousarray(table.astype(np.float64 if fused else d.dtype))
-        total = fold(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes, fold)
+        acc = np.ascontiguousarray(table.astype(np.float64 if wide else d.dtype))
+        join = np.multiply if product else np.add
+        total = _ordered(acc, d, join, fused_fold(d.dtype) if wide else None)
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
+
+
+class Watch:
+    """np.multiply that notes, per output (the leading axis of every operand), whether a
+    product left the accumulator's normal range (a subnormal, a zero or an infinity)."""
+
+    def __init__(self, dtype: np.dtype[Any], outputs: int) -> None:
+        """Watch products in `dtype` of `outputs` rows."""
+        self.tiny = np.array(2.0 ** bits_of(dtype).min_exp, dtype)
+        self.left = np.zeros(outputs, bool)
+
+    def __call__(self, a: Array, b: Array) -> Array:
+        """a * b, its range noted."""
+        product: Array = np.multiply(a, b)
+        magnitude = np.abs(product)
+        out = (magnitude < self.tiny) | np.isinf(magnitude)
+        self.left |= out.reshape(out.shape[0], -1).any(axis=1)
+        return product
+
+
+def leaves_range(table: Array, d: Declared) -> Array:
+    """Per row of `table` (outputs, m), whether a partial product of its finite nonzero
+    elements (the others taken as 1: an infinity, a zero or a NaN is a special of its own)
+    leaves the accumulator's normal range, an element included: in the declared order's own
+    partial products where it fixes the bits; for any other order, where the product of the
+    magnitudes above 1 may overflow or that of those below 1 underflow (every partial product
+    of any order lies between the two). An exact product leaves no range but its result's."""
+    if d.accumulator == EXACT or table.shape[1] == 0:
+        return np.zeros(table.shape[0], bool)
+    with np.errstate(invalid="ignore"):
+        wide = table.astype(np.float64)
+    usable = np.isfinite(wide) & (wide != 0)
+    acc = np.where(usable, wide, 1.0).astype(d.dtype)
+    if not d.fixes_bits:
+        return _spread(acc, d.dtype)
+    with np.errstate(all="ignore"):
+        watch = Watch(d.dtype, table.shape[0])
+        watch.left |= (np.abs(acc) < watch.tiny).any(axis=1) | np.isinf(acc).any(axis=1)
+        _ordered(np.abs(acc), d, watch)
+    return watch.left
+
+
+def _spread(acc: Array, dtype: np.dtype[Any]) -> Array:
+    """Per row, whether the product of the magnitudes above 1 may pass the largest finite value
+    of `dtype`, or that of those below 1 fall under its smallest normal one (frexp's exponents:
+    |x| < 2^e, |x| >= 2^(e-1))."""
+    info = bits_of(dtype)
+    _, power = np.frexp(np.abs(acc.astype(np.float64)))
+    big = np.where(np.abs(acc) > 1, power, 0).astype(np.int64).sum(axis=1)
+    small = np.where(np.abs(acc) < 1, power - 1, 0).astype(np.int64).sum(axis=1)
+    left: Array = (big > info.bias) | (small < info.min_exp)
+    return left
 
 
 def selected(table: Array, out: np.dtype[Any], largest: bool, tie: str = "ordered") -> Array:

@@ -8,7 +8,7 @@ tree's splits (2, 3, 4, 5, 7, 8, 9, 16, 17 blocks); several axes, inner and oute
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,11 +52,27 @@ def _lengths(block: int, lanes: int) -> list[int]:
     return sorted(n for n in found if n >= 0)
 
 
+def shaped(
+    d: Declared, values: Callable[[tuple[int, ...]], Array], empty: bool = True
+) -> Iterator[Case]:
+    """The cases of every reduction: lengths (without the empty one where not `empty`: a maximum
+    or minimum of nothing is refused before any kernel runs) and axes, of `values` (a shape's
+    values)."""
+    b = d.block
+    for m in _lengths(b, d.lanes)[0 if empty else 1 :]:
+        yield Case(f"length {m}", values((3, m)), (1,))
+    yield Case("axes (0, 2) of (4, 6, 37)", values((4, 6, 37)), (0, 2))
+    yield Case("axes (1,) of (4, 3 B, 5)", values((4, 3 * b, 5)), (1,))
+    yield Case("every axis of (3, 4, 5)", values((3, 4, 5)), (0, 1, 2))
+    yield Case("no axes of (5, 7)", values((5, 7)), ())
+    yield Case("a length-1 axis of (4, 1, 3)", values((4, 1, 3)), (1,))
+
+
 def cases(
     dtype: np.dtype[Any], d: Declared, rng: np.random.Generator, empty: bool = True
 ) -> Iterator[Case]:
-    """The audit's inputs (the module docstring's list), each named; without empty rows where
-    not `empty` (a maximum or minimum of nothing is refused before any kernel runs)."""
+    """A sum's, maximum's or minimum's inputs (the module docstring's list), each named; without
+    empty rows where not `empty`."""
     b = d.block
 
     def uniform(shape: tuple[int, ...], low: float = -1.0) -> Array:
@@ -75,10 +91,4 @@ def cases(
     yield Case("NaN and infinities", _specials(dtype, b, rng), (1,))
     zeros = [[-1, -0.0, 0, -2], [-2, 0, -0.0, -1], [1, 0, -0.0, 2], [2, -0.0, 0, 1]]
     yield Case("signed zeros", np.array(zeros, dtype), (1,))
-    for m in _lengths(b, d.lanes)[0 if empty else 1 :]:
-        yield Case(f"length {m}", uniform((3, m)), (1,))
-    yield Case("axes (0, 2) of (4, 6, 37)", uniform((4, 6, 37)), (0, 2))
-    yield Case("axes (1,) of (4, 3 B, 5)", uniform((4, 3 * b, 5)), (1,))
-    yield Case("every axis of (3, 4, 5)", uniform((3, 4, 5)), (0, 1, 2))
-    yield Case("no axes of (5, 7)", uniform((5, 7)), ())
-    yield Case("a length-1 axis of (4, 1, 3)", uniform((4, 1, 3)), (1,))
+    yield from shaped(d, uniform, empty)

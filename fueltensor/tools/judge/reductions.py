@@ -1,7 +1,8 @@
 """The judge's audit of a reduction contract (docs/reductions.md; issue 48): a contract whose op
 kind is one of `ops.REDUCTION_OPS`' rows, entered from `judge.audit`. Built for sums, and for
 maxima and minima (exact: each output the selection, `orders.selected`, bit for bit, a NaN
-against any NaN; no empty rows); a prod contract fails its audit as not audited yet.
+against any NaN; no empty rows), and for products (their own cases, `judge.product_cases`, and
+checks, `judge.products`: the bound only where no partial product leaves the normal range).
 
 Per audited dtype, recorded into the judge's `Audit` (failures; notes in `semantics`; the worst
 ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `probes`):
@@ -29,12 +30,10 @@ ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `p
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final, Protocol
+from typing import Final
 
 import numpy as np
 
@@ -44,58 +43,40 @@ from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn, threads
-from fueltensor.kernels.casting import bits_of
 from fueltensor.kernels.exact_sums import exact_rows, exact_sum, rows
 from fueltensor.ops import REDUCTION_BY_KIND, OpKind
 from fueltensor.testing import bits, errors, format_value
-from fueltensor.tools.judge.calls import call, time_on_threads, timing
-from fueltensor.tools.judge.orders import Declared, declared, selected, simulate, tie
+from fueltensor.tools.judge import products
+from fueltensor.tools.judge.calls import call, result_dtype, time_on_threads, timing
+from fueltensor.tools.judge.orders import Declared, declared, selected, tie
+from fueltensor.tools.judge.product_cases import product_cases
 from fueltensor.tools.judge.record import RUNS, Audit, Settings, record_runs
 from fueltensor.tools.judge.reduction_cases import Case, cases
+from fueltensor.tools.judge.reduction_checks import (
+    Findings,
+    half_ulp,
+    index,
+    order_bits,
+    special,
+    summary,
+)
 from fueltensor.tools.judge.references import Array
 
 THREADS: Final = (1, 2, 3, 7)
 """The thread counts the `threads` claim is audited on (the first is the reference)."""
-REFERENCE: Final = "the exact sum rounded once (kernels.exact_sums), the order's bits, its bound"
+REFERENCES: Final = {
+    OpKind.SUM: "the exact sum rounded once (kernels.exact_sums), the order's bits, its bound",
+    OpKind.PROD: "the exact product rounded once (kernels.exact_products), the order's bits, "
+    "its bound in range",
+    OpKind.MAX: "the selection, exact",
+    OpKind.MIN: "the selection, exact",
+}
+"""The reference each reduction is audited against, for the `Audit`'s reference column."""
 
 
 def is_reduction(op_kind: str) -> bool:
     """Whether `op_kind` is a reduction row's (so the judge audits it here)."""
     return op_kind in REDUCTION_BY_KIND
-
-
-class Named(Protocol):
-    """An audit case: anything with a name."""
-
-    @property
-    def name(self) -> str: ...
-
-
-@dataclass
-class Findings:
-    """What the cases found, folded into the `Audit` at the end: per check (`bound`,
-    `specials`, `order`), the failing cases' names and their first failure each."""
-
-    found: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    worst_use: Fraction = Fraction(0)
-    worst_where: str = ""
-    outputs: int = 0
-    unbounded: int = 0
-    """Outputs of rows too long for the declared accumulator to bound (k·u >= 1)."""
-
-    def add(self, check: str, case: Named, failure: str) -> None:
-        """Record a case's first failure of `check` (a reduction's `Case`, a contraction's
-        `Pair`)."""
-        self.found.setdefault(check, []).append((case.name, f"{check}: {failure}"))
-
-    def failures(self) -> list[str]:
-        """One failure per check: its first case's, then the other cases that fail it."""
-        out = []
-        for failing in self.found.values():
-            (_, first), others = failing[0], [name for name, _ in failing[1:]]
-            shown = ", ".join(f"'{n}'" for n in others[:6]) + (", ..." if len(others) > 6 else "")
-            out.append(first + (f"; also in {len(others)} other cases: {shown}" if others else ""))
-        return out
 
 
 # -- calling ------------------------------------------------------------------------------------
@@ -122,40 +103,7 @@ def run(
     return call(fn, plan, (case.x,), fill)
 
 
-def _index(case: Case, r: int | np.integer[Any]) -> tuple[int, ...]:
-    """Output r's index in the case's output shape."""
-    shape = tuple(n for i, n in enumerate(case.x.shape) if i not in case.axes)
-    return tuple(int(i) for i in np.unravel_index(r, shape)) if shape else ()
-
-
-def _summary(row: Array) -> str:
-    """A reduced row in a few words: its length, extremes and first elements."""
-    if not row.size:
-        return "no elements"
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a row of NaN has no extremes
-        wide = row.astype(np.float64)
-        low, high = np.nanmin(wide), np.nanmax(wide)
-    head = ", ".join(format_value(v) for v in row[:3])
-    return f"{row.size} elements from {low:.4g} to {high:.4g}, first {head}"
-
-
 # -- the checks of one case ---------------------------------------------------------------------
-
-
-def half_ulp(value: float, out: np.dtype[Any]) -> Fraction:
-    """Half an ULP of the output format at `value` (its subnormal spacing at and near 0)."""
-    info = bits_of(out)
-    exponent = math.frexp(value)[1] - 1 if value else info.min_exp
-    return Fraction(2) ** (max(exponent, info.min_exp) - info.mantissa - 1)
-
-
-def differs_special(got: Array, want: Array) -> Array:
-    """Where a kernel's output is not the exact sum's special value (any NaN for a NaN)."""
-    with np.errstate(invalid="ignore"):
-        both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
-    differ: Array = ~both_nan & (bits(got) != bits(want))
-    return differ
 
 
 def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Findings) -> None:
@@ -163,13 +111,13 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
     finite = np.isfinite(table.astype(np.float64)).all(axis=1) & (table.shape[1] > 0)
     gamma = d.gamma(table.shape[1])
     sums, magnitudes = exact_rows(table)
-    for r in np.flatnonzero(~finite & differs_special(got, want)):
+    for r in np.flatnonzero(~finite & special(got, want)):
         f.add(
             "specials",
             case,
-            f"output {_index(case, r)} of case '{case.name}' is "
+            f"output {index(case, r)} of case '{case.name}' is "
             f"{format_value(got[r])}, the exact sum is {format_value(want[r])} "
-            f"({_summary(table[r])})",
+            f"({summary(table[r])})",
         )
         break
     if gamma is None:  # no bound: any finite or overflowed result of finite elements holds
@@ -182,53 +130,42 @@ def _bound(case: Case, table: Array, got: Array, want: Array, d: Declared, f: Fi
                 f.add(
                     "bound",
                     case,
-                    f"output {_index(case, r)} of case '{case.name}' is "
+                    f"output {index(case, r)} of case '{case.name}' is "
                     f"{format_value(got[r])} from finite elements, the exact sum rounds to "
-                    f"{format_value(want[r])} ({_summary(table[r])})",
+                    f"{format_value(want[r])} ({summary(table[r])})",
                 )
             continue
         error = abs(Fraction(value) - sums[r])
         limit = gamma * magnitudes[r] + half_ulp(value, got.dtype)
         use = error / limit
         if use > f.worst_use:
-            f.worst_use, f.worst_where = use, f"output {_index(case, r)} of case '{case.name}'"
+            f.worst_use, f.worst_where = use, f"output {index(case, r)} of case '{case.name}'"
         if error > limit:
             f.add(
                 "bound",
                 case,
-                f"output {_index(case, r)} of case '{case.name}' is "
+                f"output {index(case, r)} of case '{case.name}' is "
                 f"{format_value(got[r])}, the exact sum {float(sums[r]):.9g}: |error| "
                 f"{float(error):.4g} > γ_{d.k(table.shape[1])}·Σ|x| + ½ ulp = {float(limit):.4g} "
-                f"(Σ|x| {float(magnitudes[r]):.4g}; {d.describe()}; {_summary(table[r])})",
+                f"(Σ|x| {float(magnitudes[r]):.4g}; {d.describe()}; {summary(table[r])})",
             )
             return
     f.outputs += table.shape[0]
 
 
-def _order(case: Case, table: Array, got: Array, d: Declared, f: Findings) -> None:
-    """The declared order's bits, output by output (a NaN against any NaN)."""
-    want = simulate(table, d, got.dtype)
-    differ = np.flatnonzero(differs_special(got, want))
-    if differ.size:
-        r = int(differ[0])
-        f.add(
-            "order",
-            case,
-            f"output {_index(case, r)} of case '{case.name}' is {format_value(got[r])}, "
-            f"the declared order ({d.describe()}) gives {format_value(want[r])}; "
-            f"{differ.size} of {got.size} outputs differ ({_summary(table[r])})",
-        )
-
-
 def check(
-    case: Case, got: Array, d: Declared, f: Findings, a: Audit, largest: bool | None = None
-) -> None:
-    """A sum's bound, specials and, where the order fixes them, bits; a maximum's or minimum's
-    (`largest` True or False) exact selection; the worst ULP from the exact result into `a`."""
+    case: Case, got: Array, d: Declared, f: Findings, a: Audit, largest: bool | None = None,
+    product: bool = False,
+) -> None:  # fmt: skip
+    """A sum's bound, specials and, where the order fixes them, bits; a `product`'s
+    (`judge.products`); a maximum's or minimum's (`largest` True or False) exact selection; the
+    worst ULP from the exact result into `a`."""
     got = np.ascontiguousarray(got).reshape(-1)
     table = rows(case.x, case.axes)
     want = np.empty_like(got)
-    if largest is None:
+    if product:
+        want = products.exact(case, got.dtype)
+    elif largest is None:
         exact_sum(case.x, case.axes, want)
     else:
         want = selected(table, got.dtype, largest, d.zero_tie)
@@ -236,22 +173,25 @@ def check(
             want = np.where((want == 0) & (got == 0), got, want)
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
+    if product:
+        products.check(case, got, want, d, f)
+        return
     if largest is not None:
-        differ = np.flatnonzero(differs_special(got, want))
+        differ = np.flatnonzero(special(got, want))
         if differ.size:
             r, which = int(differ[0]), "largest" if largest else "smallest"
             f.add(
                 "value",
                 case,
-                f"output {_index(case, r)} of case '{case.name}' is {format_value(got[r])}, "
+                f"output {index(case, r)} of case '{case.name}' is {format_value(got[r])}, "
                 f"the {which} element is {format_value(want[r])}; {differ.size} of {got.size} "
-                f"outputs differ ({_summary(table[r])})",
+                f"outputs differ ({summary(table[r])})",
             )
         f.outputs += 0 if differ.size else got.size
         return
     _bound(case, table, got, want, d, f)
     if d.fixes_bits:
-        _order(case, table, got, d, f)
+        order_bits(case, table, got, d, f)
 
 
 # -- conformance, determinism -------------------------------------------------------------------
@@ -296,15 +236,21 @@ def on_threads(n: int) -> Iterator[None]:
         threads.pretend_cores(pretended)
 
 
+def raw(x: Array) -> Array:
+    """x's elements as unsigned integers of their width: a float's bits, an index as itself."""
+    patterns: Array = np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}")
+    return patterns
+
+
 def _differs(name: str, case: Case, got: Array, want: Array, what: str) -> str | None:
     """The first output whose bits differ between two results of a case, described."""
     got, want = got.reshape(-1), want.reshape(-1)
-    differ = np.flatnonzero(bits(got) != bits(want))
+    differ = np.flatnonzero(raw(got) != raw(want))
     if not differ.size:
         return None
     r = int(differ[0])
     return (
-        f"invariance {name}: case '{case.name}': output {_index(case, r)} {what} is "
+        f"invariance {name}: case '{case.name}': output {index(case, r)} {what} is "
         f"{format_value(got[r])}, against {format_value(want[r])}; {differ.size} of "
         f"{got.size} outputs differ"
     )
@@ -391,10 +337,8 @@ def audit_reduction(
     """The reduction audit of one contract at one dtype, recorded into `a` (see the module)."""
     row = REDUCTION_BY_KIND[contract.op_kind]
     largest = {OpKind.MAX: True, OpKind.MIN: False}.get(row.op_kind)
-    a.reference = REFERENCE if largest is None else "the selection, exact"
-    if row.op_kind is not OpKind.SUM and largest is None:
-        a.failures.append(f"the judge's audit of a {row.name} reduction is not built yet")
-        return
+    product = row.op_kind is OpKind.PROD
+    a.reference = REFERENCES[row.op_kind]
     d = declared(contract) if largest is None else Declared(dtype.fkc, None, 128, 1, tie(contract))
     if isinstance(d, str):
         a.failures.append(f"declaration: {d}")
@@ -404,7 +348,9 @@ def audit_reduction(
         return run(fn, contract, dtype, case, fill)
 
     every, refused = [], []
-    for case in cases(dtype.np, d, rng, empty=largest is None):
+    empty = largest is None  # a maximum or minimum of nothing is refused before a kernel
+    inputs = product_cases(dtype.np, d, rng) if product else cases(dtype.np, d, rng, empty)
+    for case in inputs:
         try:
             plan_for(contract, dtype, case.x.shape, case.axes)
             every.append(case)
@@ -421,9 +367,9 @@ def audit_reduction(
     determinism(a, contract, lambda fill: call_case(every[0], fill))
     f = Findings()
     for case in every:
-        check(case, call_case(case), d, f, a, largest)
+        check(case, call_case(case), d, f, a, largest, product)
     a.failures += f.failures()
-    _claims(a, contract, call_case, every, d)
+    audit_claims(a, contract, call_case, every, d.block)
     use = f"{float(f.worst_use):.3g} of the bound at {f.worst_where}" if f.worst_where else "none"
     a.semantics.append(
         f"reduction: {row.name}, exact: {f.outputs} outputs of {len(every)} cases the selection"
@@ -434,23 +380,25 @@ def audit_reduction(
         + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
     )
     try:
-        _cost(a, contract, fn, dtype, settings, copy_bps)
+        audit_cost(a, contract, fn, dtype, settings, copy_bps)
     except ValueError as e:  # the contract does not admit the timed shapes
         a.semantics.append(f"cost: not measured ({e})")
 
 
-def _claims(
+def audit_claims(
     a: Audit, contract: KernelContract, call_case: Callable[[Case], Array], every: list[Case],
-    d: Declared,
+    block: int, probe: str = "cancellation",
 ) -> None:  # fmt: skip
-    """The invariance claims the contract declares, each audited (or noted as not here)."""
+    """The invariance claims the contract declares, each audited (or noted as not here), on the
+    case named `probe` (a sum's cancellation, where the order shows in its bits; an index's
+    ties) and one long output of 8 blocks."""
     claims = contract.semantics.invariance if contract.semantics is not None else None
     if not claims:
         return
-    cancelling = next((c for c in every if c.name == "cancellation"), every[0])
-    x = cancelling.x  # the order shows in its bits
+    cancelling = next((c for c in every if c.name == probe), every[0])
+    x = cancelling.x
     if "threads" in claims:
-        long = Case("one long output", np.resize(every[0].x, (1, 8 * d.block + 5)), (1,))
+        long = Case("one long output", np.resize(every[0].x, (1, 8 * block + 5)), (1,))
         a.failures += audit_threads(call_case, [every[0], cancelling, long])
     if "layout" in claims:
         failures, seen = audit_layout(call_case, x, dict(contract.inputs[0].layout))
@@ -465,7 +413,7 @@ def _claims(
         )
 
 
-def _cost(
+def audit_cost(
     a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, settings: Settings,
     copy_bps: float,
 ) -> None:  # fmt: skip
@@ -473,12 +421,13 @@ def _cost(
     into one output (on one thread, and on the setting's threads), next to the formula's."""
     tiny = plan_for(contract, dtype, (1, 1), (1,))
     one = np.ones((1, 1), dtype.np)
-    overhead = timing(fn, tiny, (one,), np.empty(1, dtype.np))
+    out = result_dtype(contract, dtype.np)
+    overhead = timing(fn, tiny, (one,), np.empty(1, out))
     a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
     n = settings.large
     big = plan_for(contract, dtype, (1, n), (1,))
     x = np.random.default_rng(1).uniform(0.5, 2.0, (1, n)).astype(dtype.np)
-    measured, every = time_on_threads(fn, big, (x,), np.empty(1, dtype.np))
+    measured, every = time_on_threads(fn, big, (x,), np.empty(1, out))
     a.ns_per_element_all = every * big.size / n  # per output there: per element here
     a.large_n, a.large_calls = n, measured.calls
     a.ns_per_element = 1e9 * measured.seconds / n

@@ -130,8 +130,8 @@ static int add_constants(PyObject *module) {
     } ints[] = {{"ALIGNMENT", ALIGNMENT}, {"AS_IS", AS_IS},         {"DENSIFY", DENSIFY},
                 {"REPEAT", REPEAT},       {"FORWARD", FORWARD},     {"REFLECTED", REFLECTED},
                 {"INPLACE", INPLACE},     {"HOST", HOST},           {"METHOD", METHOD},
-                {"REDUCE", REDUCE},       {"STATISTIC", STATISTIC}, {"CAST", CAST},
-                {"MATMUL", MATMUL},       {"GUARD_BYTES", GUARD_BYTES},
+                {"REDUCE", REDUCE},       {"CAST", CAST},           {"MATMUL", MATMUL},
+                {"GUARD_BYTES", GUARD_BYTES},
                 {"REPEAT_HEAP_BYTES", REPEAT_HEAP_BYTES}};
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
         if (PyModule_AddIntConstant(module, ints[k].name, ints[k].value) < 0) return -1;

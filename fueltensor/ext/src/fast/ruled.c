@@ -15,16 +15,16 @@
  * and records itself. */
 
 /* What a ruled host call computes: `call(a, axes, work, out)` of a ufunc's reduce over every
- * axis, into a fresh 0-d `out` (it returns `out`, where it would make a scalar of it); a NumPy
- * function `call(a, axes)` over every axis (np.mean); `a.astype(dtype)`; `call(a1, a2)`. */
-enum { REDUCE, STATISTIC, CAST, MATMUL };
+ * axis, into a fresh 0-d `out` (it returns `out`, where it would make a scalar of it);
+ * `a.astype(dtype)`; `call(a1, a2)`. */
+enum { REDUCE, CAST, MATMUL };
 
 typedef struct {
     Host host;       /* the Python function, NumPy's callable (`ufunc`), fresh, and the result
                         DType last named by `fresh` (`host_result`'s memory) */
     PyObject *rules; /* the items of the dict operand DType -> (pre, work, out), a list looked
                         up by identity (DType.__hash__ is Python) */
-    int kind;        /* REDUCE, STATISTIC, CAST or MATMUL */
+    int kind;        /* REDUCE, CAST or MATMUL */
 } Ruled;
 
 /* Whether `a.astype(to)` is NumPy's copy of the same built-in number (or bool) type in native
@@ -126,7 +126,7 @@ static PyObject *reduce_all(const Ruled *r, PyObject *a, PyObject *work, PyObjec
     }
     if (over == NULL || count == 0) return NULL;
     PyObject *into = Py_None, *keep = keepdims ? Py_True : Py_False;
-    if (r->kind == REDUCE && whole && !keepdims) {
+    if (whole && !keepdims) {
         into = zero_d(work != Py_None ? (PyArray_Descr *)work : PyArray_DESCR(arr));
         if (into == NULL) return NULL;
     }
@@ -293,7 +293,7 @@ static int ruled_matmul(Ruled *r, PyObject *x, PyObject *y, PyObject *rule, PyOb
 static PyObject *ruled_fast(Ruled *r, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames) {
     PyObject *axis = Py_None;
-    int keepdims = 0, reduces = r->kind == REDUCE || r->kind == STATISTIC;
+    int keepdims = 0, reduces = r->kind == REDUCE;
     if (nargs != r->host.arity || S.tensor == NULL || S.errstate_var == NULL ||
         Py_TYPE(args[0]) != S.tensor)
         return NULL;
@@ -405,8 +405,8 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     if (!ok) {
         PyErr_Clear();
         PyErr_SetString(PyExc_TypeError,
-                        "ruled(fn, kind, call, fresh, rules) takes a kind of REDUCE, STATISTIC, "
-                        "CAST or MATMUL and a dict DType -> (NumPy dtype | None, NumPy dtype | "
+                        "ruled(fn, kind, call, fresh, rules) takes a kind of REDUCE, CAST or "
+                        "MATMUL and a dict DType -> (NumPy dtype | None, NumPy dtype | "
                         "None, DType | None)");
         return NULL;
     }
@@ -421,7 +421,7 @@ static PyObject *make_ruled(PyObject *module, PyObject *const *args, Py_ssize_t 
     h->ufunc = Py_NewRef(args[2]);
     h->fresh = Py_NewRef(args[3]);
     h->descr = h->dtype = h->layout = h->dict = NULL;
-    h->arity = kind == REDUCE || kind == STATISTIC ? 1 : 2;
+    h->arity = kind == REDUCE ? 1 : 2;
     PyUFuncObject *u = (PyUFuncObject *)args[2];
     h->direct = kind == MATMUL && PyObject_TypeCheck(args[2], &PyUFunc_Type) && u->nin == 2 &&
                 u->nout == 1 && u->core_enabled && u->core_signature != NULL &&

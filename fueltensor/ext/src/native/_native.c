@@ -26,8 +26,13 @@
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   ternary.c       where and clip: bodies and `ternary`
  *   cast.c          the casts between the six float formats: bodies and `cast`
- *   reduce.c        sum, prod, max, min over axes in a fixed order: the REDUCE kernel
+ *   reduce.c        sum, prod, max, min over axes in a fixed order: the sums and products
+ *   reduce_extreme.c  its max and min
+ *   reduce_kernel.c   its parts (per instruction set), parameters and the REDUCE kernel
  *   reduce_call.c   its Python interface, `reduce`
+ *   argreduce.c     argmax, argmin over axes: the first index of the extreme, and `argreduce`
+ *   matmul.c        matmul: packed float32 panels, FMA micro-kernels, the MATMUL kernel
+ *   matmul_call.c   its Python interface, `contract`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -48,7 +53,12 @@
 #include "ternary.c"
 #include "cast.c"
 #include "reduce.c"
+#include "reduce_extreme.c"
+#include "reduce_kernel.c"
 #include "reduce_call.c"
+#include "argreduce.c"
+#include "matmul.c"
+#include "matmul_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

@@ -215,12 +215,14 @@ static PyObject *threads(PyObject *module, PyObject *const *args, Py_ssize_t nar
     long op = PyLong_AsLong(args[1]), dtype = PyLong_AsLong(args[2]);
     if (PyErr_Occurred()) return NULL;
     int cast = op == CAST_POOL_OP; /* a cast's threads, by its source dtype */
-    if ((!cast && op != REDUCE_POOL_OP && (op < 0 || op > POWI_OP)) || dtype < 0 ||
+    int task = op == REDUCE_POOL_OP || op == MATMUL_POOL_OP;
+    if ((!cast && !task && (op < 0 || op > POWI_OP)) || dtype < 0 ||
         dtype >= (cast ? N_CAST_DTYPES : N_DTYPES)) {
         PyErr_Format(PyExc_ValueError,
-                     "op must be in [0, %d] (or CAST_OP, %d, REDUCE_OP, %d) and dtype in [0, %d) "
-                     "(a cast's: [0, %d)), got %ld, %ld",
-                     POWI_OP, CAST_POOL_OP, REDUCE_POOL_OP, N_DTYPES, N_CAST_DTYPES, op, dtype);
+                     "op must be in [0, %d] (or CAST_OP, %d, REDUCE_OP, %d, MATMUL_POOL_OP, %d) and "
+                     "dtype in [0, %d) (a cast's: [0, %d)), got %ld, %ld",
+                     POWI_OP, CAST_POOL_OP, REDUCE_POOL_OP, MATMUL_POOL_OP, N_DTYPES,
+                     N_CAST_DTYPES, op, dtype);
         return NULL;
     }
     return PyLong_FromLong(threads_for((int)op, (int)dtype, n));

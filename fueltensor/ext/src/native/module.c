@@ -20,7 +20,8 @@ static PyMethodDef methods[] = {
     {"threads", (PyCFunction)(void (*)(void))threads, METH_FASTCALL,
      "threads(n, op, dtype) -> int: how many threads a body of OPS[op] (POWI_OP: the integer "
      "power) on DTYPES[dtype] over n elements runs on now (CAST_OP: a cast from "
-     "CAST_DTYPES[dtype]; REDUCE_OP: a reduction of n input elements, capped by its units)."},
+     "CAST_DTYPES[dtype]; REDUCE_OP: a reduction of n input elements, capped by its units; "
+     "MATMUL_POOL_OP: a matmul of n products)."},
     {"copy_strided", (PyCFunction)(void (*)(void))copy_strided, METH_FASTCALL,
      "copy_strided(src, dst): copy any strided src into the C-contiguous dst of its size, in "
      "row-major order."},
@@ -71,6 +72,19 @@ static PyMethodDef methods[] = {
      "sorted tuple axes, x any strided array, out the dense reduced shape of x's dtype, "
      "accumulated in `accumulator` (a dtype code or name) in the order ORDER_SEQUENTIAL or "
      "ORDER_BLOCKED (blocks of `block`): the same bits on any thread count and instruction set."},
+    {"argreduce", (PyCFunction)(void (*)(void))argreduce, METH_FASTCALL,
+     "argreduce(op, x, out, axes): out = REDUCTION_OPS[op] (argmax, argmin) of x over the sorted "
+     "tuple axes, x any strided array, out the dense int64 reduced shape: the row-major index "
+     "among the reduced elements of the first extreme, a NaN the extreme, -0 equal to +0."},
+    {"contract", (PyCFunction)(void (*)(void))contract, METH_FASTCALL,
+     "contract(op, a, b, out, accumulator, order, products): the contraction family's kernel "
+     "(MATMUL): out = a @ b over the stacks, a of "
+     "(..., M, K) and b of (..., K, N) any strided arrays of one rank (stacks broadcast by the "
+     "caller), out C-contiguous (..., M, N), all float32, bfloat16 or float16; op 0 (the family's one op); "
+     "accumulator float32 (a dtype code), order ORDER_SEQUENTIAL, products PRODUCTS_EXACT (the "
+     "half types) or PRODUCTS_FUSED: per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for "
+     "l in order, rounded once (K = 0: +0); the same bits on any thread count and instruction "
+     "set."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -126,6 +140,8 @@ static int add_body(PyObject *module) {
     if (add_capsule(module, "CAST", CAPSULE_CAST, (void *)cast_body) < 0)
         return -1;
     if (add_capsule(module, "REDUCE", CAPSULE_REDUCE, (void *)reduce_kernel) < 0)
+        return -1;
+    if (add_capsule(module, "MATMUL", CAPSULE_MATMUL, (void *)matmul_kernel) < 0)
         return -1;
     return add_capsule(module, "COPY", CAPSULE_COPY, (void *)copy_dense);
 }
@@ -219,6 +235,10 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "COMPARE_OP", COMPARE_OP) < 0 ||
         PyModule_AddIntConstant(module, "CAST_OP", CAST_POOL_OP) < 0 ||
         PyModule_AddIntConstant(module, "REDUCE_OP", REDUCE_POOL_OP) < 0 ||
+        PyModule_AddIntConstant(module, "MATMUL_POOL_OP", MATMUL_POOL_OP) < 0 ||
+        PyModule_AddIntConstant(module, "PRODUCTS_EXACT", PRODUCTS_EXACT) < 0 ||
+        PyModule_AddIntConstant(module, "PRODUCTS_FUSED", PRODUCTS_FUSED) < 0 ||
+        PyModule_AddIntConstant(module, "PRODUCTS_ROUNDED", PRODUCTS_ROUNDED) < 0 ||
         PyModule_AddIntConstant(module, "CAST_SPLIT_FROM", SPLIT_CAST) < 0 ||
         PyModule_AddIntConstant(module, "MAX_DIMS", MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(module, "ORDER_SEQUENTIAL", ORDER_SEQUENTIAL) < 0 ||

@@ -70,6 +70,10 @@
 /* Input elements from which a reduction splits: as f32 arithmetic (SPLIT_BYTES / 4), one add or
  * multiply an element; not yet measured on its own. */
 #define SPLIT_REDUCE (1 << 16)
+/* The pool's op number of a matmul (matmul.c), past the reduction; it splits from SPLIT_MATMUL
+ * products (a 100^3 product, tens of microseconds on one core: not yet measured on its own). */
+#define MATMUL_POOL_OP (REDUCE_POOL_OP + 1)
+#define SPLIT_MATMUL (1 << 20)
 
 /* A part of a task job (a reduction's): units [at, at + len) of the job's `ctx`. Unlike the
  * elementwise bodies, its units are not elements: each is a whole result (an output, or a
@@ -175,7 +179,7 @@ typedef struct {
     PowIBody powi;
     UnaryBody unary; /* set: a unary job, its op UNARY_POOL_OP + the unary op */
     CastBody cast;   /* set: a cast job (op CAST_POOL_OP) from `dtype` to `to` */
-    TaskPart task;   /* set: a task job (op REDUCE_POOL_OP) over `n` units of `ctx` */
+    TaskPart task;   /* set: a task job (REDUCE_POOL_OP, MATMUL_POOL_OP) over `n` units of `ctx` */
     const void *ctx;
     Py_ssize_t work; /* a task job's input elements, which `alone` weighs instead of `n` */
     const ParamArg *params;

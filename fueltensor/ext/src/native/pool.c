@@ -65,6 +65,7 @@ static Py_ssize_t split_from(int op, int dtype) {
     if (op == POWI_OP) return SPLIT_POWI;
     if (op == CAST_POOL_OP) return SPLIT_CAST;
     if (op == REDUCE_POOL_OP) return SPLIT_REDUCE;
+    if (op == MATMUL_POOL_OP) return SPLIT_MATMUL;
     if (op >= UNARY_POOL_OP) { /* the sign-bit ops and sqrt as arithmetic; the rest as pow */
         int u = op - UNARY_POOL_OP;
         if (u != U_ABS && u != U_NEG && u != U_SQRT) return SPLIT_POW;

@@ -52,10 +52,10 @@ static long reduce_accumulator(PyObject *obj) {
     return code;
 }
 
-/* Run the kernel on x's and out's buffers without the GIL, the caller's floating-point status
- * flags kept; NULL with ValueError carrying the kernel's refusal. */
-static PyObject *reduce_buffers(long op, const Py_buffer *xv, int dtype, const Py_buffer *ov,
-                                const ParamArg *params, int n_params) {
+/* Run the kernel on x's (of `dtype`) and out's (of `out_dtype`) buffers without the GIL, the
+ * caller's floating-point status flags kept; NULL with ValueError carrying the kernel's refusal. */
+static PyObject *reduce_buffers(long op, const Py_buffer *xv, int dtype, int out_dtype,
+                                const Py_buffer *ov, const ParamArg *params, int n_params) {
     Py_ssize_t oshape[MAX_DIMS], ostrides[MAX_DIMS], step = ov->itemsize;
     for (int k = ov->ndim - 1; k >= 0; k--) { /* out is C-contiguous: its strides, dense */
         oshape[k] = ov->shape[k];
@@ -63,7 +63,7 @@ static PyObject *reduce_buffers(long op, const Py_buffer *xv, int dtype, const P
         step *= ov->shape[k];
     }
     TensorArg x = {dtype, xv->ndim, xv->shape, xv->strides, xv->buf};
-    TensorArg out = {dtype, ov->ndim, oshape, ostrides, ov->buf};
+    TensorArg out = {out_dtype, ov->ndim, oshape, ostrides, ov->buf};
     char error[256] = "";
     int status;
     fexcept_t flags;
@@ -118,7 +118,7 @@ static PyObject *reduce(PyObject *module, PyObject *const *args, Py_ssize_t narg
             {"order", PARAM_CODE, {.i = order}},
             {"block", PARAM_I64, {.i = block}},
         };
-        result = reduce_buffers(op, &xv, dtype, &ov, params, 4);
+        result = reduce_buffers(op, &xv, dtype, dtype, &ov, params, 4);
     }
     PyBuffer_Release(&xv);
     PyBuffer_Release(&ov);

@@ -1,0 +1,113 @@
+"""Issue 46's numbers for the compiled matmul core (`_native.contract`, docs/matmul.md,
+"Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
+(its BLAS: OpenBLAS in the wheels) and, where it imports, PyTorch's bfloat16 and float32 matmul,
+in one run, on 1 thread and on this machine's cores. Each round runs every contender in a burst
+of calls after a pause of PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a
+call, and would otherwise hold the second core through the next contender's burst) and keeps
+the burst's fastest; rounds interleave the contenders so that load falls on all alike. The
+best of the rounds is printed in milliseconds, with the ratio NumPy float32 / contender (above
+1: faster than NumPy's float32 BLAS). Prints only: nothing here is a test.
+
+    PYTHONPATH=. python benchmarks/matmul_core.py [rounds] [sizes...]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped, unused-ignore]
+
+from fueltensor.ext import _native
+from fueltensor.kernels.threads import running_on
+
+OP = 0
+"""The contraction family's one op (ops.h has no enum for it yet)."""
+BURST = 5
+"""Calls a contender makes in a row each round."""
+PAUSE = 0.3
+"""Seconds before each burst: every library's polling workers have gone to sleep."""
+
+
+def burst(fn: Callable[[], object]) -> float:
+    """The fastest of BURST calls in a row, in milliseconds."""
+    best = float("inf")
+    time.sleep(PAUSE)
+    for _ in range(BURST):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def contenders(n: int) -> dict[str, Callable[[], object]]:
+    """Every contender's call on one n x n x n product, by name."""
+    rng = np.random.default_rng(0)
+    a32, b32 = rng.standard_normal((n, n), np.float32), rng.standard_normal((n, n), np.float32)
+    numpy_f32 = partial(np.matmul, a32, b32, out=np.empty_like(a32))
+    calls: dict[str, Callable[[], object]] = {"numpy f32": numpy_f32}
+    for name, dtype in (("bf16", ml_dtypes.bfloat16), ("f16", np.float16), ("f32", np.float32)):
+        a, b = a32.astype(dtype), b32.astype(dtype)
+        products = _native.PRODUCTS_FUSED if dtype is np.float32 else _native.PRODUCTS_EXACT
+        out = np.empty((n, n), dtype)
+        calls[f"core {name}"] = partial(_native.contract, OP, a, b, out, 0,
+                                        _native.ORDER_SEQUENTIAL, products)  # fmt: skip
+    torch = torch_module()
+    if torch is not None:
+        for name, tdtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
+            ta, tb = torch.from_numpy(a32).to(tdtype), torch.from_numpy(b32).to(tdtype)
+            calls[f"torch {name}"] = partial(torch.matmul, ta, tb)
+    return calls
+
+
+def torch_module() -> Any:
+    """PyTorch if it imports, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def measure(n: int, threads: int, rounds: int) -> dict[str, float]:
+    """Each contender's best burst over `rounds` interleaved rounds on `threads` threads."""
+    calls = contenders(n)
+    torch = torch_module()
+    torch_threads = torch.get_num_threads() if torch is not None else 0
+    if torch is not None:
+        torch.set_num_threads(threads)
+    best = dict.fromkeys(calls, float("inf"))
+    try:
+        with threadpool_limits(limits=threads, user_api="blas"), running_on(threads):
+            for _ in range(rounds):
+                for name, fn in calls.items():
+                    best[name] = min(best[name], burst(fn))
+    finally:
+        if torch is not None:
+            torch.set_num_threads(torch_threads)
+    return best
+
+
+def rows(rounds: int, sizes: list[int]) -> list[str]:
+    """One line per size, thread count and contender."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    lines = [f"isa {_native.isa()}, {cores} core(s); ratio = NumPy f32 / contender"]
+    for n in sizes:
+        for threads in sorted({1, cores}):
+            best = measure(n, threads, rounds)
+            base = best["numpy f32"]
+            for name, ms in best.items():
+                lines.append(f"{n:5}^3 {threads} thread(s) {name:10} {ms:8.3f} ms  "
+                             f"ratio {base / ms:5.2f}")  # fmt: skip
+    return lines
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    print("\n".join(rows(args[0] if args else 20, args[1:] or [512])))
