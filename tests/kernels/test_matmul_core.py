@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fueltensor import ops
 from fueltensor.kernels import threads
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
@@ -32,8 +33,8 @@ _native: Any = NATIVE
 Array = np.ndarray[Any, Any]
 BF16, F16, F32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16), np.dtype(np.float32)
 HALVES = (BF16, F16)
-OP = 0
-"""The contraction family's one op (ops.h has no enum for it yet)."""
+OP = tuple(NATIVE.CONTRACTION_OPS).index(ops.CONTRACTION_OPS[0].kernel_op) if NATIVE else 0
+"""The contraction family's one op, matmul, as the core numbers it."""
 SEQUENTIAL = NATIVE.ORDER_SEQUENTIAL if NATIVE is not None else 0
 EXACT = NATIVE.PRODUCTS_EXACT if NATIVE is not None else 0
 FUSED = NATIVE.PRODUCTS_FUSED if NATIVE is not None else 1
