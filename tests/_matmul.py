@@ -1,6 +1,9 @@
-"""An independent reference for matmul tests, written from the formula: each output's dot
-product in Fractions, rounded once to nearest even (`round_fraction`), specials as IEEE 754
-arithmetic gives them in any order; and `same`, bit for bit with a NaN against any NaN."""
+"""Independent references for matmul tests, written from the formulas: `reference`, each
+output's dot product in Fractions rounded once to nearest even (`round_fraction`), specials as
+IEEE 754 arithmetic gives them in any order; `in_order`, fuel-cpu-backend's declared order (a
+float32 sum from -0, each exact product added and rounded in K order, rounded once to the
+output) in Fractions step by step; `same`, bit for bit with a NaN against any NaN; `views`,
+operand pairs in every layout; and `over_stacks`, a 2-D reference applied as np.matmul would."""
 
 from __future__ import annotations
 
@@ -63,3 +66,63 @@ def same(got: np.ndarray, want: np.ndarray) -> None:
     bits = f"u{got.dtype.itemsize}"
     differ = ~both & (got.view(bits) != want.view(bits))
     assert not differ.any(), (np.argwhere(differ)[:3], got[differ][:3], want[differ][:3])
+
+
+def _step(acc: np.float32, x: float, y: float) -> np.float32:
+    """fl32(acc + x·y) with the product exact: in Fractions where every term is finite (a zero
+    sum is -0 only where both terms are -0: acc and a product of unlike signs), else IEEE 754
+    arithmetic on the specials (inf·0 and inf + -inf give NaN)."""
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(acc)):
+        with np.errstate(all="ignore"):
+            return np.float32(float(acc) + x * y)
+    term = Fraction(x) * Fraction(y)
+    total = Fraction(float(acc)) + term
+    if total == 0:
+        unlike = math.copysign(1, x) != math.copysign(1, y)
+        return np.float32(-0.0 if np.signbit(acc) and term == 0 and unlike else 0.0)
+    return np.float32(round_fraction(total, np.float32))
+
+
+def in_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a (M, K) @ b (K, N) in the declared order: per output acc = -0, acc = fl32(acc + a_il ·
+    b_lj) for l in K order (the product unrounded), rounded once to a's dtype; K = 0 gives +0."""
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    out = np.zeros((m, n), np.float32)
+    for i in range(m):
+        for j in range(n):
+            acc = np.float32(-0.0)
+            for t in range(k):
+                acc = _step(acc, float(a[i, t]), float(b[t, j]))
+            out[i, j] = acc if k else np.float32(0.0)
+    with np.errstate(over="ignore"):  # a sum past the output's range: its infinity
+        return out.astype(a.dtype)
+
+
+def views(rng: np.random.Generator, dtype: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Operand pairs: 1-D either side, stacks broadcast, transposed, strided, flipped, offset."""
+    m = rng.standard_normal((6, 8)).astype(dtype)
+    s = rng.standard_normal((2, 1, 3, 4)).astype(dtype)
+    t = rng.standard_normal((5, 4, 2)).astype(dtype)
+    return [
+        (m[0], m[1:, :].T[:8, :3]),  # 1-D x1
+        (m[:3, :5], m[1, :5]),  # 1-D x2
+        (m[0], m[1]),  # both 1-D: a 0-d result
+        (s, t),  # stacks broadcast
+        (m[::2, ::-1][:, :5], m[::-1, 1:6][:5].T),  # strided, flipped, transposed
+        (np.broadcast_to(m[:1, :4], (3, 4)), m[:4, :2]),  # a stride-0 operand
+    ]
+
+
+def over_stacks(ref: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The 2-D reference `ref` applied as x @ y is: a 1-D x as (1, K), a 1-D y as (K, 1), the
+    stacks broadcast, the unit axes dropped again (np.matmul's result shape)."""
+    a2 = x[None, :] if x.ndim == 1 else x
+    b2 = y[:, None] if y.ndim == 1 else y
+    stack = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    a3 = np.broadcast_to(a2, (*stack, *a2.shape[-2:]))
+    b3 = np.broadcast_to(b2, (*stack, *b2.shape[-2:]))
+    want = np.empty((*stack, a2.shape[-2], b2.shape[-1]), x.dtype)
+    for index in np.ndindex(*stack):
+        want[index] = ref(np.ascontiguousarray(a3[index]), np.ascontiguousarray(b3[index]))
+    shape = np.matmul(x.astype(np.float64), y.astype(np.float64)).shape
+    return want.reshape(shape)

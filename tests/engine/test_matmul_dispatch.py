@@ -1,9 +1,10 @@
-"""ft.matmul through its contracts (`engine.contract`, docs/matmul.md): with only the oracle's
-contracts, a float matmul runs on the host unless a provider is named (the oracle is never the
-default); under use_backend("reference") it plans ref_matmul_<dtype>, bit for bit the exact
-product rounded once (against Fractions, tests/kernels/test_exact_matmul.py's reference), for
-1-D operands, broadcast stacks, transposed, strided and flipped views, promoted dtypes; K = 0
-and empty results call no kernel; integers stay on the host; errors come before anything runs."""
+"""ft.matmul through its contracts (`engine.contract`, docs/matmul.md): the oracle is never the
+default (F32 and F64 run on the host unless a provider is named; BF16 and F16 on
+fuel-cpu-backend's matmul, tests/engine/test_matmul_cpu.py); under use_backend("reference") it
+plans ref_matmul_<dtype>, bit for bit the exact product rounded once (against Fractions,
+tests/kernels/test_exact_matmul.py's reference), for 1-D operands, broadcast stacks, transposed,
+strided and flipped views, promoted dtypes; K = 0 and empty results call no kernel; integers
+stay on the host; errors come before anything runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _matmul import reference, same
+from _matmul import over_stacks, reference, same, views
 
 import fueltensor as ft
 
@@ -31,10 +32,12 @@ def test_the_oracle_is_not_the_default_and_runs_where_named(dtype: Any) -> None:
     x, y = (rng.standard_normal(s).astype(dtype) for s in ((3, 5), (5, 4)))
     a, b = ft.asarray(x), ft.asarray(y)
     suffix = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
-    assert planned_kernel(ft.matmul, a, b) == "host"
+    own = {"bfloat16": "matmul_bf16", "float16": "matmul_f16"}  # fuel-cpu-backend's
+    default = own.get(np.dtype(dtype).name, "host")
+    assert planned_kernel(ft.matmul, a, b) == default
     with ft.trace() as plans:
         host = ft.matmul(a, b)
-    assert [p.kernel for p in plans] == [None]
+    assert [p.kernel.name if p.kernel else "host" for p in plans] == [default]
     with ft.use_backend("reference"):
         assert planned_kernel(ft.matmul, a, b) == f"ref_matmul_{suffix[np.dtype(dtype).name]}"
         with ft.trace() as plans:
@@ -44,40 +47,15 @@ def test_the_oracle_is_not_the_default_and_runs_where_named(dtype: Any) -> None:
     assert host.dtype == got.dtype and host.shape == got.shape
 
 
-def views(rng: np.random.Generator, dtype: Any) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Operand pairs: 1-D either side, stacks broadcast, transposed, strided, flipped, offset."""
-    m = rng.standard_normal((6, 8)).astype(dtype)
-    s = rng.standard_normal((2, 1, 3, 4)).astype(dtype)
-    t = rng.standard_normal((5, 4, 2)).astype(dtype)
-    return [
-        (m[0], m[1:, :].T[:8, :3]),  # 1-D x1
-        (m[:3, :5], m[1, :5]),  # 1-D x2
-        (m[0], m[1]),  # both 1-D: a 0-d result
-        (s, t),  # stacks broadcast
-        (m[::2, ::-1][:, :5], m[::-1, 1:6][:5].T),  # strided, flipped, transposed
-        (np.broadcast_to(m[:1, :4], (3, 4)), m[:4, :2]),  # a stride-0 operand
-    ]
-
-
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_views_and_vectors_are_the_exact_product(dtype: Any) -> None:
     rng = np.random.default_rng(1)
     for x, y in views(rng, dtype):
         with ft.use_backend("reference"):
             got = np.asarray(ft.matmul(ft.asarray(x), ft.asarray(y)))
-        want_shape = np.matmul(x.astype(np.float64), y.astype(np.float64)).shape
-        assert got.shape == want_shape and got.dtype == x.dtype
-        a2 = x[None, :] if x.ndim == 1 else x
-        b2 = y[:, None] if y.ndim == 1 else y
-        stack = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-        a3 = np.broadcast_to(a2, (*stack, *a2.shape[-2:]))
-        b3 = np.broadcast_to(b2, (*stack, *b2.shape[-2:]))
-        want = np.empty((*stack, a2.shape[-2], b2.shape[-1]), x.dtype)
-        for index in np.ndindex(*stack):
-            want[index] = reference(
-                np.ascontiguousarray(a3[index]), np.ascontiguousarray(b3[index])
-            )
-        same(got.reshape(want.shape), want)
+        want = over_stacks(reference, x, y)
+        assert got.shape == want.shape and got.dtype == x.dtype
+        same(got, want)
 
 
 def test_promotion_first_and_integers_on_the_host() -> None:

@@ -4,7 +4,8 @@ operands a (..., M, K) and b (..., K, N), each named, that a dot product's accum
 * random matrices, and shapes that are no multiple of any tile (1 x 1 x 1, 17 x 13 x 11);
 * cancellation: each row's products cancel in pairs to a small remainder;
 * dynamic range: products spanning the format's exponent range (its largest values times its
-  smallest), and pairs whose exact dot product overflows;
+  smallest), and pairs whose exact dot product overflows; products beyond float32's range
+  (bf16's 2^64 * 2^64, 2^-75 * 2^-75), where a rounded product and an unrounded one differ;
 * a long K of constant-sign products (a narrow accumulator's collapse);
 * NaN and infinities at the first, last and block-boundary positions of K, and inf times 0;
 * subnormal operands and products; signed zeros;
@@ -74,6 +75,13 @@ def contraction_cases(
         "dynamic range", wide.astype(dtype), np.array([[0.5], [2.0], [big], [0.5]]).astype(dtype)
     )
     yield Pair("overflow", np.full((2, 3), float(info.max), dtype), np.full((3, 2), 2.0, dtype))
+    if float(info.max) >= 1.5 * 2.0**127 and float(info.tiny) <= 2.0**-75:
+        # BF16 (and F32) products past float32's range: 2^64 * 2^64 overflows it (an unrounded
+        # product gives 2^126 where one rounded to float32 first gives inf); 2^-74 * 2^-75 and
+        # 2^-75 * 2^-75 fall below it (2^-148 against 2^-149: seen in an F32 output only)
+        edge = np.array([[-1.5 * 2.0**127, 2.0**64], [2.0**-74, 2.0**-75]])
+        column = np.array([[1.0, 2.0**-75], [2.0**64, 2.0**-75]])
+        yield Pair("products past float32", edge.astype(dtype), column.astype(dtype))
     yield Pair("constant sign, K = 4096", uniform((2, 4096), 0.5), uniform((4096, 3), 0.5))
     yield _specials(dtype, block, rng)
     subnormal = float(info.smallest_subnormal)

@@ -39,12 +39,13 @@ from fueltensor.engine.execute import returned_problems
 from fueltensor.engine.planner import Operand, Plan, admit
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.casting import bits_of
 from fueltensor.kernels.exact_matmul import exact_dots, exact_matmul
 from fueltensor.ops import CONTRACTION_BY_KIND
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge.calls import call
 from fueltensor.tools.judge.contraction_cases import Pair, contraction_cases
-from fueltensor.tools.judge.orders import Declared, declared, simulate
+from fueltensor.tools.judge.orders import EXACT, EXACT_PRODUCTS, FUSED, Declared, declared, simulate
 from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
 from fueltensor.tools.judge.reductions import THREADS, determinism, on_threads
@@ -106,8 +107,24 @@ def products(pair: Pair) -> Array:
     return table.reshape(math.prod(_outputs(pair)), pair.a.shape[-1])
 
 
+def leave_range(pair: Pair, d: Declared) -> Array:
+    """Per output, whether a product rounded to the accumulator leaves its normal range (an
+    infinity from finite operands, or a nonzero product below the smallest normal): Higham's
+    bound assumes none does. Products declared `exact` or `fused` are never rounded."""
+    table = products(pair)
+    if d.products in (EXACT_PRODUCTS, FUSED) or d.accumulator == EXACT or table.shape[1] == 0:
+        return np.zeros(table.shape[0], bool)
+    tiny = 2.0 ** bits_of(d.dtype).min_exp
+    with np.errstate(all="ignore"):
+        rounded = np.abs(table.astype(d.dtype)).astype(np.float64)
+        out = np.isinf(rounded) | ((table != 0) & (rounded < tiny))
+    return np.asarray(out.any(axis=1))
+
+
 def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> None:
-    """The bound per output of finite rows and columns, the exact result's specials elsewhere."""
+    """The bound per output of finite rows and columns whose rounded products stay in the
+    accumulator's range (`leave_range`; the others are held to the order's bits where it fixes
+    them, counted otherwise), the exact result's specials elsewhere."""
     k = pair.a.shape[-1]
     with np.errstate(invalid="ignore"):
         rows_ok = np.asarray(np.isfinite(pair.a.astype(np.float64)).all(axis=-1))
@@ -121,8 +138,10 @@ def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> Non
     if gamma is None:
         f.unbounded += int(finite.sum())
         return
+    left = finite & leave_range(pair, d)
+    f.out_of_range += int(left.sum())
     sums, magnitudes = exact_dots(pair.a, pair.b)
-    for r in np.flatnonzero(finite):
+    for r in np.flatnonzero(finite & ~left):
         value = float(got[r])
         if not math.isfinite(value):
             if bits(got[r : r + 1]) != bits(want[r : r + 1]):
@@ -141,7 +160,7 @@ def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> Non
                   f"{float(error):.4g} > γ_{d.k(k)}·Σ|a||b| + ½ ulp = {float(limit):.4g} "
                   f"(Σ|a||b| {float(magnitudes[r]):.4g}; {d.describe()}; K = {k})")  # fmt: skip
             return
-    f.outputs += got.size
+    f.outputs += got.size - int(left.sum())
 
 
 def check(pair: Pair, got: Array, d: Declared, f: Findings, a: Audit) -> None:
@@ -296,6 +315,11 @@ def audit_contraction(
         f"bound (worst use {use})"
         + ("; every output the declared order's bits" * d.fixes_bits)
         + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
+        + (
+            f"; {f.out_of_range} outputs whose rounded products leave the accumulator's range, "
+            + ("held to the order's bits" if d.fixes_bits else "not bounded")
+        )
+        * bool(f.out_of_range)
     )
     a.semantics.append("cost: not measured for contractions yet")
 

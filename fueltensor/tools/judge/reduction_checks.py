@@ -39,6 +39,9 @@ class Findings:
     outputs: int = 0
     unbounded: int = 0
     """Outputs of rows too long for the declared accumulator to bound (k·u >= 1)."""
+    out_of_range: int = 0
+    """A contraction's outputs whose rounded products leave the accumulator's normal range,
+    where the bound does not hold (`contractions.leave_range`)."""
 
     def add(self, check: str, case: Named, failure: str) -> None:
         """Record a case's first failure of `check` (a reduction's `Case`, a contraction's
