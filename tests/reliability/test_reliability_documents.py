@@ -62,6 +62,9 @@ MUTANTS_PER_DOCUMENT = {
     "numpy-selection.md": 100,
     "torch-selection.md": 100,
     "jax-selection.md": 100,
+    "numpy-reduce.md": 80,
+    "torch-reduce.md": 40,
+    "jax-reduce.md": 40,
 }
 MB = 2**20
 

@@ -33,11 +33,9 @@ from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.reduction_checks import Findings, index, summary
 from fueltensor.tools.judge.reductions import (
+    admitted,
     audit_claims,
     audit_cost,
-    conformance,
-    determinism,
-    plan_for,
     run,
 )
 from fueltensor.tools.judge.references import Array
@@ -134,22 +132,10 @@ def audit_index(
         return run(fn, contract, dtype, case, fill)
 
     d = Declared(dtype.fkc, None, 128, 1, "lhs")  # the reductions' cases' block and lanes
-    every, refused = [], []
-    for case in (*index_cases(dtype.np, rng), *cases(dtype.np, d, rng, empty=False)):
-        try:
-            plan_for(contract, dtype, case.x.shape, case.axes)
-            every.append(case)
-        except ValueError:  # a rank or shape the contract does not accept: not its business
-            refused.append(case.name)
-    if refused:
-        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    inputs = (*index_cases(dtype.np, rng), *cases(dtype.np, d, rng, empty=False))
+    every = admitted(a, contract, fn, dtype, inputs, call_case)
     if not every:
-        a.failures.append("cases: the contract admits none of the judge's (rank 2 and 3) inputs")
         return
-    shaped = next((c for c in every if len(c.axes) > 1), every[0])
-    a.conformance = conformance(fn, contract, dtype, shaped)
-    a.failures += [f"conformance: {p}" for p in a.conformance]
-    determinism(a, contract, lambda fill: call_case(every[0], fill))
     f = Findings()
     for case in every:
         check(case, call_case(case), largest, f, a)
@@ -159,7 +145,4 @@ def audit_index(
         f"reduction: {row.name}, exact: {f.outputs} outputs of {len(every)} cases the first "
         "extreme's index"
     )
-    try:
-        audit_cost(a, contract, fn, dtype, settings, copy_bps)
-    except ValueError as e:  # the contract does not admit the timed shapes
-        a.semantics.append(f"cost: not measured ({e})")
+    audit_cost(a, contract, fn, dtype, settings, copy_bps)

@@ -30,7 +30,7 @@ ULP from the exact sum rounded once in `measured_ulp`, the outputs checked in `p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from typing import Final
@@ -347,24 +347,11 @@ def audit_reduction(
     def call_case(case: Case, fill: int = 0xA5) -> Array:
         return run(fn, contract, dtype, case, fill)
 
-    every, refused = [], []
     empty = largest is None  # a maximum or minimum of nothing is refused before a kernel
     inputs = product_cases(dtype.np, d, rng) if product else cases(dtype.np, d, rng, empty)
-    for case in inputs:
-        try:
-            plan_for(contract, dtype, case.x.shape, case.axes)
-            every.append(case)
-        except ValueError:  # a rank or shape the contract does not accept: not its business
-            refused.append(case.name)
-    if refused:
-        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    every = admitted(a, contract, fn, dtype, inputs, call_case)
     if not every:
-        a.failures.append("cases: the contract admits none of the judge's (rank 2 and 3) inputs")
         return
-    shaped = next((c for c in every if len(c.axes) > 1), every[0])  # outer and inner axes
-    a.conformance = conformance(fn, contract, dtype, shaped)
-    a.failures += [f"conformance: {p}" for p in a.conformance]
-    determinism(a, contract, lambda fill: call_case(every[0], fill))
     f = Findings()
     for case in every:
         check(case, call_case(case), d, f, a, largest, product)
@@ -379,10 +366,33 @@ def audit_reduction(
         + ("; every output the declared order's bits" * d.fixes_bits)
         + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
     )
-    try:
-        audit_cost(a, contract, fn, dtype, settings, copy_bps)
-    except ValueError as e:  # the contract does not admit the timed shapes
-        a.semantics.append(f"cost: not measured ({e})")
+    audit_cost(a, contract, fn, dtype, settings, copy_bps)
+
+
+def admitted(
+    a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, inputs: Iterable[Case],
+    call_case: Callable[..., Array],
+) -> list[Case]:  # fmt: skip
+    """The cases of `inputs` the contract admits (the others noted as skipped), with the
+    conformance and determinism audits run on them, recorded into `a`; none (a failure
+    recorded) when it admits none."""
+    every, refused = [], []
+    for case in inputs:
+        try:
+            plan_for(contract, dtype, case.x.shape, case.axes)
+            every.append(case)
+        except ValueError:  # a rank or shape the contract does not accept: not its business
+            refused.append(case.name)
+    if refused:
+        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    if not every:
+        a.failures.append("cases: the contract admits none of the judge's (rank 2 and 3) inputs")
+        return every
+    shaped = next((c for c in every if len(c.axes) > 1), every[0])  # outer and inner axes
+    a.conformance = conformance(fn, contract, dtype, shaped)
+    a.failures += [f"conformance: {p}" for p in a.conformance]
+    determinism(a, contract, lambda fill: call_case(every[0], fill))
+    return every
 
 
 def audit_claims(
@@ -418,7 +428,19 @@ def audit_cost(
     copy_bps: float,
 ) -> None:  # fmt: skip
     """The call overhead on one element, and ns per element summing `settings.large` elements
-    into one output (on one thread, and on the setting's threads), next to the formula's."""
+    into one output (on one thread, and on the setting's threads), next to the formula's; noted
+    as not measured where the contract does not admit those shapes."""
+    try:
+        _cost(a, contract, fn, dtype, settings, copy_bps)
+    except ValueError as e:
+        a.semantics.append(f"cost: not measured ({e})")
+
+
+def _cost(
+    a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, settings: Settings,
+    copy_bps: float,
+) -> None:  # fmt: skip
+    """`audit_cost`'s measurements (ValueError where a timed shape is not admitted)."""
     tiny = plan_for(contract, dtype, (1, 1), (1,))
     one = np.ones((1, 1), dtype.np)
     out = result_dtype(contract, dtype.np)
