@@ -24,11 +24,12 @@ import ml_dtypes
 import numpy as np
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped, unused-ignore]
 
+from fueltensor import ops
 from fueltensor.ext import _native
 from fueltensor.kernels.threads import running_on
 
-OP = 0
-"""The contraction family's one op (ops.h has no enum for it yet)."""
+OP = _native.CONTRACTION_OPS.index(ops.CONTRACTION_OPS[0].kernel_op)
+"""The contraction family's one op, matmul, as the core numbers it."""
 BURST = 5
 """Calls a contender makes in a row each round."""
 PAUSE = 0.3

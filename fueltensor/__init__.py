@@ -107,8 +107,8 @@ from fueltensor.array_api.indexing import (
     take_along_axis,
 )
 from fueltensor.array_api.info import __array_namespace_info__
+from fueltensor.array_api.linear_algebra import matmul as matmul
 from fueltensor.array_api.linear_algebra import (
-    matmul,
     matrix_transpose,
     tensordot,
     vecdot,
@@ -377,7 +377,6 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
-    "matmul",
     "matrix_transpose",
     "mean",
     "meshgrid",

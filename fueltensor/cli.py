@@ -259,6 +259,8 @@ def _run_explain(args: argparse.Namespace) -> int:
     shapes, dtypes = (
         given if len(given) == count else given * count for given in (args.shapes, args.dtypes)
     )
+    if row.family is Family.CONTRACTION and len(args.shapes) == 1:  # a @ its transpose's shape
+        shapes = [args.shapes[0], args.shapes[0][::-1]]
     transposed = (args.transpose_lhs, args.transpose_rhs, *(False,) * (count - 2))
     if len(shapes) != count or len(dtypes) != count or any(transposed[count:]):
         print(
@@ -314,7 +316,8 @@ def add_explain(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_shape,
         default=[(3, 4)],
         metavar="SHAPE",
-        help="operand shapes, e.g. 3,4 4 (one shape serves every operand; default 3,4)",
+        help="operand shapes, e.g. 3,4 4 (one shape serves every operand, a matmul's second its "
+        "reverse; default 3,4)",
     )
     p.add_argument(
         "--dtypes",

@@ -138,8 +138,13 @@ TRAITS: Final[Mapping[Family, Traits]] = MappingProxyType(
         ),
     }
 )
-"""Each family's traits; REDUCTION's rows are `REDUCTION_OPS`, CONTRACTION's are to come (issue
-46)."""
+"""Each family's traits; REDUCTION's rows are `REDUCTION_OPS`, CONTRACTION's `CONTRACTION_OPS`
+(matmul, issue 46)."""
+
+CONTRACTED: Final = "k"
+"""The cost formulas' variable of a contraction's dot-product length (K), beside `n`: a contract
+whose shape rule is a contraction's (`matmul(a, b)`) may name it; the planner sets it to a's
+last extent."""
 
 ABI_VERSIONS: Final[Mapping[int, str]] = MappingProxyType(
     {

@@ -1,7 +1,7 @@
 """The contract operations as data: one row per operation the kernel contracts can serve.
 
 Every operation belongs to a `Family` (binary and unary elementwise, comparisons, selections,
-casts, reductions; contractions to come), whose traits (`fueltensor.families.TRAITS`) fix its
+casts, reductions, contractions), whose traits (`fueltensor.families.TRAITS`) fix its
 kernels' C signature, its operands, the judge's kind of reference and the certificate's sweep.
 Everything that names an operation is derived from this table: the namespace functions
 (`fueltensor.add`, `fueltensor.exp` ...) and FuelTensor's operators (`fueltensor.core.operators`),
@@ -72,6 +72,7 @@ class OpKind(StrEnum):
     MIN = "MinReduce"
     ARGMAX = "ArgMaxReduce"
     ARGMIN = "ArgMinReduce"
+    MATMUL = "MatmulContract"
 
 
 class Integers(StrEnum):
@@ -196,6 +197,22 @@ VALUE_REDUCTIONS: Final = tuple(
 """The planned reductions whose result is of x's dtype (sum, prod, max, min): the frameworks'
 reduction contracts cover these."""
 
+_M = Family.CONTRACTION
+CONTRACTION_OPS: Final[tuple[ContractOp, ...]] = (
+    ContractOp("matmul", OpKind.MATMUL, _M, "matmul", np.matmul, "matmul", "the matrix product"),
+)
+"""The contraction rows (issue 46; docs/matmul.md) in the C enum's order: matmul, one row;
+vecdot and tensordot are compositions of it. Planned by `engine.contract`."""
+CONTRACTING_RULES: Final = tuple(op.kernel_op for op in CONTRACTION_OPS)
+"""The FKC shape rules of the contractions, each named for its row's kernel op id
+(`shape_rule: matmul(a, b)`)."""
+CONTRACTION_PRODUCTS: Final = ("exact", "fused", "rounded")
+"""How a contraction contract's products enter its sums (`accept.op_params.products`,
+docs/matmul.md): exact in the accumulator, added by an FMA, or rounded to it first."""
+CONTRACTION_PAIRS: Final = ("odd_first",)
+"""A contraction's optional `accept.op_params.pairs` (VDPBF16PS: two products at a time, the
+odd-indexed one added first)."""
+
 CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("add", OpKind.ADD, _B, "add", np.add, "add", "x1 + x2", ieee_rounded=True),
     ContractOp("subtract", OpKind.SUB, _B, "sub", np.subtract, "sub", "x1 - x2", ieee_rounded=True),
@@ -302,6 +319,7 @@ CONTRACT_OPS: Final[tuple[ContractOp, ...]] = (
     ContractOp("clip", OpKind.CLIP, _K, None, host_clip, "clamp", "x bounded to [low, high]"),
     ContractOp("astype", OpKind.CAST, _X, None, host_astype, "cast", "x converted to a dtype"),
     *PLANNED_REDUCTIONS,
+    *CONTRACTION_OPS,
 )  # fmt: skip
 """The operator surface, family by family. Adding a contract operation: its FKC documents, its
 kernels, one row (docs/ops.md). Within a family, the rows' order is the C enum's (ext/src/ops.h)."""
@@ -329,6 +347,12 @@ REDUCTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
 )
 """The reduction rows by op kind ("SumReduce", or `OpKind.SUM`): how the judge knows a contract
 for its reduction audit (`tools.judge.reductions`), prod's included."""
+
+CONTRACTION_BY_KIND: Final[Mapping[str, ContractOp]] = MappingProxyType(
+    {op.op_kind.value: op for op in CONTRACTION_OPS}
+)
+"""The contraction rows by op kind ("MatmulContract"): how the judge knows a contract for its
+contraction audit (`tools.judge.contractions`)."""
 
 REDUCTION_ORDERS: Final = ("sequential", "blocked", "pairwise")
 """The orders a reduction contract may declare in `accept.op_params.order` (docs/reductions.md,

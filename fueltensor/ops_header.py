@@ -9,6 +9,7 @@ from typing import Final
 from fueltensor.families import Family
 from fueltensor.ops import (
     COMPARISON_OPS,
+    CONTRACTION_OPS,
     REDUCTION_OPS,
     SCALAR_FORMS,
     TERNARY_OPS,
@@ -29,7 +30,7 @@ def c_header() -> str:
         " * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,",
         " * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`, `_native.REDUCTION_OPS`); a unary",
         " * op's enum name is its kernel op id in capitals after U_, a comparison's after C_,",
-        " * where's and clip's after T_, a reduction's after R_. */",
+        " * where's and clip's after T_, a reduction's after R_, a contraction's after M_. */",
         "#ifndef FUELTENSOR_OPS_H",
         "#define FUELTENSOR_OPS_H",
     ]
@@ -38,7 +39,9 @@ def c_header() -> str:
               ("comparison", COMPARISON_OPS, "C_", "N_COMPARISON_OPS", "COMPARISON_NAMES"),
               ("selection and clamp: three operands", TERNARY_OPS, "T_", "N_TERNARY_OPS",
                "TERNARY_NAMES"),
-              ("reduction", REDUCTION_OPS, "R_", "N_REDUCTION_OPS", "REDUCTION_NAMES"))  # fmt: skip
+              ("reduction", REDUCTION_OPS, "R_", "N_REDUCTION_OPS", "REDUCTION_NAMES"),
+              ("contraction", CONTRACTION_OPS, "M_", "N_CONTRACTION_OPS",
+               "CONTRACTION_NAMES"))  # fmt: skip
     for title, ops, prefix, count, names in groups:
         lines += [
             "",

@@ -16,11 +16,13 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from fueltensor.array_api._host import axes, fresh, host, promoted, tensor
-from fueltensor.array_api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
+from fueltensor.array_api.linear_algebra import matmul as matmul
+from fueltensor.array_api.linear_algebra import matrix_transpose, tensordot, vecdot
 from fueltensor.array_api.statistical import _accumulated, _work
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.dtypes import DType
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.ops import CONTRACTION_OPS
 
 _FLOATING = ("real floating", "complex floating")
 
@@ -288,7 +290,6 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "inv",
-    "matmul",
     "matrix_norm",
     "matrix_power",
     "matrix_rank",
@@ -304,4 +305,4 @@ __all__ = [
     "trace",
     "vecdot",
     "vector_norm",
-]
+] + [row.name for row in CONTRACTION_OPS]  # matmul: the op table spells it

@@ -1,6 +1,7 @@
 """The array API's linear algebra functions of the main namespace: matmul, matrix_transpose,
 tensordot, vecdot (the `linalg` extension is not provided). Operands are promoted first; half
-types are multiplied in float32 and rounded once."""
+types are multiplied in float32 and rounded once on the host. matmul of the float formats is
+planned through its contracts (`engine.contract`, docs/matmul.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from fueltensor.array_api._host import Rule, fresh, host, promoted, ruled_host, tensor
+from fueltensor.array_api.statistical import _PLANNED
 from fueltensor.core import dtypes as _dtypes
 from fueltensor.core.layout import broadcast_shapes
 from fueltensor.core.tensor import FuelTensor
+from fueltensor.engine import contract as _contract_engine
 
 
 def _operands(x1: FuelTensor, x2: FuelTensor) -> tuple[np.ndarray, np.ndarray, _dtypes.DType]:
@@ -29,15 +32,33 @@ def _product(dtype: _dtypes.DType) -> Rule:
     return Rule(np.dtype(np.float32), None, dtype) if dtype.narrow else Rule(None, None, dtype)
 
 
-@ruled_host("MATMUL", np.matmul, _product)
-@host
+def _unplanned(dtype: _dtypes.DType) -> Rule | None:
+    """The product's rule for the dtypes no matmul contract takes (the compiled host call);
+    None for those `engine.contract` plans (they take the Python path)."""
+    return None if dtype in _PLANNED else _product(dtype)
+
+
+@ruled_host("MATMUL", np.matmul, _unplanned)
 def matmul(x1: FuelTensor, x2: FuelTensor, /) -> FuelTensor:
-    """The matrix product (stacks broadcast; a 1-D operand is a vector)."""
-    if tensor(x1, "x1").ndim == 0 or tensor(x2, "x2").ndim == 0:
+    """The matrix product (stacks broadcast; a 1-D operand is a vector), planned from the
+    MatmulContract kernel contracts where one serves (docs/matmul.md), else on the host."""
+    a, b = tensor(x1, "x1"), tensor(x2, "x2")
+    if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul needs operands of at least 1 dimension; use multiply for scalars")
-    a, b, dt = _operands(x1, x2)
     _check_matmul_shapes(a.shape, b.shape)
+    return _contract_engine.matmul(a, b, lambda: _host_matmul(a, b))
+
+
+def _host_matmul(x1: FuelTensor, x2: FuelTensor) -> FuelTensor:
+    """The host's matmul (NumPy's; half types in float32, rounded once), labelled matmul."""
+    a, b, dt = _operands(x1, x2)
     return fresh(np.matmul(a, b), dt)
+
+
+_host_matmul.__name__ = _host_matmul.__qualname__ = matmul.__name__
+_host_matmul = host(_host_matmul)
+_contract_engine.OPERATIONS[matmul.__name__] = matmul
+matmul.__fueltensor_op__ = matmul.__name__  # type: ignore[attr-defined]
 
 
 def _check_matmul_shapes(s1: tuple[int, ...], s2: tuple[int, ...]) -> None:

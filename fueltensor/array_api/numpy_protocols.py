@@ -23,13 +23,17 @@ from fueltensor.core.hooks import HOOKS
 from fueltensor.core.tensor import FuelTensor, check_writable
 from fueltensor.engine import dispatch, unary
 from fueltensor.engine.dispatch import record_host
+from fueltensor.families import Family
 from fueltensor.ops import CONTRACT_OPS
 
 _CONTRACT_UFUNCS: dict[np.ufunc, str] = {
-    op.host: op.name for op in CONTRACT_OPS if isinstance(op.host, np.ufunc)
+    op.host: op.name
+    for op in CONTRACT_OPS
+    if isinstance(op.host, np.ufunc) and op.family is not Family.CONTRACTION
 }
-"""The contract operations by their NumPy ufunc (read from the op table): `np.exp(x)` of a
-tensor is `ft.exp(x)`."""
+"""The elementwise contract operations by their NumPy ufunc (read from the op table): `np.exp(x)`
+of a tensor is `ft.exp(x)`. np.matmul, a generalized ufunc, is not elementwise: it takes the
+host path below, as it did before matmul had contracts."""
 
 _SUPPORTED = frozenset(d.np for d in _dtypes.ALL)
 

@@ -169,7 +169,6 @@ def _contract_unary(kind: OpKind) -> Callable[[Any], FuelTensor]:
 
 _STEM: Final = {
     "floor_divide": "floordiv",
-    "matmul": "matmul",
     "bitwise_and": "and",
     "bitwise_or": "or",
     "bitwise_xor": "xor",
@@ -194,7 +193,7 @@ class Operators:
     __pow__, __rpow__, __ipow__ = _contract_forms(OpKind.POW)
 
     __floordiv__, __rfloordiv__, __ifloordiv__ = _host_forms("floor_divide")
-    __matmul__, __rmatmul__, __imatmul__ = _host_forms("matmul")
+    __matmul__, __rmatmul__, __imatmul__ = _host_forms(*_operator(OpKind.MATMUL))
     __and__, __rand__, __iand__ = _host_forms("bitwise_and")
     __or__, __ror__, __ior__ = _host_forms("bitwise_or")
     __xor__, __rxor__, __ixor__ = _host_forms("bitwise_xor")

@@ -24,7 +24,7 @@ from fueltensor.core.layout import Layout
 from fueltensor.core.scalars import coerce, scalar_tensor
 from fueltensor.core.storage import output_fits
 from fueltensor.core.tensor import FuelTensor, check_inplace
-from fueltensor.engine import backends, cast, fast, reduce, ternary, unary
+from fueltensor.engine import backends, cast, contract, fast, reduce, ternary, unary
 from fueltensor.engine.backends import Policy, current_policy, notify, record, trace, tracing
 from fueltensor.engine.choice import decide
 from fueltensor.engine.execute import HostFn, run
@@ -327,7 +327,7 @@ def host_operation(fn: Callable[..., FuelTensor]) -> Callable[..., FuelTensor]:
     return fn
 
 
-_HOSTED: Final = (Family.CAST, Family.REDUCTION)
+_HOSTED: Final = (Family.CAST, Family.REDUCTION, Family.CONTRACTION)
 """The families whose calls the host may run, whose `explain` then runs and records them."""
 
 
@@ -350,6 +350,10 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Plan:
         planned_reduce = reduce.explained(current_policy(), row.name, *args, **kwargs)
         if planned_reduce is not None:
             return planned_reduce
+    if row is not None and row.family is Family.CONTRACTION:
+        planned_matmul = contract.explained(current_policy(), *args, **kwargs)
+        if planned_matmul is not None:
+            return planned_matmul
     if row is None or row.family in _HOSTED:  # a host operation: run (it is pure), recorded
         if row is not None or getattr(fn, "__fueltensor_host__", False):
             with trace() as plans:
@@ -399,7 +403,8 @@ OPERATIONS: dict[str, Callable[[Any, Any], FuelTensor]] = {
 def functions() -> dict[str, Callable[..., FuelTensor]]:
     """The namespace function of every contract operation by name, in table order: what the
     command line plans and compares (the three-operand ones and astype as their array API
-    modules made them, `ternary.OPERATIONS`, `cast.OPERATIONS` and `reduce.OPERATIONS`, which
+    modules made them, `ternary.OPERATIONS`, `cast.OPERATIONS`, `reduce.OPERATIONS` and
+    `contract.OPERATIONS`, which
     `import fueltensor` fills)."""
     made: dict[str, Callable[..., FuelTensor]] = {
         **OPERATIONS,
@@ -407,6 +412,7 @@ def functions() -> dict[str, Callable[..., FuelTensor]]:
         **ternary.OPERATIONS,
         **cast.OPERATIONS,
         **reduce.OPERATIONS,
+        **contract.OPERATIONS,
     }
     return {op.name: made[op.name] for op in CONTRACT_OPS if op.name in made}
 

@@ -33,18 +33,20 @@ from fueltensor.engine.repairs import (
     layout_repair,
     shape_repair,
 )
+from fueltensor.engine.rules import apply_rule, unchained
 from fueltensor.engine.steps import Operand as Operand
 from fueltensor.engine.steps import Request as Request
 from fueltensor.engine.steps import Step as Step
 from fueltensor.engine.steps import StepKind as StepKind
 from fueltensor.engine.steps import Target as Target
 from fueltensor.engine.steps import promote as promote
+from fueltensor.families import CONTRACTED
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.threads import compiled_body, threads_for
 from fueltensor.registry import UNLINKED, Registry
 
 if TYPE_CHECKING:
-    from fueltensor.fkc.schema import InputSpec, KernelContract, ParamValue, Rule
+    from fueltensor.fkc.schema import InputSpec, KernelContract, ParamValue
 
 ORACLE_SOURCES: Final = frozenset({"reference-oracle"})
 """kernel_source tags of correctness oracles: on a cost tie, a production provider wins."""
@@ -214,22 +216,6 @@ class Planning:
     """What the call asked of its result (a cast's target dtype and rule)."""
 
 
-def _apply_rule(
-    rule: Rule, names: Mapping[str, int], operands: list[Operand], axes: tuple[int, ...] = ()
-) -> Operand | Shape:
-    """What an output `rule` gives for `operands` (and the call's `axes`, for `reduce`)."""
-    if rule.kind == "passthrough":
-        return operands[names[rule.args[0]]]
-    if rule.kind == "same_as":
-        return operands[names[rule.args[0]]].layout.shape
-    if rule.kind == "reduce":
-        shape = operands[names[rule.args[0]]].layout.shape
-        return tuple(n for i, n in enumerate(shape) if i not in axes)
-    if rule.kind == "broadcast":
-        return broadcast_shapes(*(operands[names[a]].layout.shape for a in rule.args))
-    raise ValueError(f"rule {rule.kind}({', '.join(rule.args)}) is not one the planner implements")
-
-
 def kernel_cost(contract: KernelContract, env: Mapping[str, float]) -> int | str:
     """The bytes `contract`'s `bytes_moved` formula gives for one call, or why that call cannot
     be priced (the formula fails, or gives a negative or non-finite number): a contract that
@@ -277,14 +263,17 @@ def _output(
     if rule.kind == "fixed":
         dtype = BY_FKC[rule.args[0]]
     else:
-        dtype_src = _apply_rule(rule, names, work)
+        dtype_src = apply_rule(rule, names, work)
         assert isinstance(dtype_src, Operand)
         dtype = dtype_src.dtype
     axes = next((v for p, v in zip(contract.params, params, strict=True) if p.is_axes), ())
     assert isinstance(axes, tuple)
     if any(a >= o.layout.ndim for a in axes for o in work[:1]):
         return (f"axes {axes} are not all axes of a rank-{work[0].layout.ndim} input",)
-    shape = _apply_rule(out.shape_rule, names, work, axes)
+    refused = unchained(out.shape_rule, names, work)
+    if refused:
+        return refused
+    shape = apply_rule(out.shape_rule, names, work, axes)
     assert isinstance(shape, tuple)
     if shape != out_shape:
         return (
@@ -302,6 +291,8 @@ def _kernel_step(
     env: dict[str, float] = {"n": math.prod(shape), "dtype_bytes": dtype.itemsize}
     env.update({f"{s.name}_count": w.count for s, w in zip(specs, work, strict=True)})
     env.update({f"{s.name}_bytes": w.dtype.itemsize for s, w in zip(specs, work, strict=True)})
+    if contract.outputs[0].contracts:  # a contraction's dot-product length, a's last axis
+        env[CONTRACTED] = work[0].layout.shape[-1]
     kernel_bytes = kernel_cost(contract, env)
     if isinstance(kernel_bytes, str):
         return (kernel_bytes,)

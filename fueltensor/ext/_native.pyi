@@ -53,6 +53,9 @@ def convert(src: int, dst: int, saturate: int, x: Any, out: Any, /) -> None:
 
 REDUCTION_OPS: tuple[str, ...]
 """The reduction op names, in the order `reduce` numbers them (the op table's REDUCTION_OPS)."""
+CONTRACTION_OPS: tuple[str, ...]
+"""The contraction op names, in the order `contract` numbers them (the op table's
+CONTRACTION_OPS)."""
 ORDER_SEQUENTIAL: int
 """`reduce`'s order: one accumulator, element after element (abi.h's ORDER_* codes)."""
 ORDER_PAIRWISE: int
@@ -100,12 +103,13 @@ def contract(
     products: int,
     /,
 ) -> None:
-    """out (..., M, N) = a (..., M, K) @ b (..., K, N), the contraction family's kernel (op 0,
-    matmul; the MATMUL capsule): a and b any strided arrays of one rank (stacks broadcast by the
-    caller), out C-contiguous, all float32, bfloat16 or float16; accumulator float32 (its dtype
-    code), order ORDER_SEQUENTIAL, products PRODUCTS_EXACT (the half types) or PRODUCTS_FUSED:
-    per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for l in order, rounded once (K = 0:
-    +0): the same bits on any thread count and instruction set (native/matmul.c)."""
+    """out (..., M, N) = a (..., M, K) @ b (..., K, N), the contraction family's kernel
+    (op CONTRACTION_OPS.index('matmul'); the MATMUL capsule): a and b any strided arrays of one
+    rank (stacks broadcast by the caller), out C-contiguous, all float32, bfloat16 or float16;
+    accumulator float32 (its dtype code), order ORDER_SEQUENTIAL, products PRODUCTS_EXACT (the
+    half types) or PRODUCTS_FUSED: per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for l
+    in order, rounded once (K = 0: +0): the same bits on any thread count and instruction set
+    (native/matmul.c)."""
 
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""

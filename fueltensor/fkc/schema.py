@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..core.hooks import present
+from ..ops import CONTRACTING_RULES
 from .formula import Formula
 from .semantics import SEMANTICS_SHAPE, Semantics
 from .shapes import OPEN, Scalar, shape_of
@@ -36,10 +37,13 @@ DTYPE_RULES: Final = {"passthrough": 1, "fixed": 1}
 input's dtype; `fixed(<dtype code>)`, that dtype whatever the inputs' (a comparison's BOOL)."""
 DTYPE_ARGUMENT_RULES: Final = ("fixed",)
 """The dtype rules whose argument is an FKC dtype code, not an input name."""
-SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1}
+SHAPE_RULES: Final = {"same_as": 1, "broadcast": 2, "reduce": 1} | dict.fromkeys(
+    CONTRACTING_RULES, 2
+)
 """Rule name -> number of input names it takes, for `shape_rule` (the least, for a variadic).
 `reduce(<input>)`: the input's shape without the call's axes (the contract's `axes` parameter;
-docs/reductions.md)."""
+docs/reductions.md). `matmul(<a>, <b>)`: a (..., M, K) times b (..., K, N) gives (stacks
+broadcast, M, N) (docs/matmul.md)."""
 REDUCING_RULES: Final = ("reduce",)
 """The shape rules that read the call's `axes` parameter: a contract with one declares it."""
 VARIADIC_RULES: Final = ("broadcast",)
@@ -268,6 +272,11 @@ class OutputSpec:
     shape_rule: Rule
     layout_guarantee: str
     aliasing: str
+
+    @property
+    def contracts(self) -> bool:
+        """Whether its shape rule is a contraction's (`matmul(a, b)`): its cost reads `k`."""
+        return self.shape_rule.kind in CONTRACTING_RULES
 
     def to_dict(self) -> dict[str, Any]:
         """This output as its document writes it (`KernelContract.to_dict`)."""

@@ -15,7 +15,8 @@ from typing import Final
 
 from ..core.dtypes import BY_FKC
 from ..core.errors import ContractError
-from ..families import ABI_VERSIONS
+from ..families import ABI_VERSIONS, CONTRACTED
+from ..ops import CONTRACTING_RULES
 from . import bounds
 from .reader import Reader, join, kind
 from .schema import (
@@ -117,6 +118,7 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
     inputs = _inputs(r, accept["inputs"])
     names = tuple(s.name for s in inputs)
     params = _params(r, accept.get("params"), names)
+    outputs = _outputs(r, top["return"], inputs, params)
     contract = KernelContract(
         name=r.identifier(top["kernel"], "kernel"),
         op_kind=r.identifier(top["op_kind"], "op_kind"),
@@ -135,9 +137,9 @@ def build_contract(node: Node, provider: Provider, description: str) -> KernelCo
         inputs=inputs,
         params=params,
         op_params=_op_params(r, accept.get("op_params")),
-        outputs=_outputs(r, top["return"], names, params),
+        outputs=outputs,
         caps=_caps(r, top["caps"]),
-        cost=_cost(r, top["cost"], names),
+        cost=_cost(r, top["cost"], names, any(o.contracts for o in outputs)),
         precision=_precision(r, top["precision"]),
         determinism=r.string(top["determinism"], "determinism"),
         description=description,
@@ -333,9 +335,11 @@ def _rule(
 
 
 def _outputs(
-    r: Reader, node: Node, names: tuple[str, ...], params: tuple[ParamSpec, ...]
+    r: Reader, node: Node, inputs: tuple[InputSpec, ...], params: tuple[ParamSpec, ...]
 ) -> tuple[OutputSpec, ...]:
-    """The outputs; a reducing shape rule needs the `axes` parameter it reads."""
+    """The outputs; a reducing shape rule needs the `axes` parameter it reads, a contracting
+    one two matrix inputs."""
+    names = tuple(s.name for s in inputs)
     ret = r.mapping(node, RETURN_SHAPE, "return")
     items = r.items(ret["outputs"], "return.outputs")
     if not items:
@@ -351,12 +355,18 @@ def _outputs(
             OutputSpec(
                 name=name,
                 dtype_rule=_rule(r, e["dtype_rule"], f"{where}.dtype_rule", DTYPE_RULES, names),
-                shape_rule=_reducing(
+                shape_rule=_contracting(
                     r,
                     e["shape_rule"],
                     f"{where}.shape_rule",
-                    _rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
-                    params,
+                    _reducing(
+                        r,
+                        e["shape_rule"],
+                        f"{where}.shape_rule",
+                        _rule(r, e["shape_rule"], f"{where}.shape_rule", SHAPE_RULES, names),
+                        params,
+                    ),
+                    inputs,
                 ),
                 layout_guarantee=r.string(
                     e["layout_guarantee"], f"{where}.layout_guarantee", LAYOUT_GUARANTEES
@@ -376,6 +386,31 @@ def _reducing(r: Reader, node: Node, where: str, rule: Rule, params: tuple[Param
             where,
             f"{rule} removes the call's axes, and the contract takes none; declare them in "
             f"accept.params: {{name: axes, type: {AXES}}}",
+        )
+    return rule
+
+
+def _contracting(
+    r: Reader, node: Node, where: str, rule: Rule, inputs: tuple[InputSpec, ...]
+) -> Rule:
+    """`rule`, checked: a contracting rule (`matmul(a, b)`) multiplies two matrices (or stacks
+    of them), so the contract's inputs are exactly its two tensors, of rank 2 or more."""
+    if rule.kind not in CONTRACTING_RULES:
+        return rule
+    if len(inputs) != 2:
+        r.fail(
+            node.line,
+            where,
+            f"{rule} multiplies two tensors, and the contract takes {len(inputs)} inputs "
+            f"({', '.join(s.name for s in inputs)}); accepted: exactly the two it names",
+        )
+    low = [s for s in inputs if s.rank is not None and s.rank < 2]
+    if low:
+        r.fail(
+            node.line,
+            where,
+            f"{rule} multiplies matrices (..., M, K) @ (..., K, N), and input {low[0].name} is "
+            f"of rank {low[0].rank}; accepted: rank any or 2 and more",
         )
     return rule
 
@@ -414,10 +449,13 @@ def _caps(r: Reader, node: Node) -> Caps:
     )
 
 
-def _cost(r: Reader, node: Node, names: tuple[str, ...]) -> Cost:
+def _cost(r: Reader, node: Node, names: tuple[str, ...], contracting: bool) -> Cost:
+    """The cost; its formulas read n, dtype_bytes, each input's count and bytes, and, for a
+    contraction (`matmul(a, b)`), `k`, the length of its dot products."""
     c = r.mapping(node, COST_SHAPE, "cost")
     variables = frozenset(
         {"n", "dtype_bytes", *(f"{n}_count" for n in names), *(f"{n}_bytes" for n in names)}
+        | ({CONTRACTED} if contracting else set())
     )
     memory = r.mapping(c["memory"], MEMORY_SHAPE, "cost.memory")
     return Cost(

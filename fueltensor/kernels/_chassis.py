@@ -30,6 +30,7 @@ from fueltensor.kernels.libm import libm_pow
 from fueltensor.ops import (
     BY_KIND,
     COMPARISON_OPS,
+    CONTRACTING_RULES,
     KERNEL_OPS,
     REDUCTION_OPS,
     TERNARY_OPS,
@@ -406,6 +407,7 @@ _EXPORTED: Final[tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]] = (
         (tuple(NATIVE.TERNARY_OPS), tuple(row.kernel_op for row in TERNARY_OPS)),
         # an older build has none: the rebuild message, not an AttributeError
         (tuple(getattr(NATIVE, "REDUCTION_OPS", ())), tuple(r.kernel_op for r in REDUCTION_OPS)),
+        (tuple(getattr(NATIVE, "CONTRACTION_OPS", ())), CONTRACTING_RULES),
     )
 )
 """Each family's ops as the compiled kernels export them, beside the op table's."""

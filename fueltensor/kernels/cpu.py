@@ -28,7 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from fueltensor.families import TRAITS, Family
-from fueltensor.kernels import KernelFn, _chassis, casting, fp8, reductions
+from fueltensor.kernels import KernelFn, _chassis, casting, contractions, fp8, reductions
 from fueltensor.kernels._chassis import (
     DTYPES,
     IMPLEMENTATION,
@@ -340,8 +340,9 @@ if sorted(BODIES) != sorted(form.kernel_op for form in SCALAR_FORMS):
 def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
     """Every thunk by full `entry_point` string: the 32 binary ones with bodies from one chassis
     implementation, the integer-scalar forms' (pure NumPy in every implementation), the unary
-    ones where the implementation is the compiled one (`UNLINKED`), the comparisons, and the
-    reductions (the compiled core, or a NumPy body of the same order: `kernels.reductions`)."""
+    ones where the implementation is the compiled one (`UNLINKED`), the comparisons, the
+    reductions and the matmuls (the compiled cores, or NumPy bodies of the same order:
+    `kernels.reductions`, `kernels.contractions`)."""
     make = IMPLEMENTATIONS[implementation]
     binary = {
         f"{_PREFIX}{op.name}_{suffix}": _thunk(op, suffix, dtype, make(op, dtype))
@@ -377,7 +378,8 @@ def thunks(implementation: str = IMPLEMENTATION) -> dict[str, KernelFn]:
     }
     casts = _cast_thunks(implementation) | _fp8_thunks(implementation)
     reduce = reductions.cpu_entries(_PREFIX, implementation)
-    return binary | scalar | unary | comparisons | ternary | casts | reduce
+    contract = contractions.cpu_entries(_PREFIX, implementation)
+    return binary | scalar | unary | comparisons | ternary | casts | reduce | contract
 
 
 ENTRY_POINTS: Final[dict[str, KernelFn]] = thunks()

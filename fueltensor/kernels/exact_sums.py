@@ -48,23 +48,41 @@ def rows(x: Array, axes: tuple[int, ...]) -> Array:
 def _exact(wide: Array) -> tuple[list[int], int]:
     """Each row's exact finite sum as N_r * 2**exponent (one exponent for every row)."""
     fraction, power = np.frexp(wide)
-    significand = np.ldexp(fraction, _SHIFT).astype(np.int64)  # exact: |fraction| < 1
-    high, low = significand >> _HALF, significand & ((1 << _HALF) - 1)  # floor: high * 2^26 + low
-    powers, where = np.unique(power, return_inverse=True)
-    count = wide.shape[0] * powers.size
-    at = (np.arange(wide.shape[0])[:, None] * powers.size + where.reshape(wide.shape)).ravel()
-    high_sums = np.zeros(count, np.int64)
-    low_sums = np.zeros(count, np.int64)
-    np.add.at(high_sums, at, high.ravel())
-    np.add.at(low_sums, at, low.ravel())
-    base = int(powers.min()) - _SHIFT if powers.size else 0
-    shifts = [int(p) - _SHIFT - base for p in powers]
-    totals = []
-    for r in range(wide.shape[0]):
+    return exact_terms(np.ldexp(fraction, _SHIFT).astype(np.int64), power)  # exact: |f| < 1
+
+
+def exact_terms(significand: Array, power: Array) -> tuple[list[int], int]:
+    """Each row's exact sum of the terms significand * 2**(power - 53) (two int64 tables of
+    (rows, terms), every |significand| < 2**53) as N_r * 2**exponent, one exponent for every
+    row: the exact sums of `exact_sum` and of the oracle's dot products (`kernels.exact_matmul`),
+    whose products' exponents lie beyond float64's.
+
+    The powers are gathered into windows of `width` consecutive ones, each half shifted to its
+    window's lowest power: a half under 2**27 shifted by less than `width` bits, summed over
+    fewer than 2**b terms (b the count's bit length), stays under 2**62 when width <= 36 - b;
+    so the halves add in int64 per window, and only the windows' sums become Python integers."""
+    terms = significand.shape[1] if significand.ndim == 2 else 0
+    if significand.size == 0:
+        return [0] * significand.shape[0], 0
+    width = max(1, 36 - terms.bit_length())
+    lowest = int(power.min())
+    window, shift = np.divmod(power - lowest, width)
+    high = (significand >> _HALF) << shift  # floor: high * 2^26 + low, both shifted alike
+    low = (significand & ((1 << _HALF) - 1)) << shift
+    windows = int(window.max()) + 1
+    at = (np.arange(significand.shape[0])[:, None] * windows + window).ravel()
+    sums = []
+    for half in (high, low):
+        window_sums = np.zeros(significand.shape[0] * windows, np.int64)
+        np.add.at(window_sums, at, half.ravel())
+        sums.append(window_sums.reshape(-1, windows))
+    used = np.flatnonzero((sums[0] != 0).any(axis=0) | (sums[1] != 0).any(axis=0))
+    base = lowest - _SHIFT
+    totals: list[int] = []
+    for h, lo in zip(sums[0][:, used].tolist(), sums[1][:, used].tolist(), strict=True):
         total = 0
-        for k, shift in enumerate(shifts):
-            h, lo = int(high_sums[r * powers.size + k]), int(low_sums[r * powers.size + k])
-            total += ((h << _HALF) + lo) << shift
+        for k, w in enumerate(used.tolist()):
+            total += ((h[k] << _HALF) + lo[k]) << (w * width)
         totals.append(total)
     return totals, base
 
@@ -93,7 +111,7 @@ def _to_odd(n: int, exponent: int) -> float:
     return float(np.ldexp(np.float64(n), exponent))
 
 
-def _rounded(totals: list[int], exponent: int, dtype: np.dtype[Any]) -> Array:
+def rounded(totals: list[int], exponent: int, dtype: np.dtype[Any]) -> Array:
     """The exact sums N_r * 2**exponent rounded once to `dtype` (nearest even)."""
     if dtype == _F64:
         scale = 1 << -exponent if exponent < 0 else 1
@@ -120,7 +138,7 @@ def exact_sum(x: Array, axes: tuple[int, ...], out: Array) -> None:
     finite = np.isfinite(wide)
     flat = out.reshape(-1)
     totals, exponent = _exact(np.where(finite, wide, 0.0))
-    flat[...] = _rounded(totals, exponent, x.dtype)
+    flat[...] = rounded(totals, exponent, x.dtype)
     zero = np.array([n == 0 for n in totals], bool)
     if zero.any():
         negative = np.all(np.signbit(table) & (wide == 0), axis=1) & (table.shape[1] > 0)

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.families import Family
-from fueltensor.kernels import KernelFn, exact_reductions
+from fueltensor.kernels import KernelFn, exact_matmul, exact_reductions
 from fueltensor.kernels.casting import cast_bits, oracle_entries
 from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, ContractOp
 
@@ -462,6 +462,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = (
     | oracle_entries(_PREFIX)
     | {f"{_PREFIX}broadcast_{op}_f8": _fp8_kernel(op, ufunc) for op, ufunc in _OPS}
     | exact_reductions.oracle_entries(_PREFIX)
+    | exact_matmul.oracle_entries(_PREFIX)
 )
 """The provider's link registry: full `entry_point` string -> oracle kernel."""
 

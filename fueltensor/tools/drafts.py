@@ -34,6 +34,7 @@ from fueltensor.registry import (
     register_provider,
     registry,
 )
+from fueltensor.tools.judge.contractions import declaration_problems
 
 Paths = Sequence[str | os.PathLike[str]]
 
@@ -202,8 +203,9 @@ def link(contracts: Iterable[KernelContract], found: Sequence[Source]) -> list[F
 def lint(paths: Paths, found: Sequence[Source] = ()) -> tuple[list[KernelContract], list[Finding]]:
     """The contracts of the documents at `paths`, linked through `found`, and every fault, one
     line each with file:line: a document that does not load (its first fault), a kernel name the
-    registry already has, an op_kind nothing dispatches, a C ABI its op kind cannot take, and
-    each entry point not linked (a warning while no library or module is named)."""
+    registry already has, an op_kind nothing dispatches, a C ABI its op kind cannot take, a
+    contraction's declaration the judge cannot read, and each entry point not linked (a warning
+    while no library or module is named)."""
     given = document_paths(paths)
     contracts: list[KernelContract] = []
     findings: list[Finding] = []
@@ -220,6 +222,7 @@ def lint(paths: Paths, found: Sequence[Source] = ()) -> tuple[list[KernelContrac
         findings.append(Finding(e))
     findings += [Finding(ContractError(p), "problem") for p in op_kind_problems(contracts)]
     findings += [Finding(e) for e in abi_errors(contracts)]
+    findings += [Finding(ContractError(p), "problem") for p in declaration_problems(contracts)]
     return contracts, findings + link(contracts, found)
 
 

@@ -107,18 +107,19 @@ def _by_provider(rows: Sequence[Audit]) -> dict[str, list[Audit]]:
     return providers
 
 
-def _cost_axes(ax: Axes, report: JudgeReport) -> None:
-    """Measured ns per element against the `bytes_moved` formula's bytes per element, log-log,
-    with those bytes at the measured copy bandwidth as a dashed line; outliers named."""
+def _cost_axes(ax: Axes, report: JudgeReport, measured: Sequence[Audit]) -> None:
+    """Measured ns per element of the `measured` audits against the `bytes_moved` formula's
+    bytes per element, log-log, with those bytes at the measured copy bandwidth as a dashed
+    line; outliers named."""
     from matplotlib.scale import LogScale
 
     from fueltensor.fingerprint import cache_bytes
 
-    for i, (provider, rows) in enumerate(_by_provider(report.rows).items()):
+    for i, (provider, rows) in enumerate(_by_provider(measured).items()):
         shift = 1 + 0.05 * (i - 0.5)  # providers side by side at the same formula, not on top
         xs = [r.formula_bytes_per_element * shift for r in rows]
         ax.scatter(xs, [r.ns_per_element for r in rows], label=provider, alpha=0.75)
-    xs = sorted({r.formula_bytes_per_element for r in report.rows})
+    xs = sorted({r.formula_bytes_per_element for r in measured})
     cache = cache_bytes()
     fits = cache is not None and report.copy_working_set <= cache
     where = "in cache" if fits else "beyond the cache" if cache else "cache size unknown"
@@ -132,13 +133,13 @@ def _cost_axes(ax: Axes, report: JudgeReport) -> None:
     ax.set_xscale(LogScale.name)  # matplotlib's name of its logarithmic scale
     ax.set_yscale(LogScale.name)
     ax.margins(x=0.3, y=0.15)
-    median = sorted(r.ns_per_element for r in report.rows)[len(report.rows) // 2]
-    _name_outliers(ax, [r for r in report.rows if r.ns_per_element > OUTLIER * median])
+    median = sorted(r.ns_per_element for r in measured)[len(measured) // 2]
+    _name_outliers(ax, [r for r in measured if r.ns_per_element > OUTLIER * median])
     ax.set_xticks(xs, _spaced(xs))
     ax.minorticks_off()
     ax.set_xlabel("bytes_moved formula (bytes per element)")
     ax.set_ylabel("measured ns per element")
-    n = report.rows[0].large_n if report.rows else 0
+    n = measured[0].large_n if measured else 0
     ax.set_title(f"Measured time against declared bytes moved (n = {n:,} elements)", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
@@ -198,16 +199,16 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
             )
 
 
-def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
+def _overhead_axes(ax: Axes, measured: Sequence[Audit]) -> None:
     """Call overhead per kernel on one-element inputs, on a log axis (sub-microsecond and
     ten-microsecond calls side by side), one colour per provider."""
     from matplotlib.patches import Patch
     from matplotlib.scale import LogScale
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    colors = {p: f"C{i}" for i, p in enumerate(_by_provider(report.rows))}
-    times = [r.overhead_ns for r in report.rows]
-    ax.bar([r.label for r in report.rows], times, color=[colors[r.provider] for r in report.rows])
+    colors = {p: f"C{i}" for i, p in enumerate(_by_provider(measured))}
+    times = [r.overhead_ns for r in measured]
+    ax.bar([r.label for r in measured], times, color=[colors[r.provider] for r in measured])
     ax.legend(
         handles=[Patch(color=c, label=p) for p, c in colors.items()], fontsize=7, loc="upper left"
     )
@@ -225,14 +226,18 @@ def _overhead_axes(ax: Axes, report: JudgeReport) -> None:
 
 def judge_figure(report: JudgeReport) -> Figure:
     """The judge's cost findings: measured time against the `bytes_moved` formula, and the
-    call overhead of every kernel on a log axis, wide enough for one upright label per kernel."""
-    fig, (cost, overhead) = _figure(max(10.0, 0.14 * len(report.rows)), 10.0, rows=2)
-    _cost_axes(cost, report)
-    _overhead_axes(overhead, report)
+    call overhead of every kernel on a log axis, wide enough for one upright label per kernel
+    (audits whose cost was not measured, such as the contractions', left out and counted)."""
+    measured = [r for r in report.rows if r.overhead_calls]
+    fig, (cost, overhead) = _figure(max(10.0, 0.14 * len(measured)), 10.0, rows=2)
+    _cost_axes(cost, report, measured)
+    _overhead_axes(overhead, measured)
     bad = sum(not a.ok for a in report.rows)
+    unmeasured = len(report.rows) - len(measured)
     fig.suptitle(
         f"judge{' --quick' if report.quick else ''}: {len(report.rows)} audits, {bad} failing "
-        f"(measured on {report.machine.cpu})",
+        f"(measured on {report.machine.cpu}"
+        + (f"; {unmeasured} whose cost is not measured left out)" if unmeasured else ")"),
         fontsize=11,
     )
     return fig

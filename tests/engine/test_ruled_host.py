@@ -486,7 +486,8 @@ def test_a_repeated_call_runs_no_python(dtype: Any) -> None:
     hosted = [n for n in REDUCTIONS if not planned(n, dtype)]  # planned ones run Python
     calls: list[Callable[[], Any]] = [lambda n=n: getattr(ft, n)(x) for n in hosted]
     calls += [lambda n=n: getattr(x, n)() for n in hosted]
-    calls += [lambda: ft.matmul(x, y), lambda: x @ y]
+    # a float matmul plans its contracts (`engine.contract`): the Python path
+    calls += [] if np.dtype(dtype) in FLOATS else [lambda: ft.matmul(x, y), lambda: x @ y]
     calls += [lambda: ft.any(x, axis=0, keepdims=True)]
     calls += [] if planned("max", dtype) else [lambda: x.max(axis=-1)]
     for call in calls:

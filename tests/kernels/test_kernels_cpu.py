@@ -33,7 +33,14 @@ from hypothesis import strategies as st
 
 from fueltensor.kernels import casting, cpu
 from fueltensor.kernels._chassis import BLOCK, IMPLEMENTATION, IMPLEMENTATIONS, NATIVE
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, PLANNED_REDUCTIONS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    CONTRACTION_OPS,
+    PLANNED_REDUCTIONS,
+    TERNARY_OPS,
+    UNARY_OPS,
+)
 
 OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "mod", "rem")
 KERNELS = [(op, fmt) for op in OPS for fmt in ("f32", "f64", "bf16", "f16")]
@@ -70,9 +77,10 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
     (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
-    implementations have them), the 20 reductions (the compiled core, or its pure-NumPy body
-    of the same order) and, where the compiled kernels run, the 44 unary ones, the
-    45 casts and the 16 FP8 binary kernels (`UNLINKED` names them otherwise), nothing else."""
+    implementations have them), the 24 reductions and the 2 matmuls (BF16, F16: the compiled
+    cores, or pure-NumPy bodies of the same order) and, where the compiled kernels run, the 44
+    unary ones, the 45 casts and the 16 FP8 binary kernels (`UNLINKED` names them otherwise),
+    nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
@@ -83,9 +91,12 @@ def test_entry_points_are_the_documented_thunks() -> None:
     fp8 = [f"{row.kernel_op}_{f}" for row in BINARY_OPS for f in ("e4m3", "e5m2")]
     assert len(fp8) == 16
     reductions = [(row.kernel_op, f) for row in PLANNED_REDUCTIONS for f in formats]
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + 24 + (len(unary) + 45 + 16 if compiled else 0)
+    matmul = [(row.kernel_op, f) for row in CONTRACTION_OPS for f in ("bf16", "f16")]
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + 24 + 2 + (
+        len(unary) + 45 + 16 if compiled else 0
+    )
     listed = [f"{op}_{f}" for op, f in (*KERNELS, *(("powi", f) for f in formats), *comparisons)]
-    listed += [f"{op}_{f}" for op, f in reductions]
+    listed += [f"{op}_{f}" for op, f in (*reductions, *matmul)]
     listed += [f"{op}_{f}" for op, f in unary] + casts + fp8 if compiled else []
     for name in listed:
         assert cpu.ENTRY_POINTS[f"fuel_cpu_backend::byte_kernels::{name}"].__name__ == name

@@ -32,6 +32,7 @@ from fueltensor.kernels.reference import broadcast_shape, broadcast_src_flat, br
 from fueltensor.ops import (
     BINARY_OPS,
     COMPARISON_OPS,
+    CONTRACTION_OPS,
     PLANNED_REDUCTIONS,
     TERNARY_OPS,
     UNARY_OPS,
@@ -80,6 +81,7 @@ def test_provider_and_entry_points() -> None:
     casts = [f"ref_{casting.kernel_name(*cast)}" for cast in casting.CASTS]
     formats = ("f32", "f64", "bf16", "f16")
     casts += [f"ref_{row.kernel_op}_{f}" for row in PLANNED_REDUCTIONS for f in formats]
+    casts += [f"ref_{row.kernel_op}_{f}" for row in CONTRACTION_OPS for f in formats]
     assert sorted(reference.ENTRY_POINTS) == sorted(
         [*(f"fuel_reference_backend::ops::broadcast_{op}" for op in (*ops, *fp8)),
          *(f"fuel_reference_backend::ops::{name}" for name in casts)]
@@ -287,7 +289,8 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
     loaded = run.stdout.split()
     # the op table (its families, names and host ufuncs, no numerics of the CPU provider's),
     # its host functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels'
-    # names) and the oracle's own casts and exact reductions are the only other modules it reads
+    # names) and the oracle's own casts, exact reductions and exact matmul are the only other
+    # modules it reads
     assert loaded == [
         "fueltensor",
         "fueltensor.core",
@@ -296,6 +299,7 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         "fueltensor.hostmath",
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
+        "fueltensor.kernels.exact_matmul",
         "fueltensor.kernels.exact_products",
         "fueltensor.kernels.exact_reductions",
         "fueltensor.kernels.exact_sums",

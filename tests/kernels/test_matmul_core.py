@@ -4,23 +4,24 @@ independent references written from the declared order, never from the C. The or
 output: acc = a[i,0]*b[0,j] (the exact product rounded to float32), then acc = fl32(acc +
 a[i,l]*b[l,j]) for l = 1 .. K-1 in order, the product unrounded, rounded once to the output
 dtype; K = 0 gives +0. Two references: `simulated`, a NumPy loop over K of float32 adds (the
-products of bfloat16 and float16 are exact in float32 away from the range's ends), and `exact`,
-in rationals per step (float32 products, and bfloat16 ones that over- or underflow float32).
+products of bfloat16 and float16 are exact in float32 away from the range's ends), and
+`in_order` (tests/_matmul.py), in rationals per step (float32 products, and bfloat16 ones that
+over- or underflow float32).
 Then the same bits on 1, 2, 3 and 7 threads and on every instruction set's body (the `isa`
 fixture), on every layout (transposed, strided, offset, flipped, broadcast stacks), for each
 row and column alone; NaN, infinities, -0 and subnormals; refusals."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _matmul import in_order
 
+from fueltensor import ops
 from fueltensor.kernels import threads
 from fueltensor.kernels._chassis import IMPLEMENTATION, NATIVE
 
@@ -32,8 +33,8 @@ _native: Any = NATIVE
 Array = np.ndarray[Any, Any]
 BF16, F16, F32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16), np.dtype(np.float32)
 HALVES = (BF16, F16)
-OP = 0
-"""The contraction family's one op (ops.h has no enum for it yet)."""
+OP = tuple(NATIVE.CONTRACTION_OPS).index(ops.CONTRACTION_OPS[0].kernel_op) if NATIVE else 0
+"""The contraction family's one op, matmul, as the core numbers it."""
 SEQUENTIAL = NATIVE.ORDER_SEQUENTIAL if NATIVE is not None else 0
 EXACT = NATIVE.PRODUCTS_EXACT if NATIVE is not None else 0
 FUSED = NATIVE.PRODUCTS_FUSED if NATIVE is not None else 1
@@ -66,41 +67,6 @@ def simulated(a: Array, b: Array) -> Array:
         for k in range(1, a.shape[-1]):
             acc = acc + a32[..., :, k : k + 1] * b32[..., k : k + 1, :]
         return np.broadcast_to(acc, shape).astype(a.dtype)
-
-
-def round_f32(q: Fraction, negative_zero: bool) -> Any:
-    """The rational q rounded to nearest even float32 (beyond the largest, inf); zero signed
-    by `negative_zero` when q is 0, by q's sign when q underflows to zero."""
-    if q == 0:
-        return np.float32(-0.0 if negative_zero else 0.0)
-    x = abs(q)
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    e = e if Fraction(2) ** e <= x else e - 1
-    quantum = max(e, -126) - 23
-    n = round(x / Fraction(2) ** quantum)  # half to even
-    sign = -1.0 if q < 0 else 1.0
-    if n * Fraction(2) ** quantum >= Fraction(2) ** 128:
-        return np.float32(sign * math.inf)
-    return np.float32(sign * math.ldexp(n, quantum))
-
-
-def exact(a: Array, b: Array) -> Array:
-    """The declared order per output in rationals (finite 2-D operands): each step the exact
-    sum of the float32 sum so far and the exact product, rounded once to float32 (a zero sum is
-    -0 only when both terms are), the last one rounded to the output dtype."""
-    m, k = a.shape
-    out = np.zeros((m, b.shape[1]), np.float32)
-    for i in range(m):
-        for j in range(b.shape[1]):
-            acc = np.float32(-0.0)
-            for p in range(k):
-                x, y = float(a[i, p]), float(b[p, j])
-                term = Fraction(x) * Fraction(y)
-                term_negative = math.copysign(1, x) * math.copysign(1, y) < 0
-                both = math.copysign(1, acc) < 0 and term == 0 and term_negative
-                acc = round_f32(Fraction(float(acc)) + term, both)
-            out[i, j] = acc if k else np.float32(0.0)
-    return out.astype(a.dtype)
 
 
 def same_bits(x: Array, y: Array) -> bool:
@@ -145,7 +111,7 @@ def test_small_products_match_the_exact_reference(dtype: np.dtype[Any], isa: str
     rng = np.random.default_rng(2)
     for k in (40, 1):
         a, b = sample(rng, (7, k), dtype), sample(rng, (k, 5), dtype)
-        assert same_bits(run(a, b), exact(a, b)), (isa, k)
+        assert same_bits(run(a, b), in_order(a, b)), (isa, k)
 
 
 def test_bfloat16_products_beyond_float32_are_added_unrounded(isa: str) -> None:
@@ -160,7 +126,7 @@ def test_bfloat16_products_beyond_float32_are_added_unrounded(isa: str) -> None:
     a[0, :2], b[:2, 0] = [-1.5 * 2.0**63, 2.0**64], [2.0**64, 2.0**64]
     a[1, :3], b[:3, 1] = [2.0**-100, 2.0**-133, 2.0**-100], [2.0**-60, 2.0**-20, 1.5 * 2**-50]
     got = run(a, b)
-    assert same_bits(got, exact(a, b)), isa
+    assert same_bits(got, in_order(a, b)), isa
     assert float(got[0, 0]) == 2.0**126
 
 

@@ -45,6 +45,8 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-reference-backend-reduce.md": 30,
     "fuel-cpu-backend-argreduce.md": 40,
     "fuel-reference-backend-argreduce.md": 20,
+    "fuel-cpu-backend-matmul.md": 40,
+    "fuel-reference-backend-matmul.md": 40,
     "numpy-fp8.md": 30,
     "numpy-cast.md": 40,
     "torch-cast.md": 40,

@@ -30,7 +30,7 @@ def test_every_family_has_its_traits_and_every_row_a_family() -> None:
     assert set(families.TRAITS) == set(families.Family)
     for row in ops.CONTRACT_OPS:
         traits = families.TRAITS[row.family]
-        two = (families.Family.BINARY, families.Family.COMPARISON)
+        two = (families.Family.BINARY, families.Family.COMPARISON, families.Family.CONTRACTION)
         three = (families.Family.SELECT, families.Family.CLAMP)
         one = (families.Family.UNARY, families.Family.CAST, families.Family.REDUCTION)
         assert row.family in (*two, *three, *one), row.name
@@ -58,3 +58,13 @@ def test_the_reduction_rows_are_numbered_apart_and_planned_where_contracts_serve
     assert {row.op_kind for row in planned} == kinds
     kinds = {op.op_kind for op in (*ops.CONTRACT_OPS, *ops.REDUCTION_OPS)}
     assert len(kinds) == len(ops.CONTRACT_OPS) + len(ops.REDUCTION_OPS) - len(planned)
+
+
+def test_the_contraction_row_is_numbered_apart() -> None:
+    text = HEADER.read_text()
+    contraction = ", ".join("M_" + op.kernel_op.upper() for op in ops.CONTRACTION_OPS)
+    assert f"enum {{ {contraction}, N_CONTRACTION_OPS }};" in text
+    assert all(row.family is families.Family.CONTRACTION for row in ops.CONTRACTION_OPS)
+    assert [row.op_kind for row in ops.CONTRACTION_OPS] == [ops.OpKind.MATMUL]
+    assert set(ops.CONTRACTION_OPS) <= set(ops.CONTRACT_OPS)  # the oracle's contracts serve it
+    assert dict(ops.CONTRACTION_BY_KIND) == {ops.OpKind.MATMUL.value: ops.CONTRACTION_OPS[0]}

@@ -19,6 +19,7 @@ import fueltensor as ft
 from fueltensor.cli import CONTRACT_COLUMNS, main
 from fueltensor.ops import (
     COMPARISON_OPS,
+    CONTRACTION_OPS,
     INDEX_REDUCTIONS,
     PLANNED_REDUCTIONS,
     TERNARY_OPS,
@@ -80,7 +81,8 @@ def test_explain_takes_the_op_kind_as_well_as_the_name(
 def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> None:
     assert main(["contracts", "--provider", selector]) == 0
     _, *rows = table_rows(capsys.readouterr().out)
-    # by document name: -argreduce, -cast, -comparison, -fp8, -reduce, -selection, -unary, then
+    # by document name: -argreduce, -cast, -comparison, -fp8, -matmul, -reduce, -selection,
+    # -unary, then
     # the seed's
     oracle = ft.registry().for_op("CastElementwise")
     casts = [c.name for c in oracle if c.provider.name == "fuel-reference-backend"]
@@ -93,6 +95,7 @@ def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> N
         if row.op_kind in INDEX_REDUCTIONS
         for f in formats
     ]
+    matmul = [f"ref_{row.kernel_op}_{f}" for row in CONTRACTION_OPS for f in formats]
     reduce = [
         f"ref_{row.kernel_op}_{f}"
         for row in PLANNED_REDUCTIONS
@@ -102,7 +105,10 @@ def test_provider_filter(capsys: pytest.CaptureFixture[str], selector: str) -> N
     ternary = [row.kernel_op for row in TERNARY_OPS]
     unary = [row.kernel_op for row in UNARY_OPS]
     ops = (*ternary, *unary, "add", "sub", "mul", "div")
-    named = [*argreduce, *casts, *comparisons, *fp8, *reduce, *(f"broadcast_{op}" for op in ops)]
+    named = [
+        *argreduce, *casts, *comparisons, *fp8, *matmul, *reduce,
+        *(f"broadcast_{op}" for op in ops),
+    ]  # fmt: skip
     assert [r[0] for r in rows] == named
 
 

@@ -3,7 +3,7 @@
  * Each family's kernel ops in table order (`_native.OPS`, `_native.UNARY_OPS`,
  * `_native.COMPARISON_OPS`, `_native.TERNARY_OPS`, `_native.REDUCTION_OPS`); a unary
  * op's enum name is its kernel op id in capitals after U_, a comparison's after C_,
- * where's and clip's after T_, a reduction's after R_. */
+ * where's and clip's after T_, a reduction's after R_, a contraction's after M_. */
 #ifndef FUELTENSOR_OPS_H
 #define FUELTENSOR_OPS_H
 
@@ -26,6 +26,10 @@ static const char *const TERNARY_NAMES[N_TERNARY_OPS] = {"where", "clamp"};
 /* reduction. */
 enum { R_SUM, R_PROD, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, N_REDUCTION_OPS };
 static const char *const REDUCTION_NAMES[N_REDUCTION_OPS] = {"sum", "prod", "max", "min", "argmax", "argmin"};
+
+/* contraction. */
+enum { M_MATMUL, N_CONTRACTION_OPS };
+static const char *const CONTRACTION_NAMES[N_CONTRACTION_OPS] = {"matmul"};
 /* The integer-power kernel's op number (`_native.POWI_OP`): one past the binary ops;
  * and its op id. */
 #define POWI_OP N_OPS

@@ -57,6 +57,7 @@ from fueltensor.tools.judge.calls import (
     time_on_threads,
     timing,
 )
+from fueltensor.tools.judge.contractions import audit_contraction, is_contraction
 from fueltensor.tools.judge.declared import reference_for
 from fueltensor.tools.judge.hard import hard_values
 from fueltensor.tools.judge.invariance import audit_invariance
@@ -196,10 +197,14 @@ def _checks(
 ) -> None:
     """Conformance, determinism, precision, semantics (`judge.semantics`) and cost, in that
     order, recorded into `a`; a reduction's own audit (`judge.reductions`; an index's,
-    `judge.argreductions`) for a contract of a reduction row."""
+    `judge.argreductions`) for a contract of a reduction row, a contraction's
+    (`judge.contractions`) for one of a contraction row."""
     if is_reduction(contract.op_kind):
         audit = audit_index if is_index(contract.op_kind) else audit_reduction
         audit(a, contract, fn, dtype, settings, copy_bps, rng)
+        return
+    if is_contraction(contract.op_kind):
+        audit_contraction(a, contract, fn, dtype, settings, copy_bps, rng)
         return
     problems, out, inputs = _conformance(contract, fn, dtype, rng)
     a.conformance = problems

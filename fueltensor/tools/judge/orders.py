@@ -28,6 +28,17 @@ the accumulator's unit roundoff, k from the order (`Declared.k`). Every k is cap
 which bounds any order of m - 1 additions (Higham, Accuracy and Stability of Numerical
 Algorithms, §4.2).
 
+A contraction (docs/matmul.md) declares the same over the K products of one output, and how the
+products enter the sums (`products`, `ops.CONTRACTION_PRODUCTS`): `exact` (exact in the
+accumulator: the inputs' precision at most half the accumulator's, which the declaration's
+reader checks), `fused` (each added by an FMA: one rounding per term, the first product's too)
+or `rounded` (each rounded to the accumulator, then added). The bound's k counts one more
+rounding for `fused` and `rounded` products (Higham §3.1), and for a contraction that declares
+no `products` (held to `rounded`'s bound, its bits not simulated). `pairs: odd_first` is read
+and checked, its bits not simulated yet. `exact` is simulated as `fused` (the product
+taken exactly, added by an FMA): the same bits wherever the product fits the accumulator, and
+the kernel's where it does not (a BF16 product past float32's range, 2^64 · 2^64).
+
 A product takes the same orders with multiplication (an in-order fold from its first element,
 an empty row +1) and is bounded by |p^ - p| <= γ_(m-1)·|p| + ½ ulp_out(p^) in any order, but only
 where no partial product leaves the accumulator's normal range (`leaves_range`): past it, an
@@ -38,7 +49,7 @@ on the exact product describes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -47,10 +58,16 @@ import numpy as np
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.fkc.schema import KernelContract
 from fueltensor.kernels.casting import bits_of
-from fueltensor.ops import REDUCTION_ORDERS
+from fueltensor.ops import (
+    CONTRACTION_BY_KIND,
+    CONTRACTION_PAIRS,
+    CONTRACTION_PRODUCTS,
+    REDUCTION_ORDERS,
+)
 
 Array = np.ndarray[Any, Any]
 SEQUENTIAL, BLOCKED, PAIRWISE = REDUCTION_ORDERS
+EXACT_PRODUCTS, FUSED, ROUNDED = CONTRACTION_PRODUCTS
 BITWISE = (SEQUENTIAL, BLOCKED)
 """The orders that fix the bits (the judge simulates them); the others only bound them."""
 FLOATS = ("F32", "F64", "BF16", "F16")
@@ -77,6 +94,13 @@ class Declared:
     """A maximum's or minimum's +0 against -0 (`semantics.zero_tie`, folded over the row in
     order): `ordered` (IEEE 754-2019: -0 < +0), `lhs` (the first zero), `rhs` (the last) or
     `either`; a contract that declares none is held to `ordered`."""
+    products: str | None = None
+    """A contraction's `products` (`CONTRACTION_PRODUCTS`); None for a sum, or a contraction
+    that declares none."""
+    pairs: str | None = None
+    """A contraction's `pairs` (`CONTRACTION_PAIRS`), None where it declares none."""
+    contraction: bool = False
+    """Whether the declaration is a contraction's (the terms are products)."""
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -85,8 +109,18 @@ class Declared:
 
     @property
     def fixes_bits(self) -> bool:
-        """Whether the order fixes the bits (so the judge holds the kernel to them)."""
-        return self.order in BITWISE
+        """Whether the order fixes the bits (so the judge holds the kernel to them): for a
+        contraction, with its products declared, no pairs, and an FMA simulated exactly (the
+        accumulator narrower than float64, `fused_add`)."""
+        if not self.contraction:
+            return self.order in BITWISE
+        fused_f64 = self.products == FUSED and self.accumulator == "F64"
+        return (
+            self.order in BITWISE
+            and self.products is not None
+            and not fused_f64
+            and (self.pairs is None)
+        )
 
     @property
     def unit_roundoff_bits(self) -> int:
@@ -95,8 +129,16 @@ class Declared:
 
     def k(self, m: int, product: bool = False) -> int:
         """The bound's k for m reduced elements (docs/reductions.md), at most m - 1: a
-        product's is m - 1 in any order (every multiplication one rounding, relative)."""
-        if m <= 1 or self.accumulator == EXACT:
+        product's is m - 1 in any order (every multiplication one rounding, relative); one more
+        for a contraction's products rounded or fused (or undeclared)."""
+        if self.accumulator == EXACT:
+            return 0
+        extra = int(self.contraction and m >= 1 and self.products != EXACT_PRODUCTS)
+        return self._order_k(m, product) + extra
+
+    def _order_k(self, m: int, product: bool) -> int:
+        """The order's k for m terms (of a sum, or a `product`), at most m - 1."""
+        if m <= 1:
             return 0
         if product:
             return m - 1
@@ -131,7 +173,9 @@ class Declared:
             order += f", block {self.block}"
         if self.lanes > 1:
             order += f", {self.lanes} lanes"
-        return f"{order}, accumulator {self.accumulator}"
+        products = f", products {self.products or 'undeclared'}" if self.contraction else ""
+        pairs = f", pairs {self.pairs}" if self.pairs else ""
+        return f"{order}, accumulator {self.accumulator}{products}{pairs}"
 
 
 def declared(contract: KernelContract) -> Declared | str:
@@ -156,7 +200,38 @@ def declared(contract: KernelContract) -> Declared | str:
         return f"{where}: op_params.lanes is declared for a {order or 'undeclared'} order"
     assert isinstance(block, int) and isinstance(lanes, int)
     order_name = None if order is None else str(order)
-    return Declared(str(accumulator), order_name, block, lanes, tie(contract))
+    plain = Declared(str(accumulator), order_name, block, lanes, tie(contract))
+    if contract.op_kind not in CONTRACTION_BY_KIND:
+        return plain
+    return _contraction(contract, plain, where)
+
+
+def _contraction(contract: KernelContract, plain: Declared, where: str) -> Declared | str:
+    """A contraction's declaration: `plain`'s with its `products` and `pairs`, checked (the
+    product exact in the accumulator only where the inputs' precision is at most half its)."""
+    params = contract.op_params
+    products, pairs = params.get("products"), params.get("pairs")
+    for key, value, vocabulary in (
+        ("products", products, CONTRACTION_PRODUCTS),
+        ("pairs", pairs, CONTRACTION_PAIRS),
+    ):
+        if value is not None and value not in vocabulary:
+            return f"{where}: op_params.{key} {value!r} is not one of {', '.join(vocabulary)}"
+    if products == EXACT_PRODUCTS and plain.accumulator != EXACT:
+        for code in contract.inputs[0].dtypes:
+            bits = bits_of(BY_FKC[code].np).mantissa + 1
+            if 2 * bits > plain.unit_roundoff_bits:
+                return (
+                    f"{where}: op_params.products exact: a {code} x {code} product has up to "
+                    f"{2 * bits} significant bits, the {plain.accumulator} accumulator holds "
+                    f"{plain.unit_roundoff_bits}; declare fused or rounded"
+                )
+    return replace(
+        plain,
+        products=None if products is None else str(products),
+        pairs=None if pairs is None else str(pairs),
+        contraction=True,
+    )
 
 
 def tie(contract: KernelContract) -> str:
@@ -191,43 +266,78 @@ def tree(parts: Array, join: Join = np.add) -> Array:
     return total
 
 
-def _block_sums(x: Array, lanes: int, join: Join) -> Array:
+Fold = Callable[[Array], Array]
+"""Each row of the last axis joined sequentially (`_fold` with a `Join`, or an FMA chain
+`fused_fold`)."""
+
+
+def fused_fold(dtype: np.dtype[Any]) -> Fold:
+    """The sequential fold of exact float64 products by FMAs in the accumulator `dtype` (narrower
+    than float64): the first product rounded once, then each sum of the running total and the
+    next exact product rounded once, to odd in float64 (TwoSum's error decides the last bit)
+    and then to `dtype`, which is the sum correctly rounded since 53 >= p + 2."""
+
+    def fold(x: Array) -> Array:
+        total: Array = x[..., 0].astype(dtype)
+        for j in range(1, x.shape[-1]):
+            wide, term = total.astype(np.float64), x[..., j]
+            s = wide + term
+            back = s - wide
+            error = (wide - (s - back)) + (term - back)
+            even = (s.view(np.int64) & 1) == 0
+            nudge = (error != 0) & even & np.isfinite(s)
+            s = np.where(nudge, np.nextafter(s, np.copysign(np.inf, error)), s)
+            total = s.astype(dtype)
+        return total
+
+    return fold
+
+
+def _block_sums(x: Array, lanes: int, fold: Fold, join: Join) -> Array:
     """The results of blocks of one length (x: outputs, blocks, length), each sequential or in
     `lanes` interleaved lanes combined by the tree."""
     if lanes <= 1 or x.shape[-1] == 1:
-        return _fold(x, join)
+        return fold(x)
     used = min(lanes, x.shape[-1])
-    parts = [_fold(x[..., lane::lanes], join) for lane in range(used)]
+    parts = [fold(x[..., lane::lanes]) for lane in range(used)]
     return tree(np.stack(parts, axis=-1), join)
 
 
-def _blocked(acc: Array, block: int, lanes: int, join: Join) -> Array:
+def _blocked(acc: Array, block: int, lanes: int, fold: Fold, join: Join) -> Array:
     """The blocked order over the rows of `acc` (outputs, m), m >= 1."""
     outputs, m = acc.shape
     full, rest = divmod(m, block)
     sums = []
     if full:
-        sums.append(_block_sums(acc[:, : full * block].reshape(outputs, full, block), lanes, join))
+        head = acc[:, : full * block].reshape(outputs, full, block)
+        sums.append(_block_sums(head, lanes, fold, join))
     if rest:
-        sums.append(_block_sums(acc[:, full * block :].reshape(outputs, 1, rest), lanes, join))
+        tail = acc[:, full * block :].reshape(outputs, 1, rest)
+        sums.append(_block_sums(tail, lanes, fold, join))
     return tree(np.concatenate(sums, axis=1), join)
 
 
-def _ordered(acc: Array, d: Declared, join: Join) -> Array:
-    """The declared order (`BITWISE`) over the rows of `acc` (outputs, m), m >= 1."""
-    return _fold(acc, join) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes, join)
+def _ordered(acc: Array, d: Declared, join: Join, fold: Fold | None = None) -> Array:
+    """The declared order (`BITWISE`) over the rows of `acc` (outputs, m), m >= 1: its runs
+    folded by `fold` (`join` in order where none is given), the parts joined by `join`."""
+    run = fold or (lambda x: _fold(x, join))
+    return run(acc) if d.order == SEQUENTIAL else _blocked(acc, d.block, d.lanes, run, join)
 
 
 def simulate(table: Array, d: Declared, out: np.dtype[Any], product: bool = False) -> Array:
-    """What the declared order gives for each row of `table` (outputs, reduced elements), in
-    `out`: its sum, or its `product` (an empty one +1); only for the orders that fix the bits
-    (`BITWISE`)."""
+    """What the declared order gives for each row of `table` (outputs, terms), in `out`: its
+    sum, or its `product` (an empty one +1); only for the orders that fix the bits
+    (`Declared.fixes_bits`). A contraction's terms are its exact products in float64:
+    `rounded` ones converted to the accumulator, `fused` and `exact` ones added by FMAs (an
+    F64 accumulator adds exact ones as they are: they are exact in it)."""
     assert d.fixes_bits, d
     if table.shape[1] == 0:
         return np.full(table.shape[0], 1 if product else 0, out)
+    wide = d.products in (FUSED, EXACT_PRODUCTS) and d.accumulator != "F64"
     with np.errstate(all="ignore"):
-        acc = np.ascontiguousarray(table.astype(d.dtype))
-        total = _ordered(acc, d, np.multiply if product else np.add)
+        acc = np.ascontiguousarray(table.astype(np.float64 if wide else d.dtype))
+        join = np.multiply if product else np.add
+        total = _ordered(acc, d, join, fused_fold(d.dtype) if wide else None)
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
 
 

@@ -10,7 +10,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -19,6 +19,13 @@ from fueltensor.testing import bits, format_value
 from fueltensor.tools.judge.orders import Declared, simulate
 from fueltensor.tools.judge.reduction_cases import Case
 from fueltensor.tools.judge.references import Array
+
+
+class Named(Protocol):
+    """An audit case: anything with a name (a reduction's `Case`, a contraction's `Pair`)."""
+
+    @property
+    def name(self) -> str: ...
 
 
 @dataclass
@@ -32,9 +39,13 @@ class Findings:
     outputs: int = 0
     unbounded: int = 0
     """Outputs of rows too long for the declared accumulator to bound (k·u >= 1)."""
+    out_of_range: int = 0
+    """A contraction's outputs whose rounded products leave the accumulator's normal range,
+    where the bound does not hold (`contractions.leave_range`)."""
 
-    def add(self, check: str, case: Case, failure: str) -> None:
-        """Record a case's first failure of `check`."""
+    def add(self, check: str, case: Named, failure: str) -> None:
+        """Record a case's first failure of `check` (a reduction's `Case`, a contraction's
+        `Pair`)."""
         self.found.setdefault(check, []).append((case.name, f"{check}: {failure}"))
 
     def failures(self) -> list[str]:

@@ -23,13 +23,11 @@
  * or the thread count: threads split the packing by panels and the outputs by MB x NB tiles,
  * never K. The floating-point environment is the caller's (the pool passes it to workers).
  *
- * The op code: the contraction family has one op, matmul, and ops.h (generated from
- * fueltensor/ops.py) has no enum for it yet, so the kernel takes MATMUL_OP, 0, until the row
- * lands. Parameters: accumulator (PARAM_CODE, F32), order (PARAM_CODE, ORDER_SEQUENTIAL) and
+ * The op code: the contraction family's one op, M_MATMUL (ops.h, generated from
+ * fueltensor/ops.py's CONTRACTION_OPS). Parameters: accumulator (PARAM_CODE, F32), order (PARAM_CODE, ORDER_SEQUENTIAL) and
  * products (PARAM_CODE, PRODUCTS_EXACT or PRODUCTS_FUSED for BF16 and F16, PRODUCTS_FUSED for
  * F32): anything else is refused. */
 
-#define MATMUL_OP 0
 /* K values a micro-kernel call runs over before its sums go back to the tile: a B micro-panel
  * of KC x 32 floats (24 KiB) stays in L1 (48 KiB on Sapphire Rapids) beside the A micro-panel
  * passing through (KC x 14 floats); 256 (32 KiB) measured a few per cent slower, 128 slower. */
@@ -503,9 +501,9 @@ static int mm_panels(Mm *m, int threads, size_t floats[2]) {
 static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
                          const ParamArg *params, int n_params, char *error, size_t error_len) {
     Mm m = {0};
-    if (op != MATMUL_OP || n_in != 2)
+    if (op != M_MATMUL || n_in != 2)
         return reduce_refuse(error, error_len, "matmul: op must be %d with two inputs, got %d",
-                             MATMUL_OP, op);
+                             M_MATMUL, op);
     if (mm_shape(&m, &in[0], &in[1], out, error, error_len) < 0 ||
         mm_params(m.dtype, params, n_params, error, error_len) < 0)
         return -1;

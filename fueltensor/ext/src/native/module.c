@@ -80,7 +80,7 @@ static PyMethodDef methods[] = {
      "contract(op, a, b, out, accumulator, order, products): the contraction family's kernel "
      "(MATMUL): out = a @ b over the stacks, a of "
      "(..., M, K) and b of (..., K, N) any strided arrays of one rank (stacks broadcast by the "
-     "caller), out C-contiguous (..., M, N), all float32, bfloat16 or float16; op 0 (the family's one op); "
+     "caller), out C-contiguous (..., M, N), all float32, bfloat16 or float16; op CONTRACTION_OPS.index('matmul'); "
      "accumulator float32 (a dtype code), order ORDER_SEQUENTIAL, products PRODUCTS_EXACT (the "
      "half types) or PRODUCTS_FUSED: per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for "
      "l in order, rounded once (K = 0: +0); the same bits on any thread count and instruction "
@@ -220,6 +220,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         add_names(module, "COMPARISON_OPS", COMPARISON_NAMES, N_COMPARISON_OPS) < 0 ||
         add_names(module, "TERNARY_OPS", TERNARY_NAMES, N_TERNARY_OPS) < 0 ||
         add_names(module, "REDUCTION_OPS", REDUCTION_NAMES, N_REDUCTION_OPS) < 0 ||
+        add_names(module, "CONTRACTION_OPS", CONTRACTION_NAMES, N_CONTRACTION_OPS) < 0 ||
         add_names(module, "DTYPES", DTYPE_NAMES, N_DTYPES) < 0 ||
         add_names(module, "CAST_DTYPES", CAST_NAMES, N_CAST_DTYPES) < 0 ||
         add_names(module, "ISAS", ISA_NAMES, N.isa_count) < 0 || add_body(module) < 0 ||

@@ -1,0 +1,107 @@
+"""fuel-cpu-backend's matmul thunks (contracts/fuel-cpu-backend-matmul.md; docs/matmul.md):
+`matmul_<dtype>(a, b, *, out)` over BF16 and F16, the declared order
+
+    acc = -0;  acc = fl32(acc + a[i,l] * b[l,j]) for l = 0 .. K-1, the product unrounded;
+    out[i,j] = fl(acc) in the operands' dtype
+
+run by the compiled core (`_native.contract`, native/matmul.c: one FMA per product on every
+body, the same bits on any thread count), or, with the pure-NumPy kernels, by a NumPy body of
+the same bits: a BF16 or F16 product is exact in float64 and so is its sum with a float32
+accumulator whenever the two are within 29 binades of each other, and where they are further
+apart the float64 sum lies strictly inside the float32 rounding interval of the larger, so one
+rounding of the float64 sum to float32 is the step's single rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import ml_dtypes
+import numpy as np
+from numpy.typing import NDArray
+
+from fueltensor.kernels import KernelFn
+from fueltensor.kernels._chassis import NATIVE
+from fueltensor.ops import CONTRACTION_OPS
+
+Array = NDArray[Any]
+Body = Callable[[Array, Array, Array], None]
+"""out (S, M, N) = a (S, M, K) @ b (S, K, N), every operand's stacks already one shape."""
+
+HALVES: Final = (("bf16", np.dtype(ml_dtypes.bfloat16)), ("f16", np.dtype(np.float16)))
+"""The dtypes the core's `products: exact` takes, by entry-point suffix."""
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def stacked(a: Array, b: Array) -> tuple[Array, Array, tuple[int, ...]]:
+    """a and b broadcast to one stack shape (stride-0 views, nothing copied), and that shape
+    with M and N: the shape of out."""
+    stack = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    wide_a = np.broadcast_to(a, (*stack, *a.shape[-2:]))
+    wide_b = np.broadcast_to(b, (*stack, *b.shape[-2:]))
+    return wide_a, wide_b, (*stack, a.shape[-2], b.shape[-1])
+
+
+def sequential(a: Array, b: Array, out: Array) -> None:
+    """The declared order in NumPy (the module's docstring says why float64 steps give the
+    core's bits), vectorised over every output: K steps of one rounding each."""
+    a64, b64 = a.astype(_F64), b.astype(_F64)
+    acc = np.full(out.shape, -0.0, _F32)
+    with np.errstate(all="ignore"):
+        for k in range(a.shape[-1]):
+            step = acc.astype(_F64) + a64[..., :, k : k + 1] * b64[..., k : k + 1, :]
+            acc = step.astype(_F32)
+        out[...] = acc.astype(out.dtype) if a.shape[-1] else 0
+
+
+def _compiled() -> Body:
+    """The core's call with the CPU contracts' declarations (`_native.contract`)."""
+    native = NATIVE
+    assert native is not None  # `cpu_entries` asks for it only where it is built
+    (row,) = CONTRACTION_OPS
+    code = tuple(native.CONTRACTION_OPS).index(row.kernel_op)
+    f32 = tuple(native.DTYPES).index(_F32.name)
+    order, exact = native.ORDER_SEQUENTIAL, native.PRODUCTS_EXACT
+
+    def body(a: Array, b: Array, out: Array) -> None:
+        native.contract(code, a, b, out, f32, order, exact)
+
+    return body
+
+
+def thunk(name: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
+    """`name(a, b, *, out)` over `dtype`: a (..., M, K) and b (..., K, N) of any strides, their
+    stacks broadcast, out dense of the result's shape; checked before anything is computed."""
+
+    def kernel(a: Array, b: Array, *, out: Array) -> None:
+        if not a.dtype == b.dtype == out.dtype == dtype:
+            raise TypeError(
+                f"{name}: expected {dtype} a, b, out; got {a.dtype}, {b.dtype}, {out.dtype}"
+            )
+        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+            raise ValueError(
+                f"{name}: a {a.shape} and b {b.shape} are not (..., M, K), (..., K, N)"
+            )
+        wide_a, wide_b, shape = stacked(a, b)
+        if out.shape != shape or not out.flags.c_contiguous:
+            raise ValueError(f"{name}: out must be dense of shape {shape}, got {out.shape}")
+        body(wide_a, wide_b, out)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = (
+        f"fuel-cpu-backend {name}: out = a @ b in {dtype}, float32 sums in K order, "
+        "products unrounded, rounded once."
+    )
+    return kernel
+
+
+def cpu_entries(prefix: str, implementation: str) -> dict[str, KernelFn]:
+    """fuel-cpu-backend's contraction thunks by entry point: the compiled core, or the NumPy
+    body of the same bits where `implementation` is "pure"."""
+    body = sequential if implementation == "pure" or NATIVE is None else _compiled()
+    return {
+        f"{prefix}{row.kernel_op}_{suffix}": thunk(f"{row.kernel_op}_{suffix}", dtype, body)
+        for row in CONTRACTION_OPS
+        for suffix, dtype in HALVES
+    }
