@@ -55,6 +55,13 @@ typedef void (*MmNarrow)(const float *src, uint16_t *dst, Py_ssize_t n);
 typedef void (*MmSpread)(float (*rows)[MM_KC], Py_ssize_t width, Py_ssize_t kc, int w,
                          float *dst);
 
+/* Pack k steps of `width` lines into a K-major panel of w lanes, lanes past `width` zero: lane
+ * r of step l is the element at p + r * (the dense stride: the itemsize) + l * `stride` (lanes
+ * dense, `mm_panel_lanes_*`) or at p + r * `stride` + l * itemsize (steps dense,
+ * `mm_panel_steps_*`, w <= 16). */
+typedef void (*MmPanel)(int dtype, const char *p, Py_ssize_t stride, Py_ssize_t k,
+                        Py_ssize_t width, int w, float *dst);
+
 /* One call: shapes, strides (bytes) and the packed panels of the current stack entry. */
 typedef struct {
     int dtype;
@@ -62,6 +69,7 @@ typedef struct {
     MmConvert widen; /* the body's conversions of dense halves (`mm_converts`) */
     MmNarrow narrow;
     MmSpread spread;
+    MmPanel panel_lanes, panel_steps; /* NULL: `mm_pack`'s general loops */
     Py_ssize_t m, n, k, batch, itemsize;
     Py_ssize_t sam, sak, sbk, sbn, som, son; /* a's, b's and out's row and column strides */
     const char *a, *b;                       /* the current stack entry's first elements */
@@ -230,6 +238,52 @@ TARGET_AVX512 static void mm_spread_avx512(float (*rows)[MM_KC], Py_ssize_t widt
 }
 #endif
 
+/* Sixteen elements of `dtype` at p (dense) as floats, those of lanes outside `lanes` zero and
+ * never read: the exact widening of the conversions above (vcvtph2ps, the shift of BF16). */
+TARGET_AVX512 INLINE __m512 mm_load16(int dtype, const char *p, __mmask16 lanes) {
+    if (dtype == F32) return _mm512_maskz_loadu_ps(lanes, p);
+    __m256i h = _mm256_maskz_loadu_epi16(lanes, p);
+    if (dtype == F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* `MmPanel` whose lanes are dense (B row-major): each step's `width` elements widened in
+ * vectors of 16, lanes past `width` stored as zeros (the panel's padding). */
+TARGET_AVX512 static void mm_panel_lanes_avx512(int dtype, const char *p, Py_ssize_t step,
+                                                Py_ssize_t k, Py_ssize_t width, int w,
+                                                float *dst) {
+    Py_ssize_t size = ITEMSIZE[dtype];
+    for (Py_ssize_t l = 0; l < k; l++, p += step, dst += w)
+        for (int j = 0; j < w; j += 16) {
+            Py_ssize_t left = width - j;
+            __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF
+                              : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
+            int store = w - j < 16 ? w - j : 16;
+            _mm512_mask_storeu_ps(dst + j, (__mmask16)((1u << store) - 1u),
+                                  mm_load16(dtype, p + j * size, lanes));
+        }
+}
+
+/* `MmPanel` whose steps are dense (A row-major): 16 x 16 blocks of `width` (<= 16) lines
+ * widened straight into registers, transposed and stored across the panel's w (<= 16) lanes,
+ * lines past `width` as zeros (the padding). */
+TARGET_AVX512 static void mm_panel_steps_avx512(int dtype, const char *p, Py_ssize_t line,
+                                                Py_ssize_t k, Py_ssize_t width, int w,
+                                                float *dst) {
+    Py_ssize_t size = ITEMSIZE[dtype];
+    __mmask16 lanes = (__mmask16)((1u << w) - 1u);
+    for (Py_ssize_t l0 = 0; l0 < k; l0 += 16) {
+        int nl = k - l0 < 16 ? (int)(k - l0) : 16;
+        __mmask16 steps = (__mmask16)((1u << nl) - 1u);
+        __m512 v[16];
+        for (int r = 0; r < 16; r++)
+            v[r] = r < width ? mm_load16(dtype, p + r * line + l0 * size, steps)
+                             : _mm512_setzero_ps();
+        mm_transpose16(v);
+        for (int l = 0; l < nl; l++) _mm512_mask_storeu_ps(dst + (l0 + l) * w, lanes, v[l]);
+    }
+}
+
 /* The body of instruction set `isa` (an index of ISA_NAMES this CPU runs). */
 static MmBody mm_body(int isa) {
 #if defined(HAVE_AVX512)
@@ -246,6 +300,7 @@ static MmBody mm_body(int isa) {
 static void mm_converts(Mm *m, int isa) {
     int bf = m->dtype == BF16;
     m->spread = NULL;
+    m->panel_lanes = m->panel_steps = NULL;
     m->widen = bf ? mm_bf16_widen : f16_widen;
     m->narrow = bf ? mm_bf16_narrow : f16_narrow;
 #if defined(HAVE_AVX2_F16C)
@@ -257,6 +312,8 @@ static void mm_converts(Mm *m, int isa) {
 #if defined(HAVE_AVX512)
     if (isa == 2) {
         m->spread = mm_spread_avx512;
+        m->panel_lanes = mm_panel_lanes_avx512;
+        m->panel_steps = mm_panel_steps_avx512;
         m->widen = bf ? mm_bf16_widen_avx512 : f16_widen_avx512;
         m->narrow = bf ? mm_bf16_narrow_avx512 : f16_narrow_avx512;
     }
@@ -300,6 +357,14 @@ static void mm_pack(const Mm *m, const char *p, Py_ssize_t line, Py_ssize_t step
                     Py_ssize_t width, int w, float *dst) {
     Py_ssize_t al = line < 0 ? -line : line, as = step < 0 ? -step : step;
     float rows[32][MM_KC]; /* w <= 32 */
+    if (as > al && line == m->itemsize && m->panel_lanes != NULL) {
+        m->panel_lanes(m->dtype, p, step, m->k, width, w, dst);
+        return;
+    }
+    if (as <= al && step == m->itemsize && w <= 16 && m->panel_steps != NULL) {
+        m->panel_steps(m->dtype, p, line, m->k, width, w, dst);
+        return;
+    }
     if (width < w)
         for (Py_ssize_t l = 0; l < m->k; l++)
             for (int r = (int)width; r < w; r++) dst[l * w + r] = 0.0f;
