@@ -75,6 +75,7 @@ typedef struct {
     const char *a, *b;                       /* the current stack entry's first elements */
     char *out;
     Py_ssize_t apanels, bpanels, tiles_m, tiles_n;
+    int mixed; /* the packing's units interleave A's panels and B's (`mm_pack_part`) */
     float *pa, *pb; /* apanels x K x MR, bpanels x K x NR */
 } Mm;
 
@@ -383,16 +384,27 @@ static void mm_pack(const Mm *m, const char *p, Py_ssize_t line, Py_ssize_t step
     }
 }
 
-/* A part of the packing: units [at, at + len), A's row panels first, then B's column panels. */
+/* A part of the packing: units [at, at + len) of A's row panels and B's column panels. When
+ * `mixed`, they interleave evenly (unit u is A's panel u * apanels / units when that count
+ * steps at u, else B's): each thread's range then packs its share of both, the A rows its own
+ * tiles read first (the tiles are row-major and a thread's range of parts runs in order) and
+ * the same share of the work, where A's panels first gave one thread A alone; otherwise A's
+ * panels come first, then B's. Which thread packs a panel never changes its floats. */
 static void mm_pack_part(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
     const Mm *m = ctx;
-    Py_ssize_t mr = m->body.mr, nr = m->body.nr;
+    Py_ssize_t mr = m->body.mr, nr = m->body.nr, units = m->apanels + m->bpanels;
     for (Py_ssize_t u = at; u < at + len; u++) {
-        if (u < m->apanels) {
-            Py_ssize_t i = u * mr, rows = m->m - i < mr ? m->m - i : mr;
-            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, m->pa + u * m->k * mr);
+        Py_ssize_t ua = u < m->apanels ? u : -1, p = u - m->apanels;
+        if (m->mixed) { /* no overflow: mm_panels checked units * apanels */
+            Py_ssize_t before = u * m->apanels / units;
+            ua = (u + 1) * m->apanels / units > before ? before : -1;
+            p = u - before;
+        }
+        if (ua >= 0) {
+            Py_ssize_t i = ua * mr, rows = m->m - i < mr ? m->m - i : mr;
+            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, m->pa + ua * m->k * mr);
         } else {
-            Py_ssize_t p = u - m->apanels, j = p * nr, cols = m->n - j < nr ? m->n - j : nr;
+            Py_ssize_t j = p * nr, cols = m->n - j < nr ? m->n - j : nr;
             mm_pack(m, m->b + j * m->sbn, m->sbn, m->sbk, cols, (int)nr, m->pb + p * m->k * nr);
         }
     }
@@ -554,6 +566,9 @@ static int mm_panels(Mm *m, int threads, size_t floats[2]) {
     while (threads > 1 && (m->tiles_m * m->tiles_n) % parts != 0 && m->tiles_m < m->apanels &&
            m->tiles_m < most)
         m->tiles_m++;
+    Py_ssize_t units, mixed;
+    m->mixed = !__builtin_add_overflow(m->apanels, m->bpanels, &units) &&
+               !__builtin_mul_overflow(units, m->apanels, &mixed);
     if (__builtin_mul_overflow(m->apanels, mr, &ra) || __builtin_mul_overflow(m->bpanels, nr, &rb) ||
         __builtin_mul_overflow(ra, m->k, &fa) || __builtin_mul_overflow(rb, m->k, &fb) ||
         __builtin_add_overflow(fa, fb, &all) || (size_t)all > SIZE_MAX / sizeof(float))
