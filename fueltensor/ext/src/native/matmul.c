@@ -257,15 +257,18 @@ TARGET_AVX512 static void mm_panel_lanes_avx512(int dtype, const char *p, Py_ssi
                                                 Py_ssize_t k, Py_ssize_t width, int w,
                                                 float *dst) {
     Py_ssize_t size = ITEMSIZE[dtype];
-    for (Py_ssize_t l = 0; l < k; l++, p += step, dst += w)
+    for (Py_ssize_t l = 0; l < k; l++) {
+        const char *row = p + l * step; /* formed for steps in the operand only */
         for (int j = 0; j < w; j += 16) {
             Py_ssize_t left = width - j;
             __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF
                               : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
             int store = w - j < 16 ? w - j : 16;
-            _mm512_mask_storeu_ps(dst + j, (__mmask16)((1u << store) - 1u),
-                                  mm_load16(dtype, p + j * size, lanes));
+            /* lanes past `width` only: no pointer formed past the line */
+            __m512 v = left > 0 ? mm_load16(dtype, row + j * size, lanes) : _mm512_setzero_ps();
+            _mm512_mask_storeu_ps(dst + l * w + j, (__mmask16)((1u << store) - 1u), v);
         }
+    }
 }
 
 /* `MmPanel` whose steps are dense (A row-major): 16 x 16 blocks of `width` (<= 16) lines
