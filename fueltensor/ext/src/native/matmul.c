@@ -16,7 +16,7 @@
  * is a float32): A in panels of MR rows, B in panels of NR columns, each K-major, padded with
  * zeros to whole panels (the padded lanes are computed and never stored). A register-blocked
  * micro-kernel of MR x NR outputs keeps each output's running sum in one lane of one register
- * and runs over a panel of KC values of K in order; the sums are kept in a float32 tile between
+ * and runs over a panel of MM_KT values of K in order; the sums are kept in a float32 tile between
  * K panels and loaded, not restarted, by the next one. So each output is one lane taking its K
  * products in order: the bits do not depend on MR, NR, KC, the instruction set (every body uses
  * one fused multiply-add per product: FMA instructions, the C library's fmaf on the baseline),
@@ -24,14 +24,17 @@
  * never K. The floating-point environment is the caller's (the pool passes it to workers).
  *
  * The op code: the contraction family's one op, M_MATMUL (ops.h, generated from
- * fueltensor/ops.py's CONTRACTION_OPS). Parameters: accumulator (PARAM_CODE, F32), order (PARAM_CODE, ORDER_SEQUENTIAL) and
- * products (PARAM_CODE, PRODUCTS_EXACT or PRODUCTS_FUSED for BF16 and F16, PRODUCTS_FUSED for
- * F32): anything else is refused. */
+ * fueltensor/ops.py's CONTRACTION_OPS). Parameters: accumulator (PARAM_CODE, F32), order
+ * (PARAM_CODE, ORDER_SEQUENTIAL) and products (PARAM_CODE, PRODUCTS_EXACT or PRODUCTS_FUSED for
+ * BF16 and F16, PRODUCTS_FUSED for F32): anything else is refused. */
 
-/* K values a micro-kernel call runs over before its sums go back to the tile: a B micro-panel
- * of KC x 32 floats (24 KiB) stays in L1 (48 KiB on Sapphire Rapids) beside the A micro-panel
- * passing through (KC x 14 floats); 256 (32 KiB) measured a few per cent slower, 128 slower. */
+/* K values the packing widens a row of at a time (its line buffers). */
 #define MM_KC 192
+/* K values a micro-kernel call runs over before its sums go back to the tile: all of a K up to
+ * 512 in one call (no sums reloaded), its B micro-panel (512 x 32 floats, 64 KiB) streamed from
+ * L2 with the A micro-panel rather than kept in L1 (48 KiB on Sapphire Rapids) over panels of
+ * 192: the tiles of a 512^3 product measured 1.5% faster (median of 300 interleaved runs). */
+#define MM_KT 512
 /* Most floats of a thread's tile of running sums (MB x NB), on its stack. */
 #define MM_TILE_FLOATS (128 * 128)
 
@@ -53,6 +56,13 @@ typedef void (*MmNarrow)(const float *src, uint16_t *dst, Py_ssize_t n);
 typedef void (*MmSpread)(float (*rows)[MM_KC], Py_ssize_t width, Py_ssize_t kc, int w,
                          float *dst);
 
+/* Pack k steps of `width` lines into a K-major panel of w lanes, lanes past `width` zero: lane
+ * r of step l is the element at p + r * (the dense stride: the itemsize) + l * `stride` (lanes
+ * dense, `mm_panel_lanes_*`) or at p + r * `stride` + l * itemsize (steps dense,
+ * `mm_panel_steps_*`, w <= 16). */
+typedef void (*MmPanel)(int dtype, const char *p, Py_ssize_t stride, Py_ssize_t k,
+                        Py_ssize_t width, int w, float *dst);
+
 /* One call: shapes, strides (bytes) and the packed panels of the current stack entry. */
 typedef struct {
     int dtype;
@@ -60,11 +70,13 @@ typedef struct {
     MmConvert widen; /* the body's conversions of dense halves (`mm_converts`) */
     MmNarrow narrow;
     MmSpread spread;
+    MmPanel panel_lanes, panel_steps; /* NULL: `mm_pack`'s general loops */
     Py_ssize_t m, n, k, batch, itemsize;
     Py_ssize_t sam, sak, sbk, sbn, som, son; /* a's, b's and out's row and column strides */
     const char *a, *b;                       /* the current stack entry's first elements */
     char *out;
     Py_ssize_t apanels, bpanels, tiles_m, tiles_n;
+    int mixed; /* the packing's units interleave A's panels and B's (`mm_pack_part`) */
     float *pa, *pb; /* apanels x K x MR, bpanels x K x NR */
 } Mm;
 
@@ -228,10 +240,62 @@ TARGET_AVX512 static void mm_spread_avx512(float (*rows)[MM_KC], Py_ssize_t widt
 }
 #endif
 
+/* Sixteen elements of `dtype` at p (dense) as floats, those of lanes outside `lanes` zero and
+ * never read: the exact widening of the conversions above (vcvtph2ps, the shift of BF16). */
+TARGET_AVX512 INLINE __m512 mm_load16(int dtype, const char *p, __mmask16 lanes) {
+    if (dtype == F32) return _mm512_maskz_loadu_ps(lanes, p);
+    __m256i h = _mm256_maskz_loadu_epi16(lanes, p);
+    if (dtype == F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* `MmPanel` whose lanes are dense (B row-major): each step's `width` elements widened in
+ * vectors of 16, lanes past `width` stored as zeros (the panel's padding). */
+TARGET_AVX512 static void mm_panel_lanes_avx512(int dtype, const char *p, Py_ssize_t step,
+                                                Py_ssize_t k, Py_ssize_t width, int w,
+                                                float *dst) {
+    Py_ssize_t size = ITEMSIZE[dtype];
+    for (Py_ssize_t l = 0; l < k; l++) {
+        const char *row = p + l * step; /* formed for steps in the operand only */
+        for (int j = 0; j < w; j += 16) {
+            Py_ssize_t left = width - j;
+            __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF
+                              : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
+            int store = w - j < 16 ? w - j : 16;
+            /* lanes past `width` only: no pointer formed past the line */
+            __m512 v = left > 0 ? mm_load16(dtype, row + j * size, lanes) : _mm512_setzero_ps();
+            _mm512_mask_storeu_ps(dst + l * w + j, (__mmask16)((1u << store) - 1u), v);
+        }
+    }
+}
+
+/* `MmPanel` whose steps are dense (A row-major): 16 x 16 blocks of `width` (<= 16) lines
+ * widened straight into registers, transposed and stored across the panel's w (<= 16) lanes,
+ * lines past `width` as zeros (the padding). */
+TARGET_AVX512 static void mm_panel_steps_avx512(int dtype, const char *p, Py_ssize_t line,
+                                                Py_ssize_t k, Py_ssize_t width, int w,
+                                                float *dst) {
+    Py_ssize_t size = ITEMSIZE[dtype];
+    __mmask16 lanes = (__mmask16)((1u << w) - 1u);
+    for (Py_ssize_t l0 = 0; l0 < k; l0 += 16) {
+        int nl = k - l0 < 16 ? (int)(k - l0) : 16;
+        __mmask16 steps = (__mmask16)((1u << nl) - 1u);
+        __m512 v[16];
+        for (int r = 0; r < 16; r++)
+            v[r] = r < width ? mm_load16(dtype, p + r * line + l0 * size, steps)
+                             : _mm512_setzero_ps();
+        mm_transpose16(v);
+        for (int l = 0; l < nl; l++) _mm512_mask_storeu_ps(dst + (l0 + l) * w, lanes, v[l]);
+    }
+}
+
 /* The body of instruction set `isa` (an index of ISA_NAMES this CPU runs). */
 static MmBody mm_body(int isa) {
 #if defined(HAVE_AVX512)
-    if (isa == 2) return (MmBody){mm_kernel_avx512, MM_MR_AVX512, 32, 8 * MM_MR_AVX512, 128};
+    /* A tile is one A panel by 64 columns: with K up to MM_KT in one call, B's micro-panels come
+     * from L2 whatever the tile, and the small tiles share out evenly (512 x 512 on two threads:
+     * 37 x 8 tiles, 37 to each of the 8 parts); 8 panels by 128 measured 3.5% slower. */
+    if (isa == 2) return (MmBody){mm_kernel_avx512, MM_MR_AVX512, 32, MM_MR_AVX512, 64};
 #endif
 #if defined(HAVE_AVX2_F16C)
     if (isa == 1) return (MmBody){mm_kernel_avx2, MM_MR_AVX2, 16, 20 * MM_MR_AVX2, 128};
@@ -244,6 +308,7 @@ static MmBody mm_body(int isa) {
 static void mm_converts(Mm *m, int isa) {
     int bf = m->dtype == BF16;
     m->spread = NULL;
+    m->panel_lanes = m->panel_steps = NULL;
     m->widen = bf ? mm_bf16_widen : f16_widen;
     m->narrow = bf ? mm_bf16_narrow : f16_narrow;
 #if defined(HAVE_AVX2_F16C)
@@ -255,6 +320,8 @@ static void mm_converts(Mm *m, int isa) {
 #if defined(HAVE_AVX512)
     if (isa == 2) {
         m->spread = mm_spread_avx512;
+        m->panel_lanes = mm_panel_lanes_avx512;
+        m->panel_steps = mm_panel_steps_avx512;
         m->widen = bf ? mm_bf16_widen_avx512 : f16_widen_avx512;
         m->narrow = bf ? mm_bf16_narrow_avx512 : f16_narrow_avx512;
     }
@@ -298,6 +365,14 @@ static void mm_pack(const Mm *m, const char *p, Py_ssize_t line, Py_ssize_t step
                     Py_ssize_t width, int w, float *dst) {
     Py_ssize_t al = line < 0 ? -line : line, as = step < 0 ? -step : step;
     float rows[32][MM_KC]; /* w <= 32 */
+    if (as > al && line == m->itemsize && m->panel_lanes != NULL) {
+        m->panel_lanes(m->dtype, p, step, m->k, width, w, dst);
+        return;
+    }
+    if (as <= al && step == m->itemsize && w <= 16 && m->panel_steps != NULL) {
+        m->panel_steps(m->dtype, p, line, m->k, width, w, dst);
+        return;
+    }
     if (width < w)
         for (Py_ssize_t l = 0; l < m->k; l++)
             for (int r = (int)width; r < w; r++) dst[l * w + r] = 0.0f;
@@ -316,16 +391,27 @@ static void mm_pack(const Mm *m, const char *p, Py_ssize_t line, Py_ssize_t step
     }
 }
 
-/* A part of the packing: units [at, at + len), A's row panels first, then B's column panels. */
+/* A part of the packing: units [at, at + len) of A's row panels and B's column panels. When
+ * `mixed`, they interleave evenly (unit u is A's panel u * apanels / units when that count
+ * steps at u, else B's): each thread's range then packs its share of both, the A rows its own
+ * tiles read first (the tiles are row-major and a thread's range of parts runs in order) and
+ * the same share of the work, where A's panels first gave one thread A alone; otherwise A's
+ * panels come first, then B's. Which thread packs a panel never changes its floats. */
 static void mm_pack_part(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
     const Mm *m = ctx;
-    Py_ssize_t mr = m->body.mr, nr = m->body.nr;
+    Py_ssize_t mr = m->body.mr, nr = m->body.nr, units = m->apanels + m->bpanels;
     for (Py_ssize_t u = at; u < at + len; u++) {
-        if (u < m->apanels) {
-            Py_ssize_t i = u * mr, rows = m->m - i < mr ? m->m - i : mr;
-            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, m->pa + u * m->k * mr);
+        Py_ssize_t ua = u < m->apanels ? u : -1, p = u - m->apanels;
+        if (m->mixed) { /* no overflow: mm_panels checked units * apanels */
+            Py_ssize_t before = u * m->apanels / units;
+            ua = (u + 1) * m->apanels / units > before ? before : -1;
+            p = u - before;
+        }
+        if (ua >= 0) {
+            Py_ssize_t i = ua * mr, rows = m->m - i < mr ? m->m - i : mr;
+            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, m->pa + ua * m->k * mr);
         } else {
-            Py_ssize_t p = u - m->apanels, j = p * nr, cols = m->n - j < nr ? m->n - j : nr;
+            Py_ssize_t j = p * nr, cols = m->n - j < nr ? m->n - j : nr;
             mm_pack(m, m->b + j * m->sbn, m->sbn, m->sbk, cols, (int)nr, m->pb + p * m->k * nr);
         }
     }
@@ -364,8 +450,8 @@ static void mm_tile_part(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
         Py_ssize_t span = (base + (t < extra)) * b->mr;
         Py_ssize_t rows = m->m - i0 < span ? m->m - i0 : span;
         Py_ssize_t cols = m->n - j0 < b->nb ? m->n - j0 : b->nb;
-        for (Py_ssize_t pc = 0; pc < m->k; pc += MM_KC) {
-            Py_ssize_t kc = m->k - pc < MM_KC ? m->k - pc : MM_KC;
+        for (Py_ssize_t pc = 0; pc < m->k; pc += MM_KT) {
+            Py_ssize_t kc = m->k - pc < MM_KT ? m->k - pc : MM_KT;
             for (Py_ssize_t jr = 0; jr < cols; jr += b->nr) {
                 const float *pb = m->pb + ((j0 + jr) / b->nr) * m->k * b->nr + pc * b->nr;
                 for (Py_ssize_t ir = 0; ir < rows; ir += b->mr) {
@@ -481,12 +567,16 @@ static int mm_panels(Mm *m, int threads, size_t floats[2]) {
     m->tiles_m = m->apanels / per_tile + (m->apanels % per_tile != 0);
     /* The pool cuts the tiles into threads * PARTS_PER_THREAD parts of whole tiles: shorter
      * tile rows, up to twice as many, until the tiles fill the parts evenly (512 x 512 on two
-     * threads: 6 x 4 tiles in 8 parts rather than 5 x 4 in 7, one of them a thread's last
-     * quarter of its work). Which tiles a thread runs never changes an output's bits. */
+     * threads on AVX2, 20 panels by 128 a tile: 6 x 4 tiles in 8 parts rather than 5 x 4 in 7,
+     * one of them a thread's last quarter of its work). Which tiles a thread runs never
+     * changes an output's bits. */
     Py_ssize_t parts = (Py_ssize_t)threads * PARTS_PER_THREAD, most = 2 * m->tiles_m;
     while (threads > 1 && (m->tiles_m * m->tiles_n) % parts != 0 && m->tiles_m < m->apanels &&
            m->tiles_m < most)
         m->tiles_m++;
+    Py_ssize_t units, mixed;
+    m->mixed = !__builtin_add_overflow(m->apanels, m->bpanels, &units) &&
+               !__builtin_mul_overflow(units, m->apanels, &mixed);
     if (__builtin_mul_overflow(m->apanels, mr, &ra) || __builtin_mul_overflow(m->bpanels, nr, &rb) ||
         __builtin_mul_overflow(ra, m->k, &fa) || __builtin_mul_overflow(rb, m->k, &fb) ||
         __builtin_add_overflow(fa, fb, &all) || (size_t)all > SIZE_MAX / sizeof(float))
