@@ -58,6 +58,7 @@
 #include "reduce_call.c"
 #include "argreduce.c"
 #include "matmul.c"
+#include "matmul_run.c"
 #include "matmul_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
