@@ -1,12 +1,14 @@
 """Issue 46's numbers for the compiled matmul core (`_native.contract`, docs/matmul.md,
 "Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
-(its BLAS: OpenBLAS in the wheels) and, where it imports, PyTorch's bfloat16 and float32 matmul,
-in one run, on 1 thread and on this machine's cores. Each round runs every contender in a burst
-of calls after a pause of PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a
-call, and would otherwise hold the second core through the next contender's burst) and keeps
-the burst's fastest; rounds interleave the contenders so that load falls on all alike. The
-best of the rounds is printed in milliseconds, with the ratio NumPy float32 / contender (above
-1: faster than NumPy's float32 BLAS). Prints only: nothing here is a test.
+(its BLAS: OpenBLAS in the wheels), `ft.matmul` of bfloat16 and float16 (the public call, each
+row named by the contract kernel its plan runs: fuel-cpu-backend's matmul_bf16, matmul_f16)
+and, where it imports, PyTorch's bfloat16 and float32 matmul, in one run, on 1 thread and on
+this machine's cores. Each round runs every contender in a burst of calls after a pause of
+PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a call, and would otherwise
+hold the second core through the next contender's burst) and keeps the burst's fastest; rounds
+interleave the contenders so that load falls on all alike. The best of the rounds is printed in
+milliseconds, with the ratio NumPy float32 / contender (above 1: faster than NumPy's float32
+BLAS). Prints only: nothing here is a test.
 
     PYTHONPATH=. python benchmarks/matmul_core.py [rounds] [sizes...]
 """
@@ -24,6 +26,7 @@ import ml_dtypes
 import numpy as np
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped, unused-ignore]
 
+import fueltensor as ft
 from fueltensor import ops
 from fueltensor.ext import _native
 from fueltensor.kernels.threads import running_on
@@ -59,6 +62,10 @@ def contenders(n: int) -> dict[str, Callable[[], object]]:
         out = np.empty((n, n), dtype)
         calls[f"core {name}"] = partial(_native.contract, OP, a, b, out, 0,
                                         _native.ORDER_SEQUENTIAL, products)  # fmt: skip
+        if dtype is not np.float32:  # the public call, named by the kernel its plan runs
+            x, y = ft.asarray(a), ft.asarray(b)
+            kernel = ft.explain(ft.matmul, x, y).kernel
+            calls[f"ft {kernel.name if kernel else 'host'}"] = partial(ft.matmul, x, y)
     torch = torch_module()
     if torch is not None:
         for name, tdtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
@@ -104,7 +111,7 @@ def rows(rounds: int, sizes: list[int]) -> list[str]:
             best = measure(n, threads, rounds)
             base = best["numpy f32"]
             for name, ms in best.items():
-                lines.append(f"{n:5}^3 {threads} thread(s) {name:10} {ms:8.3f} ms  "
+                lines.append(f"{n:5}^3 {threads} thread(s) {name:14} {ms:8.3f} ms  "
                              f"ratio {base / ms:5.2f}")  # fmt: skip
     return lines
 
