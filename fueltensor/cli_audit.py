@@ -185,6 +185,15 @@ def reduced(row: ContractOp, size: int, rng: np.random.Generator) -> np.ndarray:
     return sign * np.exp2(rng.uniform(-4, 4, shape))
 
 
+def contracted(size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A matmul's operands for `compare`, in float64: (8, k) @ (k, 6) with k = size/48 (about
+    `size` products), values of both signs and magnitudes 2^-4 .. 2^4, where the dot products
+    cancel and an accumulation order shows in the bits."""
+    k = max(1, size // 48)
+    a, b = (rng.choice([-1.0, 1.0], s) * np.exp2(rng.uniform(-4, 4, s)) for s in ((8, k), (k, 6)))
+    return a, b
+
+
 def _split_names(reg: Registry, names: list[str]) -> tuple[list[str], list[str]]:
     """`compare`'s words sorted into operations (any spelling) and providers (a name or alias
     of `reg`); ValueError naming both kinds for a word that is neither."""
@@ -224,6 +233,8 @@ def _run_compare(args: argparse.Namespace) -> int:
                 row = BY_NAME[op]
                 if row.family is Family.REDUCTION:
                     columns: tuple[np.ndarray, ...] = (reduced(row, args.size, rng),)
+                elif row.family is Family.CONTRACTION:
+                    columns = contracted(args.size, rng)
                 else:
                     columns = probes(dtype.np, args.size, rng, len(TRAITS[row.family].operands))
                 operands = map(asarray, as_operands(row.op_kind, columns, dtype.np))
