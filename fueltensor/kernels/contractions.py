@@ -14,7 +14,6 @@ rounding of the float64 sum to float32 is the step's single rounding.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 import ml_dtypes
@@ -23,24 +22,14 @@ from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels._chassis import NATIVE
+from fueltensor.kernels.contraction_thunk import Body, thunk
 from fueltensor.ops import CONTRACTION_OPS
 
 Array = NDArray[Any]
-Body = Callable[[Array, Array, Array], None]
-"""out (S, M, N) = a (S, M, K) @ b (S, K, N), every operand's stacks already one shape."""
 
 HALVES: Final = (("bf16", np.dtype(ml_dtypes.bfloat16)), ("f16", np.dtype(np.float16)))
 """The dtypes the core's `products: exact` takes, by entry-point suffix."""
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
-def stacked(a: Array, b: Array) -> tuple[Array, Array, tuple[int, ...]]:
-    """a and b broadcast to one stack shape (stride-0 views, nothing copied), and that shape
-    with M and N: the shape of out."""
-    stack = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    wide_a = np.broadcast_to(a, (*stack, *a.shape[-2:]))
-    wide_b = np.broadcast_to(b, (*stack, *b.shape[-2:]))
-    return wide_a, wide_b, (*stack, a.shape[-2], b.shape[-1])
 
 
 def sequential(a: Array, b: Array, out: Array) -> None:
@@ -70,38 +59,18 @@ def _compiled() -> Body:
     return body
 
 
-def thunk(name: str, dtype: np.dtype[Any], body: Body) -> KernelFn:
-    """`name(a, b, *, out)` over `dtype`: a (..., M, K) and b (..., K, N) of any strides, their
-    stacks broadcast, out dense of the result's shape; checked before anything is computed."""
-
-    def kernel(a: Array, b: Array, *, out: Array) -> None:
-        if not a.dtype == b.dtype == out.dtype == dtype:
-            raise TypeError(
-                f"{name}: expected {dtype} a, b, out; got {a.dtype}, {b.dtype}, {out.dtype}"
-            )
-        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
-            raise ValueError(
-                f"{name}: a {a.shape} and b {b.shape} are not (..., M, K), (..., K, N)"
-            )
-        wide_a, wide_b, shape = stacked(a, b)
-        if out.shape != shape or not out.flags.c_contiguous:
-            raise ValueError(f"{name}: out must be dense of shape {shape}, got {out.shape}")
-        body(wide_a, wide_b, out)
-
-    kernel.__name__ = kernel.__qualname__ = name
-    kernel.__doc__ = (
-        f"fuel-cpu-backend {name}: out = a @ b in {dtype}, float32 sums in K order, "
-        "products unrounded, rounded once."
-    )
-    return kernel
-
-
 def cpu_entries(prefix: str, implementation: str) -> dict[str, KernelFn]:
     """fuel-cpu-backend's contraction thunks by entry point: the compiled core, or the NumPy
     body of the same bits where `implementation` is "pure"."""
     body = sequential if implementation == "pure" or NATIVE is None else _compiled()
     return {
-        f"{prefix}{row.kernel_op}_{suffix}": thunk(f"{row.kernel_op}_{suffix}", dtype, body)
+        f"{prefix}{row.kernel_op}_{suffix}": thunk(
+            f"{row.kernel_op}_{suffix}",
+            dtype,
+            body,
+            f"fuel-cpu-backend {row.kernel_op}_{suffix}: out = a @ b in {dtype}, float32 sums "
+            "in K order, products unrounded, rounded once.",
+        )
         for row in CONTRACTION_OPS
         for suffix, dtype in HALVES
     }

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fueltensor.kernels import KernelFn
+from fueltensor.kernels.contraction_thunk import thunk
 from fueltensor.kernels.exact_reductions import FLOATS
 from fueltensor.kernels.exact_sums import exact_terms, quieted, rounded
 from fueltensor.ops import CONTRACTION_OPS
@@ -157,33 +158,16 @@ def exact_dots(a: Array, b: Array) -> tuple[list[Fraction], list[Fraction]]:
     return found
 
 
-def thunk(name: str, dtype: np.dtype[Any]) -> KernelFn:
-    """The oracle's thunk `name(a, b, *, out)` over `dtype`: the operands of any strides, out
-    dense (stacks broadcast, M, N); dtypes and shapes checked before anything is computed."""
-
-    def kernel(a: Array, b: Array, *, out: Array) -> None:
-        if not a.dtype == b.dtype == out.dtype == dtype:
-            raise TypeError(
-                f"{name}: expected {dtype} a, b, out; got {a.dtype}, {b.dtype}, {out.dtype}"
-            )
-        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
-            raise ValueError(
-                f"{name}: a {a.shape} and b {b.shape} are not (..., M, K), (..., K, N)"
-            )
-        shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
-        if out.shape != shape or not out.flags.c_contiguous:
-            raise ValueError(f"{name}: out must be dense of shape {shape}, got {out.shape}")
-        exact_matmul(a, b, out)
-
-    kernel.__name__ = kernel.__qualname__ = name
-    kernel.__doc__ = f"fuel-reference-backend {name}: out = a @ b in {dtype}, exact, rounded once."
-    return kernel
-
-
 def oracle_entries(prefix: str) -> dict[str, KernelFn]:
     """fuel-reference-backend's contraction thunks by entry point (`ref_<op>_<dtype>`)."""
     return {
-        f"{prefix}ref_{row.kernel_op}_{suffix}": thunk(f"ref_{row.kernel_op}_{suffix}", dtype)
+        f"{prefix}ref_{row.kernel_op}_{suffix}": thunk(
+            f"ref_{row.kernel_op}_{suffix}",
+            dtype,
+            exact_matmul,
+            f"fuel-reference-backend ref_{row.kernel_op}_{suffix}: out = a @ b in {dtype}, "
+            "exact, rounded once.",
+        )
         for row in CONTRACTION_OPS
         for suffix, dtype in FLOATS
     }

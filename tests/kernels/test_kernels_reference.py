@@ -289,8 +289,9 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
     loaded = run.stdout.split()
     # the op table (its families, names and host ufuncs, no numerics of the CPU provider's),
     # its host functions (NumPy's, where NumPy has no ufunc), the dtypes (the cast kernels'
-    # names) and the oracle's own casts, exact reductions and exact matmul are the only other
-    # modules it reads
+    # names), the oracle's own casts, exact reductions and exact matmul, and the contraction
+    # thunks' frame (shapes checked, stacks broadcast: no provider's numerics) are the only
+    # other modules it reads
     assert loaded == [
         "fueltensor",
         "fueltensor.core",
@@ -299,6 +300,7 @@ def test_importing_the_reference_loads_nothing_of_the_cpu_provider(tmp_path: Pat
         "fueltensor.hostmath",
         "fueltensor.kernels",
         "fueltensor.kernels.casting",
+        "fueltensor.kernels.contraction_thunk",
         "fueltensor.kernels.exact_matmul",
         "fueltensor.kernels.exact_products",
         "fueltensor.kernels.exact_reductions",
