@@ -25,7 +25,7 @@ from fueltensor.engine.backends import current_policy, observe, trace
 from fueltensor.engine.named import with_named
 from fueltensor.engine.planner import Plan, Planning
 from fueltensor.kernels.exact_sums import rows
-from fueltensor.ops import REDUCTION_BY_KIND
+from fueltensor.ops import CONTRACTION_BY_KIND, REDUCTION_BY_KIND
 from fueltensor.registry import require
 from fueltensor.testing import NAN_PAYLOAD, bits, errors, format_value, lane_message
 from fueltensor.tools import checked
@@ -120,11 +120,17 @@ def label(plan: Plan) -> str:
 def _operands_at(
     plan: Plan, tensors: tuple[FuelTensor, ...], index: tuple[int, ...], shape: tuple[int, ...]
 ) -> list[object]:
-    """The operands of output `index`: each tensor's element there (broadcast), or for a
-    reduction its reduced row of x, summarised (length, extremes, first elements)."""
+    """The operands of output `index`: each tensor's element there (broadcast), for a
+    reduction its reduced row of x, for a contraction a's row and b's column of it (a (..., M,
+    K) and b (..., K, N), their stacks broadcast), each summarised (length, extremes, first
+    elements)."""
     if plan.op_kind in REDUCTION_BY_KIND and plan.params:
         table = rows(tensors[0]._array, plan.params[0])  # type: ignore[arg-type]
         return [summary(table[int(np.ravel_multi_index(index, shape)) if shape else 0])]
+    if plan.op_kind in CONTRACTION_BY_KIND:
+        *stack, i, j = index
+        a, b = (np.asarray(t._array)[tuple(stack)] for t in tensors)  # (M, K) and (K, N)
+        return [summary(a[i]), summary(b[:, j])]
     return [np.broadcast_to(t._array, shape)[index] for t in tensors]
 
 

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 import fueltensor as ft
 from fueltensor.fingerprint import machine
 from fueltensor.registry import bundled_contracts_dir
-from fueltensor.testing import ulp_distance
+from fueltensor.testing import format_value, ulp_distance
 from fueltensor.tools.compare import compare_backends
 from fueltensor.tools.textwidth import table_width
 
@@ -493,3 +494,24 @@ def test_a_reduction_is_compared_with_each_named_providers_kernel() -> None:
     assert rows[0].shape == (6,) and rows[2].count == 1334 and rows[3].equal == 1334
     worst = rows[1].worst
     assert worst is not None and re.search(r"inputs \(x 4000 elements from ", worst.message)
+
+
+def test_a_matmul_that_differs_names_its_worst_outputs_row_and_column() -> None:
+    """Where a matmul's kernels differ, the worst output's operands are a's row and b's column
+    of it (summarised as a reduction's row is), in its stack: output (1, 2, 0) of a BF16
+    product, 1 + 2^-8 + 298 · 2^-24, is a tie in float32 at each of fuel-cpu-backend's steps
+    (1 + 2^-8, then rounded to 1 in BF16), above half an ULP exactly (1 + 2^-7)."""
+    row = np.array([1.0, 2.0**-8] + [2.0**-24] * 298)
+    x = np.zeros((2, 3, 300), ml_dtypes.bfloat16)
+    x[1, 2] = row
+    y = np.zeros((300, 4), ml_dtypes.bfloat16)
+    y[:, 0] = 1.0
+    a, b = ft.asarray(x), ft.asarray(y)
+    with compare_backends("reference", timing=False) as report:
+        a @ b
+    (found,) = list(report)
+    assert found.kernels == ("matmul_bf16", "ref_matmul_bf16") and found.equal == found.count - 1
+    assert found.worst is not None and found.worst.index == (1, 2, 0)
+    assert [s.split(" elements")[0] for s in found.worst.inputs] == ["300", "300"]
+    firsts = [s.split("first ")[1].split(",")[0] for s in found.worst.inputs]
+    assert firsts == [format_value(x[1, 2, 0]), format_value(y[0, 0])]
