@@ -15,7 +15,11 @@ INLINE void bf16_narrow(const float *src, uint16_t *dst, Py_ssize_t n) {
     }
 }
 
-static float f16_widen_one(uint16_t h) {
+/* The one-element conversions are INLINE: each instruction set's part compiles its own copy. A
+ * baseline copy called from an AVX-512 part returns its float through an SSE register with the
+ * upper state dirty, and on Sapphire Rapids that cost about 600 cycles a call (an F16 sum of
+ * 2^16 elements took 200 ns an element on the AVX-512 body against 1.8 on AVX2). */
+INLINE float f16_widen_one(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1F) return f32_value(sign | 0x7F800000u | (m << 13));
@@ -23,7 +27,7 @@ static float f16_widen_one(uint16_t h) {
     return f32_value(sign | f32_bits((float)m * 0x1p-24f)); /* ±0 and subnormals, exact */
 }
 
-static uint16_t f16_narrow_one(float f) {
+INLINE uint16_t f16_narrow_one(float f) {
     uint32_t x = f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
     if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((x & 0x007FFFFFu) >> 13));
