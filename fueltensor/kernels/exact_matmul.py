@@ -94,10 +94,12 @@ def _classes(a: Array, b: Array) -> Array:
 def _special(a_row: Array, b_col: Array, classes: Array) -> Any:
     """The value of an output whose products hold a NaN or an infinity (module docstring)."""
     nan = np.isnan(classes)
-    operand = np.isnan(a_row) | np.isnan(b_col)
+    with np.errstate(invalid="ignore"):  # ml_dtypes' isnan of a signaling NaN raises invalid
+        in_a = np.isnan(a_row)
+        operand = in_a | np.isnan(b_col)
     if operand.any():
         at = int(np.argmax(operand))
-        return quieted(a_row[at] if np.isnan(a_row[at]) else b_col[at])
+        return quieted(a_row[at] if in_a[at] else b_col[at])
     infinite = np.isinf(classes)
     if nan.any() or ((classes[infinite] > 0).any() and (classes[infinite] < 0).any()):
         return np.array(np.nan, a_row.dtype)
