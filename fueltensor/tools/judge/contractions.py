@@ -48,7 +48,7 @@ from fueltensor.tools.judge.contraction_cases import Pair, contraction_cases
 from fueltensor.tools.judge.orders import EXACT, EXACT_PRODUCTS, FUSED, Declared, declared, simulate
 from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
-from fueltensor.tools.judge.reductions import THREADS, determinism, on_threads
+from fueltensor.tools.judge.reductions import THREADS, admitted_cases, determinism, on_threads
 from fueltensor.tools.judge.references import Array
 
 REFERENCE: Final = (
@@ -289,15 +289,8 @@ def audit_contraction(
             fn, plan_for(contract, dtype, pair.a.shape, pair.b.shape), (pair.a, pair.b), fill
         )
 
-    every, refused = [], []
-    for pair in contraction_cases(dtype.np, d, rng):
-        try:
-            plan_for(contract, dtype, pair.a.shape, pair.b.shape)
-            every.append(pair)
-        except ValueError:
-            refused.append(pair.name)
-    if refused:
-        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    cases = contraction_cases(dtype.np, d, rng)
+    every = admitted_cases(a, cases, lambda p: plan_for(contract, dtype, p.a.shape, p.b.shape))
     if not every:
         a.failures.append("cases: the contract admits none of the judge's inputs")
         return

@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from fueltensor.tools.judge.record import RUNS, Audit, Settings, record_runs
 from fueltensor.tools.judge.reduction_cases import Case, cases
 from fueltensor.tools.judge.reduction_checks import (
     Findings,
+    Named,
     half_ulp,
     index,
     order_bits,
@@ -62,6 +63,7 @@ from fueltensor.tools.judge.reduction_checks import (
 )
 from fueltensor.tools.judge.references import Array
 
+T = TypeVar("T", bound=Named)
 THREADS: Final = (1, 2, 3, 7)
 """The thread counts the `threads` claim is audited on (the first is the reference)."""
 REFERENCES: Final = {
@@ -369,6 +371,22 @@ def audit_reduction(
     audit_cost(a, contract, fn, dtype, settings, copy_bps)
 
 
+def admitted_cases(a: Audit, inputs: Iterable[T], plan: Callable[[T], object]) -> list[T]:
+    """The cases of `inputs` that `plan` admits (it raises ValueError for a rank or shape the
+    contract does not accept: not its business), the others noted in `a` as skipped; a
+    reduction's `Case`s or a contraction's `Pair`s."""
+    every, refused = [], []
+    for case in inputs:
+        try:
+            plan(case)
+            every.append(case)
+        except ValueError:
+            refused.append(case.name)
+    if refused:
+        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    return every
+
+
 def admitted(
     a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, inputs: Iterable[Case],
     call_case: Callable[..., Array],
@@ -376,15 +394,7 @@ def admitted(
     """The cases of `inputs` the contract admits (the others noted as skipped), with the
     conformance and determinism audits run on them, recorded into `a`; none (a failure
     recorded) when it admits none."""
-    every, refused = [], []
-    for case in inputs:
-        try:
-            plan_for(contract, dtype, case.x.shape, case.axes)
-            every.append(case)
-        except ValueError:  # a rank or shape the contract does not accept: not its business
-            refused.append(case.name)
-    if refused:
-        a.semantics.append(f"cases the contract does not admit, skipped: {', '.join(refused)}")
+    every = admitted_cases(a, inputs, lambda c: plan_for(contract, dtype, c.x.shape, c.axes))
     if not every:
         a.failures.append("cases: the contract admits none of the judge's (rank 2 and 3) inputs")
         return every
