@@ -107,11 +107,11 @@ def products(pair: Pair) -> Array:
     return table.reshape(math.prod(_outputs(pair)), pair.a.shape[-1])
 
 
-def leave_range(pair: Pair, d: Declared) -> Array:
-    """Per output, whether a product rounded to the accumulator leaves its normal range (an
-    infinity from finite operands, or a nonzero product below the smallest normal): Higham's
-    bound assumes none does. Products declared `exact` or `fused` are never rounded."""
-    table = products(pair)
+def leave_range(table: Array, d: Declared) -> Array:
+    """Per output (a row of `table`, its exact products: `products`), whether a product rounded
+    to the accumulator leaves its normal range (an infinity from finite operands, or a nonzero
+    product below the smallest normal): Higham's bound assumes none does. Products declared
+    `exact` or `fused` are never rounded."""
     if d.products in (EXACT_PRODUCTS, FUSED) or d.accumulator == EXACT or table.shape[1] == 0:
         return np.zeros(table.shape[0], bool)
     tiny = 2.0 ** bits_of(d.dtype).min_exp
@@ -121,7 +121,7 @@ def leave_range(pair: Pair, d: Declared) -> Array:
     return np.asarray(out.any(axis=1))
 
 
-def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> None:
+def _bound(pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Findings) -> None:
     """The bound per output of finite rows and columns whose rounded products stay in the
     accumulator's range (`leave_range`; the others are held to the order's bits where it fixes
     them, counted otherwise), the exact result's specials elsewhere."""
@@ -138,7 +138,7 @@ def _bound(pair: Pair, got: Array, want: Array, d: Declared, f: Findings) -> Non
     if gamma is None:
         f.unbounded += int(finite.sum())
         return
-    left = finite & leave_range(pair, d)
+    left = finite & leave_range(table, d)
     f.out_of_range += int(left.sum())
     sums, magnitudes = exact_dots(pair.a, pair.b)
     for r in np.flatnonzero(finite & ~left):
@@ -172,9 +172,10 @@ def check(pair: Pair, got: Array, d: Declared, f: Findings, a: Audit) -> None:
     want = want.reshape(-1)
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
-    _bound(pair, got, want, d, f)
+    table = products(pair)
+    _bound(pair, table, got, want, d, f)
     if d.fixes_bits:
-        simulated = simulate(products(pair), d, got.dtype)
+        simulated = simulate(table, d, got.dtype)
         differ = np.flatnonzero(special(got, simulated))
         if differ.size:
             r = int(differ[0])
