@@ -8,7 +8,8 @@ PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a call, and w
 hold the second core through the next contender's burst) and keeps the burst's fastest; rounds
 interleave the contenders so that load falls on all alike. The best of the rounds is printed in
 milliseconds, with the ratio NumPy float32 / contender (above 1: faster than NumPy's float32
-BLAS). Prints only: nothing here is a test.
+BLAS), a call that allocates its result beside NumPy's that does (`BASE_OF`). Prints only:
+nothing here is a test.
 
     PYTHONPATH=. python benchmarks/matmul_core.py [rounds] [sizes...]
 """
@@ -37,6 +38,10 @@ BURST = 5
 """Calls a contender makes in a row each round."""
 PAUSE = 0.3
 """Seconds before each burst: every library's polling workers have gone to sleep."""
+BASE_OF = {"ft": "numpy f32 new", "torch": "numpy f32 new"}
+"""The NumPy row a contender's ratio is taken against: calls that allocate their result (the
+public ones) beside `np.matmul(a, b)`, which allocates too; the core's calls, given `out`,
+beside `np.matmul(a, b, out=out)`."""
 
 
 def burst(fn: Callable[[], object]) -> float:
@@ -55,7 +60,10 @@ def contenders(n: int) -> dict[str, Callable[[], object]]:
     rng = np.random.default_rng(0)
     a32, b32 = rng.standard_normal((n, n), np.float32), rng.standard_normal((n, n), np.float32)
     numpy_f32 = partial(np.matmul, a32, b32, out=np.empty_like(a32))
-    calls: dict[str, Callable[[], object]] = {"numpy f32": numpy_f32}
+    calls: dict[str, Callable[[], object]] = {
+        "numpy f32": numpy_f32,
+        "numpy f32 new": partial(np.matmul, a32, b32),
+    }
     for name, dtype in (("bf16", ml_dtypes.bfloat16), ("f16", np.float16), ("f32", np.float32)):
         a, b = a32.astype(dtype), b32.astype(dtype)
         products = _native.PRODUCTS_FUSED if dtype is np.float32 else _native.PRODUCTS_EXACT
@@ -105,12 +113,15 @@ def measure(n: int, threads: int, rounds: int) -> dict[str, float]:
 def rows(rounds: int, sizes: list[int]) -> list[str]:
     """One line per size, thread count and contender."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    lines = [f"isa {_native.isa()}, {cores} core(s); ratio = NumPy f32 / contender"]
+    lines = [
+        f"isa {_native.isa()}, {cores} core(s); ratio = NumPy f32 / contender "
+        "(ft, torch: NumPy f32 new / contender)"
+    ]
     for n in sizes:
         for threads in sorted({1, cores}):
             best = measure(n, threads, rounds)
-            base = best["numpy f32"]
             for name, ms in best.items():
+                base = best[BASE_OF.get(name.split()[0], "numpy f32")]
                 lines.append(f"{n:5}^3 {threads} thread(s) {name:14} {ms:8.3f} ms  "
                              f"ratio {base / ms:5.2f}")  # fmt: skip
     return lines
