@@ -17,61 +17,14 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _contractions import PROVIDER, SEQUENTIAL, Kernel, document, failures, judged
 from _extras import ROOT
 
 import fueltensor as ft
 from fueltensor.kernels import threads
 from fueltensor.tools.drafts import lint
-from fueltensor.tools.judge import JudgeReport, judge
+from fueltensor.tools.judge import judge
 from fueltensor.tools.judge.orders import fused_fold
-
-PROVIDER = "test-contractions"
-OP_KIND = "MatmulContract"
-ANY_LAYOUT = (
-    "{contiguous: allowed, strided: allowed, broadcast_stride0: allowed, "
-    "start_offset: allowed, reverse_strides: allowed}"
-)
-SEQUENTIAL = "accumulator: F32, order: sequential"
-Kernel = Callable[..., None]
-
-
-def document(contract_text: Callable[..., str], kernel: str, op_params: str, dtypes: str) -> str:
-    """A matmul contract of the test provider: a and b of any layout and rank, the rule
-    matmul(a, b), the given op_params and dtypes, claiming threads, layout and batch."""
-    text = contract_text(provider=PROVIDER, kernel=kernel, op_kind=OP_KIND)
-    for other in ("a", "b"):
-        text = text.replace(f"      shape_constraint: same_as={other}\n", "")
-    text = text.replace("shape_rule: same_as(a)", "shape_rule: matmul(a, b)")
-    text = text.replace("dtypes: [F32]", f"dtypes: [{dtypes}]")
-    text = text.replace("  op_params: {variant: None}", f"  op_params: {{{op_params}}}")
-    lines, out, skip = text.split("\n"), [], False
-    for line in lines:
-        if line.startswith("      layout:"):
-            out.append(f"      layout: {ANY_LAYOUT}")
-            skip = True
-        elif skip and line.startswith("      rank:"):
-            skip = False
-            out.append("      rank: any")
-        elif not skip:
-            out.append(line)
-    text = "\n".join(out)
-    semantics = "semantics:\n  source: [documentation]\n  invariance: [threads, layout, batch]\n"
-    end = "determinism: same_hardware_bitwise\n"
-    return text.replace(end, end + semantics)
-
-
-def judged(
-    contract_text: Callable[..., str],
-    write: Callable[..., Path],
-    kernels: dict[str, tuple[Kernel, str, str]],
-) -> JudgeReport:
-    """The quick judge of one document of `kernels` (name: kernel, op_params, dtypes)."""
-    ft.register_provider(PROVIDER, {f"tests::{name}": k for name, (k, _, _) in kernels.items()})
-    docs = [document(contract_text, n, p, d) for n, (_, p, d) in kernels.items()]
-    head, *rest = docs
-    reg = ft.Registry.from_paths([write(head + "".join(d[d.index("\n## ") :] for d in rest))])
-    return judge(reg, quick=True, progress=False)
-
 
 # -- kernels, written apart from the judge's simulator ------------------------------------------
 
@@ -120,11 +73,6 @@ def follows(reverse_when: Callable[[np.ndarray, np.ndarray], bool]) -> Kernel:
     return kernel
 
 
-def _failures(report: JudgeReport, kernel: str) -> list[str]:
-    (row,) = [a for a in report.rows if a.kernel == kernel]
-    return row.failures
-
-
 def test_an_honest_sequential_kernel_passes_bit_for_bit(
     contract_text: Callable[..., str], write: Callable[..., Path]
 ) -> None:
@@ -164,17 +112,17 @@ def test_the_contraction_cheat_catalogue_fails(
             "rounded_as_exact": (sequential(), f"{SEQUENTIAL}, products: exact", "BF16"),
         },
     )
-    bf16 = _failures(report, "bf16_accumulator")
+    bf16 = failures(report, "bf16_accumulator")
     assert any(f.startswith("bound: ") and "constant sign, K = 4096" in f for f in bf16), bf16
     assert any(f.startswith("order: ") for f in bf16), bf16
-    split = _failures(report, "thread_split")
+    split = failures(report, "thread_split")
     assert any(f.startswith("invariance threads: ") for f in split), split
-    rounded = _failures(report, "rounded_as_fused")  # f32 products rounded, declared fused
+    rounded = failures(report, "rounded_as_fused")  # f32 products rounded, declared fused
     assert any(f.startswith("order: ") for f in rounded), rounded
-    past = _failures(report, "rounded_as_exact")
+    past = failures(report, "rounded_as_exact")
     assert any(f.startswith("order: ") and "products past float32" in f for f in past), past
     assert not any("random" in f or "cancellation" in f for f in past), past
-    skipped = _failures(report, "skipped_last")
+    skipped = failures(report, "skipped_last")
     assert any(f.startswith("bound: ") for f in skipped) and any("order: " in f for f in skipped)
 
 
@@ -190,9 +138,9 @@ def test_orders_that_follow_the_layout_or_the_batch_fail_their_claims(
             "batch_order": (follows(lambda a, b: a.shape[-2] == 1), exact, "BF16"),
         },
     )
-    layout = _failures(report, "layout_order")
+    layout = failures(report, "layout_order")
     assert any(f.startswith("invariance layout: ") and "vs dense" in f for f in layout), layout
-    batch = _failures(report, "batch_order")
+    batch = failures(report, "batch_order")
     assert any(f.startswith("invariance batch: ") and " alone" in f for f in batch), batch
 
 

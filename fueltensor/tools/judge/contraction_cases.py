@@ -8,7 +8,8 @@ operands a (..., M, K) and b (..., K, N), each named, that a dot product's accum
   (bf16's 2^64 * 2^64, 2^-75 * 2^-75), where a rounded product and an unrounded one differ;
 * a long K of constant-sign products (a narrow accumulator's collapse);
 * NaN and infinities at the first, last and block-boundary positions of K, and inf times 0;
-* subnormal operands and products; signed zeros;
+* subnormal operands and products, and normal products whose partial sums are subnormal
+  (a flush to zero at any step shows); signed zeros;
 * K = 0 and K = 1; a stack broadcast against one matrix.
 """
 
@@ -87,6 +88,13 @@ def contraction_cases(
     subnormal = float(info.smallest_subnormal)
     tiny = np.array([[subnormal, -subnormal * 3, small], [small, small, small]], dtype)
     yield Pair("subnormals", tiny, np.array([[1.0], [1.0], [2.0**-4]], dtype))
+    if float(info.tiny) <= 2.0**-126:
+        # normal products near float32's smallest normal whose neighbours cancel to subnormal
+        # partial sums (2^-125 - (1 - 2^-7) 2^-125 = 2^-132), in K order and in pairs alike:
+        # kept, the output is (1 + 2^-6) 2^-125; flushed at each step, 2^-125
+        near = np.array([1.0, -(1 - 2.0**-7), 1.0, -(1 - 2.0**-7), 1.0]) * 2.0**-63
+        rows = np.full((2, 5), 2.0**-62) * np.array([[1.0], [-1.0]])
+        yield Pair("subnormal partial sums", rows.astype(dtype), near[:, None].astype(dtype))
     zeros = np.array([[-0.0, 0.0], [-1.0, 1.0], [-0.0, -0.0]], dtype)
     yield Pair("signed zeros", zeros, np.array([[0.0, -0.0], [-0.0, -0.0]], dtype))
     yield Pair("K = 0", uniform((3, 0)), uniform((0, 4)))

@@ -14,8 +14,12 @@ Per audited dtype, recorded into the judge's `Audit`:
   output whose row or column holds a NaN or an infinity must be the exact result's special
   (NaN for NaN, inf · 0 or infinities of both signs; else that infinity).
 * **the order's bits**, where the declaration fixes them (`Declared.fixes_bits`: `sequential`
-  or `blocked` with `products` declared): every output against `orders.simulate` over its
-  exact products, bit for bit (a NaN against any NaN).
+  or `blocked` with `products` declared, `pairs` applied): every output against
+  `orders.simulate` over its exact products, bit for bit (a NaN against any NaN); an output
+  whose order's partial sums overflow is held to these bits, not the bound.
+* **`semantics.subnormals: flushed`** (VDPBF16PS's DAZ and FTZ): the reference is the exact
+  product of the operands with their subnormals read as zeros, each step of the simulated order
+  flushed, and the bound widened by what K flushed steps may lose (`Declared.flush_slack`).
 * **the cases** (`judge.contraction_cases`).
 * **invariance claims**, on cancelling products (the order shows in their bits): `threads` (the
   same bits on 1, 2, 3 and 7 threads), `layout` (a and b transposed, flipped, strided, and a
@@ -45,7 +49,15 @@ from fueltensor.ops import CONTRACTION_BY_KIND
 from fueltensor.testing import bits, errors, format_value
 from fueltensor.tools.judge.calls import call
 from fueltensor.tools.judge.contraction_cases import Pair, contraction_cases
-from fueltensor.tools.judge.orders import EXACT, EXACT_PRODUCTS, FUSED, Declared, declared, simulate
+from fueltensor.tools.judge.orders import (
+    EXACT,
+    EXACT_PRODUCTS,
+    FUSED,
+    Declared,
+    declared,
+    flush_rounded,
+    simulate,
+)
 from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
 from fueltensor.tools.judge.reductions import THREADS, admitted_cases, determinism, on_threads
@@ -121,10 +133,14 @@ def leave_range(table: Array, d: Declared) -> Array:
     return np.asarray(out.any(axis=1))
 
 
-def _bound(pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Findings) -> None:
+def _bound(
+    pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Findings, left: Array
+) -> None:
     """The bound per output of finite rows and columns whose rounded products stay in the
-    accumulator's range (`leave_range`; the others are held to the order's bits where it fixes
-    them, counted otherwise), the exact result's specials elsewhere."""
+    accumulator's range (`leave_range`) and whose order's partial sums do not overflow (`left`
+    marks those: the others are held to the order's bits where it fixes them, counted
+    otherwise), the exact result's specials elsewhere; a flushing declaration's bound widened
+    by what flushing may lose (`Declared.flush_slack`)."""
     k = pair.a.shape[-1]
     with np.errstate(invalid="ignore"):
         rows_ok = np.asarray(np.isfinite(pair.a.astype(np.float64)).all(axis=-1))
@@ -138,8 +154,9 @@ def _bound(pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Fi
     if gamma is None:
         f.unbounded += int(finite.sum())
         return
-    left = finite & leave_range(table, d)
+    left = finite & (leave_range(table, d) | left)
     f.out_of_range += int(left.sum())
+    slack = d.flush_slack(k)
     sums, magnitudes = exact_dots(pair.a, pair.b)
     for r in np.flatnonzero(finite & ~left):
         value = float(got[r])
@@ -151,7 +168,7 @@ def _bound(pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Fi
                 return
             continue
         error = abs(Fraction(value) - sums[r])
-        limit = gamma * magnitudes[r] + half_ulp(value, got.dtype)
+        limit = gamma * magnitudes[r] + half_ulp(value, got.dtype) + slack
         if error / limit > f.worst_use:
             f.worst_use, f.worst_where = error / limit, f"output {_index(pair, r)} of '{pair.name}'"
         if error > limit:
@@ -164,18 +181,24 @@ def _bound(pair: Pair, table: Array, got: Array, want: Array, d: Declared, f: Fi
 
 
 def check(pair: Pair, got: Array, d: Declared, f: Findings, a: Audit) -> None:
-    """The pair's bound, specials and, where the declaration fixes them, bits; the worst ULP
-    from the exact result into `a`."""
+    """The pair's bound, specials and, where the declaration fixes them, bits, against the
+    exact product of its operands (their subnormals read as zeros where the declaration
+    flushes them); the worst ULP from that exact result into `a`."""
     got = np.ascontiguousarray(got).reshape(-1)
+    if d.flushed:
+        pair = Pair(pair.name, *(flush_rounded(x, x.dtype) for x in (pair.a, pair.b)))
     want = np.empty(_outputs(pair), got.dtype)
     exact_matmul(pair.a, pair.b, want)
     want = want.reshape(-1)
     a.probes += got.size
     a.measured_ulp = max(a.measured_ulp, float(errors(got, want).ulp.max(initial=0.0)))
     table = products(pair)
-    _bound(pair, table, got, want, d, f)
-    if d.fixes_bits:
-        simulated = simulate(table, d, got.dtype)
+    simulated = simulate(table, d, got.dtype) if d.fixes_bits else None
+    with np.errstate(invalid="ignore"):  # the order's partial sums overflow: its bits hold
+        ordered = np.zeros(got.size) if simulated is None else simulated.astype(np.float64)
+        left = ~np.isfinite(ordered) & np.isfinite(want.astype(np.float64))
+    _bound(pair, table, got, want, d, f, left)
+    if simulated is not None:
         differ = np.flatnonzero(special(got, simulated))
         if differ.size:
             r = int(differ[0])

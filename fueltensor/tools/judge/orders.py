@@ -34,10 +34,16 @@ accumulator: the inputs' precision at most half the accumulator's, which the dec
 reader checks), `fused` (each added by an FMA: one rounding per term, the first product's too)
 or `rounded` (each rounded to the accumulator, then added). The bound's k counts one more
 rounding for `fused` and `rounded` products (Higham §3.1), and for a contraction that declares
-no `products` (held to `rounded`'s bound, its bits not simulated). `pairs: odd_first` is read
-and checked, its bits not simulated yet. `exact` is simulated as `fused` (the product
+no `products` (held to `rounded`'s bound, its bits not simulated). `pairs: odd_first`
+(VDPBF16PS) takes K's products two at a time, (p_0, p_1), (p_2, p_3), ..., and adds each pair's
+odd one first (`PAIRED`): the order runs over p_1, p_0, p_3, p_2, ..., an odd K's last alone;
+simulated for `sequential` and for `blocked` of an even block without lanes (the pairs never
+cross a block), bound only otherwise. `exact` is simulated as `fused` (the product
 taken exactly, added by an FMA): the same bits wherever the product fits the accumulator, and
-the kernel's where it does not (a BF16 product past float32's range, 2^64 · 2^64).
+the kernel's where it does not (a BF16 product past float32's range, 2^64 · 2^64). A
+contraction declaring `semantics.subnormals: flushed` reads subnormal operands as zeros of their
+sign and flushes every step's result below the accumulator's smallest normal (tiny after
+rounding to its precision with an unbounded exponent, as x86 detects it) to a zero of its sign.
 
 A product takes the same orders with multiplication (an in-order fold from its first element,
 an empty row +1) and is bounded by |p^ - p| <= γ_(m-1)·|p| + ½ ulp_out(p^) in any order, but only
@@ -51,12 +57,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.fkc.schema import KernelContract
+from fueltensor.fkc.semantics import SUBNORMALS
 from fueltensor.kernels.casting import bits_of
 from fueltensor.ops import (
     CONTRACTION_BY_KIND,
@@ -72,6 +79,8 @@ BITWISE = (SEQUENTIAL, BLOCKED)
 """The orders that fix the bits (the judge simulates them); the others only bound them."""
 FLOATS = ("F32", "F64", "BF16", "F16")
 """The accumulators a reduction contract may declare, with `EXACT`."""
+PAIRED: Final = {CONTRACTION_PAIRS[0]: (1, 0)}
+"""Each `pairs` declaration's order inside a pair of K: the offsets added first to last."""
 EXACT = "exact"
 """The accumulator of an exact sum (the oracle's, `kernels.exact_sums`): no rounding but the
 last, so no order and a bound of half an ULP of the output (k = 0)."""
@@ -101,6 +110,14 @@ class Declared:
     """A contraction's `pairs` (`CONTRACTION_PAIRS`), None where it declares none."""
     contraction: bool = False
     """Whether the declaration is a contraction's (the terms are products)."""
+    subnormals: str | None = None
+    """A contraction's `semantics.subnormals` (kept where None), `flushed`: operands read as
+    zeros, every step's result below the accumulator's normal range flushed."""
+
+    @property
+    def flushed(self) -> bool:
+        """Whether the declaration flushes subnormals (inputs and each step's result)."""
+        return self.subnormals == SUBNORMALS[1]
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -111,16 +128,14 @@ class Declared:
     def fixes_bits(self) -> bool:
         """Whether the order fixes the bits (so the judge holds the kernel to them): for a
         contraction, with its products declared, no pairs, and an FMA simulated exactly (the
-        accumulator narrower than float64, `fused_add`)."""
+        accumulator narrower than float64, `fused_add`), its pairs, if any, inside its blocks
+        (`sequential`, or `blocked` of an even block without lanes)."""
         if not self.contraction:
             return self.order in BITWISE
         fused_f64 = self.products == FUSED and self.accumulator == "F64"
-        return (
-            self.order in BITWISE
-            and self.products is not None
-            and not fused_f64
-            and (self.pairs is None)
-        )
+        even_blocks = self.order == BLOCKED and self.lanes == 1 and self.block % 2 == 0
+        paired = self.pairs is None or self.order == SEQUENTIAL or even_blocks
+        return self.order in BITWISE and self.products is not None and not fused_f64 and paired
 
     @property
     def unit_roundoff_bits(self) -> int:
@@ -175,7 +190,17 @@ class Declared:
             order += f", {self.lanes} lanes"
         products = f", products {self.products or 'undeclared'}" if self.contraction else ""
         pairs = f", pairs {self.pairs}" if self.pairs else ""
-        return f"{order}, accumulator {self.accumulator}{products}{pairs}"
+        subnormals = f", subnormals {self.subnormals}" if self.subnormals else ""
+        return f"{order}, accumulator {self.accumulator}{products}{pairs}{subnormals}"
+
+    def flush_slack(self, m: int) -> Fraction:
+        """The absolute error flushing may add to a contraction of m terms: each of its m
+        roundings may lose a result below the accumulator's smallest normal, grown by the later
+        roundings (1 + γ); 0 where nothing is flushed."""
+        if not self.flushed or m == 0:
+            return Fraction(0)
+        gamma = self.gamma(m) or Fraction(0)
+        return m * Fraction(2) ** bits_of(self.dtype).min_exp * (1 + gamma)
 
 
 def declared(contract: KernelContract) -> Declared | str:
@@ -231,6 +256,7 @@ def _contraction(contract: KernelContract, plain: Declared, where: str) -> Decla
         products=None if products is None else str(products),
         pairs=None if pairs is None else str(pairs),
         contraction=True,
+        subnormals=contract.semantics.subnormals if contract.semantics is not None else None,
     )
 
 
@@ -271,14 +297,46 @@ Fold = Callable[[Array], Array]
 `fused_fold`)."""
 
 
-def fused_fold(dtype: np.dtype[Any]) -> Fold:
+def flush_rounded(x: Array, dtype: np.dtype[Any]) -> Array:
+    """Float64 values rounded to `dtype`, those below its smallest normal once rounded to its
+    precision with an unbounded exponent (x86's tininess, after rounding) flushed to zeros of
+    their sign: a flushing step's result, or a flushing kernel's operands (their own dtype)."""
+    min_exp = bits_of(dtype).min_exp
+    tiny = 2.0**min_exp
+    with np.errstate(all="ignore"):
+        x = x.astype(np.float64)
+        scaled = (x * 2.0**-min_exp).astype(dtype).astype(np.float64) * tiny
+        unbounded = np.where(np.abs(x) < 2 * tiny, scaled, x)
+        flushed: Array = np.where(np.abs(unbounded) < tiny, np.copysign(0.0, x), x).astype(dtype)
+    return flushed
+
+
+def _flushing(join: Join, dtype: np.dtype[Any]) -> Join:
+    """`join` with its result flushed (`flush_rounded`: exact, the result is already rounded)."""
+    return lambda x, y: flush_rounded(join(x, y), dtype)
+
+
+def paired(m: int, pairs: str) -> Array:
+    """The indices of m terms in the order a `pairs` declaration adds them (`PAIRED` inside
+    each pair of consecutive terms, an odd m's last alone)."""
+    whole = m - m % 2
+    head = np.arange(0, whole, 2)[:, None] + np.array(PAIRED[pairs])
+    index: Array = np.concatenate([head.reshape(-1), np.arange(whole, m)])
+    return index
+
+
+def fused_fold(dtype: np.dtype[Any], flush: bool = False) -> Fold:
     """The sequential fold of exact float64 products by FMAs in the accumulator `dtype` (narrower
     than float64): the first product rounded once, then each sum of the running total and the
     next exact product rounded once, to odd in float64 (TwoSum's error decides the last bit)
-    and then to `dtype`, which is the sum correctly rounded since 53 >= p + 2."""
+    and then to `dtype`, which is the sum correctly rounded since 53 >= p + 2; each result
+    flushed where `flush` (`flush_rounded`)."""
+
+    def narrow(x: Array) -> Array:
+        return flush_rounded(x, dtype) if flush else x.astype(dtype)
 
     def fold(x: Array) -> Array:
-        total: Array = x[..., 0].astype(dtype)
+        total: Array = narrow(x[..., 0])
         for j in range(1, x.shape[-1]):
             wide, term = total.astype(np.float64), x[..., j]
             s = wide + term
@@ -287,7 +345,7 @@ def fused_fold(dtype: np.dtype[Any]) -> Fold:
             even = (s.view(np.int64) & 1) == 0
             nudge = (error != 0) & even & np.isfinite(s)
             s = np.where(nudge, np.nextafter(s, np.copysign(np.inf, error)), s)
-            total = s.astype(dtype)
+            total = narrow(s)
         return total
 
     return fold
@@ -329,15 +387,22 @@ def simulate(table: Array, d: Declared, out: np.dtype[Any], product: bool = Fals
     sum, or its `product` (an empty one +1); only for the orders that fix the bits
     (`Declared.fixes_bits`). A contraction's terms are its exact products in float64:
     `rounded` ones converted to the accumulator, `fused` and `exact` ones added by FMAs (an
-    F64 accumulator adds exact ones as they are: they are exact in it)."""
+    F64 accumulator adds exact ones as they are: they are exact in it); in the order of its
+    `pairs`, each result flushed where it flushes subnormals (its operands flushed already)."""
     assert d.fixes_bits, d
     if table.shape[1] == 0:
         return np.full(table.shape[0], 1 if product else 0, out)
     wide = d.products in (FUSED, EXACT_PRODUCTS) and d.accumulator != "F64"
+    if d.pairs is not None:
+        table = table[:, paired(table.shape[1], d.pairs)]
     with np.errstate(all="ignore"):
-        acc = np.ascontiguousarray(table.astype(np.float64 if wide else d.dtype))
-        join = np.multiply if product else np.add
-        total = _ordered(acc, d, join, fused_fold(d.dtype) if wide else None)
+        if d.flushed and not wide:
+            acc = flush_rounded(table, d.dtype)
+        else:
+            acc = np.ascontiguousarray(table.astype(np.float64 if wide else d.dtype))
+        join: Join = np.multiply if product else np.add
+        join = _flushing(join, d.dtype) if d.flushed else join
+        total = _ordered(acc, d, join, fused_fold(d.dtype, d.flushed) if wide else None)
         return np.asarray(total, d.dtype).reshape(-1).astype(out)
 
 
