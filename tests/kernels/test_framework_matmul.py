@@ -181,7 +181,8 @@ def test_compare_backends_shows_where_the_frameworks_bits_differ_from_fueltensor
         want = _direct(r.provider, np.asarray(a), np.asarray(b))
         assert r.count == got.size and r.equal == int((bits(want) == bits(got)).sum())
         assert r.equal + sum(r.classes.values()) == r.count
-    assert any(r.equal < r.count for r in rows), "no framework's bits differ on cancelling sums"
+    if len(names) > 1:  # NumPy's F16 loop sums in K order in float32 too: here, the same bits
+        assert any(r.equal < r.count for r in rows), "no framework's bits differ on cancellation"
 
 
 def _installed(name: str) -> bool:
