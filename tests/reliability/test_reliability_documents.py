@@ -66,6 +66,9 @@ MUTANTS_PER_DOCUMENT = {
     "numpy-reduce.md": 80,
     "torch-reduce.md": 40,
     "jax-reduce.md": 40,
+    "numpy-matmul.md": 40,
+    "torch-matmul.md": 40,
+    "jax-matmul.md": 40,
 }
 MB = 2**20
 

@@ -23,7 +23,13 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, VALUE_REDUCTIONS
+from fueltensor.ops import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    CONTRACTION_OPS,
+    TERNARY_OPS,
+    VALUE_REDUCTIONS,
+)
 
 FRAMEWORK: Final = Framework("jax", "jax", "JAX", "pip install 'fueltensor[jax]'")
 PROVIDER: Final = FRAMEWORK.provider
@@ -131,6 +137,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     **{f"jax.numpy.{op.name}": _binary(op.name) for op in COMPARISON_OPS},
     **{f"jax.numpy.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     **{f"jax.numpy.{op.name}": _reduction(op.name) for op in VALUE_REDUCTIONS},
+    **{f"jax.numpy.{op.name}": _binary(op.name) for op in CONTRACTION_OPS},  # jnp.matmul
     "jax.numpy.power(x, int)": _integer_power,
     "jax.numpy.astype": _cast,
 }

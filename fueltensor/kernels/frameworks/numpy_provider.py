@@ -18,7 +18,14 @@ from fueltensor.core.errstate import silenced
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import Framework, deliver, isa_here, measured
-from fueltensor.ops import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS, VALUE_REDUCTIONS
+from fueltensor.ops import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    CONTRACTION_OPS,
+    TERNARY_OPS,
+    UNARY_OPS,
+    VALUE_REDUCTIONS,
+)
 
 FRAMEWORK: Final = Framework("numpy", "numpy", "NumPy", "pip install numpy")
 PROVIDER: Final = FRAMEWORK.provider
@@ -96,6 +103,7 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
     },
     **{f"numpy.{op.name}": _ternary(getattr(np, op.name)) for op in TERNARY_OPS},
     **{f"numpy.{op.name}": _reduction(op.host) for op in VALUE_REDUCTIONS},
+    **{f"numpy.{op.host.__name__}": _binary(op.host) for op in CONTRACTION_OPS},
     "numpy.ndarray.__pow__(int)": _integer_power,
     "numpy.ndarray.astype": _cast,
 }
@@ -103,7 +111,8 @@ ENTRY_POINTS: Final[dict[str, KernelFn]] = {
 (the op table's ufuncs: `numpy.less` ...), for each unary row NumPy names by the row's own
 name (`numpy.exp`, `numpy.abs`; NumPy has no sigmoid, erf or rsqrt), `numpy.where` and
 `numpy.clip`, the cast (`numpy.ndarray.astype`) and the planned reductions (`numpy.sum` ...:
-the op table's host functions, NumPy's own)."""
+the op table's host functions, NumPy's own) and the matrix product (`numpy.matmul`, the
+stacks already broadcast as stride-0 views: contracts/numpy-matmul.md)."""
 
 
 def environment() -> MeasuredOn:

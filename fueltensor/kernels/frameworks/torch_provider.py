@@ -22,7 +22,7 @@ import numpy as np
 from fueltensor.fkc.schema import MeasuredOn
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.frameworks import NARROW, Framework, bits, deliver, measured
-from fueltensor.ops import COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
+from fueltensor.ops import COMPARISON_OPS, CONTRACTION_OPS, TERNARY_OPS, UNARY_OPS
 
 FRAMEWORK: Final = Framework(
     "torch", "torch", "PyTorch", "pip install torch==2.13.0 && pip install 'fueltensor[torch]'"
@@ -150,14 +150,15 @@ ENTRY_POINTS: Final[dict[str, Callable[..., None]]] = {
     **{f"torch.{op.dunder}": _binary(str(op.dunder)) for op in COMPARISON_OPS},
     **{f"torch.{op.name}": _ternary(op.name) for op in TERNARY_OPS},
     **{entry: _reduction(entry.removeprefix("torch.")) for entry in _REDUCE_CALLS},
+    **{f"torch.{op.name}": _binary(op.name) for op in CONTRACTION_OPS},
     "torch.pow(Tensor, int)": _integer_power,
     "torch.Tensor.to": _cast,
 }
 """Entry point -> kernel: PyTorch's names of the binary operations (`_CALLS`), `torch.<row>`
 for every unary row (PyTorch names all eleven; `torch.negative` is `torch.neg`), each
 comparison by its operator's name (`torch.lt` ...: `torch.equal` is not elementwise),
-`torch.where`, `torch.clip`, the integer power, the cast (`torch.Tensor.to`) and the
-reductions (`_REDUCE_CALLS`)."""
+`torch.where`, `torch.clip`, the integer power, the cast (`torch.Tensor.to`), the
+reductions (`_REDUCE_CALLS`) and `torch.matmul` (contracts/torch-matmul.md)."""
 
 
 def environment() -> MeasuredOn:
