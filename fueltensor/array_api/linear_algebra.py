@@ -1,20 +1,25 @@
 """The array API's linear algebra functions of the main namespace: matmul, matrix_transpose,
 tensordot, vecdot (the `linalg` extension is not provided). Operands are promoted first; half
 types are multiplied in float32 and rounded once on the host. matmul of the float formats is
-planned through its contracts (`engine.contract`, docs/matmul.md)."""
+planned through its contracts (`engine.contract`, docs/matmul.md), and so are vecdot and
+tensordot of them: each is one matmul of views (or an exact copy) of its operands."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from fueltensor.array_api._host import Rule, fresh, host, promoted, ruled_host, tensor
+from fueltensor.array_api.manipulation import reshape
 from fueltensor.array_api.statistical import _PLANNED
 from fueltensor.core import dtypes as _dtypes
-from fueltensor.core.layout import broadcast_shapes
+from fueltensor.core.layout import Layout, broadcast_shapes
 from fueltensor.core.tensor import FuelTensor
 from fueltensor.engine import contract as _contract_engine
+from fueltensor.engine.dispatch import host_operation
 
 
 def _operands(x1: FuelTensor, x2: FuelTensor) -> tuple[np.ndarray, np.ndarray, _dtypes.DType]:
@@ -83,24 +88,116 @@ def matrix_transpose(x: FuelTensor, /) -> FuelTensor:
     return tensor(x).mT
 
 
-@host
 def tensordot(
     x1: FuelTensor, x2: FuelTensor, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2
 ) -> FuelTensor:
-    """Sum of products over the last `axes` axes of x1 and the first of x2 (or the listed
-    axes pairs)."""
+    """Sum of products over the last `axes` axes of x1 and the first of x2 (or the listed axes
+    pairs): one matmul of the operands permuted and reshaped to (M, K) @ (K, N), K the
+    contracted axes flattened row-major in the pairs' listed order (docs/matmul.md)."""
+    a, b = tensor(x1, "x1"), tensor(x2, "x2")
+    real = _dtypes.result_type(a._dtype, b._dtype) in _PLANNED
+    axes_a, axes_b = _tensordot_axes(axes, a.shape, b.shape)
+    keep_a = [k for k in range(a.ndim) if k not in axes_a]
+    keep_b = [k for k in range(b.ndim) if k not in axes_b]
+    if not real:  # integers, bool, complex: no contract takes them
+        return _host_tensordot(a, b, axes)
+    m, n = math.prod(a.shape[k] for k in keep_a), math.prod(b.shape[k] for k in keep_b)
+    k = math.prod(a.shape[k] for k in axes_a)
+    u = reshape(_permuted(a, keep_a + axes_a), (m, k))  # a copy where no view serves: exact
+    v = reshape(_permuted(b, axes_b + keep_b), (k, n))
+    out = _contract_engine.matmul(u, v, lambda: _host_tensordot(a, b, axes))
+    return _shaped(out, tuple(a.shape[i] for i in keep_a) + tuple(b.shape[i] for i in keep_b))
+
+
+def _tensordot_axes(
+    axes: Any, s1: tuple[int, ...], s2: tuple[int, ...]
+) -> tuple[list[int], list[int]]:
+    """The contracted axes of x1 and x2, non-negative, from `axes` as np.tensordot reads it,
+    refused as it refuses them (the same exception types and words)."""
+    try:
+        iter(axes)
+    except Exception:
+        pairs: tuple[Any, Any] = (list(range(-axes, 0)), list(range(axes)))
+    else:
+        pairs = axes
+    axes_a, axes_b = (list(p) if hasattr(p, "__len__") else [p] for p in pairs)
+    for listed in (axes_a, axes_b):
+        if len(set(listed)) != len(listed):
+            raise ValueError("duplicate axes are not allowed in tensordot")
+    same = len(axes_a) == len(axes_b) and all(
+        s1[i] == s2[j] for i, j in zip(axes_a, axes_b, strict=True)
+    )
+    if not same:
+        raise ValueError("shape-mismatch for sum")
+    axes_a = [i + len(s1) if i < 0 else i for i in axes_a]
+    axes_b = [j + len(s2) if j < 0 else j for j in axes_b]
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
+        raise ValueError("axes don't match array")
+    return axes_a, axes_b
+
+
+def _permuted(x: FuelTensor, order: list[int]) -> FuelTensor:
+    """x with its axes in `order` (a view)."""
+    return x._view(x._layout.permute(order))
+
+
+def _shaped(result: FuelTensor, shape: tuple[int, ...]) -> FuelTensor:
+    """A contraction's result under the namespace's `shape` (the host's already has it; the
+    matmul's dense (..., M, N) is viewed so)."""
+    return result if result.shape == shape else reshape(result, shape)
+
+
+def _host_tensordot(
+    x1: FuelTensor, x2: FuelTensor, axes: int | tuple[Sequence[int], Sequence[int]]
+) -> FuelTensor:
+    """The host's tensordot (NumPy's; half types in float32, rounded once)."""
     a, b, dt = _operands(x1, x2)
     return fresh(np.tensordot(a, b, axes=axes), dt)
 
 
-@host
 def vecdot(x1: FuelTensor, x2: FuelTensor, /, *, axis: int = -1) -> FuelTensor:
-    """The dot product of vectors along `axis` (x1 conjugated), broadcast over the rest."""
-    a, b, dt = _operands(x1, x2)
-    nd = np.broadcast_shapes(a.shape, b.shape)
-    if not -len(nd) <= axis < len(nd) or a.shape[axis] != b.shape[axis]:
+    """The dot product of vectors along `axis` (x1 conjugated), broadcast over the rest: for
+    the real floats one matmul of (..., 1, K) @ (..., K, 1) views (docs/matmul.md)."""
+    a, b = tensor(x1, "x1"), tensor(x2, "x2")
+    real = _dtypes.result_type(a._dtype, b._dtype) in _PLANNED
+    nd = _vecdot_shape(a.shape, b.shape, axis)
+    if not real:  # complex (conjugated), integers, bool: no contract takes them
+        return _host_vecdot(a, b, axis)
+    last = axis % len(nd)
+    u, v = _vector(a, nd, last, True), _vector(b, nd, last, False)
+    out = _contract_engine.matmul(u, v, lambda: _host_vecdot(a, b, axis))
+    return _shaped(out, nd[:last] + nd[last + 1 :])
+
+
+def _vecdot_shape(s1: tuple[int, ...], s2: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    """The operands' broadcast shape; ValueError unless `axis` exists in both with one size."""
+    nd = np.broadcast_shapes(s1, s2)
+    if not -len(nd) <= axis < len(nd) or s1[axis] != s2[axis]:
         raise ValueError(
             f"vecdot: axis {axis} must exist in both operands with one size, "
-            f"got shapes {a.shape} and {b.shape}"
+            f"got shapes {s1} and {s2}"
         )
+    return nd
+
+
+def _vector(x: FuelTensor, nd: tuple[int, ...], axis: int, row: bool) -> FuelTensor:
+    """x broadcast to `nd`, `axis` moved last, as the (..., 1, K) view (`row`) or (..., K, 1)."""
+    lay = x._layout.broadcast_to(nd).permute([*(i for i in range(len(nd)) if i != axis), axis])
+    *batch, k = lay.shape
+    *strides, s = lay.strides
+    shape, unit = (
+        ((*batch, 1, k), (*strides, k * s, s)) if row else ((*batch, k, 1), (*strides, s, s))
+    )
+    return x._view(Layout(shape, unit, lay.offset))
+
+
+def _host_vecdot(x1: FuelTensor, x2: FuelTensor, axis: int) -> FuelTensor:
+    """The host's vecdot (NumPy's; x1 conjugated; half types in float32, rounded once)."""
+    a, b, dt = _operands(x1, x2)
     return fresh(np.sum(np.conj(a) * b, axis=axis), dt)
+
+
+for _fn, _public in ((_host_tensordot, tensordot), (_host_vecdot, vecdot)):
+    _fn.__name__ = _fn.__qualname__ = _public.__name__  # a trace names the host call so
+_host_tensordot, _host_vecdot = host(_host_tensordot), host(_host_vecdot)
+tensordot, vecdot = host_operation(tensordot), host_operation(vecdot)  # explain runs them
