@@ -145,10 +145,10 @@ def _discover() -> tuple[Path, ...]:
     global _discovered
     with _lock:
         if _discovered is None:
-            from fueltensor.kernels import cpu, reference  # on first use: keeps import light
+            from fueltensor.kernels import blas, cpu, reference  # on first use: import stays light
             from fueltensor.kernels.frameworks import jax_provider, numpy_provider, torch_provider
 
-            for module in (cpu, reference, numpy_provider, torch_provider, jax_provider):
+            for module in (cpu, blas, reference, numpy_provider, torch_provider, jax_provider):
                 _adopt(module, module.__name__)
             documents: list[Path] = []
             for ep in _plugin_entry_points():

@@ -12,10 +12,11 @@ contract takes (integers, bool, complex, FP8) run on the host as before, labelle
 **An oracle serves only where a provider is named.** The oracle's exact matmul is slow, so a
 plan of a correctness oracle (`planner.ORACLE_SOURCES`) is run only under a policy that names
 providers (`use_backend("reference")`); with none named a production contract runs
-(fuel-cpu-backend's BF16 and F16 matmul), else the host's matmul (F32 and F64 until the BLAS
-provider comes; docs/matmul.md, Status). One some production contract
-takes but a `use_backend` restriction refuses raises `NoKernelError` with every candidate; one
-only the oracle takes runs on the host there (`use_backend("cpu")` matmuls as it did before).
+(fuel-cpu-backend's BF16 and F16 matmul, fuel-blas-backend's F32 and F64: the host BLAS), else
+the host's matmul. One some production contract takes but a `use_backend` restriction refuses
+raises `NoKernelError` with every candidate (an F32 matmul under `use_backend("cpu")`); one
+only the oracle takes runs on the host there (in a registry holding no production contract
+for its dtypes), as it did before the oracle came.
 """
 
 from __future__ import annotations

@@ -74,9 +74,10 @@ def runner() -> Runner | None:
 @cache
 def bundled() -> frozenset[KernelFn]:
     """The kernels fueltensor ships: the only ones trusted with shared memory and kept blocks."""
-    from fueltensor.kernels import cpu, reference
+    from fueltensor.kernels import blas, cpu, reference
 
-    return frozenset((*cpu.ENTRY_POINTS.values(), *reference.ENTRY_POINTS.values()))
+    shipped = (cpu.ENTRY_POINTS, blas.ENTRY_POINTS, reference.ENTRY_POINTS)
+    return frozenset(fn for table in shipped for fn in table.values())
 
 
 def private(array: np.ndarray) -> np.ndarray:

@@ -10,6 +10,9 @@ the same bits: a BF16 or F16 product is exact in float64 and so is its sum with 
 accumulator whenever the two are within 29 binades of each other, and where they are further
 apart the float64 sum lies strictly inside the float32 rounding interval of the larger, so one
 rounding of the float64 sum to float32 is the step's single rounding.
+
+fuel-blas-backend's thunks (contracts/fuel-blas-backend-matmul.md), `blas_matmul_f32` and
+`blas_matmul_f64`, are the same checked call around NumPy's matmul (the host BLAS): no order.
 """
 
 from __future__ import annotations
@@ -73,4 +76,36 @@ def cpu_entries(prefix: str, implementation: str) -> dict[str, KernelFn]:
         )
         for row in CONTRACTION_OPS
         for suffix, dtype in HALVES
+    }
+
+
+BLAS_DTYPES: Final = (("f32", _F32), ("f64", _F64))
+"""The dtypes fuel-blas-backend's matmul takes (the host BLAS's sgemm and dgemm), by suffix."""
+
+
+def host_blas(a: Array, b: Array, out: Array) -> None:
+    """NumPy's matmul into `out`, which calls the BLAS its wheel ships for float32 and float64
+    (its own loop for strides the BLAS cannot take): no order is fixed, nothing is promised
+    beyond the accumulator's precision (contracts/fuel-blas-backend-matmul.md)."""
+    with np.errstate(all="ignore"):
+        np.matmul(a, b, out=out)
+
+
+def blas_entries(prefix: str) -> dict[str, KernelFn]:
+    """fuel-blas-backend's contraction thunks by entry point (`blas_matmul_f32`, ...): the host
+    BLAS through NumPy."""
+    names = {
+        f"blas_{row.kernel_op}_{suffix}": dtype
+        for row in CONTRACTION_OPS
+        for suffix, dtype in BLAS_DTYPES
+    }
+    return {
+        f"{prefix}{name}": thunk(
+            name,
+            dtype,
+            host_blas,
+            f"fuel-blas-backend {name}: out = a @ b in {dtype} by NumPy's matmul over the host "
+            f"BLAS: {dtype} accumulation, no order, no thread invariance.",
+        )
+        for name, dtype in names.items()
     }

@@ -251,9 +251,10 @@ def test_methods_are_traced_as_the_namespace_functions() -> None:
         x.dot(x.T)
         (x.reshape(4, 3) + x.reshape(4, 3)).max()
     assert [p.op for p in t] == ["sum", "astype", "matmul", "add", "max"]
-    # the float sum and max plan their contracts (engine.reduce), as astype and add do
-    assert [p.kernel is not None for p in t] == [True, True, False, True, True]
+    # the float sum and max plan their contracts (engine.reduce), as astype, matmul and add do
+    assert [p.kernel is not None for p in t] == [True, True, True, True, True]
     assert t[1].kernel == ft.explain(ft.astype, x, ft.float64).kernel  # a cast contract
+    assert t[2].kernel == ft.explain(ft.matmul, x, x.T).kernel  # the host BLAS's contract
     assert t[3].kernel == ft.explain(ft.add, x, x).kernel
 
 

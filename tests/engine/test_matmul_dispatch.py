@@ -1,6 +1,7 @@
 """ft.matmul through its contracts (`engine.contract`, docs/matmul.md): the oracle is never the
-default (F32 and F64 run on the host unless a provider is named; BF16 and F16 on
-fuel-cpu-backend's matmul, tests/engine/test_matmul_cpu.py); under use_backend("reference") it
+default (F32 and F64 run on fuel-blas-backend's host BLAS, tests/engine/test_matmul_blas.py;
+BF16 and F16 on fuel-cpu-backend's matmul, tests/engine/test_matmul_cpu.py); under
+use_backend("reference") it
 plans ref_matmul_<dtype>, bit for bit the exact product rounded once (against Fractions,
 tests/kernels/test_exact_matmul.py's reference), for 1-D operands, broadcast stacks, transposed,
 strided and flipped views, promoted dtypes; K = 0 and empty results call no kernel; integers
@@ -13,6 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from _extras import ROOT
 from _matmul import over_stacks, reference, same, views
 
 import fueltensor as ft
@@ -33,7 +35,8 @@ def test_the_oracle_is_not_the_default_and_runs_where_named(dtype: Any) -> None:
     a, b = ft.asarray(x), ft.asarray(y)
     suffix = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
     own = {"bfloat16": "matmul_bf16", "float16": "matmul_f16"}  # fuel-cpu-backend's
-    default = own.get(np.dtype(dtype).name, "host")
+    own |= {"float32": "blas_matmul_f32", "float64": "blas_matmul_f64"}  # fuel-blas-backend's
+    default = own[np.dtype(dtype).name]
     assert planned_kernel(ft.matmul, a, b) == default
     with ft.trace() as plans:
         host = ft.matmul(a, b)
@@ -93,12 +96,32 @@ def test_shape_errors_are_todays_and_come_first() -> None:
 
 
 def test_a_restriction_to_a_provider_without_matmul_keeps_the_host() -> None:
-    """Only the oracle takes F32 matmul: use_backend("cpu") runs it on the host, as before the
-    oracle's contracts came; "contracts" (no host) reaches the oracle."""
+    """Where only the oracle takes F32 matmul (a registry without fuel-blas-backend's document),
+    use_backend("cpu") runs it on the host, as before the oracle's contracts came; "contracts"
+    (no host) reaches the oracle."""
+    contracts = ROOT / "contracts"
+    names = ("fuel-cpu-backend-matmul.md", "fuel-reference-backend-matmul.md")
+    reg = ft.Registry.from_paths([contracts / name for name in names])
     a = ft.asarray(np.ones((2, 2), np.float32))
-    with ft.use_backend("cpu"):
-        assert planned_kernel(ft.matmul, a, a) == "host"
-    with ft.use_backend("contracts"):
+    with ft.use_registry(reg):
+        with ft.use_backend("cpu"):
+            assert planned_kernel(ft.matmul, a, a) == "host"
+        with ft.use_backend("contracts"):
+            assert planned_kernel(ft.matmul, a, a) == "ref_matmul_f32"
+
+
+def test_a_restriction_that_leaves_out_the_blas_refuses_float_matmul() -> None:
+    """In the bundled registry a production contract takes F32 matmul (fuel-blas-backend's), so
+    use_backend("cpu") refuses it, naming it, as any operation a left-out provider serves;
+    "blas" and "contracts" plan it, "reference" the oracle."""
+    a = ft.asarray(np.ones((2, 2), np.float32))
+    with ft.use_backend("cpu"), pytest.raises(ft.NoKernelError) as refused:
+        a @ a
+    assert "blas_matmul_f32: provider fuel-blas-backend is excluded" in str(refused.value)
+    for name in ("blas", "host-blas", "contracts"):
+        with ft.use_backend(name):
+            assert planned_kernel(ft.matmul, a, a) == "blas_matmul_f32"
+    with ft.use_backend("reference"):
         assert planned_kernel(ft.matmul, a, a) == "ref_matmul_f32"
 
 
@@ -107,7 +130,8 @@ def test_the_command_line_explains_matmul(capsys: pytest.CaptureFixture[str]) ->
     from fueltensor.cli import main
 
     assert main(["explain", "matmul"]) == 0
-    assert "float32[3, 4], float32[4, 3]) -> float32[3, 3]  via host" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "float32[3, 4], float32[4, 3]) -> float32[3, 3]  via fuel-blas-backend" in out
     assert main(["explain", "MatmulContract", "--backend", "reference", "--dtypes", "float16"]) == 0
     assert "ref_matmul_f16(a, b) -> float16[3, 3]" in capsys.readouterr().out
 

@@ -487,7 +487,7 @@ def test_a_tie_inside_one_document_names_the_declaration_order(
 def test_the_workloads_contract_operations_plan_on_the_cpu_kernels() -> None:
     """examples/workload.py (layer norm, MLP, masked softmax): every operation a contract
     serves runs a CPU kernel (never the oracle), its broadcast rows and Python scalars made
-    dense block by block."""
+    dense block by block; the two float32 matmuls run the host BLAS's (fuel-blas-backend)."""
     spec = importlib.util.spec_from_file_location("workload", ROOT / "examples" / "workload.py")
     assert spec is not None and spec.loader is not None
     workload = importlib.util.module_from_spec(spec)
@@ -502,7 +502,9 @@ def test_the_workloads_contract_operations_plan_on_the_cpu_kernels() -> None:
             for p in planned
             if any(c.provider.name == PRODUCTION for c in linked(p.op_kind or ""))
         ]
-    assert planned and all(p.provider == PRODUCTION for p in planned), [
+    blas = [p.op for p in planned if p.provider == "fuel-blas-backend"]
+    assert blas == ["matmul", "matmul"]
+    assert planned and all(p.provider == PRODUCTION for p in planned if p.op != "matmul"), [
         (p.op, p.provider) for p in planned
     ]
     assert any(s.tiled for p in planned for s in p.steps)

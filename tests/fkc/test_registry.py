@@ -37,7 +37,7 @@ def provider_doc(
     return write(contract_text(provider=name, kernel=kernel), f"{name}.md")
 
 
-OWN = ("fuel-cpu-backend", "fuel-reference-backend")
+OWN = ("fuel-blas-backend", "fuel-cpu-backend", "fuel-reference-backend")
 FRAMEWORKS = ("jax", "numpy", "torch")
 
 
@@ -53,13 +53,13 @@ def test_bundled_registry() -> None:
     # unary: 44 and 11 oracle; comparisons: 24 and 6 oracle; where and clip: 8 and 2 oracle;
     # casts: 45 and 45 oracle (a source, target and overflow rule each); FP8: + - * / 8 and 4
     # oracle, maximum, minimum, pow and % 8; reductions: sum, max, min 12 and 12 oracle;
-    # matmul: BF16 and F16, and 4 oracle
-    assert len(own(reg)) == 304
+    # matmul: BF16 and F16, F32 and F64 through the host BLAS, and 4 oracle
+    assert len(own(reg)) == 306
     assert [c.name for c in own(reg.for_op("PowIElementwise"))] == [
         f"powi_{d}" for d in ("f32", "f64", "bf16", "f16")
     ]
     assert [p.name for p in reg.providers] == [*OWN, *FRAMEWORKS]
-    assert [p.when_named for p in reg.providers] == [False, False, True, True, True]
+    assert [p.when_named for p in reg.providers] == [False, False, False, True, True, True]
     for op in OPS:
         names = [c.name for c in own(reg.for_op(f"{op}Elementwise"))]
         expected = [f"{op.lower()}_{d}" for d in ("f32", "f64", "bf16", "f16")]

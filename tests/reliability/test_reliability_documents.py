@@ -47,6 +47,7 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-reference-backend-argreduce.md": 20,
     "fuel-cpu-backend-matmul.md": 40,
     "fuel-reference-backend-matmul.md": 40,
+    "fuel-blas-backend-matmul.md": 60,
     "numpy-fp8.md": 30,
     "numpy-cast.md": 40,
     "torch-cast.md": 40,

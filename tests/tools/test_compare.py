@@ -265,7 +265,7 @@ def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
     with compare_backends("cpu", "numpy") as report:
         ft.expm1(x)
         x + y
-        ft.vecdot(x, y)  # a host operation (matmul's contracts are issue 46's)
+        ft.vecdot(x, y)  # a host operation (vecdot through the matmul row is issue 46's)
     assert [c.op for c in sorted(report, key=lambda c: c.position)] == ["expm1", "add", "vecdot"]
     exp, _, dots = (c for c in report.grouped())
     assert (exp.kernels, exp.compared, exp.count, dots.shape) == (("host",), False, 15, (3,))
@@ -284,17 +284,21 @@ def test_host_operations_are_reported_as_not_compared_and_counted() -> None:
 def test_operations_not_compared_for_one_reason_share_its_line() -> None:
     x, _, _, _ = operands()
     i = ft.asarray([1, 2])
+    m = ft.asarray(np.ones((2, 2), np.int64))
     with compare_backends("cpu", "numpy", timing=False) as report:
-        ft.vecdot(x, x)  # a host operation (matmul's contracts are issue 46's)
+        ft.vecdot(x, x)  # a host operation (vecdot through the matmul row is issue 46's)
         i + i
-        ft.matmul(x, x.T)
+        ft.matmul(m, m.T)  # an integer matmul stays on the host
+        ft.matmul(x, x.T)  # a float one plans fuel-blas-backend's, which neither named has
         ft.vecdot(x, x)  # the same call again: named once
         i * i
     # one line per reason, each call named once, in the order they ran
     assert report.reasons() == [
         "not compared, a host operation (NumPy): no contract covers it: "
-        "vecdot(float32, float32), matmul(float32, float32)",
+        "vecdot(float32, float32), matmul(int64, int64)",
         "not compared, no contract admits it: add(int64, int64), multiply(int64, int64)",
+        "not compared, no other allowed kernel admits it (only blas_matmul_f32, of "
+        "fuel-blas-backend): matmul(float32, float32)",
     ]
 
 
