@@ -204,3 +204,18 @@ def _round_f32(q: Fraction) -> np.float32:
     if q - low != high - q:
         return below if q - low < high - q else above
     return below if below.view(np.uint32) % 2 == 0 else above
+
+
+def test_the_cost_columns_are_measured_per_multiply_add() -> None:
+    """A contraction's cost row: the overhead of a 1 x 1 product and ns per multiply-add of a
+    square product, with the formula's bytes per multiply-add as the document states them
+    (a_count * a_bytes + b_count * b_bytes + n * dtype_bytes over n x n operands: 6 / n for
+    BF16)."""
+    reg = ft.Registry.from_paths([ROOT / "contracts" / "fuel-cpu-backend-matmul.md"])
+    (row,) = judge(reg, kernels=["matmul_bf16"], quick=True, progress=False).rows
+    (note,) = [s for s in row.semantics if s.startswith("cost:")]
+    n = int(note.split(" a ")[1].split(" x ")[0])
+    assert note == f"cost: per multiply-add of a {n} x {n} @ {n} x {n} product"
+    assert row.large_n == n**3 and row.overhead_ns > 0 and row.ns_per_element > 0
+    assert row.formula_bytes_per_element == pytest.approx(3 * n * n * 2 / n**3)
+    assert row.gb_per_s == pytest.approx(6 / n / row.ns_per_element, rel=1e-9)

@@ -100,10 +100,14 @@ def test_a_judge_plot_puts_overhead_on_a_log_axis(judged: JudgeReport) -> None:
     heights = [p.get_height() for p in overhead.patches]
     measured = [r for r in judged.rows if r.overhead_calls]
     assert np.allclose(heights, [r.overhead_ns for r in measured])
-    unmeasured = len(judged.rows) - len(measured)  # the contractions' audits: no cost yet
-    assert unmeasured and f"{unmeasured} whose cost is not measured" in fig.get_suptitle()
+    assert measured == judged.rows  # every audit measures its cost, contractions' too
+    assert "not measured" not in fig.get_suptitle()
     assert overhead.get_ylim()[0] < min(heights)  # every bar visible above the axis
     assert_readable(fig)
+    unmeasured = [replace(r, overhead_calls=0) if i < 2 else r for i, r in enumerate(judged.rows)]
+    fewer = replace(judged, rows=unmeasured).plot()  # an audit whose cost could not be timed
+    assert "2 whose cost is not measured" in fewer.get_suptitle()
+    assert len(fewer.axes[1].patches) == len(judged.rows) - 2
 
 
 def test_many_slow_kernels_in_one_column_never_overlap(judged: JudgeReport) -> None:

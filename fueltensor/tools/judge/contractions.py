@@ -47,7 +47,7 @@ from fueltensor.kernels.casting import bits_of
 from fueltensor.kernels.exact_matmul import exact_dots, exact_matmul
 from fueltensor.ops import CONTRACTION_BY_KIND
 from fueltensor.testing import bits, errors, format_value
-from fueltensor.tools.judge.calls import call
+from fueltensor.tools.judge.calls import call, time_on_threads, timing
 from fueltensor.tools.judge.contraction_cases import Pair, contraction_cases
 from fueltensor.tools.judge.orders import (
     EXACT,
@@ -338,7 +338,37 @@ def audit_contraction(
         )
         * bool(f.out_of_range)
     )
-    a.semantics.append("cost: not measured for contractions yet")
+    try:
+        _cost(a, contract, fn, dtype, settings, copy_bps)
+    except ValueError as e:
+        a.semantics.append(f"cost: not measured ({e})")
+
+
+def _cost(
+    a: Audit, contract: KernelContract, fn: KernelFn, dtype: DType, settings: Settings,
+    copy_bps: float,
+) -> None:  # fmt: skip
+    """The overhead of a 1 x 1 @ 1 x 1 call, and ns per multiply-add of an n x n @ n x n
+    product of about `settings.large` of them, on one thread and on the setting's, next to the
+    cost formula's bytes (ValueError where the contract does not admit those shapes)."""
+    tiny = plan_for(contract, dtype, (1, 1), (1, 1))
+    one = np.ones((1, 1), dtype.np)
+    overhead = timing(fn, tiny, (one, one), np.empty((1, 1), tiny.out_dtype.np))
+    a.overhead_ns, a.overhead_calls = 1e9 * overhead.seconds, overhead.calls
+    n = max(2, round(settings.large ** (1 / 3)))
+    big = plan_for(contract, dtype, (n, n), (n, n))
+    rng = np.random.default_rng(1)
+    x, y = (rng.uniform(0.5, 2.0, (n, n)).astype(dtype.np) for _ in range(2))
+    measured, every = time_on_threads(fn, big, (x, y), np.empty((n, n), big.out_dtype.np))
+    products = n**3
+    a.ns_per_element_all = every * big.size / products  # per output there: per product here
+    a.large_n, a.large_calls = products, measured.calls
+    a.ns_per_element = 1e9 * measured.seconds / products
+    predicted = float(big.steps[-1].bytes)
+    a.gb_per_s = predicted / measured.seconds / 1e9
+    a.formula_bytes_per_element = predicted / products
+    a.predicted_ns_per_element = 1e9 * predicted / products / copy_bps
+    a.semantics.append(f"cost: per multiply-add of a {n} x {n} @ {n} x {n} product")
 
 
 def conformance(
