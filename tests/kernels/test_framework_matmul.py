@@ -124,7 +124,9 @@ def test_the_documents_load_lint_and_declare_only_what_was_measured() -> None:
         assert set(c.op_params) == {"accumulator"}  # no order, no products: none promised
     assert found[f"numpy_{ROW.kernel_op}_f64"].op_params["accumulator"] == "F64"
     assert "No BF16." in DOCUMENTS[0].read_text(encoding="utf-8")
-    assert main(["contracts", "--check", "--contracts", *map(str, DOCUMENTS)]) == 0
+    # the installed documents (these, in an editable install; their copies in a wheel, which
+    # --contracts would then name twice) pass the linter
+    assert main(["contracts", "--check"]) == 0
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
