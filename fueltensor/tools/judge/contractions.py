@@ -327,10 +327,11 @@ def audit_contraction(
     a.failures += f.failures()
     _claims(a, contract, call_pair, every, rng)
     use = f"{float(f.worst_use):.3g} of the bound at {f.worst_where}" if f.worst_where else "none"
+    bounded = "within the bound" if "bound" not in f.found else "checked against the bound"
     a.semantics.append(
-        f"contraction: {d.describe()}; {f.outputs} outputs of {len(every)} cases within the "
-        f"bound (worst use {use})"
-        + ("; every output the declared order's bits" * d.fixes_bits)
+        f"contraction: {d.describe()}; {f.outputs} outputs of {len(every)} cases {bounded} "
+        f"(worst use {use})"
+        + ("; every output the declared order's bits" * (d.fixes_bits and "order" not in f.found))
         + (f"; {f.unbounded} outputs of rows too long to bound (k·u >= 1)" * bool(f.unbounded))
         + (
             f"; {f.out_of_range} outputs whose rounded products leave the accumulator's range, "
