@@ -95,12 +95,14 @@ def tensordot(
     pairs): one matmul of the operands permuted and reshaped to (M, K) @ (K, N), K the
     contracted axes flattened row-major in the pairs' listed order (docs/matmul.md)."""
     a, b = tensor(x1, "x1"), tensor(x2, "x2")
-    real = _dtypes.result_type(a._dtype, b._dtype) in _PLANNED
-    axes_a, axes_b = _tensordot_axes(axes, a.shape, b.shape)
+    if _dtypes.result_type(a._dtype, b._dtype) not in _PLANNED:
+        return _host_tensordot(a, b, axes)  # integers, bool, complex: no contract takes them
+    try:
+        axes_a, axes_b = _tensordot_axes(axes, a.shape, b.shape)
+    except (TypeError, ValueError, IndexError):  # NumPy's refusal, in the installed one's words
+        return _host_tensordot(a, b, axes)  # (NumPy 2.2 said "shape-mismatch" of duplicates)
     keep_a = [k for k in range(a.ndim) if k not in axes_a]
     keep_b = [k for k in range(b.ndim) if k not in axes_b]
-    if not real:  # integers, bool, complex: no contract takes them
-        return _host_tensordot(a, b, axes)
     m, n = math.prod(a.shape[k] for k in keep_a), math.prod(b.shape[k] for k in keep_b)
     k = math.prod(a.shape[k] for k in axes_a)
     u = reshape(_permuted(a, keep_a + axes_a), (m, k))  # a copy where no view serves: exact
