@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from fueltensor.ops import CONTRACTION_BY_KIND
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -139,8 +141,13 @@ def _cost_axes(ax: Axes, report: JudgeReport, measured: Sequence[Audit]) -> None
     ax.minorticks_off()
     ax.set_xlabel("bytes_moved formula (bytes per element)")
     ax.set_ylabel("measured ns per element")
-    n = measured[0].large_n if measured else 0
-    ax.set_title(f"Measured time against declared bytes moved (n = {n:,} elements)", fontsize=10)
+    sizes = " or ".join(f"{n:,}" for n in sorted({r.large_n for r in measured})) or "0"
+    products = any(r.op_kind in CONTRACTION_BY_KIND for r in measured)
+    ax.set_title(
+        f"Measured time against declared bytes moved (n = {sizes} elements"
+        + ("; a matmul's are its multiply-adds)" if products else ")"),
+        fontsize=10,
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
 

@@ -101,6 +101,8 @@ def test_a_judge_plot_puts_overhead_on_a_log_axis(judged: JudgeReport) -> None:
     measured = [r for r in judged.rows if r.overhead_calls]
     assert np.allclose(heights, [r.overhead_ns for r in measured])
     assert measured == judged.rows  # every audit measures its cost, contractions' too
+    sizes = " or ".join(f"{n:,}" for n in sorted({r.large_n for r in measured}))
+    assert cost.get_title().endswith(f"(n = {sizes} elements; a matmul's are its multiply-adds)")
     assert "not measured" not in fig.get_suptitle()
     assert overhead.get_ylim()[0] < min(heights)  # every bar visible above the axis
     assert_readable(fig)
