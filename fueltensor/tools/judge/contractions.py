@@ -60,7 +60,13 @@ from fueltensor.tools.judge.orders import (
 )
 from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
-from fueltensor.tools.judge.reductions import THREADS, admitted_cases, determinism, on_threads
+from fueltensor.tools.judge.reductions import (
+    THREADS,
+    admitted_cases,
+    cost_or_note,
+    determinism,
+    on_threads,
+)
 from fueltensor.tools.judge.references import Array
 
 REFERENCE: Final = (
@@ -339,10 +345,7 @@ def audit_contraction(
         )
         * bool(f.out_of_range)
     )
-    try:
-        _cost(a, contract, fn, dtype, settings, copy_bps)
-    except ValueError as e:
-        a.semantics.append(f"cost: not measured ({e})")
+    cost_or_note(a, lambda: _cost(a, contract, fn, dtype, settings, copy_bps))
 
 
 def _cost(

@@ -440,8 +440,14 @@ def audit_cost(
     """The call overhead on one element, and ns per element summing `settings.large` elements
     into one output (on one thread, and on the setting's threads), next to the formula's; noted
     as not measured where the contract does not admit those shapes."""
+    cost_or_note(a, lambda: _cost(a, contract, fn, dtype, settings, copy_bps))
+
+
+def cost_or_note(a: Audit, measure: Callable[[], None]) -> None:
+    """Run an audit's cost `measure`; where the contract does not admit its timed shapes
+    (ValueError), note the cost as not measured instead (reductions' and contractions')."""
     try:
-        _cost(a, contract, fn, dtype, settings, copy_bps)
+        measure()
     except ValueError as e:
         a.semantics.append(f"cost: not measured ({e})")
 
