@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _extras import ROOT
-from _matmul import views
+from _matmul import product, views
 
 import fueltensor as ft
 from fueltensor.kernels import blas
@@ -21,13 +21,6 @@ from fueltensor.tools.judge import judge
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 SUFFIX = {"float32": "f32", "float64": "f64"}
 DOCUMENT = ROOT / "contracts" / "fuel-blas-backend-matmul.md"
-
-
-def product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """ft.matmul(x, y) as NumPy, and the kernels the trace names (host where none)."""
-    with ft.trace() as plans:
-        got = np.asarray(ft.matmul(ft.asarray(x), ft.asarray(y)))
-    return got, [p.kernel.name if p.kernel else "host" for p in plans]
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _extras import ROOT
-from _matmul import in_order, over_stacks, same, views
+from _matmul import in_order, over_stacks, product, same, views
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,13 +27,6 @@ from fueltensor.tools.judge import judge
 HALVES = (np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16))
 SUFFIX = {"bfloat16": "bf16", "float16": "f16"}
 DOCUMENT = ROOT / "contracts" / "fuel-cpu-backend-matmul.md"
-
-
-def product(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """ft.matmul(x, y) as NumPy, and the kernels the trace names (host where none)."""
-    with ft.trace() as plans:
-        got = np.asarray(ft.matmul(ft.asarray(x), ft.asarray(y)))
-    return got, [p.kernel.name if p.kernel else "host" for p in plans]
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=str)
