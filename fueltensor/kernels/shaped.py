@@ -50,8 +50,10 @@ ABI_DTYPES: Final = (
 )  # fmt: skip
 """The v2 dtype codes in abi.h's order (its dtype enums; tests/kernels/test_shaped_kernels.py
 holds them equal), each spelled as the FKC code of the same format."""
-ABI_ORDERS: Final = ("sequential", "pairwise", "blocked")
-"""The `order` codes in abi.h's `ORDER_*` order (the same test holds them equal)."""
+ABI_ORDERS: Final = ("sequential", "pairwise", "blocked", "pairs_odd_first")
+"""The `order` codes in abi.h's `ORDER_*` order (the same test holds them equal); the last is
+a contraction's `order: sequential` with `pairs: odd_first` and `subnormals: flushed`, the
+contract's three fields as one code (`kernels.contractions`)."""
 _CODES: Final = {BY_FKC[c].np: i for i, c in enumerate(ABI_DTYPES) if c in BY_FKC}
 """NumPy dtype -> v2 dtype code, for the formats NumPy holds."""
 

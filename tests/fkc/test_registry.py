@@ -53,8 +53,9 @@ def test_bundled_registry() -> None:
     # unary: 44 and 11 oracle; comparisons: 24 and 6 oracle; where and clip: 8 and 2 oracle;
     # casts: 45 and 45 oracle (a source, target and overflow rule each); FP8: + - * / 8 and 4
     # oracle, maximum, minimum, pow and % 8; reductions: sum, max, min 12 and 12 oracle;
-    # matmul: BF16 and F16, F32 and F64 through the host BLAS, and 4 oracle
-    assert len(own(reg)) == 306
+    # matmul: BF16 and F16, BF16 in VDPBF16PS's pairs order (joins when named), F32 and F64
+    # through the host BLAS, and 4 oracle
+    assert len(own(reg)) == 307
     assert [c.name for c in own(reg.for_op("PowIElementwise"))] == [
         f"powi_{d}" for d in ("f32", "f64", "bf16", "f16")
     ]
@@ -69,7 +70,8 @@ def test_bundled_registry() -> None:
         if op == "Rem":  # the exact remainder first (its document sorts first), then the seeds'
             mods = [f"mod_{d}" for d in ("e4m3", "e5m2") if IMPLEMENTATION == "native"]
             expected = mods + [f"mod_{d}" for d in ("f32", "f64", "bf16", "f16")] + expected
-            assert reg.named_contracts() == tuple(expected[-4:])
+            # and fuel-cpu-backend-matmul.md's VDPBF16PS order (its document sorts first)
+            assert reg.named_contracts() == ("matmul_bf16_pairs", *expected[-4:])
         if op in ("Add", "Sub", "Mul", "Div"):  # the FP8 documents sort before their siblings
             expected = [*fp8, *expected, f"broadcast_{op.lower()}_f8", f"broadcast_{op.lower()}"]
         assert names == expected

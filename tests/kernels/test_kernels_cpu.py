@@ -77,10 +77,10 @@ def assert_bits(impl: str, op: str, fmt: Fmt, lhs: Any, rhs: Any) -> None:
 def test_entry_points_are_the_documented_thunks() -> None:
     """The 36 binary thunks (the seeds' 32 and the exact remainder's 4), the 4 integer powers
     (`powi_<dtype>`), the 24 comparisons and the 8 of where and clip (exact: both
-    implementations have them), the 24 reductions and the 2 matmuls (BF16, F16: the compiled
-    cores, or pure-NumPy bodies of the same order) and, where the compiled kernels run, the 44
-    unary ones, the 45 casts and the 16 FP8 binary kernels (`UNLINKED` names them otherwise),
-    nothing else."""
+    implementations have them), the 24 reductions and the 3 matmuls (BF16, F16 and BF16 in the
+    pairs order: the compiled cores, or pure-NumPy bodies of the same order) and, where the
+    compiled kernels run, the 44 unary ones, the 45 casts and the 16 FP8 binary kernels
+    (`UNLINKED` names them otherwise), nothing else."""
     assert cpu.PROVIDER == "fuel-cpu-backend"
     formats = ("f32", "f64", "bf16", "f16")
     unary = [(row.kernel_op, f) for row in UNARY_OPS for f in formats]
@@ -91,8 +91,8 @@ def test_entry_points_are_the_documented_thunks() -> None:
     fp8 = [f"{row.kernel_op}_{f}" for row in BINARY_OPS for f in ("e4m3", "e5m2")]
     assert len(fp8) == 16
     reductions = [(row.kernel_op, f) for row in PLANNED_REDUCTIONS for f in formats]
-    matmul = [(row.kernel_op, f) for row in CONTRACTION_OPS for f in ("bf16", "f16")]
-    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + 24 + 2 + (
+    matmul = [(row.kernel_op, f) for row in CONTRACTION_OPS for f in ("bf16", "f16", "bf16_pairs")]
+    assert len(cpu.ENTRY_POINTS) == 36 + 4 + 24 + 8 + 24 + 3 + (
         len(unary) + 45 + 16 if compiled else 0
     )
     listed = [f"{op}_{f}" for op, f in (*KERNELS, *(("powi", f) for f in formats), *comparisons)]

@@ -45,7 +45,7 @@ MUTANTS_PER_DOCUMENT = {
     "fuel-reference-backend-reduce.md": 30,
     "fuel-cpu-backend-argreduce.md": 40,
     "fuel-reference-backend-argreduce.md": 20,
-    "fuel-cpu-backend-matmul.md": 40,
+    "fuel-cpu-backend-matmul.md": 60,
     "fuel-reference-backend-matmul.md": 40,
     "fuel-blas-backend-matmul.md": 60,
     "numpy-fp8.md": 30,

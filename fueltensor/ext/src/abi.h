@@ -110,8 +110,12 @@ typedef struct {
 
 /* The codes of PARAM_CODE parameters. Rounding of a cast: */
 enum { ROUND_NEAREST_EVEN, ROUND_TOWARD_ZERO, ROUND_STOCHASTIC, N_ROUNDINGS };
-/* The order of a reduction's or contraction's accumulation (its result's bits depend on it): */
-enum { ORDER_SEQUENTIAL, ORDER_PAIRWISE, ORDER_BLOCKED, N_ORDERS };
+/* The order of a reduction's or contraction's accumulation (its result's bits depend on it).
+ * ORDER_PAIRS_ODD_FIRST (a contraction of BF16 only; docs/matmul.md, `pairs: odd_first` with
+ * `subnormals: flushed`): sequential over K in pairs, per pair (2t, 2t + 1) the odd product
+ * added first, then the even one, each add rounded to nearest even, subnormal operands read as
+ * zeros and subnormal sums flushed to zeros (after rounding): AVX-512 BF16's VDPBF16PS. */
+enum { ORDER_SEQUENTIAL, ORDER_PAIRWISE, ORDER_BLOCKED, ORDER_PAIRS_ODD_FIRST, N_ORDERS };
 /* How each product of a contraction enters its sum (docs/matmul.md, `products`): exact in the
  * accumulator, added by one fused multiply-add, or rounded to the accumulator first. */
 enum { PRODUCTS_EXACT, PRODUCTS_FUSED, PRODUCTS_ROUNDED, N_PRODUCTS };

@@ -32,6 +32,7 @@
  *   reduce_call.c   its Python interface, `reduce`
  *   argreduce.c     argmax, argmin over axes: the first index of the extreme, and `argreduce`
  *   matmul.c        matmul: packed float32 panels, FMA micro-kernels, the MATMUL kernel
+ *   matmul_pairs.c  its BF16 pairs order (VDPBF16PS, or its emulation on every other body)
  *   matmul_call.c   its Python interface, `contract`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
@@ -58,6 +59,7 @@
 #include "reduce_call.c"
 #include "argreduce.c"
 #include "matmul.c"
+#include "matmul_pairs.c"
 #include "matmul_run.c"
 #include "matmul_call.c"
 #include "powf_recognise.c"

@@ -26,7 +26,8 @@
  * The op code: the contraction family's one op, M_MATMUL (ops.h, generated from
  * fueltensor/ops.py's CONTRACTION_OPS). Parameters: accumulator (PARAM_CODE, F32), order
  * (PARAM_CODE, ORDER_SEQUENTIAL) and products (PARAM_CODE, PRODUCTS_EXACT or PRODUCTS_FUSED for
- * BF16 and F16, PRODUCTS_FUSED for F32): anything else is refused. */
+ * BF16 and F16, PRODUCTS_FUSED for F32), or ORDER_PAIRS_ODD_FIRST with PRODUCTS_EXACT for BF16
+ * (VDPBF16PS's order: matmul_pairs.c): anything else is refused. */
 
 /* K values the packing widens a row of at a time (its line buffers). */
 #define MM_KC 192
@@ -78,6 +79,8 @@ typedef struct {
     Py_ssize_t apanels, bpanels, tiles_m, tiles_n;
     int mixed; /* the packing's units interleave A's panels and B's (`mm_pack_part`) */
     float *pa, *pb; /* apanels x K x MR, bpanels x K x NR */
+    int pairs;      /* ORDER_PAIRS_ODD_FIRST (matmul_pairs.c) */
+    int paired;     /* its panels paired for VDPBF16PS after packing (`mm_pair_panel`) */
 } Mm;
 
 /* The scalar body: fmaf, the C library's correctly rounded fused multiply-add. */

@@ -123,10 +123,14 @@ static void mm_pack_part(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
         }
         if (ua >= 0) {
             Py_ssize_t i = ua * mr, rows = m->m - i < mr ? m->m - i : mr;
-            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, m->pa + ua * m->k * mr);
+            float *dst = m->pa + ua * m->k * mr;
+            mm_pack(m, m->a + i * m->sam, m->sam, m->sak, rows, (int)mr, dst);
+            if (m->paired) mm_pair_panel(dst, m->k, (int)mr, 0x8000u); /* a's pad: -0 */
         } else {
             Py_ssize_t j = p * nr, cols = m->n - j < nr ? m->n - j : nr;
-            mm_pack(m, m->b + j * m->sbn, m->sbn, m->sbk, cols, (int)nr, m->pb + p * m->k * nr);
+            float *dst = m->pb + p * m->k * nr;
+            mm_pack(m, m->b + j * m->sbn, m->sbn, m->sbk, cols, (int)nr, dst);
+            if (m->paired) mm_pair_panel(dst, m->k, (int)nr, 0x0000u); /* b's pad: +0 */
         }
     }
 }
@@ -166,10 +170,11 @@ static void mm_tile_part(const void *ctx, Py_ssize_t at, Py_ssize_t len) {
         Py_ssize_t cols = m->n - j0 < b->nb ? m->n - j0 : b->nb;
         for (Py_ssize_t pc = 0; pc < m->k; pc += MM_KT) {
             Py_ssize_t kc = m->k - pc < MM_KT ? m->k - pc : MM_KT;
+            Py_ssize_t row = m->paired ? pc / 2 : pc; /* a paired panel's rows are K's pairs */
             for (Py_ssize_t jr = 0; jr < cols; jr += b->nr) {
-                const float *pb = m->pb + ((j0 + jr) / b->nr) * m->k * b->nr + pc * b->nr;
+                const float *pb = m->pb + ((j0 + jr) / b->nr) * m->k * b->nr + row * b->nr;
                 for (Py_ssize_t ir = 0; ir < rows; ir += b->mr) {
-                    const float *pa = m->pa + ((i0 + ir) / b->mr) * m->k * b->mr + pc * b->mr;
+                    const float *pa = m->pa + ((i0 + ir) / b->mr) * m->k * b->mr + row * b->mr;
                     b->kernel(kc, pa, pb, sums + ir * b->nb + jr, b->nb, pc == 0);
                 }
             }
@@ -205,9 +210,11 @@ static char *mm_entry(const TensorArg *t, Py_ssize_t e) {
     return t->data + offset;
 }
 
-/* Read the parameters: 0, or -1 with the refusal (reduce.c's `param` and `reduce_refuse`). */
-static int mm_params(int dtype, const ParamArg *params, int n_params, char *error,
+/* Read the parameters into m (`pairs`): 0, or -1 with the refusal (reduce.c's `param` and
+ * `reduce_refuse`). */
+static int mm_params(Mm *m, const ParamArg *params, int n_params, char *error,
                      size_t error_len) {
+    int dtype = m->dtype;
     const ParamArg *acc = param(params, n_params, "accumulator", PARAM_CODE);
     const ParamArg *order = param(params, n_params, "order", PARAM_CODE);
     const ParamArg *products = param(params, n_params, "products", PARAM_CODE);
@@ -217,11 +224,16 @@ static int mm_params(int dtype, const ParamArg *params, int n_params, char *erro
     if (acc->value.i != F32)
         return reduce_refuse(error, error_len, "matmul: the accumulator must be float32, got %lld",
                              (long long)acc->value.i);
+    int64_t p = products->value.i;
+    m->pairs = order->value.i == ORDER_PAIRS_ODD_FIRST;
+    if (m->pairs && !(dtype == BF16 && p == PRODUCTS_EXACT))
+        return reduce_refuse(error, error_len,
+                             "matmul: ORDER_PAIRS_ODD_FIRST takes bfloat16 with PRODUCTS_EXACT");
+    if (m->pairs) return 0;
     if (order->value.i != ORDER_SEQUENTIAL)
         return reduce_refuse(error, error_len,
-                             "matmul: the order must be ORDER_SEQUENTIAL, got %lld",
-                             (long long)order->value.i);
-    int64_t p = products->value.i;
+                             "matmul: the order must be ORDER_SEQUENTIAL or "
+                             "ORDER_PAIRS_ODD_FIRST, got %lld", (long long)order->value.i);
     if (!(p == PRODUCTS_FUSED || (p == PRODUCTS_EXACT && dtype != F32)))
         return reduce_refuse(error, error_len,
                              "matmul: the products must be PRODUCTS_FUSED, or PRODUCTS_EXACT for "
@@ -309,9 +321,10 @@ static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
         return reduce_refuse(error, error_len, "matmul: op must be %d with two inputs, got %d",
                              M_MATMUL, op);
     if (mm_shape(&m, &in[0], &in[1], out, error, error_len) < 0 ||
-        mm_params(m.dtype, params, n_params, error, error_len) < 0)
+        mm_params(&m, params, n_params, error, error_len) < 0)
         return -1;
-    m.body = mm_body(N.isa);
+    m.body = m.pairs ? mm_pairs_body(N.isa) : mm_body(N.isa);
+    m.paired = m.pairs && m.body.kernel != mm_kernel_pairs;
     mm_converts(&m, N.isa);
     size_t floats[2];
     Py_ssize_t work, products;

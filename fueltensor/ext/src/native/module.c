@@ -85,6 +85,10 @@ static PyMethodDef methods[] = {
      "half types) or PRODUCTS_FUSED: per output acc = -0, acc = fl32(acc + a[i,l] * b[l,j]) for "
      "l in order, rounded once (K = 0: +0); the same bits on any thread count and instruction "
      "set."},
+    {"pairs_instruction", pairs_instruction, METH_O,
+     "pairs_instruction(on) -> previous: let the BF16 pairs order (ORDER_PAIRS_ODD_FIRST) run "
+     "VDPBF16PS on the AVX-512 body (on by default; off: its emulation, for tests); None where "
+     "the CPU has no AVX512_BF16."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
@@ -213,6 +217,7 @@ static int add_split_table(PyObject *module) {
 
 PyMODINIT_FUNC PyInit__native(void) {
     find_isas();
+    mm_pairs_init();
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) return NULL;
     if (add_names(module, "OPS", OP_NAMES, N_OPS) < 0 ||
@@ -245,6 +250,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddIntConstant(module, "ORDER_SEQUENTIAL", ORDER_SEQUENTIAL) < 0 ||
         PyModule_AddIntConstant(module, "ORDER_PAIRWISE", ORDER_PAIRWISE) < 0 ||
         PyModule_AddIntConstant(module, "ORDER_BLOCKED", ORDER_BLOCKED) < 0 ||
+        PyModule_AddIntConstant(module, "ORDER_PAIRS_ODD_FIRST", ORDER_PAIRS_ODD_FIRST) < 0 ||
         PyModule_AddIntConstant(module, "REDUCE_LANES", REDUCE_LANES) < 0 ||
         PyModule_AddIntConstant(module, "REDUCE_FEW_OUTPUTS", REDUCE_FEW_OUTPUTS) < 0 ||
         PyModule_AddIntConstant(module, "GIL_FREE_FROM", GIL_FREE_FROM) < 0 ||

@@ -51,6 +51,13 @@
     __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c,fma,"                   \
                           "prefer-vector-width=512,tune=icelake-server")))
 #endif
+/* AVX-512 BF16 for VDPBF16PS alone (native/matmul_pairs.c, the BF16 pairs order), run only
+ * where the CPU reports it; GCC 9 and clang 9 know the target. */
+#if (defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && __GNUC__ >= 9)
+#define HAVE_AVX512_BF16 1
+#define TARGET_AVX512_BF16                                                                       \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,f16c,fma")))
+#endif
 #endif
 
 #if defined(__GNUC__)

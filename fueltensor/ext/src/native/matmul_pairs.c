@@ -1,0 +1,149 @@
+/* ---------------------------------------------------------------------------------------------
+ * The matmul kernel's BF16 pairs order (abi.h's ORDER_PAIRS_ODD_FIRST; docs/matmul.md,
+ * `pairs: odd_first`, `subnormals: flushed`): what AVX-512 BF16's VDPBF16PS computes, per
+ * output, acc = -0, then for each pair of K (2t, 2t + 1):
+ *
+ *     acc = ftz(rn(acc + daz(a[2t+1]) * daz(b[2t+1])));  acc = ftz(rn(acc + daz(a[2t]) * daz(b[2t])))
+ *
+ * each product exact, each add rounded to nearest even with an unbounded exponent, a sum below
+ * 2^-126 after that rounding flushed to a zero of its sign (x86 detects tininess after
+ * rounding), a subnormal operand read as a zero of its sign, MXCSR ignored; an odd K's last
+ * pair padded with a = -0, b = +0, whose product -0 leaves every acc as it is (+0 + -0 = +0,
+ * -0 + -0 = -0, a NaN or an infinity stays, acc is never subnormal), so the emulation skips it.
+ *
+ * Two bodies, one set of bits: the instruction (`mm_kernel_dpbf16`, where the CPU reports
+ * AVX512_BF16 and the AVX-512 body is selected), its panels the float32 panels of matmul.c
+ * paired in place (`mm_pair_panel`: each 32-bit lane holds the bf16 of steps 2t (low) and
+ * 2t + 1 (high)); and, on every other body, a scalar emulation over the float32 panels
+ * (`mm_kernel_pairs`: fmaf, whose result is the rounded sum save where it lands at or below
+ * 2^-126, and there the step is redone exactly as tests/matmul_cheats.c's `vdp_step` does).
+ * MM_KT is even, so a K panel never splits a pair; threads split outputs, never K. */
+
+/* Whether this CPU runs VDPBF16PS (set at init) and whether the kernel may use it (tests turn
+ * it off to run the emulation on the AVX-512 body: `_native.pairs_instruction`). */
+static int mm_dpbf16_cpu = 0, mm_dpbf16_on = 1;
+
+static void mm_pairs_init(void) {
+#if defined(HAVE_AVX512_BF16)
+    __builtin_cpu_init();
+    mm_dpbf16_cpu = __builtin_cpu_supports("avx512bf16");
+#endif
+}
+
+/* A float as a zero of its sign where it is subnormal (DAZ). */
+static inline float mm_daz(float x) {
+    return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x;
+}
+
+/* acc + x * y rounded to 24 bits with an unbounded exponent, flushed below 2^-126: the product
+ * exact in double, the sum rounded to odd in double (its TwoSum error decides the last bit),
+ * then to float32 scaled away from the subnormals. */
+static float mm_pair_step_exact(float acc, float x, float y) {
+    double p = (double)x * (double)y, w = (double)acc, s = w + p;
+    if (!isfinite(s)) return (float)s;
+    double back = s - w, err = (w - (s - back)) + (p - back);
+    uint64_t bits;
+    memcpy(&bits, &s, 8);
+    if (err != 0 && (bits & 1u) == 0) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
+    if (fabs(s) < 0x1p-100) {
+        double unbounded = (double)(float)(s * 0x1p100) * 0x1p-100;
+        if (fabs(unbounded) < 0x1p-126) return copysignf(0.0f, (float)s);
+        return (float)unbounded;
+    }
+    return (float)s;
+}
+
+/* One step of the order: fmaf is the correctly rounded sum wherever it lands above 2^-126 (a
+ * sum at or below it may differ from the unbounded rounding, or need flushing: redone). */
+static inline float mm_pair_step(float acc, float x, float y) {
+    x = mm_daz(x);
+    y = mm_daz(y);
+    float r = fmaf(x, y, acc);
+    return fabsf(r) <= 0x1p-126f ? mm_pair_step_exact(acc, x, y) : r;
+}
+
+/* The emulation's micro-kernel (`MmKernel`, the baseline's tile): each sum takes steps l + 1
+ * then l for l = 0, 2, ... of its kc, the odd step absent past an odd kc (the padding). */
+static void mm_kernel_pairs(Py_ssize_t kc, const float *A, const float *B, float *C,
+                            Py_ssize_t ldc, int first) {
+    float acc[MM_MR_BASE][MM_NR_BASE];
+    for (int r = 0; r < MM_MR_BASE; r++)
+        for (int c = 0; c < MM_NR_BASE; c++) acc[r][c] = first ? -0.0f : C[r * ldc + c];
+    for (Py_ssize_t l = 0; l < kc; l += 2) {
+        const float *a0 = A + l * MM_MR_BASE, *b0 = B + l * MM_NR_BASE;
+        for (int r = 0; r < MM_MR_BASE; r++)
+            for (int c = 0; c < MM_NR_BASE; c++) {
+                float s = acc[r][c];
+                if (l + 1 < kc) s = mm_pair_step(s, a0[MM_MR_BASE + r], b0[MM_NR_BASE + c]);
+                acc[r][c] = mm_pair_step(s, a0[r], b0[c]);
+            }
+    }
+    for (int r = 0; r < MM_MR_BASE; r++)
+        for (int c = 0; c < MM_NR_BASE; c++) C[r * ldc + c] = acc[r][c];
+}
+
+/* Pair a packed float32 panel of k steps by w lanes in place (its first (k + 1) / 2 rows):
+ * lane j of row t takes the bf16 bits of step 2t, lane j (low half) and of step 2t + 1 (high
+ * half; `pad` past an odd k). Every float here is a widened bf16 (its low 16 bits zero), and
+ * row t is written after rows t, 2t and 2t + 1 are read. */
+static void mm_pair_panel(float *panel, Py_ssize_t k, int w, uint32_t pad) {
+    for (Py_ssize_t t = 0; 2 * t < k; t++)
+        for (int j = 0; j < w; j++) {
+            uint32_t lo, hi = pad << 16;
+            memcpy(&lo, panel + 2 * t * w + j, 4);
+            if (2 * t + 1 < k) memcpy(&hi, panel + (2 * t + 1) * w + j, 4);
+            uint32_t pair = (lo >> 16) | (hi & 0xFFFF0000u);
+            memcpy(panel + t * w + j, &pair, 4);
+        }
+}
+
+#if defined(HAVE_AVX512_BF16)
+/* VDPBF16PS: 14 x 32 sums in 28 registers, a B pair row in 2, one broadcast A pair; A and B
+ * paired panels (`mm_pair_panel`) from the pair of step 0 of this call; kc steps. */
+TARGET_AVX512_BF16 static void mm_kernel_dpbf16(Py_ssize_t kc, const float *A, const float *B,
+                                                float *C, Py_ssize_t ldc, int first) {
+    __m512 acc[MM_MR_AVX512][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < MM_MR_AVX512; r++) {
+        acc[r][0] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc);
+        acc[r][1] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc + 16);
+    }
+    for (Py_ssize_t t = 0; 2 * t < kc; t++, A += MM_MR_AVX512, B += 32) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_ps(B), b1 = (__m512bh)_mm512_loadu_ps(B + 16);
+#pragma GCC unroll 14
+        for (int r = 0; r < MM_MR_AVX512; r++) {
+            __m512bh x = (__m512bh)_mm512_set1_ps(A[r]); /* a broadcast keeps the bits */
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < MM_MR_AVX512; r++) {
+        _mm512_storeu_ps(C + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(C + r * ldc + 16, acc[r][1]);
+    }
+}
+#endif
+
+/* The pairs order's body for instruction set `isa`: the instruction, or the emulation. */
+static MmBody mm_pairs_body(int isa) {
+#if defined(HAVE_AVX512_BF16)
+    if (isa == 2 && mm_dpbf16_cpu && mm_dpbf16_on)
+        return (MmBody){mm_kernel_dpbf16, MM_MR_AVX512, 32, MM_MR_AVX512, 64};
+#endif
+    (void)isa;
+    return (MmBody){mm_kernel_pairs, MM_MR_BASE, MM_NR_BASE, 32 * MM_MR_BASE, 128};
+}
+
+/* `pairs_instruction(on) -> previous`: let the pairs order run VDPBF16PS where the CPU has it
+ * (on by default; off: the emulation on every body, for tests). previous is None where the
+ * CPU has no AVX512_BF16 (the emulation always runs). */
+static PyObject *pairs_instruction(PyObject *module, PyObject *on) {
+    (void)module;
+    int want = PyObject_IsTrue(on);
+    if (want < 0) return NULL;
+    if (!mm_dpbf16_cpu) Py_RETURN_NONE;
+    PyObject *previous = PyBool_FromLong(mm_dpbf16_on);
+    mm_dpbf16_on = want;
+    return previous;
+}
