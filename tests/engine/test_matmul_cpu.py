@@ -5,7 +5,8 @@ sum from -0, each product unrounded, K in order, rounded once), against `in_orde
 layout and on hypothesis' shapes and views; specials (NaN, infinities, signed zeros,
 subnormals, a BF16 product past float32's range); the compiled core and the pure-NumPy body
 give the same bits; 300x200 @ 200x150 is the same on 1, 2, 3 and 7 threads on every body
-(issue 46's done-when); the document passes the judge, every output the order's bits."""
+(issue 46's done-when); the document passes the judge, every output the order's bits (its
+`matmul_bf16_pairs` too: tests/kernels/test_matmul_pairs.py)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,7 @@ def test_300_by_200_by_150_is_one_result_on_1_2_3_and_7_threads(
 def test_the_document_passes_the_judge_bit_for_bit() -> None:
     reg = ft.Registry.from_paths([DOCUMENT])
     rows = judge(reg, quick=True, progress=False).rows
-    assert {row.kernel for row in rows} == {"matmul_bf16", "matmul_f16"}
+    assert {row.kernel for row in rows} == {"matmul_bf16", "matmul_f16", "matmul_bf16_pairs"}
     assert {row.kernel: row.failures for row in rows if row.failures} == {}
     for row in rows:
         assert any("every output the declared order's bits" in s for s in row.semantics)
