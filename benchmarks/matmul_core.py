@@ -1,7 +1,8 @@
 """Issue 46's numbers for the compiled matmul core (`_native.contract`, docs/matmul.md,
 "Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
 (its BLAS: OpenBLAS in the wheels), `ft.matmul` of bfloat16 and float16 (the public call, each
-row named by the contract kernel its plan runs: fuel-cpu-backend's matmul_bf16, matmul_f16)
+row named by the contract kernel its plan runs: fuel-cpu-backend's matmul_bf16, matmul_f16; and
+matmul_bf16_pairs, VDPBF16PS's order, named by `use_backend`; its core call is `core bf16 pairs`)
 and, where it imports, PyTorch's bfloat16 and float32 matmul, in one run, on 1 thread and on
 this machine's cores. Each round runs every contender in a burst of calls after a pause of
 PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a call, and would otherwise
@@ -74,12 +75,27 @@ def contenders(n: int) -> dict[str, Callable[[], object]]:
             x, y = ft.asarray(a), ft.asarray(b)
             kernel = ft.explain(ft.matmul, x, y).kernel
             calls[f"ft {kernel.name if kernel else 'host'}"] = partial(ft.matmul, x, y)
+        if dtype is ml_dtypes.bfloat16:  # VDPBF16PS's order, where the CPU has it
+            calls["core bf16 pairs"] = partial(_native.contract, OP, a, b, np.empty_like(out), 0,
+                                               _native.ORDER_PAIRS_ODD_FIRST,
+                                               _native.PRODUCTS_EXACT)  # fmt: skip
+            calls[f"ft {PAIRS}"] = partial(named, PAIRS, ft.matmul, x, y)
     torch = torch_module()
     if torch is not None:
         for name, tdtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
             ta, tb = torch.from_numpy(a32).to(tdtype), torch.from_numpy(b32).to(tdtype)
             calls[f"torch {name}"] = partial(torch.matmul, ta, tb)
     return calls
+
+
+PAIRS = "matmul_bf16_pairs"
+"""fuel-cpu-backend's BF16 kernel in VDPBF16PS's order: it runs where named (`use_backend`)."""
+
+
+def named(kernel: str, fn: Callable[..., object], *args: object) -> object:
+    """fn(*args) under `use_backend(kernel)` (its plan cached after the first call)."""
+    with ft.use_backend(kernel):
+        return fn(*args)
 
 
 def torch_module() -> Any:

@@ -11,17 +11,21 @@
  * pair padded with a = -0, b = +0, whose product -0 leaves every acc as it is (+0 + -0 = +0,
  * -0 + -0 = -0, a NaN or an infinity stays, acc is never subnormal), so the emulation skips it.
  *
- * Two bodies, one set of bits: the instruction (`mm_kernel_dpbf16`, where the CPU reports
- * AVX512_BF16 and the AVX-512 body is selected), its panels the float32 panels of matmul.c
- * paired in place (`mm_pair_panel`: each 32-bit lane holds the bf16 of steps 2t (low) and
- * 2t + 1 (high)); and, on every other body, a scalar emulation over the float32 panels
+ * Three bodies, one set of bits: on AVX-512, FMAs with MXCSR set to FTZ and DAZ for the call
+ * (`mm_kernel_pairs_avx512`, the default), or the instruction (`mm_kernel_dpbf16`, where the
+ * CPU reports AVX512_BF16 and `_native.pairs_instruction(True)` asked for it), its panels the
+ * float32 panels of matmul.c paired in place (`mm_pair_panel`: each 32-bit lane holds the bf16
+ * of steps 2t (low) and 2t + 1 (high)); elsewhere a scalar emulation over the float32 panels
  * (`mm_kernel_pairs`: fmaf, whose result is the rounded sum save where it lands at or below
  * 2^-126, and there the step is redone exactly as tests/matmul_cheats.c's `vdp_step` does).
+ * Why not the instruction by default: on this machine (a 2-core Sapphire Rapids class VM)
+ * VDPBF16PS ran one instruction per 0.72 ns against 0.18 ns for an FMA (24 independent chains),
+ * half the multiply-adds per second, and the 512^3 product took twice the FMA body's time.
  * MM_KT is even, so a K panel never splits a pair; threads split outputs, never K. */
 
-/* Whether this CPU runs VDPBF16PS (set at init) and whether the kernel may use it (tests turn
- * it off to run the emulation on the AVX-512 body: `_native.pairs_instruction`). */
-static int mm_dpbf16_cpu = 0, mm_dpbf16_on = 1;
+/* Whether this CPU runs VDPBF16PS (set at init) and whether the kernel uses it (off by
+ * default, see the header; `_native.pairs_instruction` turns it on for tests and benchmarks). */
+static int mm_dpbf16_cpu = 0, mm_dpbf16_on = 0;
 
 static void mm_pairs_init(void) {
 #if defined(HAVE_AVX512_BF16)
@@ -125,19 +129,74 @@ TARGET_AVX512_BF16 static void mm_kernel_dpbf16(Py_ssize_t kc, const float *A, c
 }
 #endif
 
+#if defined(HAVE_AVX512)
+/* The emulation in AVX-512 FMAs (the AVX-512 kernel's 14 x 32 tile, steps l + 1 then l), MXCSR
+ * set for the call to round to nearest even, flush results to zero (FTZ: x86 detects tininess
+ * after rounding, as VDPBF16PS does) and read subnormal operands as zeros (DAZ), then restored:
+ * each FMA is then the instruction's step, bit for bit (the tests hold it to `sdm`). */
+TARGET_AVX512 static void mm_kernel_pairs_avx512(Py_ssize_t kc, const float *A, const float *B,
+                                                 float *C, Py_ssize_t ldc, int first) {
+    unsigned int csr = _mm_getcsr();
+    _mm_setcsr((csr & ~0x6000u) | 0x8040u); /* RC nearest, FTZ, DAZ */
+    __m512 acc[MM_MR_AVX512][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < MM_MR_AVX512; r++) {
+        acc[r][0] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc);
+        acc[r][1] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc + 16);
+    }
+    for (Py_ssize_t l = 0; l < kc; l += 2, A += 2 * MM_MR_AVX512, B += 64) {
+        if (l + 1 < kc) {
+            __m512 b0 = _mm512_loadu_ps(B + 32), b1 = _mm512_loadu_ps(B + 48);
+#pragma GCC unroll 14
+            for (int r = 0; r < MM_MR_AVX512; r++) {
+                __m512 x = _mm512_set1_ps(A[MM_MR_AVX512 + r]);
+                acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+            }
+        }
+        __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
+#pragma GCC unroll 14
+        for (int r = 0; r < MM_MR_AVX512; r++) {
+            __m512 x = _mm512_set1_ps(A[r]);
+            acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < MM_MR_AVX512; r++) {
+        _mm512_storeu_ps(C + r * ldc, acc[r][0]);
+        _mm512_storeu_ps(C + r * ldc + 16, acc[r][1]);
+    }
+    _mm_setcsr(csr);
+}
+#endif
+
 /* The pairs order's body for instruction set `isa`: the instruction, or the emulation. */
 static MmBody mm_pairs_body(int isa) {
 #if defined(HAVE_AVX512_BF16)
     if (isa == 2 && mm_dpbf16_cpu && mm_dpbf16_on)
         return (MmBody){mm_kernel_dpbf16, MM_MR_AVX512, 32, MM_MR_AVX512, 64};
 #endif
+#if defined(HAVE_AVX512)
+    if (isa == 2) return (MmBody){mm_kernel_pairs_avx512, MM_MR_AVX512, 32, MM_MR_AVX512, 64};
+#endif
     (void)isa;
     return (MmBody){mm_kernel_pairs, MM_MR_BASE, MM_NR_BASE, 32 * MM_MR_BASE, 128};
 }
 
-/* `pairs_instruction(on) -> previous`: let the pairs order run VDPBF16PS where the CPU has it
- * (on by default; off: the emulation on every body, for tests). previous is None where the
- * CPU has no AVX512_BF16 (the emulation always runs). */
+/* Whether `kernel` reads paired panels (`mm_pair_panel`): the instruction's alone. */
+static int mm_paired(MmKernel kernel) {
+#if defined(HAVE_AVX512_BF16)
+    return kernel == mm_kernel_dpbf16;
+#else
+    (void)kernel;
+    return 0;
+#endif
+}
+
+/* `pairs_instruction(on) -> previous`: let the pairs order run VDPBF16PS on the AVX-512 body
+ * (off by default: FMAs under FTZ and DAZ, faster here). previous is None where the CPU has
+ * no AVX512_BF16 (the emulation always runs). */
 static PyObject *pairs_instruction(PyObject *module, PyObject *on) {
     (void)module;
     int want = PyObject_IsTrue(on);

@@ -324,7 +324,7 @@ static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg 
         mm_params(&m, params, n_params, error, error_len) < 0)
         return -1;
     m.body = m.pairs ? mm_pairs_body(N.isa) : mm_body(N.isa);
-    m.paired = m.pairs && m.body.kernel != mm_kernel_pairs;
+    m.paired = m.pairs && mm_paired(m.body.kernel);
     mm_converts(&m, N.isa);
     size_t floats[2];
     Py_ssize_t work, products;
