@@ -2,7 +2,8 @@
 "Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
 (its BLAS: OpenBLAS in the wheels), `ft.matmul` of bfloat16 and float16 (the public call, each
 row named by the contract kernel its plan runs: fuel-cpu-backend's matmul_bf16, matmul_f16; and
-matmul_bf16_pairs, VDPBF16PS's order, named by `use_backend`; its core call is `core bf16 pairs`)
+matmul_bf16_pairs, VDPBF16PS's order, named by `use_backend`; its core call is `core bf16 pairs`,
+and `core bf16 vdpbf16ps` the same on the instruction where the CPU has it)
 and, where it imports, PyTorch's bfloat16 and float32 matmul, in one run, on 1 thread and on
 this machine's cores. Each round runs every contender in a burst of calls after a pause of
 PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a call, and would otherwise
@@ -80,6 +81,8 @@ def contenders(n: int) -> dict[str, Callable[[], object]]:
                                                _native.ORDER_PAIRS_ODD_FIRST,
                                                _native.PRODUCTS_EXACT)  # fmt: skip
             calls[f"ft {PAIRS}"] = partial(named, PAIRS, ft.matmul, x, y)
+            if _native.pairs_instruction(False) is not None:  # the CPU has VDPBF16PS
+                calls["core bf16 vdpbf16ps"] = partial(instruction, calls["core bf16 pairs"])
     torch = torch_module()
     if torch is not None:
         for name, tdtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
@@ -96,6 +99,16 @@ def named(kernel: str, fn: Callable[..., object], *args: object) -> object:
     """fn(*args) under `use_backend(kernel)` (its plan cached after the first call)."""
     with ft.use_backend(kernel):
         return fn(*args)
+
+
+def instruction(fn: Callable[[], object]) -> object:
+    """fn() with the pairs order's AVX-512 body on VDPBF16PS (`_native.pairs_instruction`; off
+    by default: FMAs under FTZ and DAZ, the same bits)."""
+    _native.pairs_instruction(True)
+    try:
+        return fn()
+    finally:
+        _native.pairs_instruction(False)
 
 
 def torch_module() -> Any:
