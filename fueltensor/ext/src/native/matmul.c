@@ -129,28 +129,49 @@ TARGET_AVX2_F16C static void mm_kernel_avx2(Py_ssize_t kc, const float *A, const
 #if defined(HAVE_AVX512)
 /* AVX-512: 14 x 32 sums in 28 registers, a B row in 2, one broadcast of A. */
 #define MM_MR_AVX512 14
-TARGET_AVX512 static void mm_kernel_avx512(Py_ssize_t kc, const float *A, const float *B,
-                                           float *C, Py_ssize_t ldc, int first) {
+
+/* acc += A's 14 values (broadcast) times B's row of 32: one step l of every sum. */
+TARGET_AVX512 INLINE void mm_step_avx512(__m512 acc[MM_MR_AVX512][2], const float *A,
+                                         const float *B) {
+    __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < MM_MR_AVX512; r++) {
+        __m512 x = _mm512_set1_ps(A[r]);
+        acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+    }
+}
+
+/* The AVX-512 tile in K order, or (`pairs`, matmul_pairs.c's order) steps l + 1 then l of each
+ * pair, an odd K's last step alone; `pairs` is a constant at both callers, so each is its own
+ * loop. */
+TARGET_AVX512 INLINE void mm_tile_avx512(Py_ssize_t kc, const float *A, const float *B, float *C,
+                                         Py_ssize_t ldc, int first, int pairs) {
     __m512 acc[MM_MR_AVX512][2];
 #pragma GCC unroll 14
     for (int r = 0; r < MM_MR_AVX512; r++) {
         acc[r][0] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc);
         acc[r][1] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc + 16);
     }
-    for (Py_ssize_t l = 0; l < kc; l++, A += MM_MR_AVX512, B += 32) {
-        __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
-#pragma GCC unroll 14
-        for (int r = 0; r < MM_MR_AVX512; r++) {
-            __m512 x = _mm512_set1_ps(A[r]);
-            acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+    if (pairs) {
+        for (Py_ssize_t l = 0; l < kc; l += 2, A += 2 * MM_MR_AVX512, B += 64) {
+            if (l + 1 < kc) mm_step_avx512(acc, A + MM_MR_AVX512, B + 32);
+            mm_step_avx512(acc, A, B);
         }
+    } else {
+        for (Py_ssize_t l = 0; l < kc; l++, A += MM_MR_AVX512, B += 32)
+            mm_step_avx512(acc, A, B);
     }
 #pragma GCC unroll 14
     for (int r = 0; r < MM_MR_AVX512; r++) {
         _mm512_storeu_ps(C + r * ldc, acc[r][0]);
         _mm512_storeu_ps(C + r * ldc + 16, acc[r][1]);
     }
+}
+
+TARGET_AVX512 static void mm_kernel_avx512(Py_ssize_t kc, const float *A, const float *B,
+                                           float *C, Py_ssize_t ldc, int first) {
+    mm_tile_avx512(kc, A, B, C, ldc, first, 0);
 }
 #endif
 

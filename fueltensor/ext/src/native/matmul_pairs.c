@@ -138,35 +138,7 @@ TARGET_AVX512 static void mm_kernel_pairs_avx512(Py_ssize_t kc, const float *A, 
                                                  float *C, Py_ssize_t ldc, int first) {
     unsigned int csr = _mm_getcsr();
     _mm_setcsr((csr & ~0x6000u) | 0x8040u); /* RC nearest, FTZ, DAZ */
-    __m512 acc[MM_MR_AVX512][2];
-#pragma GCC unroll 14
-    for (int r = 0; r < MM_MR_AVX512; r++) {
-        acc[r][0] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc);
-        acc[r][1] = first ? _mm512_set1_ps(-0.0f) : _mm512_loadu_ps(C + r * ldc + 16);
-    }
-    for (Py_ssize_t l = 0; l < kc; l += 2, A += 2 * MM_MR_AVX512, B += 64) {
-        if (l + 1 < kc) {
-            __m512 b0 = _mm512_loadu_ps(B + 32), b1 = _mm512_loadu_ps(B + 48);
-#pragma GCC unroll 14
-            for (int r = 0; r < MM_MR_AVX512; r++) {
-                __m512 x = _mm512_set1_ps(A[MM_MR_AVX512 + r]);
-                acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
-                acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
-            }
-        }
-        __m512 b0 = _mm512_loadu_ps(B), b1 = _mm512_loadu_ps(B + 16);
-#pragma GCC unroll 14
-        for (int r = 0; r < MM_MR_AVX512; r++) {
-            __m512 x = _mm512_set1_ps(A[r]);
-            acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
-        }
-    }
-#pragma GCC unroll 14
-    for (int r = 0; r < MM_MR_AVX512; r++) {
-        _mm512_storeu_ps(C + r * ldc, acc[r][0]);
-        _mm512_storeu_ps(C + r * ldc + 16, acc[r][1]);
-    }
+    mm_tile_avx512(kc, A, B, C, ldc, first, 1);
     _mm_setcsr(csr);
 }
 #endif
