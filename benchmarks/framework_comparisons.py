@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import ml_dtypes
@@ -168,16 +169,23 @@ def write(provider: str) -> None:
     path.write_text(front(provider) + intro + "".join(final), encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command(doc: str, document: str, write: Callable[[str], None], argv: list[str] | None) -> int:
+    """The framework scripts' command line (described by `doc`'s first line): `--write` probes
+    each provider (numpy, torch, jax, or those named by `--only`) and has `write` write its
+    contracts/<provider>-<document>.md."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--only", action="append", default=None)
-    p.add_argument("--write", action="store_true", help="write contracts/<provider>-comparison.md")
+    p.add_argument("--write", action="store_true", help=f"write contracts/<provider>-{document}.md")
     args = p.parse_args(argv)
     if not args.write:
         p.error("nothing to do: pass --write")
     for provider in args.only or ("numpy", "torch", "jax"):
         write(provider)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command(__doc__, "comparison", write, argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ Then `fueltensor judge --provider <provider>` holds each document to its bound a
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import re
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-from framework_comparisons import BLURB, DTYPES, front
+from framework_comparisons import BLURB, DTYPES, command, front
 
 from fueltensor.kernels.casting import bits_of
 from fueltensor.ops import VALUE_REDUCTIONS, ContractOp, OpKind
@@ -239,15 +238,7 @@ def write(provider: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", action="append", default=None)
-    p.add_argument("--write", action="store_true", help="write contracts/<provider>-reduce.md")
-    args = p.parse_args(argv)
-    if not args.write:
-        p.error("nothing to do: pass --write")
-    for provider in args.only or ("numpy", "torch", "jax"):
-        write(provider)
-    return 0
+    return command(__doc__, "reduce", write, argv)
 
 
 if __name__ == "__main__":

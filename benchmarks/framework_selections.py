@@ -13,12 +13,11 @@ Then `fueltensor judge --provider <provider>` holds the document to it.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
-from framework_comparisons import BLURB, DTYPES, front
+from framework_comparisons import BLURB, DTYPES, command, front
 
 import fueltensor as ft
 from fueltensor.families import TRAITS
@@ -186,15 +185,7 @@ def write(provider: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", action="append", default=None)
-    p.add_argument("--write", action="store_true", help="write contracts/<provider>-selection.md")
-    args = p.parse_args(argv)
-    if not args.write:
-        p.error("nothing to do: pass --write")
-    for provider in args.only or ("numpy", "torch", "jax"):
-        write(provider)
-    return 0
+    return command(__doc__, "selection", write, argv)
 
 
 if __name__ == "__main__":
