@@ -61,11 +61,11 @@ from fueltensor.tools.judge.orders import (
 from fueltensor.tools.judge.record import Audit, Settings
 from fueltensor.tools.judge.reduction_checks import Findings, half_ulp, special
 from fueltensor.tools.judge.reductions import (
-    THREADS,
     admitted_cases,
+    audit_threads,
     cost_or_note,
     determinism,
-    on_threads,
+    differs,
 )
 from fueltensor.tools.judge.references import Array
 
@@ -214,36 +214,7 @@ def check(pair: Pair, got: Array, d: Declared, f: Findings, a: Audit) -> None:
                   "differ")  # fmt: skip
 
 
-def _differs(name: str, pair: Pair, got: Array, want: Array, what: str) -> str | None:
-    """The first output whose bits differ between two results of a pair, described."""
-    got, want = got.reshape(-1), want.reshape(-1)
-    differ = np.flatnonzero(bits(got) != bits(want))
-    if not differ.size:
-        return None
-    r = int(differ[0])
-    return (
-        f"invariance {name}: case '{pair.name}': output {_index(pair, r)} {what} is "
-        f"{format_value(got[r])}, against {format_value(want[r])}; {differ.size} of "
-        f"{got.size} outputs differ"
-    )
-
-
 Call = Callable[[Pair], Array]
-
-
-def audit_threads(call_pair: Call, base: list[Pair]) -> list[str]:
-    """The `threads` claim: each pair on THREADS' counts against the first."""
-    found = []
-    for pair in base:
-        with on_threads(THREADS[0]):
-            one = call_pair(pair)
-        for n in THREADS[1:]:
-            with on_threads(n):
-                differ = _differs("threads", pair, call_pair(pair), one, f"on {n} threads")
-            if differ:
-                found.append(f"{differ} (1 thread's differs)")
-                break
-    return found
 
 
 def views(pair: Pair, layout: dict[str, str]) -> Iterator[tuple[str, Pair]]:
@@ -272,7 +243,7 @@ def audit_layout(
         seen.append(name)
         got = call_pair(view)
         want = np.broadcast_to(dense, got.shape)
-        failures.append(_differs("layout", view, got, want, f"{name} vs dense"))
+        failures.append(differs("layout", view, got, want, f"{name} vs dense"))
     return [f for f in failures if f], seen
 
 
@@ -291,10 +262,10 @@ def audit_batch(call_pair: Call, dtype: np.dtype[Any], rng: np.random.Generator)
     failures = []
     for i in (0, 1, m // 2, m - 1):
         alone = call_pair(Pair("batch", big.a[i : i + 1], big.b))
-        failures.append(_differs("batch", big, alone, whole[i : i + 1], f"row {i} alone vs in it"))
+        failures.append(differs("batch", big, alone, whole[i : i + 1], f"row {i} alone vs in it"))
     for j in (0, n // 3, n - 1):
         alone = call_pair(Pair("batch", big.a, big.b[:, j : j + 1]))
-        failures.append(_differs("batch", big, alone, whole[:, j : j + 1], f"column {j} alone"))
+        failures.append(differs("batch", big, alone, whole[:, j : j + 1], f"column {j} alone"))
     return [f for f in failures if f]
 
 

@@ -244,21 +244,22 @@ def raw(x: Array) -> Array:
     return patterns
 
 
-def _differs(name: str, case: Case, got: Array, want: Array, what: str) -> str | None:
-    """The first output whose bits differ between two results of a case, described."""
-    got, want = got.reshape(-1), want.reshape(-1)
-    differ = np.flatnonzero(raw(got) != raw(want))
+def differs(name: str, case: T, got: Array, want: Array, what: str) -> str | None:
+    """The first output whose bits differ between two results of a case (a reduction's or a
+    contraction's), described by its index in `got`."""
+    differ = np.flatnonzero(raw(got.reshape(-1)) != raw(want.reshape(-1)))
     if not differ.size:
         return None
     r = int(differ[0])
+    at = tuple(int(i) for i in np.unravel_index(r, got.shape)) if got.ndim else ()
     return (
-        f"invariance {name}: case '{case.name}': output {index(case, r)} {what} is "
-        f"{format_value(got[r])}, against {format_value(want[r])}; {differ.size} of "
-        f"{got.size} outputs differ"
+        f"invariance {name}: case '{case.name}': output {at} {what} is "
+        f"{format_value(got.reshape(-1)[r])}, against {format_value(want.reshape(-1)[r])}; "
+        f"{differ.size} of {got.size} outputs differ"
     )
 
 
-def audit_threads(call_case: Callable[[Case], Array], base: Sequence[Case]) -> list[str]:
+def audit_threads(call_case: Callable[[T], Array], base: Sequence[T]) -> list[str]:
     """The `threads` claim: each case on THREADS' counts against the first; one failure per
     case, naming the first count that differs and the others."""
     found = []
@@ -268,7 +269,7 @@ def audit_threads(call_case: Callable[[Case], Array], base: Sequence[Case]) -> l
         differ = []
         for n in THREADS[1:]:
             with on_threads(n):
-                got = _differs("threads", case, call_case(case), one, f"on {n} threads")
+                got = differs("threads", case, call_case(case), one, f"on {n} threads")
             differ += [(n, got)] if got else []
         if differ:
             counts = ", ".join(str(n) for n, _ in differ)
@@ -298,13 +299,13 @@ def audit_layout(
     failures, seen = [], []
     for name, case in layouts(x, layout):
         seen.append(name)
-        failures.append(_differs("layout", case, call_case(case), dense, f"{name} vs dense"))
+        failures.append(differs("layout", case, call_case(case), dense, f"{name} vs dense"))
     if layout.get("broadcast_stride0") == "allowed":
         seen.append("broadcast")
         row = np.broadcast_to(x[:1], x.shape)
         want = call_case(Case("dense copy", np.ascontiguousarray(row), (1,)))
         case = Case("broadcast", row, (1,))
-        failures.append(_differs("layout", case, call_case(case), want, "broadcast vs dense"))
+        failures.append(differs("layout", case, call_case(case), want, "broadcast vs dense"))
     return [f for f in failures if f], seen
 
 
@@ -315,12 +316,12 @@ def audit_batch(call_case: Callable[[Case], Array], x: Array) -> list[str]:
     alone = np.concatenate(
         [call_case(Case("alone", x[r : r + 1], (1,))).reshape(-1) for r in range(x.shape[0])]
     )
-    failures = [_differs("batch", case, alone, batch, "reduced alone vs in the batch")]
+    failures = [differs("batch", case, alone, batch, "reduced alone vs in the batch")]
     big = np.resize(x, (512, x.shape[1]))
     at = np.linspace(0, 511, x.shape[0]).astype(int)
     big[at] = x
     among = call_case(Case("in 512", big, (1,))).reshape(-1)[at]
-    failures.append(_differs("batch", case, among, batch, "among 512 rows vs among its own"))
+    failures.append(differs("batch", case, among, batch, "among 512 rows vs among its own"))
     return [f for f in failures if f]
 
 
