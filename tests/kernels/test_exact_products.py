@@ -7,6 +7,8 @@ below; empty and 0-d inputs; views of every layout; rows of any bit pattern by h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ml_dtypes
@@ -16,6 +18,7 @@ from _nearest import product_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fueltensor.kernels import exact_products
 from fueltensor.kernels.exact_products import exact_prod
 from fueltensor.kernels.exact_sums import rows
 from fueltensor.testing import bits, float_format, from_bits
@@ -109,3 +112,51 @@ def test_rows_of_any_bit_patterns(data: st.DataObject, dtype: np.dtype[Any], m: 
     )
     x = from_bits(np.array(patterns, f.uint), dtype).reshape(3, m)
     np.testing.assert_array_equal(multiplied(x, (1,)), reference(x, (1,)))
+
+
+@contextmanager
+def _cut(kept: int) -> Iterator[None]:
+    """Partial products cut to `kept` leading bits (the module keeps KEPT, 192, which short rows
+    never reach), the rows that fall back to every bit counted in FELL_BACK."""
+    whole = exact_products._product
+
+    def counted(row: list[int]) -> int:
+        FELL_BACK.append(len(row))
+        return whole(row)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exact_products, "KEPT", kept)
+        patch.setattr(exact_products, "_product", counted)
+        yield
+
+
+FELL_BACK: list[int] = []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.data(), dtype=st.sampled_from(DTYPES), m=st.integers(0, 300), kept=st.integers(16, 80)
+)
+def test_long_rows_from_their_leading_bits(
+    data: st.DataObject, dtype: np.dtype[Any], m: int, kept: int
+) -> None:
+    """Rows whose partial products are cut to their leading bits, and those whose cut product's
+    interval straddles a rounding boundary (then multiplied in full), round as the formula does."""
+    values = data.draw(st.lists(st.floats(0.5, 2.0), min_size=2 * m, max_size=2 * m))
+    signs = data.draw(st.lists(st.booleans(), min_size=2 * m, max_size=2 * m))
+    x = np.array([-v if s else v for v, s in zip(values, signs, strict=True)]).astype(dtype)
+    with _cut(kept):
+        got = multiplied(x.reshape(2, m), (1,))
+    np.testing.assert_array_equal(got, reference(x.reshape(2, m), (1,)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_cut_product_near_a_boundary_is_multiplied_in_full(dtype: np.dtype[Any]) -> None:
+    """With 16 bits kept, 64 rows of 200 values cannot all round from their leading bits: some
+    fall back, and every row still rounds as the formula does."""
+    x = (2.0 ** np.random.default_rng(7).uniform(-1, 1, (64, 200))).astype(dtype)  # in range
+    FELL_BACK.clear()
+    with _cut(16):
+        got = multiplied(x, (1,))
+    assert FELL_BACK, "no row fell back to its full product"
+    np.testing.assert_array_equal(got, reference(x, (1,)))
