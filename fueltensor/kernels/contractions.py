@@ -109,27 +109,20 @@ def cpu_entries(prefix: str, implementation: str) -> dict[str, KernelFn]:
     body of the same bits where `implementation` is "pure"."""
     pure = implementation == "pure" or NATIVE is None
     body, paired = (sequential, pairs) if pure else (_compiled(), _compiled(paired=True))
-    entries = {
+    in_order = "in K order, products unrounded, rounded once."
+    in_pairs = "over K in pairs, the odd product first, subnormals flushed (VDPBF16PS's order)."
+    kinds = [(s, d, body, in_order) for s, d in HALVES] + [(*PAIRS, paired, in_pairs)]
+    return {
         f"{prefix}{row.kernel_op}_{suffix}": thunk(
             f"{row.kernel_op}_{suffix}",
             dtype,
-            body,
+            fn,
             f"fuel-cpu-backend {row.kernel_op}_{suffix}: out = a @ b in {dtype}, float32 sums "
-            "in K order, products unrounded, rounded once.",
+            + what,
         )
         for row in CONTRACTION_OPS
-        for suffix, dtype in HALVES
+        for suffix, dtype, fn, what in kinds
     }
-    suffix, dtype = PAIRS
-    for row in CONTRACTION_OPS:
-        entries[f"{prefix}{row.kernel_op}_{suffix}"] = thunk(
-            f"{row.kernel_op}_{suffix}",
-            dtype,
-            paired,
-            f"fuel-cpu-backend {row.kernel_op}_{suffix}: out = a @ b in {dtype}, float32 sums "
-            "over K in pairs, the odd product first, subnormals flushed (VDPBF16PS's order).",
-        )
-    return entries
 
 
 BLAS_DTYPES: Final = (("f32", _F32), ("f64", _F64))
