@@ -36,9 +36,14 @@ def _product(factors: list[int]) -> int:
     """The product of `factors` by a balanced tree (each level pairs its neighbours), so the
     big multiplications are few and of balanced sizes, not one per factor."""
     while len(factors) > 1:
-        paired = [a * b for a, b in zip(factors[::2], factors[1::2], strict=False)]
-        factors = paired + factors[len(paired) * 2 :]
+        factors = _level(factors)
     return factors[0] if factors else 1
+
+
+def _level(factors: list[int]) -> list[int]:
+    """One level of the tree: neighbours multiplied, an odd last factor carried up."""
+    paired = [a * b for a, b in zip(factors[::2], factors[1::2], strict=False)]
+    return paired + factors[len(paired) * 2 :]
 
 
 def _leading(factors: list[int], width: int) -> tuple[int, int, int]:
@@ -47,8 +52,7 @@ def _leading(factors: list[int], width: int) -> tuple[int, int, int]:
     n * 2**shift <= the product <= n * 2**shift * (1 + 2**(1 - KEPT))**cuts (a cut value has
     KEPT bits, so it lost less than 2**(1 - KEPT) of itself; the other products are exact)."""
     while len(factors) > 1 and 2 * width <= KEPT:  # exact levels: no product longer than KEPT
-        paired = [a * b for a, b in zip(factors[::2], factors[1::2], strict=False)]
-        factors, width = paired + factors[len(paired) * 2 :], 2 * width
+        factors, width = _level(factors), 2 * width
     values, cuts = [(f, 0) for f in factors], 0
     while len(values) > 1:
         level = []
