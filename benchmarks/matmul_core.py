@@ -2,8 +2,9 @@
 "Kernels"): bfloat16, float16 and float32 products of n x n x n beside NumPy's float32 matmul
 (its BLAS: OpenBLAS in the wheels), `ft.matmul` of bfloat16 and float16 (the public call, each
 row named by the contract kernel its plan runs: fuel-cpu-backend's matmul_bf16, matmul_f16; and
-matmul_bf16_pairs, VDPBF16PS's order, named by `use_backend`; its core call is `core bf16 pairs`,
-and `core bf16 vdpbf16ps` the same on the instruction where the CPU has it)
+matmul_bf16_pairs, VDPBF16PS's order, named by `use_backend`; its core call is `core bf16 pairs`
+on the body measured faster, which the first line names, and where the CPU has VDPBF16PS
+`core bf16 pairs fma` and `core bf16 pairs vdpbf16ps` on each body forced)
 and, where it imports, PyTorch's bfloat16 and float32 matmul, in one run, on 1 thread and on
 this machine's cores. Each round runs every contender in a burst of calls after a pause of
 PAUSE seconds (OpenBLAS's workers poll for about 2^28 cycles after a call, and would otherwise
@@ -81,8 +82,9 @@ def contenders(n: int) -> dict[str, Callable[[], object]]:
                                                _native.ORDER_PAIRS_ODD_FIRST,
                                                _native.PRODUCTS_EXACT)  # fmt: skip
             calls[f"ft {PAIRS}"] = partial(named, PAIRS, ft.matmul, x, y)
-            if _native.pairs_instruction(False) is not None:  # the CPU has VDPBF16PS
-                calls["core bf16 vdpbf16ps"] = partial(instruction, calls["core bf16 pairs"])
+            if _native.pairs_instruction(None) is not None:  # the CPU has VDPBF16PS
+                for body, on in (("fma", False), ("vdpbf16ps", True)):
+                    calls[f"core bf16 pairs {body}"] = partial(forced, on, calls["core bf16 pairs"])
     torch = torch_module()
     if torch is not None:
         for name, tdtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
@@ -101,14 +103,14 @@ def named(kernel: str, fn: Callable[..., object], *args: object) -> object:
         return fn(*args)
 
 
-def instruction(fn: Callable[[], object]) -> object:
-    """fn() with the pairs order's AVX-512 body on VDPBF16PS (`_native.pairs_instruction`; off
-    by default: FMAs under FTZ and DAZ, the same bits)."""
-    _native.pairs_instruction(True)
+def forced(on: bool, fn: Callable[[], object]) -> object:
+    """fn() with the pairs order's AVX-512 body forced: VDPBF16PS (on) or FMAs under FTZ and DAZ
+    (`_native.pairs_instruction`), then the faster as measured again (the default)."""
+    _native.pairs_instruction(on)
     try:
         return fn()
     finally:
-        _native.pairs_instruction(False)
+        _native.pairs_instruction(None)
 
 
 def torch_module() -> Any:
@@ -142,9 +144,10 @@ def measure(n: int, threads: int, rounds: int) -> dict[str, float]:
 def rows(rounds: int, sizes: list[int]) -> list[str]:
     """One line per size, thread count and contender."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    chosen = {None: "emulated", True: "vdpbf16ps", False: "fma"}[_native.pairs_instruction(None)]
     lines = [
-        f"isa {_native.isa()}, {cores} core(s); ratio = NumPy f32 / contender "
-        "(ft, torch: NumPy f32 new / contender)"
+        f"isa {_native.isa()}, {cores} core(s), pairs body {chosen} (measured); ratio = NumPy "
+        "f32 / contender (ft, torch: NumPy f32 new / contender)"
     ]
     for n in sizes:
         for threads in sorted({1, cores}):

@@ -111,6 +111,11 @@ def contract(
     in order, rounded once (K = 0: +0): the same bits on any thread count and instruction set
     (native/matmul.c)."""
 
+def pairs_instruction(on: bool | None, /) -> bool | None:
+    """Run the BF16 pairs order on the AVX-512 body's VDPBF16PS (True), its FMAs under FTZ and
+    DAZ (False) or the faster as measured at the first call (None, the default): the same bits.
+    Returns whether the setting before chose the instruction; None where the CPU lacks it."""
+
 def select_isa(name: str, /) -> str:
     """Run the kernel body compiled for `name` (one of ISAS); returns the previous one."""
 

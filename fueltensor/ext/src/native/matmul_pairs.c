@@ -18,14 +18,18 @@
  * of steps 2t (low) and 2t + 1 (high)); elsewhere a scalar emulation over the float32 panels
  * (`mm_kernel_pairs`: fmaf, whose result is the rounded sum save where it lands at or below
  * 2^-126, and there the step is redone exactly as tests/matmul_cheats.c's `vdp_step` does).
- * Why not the instruction by default: on this machine (a 2-core Sapphire Rapids class VM)
- * VDPBF16PS ran one instruction per 0.72 ns against 0.18 ns for an FMA (24 independent chains),
- * half the multiply-adds per second, and the 512^3 product took twice the FMA body's time.
- * MM_KT is even, so a K panel never splits a pair; threads split outputs, never K. */
+ * Which of the AVX-512 bodies runs is a question of speed alone, and its answer depends on the
+ * CPU: on a Sapphire Rapids class VM VDPBF16PS did half the FMA body's multiply-adds a second
+ * (one instruction per 0.72 ns against 0.18 ns per FMA), on an AMD Zen 4 VM twice as many (the
+ * 512^3 product at 1.9x the FMA body's speed). So the first call that could take either times
+ * both on one tile (`mm_dpbf16_faster`) and keeps the faster for the process;
+ * `_native.pairs_instruction` forces one for tests and benchmarks. MM_KT is even, so a K panel
+ * never splits a pair; threads split outputs, never K. */
 
-/* Whether this CPU runs VDPBF16PS (set at init) and whether the kernel uses it (off by
- * default, see the header; `_native.pairs_instruction` turns it on for tests and benchmarks). */
-static int mm_dpbf16_cpu = 0, mm_dpbf16_on = 0;
+/* Whether this CPU runs VDPBF16PS (set at init), and whether the kernel uses it: MM_CHOOSE
+ * until the first call that could measures (`mm_dpbf16_faster`), or as forced. */
+enum { MM_CHOOSE = -1 };
+static int mm_dpbf16_cpu = 0, mm_dpbf16_on = MM_CHOOSE;
 
 static void mm_pairs_init(void) {
 #if defined(HAVE_AVX512_BF16)
@@ -143,10 +147,56 @@ TARGET_AVX512 static void mm_kernel_pairs_avx512(Py_ssize_t kc, const float *A, 
 }
 #endif
 
+#if defined(HAVE_AVX512_BF16) && defined(HAVE_PTHREAD)
+/* Nanoseconds of a burst of 8 calls of `kernel` on one 14 x 32 tile of K = 256. */
+static uint64_t mm_burst_ns(MmKernel kernel, const float *A, const float *B, float *C) {
+    uint64_t start = now_ns();
+    for (int call = 0; call < 8; call++) kernel(256, A, B, C, 32, call == 0);
+    return now_ns() - start;
+}
+
+/* Whether VDPBF16PS ran the pairs order's tile faster than the FMA body here (7 rounds of
+ * both, the best burst of each: about 0.3 ms once a process). Panels of ones: no subnormal
+ * anywhere, and either body reads them (as float32 or as pairs of bf16) at its usual speed. */
+static int mm_dpbf16_faster(void) {
+    enum { KC = 256, ROUNDS = 7 };
+    float *block = PyMem_RawMalloc(sizeof(float) * (MM_MR_AVX512 * KC + 32 * KC + MM_MR_AVX512 * 32));
+    if (block == NULL) return 0;
+    float *A = block, *B = A + MM_MR_AVX512 * KC, *C = B + 32 * KC;
+    for (Py_ssize_t i = 0; i < MM_MR_AVX512 * KC + 32 * KC; i++) block[i] = 1.0f;
+    uint64_t fma = UINT64_MAX, dp = UINT64_MAX;
+    for (int round = 0; round < ROUNDS; round++) {
+        uint64_t t = mm_burst_ns(mm_kernel_pairs_avx512, A, B, C);
+        fma = t < fma ? t : fma;
+        t = mm_burst_ns(mm_kernel_dpbf16, A, B, C);
+        dp = t < dp ? t : dp;
+    }
+    PyMem_RawFree(block);
+    return dp < fma;
+}
+#endif
+
+/* Whether the pairs order's AVX-512 body is the instruction (measured at the first asking,
+ * see the header): 0 where the CPU lacks it. Calls racing to the first measurement each store
+ * an answer; either is a body of the same bits. */
+static int mm_dpbf16_chosen(void) {
+#if defined(HAVE_AVX512_BF16) && defined(HAVE_PTHREAD)
+    if (!mm_dpbf16_cpu) return 0;
+    int on = __atomic_load_n(&mm_dpbf16_on, __ATOMIC_RELAXED);
+    if (on == MM_CHOOSE) {
+        on = mm_dpbf16_faster();
+        __atomic_store_n(&mm_dpbf16_on, on, __ATOMIC_RELAXED);
+    }
+    return on;
+#else
+    return mm_dpbf16_cpu && mm_dpbf16_on == 1;
+#endif
+}
+
 /* The pairs order's body for instruction set `isa`: the instruction, or the emulation. */
 static MmBody mm_pairs_body(int isa) {
 #if defined(HAVE_AVX512_BF16)
-    if (isa == 2 && mm_dpbf16_cpu && mm_dpbf16_on)
+    if (isa == 2 && mm_dpbf16_chosen())
         return (MmBody){mm_kernel_dpbf16, MM_MR_AVX512, 32, MM_MR_AVX512, 64};
 #endif
 #if defined(HAVE_AVX512)
@@ -166,15 +216,16 @@ static int mm_paired(MmKernel kernel) {
 #endif
 }
 
-/* `pairs_instruction(on) -> previous`: let the pairs order run VDPBF16PS on the AVX-512 body
- * (off by default: FMAs under FTZ and DAZ, faster here). previous is None where the CPU has
- * no AVX512_BF16 (the emulation always runs). */
+/* `pairs_instruction(on) -> previous`: run the pairs order's AVX-512 body on VDPBF16PS (True),
+ * on FMAs under FTZ and DAZ (False), or on the faster as measured (None, the default); previous
+ * is the body the setting before chose (True: the instruction), None where the CPU has no
+ * AVX512_BF16 (the emulation always runs). */
 static PyObject *pairs_instruction(PyObject *module, PyObject *on) {
     (void)module;
-    int want = PyObject_IsTrue(on);
-    if (want < 0) return NULL;
+    int want = on == Py_None ? MM_CHOOSE : PyObject_IsTrue(on);
+    if (want == -1 && on != Py_None) return NULL;
     if (!mm_dpbf16_cpu) Py_RETURN_NONE;
-    PyObject *previous = PyBool_FromLong(mm_dpbf16_on);
+    PyObject *previous = PyBool_FromLong(mm_dpbf16_chosen());
     mm_dpbf16_on = want;
     return previous;
 }

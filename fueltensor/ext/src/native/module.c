@@ -86,9 +86,11 @@ static PyMethodDef methods[] = {
      "l in order, rounded once (K = 0: +0); the same bits on any thread count and instruction "
      "set."},
     {"pairs_instruction", pairs_instruction, METH_O,
-     "pairs_instruction(on) -> previous: let the BF16 pairs order (ORDER_PAIRS_ODD_FIRST) run "
-     "VDPBF16PS on the AVX-512 body (off by default: FMAs under FTZ and DAZ, the same bits, "
-     "faster on the machine measured); None where the CPU has no AVX512_BF16."},
+     "pairs_instruction(on) -> previous: run the BF16 pairs order (ORDER_PAIRS_ODD_FIRST) on "
+     "the AVX-512 body's VDPBF16PS (True), its FMAs under FTZ and DAZ (False), or the faster "
+     "of the two as measured at the first call (None, the default): the same bits; previous "
+     "is whether the setting before chose the instruction, None where the CPU has no "
+     "AVX512_BF16."},
     {"select_isa", select_isa, METH_O,
      "select_isa(name) -> previous: run the kernel body compiled for one of ISAS (for tests)."},
     {NULL, NULL, 0, NULL},
