@@ -17,10 +17,10 @@ target with their float64 neighbours (where the edges do not hold them all), n r
 bit patterns and n random values within the target's range; the certificate gives its size and
 seed.
 
-The reference is `judge.casts.cast_pattern` (each pattern's fields rounded in Python integers by
-the declared rule) written as bits by `judge.casts.pattern_of`: no NumPy or ml_dtypes cast is
-involved. The tally is the cast sweep's (`casts.tally`), so the certificate reads as the other
-cast certificates do; its span names the edges, the sample and the seed instead of a range.
+The reference is `judge.casts.cast_bits` (each pattern's fields rounded in integers by the
+declared rule, the target's bits composed from theirs): no NumPy or ml_dtypes cast is involved.
+The tally is the cast sweep's (`casts.tally`), so the certificate reads as the other cast
+certificates do; its span names the edges, the sample and the seed instead of a range.
 """
 
 from __future__ import annotations
@@ -146,14 +146,11 @@ class F64CastJob:
 
     def reference(self, x: np.ndarray) -> np.ndarray:
         """The declared rule's target patterns (uint64) of float64 patterns `x`, each rounded
-        in Python integers (module docstring)."""
+        in integers (module docstring)."""
         s, t = float_format(self.dtype.np), self.target
         saturate, form, flush = casts.declared_rule(self.contract)
-        made = [
-            casts.pattern_of(casts.cast_pattern(p, s, t, saturate, form, flush), t)
-            for p in x.tolist()
-        ]
-        return np.array(made, np.uint64)
+        made: np.ndarray = casts.cast_bits(x, s, t, saturate, form, flush)
+        return made
 
 
 def f64_cast_jobs(reg: Registry, names: Iterable[str], wanted: set[str] | None) -> list[F64CastJob]:

@@ -2,19 +2,16 @@
 semantic cases, from the contract's own declarations (`accept.op_params.overflow`, `semantics.
 nan` and `subnormals`).
 
-The reference is exact and the judge's own, shared with no kernel: each source pattern's value
-as an integer significand and exponent, rounded to nearest (ties to even) at the target's
-quantum there in Python integers, element by element; overflow, NaN and subnormals as
-declared. The rounded value is then held exactly by the target, so any conversion writes its
-bits. Probes (`probes`): every source pattern where they are few, else the target's ties and
-values the source holds, one source ulp either side, and random patterns. The exhaustive check
-is certify's (`certify.casts`).
+The reference is exact and the judge's own, shared with no kernel (`cast_bits`): each source
+pattern's value as an integer significand and exponent, rounded to nearest (ties to even) at
+the target's quantum there in integers (NumPy's int64, every element at once: a significand
+has at most 53 bits), overflow, NaN and subnormals as declared, and the target's bits composed
+from their fields, so no conversion writes them. Probes (`probes`): every source pattern where
+they are few, else the target's ties and values the source holds, one source ulp either side,
+and random patterns. The exhaustive check is certify's (`certify.casts`).
 """
 
 from __future__ import annotations
-
-import math
-from functools import cache, lru_cache
 
 import numpy as np
 
@@ -40,79 +37,78 @@ def target(contract: KernelContract) -> np.dtype:
     return BY_FKC[contract.outputs[0].dtype_rule.args[0]].np
 
 
-def _value(f: FloatFormat, pattern: int) -> tuple[int, int] | float | None:
-    """A pattern's exact magnitude as (significand, exponent): significand * 2**exponent;
-    inf as a float; None for a NaN."""
-    _, exponent, fraction = f.fields(pattern)
-    if f.is_nan(pattern):
-        return None
-    if f.has_inf and exponent == f.exponent_max:
-        return math.inf
-    significand = fraction if exponent == 0 else fraction | (1 << f.mantissa)
-    return significand, max(exponent, 1) - f.bias - f.mantissa
-
-
-def _nearest_even(significand: int, exponent: int, t: FloatFormat) -> tuple[int, int]:
-    """significand * 2**exponent (> 0) rounded to nearest, ties to even, at `t`'s precision
-    with gradual underflow and no upper exponent limit, as (n, quantum exponent)."""
-    top = exponent + significand.bit_length() - 1  # the value lies in [2**top, 2**(top + 1))
-    quantum = max(top, 1 - t.bias) - t.mantissa
-    drop = quantum - exponent
-    if drop <= 0:
-        return significand << -drop, quantum
-    n, rest, half = significand >> drop, significand & ((1 << drop) - 1), 1 << (drop - 1)
-    return n + (rest > half or (rest == half and n & 1)), quantum
-
-
-@cache
-def _max_finite(t: FloatFormat) -> float:
-    return float(np.float64(t.scalar(t.max_pattern)))
-
-
-def _nan(pattern: int, s: FloatFormat, t: FloatFormat, form: str) -> int:
-    """The target NaN of a source NaN by the declared form, its sign kept: `quieted`, the
-    payload's high bits with the quiet bit set; `kept`, those bits alone (the quiet bit where
-    none is left); `canonical`, the quiet bit alone. e4m3fn's one NaN, whatever the form."""
-    sign = t.sign_bit if pattern & s.sign_bit else 0
+def _nans(p: Array, s: FloatFormat, t: FloatFormat, form: str) -> Array:
+    """The target NaNs (uint64 bits) of source NaN patterns `p` by the declared form, each sign
+    kept: `quieted`, the payload's high bits with the quiet bit set; `kept`, those bits alone
+    (the quiet bit where none is left); `canonical`, the quiet bit alone. e4m3fn's one NaN,
+    whatever the form."""
+    sign = np.where(p >> (s.width - 1) != 0, np.uint64(t.sign_bit), np.uint64(0))
+    out: Array
     if not t.has_inf:
-        return sign | t.pattern(0, t.exponent_max, t.mantissa_mask)
+        out = sign | np.uint64(t.pattern(0, t.exponent_max, t.mantissa_mask))
+        return out
     shift = t.mantissa - s.mantissa
-    fraction = pattern & s.mantissa_mask
-    payload = fraction << shift if shift >= 0 else fraction >> -shift
-    made = {"quieted": payload | t.quiet_bit, "kept": payload or t.quiet_bit}
-    return sign | t.pattern(0, t.exponent_max, made.get(form, t.quiet_bit))
+    fraction = p & np.uint64(s.mantissa_mask)
+    payload = fraction << np.uint64(shift) if shift >= 0 else fraction >> np.uint64(-shift)
+    quiet = np.uint64(t.quiet_bit)
+    made = {"quieted": payload | quiet, "kept": np.where(payload != 0, payload, quiet)}
+    out = sign | np.uint64(t.pattern(0, t.exponent_max, 0)) | made.get(form, quiet)
+    return out
 
 
-@lru_cache(maxsize=1 << 20)
-def cast_pattern(
-    pattern: int, s: FloatFormat, t: FloatFormat, saturate: bool, form: str, flush: bool
-) -> int | float:
-    """One source pattern cast as declared: `saturate` (overflow), the NaN `form`, `flush`
-    (subnormal inputs read as zeros, subnormal results written as zeros, both of their sign).
-    A pattern of `t`, or a float `t` holds exactly (signed: -0.0 for a negative zero), whose
-    bits any conversion writes (`expected` converts them all at once). Cached: every contract of
-    a pair sees the same probes, rolled for the fresh-values pass."""
-    value = _value(s, pattern)
-    negative = bool(pattern & s.sign_bit)
-    if value is None:
-        return _nan(pattern, s, t, form)
-    if flush and pattern & ~s.sign_bit < (1 << s.mantissa):
-        value = (0, 0)
-    rounded = math.inf
-    if isinstance(value, tuple) and value[0]:
-        n, quantum = _nearest_even(*value, t)
-        if n.bit_length() + quantum <= 1024:  # else beyond every format's range: inf
-            rounded = math.ldexp(n, quantum)  # exact: at most 54 bits
-    elif isinstance(value, tuple):
-        rounded = 0.0
-    if rounded > _max_finite(t):
-        sign = t.sign_bit if negative else 0
-        if saturate:
-            return t.max_pattern | sign
-        return t.pattern(0, t.exponent_max, 0 if t.has_inf else t.mantissa_mask) | sign
-    if flush and 0 < rounded < math.ldexp(1, 1 - t.bias):
-        rounded = 0.0
-    return -rounded if negative else rounded
+def _nearest_even(significand: Array, exponent: Array, t: FloatFormat) -> tuple[Array, Array]:
+    """significand * 2**exponent (int64, significands below 2**53) rounded to nearest, ties to
+    even, at `t`'s precision with gradual underflow and no upper exponent limit, as (n, quantum
+    exponent): n * 2**quantum, n at most 2**(t.mantissa + 1)."""
+    length = np.frexp(significand.astype(np.float64))[1]  # the bit length: exact below 2**53
+    quantum = np.maximum(exponent + length - 1, 1 - t.bias) - t.mantissa
+    drop = quantum - exponent  # past 62 dropped bits every significand rounds to 0 alike
+    shifted = significand << np.clip(-drop, 0, 62)
+    down = np.clip(drop, 0, 62)
+    n, rest = shifted >> down, shifted & ((1 << down) - 1)
+    half = (1 << down) >> 1
+    up = (down > 0) & ((rest > half) | ((rest == half) & (n & 1 == 1)))
+    return n + up, quantum
+
+
+def cast_bits(
+    patterns: Array, s: FloatFormat, t: FloatFormat, saturate: bool, form: str, flush: bool
+) -> Array:
+    """Source bit patterns cast as declared, as `t`'s bit patterns (uint64): `saturate`
+    (overflow), the NaN `form`, `flush` (subnormal inputs read as zeros, subnormal results
+    written as zeros, both of their sign). Integer arithmetic on the fields throughout, every
+    element at once: the target's bits are composed, so no conversion (NumPy's or ml_dtypes')
+    writes them."""
+    p = np.asarray(patterns).astype(np.uint64).reshape(-1)
+    biased = ((p >> np.uint64(s.mantissa)) & np.uint64(s.exponent_max)).astype(np.int64)
+    fraction = (p & np.uint64(s.mantissa_mask)).astype(np.int64)
+    top = biased == s.exponent_max
+    nan = top & ((fraction != 0) if s.has_inf else (fraction == s.mantissa_mask))
+    inf = top & (fraction == 0) if s.has_inf else np.zeros_like(top)
+    normal = np.where(biased > 0, fraction | (1 << s.mantissa), 0)
+    significand = np.where(biased > 0, normal, 0 if flush else fraction)
+    exponent = np.maximum(biased, 1) - s.bias - s.mantissa
+    n, quantum = _nearest_even(significand, exponent, t)
+    carried = n >> (t.mantissa + 1) != 0  # rounded up to the next binade: 2**(mantissa + 1)
+    n, quantum = np.where(carried, n >> 1, n), quantum + carried
+    subnormal = n >> t.mantissa == 0  # at the least quantum (or zero)
+    field = np.where(subnormal, 0, np.minimum(quantum + t.mantissa + t.bias, t.exponent_max + 1))
+    if flush:
+        n = np.where(subnormal, 0, n)
+    magnitude = (field.astype(np.uint64) << np.uint64(t.mantissa)) | (
+        n.astype(np.uint64) & np.uint64(t.mantissa_mask)
+    )
+    beyond = (
+        t.max_pattern
+        if saturate
+        else t.pattern(0, t.exponent_max, 0 if t.has_inf else t.mantissa_mask)
+    )
+    magnitude = np.where(inf | (magnitude > np.uint64(t.max_pattern)), np.uint64(beyond), magnitude)
+    signed = np.where(
+        p >> np.uint64(s.width - 1) != 0, magnitude | np.uint64(t.sign_bit), magnitude
+    )
+    out: Array = np.where(nan, _nans(p, s, t, form), signed)
+    return out.reshape(np.shape(patterns))
 
 
 def declared_rule(contract: KernelContract) -> tuple[bool, str, bool]:
@@ -126,17 +122,11 @@ def declared_rule(contract: KernelContract) -> tuple[bool, str, bool]:
 
 
 def expected(x: Array, to: np.dtype, saturate: bool, form: str, flush: bool) -> Array:
-    """Every element of `x` cast as declared, as an array of `to`."""
+    """Every element of `x` cast as declared, as an array of `to` (`cast_bits`)."""
     s, t = float_format(x.dtype), float_format(to)
-    patterns, where = np.unique(
-        np.ascontiguousarray(x).reshape(-1).view(s.uint), return_inverse=True
-    )
-    made = [cast_pattern(p, s, t, saturate, form, flush) for p in patterns.tolist()]
-    exact = [isinstance(m, float) for m in made]
-    numbers = np.array([m if e else 0.0 for m, e in zip(made, exact, strict=True)], np.float64)
-    held = numbers.astype(t.dtype).view(t.uint)  # exact: `t` holds every one of them
-    bits = np.array([0 if e else m for m, e in zip(made, exact, strict=True)], t.uint)
-    return np.where(exact, held, bits)[where].view(t.dtype).reshape(x.shape)
+    made = cast_bits(np.ascontiguousarray(x).view(s.uint), s, t, saturate, form, flush)
+    out: Array = made.astype(t.uint).view(t.dtype).reshape(x.shape)
+    return out
 
 
 def reference(contract: KernelContract) -> Reference:
@@ -194,34 +184,12 @@ def probes(src: np.dtype, to: np.dtype, n: int, rng: np.random.Generator) -> Arr
     return np.concatenate([head, boundaries, -boundaries, noise])
 
 
-def bits_of(made: int | float, t: FloatFormat) -> int:
-    """`cast_pattern`'s result as `t`'s bits."""
-    if isinstance(made, float):
-        return int(np.array([made], np.float64).astype(t.dtype).view(t.uint)[0])
-    return made
-
-
-def pattern_of(made: int | float, t: FloatFormat) -> int:
-    """`cast_pattern`'s result as `t`'s bits, from its fields in Python integers: no conversion
-    (NumPy's or ml_dtypes') writes them, so a certifier's reference holding a kernel to this
-    rule shares none of their code. A float result is one `t` holds exactly."""
-    if not isinstance(made, float):
-        return made
-    sign = t.sign_bit if math.copysign(1.0, made) < 0 else 0
-    magnitude = abs(made)
-    if magnitude == 0:
-        return sign
-    fraction, e = math.frexp(magnitude)  # magnitude = fraction * 2**e, 0.5 <= fraction < 1
-    if e - 1 + t.bias <= 0:  # a subnormal: a count of the quantum 2**(1 - bias - mantissa)
-        return sign | int(math.ldexp(magnitude, t.bias - 1 + t.mantissa))
-    significand = int(math.ldexp(fraction, t.mantissa + 1))
-    return sign | t.pattern(0, e - 1 + t.bias, significand & t.mantissa_mask)
-
-
 def subnormal_case(x: int, s: FloatFormat, t: FloatFormat, declared: str) -> int:
     """The target bits of the source pattern `x` under `subnormals: declared` (kept or flushed)
     and the default overflow: a cast's subnormal case (`judge.semantics`)."""
-    return bits_of(cast_pattern(x, s, t, False, "quieted", declared == "flushed"), t)
+    return int(
+        cast_bits(np.array([x], np.uint64), s, t, False, "quieted", declared == "flushed")[0]
+    )
 
 
 def allows_nan(
@@ -229,7 +197,8 @@ def allows_nan(
 ) -> bool:
     """Whether `got` is a NaN of a declared form (`nan.result`) made from the source NaN
     `case_x`, its sign kept (or either, for `sign: any`)."""
-    made = {_nan(case_x, s, t, form) for form in forms if form in ("quieted", "kept", "canonical")}
+    forms_made = [f for f in forms if f in ("quieted", "kept", "canonical")]
+    made = {int(_nans(np.array([case_x], np.uint64), s, t, f)[0]) for f in forms_made}
     if sign == "any":
         made |= {m ^ t.sign_bit for m in made}
     return got in made or ("any" in forms and t.is_nan(got))
