@@ -105,12 +105,13 @@ def named(kernel: str, fn: Callable[..., object], *args: object) -> object:
 
 def forced(on: bool, fn: Callable[[], object]) -> object:
     """fn() with the pairs order's AVX-512 body forced: VDPBF16PS (on) or FMAs under FTZ and DAZ
-    (`_native.pairs_instruction`), then the faster as measured again (the default)."""
-    _native.pairs_instruction(on)
+    (`_native.pairs_instruction`), then the body chosen before, kept as it is (going back to
+    None would measure both bodies again at the next call, inside some contender's time)."""
+    was = _native.pairs_instruction(on)
     try:
         return fn()
     finally:
-        _native.pairs_instruction(None)
+        _native.pairs_instruction(was)
 
 
 def torch_module() -> Any:
