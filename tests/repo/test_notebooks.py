@@ -97,6 +97,7 @@ def shown(nb: Any, source: str) -> str:
     return "\n".join(texts)
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize(
     "name",
@@ -125,6 +126,7 @@ TOUR_PLANS = [
 ]
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_tour_shows_the_planned_kernels_and_costs(run: Callable[[str], Any]) -> None:
     nb = run("01_tour.ipynb")
@@ -137,6 +139,7 @@ def test_the_tour_shows_the_planned_kernels_and_costs(run: Callable[[str], Any])
     assert names == [("multiply", "mul_f32"), ("add", "add_f32"), ("divide", "div_f32")]
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_contracts_notebook_says_why_the_oracle_lost_a_broadcast_add(
     run: Callable[[str], Any],
@@ -157,6 +160,7 @@ def test_the_contracts_notebook_says_why_the_oracle_lost_a_broadcast_add(
     assert "maximum" in refused and "broadcast_add" not in refused.split("\n")[0]
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_backends_notebook_puts_the_frameworks_side_by_side(
     run: Callable[[str], Any],
@@ -211,6 +215,7 @@ def test_the_backends_notebook_puts_the_frameworks_side_by_side(
     )
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("name", ["03_backends.ipynb", "04_judge.ipynb"])
 def test_the_reports_plot_themselves_once(name: str, run: Callable[[str], Any]) -> None:
@@ -221,6 +226,7 @@ def test_the_reports_plot_themselves_once(name: str, run: Callable[[str], Any]) 
     assert not any("matplotlib" in c.source or "plt." in c.source for c in nb.cells)
 
 
+@pytest.mark.docs
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_judge_notebook_shows_every_declared_bound_holding(run: Callable[[str], Any]) -> None:
     import fueltensor as ft

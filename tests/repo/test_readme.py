@@ -208,6 +208,7 @@ def test_the_examples_that_must_run_are_found() -> None:
     assert any("ft.load_library(" in b for b in blocks(ROOT / "docs/providers.md", "python"))
 
 
+@pytest.mark.docs
 @pytest.mark.parametrize("page", pages("python"))
 def test_examples_pasted_into_an_interpreter(page: Path, tmp_path: Path) -> None:
     done = run(["-c", CONSOLE], folder(page, tmp_path), "\0".join(blocks(page, "python")))
@@ -215,6 +216,7 @@ def test_examples_pasted_into_an_interpreter(page: Path, tmp_path: Path) -> None
         assert shown in done.stdout, shown
 
 
+@pytest.mark.docs
 @pytest.mark.parametrize("page", pages("python"))
 def test_examples_saved_as_a_script(page: Path, tmp_path: Path) -> None:
     script = folder(page, tmp_path) / "examples.py"
@@ -226,6 +228,7 @@ def test_examples_saved_as_a_script(page: Path, tmp_path: Path) -> None:
         assert done.stdout.count(SHOWN_ONCE[name(page)]) == 1
 
 
+@pytest.mark.docs
 @pytest.mark.parametrize("page", pages("sh"))
 def test_shell_lines_run(page: Path, tmp_path: Path) -> None:
     """Each `sh` line but the cc ones (run first) with the installed `fueltensor` command: for
