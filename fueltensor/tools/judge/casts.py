@@ -85,8 +85,7 @@ def cast_bits(
     top = biased == s.exponent_max
     nan = top & ((fraction != 0) if s.has_inf else (fraction == s.mantissa_mask))
     inf = top & (fraction == 0) if s.has_inf else np.zeros_like(top)
-    normal = np.where(biased > 0, fraction | (1 << s.mantissa), 0)
-    significand = np.where(biased > 0, normal, 0 if flush else fraction)
+    significand = np.where(biased > 0, fraction | (1 << s.mantissa), 0 if flush else fraction)
     exponent = np.maximum(biased, 1) - s.bias - s.mantissa
     n, quantum = _nearest_even(significand, exponent, t)
     carried = n >> (t.mantissa + 1) != 0  # rounded up to the next binade: 2**(mantissa + 1)

@@ -148,22 +148,25 @@ TARGET_AVX512 static void mm_kernel_pairs_avx512(Py_ssize_t kc, const float *A, 
 #endif
 
 #if defined(HAVE_AVX512_BF16) && defined(HAVE_PTHREAD)
-/* Nanoseconds of a burst of 8 calls of `kernel` on one 14 x 32 tile of K = 256. */
+/* The measured tile: 14 x 32 outputs over K = MM_PROBE_K, its A and B panels' floats. */
+enum { MM_PROBE_K = 256, MM_PROBE_PANELS = (MM_MR_AVX512 + 32) * MM_PROBE_K };
+
+/* Nanoseconds of a burst of 8 calls of `kernel` on the measured tile. */
 static uint64_t mm_burst_ns(MmKernel kernel, const float *A, const float *B, float *C) {
     uint64_t start = now_ns();
-    for (int call = 0; call < 8; call++) kernel(256, A, B, C, 32, call == 0);
+    for (int call = 0; call < 8; call++) kernel(MM_PROBE_K, A, B, C, 32, call == 0);
     return now_ns() - start;
 }
 
 /* Whether VDPBF16PS ran the pairs order's tile faster than the FMA body here (7 rounds of
- * both, the best burst of each: about 0.3 ms once a process). Panels of ones: no subnormal
+ * both, the best burst of each: about 0.2 ms once a process). Panels of ones: no subnormal
  * anywhere, and either body reads them (as float32 or as pairs of bf16) at its usual speed. */
 static int mm_dpbf16_faster(void) {
-    enum { KC = 256, ROUNDS = 7 };
-    float *block = PyMem_RawMalloc(sizeof(float) * (MM_MR_AVX512 * KC + 32 * KC + MM_MR_AVX512 * 32));
+    enum { ROUNDS = 7 };
+    float *block = PyMem_RawMalloc(sizeof(float) * (MM_PROBE_PANELS + MM_MR_AVX512 * 32));
     if (block == NULL) return 0;
-    float *A = block, *B = A + MM_MR_AVX512 * KC, *C = B + 32 * KC;
-    for (Py_ssize_t i = 0; i < MM_MR_AVX512 * KC + 32 * KC; i++) block[i] = 1.0f;
+    float *A = block, *B = A + MM_MR_AVX512 * MM_PROBE_K, *C = block + MM_PROBE_PANELS;
+    for (Py_ssize_t i = 0; i < MM_PROBE_PANELS; i++) block[i] = 1.0f;
     uint64_t fma = UINT64_MAX, dp = UINT64_MAX;
     for (int round = 0; round < ROUNDS; round++) {
         uint64_t t = mm_burst_ns(mm_kernel_pairs_avx512, A, B, C);
@@ -226,6 +229,6 @@ static PyObject *pairs_instruction(PyObject *module, PyObject *on) {
     if (want == -1 && on != Py_None) return NULL;
     if (!mm_dpbf16_cpu) Py_RETURN_NONE;
     PyObject *previous = PyBool_FromLong(mm_dpbf16_chosen());
-    mm_dpbf16_on = want;
+    __atomic_store_n(&mm_dpbf16_on, want, __ATOMIC_RELAXED); /* as mm_dpbf16_chosen reads it */
     return previous;
 }
