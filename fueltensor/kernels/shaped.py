@@ -6,19 +6,21 @@ their shared library, linked by a contract whose entry point declares `abi: 2`.
 
 `ft.load_library` resolves the symbol as it does every other (a missing one fails there); the
 registry, linking a contract that declares `abi: 2`, makes the symbol a `ShapedCompiledKernel`
-(`shaped_kernel`): the thunk `kernel(x, axes, *, out)` of the reduction family, which passes x
-as a `TensorArg` of its own strides once every element is found inside x's buffer, `out` dense
-of the reduced shape, the parameters `axes` (PARAM_AXES) and the contract's `accept.op_params`
-(`accumulator` and `order` as PARAM_CODE, integers such as `block` as PARAM_I64), read from the
-contract when it is linked. ctypes releases the GIL for the call. A -1 return raises
-KernelStatusError carrying the kernel's message. The judge and compare_backends run these kernels
-checked, in the worker process of `tools.checked` (`request` is the call in its wire protocol).
+(`shaped_kernel`) with its family's thunk: a reduction's `kernel(x, axes, *, out)`, out dense of
+the reduced shape, the parameter `axes` (PARAM_AXES) first; a contraction's `kernel(a, b, *,
+out)`, a (..., M, K) and b (..., K, N) with their stacks broadcast (stride-0 views), out dense
+(..., M, N). Every operand goes as a `TensorArg` of its own strides once each of its elements
+is found inside its buffer; then the contract's `accept.op_params` (`accumulator`, `order` and
+`products` as PARAM_CODE, integers such as `block` as PARAM_I64), read from the contract when
+it is linked. ctypes releases the GIL for the call. A -1 return raises KernelStatusError
+carrying the kernel's message. The judge and compare_backends run these kernels checked, in the
+worker process of `tools.checked` (`request` is the call in its wire protocol).
 """
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -26,7 +28,8 @@ from numpy.typing import NDArray
 
 from fueltensor.core.dtypes import BY_FKC
 from fueltensor.core.errors import ContractError, KernelStatusError
-from fueltensor.families import TRAITS
+from fueltensor.families import TRAITS, Family
+from fueltensor.fkc.semantics import SUBNORMALS
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
 from fueltensor.kernels.shaped_abi import (
@@ -39,7 +42,7 @@ from fueltensor.kernels.shaped_abi import (
     arguments,
     message,
 )
-from fueltensor.ops import BY_KIND, REDUCTION_BY_KIND, REDUCTION_OPS
+from fueltensor.ops import BY_KIND, CONTRACTION_PAIRS, CONTRACTION_PRODUCTS, of_family
 
 if TYPE_CHECKING:
     from fueltensor.fkc.schema import KernelContract
@@ -60,25 +63,51 @@ _CODES: Final = {BY_FKC[c].np: i for i, c in enumerate(ABI_DTYPES) if c in BY_FK
 
 def _param(name: str, value: object) -> tuple[str, int, int | float] | str:
     """One `op_params` entry as (name, ParamType, value), or why ABI v2 cannot carry it."""
-    if name == "accumulator" and value in ABI_DTYPES:
-        return (name, PARAM_CODE, ABI_DTYPES.index(str(value)))
-    if name == "order" and value in ABI_ORDERS:
-        return (name, PARAM_CODE, ABI_ORDERS.index(str(value)))
+    for key, codes in (
+        ("accumulator", ABI_DTYPES),
+        ("order", ABI_ORDERS[:-1]),
+        ("products", CONTRACTION_PRODUCTS),
+    ):
+        if name == key and value in codes:
+            return (name, PARAM_CODE, codes.index(str(value)))
     if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
         return (name, PARAM_I64, value)
     if isinstance(value, float):
         return (name, PARAM_F64, value)
     return (
         f"op_params.{name} {value!r} has no ABI v2 form: an accumulator is one of "
-        f"{', '.join(ABI_DTYPES)}, an order one of {', '.join(ABI_ORDERS)}, any other parameter "
-        "an integer or a float"
+        f"{', '.join(ABI_DTYPES)}, an order one of {', '.join(ABI_ORDERS[:-1])}, products one "
+        f"of {', '.join(CONTRACTION_PRODUCTS)}, any other parameter an integer or a float"
     )
+
+
+def _params(c: KernelContract) -> list[tuple[str, int, int | float]] | str:
+    """`c`'s `op_params` as ABI v2 parameters, a contraction's `pairs: odd_first` folded into
+    its order's code (abi.h's ORDER_PAIRS_ODD_FIRST: order sequential, pairs odd first,
+    subnormals flushed, the three fields as one); or why they have no ABI v2 form."""
+    values, folded = dict(c.op_params), []
+    pairs = values.pop("pairs", None)
+    if pairs is not None:
+        flushed = c.semantics is not None and c.semantics.subnormals == SUBNORMALS[1]
+        if pairs != CONTRACTION_PAIRS[0] or values.get("order") != ABI_ORDERS[0] or not flushed:
+            return (
+                f"{c.name}: op_params.pairs {pairs!r} has an ABI v2 form only as VDPBF16PS's "
+                f"order (abi.h's ORDER_PAIRS_ODD_FIRST): pairs: {CONTRACTION_PAIRS[0]} with "
+                f"order: {ABI_ORDERS[0]} and semantics.subnormals: {SUBNORMALS[1]}"
+            )
+        del values["order"]
+        folded = [("order", PARAM_CODE, len(ABI_ORDERS) - 1)]
+    params = [*folded, *(_param(name, value) for name, value in values.items())]
+    problems = [p for p in params if isinstance(p, str)]
+    if problems:
+        return f"{c.name}: {'; '.join(problems)}"
+    return [p for p in params if not isinstance(p, str)]
 
 
 def _version_problem(c: KernelContract, version: int) -> str | None:
     """Why a compiled kernel of C ABI `version` cannot serve `c`'s op kind: its family takes
     another version (`families.TRAITS`), or it declares one for an op kind none of the table's."""
-    row = BY_KIND.get(c.op_kind) or REDUCTION_BY_KIND.get(c.op_kind)
+    row = BY_KIND.get(c.op_kind)
     if row is None and c.abi is None:
         return None  # a user's own op kind: its kernels' calling is theirs to say
     if row is None:
@@ -126,14 +155,13 @@ def linked(c: KernelContract, fn: KernelFn) -> KernelFn | str:
 
 
 def shaped_kernel(c: KernelContract, fn: CompiledKernel) -> ShapedCompiledKernel | str:
-    """`fn`'s symbol called through ABI v2 for contract `c` (its op code and `op_params` bound
-    now), or why the contract's parameters have no ABI v2 form."""
-    params = [_param(name, value) for name, value in c.op_params.items()]
-    problems = [p for p in params if isinstance(p, str)]
-    if problems:
-        return f"{c.name}: {'; '.join(problems)}"
-    code = REDUCTION_OPS.index(REDUCTION_BY_KIND[c.op_kind])
-    return ShapedCompiledKernel(fn, code, [p for p in params if not isinstance(p, str)])
+    """`fn`'s symbol called through ABI v2 for contract `c` (its op code, its family's operands
+    and its `op_params` bound now), or why the contract's parameters have no ABI v2 form."""
+    params = _params(c)
+    if isinstance(params, str):
+        return params
+    row = BY_KIND[c.op_kind]
+    return ShapedCompiledKernel(fn, of_family(row.family).index(row), params, row.family)
 
 
 def _span(a: NDArray[Any]) -> tuple[int, int]:
@@ -165,28 +193,81 @@ def _buffer_span(a: NDArray[Any]) -> tuple[int, int] | None:
     return _span(whole) if whole.size else None
 
 
-def _x_problem(x: object) -> str | None:
-    """Why x cannot be handed over as a TensorArg: not an array of a v2 dtype, or an element
-    outside its buffer (a view made with as_strided past its end, say)."""
+def _operand_problem(name: str, x: object) -> str | None:
+    """Why operand `name` cannot be handed over as a TensorArg: not an array of a v2 dtype, or
+    an element outside its buffer (a view made with as_strided past its end, say)."""
     if not isinstance(x, np.ndarray) or x.dtype not in _CODES:
         kind = x.dtype if isinstance(x, np.ndarray) else type(x).__name__
-        return f"x must be an ndarray of a v2 dtype ({', '.join(ABI_DTYPES)}), got {kind}"
+        return f"{name} must be an ndarray of a v2 dtype ({', '.join(ABI_DTYPES)}), got {kind}"
     if x.size == 0:
         return None
     buffer = _buffer_span(x)
     lo, hi = _span(x)
     if buffer is None or not (buffer[0] <= lo and hi <= buffer[1]):
-        return "x names elements outside its buffer (or a buffer that cannot be found)"
+        return f"{name} names elements outside its buffer (or a buffer that cannot be found)"
+    return None
+
+
+Operands = tuple[NDArray[Any], ...]
+Shaped = tuple[Operands, tuple[int, ...], "tuple[int, ...] | None"]
+"""A call as C receives it: the operands, the shape of out, and the axes (a reduction's)."""
+
+
+def _reduced(x: NDArray[Any], axes: object) -> Shaped | str:
+    """A reduction's call: x as it is, out of x's shape without `axes`, the axes."""
+    if not isinstance(axes, tuple) or not all(isinstance(a, (int, np.integer)) for a in axes):
+        return f"axes must be a tuple of ints, got {axes!r}"
+    if list(axes) != sorted(set(axes)) or any(not 0 <= a < x.ndim for a in axes):
+        return f"axes must be sorted, distinct axes of the {x.ndim}-d x, got {axes}"
+    shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+    return (x,), shape, tuple(int(a) for a in axes)
+
+
+def _contracted(a: NDArray[Any], b: NDArray[Any]) -> Shaped | str:
+    """A contraction's call: a (..., M, K) and b (..., K, N) with their stacks broadcast to one
+    shape (stride-0 views, nothing copied), out (..., M, N), no axes."""
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        return f"a and b must be (..., M, K) and (..., K, N), got {a.shape} and {b.shape}"
+    try:
+        stack = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return f"the stacks of a {a.shape} and b {b.shape} do not broadcast"
+    wide = tuple(np.broadcast_to(t, (*stack, *t.shape[-2:])) for t in (a, b))
+    return wide, (*stack, a.shape[-2], b.shape[-1]), None
+
+
+_CALLS: Final[Mapping[Family, Callable[..., Shaped | str]]] = {
+    Family.REDUCTION: _reduced,
+    Family.CONTRACTION: _contracted,
+}
+"""How each ABI v2 family's thunk arguments become the C call's operands and out's shape."""
+
+
+def _out_problem(out: object, shaped: Shaped) -> str | None:
+    """Why `out` cannot take the call's result: not a dense, writable array of its shape and a
+    v2 dtype, or overlapping an operand."""
+    operands, shape, _ = shaped
+    if not isinstance(out, np.ndarray) or out.dtype not in _CODES:
+        return "out must be an ndarray of a v2 dtype"
+    if out.shape != shape or not out.flags.c_contiguous or not out.flags.writeable:
+        return f"out must be a dense, writable array of shape {shape}, got {out.shape}"
+    if any(np.may_share_memory(x, out) for x in operands):
+        return "out overlaps an operand"
     return None
 
 
 class ShapedCompiledKernel:
-    """One ABI v2 symbol of a loaded library bound to its contract: `kernel(x, axes, *, out)`."""
+    """One ABI v2 symbol of a loaded library bound to its contract, called as its family's thunk
+    (`kernel(x, axes, *, out)`, `kernel(a, b, *, out)`)."""
 
-    __slots__ = ("__name__", "_fn", "compiled", "library", "op", "params", "symbol")
+    __slots__ = ("__name__", "_fn", "compiled", "family", "library", "op", "params", "symbol")
 
     def __init__(
-        self, compiled: CompiledKernel, op: int, params: list[tuple[str, int, Any]]
+        self,
+        compiled: CompiledKernel,
+        op: int,
+        params: list[tuple[str, int, Any]],
+        family: Family,
     ) -> None:
         self.compiled = compiled
         """The symbol as `ft.load_library` loaded it (its library's private copy)."""
@@ -196,8 +277,10 @@ class ShapedCompiledKernel:
         self.params: tuple[Param, ...] = tuple(
             (name.encode(), kind, value) for name, kind, value in params
         )
-        """(name, ParamType, value) of the contract's `op_params`, passed after `axes`, each name
-        encoded once here."""
+        """(name, ParamType, value) of the contract's `op_params`, passed after the family's own
+        (a reduction's `axes`), each name encoded once here."""
+        self.family = family
+        """The op's family: which thunk this is, what its operands are (`families.TRAITS`)."""
         self.library = compiled.library
         self.symbol = compiled.symbol
         self.__name__ = compiled.symbol
@@ -206,63 +289,68 @@ class ShapedCompiledKernel:
         """The symbol and the library it came from."""
         return f"<compiled ABI v2 kernel {self.symbol} from {self.library}>"
 
-    def _refuse(self, x: object, axes: object, out: object) -> str | None:
-        """Why the call cannot be handed to C as it stands (checked before anything is built)."""
-        problem = _x_problem(x)
-        if problem is not None or not isinstance(x, np.ndarray):
-            return problem
-        if not isinstance(axes, tuple) or not all(isinstance(a, (int, np.integer)) for a in axes):
-            return f"axes must be a tuple of ints, got {axes!r}"
-        if list(axes) != sorted(set(axes)) or any(not 0 <= a < x.ndim for a in axes):
-            return f"axes must be sorted, distinct axes of the {x.ndim}-d x, got {axes}"
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
-        if not isinstance(out, np.ndarray) or out.dtype not in _CODES:
-            return "out must be an ndarray of a v2 dtype"
-        if out.shape != shape or not out.flags.c_contiguous or not out.flags.writeable:
-            return f"out must be a dense, writable array of shape {shape}, got {out.shape}"
-        if np.may_share_memory(x, out):
-            return "out overlaps x"
-        return None
-
-    def request(
-        self, x: NDArray[Any], axes: tuple[int, ...], out_shape: tuple[int, ...], out_dtype: Any
-    ) -> tuple[dict[str, Any], bytes]:
-        """The call in the checked worker's wire protocol (its `shaped` header, which the
-        worker packs with `shaped_abi.arguments` as `__call__` does) and the bytes x's elements
-        span, x's element 0 at `offset` in them; ValueError where `__call__` refuses."""
-        out = np.empty(out_shape, out_dtype)
-        problem = self._refuse(x, axes, out)
+    def _shaped(self, args: tuple[object, ...], out: object) -> Shaped:
+        """The call as C receives it, checked before anything is built; ValueError, naming the
+        symbol, where it cannot be handed over as it stands."""
+        traits = TRAITS[self.family]
+        if len(args) != len(traits.operands) + len(traits.params):
+            raise ValueError(f"{self.symbol}: takes {traits.thunk}")
+        for name, x in zip(traits.operands, args, strict=False):
+            problem = _operand_problem(name, x)
+            if problem is not None:
+                raise ValueError(f"{self.symbol}: {problem}")
+        shaped = _CALLS[self.family](*args)
+        problem = shaped if isinstance(shaped, str) else _out_problem(out, shaped)
         if problem is not None:
             raise ValueError(f"{self.symbol}: {problem}")
-        address = int(x.__array_interface__["data"][0])
-        lo, hi = _span(x) if x.size else (address, address)
+        assert not isinstance(shaped, str)
+        return shaped
+
+    def request(
+        self, args: tuple[object, ...], out_shape: tuple[int, ...], out_dtype: Any
+    ) -> tuple[dict[str, Any], list[bytes]]:
+        """The call in the checked worker's wire protocol (its `shaped` header, which the
+        worker packs with `shaped_abi.arguments` as `__call__` does) and, per operand, the bytes
+        its elements span, its element 0 at its `offset` in them; ValueError where `__call__`
+        refuses."""
+        out = np.empty(out_shape, out_dtype)
+        operands, _, axes = self._shaped(args, out)
+        layouts, spans = [], []
+        for x in operands:
+            address = int(x.__array_interface__["data"][0])
+            lo, hi = _span(x) if x.size else (address, address)
+            layouts.append(
+                {
+                    "dtype": _CODES[x.dtype],
+                    "shape": list(x.shape),
+                    "strides": list(x.strides),
+                    "offset": address - lo,
+                }
+            )
+            spans.append(ctypes.string_at(lo, hi - lo))
         form = {
             "op": self.op,
-            "dtype": _CODES[x.dtype],
-            "shape": list(x.shape),
-            "strides": list(x.strides),
-            "offset": address - lo,
+            "inputs": layouts,
             "out_dtype": _CODES[out.dtype],
             "out_shape": list(out.shape),
             "out_strides": list(out.strides),
-            "axes": [int(a) for a in axes],
+            "axes": None if axes is None else list(axes),
             "params": [[name.decode(), kind, value] for name, kind, value in self.params],
         }
-        return form, ctypes.string_at(lo, hi - lo)
+        return form, spans
 
-    def __call__(self, x: NDArray[Any], axes: tuple[int, ...], *, out: NDArray[Any]) -> None:
-        """Hand x, out and the parameters to the C function; KernelStatusError on -1."""
-        problem = self._refuse(x, axes, out)
-        if problem is not None:
-            raise ValueError(f"{self.symbol}: {problem}")
-        x_arg, out_arg = (
-            Tensor(_CODES[a.dtype], a.shape, a.strides, a.__array_interface__["data"][0])
-            for a in (x, out)
-        )
-        args = arguments(self.op, x_arg, out_arg, axes, self.params)
-        status = self._fn(*args.call)
+    def __call__(self, *args: object, out: NDArray[Any]) -> None:
+        """Hand the operands, out and the parameters to the C function; KernelStatusError on
+        -1."""
+        operands, _, axes = self._shaped(args, out)
+        given = [
+            Tensor(_CODES[x.dtype], x.shape, x.strides, x.__array_interface__["data"][0])
+            for x in (*operands, out)
+        ]
+        call = arguments(self.op, given[:-1], given[-1], axes, self.params)
+        status = self._fn(*call.call)
         if status != 0:
-            said = message(args.error.raw)
+            said = message(call.error.raw)
             raise KernelStatusError(
                 f"{self.symbol} ({self.library}) returned {status}: {said}",
                 status=status,

@@ -86,30 +86,37 @@ class Arguments(NamedTuple):
 
 def arguments(
     op: int,
-    x: Tensor,
+    inputs: Sequence[Tensor],
     out: Tensor,
-    axes: Sequence[int],
+    axes: Sequence[int] | None,
     params: Sequence[Param],
     error: Any = None,
 ) -> Arguments:
-    """The arguments of `op` on x into out: `axes` as PARAM_AXES, then `params`; the error
-    buffer `error` (room for ERROR_LEN bytes and a NUL: a c_char_p of its address, or a fresh
-    string buffer when None)."""
-    cells = [(ctypes.c_ssize_t * len(t.shape))(*t.shape) for t in (x, out)]
-    steps = [(ctypes.c_ssize_t * len(t.strides))(*t.strides) for t in (x, out)]
+    """The arguments of `op` on `inputs` into out: `axes` as PARAM_AXES first where the family
+    takes them (a reduction's; None for a contraction), then `params`; the error buffer `error`
+    (room for ERROR_LEN bytes and a NUL: a c_char_p of its address, or a fresh string buffer
+    when None)."""
+    every = (*inputs, out)
+    cells = [(ctypes.c_ssize_t * len(t.shape))(*t.shape) for t in every]
+    steps = [(ctypes.c_ssize_t * len(t.strides))(*t.strides) for t in every]
     tensors = [
         TensorArg(t.dtype, len(t.shape), shape, stride, t.address)
-        for t, shape, stride in zip((x, out), cells, steps, strict=True)
+        for t, shape, stride in zip(every, cells, steps, strict=True)
     ]
-    picked = (ctypes.c_int * max(len(axes), 1))(*map(int, axes))
-    packed = (ParamArg * (1 + len(params)))()
-    packed[0] = ParamArg(b"axes", PARAM_AXES, _Value(axes=_Axes(len(axes), picked)))
-    for i, (name, kind, value) in enumerate(params, 1):
+    given = (TensorArg * len(inputs))(*tensors[:-1])
+    chosen = [] if axes is None else [int(a) for a in axes]
+    picked = (ctypes.c_int * max(len(chosen), 1))(*chosen)
+    first = 0 if axes is None else 1
+    count = first + len(params)
+    packed = (ParamArg * max(count, 1))()
+    if axes is not None:
+        packed[0] = ParamArg(b"axes", PARAM_AXES, _Value(axes=_Axes(len(chosen), picked)))
+    for i, (name, kind, value) in enumerate(params, first):
         member = "f" if kind == PARAM_F64 else "i"
         packed[i] = ParamArg(name, kind, _Value(**{member: value}))
     error = ctypes.create_string_buffer(ERROR_LEN + 1) if error is None else error
-    call = (op, tensors[0], 1, tensors[1], packed, len(packed), error, ERROR_LEN)
-    return Arguments(call, (cells, steps, tensors, picked, packed), error)
+    call = (op, given, len(inputs), tensors[-1], packed, count, error, ERROR_LEN)
+    return Arguments(call, (cells, steps, tensors, given, picked, packed), error)
 
 
 def message(error: bytes) -> str:

@@ -64,7 +64,7 @@ class Call:
     out_dtype: np.dtype[Any]
     probe: str
     params: tuple[Any, ...] = ()
-    """The plan's parameters (an ABI v2 reduction's: its axes)."""
+    """The plan's parameters, passed after the inputs (an ABI v2 reduction's: its axes)."""
 
     @property
     def shaped(self) -> ShapedCompiledKernel | None:
@@ -85,13 +85,15 @@ class Call:
 
     def form(self) -> tuple[dict[str, Any], bytes]:
         """The request's description of the inputs, and their bytes: each dense (ABI v1), or
-        x's span with its layout and the call's parameters (ABI v2, `shaped.request`)."""
+        each operand's span with its layout, and the call's parameters (ABI v2,
+        `shaped.request`)."""
         shaped = self.shaped
         if shaped is None:
             payload = b"".join(np.ascontiguousarray(x).tobytes() for x in self.inputs)
             return {"inputs": [x.nbytes for x in self.inputs]}, payload
-        form, data = shaped.request(self.inputs[0], self.params[0], self.out_shape, self.out_dtype)
-        return {"inputs": [len(data)], "shaped": form}, data
+        args = (*self.inputs, *self.params)
+        form, spans = shaped.request(args, self.out_shape, self.out_dtype)
+        return {"inputs": [len(s) for s in spans], "shaped": form}, b"".join(spans)
 
     @property
     def out_bytes(self) -> int:

@@ -15,14 +15,14 @@ Messages both ways are `[u32 header length][JSON header][u64 payload length][pay
 socket whose descriptor is argv[1]; nothing is pickled, so bytes a kernel writes on the socket
 cannot run code in the asking process. A request is `load` (path, symbol, and `abi` 2 for a
 `ShapedKernel`) or `call` (symbol, input lengths, out length, alignment, fill, which inputs are
-writable, repeat, and for ABI v2 `shaped`: x's dtype code, shape, strides and the offset of its
-element 0 in its bytes, out's dtype code, shape and dense strides, the op code, axes and
-parameters) with the inputs' bytes; a `call` reply holds the status, the seconds per call of the
-`repeat` calls, the changed zone ranges and changed input ranges, the floating-point controls
-the kernel left changed, the threads it left running, and `out`'s bytes; for ABI v2 also the
-changed zone ranges around the (fenced) error buffer and, after a nonzero status, the kernel's
-message (`said`). The ABI v2 arguments are packed by fueltensor/kernels/shaped_abi.py (ctypes
-alone), which the worker loads by its path.
+writable, repeat, and for ABI v2 `shaped`: per operand its dtype code, shape, strides and the
+offset of its element 0 in its bytes, out's dtype code, shape and dense strides, the op code,
+the axes (a reduction's, else null) and parameters) with the inputs' bytes; a `call` reply
+holds the status, the seconds per call of the `repeat` calls, the changed zone ranges and
+changed input ranges, the floating-point controls the kernel left changed, the threads it left
+running, and `out`'s bytes; for ABI v2 also the changed zone ranges around the (fenced) error
+buffer and, after a nonzero status, the kernel's message (`said`). The ABI v2 arguments are
+packed by fueltensor/kernels/shaped_abi.py (ctypes alone), which the worker loads by its path.
 
 Every kernel call goes through `FpEnvironment.call`: the worker's floating-point environment
 (MXCSR and the x87 control and status words) is set again after it, so a kernel that sets
@@ -212,9 +212,9 @@ class Worker:
         out = Fenced(header["out"], header["alignment"], False, header["fill"])
         shaped = header.get("shaped")
         error = args = None
-        if shaped is not None:  # ABI v2: one input, its layout and the call's parameters
+        if shaped is not None:  # ABI v2: the operands' layouts and the call's parameters
             error = Fenced(shaped_abi().ERROR_LEN + 1, 1, False, 0)  # and its NUL
-            args = _shaped_arguments(shaped, inputs[0], out, error)
+            args = _shaped_arguments(shaped, inputs, out, error)
         threads = _threads()
         started = time.perf_counter()
         status, controls = self.environment.call(
@@ -260,20 +260,25 @@ def _byte_arguments(inputs: list[Fenced], out: Fenced) -> list[int]:
     return args
 
 
-def _shaped_arguments(shaped: dict[str, Any], x: Fenced, out: Fenced, error: Fenced) -> Any:
+def _shaped_arguments(
+    shaped: dict[str, Any], inputs: list[Fenced], out: Fenced, error: Fenced
+) -> Any:
     """An ABI v2 call's arguments, packed by `shaped_abi.arguments` as fueltensor packs them:
-    x of the request's shape and strides at `offset` in its fenced buffer, out dense, the axes
-    and parameters, the fenced error buffer."""
+    each operand of the request's shape and strides at its `offset` in its fenced buffer, out
+    dense, the axes (a reduction's) and parameters, the fenced error buffer."""
     abi = shaped_abi()
-    x_arg = abi.Tensor(
-        shaped["dtype"], shaped["shape"], shaped["strides"], x.address + shaped["offset"]
-    )
+    operands = [
+        abi.Tensor(
+            layout["dtype"], layout["shape"], layout["strides"], x.address + layout["offset"]
+        )
+        for layout, x in zip(shaped["inputs"], inputs, strict=True)
+    ]
     out_arg = abi.Tensor(
         shaped["out_dtype"], shaped["out_shape"], shaped["out_strides"], out.address
     )
     params = [(name.encode(), kind, value) for name, kind, value in shaped["params"]]
     return abi.arguments(
-        shaped["op"], x_arg, out_arg, shaped["axes"], params, ctypes.c_char_p(error.address)
+        shaped["op"], operands, out_arg, shaped["axes"], params, ctypes.c_char_p(error.address)
     )
 
 

@@ -95,6 +95,7 @@ SHOWS = {
     "docs/certificates.md": ["8,388,608 pairs"],
     "docs/casts.md": ["torch_cast_f32_e4m3_sat declares overflow saturate where the call asks"],
     "docs/reductions.md": ["via example-c-reduction", "True"],  # a user's ABI v2 sum, judged
+    "docs/matmul.md": ["via example-c-matmul", "blas_matmul_f32 vs my_matmul_f32", "True"],
 }
 """What a page's Python examples print, pasted or saved; every page named has examples."""
 
@@ -119,6 +120,7 @@ SHELL_SHOWS = {
         "1 audit, 0 failing",
     ],
     "docs/reductions.md": ["1 audit, 0 failing"],
+    "docs/matmul.md": ["1 audit, 0 failing"],
 }
 """What each `sh` line of a page (after its cc lines) prints, line by line."""
 
