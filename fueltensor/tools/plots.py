@@ -137,7 +137,7 @@ def _cost_axes(ax: Axes, report: JudgeReport, measured: Sequence[Audit]) -> None
     ax.margins(x=0.3, y=0.15)
     median = sorted(r.ns_per_element for r in measured)[len(measured) // 2]
     _name_outliers(ax, [r for r in measured if r.ns_per_element > OUTLIER * median])
-    ax.set_xticks(xs, _spaced(xs))
+    ax.set_xticks(xs, _spaced(ax, xs))
     ax.minorticks_off()
     ax.set_xlabel("bytes_moved formula (bytes per element)")
     ax.set_ylabel("measured ns per element")
@@ -152,32 +152,56 @@ def _cost_axes(ax: Axes, report: JudgeReport, measured: Sequence[Audit]) -> None
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
 
 
-def _spaced(xs: Sequence[float]) -> list[str]:
-    """Tick labels of the sorted formula values `xs`, a value within 1.1x of the last one
-    labelled left blank (32 beside 33 and 34 would overlap on a narrow figure)."""
-    labels, last = [], 0.0
+def _spaced(ax: Axes, xs: Sequence[float]) -> list[str]:
+    """Tick labels of the sorted formula values `xs` on `ax`'s log x axis, to three digits
+    (4.00006 bytes, a formula's 4 plus a fixed size over n, is 4), a value whose label would
+    start before the last shown one ends left blank (9 beside 10 meet on a narrow figure)."""
+    import math
+
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+
+    left, right = (math.log10(v) for v in ax.get_xlim())
+    points = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
+    # A character's width in the axes' width (0.6 em, and half as much again for the layout's
+    # shrinking the axes after this).
+    em = points / 72 * ax.figure.dpi / ax.bbox.width * 0.6 * 1.5
+    labels, end = [], -math.inf
     for x in xs:
-        shown = not last or x >= 1.1 * last
-        labels.append(f"{x:g}" if shown else "")
-        last = x if shown else last
+        text = f"{x:.3g}"
+        at, half = (math.log10(x) - left) / (right - left), len(text) * em / 2
+        shown = at - half > end
+        labels.append(text if shown else "")
+        end = at + half if shown else end
     return labels
 
 
 def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
     """Label each point of `slow` to its right, the labels of one formula column (and of the
-    columns within 1.5x of it, whose labels would meet) stacked evenly in the axes beside the
-    group's left-most column (ordered as their points are), so that none overlaps another and a
-    group's labels end before the next group's begin."""
+    columns within 1.5x of it or before its widest label ends, whose labels would meet) stacked
+    evenly in the axes beside the group's left-most column (ordered as their points are), so
+    that none overlaps another and a group's labels end before the next group's begin."""
     import math
 
     from matplotlib.transforms import blended_transform_factory
 
     data_x_axes_y = blended_transform_factory(ax.transData, ax.transAxes)
     low, high = (math.log10(v) for v in ax.get_ylim())
+    left, right = (math.log10(v) for v in ax.get_xlim())
+    # A 7-point label's width in the axes' width, from its characters (0.6 em each, and half as
+    # much again for the layout's shrinking the axes after this): a column whose labels would
+    # start before the group's widest ends joins that group's stack.
+    em = 7 / 72 * ax.figure.dpi / ax.bbox.width * 0.6 * 1.5
     columns: dict[float, list[Audit]] = {}
     for r in sorted(slow, key=lambda r: r.formula_bytes_per_element):
-        near = [x for x in columns if r.formula_bytes_per_element < 1.5 * x]
-        columns.setdefault(near[0] if near else r.formula_bytes_per_element, []).append(r)
+        x = r.formula_bytes_per_element
+        last = max(columns, default=None)
+        if last is not None:
+            widest = max(len(q.label) for q in columns[last]) * em
+            if math.log10(x / last) / (right - left) < widest or x < 1.5 * last:
+                columns[last].append(r)
+                continue
+        columns[x] = [r]
     # A label's line in the axes' height (7-point text, 1.4 lines: the layout may shrink the
     # axes a little after this): the stack's step is never less, so no two labels meet.
     line = 7 * 1.4 / 72 * ax.figure.dpi / ax.bbox.height

@@ -26,7 +26,11 @@ from matplotlib.transforms import Bbox
 
 @pytest.fixture(scope="module")
 def judged() -> JudgeReport:
-    return ft.judge(quick=True)
+    """The quick judge of fueltensor's own float32 kernels, every family's (53 audits in 6 s on
+    session 26's machine; all 379 took 33 s, once in each test worker)."""
+    own = ("fuel-cpu-backend", "fuel-reference-backend", "fuel-blas-backend")
+    names = [c.name for c in ft.registry() if c.provider.name in own and c.name.endswith("_f32")]
+    return ft.judge(quick=True, kernels=names, progress=False)
 
 
 def shown(fig: Figure) -> Iterator[Text]:
@@ -116,11 +120,12 @@ def test_many_slow_kernels_in_one_column_never_overlap(judged: JudgeReport) -> N
     """A third of the kernels made slow at one formula column (a loaded machine's judge): the
     labels are stacked a line apart, and those past the axes' room are counted, not drawn on top
     of one another (CI once drew two a fraction of a pixel apart)."""
+    many = [replace(r, kernel=f"{r.kernel}_{k}") for k in range(6) for r in judged.rows]
     rows = [
         replace(r, formula_bytes_per_element=12.0, ns_per_element=1e3 * (1 + i / 100))
         if i % 3 == 0
         else r
-        for i, r in enumerate(judged.rows)
+        for i, r in enumerate(many)
     ]
     fig = replace(judged, rows=rows).plot()
     assert_readable(fig)
