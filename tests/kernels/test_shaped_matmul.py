@@ -66,7 +66,8 @@ class Built:
 
 def _build(source: str, into: Path, flags: tuple[str, ...] = SANITIZED) -> Built:
     """`source` built with cc into `into` (warnings are errors; with `flags`: sanitized in the
-    sanitizer pass), loaded, registered as the example's provider, and the registry of the
+    sanitizer pass, for calls in this process: the checked worker, a plain process, takes a
+    build with none), loaded, registered as the example's provider, and the registry of the
     bundled contracts and the example's document."""
     (into / "my_matmul.c").write_text(source, encoding="utf-8")
     library = build_c(
@@ -142,16 +143,17 @@ def test_a_call_is_refused_before_c_sees_it(built: Built) -> None:
 
 
 def test_compare_backends_runs_it_checked_beside_the_blas_and_the_oracle(
-    built: Built, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("a user's ABI v2 matmul was called in the comparing process")
 
     rng = np.random.default_rng(7)
     x, y = rng.standard_normal((16, 40), np.float32), rng.standard_normal((40, 8), np.float32)
+    plain = _build(SOURCE.read_text(encoding="utf-8"), tmp_path, flags=())  # the worker's
     monkeypatch.setattr(ShapedCompiledKernel, "__call__", never)
     with (
-        ft.use_registry(built.registry),
+        ft.use_registry(plain.registry),
         ft.compare_backends(kernels=[NAME, "ref_matmul_f32"], timing=False) as report,
     ):
         got = np.asarray(ft.matmul(ft.asarray(x), ft.asarray(y)))  # the default kernel's
