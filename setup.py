@@ -15,6 +15,7 @@ the C-touching tests and the differential fuzzer on it).
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy
@@ -23,18 +24,19 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import BaseError, CCompilerError
 
 SRC = Path("fueltensor/ext/src")
-"""The compiled floor's sources: one folder per extension, each built as one translation unit
-(its `_<name>.c` includes the per-concern files), and `abi.h`, which both share."""
+"""The compiled floor's sources: one folder per extension, each built from its unity files
+(`_<name>.c`, and `_native`'s second, `_shaped.c`), each including its per-concern files, and
+`abi.h`, which all share."""
 
 
 def sources(name: str) -> dict[str, list[str]]:
-    """An extension's unity file, and every file it includes as `depends` (so a change to any
+    """An extension's unity files, and every file they include as `depends` (so a change to any
     of them rebuilds it)."""
     folder = SRC / name
     parts = sorted(
         str(p) for p in [*folder.glob("*.c"), *folder.glob("*.h"), SRC / "abi.h", SRC / "ops.h"]
     )
-    return {"sources": [str(folder / f"_{name}.c")], "depends": parts}
+    return {"sources": sorted(str(p) for p in folder.glob("_*.c")), "depends": parts}
 
 
 SANITIZE = (
@@ -77,13 +79,26 @@ class BuildExt(build_ext):
             print(NOT_BUILT.format(failures=failures), file=sys.stderr, flush=True)
 
     def build_extension(self, ext: Extension) -> None:
-        """Build one extension; an optional one's failure is recorded, not raised."""
+        """Build one extension, its unity files compiled at once on the cores this process may
+        use (setuptools compiles them one after another: `_native`'s two took 58 s in a row,
+        35 s side by side on 2 cores); an optional one's failure is recorded, not raised."""
+        one_by_one = self.compiler.compile
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+        def compile_at_once(sources: list[str], *args: object, **kwargs: object) -> list[str]:
+            with ThreadPoolExecutor(max(1, min(len(sources), cores or 1))) as pool:
+                done = pool.map(lambda source: one_by_one([source], *args, **kwargs), sources)
+                return [obj for objects in done for obj in objects]
+
+        self.compiler.compile = compile_at_once
         try:
             super().build_extension(ext)
         except (CCompilerError, BaseError) as error:
             if not ext.optional:
                 raise
             self.not_built.append(f"{ext.name}: {error}")
+        finally:
+            del self.compiler.compile  # the instance's, which hid the class's method
 
 
 setup(

@@ -10,8 +10,9 @@
  * The NaN rules are explicit, never left to the operand order the compiler picks: arithmetic
  * returns the first NaN operand (lhs first) quieted, maximum/minimum a NaN operand unchanged.
  */
-/* One translation unit (a unity build): the parts below are included in dependency order, so
- * the kernels inline across them as they did in one file. Each part holds one concern:
+/* A unity build: the parts below are included in dependency order, so the kernels inline
+ * across them as they did in one file; the reductions and the contraction are the second unit,
+ * `_shaped.c`, compiled beside this one. Each part holds one concern:
  *   powf_vector.c   glibc's powf vectorized (AVX2, AVX-512): its tables and passes
  *   pow_shortcut.c  f32 pow: the vector powf where it is recognised, else powf per lane
  *   loops.c         the working-precision loops (f32, f64) from one definition
@@ -26,14 +27,6 @@
  *   compare.c       the comparisons (<, <=, ==, !=, >, >=): bodies and `compare`
  *   ternary.c       where and clip: bodies and `ternary`
  *   cast.c          the casts between the six float formats: bodies and `cast`
- *   reduce.c        sum, prod, max, min over axes in a fixed order: the sums and products
- *   reduce_extreme.c  its max and min
- *   reduce_kernel.c   its parts (per instruction set), parameters and the REDUCE kernel
- *   reduce_call.c   its Python interface, `reduce`
- *   argreduce.c     argmax, argmin over axes: the first index of the extreme, and `argreduce`
- *   matmul.c        matmul: packed float32 panels, FMA micro-kernels, the MATMUL kernel
- *   matmul_pairs.c  its BF16 pairs order (VDPBF16PS, or its emulation on every other body)
- *   matmul_call.c   its Python interface, `contract`
  *   powf_recognise.c  whether the platform powf is the algorithm the vector powf follows
  *   pow_check.c     the vector powf's switch, status and proofs against powf
  *   module.c        module init: the tables, constants and capsules `_fast` reads */
@@ -53,15 +46,6 @@
 #include "compare.c"
 #include "ternary.c"
 #include "cast.c"
-#include "reduce.c"
-#include "reduce_extreme.c"
-#include "reduce_kernel.c"
-#include "reduce_call.c"
-#include "argreduce.c"
-#include "matmul.c"
-#include "matmul_pairs.c"
-#include "matmul_run.c"
-#include "matmul_call.c"
 #include "powf_recognise.c"
 #include "pow_check.c"
 #include "module.c"

@@ -98,7 +98,7 @@ static int holds_int64(const Py_buffer *view) {
 
 /* `argreduce(op, x, out, axes)`: out = REDUCTION_OPS[op] (argmax, argmin) of x over axes, x any
  * strided array, out the dense int64 reduced shape; ValueError with the kernel's refusal. */
-static PyObject *argreduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+SHARED PyObject *argreduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 4) {
         PyErr_Format(PyExc_TypeError, "argreduce(op, x, out, axes) takes 4 arguments, got %zd",

@@ -17,11 +17,11 @@ static const void *own_input(const Py_buffer *in, const Py_buffer *out, void **c
 }
 
 /* The buffer-protocol format of each dtype's elements; NULL: NumPy states none (bfloat16). */
-static const char *const FORMATS[N_DTYPES] = {"f", "d", NULL, "e"};
+SHARED const char *const FORMATS[N_DTYPES] = {"f", "d", NULL, "e"};
 
 /* A struct-module format without its native byte-order prefix ("@", "=", "<" here), so "<f"
  * and "f" compare equal; NULL (no format stated) stays NULL. */
-static const char *plain_format(const char *format) {
+SHARED const char *plain_format(const char *format) {
     if (format == NULL) return NULL;
     const uint16_t one = 1;
     int little = *(const unsigned char *)&one == 1;
@@ -42,7 +42,7 @@ static int holds_objects(const char *format) {
 /* Acquire `obj`'s buffer with `flags` and, where the exporter can state it, its format (NumPy
  * cannot for bfloat16: `format` is then NULL). ValueError when the layout or writability
  * asked for cannot be had. */
-static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *what) {
+SHARED int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *what) {
     if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT) == 0) return 0;
     PyErr_Clear();
     if (PyObject_GetBuffer(obj, view, flags) == 0) {
@@ -61,7 +61,7 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *wha
 
 /* Acquire an arithmetic operand: C-contiguous, elements of DTYPES[dtype] by buffer format and
  * size (TypeError otherwise: an object or integer array must never reach the loops). */
-static int get_operand(PyObject *obj, Py_buffer *view, int flags, long dtype, const char *name,
+SHARED int get_operand(PyObject *obj, Py_buffer *view, int flags, long dtype, const char *name,
                        const char *what) {
     if (get_buffer(obj, view, flags, what) < 0) return -1;
     const char *want = FORMATS[dtype], *have = plain_format(view->format);
@@ -236,7 +236,7 @@ static PyObject *isa(PyObject *module, PyObject *unused) {
 
 /* The byte range a non-empty strided buffer's elements span; -1 when an axis's reach
  * overflows (no buffer in memory has one). */
-static int extent(const Py_buffer *v, const char **lo, const char **hi) {
+SHARED int extent(const Py_buffer *v, const char **lo, const char **hi) {
     Py_ssize_t below = 0, above = v->itemsize;
     for (int k = 0; k < v->ndim; k++) {
         Py_ssize_t reach;

@@ -31,18 +31,8 @@
             c[i] = T##_nan_first(a[i] - FLOOR_FN(a[i] / b[i]) * b[i], a[i]);                       \
     }
 
-#define DEFINE_LOOPS(T, F, U, ABS, INF, QUIET, FLOOR_FN, FMOD_FN, COPYSIGN_FN, POW_LOOP)          \
-    INLINE U T##_bits(F x) {                                                                       \
-        U u;                                                                                       \
-        memcpy(&u, &x, sizeof u);                                                                  \
-        return u;                                                                                  \
-    }                                                                                              \
-    INLINE F T##_value(U u) {                                                                      \
-        F x;                                                                                       \
-        memcpy(&x, &u, sizeof x);                                                                  \
-        return x;                                                                                  \
-    }                                                                                              \
-    INLINE int T##_isnan(U u) { return (u & ABS) > INF; }                                          \
+/* T##_bits, T##_value and T##_isnan (the bit views) are native.h's: both units use them. */
+#define DEFINE_LOOPS(T, F, U, QUIET, FLOOR_FN, FMOD_FN, COPYSIGN_FN, POW_LOOP)                     \
     /* r, or a NaN lhs quieted: with one NaN operand the hardware already returns it quieted,      \
      * so only a NaN pair depends on the operand order the compiler chose; lhs is the rule. */     \
     INLINE F T##_nan_first(F r, F a) {                                                             \
@@ -91,8 +81,6 @@ INLINE float f32_fmod(float a, float b) {
     return (float)(x - trunc(q) * y);
 }
 
-DEFINE_LOOPS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, 0x00400000u, floorf, f32_fmod,
-             copysignf, f32_pow)
-DEFINE_LOOPS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
-             0x0008000000000000ull, floor, fmod, copysign, f64_pow)
+DEFINE_LOOPS(f32, float, uint32_t, 0x00400000u, floorf, f32_fmod, copysignf, f32_pow)
+DEFINE_LOOPS(f64, double, uint64_t, 0x0008000000000000ull, floor, fmod, copysign, f64_pow)
 

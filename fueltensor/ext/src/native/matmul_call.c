@@ -55,7 +55,7 @@ static PyObject *matmul_buffers(long op, const Py_buffer *views, int dtype,
 /* `contract(op, a, b, out, accumulator, order, products)`: out = a @ b (see matmul.c's header),
  * a and b any strided arrays of one rank >= 2, out C-contiguous, all of one dtype; the three
  * parameters PARAM_CODEs (a dtype code, ORDER_*, PRODUCTS_*). */
-static PyObject *contract(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+SHARED PyObject *contract(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 7) {
         PyErr_Format(PyExc_TypeError,

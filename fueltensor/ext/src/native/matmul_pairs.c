@@ -31,7 +31,7 @@
 enum { MM_CHOOSE = -1 };
 static int mm_dpbf16_cpu = 0, mm_dpbf16_on = MM_CHOOSE;
 
-static void mm_pairs_init(void) {
+SHARED void mm_pairs_init(void) {
 #if defined(HAVE_AVX512_BF16)
     __builtin_cpu_init();
     mm_dpbf16_cpu = __builtin_cpu_supports("avx512bf16");
@@ -223,7 +223,7 @@ static int mm_paired(MmKernel kernel) {
  * on FMAs under FTZ and DAZ (False), or on the faster as measured (None, the default); previous
  * is the body the setting before chose (True: the instruction), None where the CPU has no
  * AVX512_BF16 (the emulation always runs). */
-static PyObject *pairs_instruction(PyObject *module, PyObject *on) {
+SHARED PyObject *pairs_instruction(PyObject *module, PyObject *on) {
     (void)module;
     int want = on == Py_None ? MM_CHOOSE : PyObject_IsTrue(on);
     if (want == -1 && on != Py_None) return NULL;

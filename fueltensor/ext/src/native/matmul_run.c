@@ -314,7 +314,7 @@ static int mm_panels(Mm *m, int threads, size_t floats[2]) {
 
 /* The MATMUL capsule (abi.h's `ShapedKernel`): out = a @ b over the stacks, by the parameters
  * (see the header). Never touches the GIL. */
-static int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
+SHARED int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
                          const ParamArg *params, int n_params, char *error, size_t error_len) {
     Mm m = {0};
     if (op != M_MATMUL || n_in != 2)

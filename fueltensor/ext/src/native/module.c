@@ -1,3 +1,11 @@
+/* The one state of `_native` (native.h), both translation units' (the initializer in its field
+ * order: no ISA body yet, one ISA, the default ISA, one thread, split from each threshold). */
+SHARED NativeState N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
+#if defined(HAVE_PTHREAD)
+                        , POOL_INIT
+#endif
+};
+
 static PyMethodDef methods[] = {
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL,
      "binary(op, dtype, lhs, rhs, out): out[i] = OPS[op](lhs[i], rhs[i]) over C-contiguous "

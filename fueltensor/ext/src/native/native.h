@@ -1,6 +1,7 @@
 /* What every part of `_native` shares: the platform's headers and switches, the tables of the
  * op and dtype codes (abi.h), the types passed between the parts, and the one state struct.
- * `_native.c` includes the parts after this header, in one translation unit. */
+ * `_native.c` and `_shaped.c` include their parts after this header, two translation units
+ * (setup.py compiles them at once); what one defines for the other is declared SHARED below. */
 #ifndef FUELTENSOR_NATIVE_H
 #define FUELTENSOR_NATIVE_H
 
@@ -77,6 +78,12 @@
 /* Input elements from which a reduction splits: as f32 arithmetic (SPLIT_BYTES / 4), one add or
  * multiply an element; not yet measured on its own. */
 #define SPLIT_REDUCE (1 << 16)
+/* The partial accumulators of a reduction's block (reduce.c: element p of a block goes to lane
+ * p mod REDUCE_LANES). */
+#define REDUCE_LANES 8
+/* Below this many outputs a blocked sum or product splits by blocks, so that a full reduction
+ * uses every thread; from here the outputs alone are enough parts. */
+#define REDUCE_FEW_OUTPUTS 64
 /* The pool's op number of a matmul (matmul.c), past the reduction; it splits from SPLIT_MATMUL
  * products (a 100^3 product, tens of microseconds on one core: not yet measured on its own). */
 #define MATMUL_POOL_OP (REDUCE_POOL_OP + 1)
@@ -234,8 +241,9 @@ typedef struct {
  * and `parallel_from` is 0 (each op class splits from its measured threshold, `split_from`)
  * except while benchmarks/run.py measures where splitting starts to pay (`set_parallel_from`:
  * every body from there). `pretend_cores` is 0 but in a test that runs the split as on a machine
- * of that many cores (`pretend_cores`, fueltensor.kernels.threads.pretend_cores). */
-static struct {
+ * of that many cores (`pretend_cores`, fueltensor.kernels.threads.pretend_cores). One object,
+ * defined in module.c, which both translation units read. */
+typedef struct {
     BodyWith isa_bodies[MAX_ISAS];
     PartBody isa_parts[MAX_ISAS];
     PowIBody isa_powi[MAX_ISAS];
@@ -251,10 +259,59 @@ static struct {
 #if defined(HAVE_PTHREAD)
     Pool pool;
 #endif
-} N = {{NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, {NULL}, 1, 0, 1, 0, 0
-#if defined(HAVE_PTHREAD)
-         , POOL_INIT
+} NativeState;
+
+/* The bit views of a float: its bits, the float of some bits, and whether bits are a NaN. */
+#define DEFINE_BITS(T, F, U, ABS, INF)                                                             \
+    INLINE U T##_bits(F x) {                                                                       \
+        U u;                                                                                       \
+        memcpy(&u, &x, sizeof u);                                                                  \
+        return u;                                                                                  \
+    }                                                                                              \
+    INLINE F T##_value(U u) {                                                                      \
+        F x;                                                                                       \
+        memcpy(&x, &u, sizeof x);                                                                  \
+        return x;                                                                                  \
+    }                                                                                              \
+    INLINE int T##_isnan(U u) { return (u & ABS) > INF; }
+DEFINE_BITS(f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u)
+DEFINE_BITS(f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull)
+
+/* What one translation unit defines for the other (`_native.c`'s and `_shaped.c`'s): linked
+ * inside the extension, never exported from it. */
+#if defined(__GNUC__)
+#define SHARED __attribute__((visibility("hidden")))
+#else
+#define SHARED
 #endif
-};
+
+SHARED extern NativeState N;
+/* pool.c: the monotonic clock, the threads a body of `op` splits across, and a split call. */
+SHARED uint64_t now_ns(void);
+SHARED int threads_for(int op, int dtype, Py_ssize_t n);
+#if defined(HAVE_PTHREAD)
+SHARED void split_run(Job *job, int threads);
+#endif
+/* calls.c: the buffer format of each version 1 dtype, a format without its byte-order prefix,
+ * a buffer with its format, an operand's buffer of the wanted dtype, and the bytes a strided
+ * buffer spans. */
+SHARED extern const char *const FORMATS[N_DTYPES];
+SHARED const char *plain_format(const char *format);
+SHARED int get_buffer(PyObject *obj, Py_buffer *view, int flags, const char *what);
+SHARED int get_operand(PyObject *obj, Py_buffer *view, int flags, long dtype, const char *name,
+                       const char *what);
+SHARED int extent(const Py_buffer *v, const char **lo, const char **hi);
+/* `_shaped.c`'s Python interface and kernels, which module.c lists: the reductions (reduce_call.c,
+ * argreduce.c) and the contraction (matmul_call.c, matmul_pairs.c), each `ShapedKernel`; and
+ * the pairs kernel's CPU probe, run at init. */
+SHARED void mm_pairs_init(void);
+SHARED PyObject *reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+SHARED PyObject *argreduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+SHARED PyObject *contract(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+SHARED PyObject *pairs_instruction(PyObject *module, PyObject *on);
+SHARED int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
+                         const ParamArg *params, int n_params, char *error, size_t error_len);
+SHARED int matmul_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
+                         const ParamArg *params, int n_params, char *error, size_t error_len);
 
 #endif

@@ -20,7 +20,7 @@
  * Workers are detached and never joined: process exit ends them wherever they are parked. */
 
 #if defined(HAVE_PTHREAD)
-static uint64_t now_ns(void) {
+SHARED uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
@@ -85,7 +85,7 @@ static Py_ssize_t part_length(Py_ssize_t n, int threads, Py_ssize_t align) {
 
 /* How many threads a body of `op` on `dtype` over `n` elements runs on now: the setting, capped
  * by the cores and by the CHUNK_ALIGN blocks n makes; one below the op class's threshold. */
-static int threads_for(int op, int dtype, Py_ssize_t n) {
+SHARED int threads_for(int op, int dtype, Py_ssize_t n) {
 #if defined(HAVE_PTHREAD)
     if (n < split_from(op, dtype)) return 1;
     int want = __atomic_load_n(&N.thread_setting, __ATOMIC_RELAXED);
@@ -374,7 +374,7 @@ static int alone(const Job *job) {
  * here until none is left, wait for the workers' parts, then merge their flags into this
  * thread's. When another caller owns the pool, no worker could be started, or the call runs
  * `alone`, all of it here. */
-static void split_run(Job *job, int threads) {
+SHARED void split_run(Job *job, int threads) {
     int helpers = 0;
     int lone = 0;
     if (pthread_mutex_trylock(&N.pool.owner) == 0) {

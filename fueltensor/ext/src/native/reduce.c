@@ -40,10 +40,7 @@
  * order after (the fold is associative: the first NaN, else the first extreme). Which
  * path runs depends on the shape and parameters only, so the bits are one thread's. */
 
-#define REDUCE_LANES 8
-/* Below this many outputs a blocked sum or product splits by blocks, so that a full reduction
- * uses every thread; from here the outputs alone are enough parts. */
-#define REDUCE_FEW_OUTPUTS 64
+/* REDUCE_LANES and REDUCE_FEW_OUTPUTS are native.h's (module.c names them as constants). */
 /* Outputs adjacent along the innermost kept axis computed in one walk (`S##_group`), at most:
  * a sum down the columns of a 4096-wide f32 matrix reads whole 16 KiB rows in turn, as a
  * stream, where 128 outputs read 512 bytes of each (the benchmark's axis-0 sum: 32 outputs ran

@@ -85,7 +85,7 @@ static int reduce_overlap(const Py_buffer *xv, const Py_buffer *ov) {
 
 /* `reduce(op, x, out, axes, accumulator, order, block)`: out = REDUCTION_OPS[op] of x over
  * axes (see the header for the order), x any strided array, out the dense reduced shape. */
-static PyObject *reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+SHARED PyObject *reduce(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 7) {
         PyErr_Format(PyExc_TypeError,

@@ -350,7 +350,7 @@ static int argreduce_kernel(int op, const TensorArg *in, int n_in, const TensorA
 /* The REDUCE capsule (abi.h's `ShapedKernel`): out = op over params' axes of in[0], by the
  * accumulator and order the params give (see the header); argmax and argmin by argreduce.c.
  * Never touches the GIL. */
-static int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
+SHARED int reduce_kernel(int op, const TensorArg *in, int n_in, const TensorArg *out,
                          const ParamArg *params, int n_params, char *error, size_t error_len) {
     Reduce r = {.op = op};
     int reduced[MAX_DIMS] = {0};
