@@ -32,6 +32,7 @@ from fueltensor.families import TRAITS, Family
 from fueltensor.fkc.semantics import SUBNORMALS
 from fueltensor.kernels import KernelFn
 from fueltensor.kernels.compiled import CompiledKernel
+from fueltensor.kernels.contraction_thunk import stacked
 from fueltensor.kernels.shaped_abi import (
     PARAM_CODE,
     PARAM_F64,
@@ -229,11 +230,10 @@ def _contracted(a: NDArray[Any], b: NDArray[Any]) -> Shaped | str:
     if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
         return f"a and b must be (..., M, K) and (..., K, N), got {a.shape} and {b.shape}"
     try:
-        stack = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        wide_a, wide_b, shape = stacked(a, b)  # as every provider's Python thunk has them
     except ValueError:
         return f"the stacks of a {a.shape} and b {b.shape} do not broadcast"
-    wide = tuple(np.broadcast_to(t, (*stack, *t.shape[-2:])) for t in (a, b))
-    return wide, (*stack, a.shape[-2], b.shape[-1]), None
+    return (wide_a, wide_b), shape, None
 
 
 _CALLS: Final[Mapping[Family, Callable[..., Shaped | str]]] = {
