@@ -300,10 +300,11 @@ class ShapedCompiledKernel:
             if problem is not None:
                 raise ValueError(f"{self.symbol}: {problem}")
         shaped = _CALLS[self.family](*args)
-        problem = shaped if isinstance(shaped, str) else _out_problem(out, shaped)
+        if isinstance(shaped, str):
+            raise ValueError(f"{self.symbol}: {shaped}")
+        problem = _out_problem(out, shaped)
         if problem is not None:
             raise ValueError(f"{self.symbol}: {problem}")
-        assert not isinstance(shaped, str)
         return shaped
 
     def request(

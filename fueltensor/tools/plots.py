@@ -11,7 +11,7 @@ displays as a cell's value and saves with `fig.savefig(...)`.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,20 @@ def _cost_axes(ax: Axes, report: JudgeReport, measured: Sequence[Audit]) -> None
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
 
 
+def _x_fraction(ax: Axes) -> Callable[[float], float]:
+    """Where a value of `ax`'s log x axis lies in the axes' width (0 left edge, 1 right)."""
+    import math
+
+    left, right = (math.log10(v) for v in ax.get_xlim())
+    return lambda x: (math.log10(x) - left) / (right - left)
+
+
+def _char_width(ax: Axes, points: float) -> float:
+    """A character of `points`-point text in the axes' width: 0.6 em, and half as much again
+    for the layout's shrinking the axes after this."""
+    return points / 72 * ax.figure.dpi / ax.bbox.width * 0.6 * 1.5
+
+
 def _spaced(ax: Axes, xs: Sequence[float]) -> list[str]:
     """Tick labels of the sorted formula values `xs` on `ax`'s log x axis, to three digits
     (4.00006 bytes, a formula's 4 plus a fixed size over n, is 4), a value whose label would
@@ -161,18 +175,15 @@ def _spaced(ax: Axes, xs: Sequence[float]) -> list[str]:
     from matplotlib import rcParams
     from matplotlib.font_manager import FontProperties
 
-    left, right = (math.log10(v) for v in ax.get_xlim())
-    points = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
-    # A character's width in the axes' width (0.6 em, and half as much again for the layout's
-    # shrinking the axes after this).
-    em = points / 72 * ax.figure.dpi / ax.bbox.width * 0.6 * 1.5
+    at = _x_fraction(ax)
+    em = _char_width(ax, FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points())
     labels, end = [], -math.inf
     for x in xs:
         text = f"{x:.3g}"
-        at, half = (math.log10(x) - left) / (right - left), len(text) * em / 2
-        shown = at - half > end
+        half = len(text) * em / 2
+        shown = at(x) - half > end
         labels.append(text if shown else "")
-        end = at + half if shown else end
+        end = at(x) + half if shown else end
     return labels
 
 
@@ -187,18 +198,16 @@ def _name_outliers(ax: Axes, slow: Sequence[Audit]) -> None:
 
     data_x_axes_y = blended_transform_factory(ax.transData, ax.transAxes)
     low, high = (math.log10(v) for v in ax.get_ylim())
-    left, right = (math.log10(v) for v in ax.get_xlim())
-    # A 7-point label's width in the axes' width, from its characters (0.6 em each, and half as
-    # much again for the layout's shrinking the axes after this): a column whose labels would
-    # start before the group's widest ends joins that group's stack.
-    em = 7 / 72 * ax.figure.dpi / ax.bbox.width * 0.6 * 1.5
+    # A column whose labels (7-point) would start before the group's widest ends joins the
+    # group's stack.
+    at, em = _x_fraction(ax), _char_width(ax, 7)
     columns: dict[float, list[Audit]] = {}
     for r in sorted(slow, key=lambda r: r.formula_bytes_per_element):
         x = r.formula_bytes_per_element
         last = max(columns, default=None)
         if last is not None:
             widest = max(len(q.label) for q in columns[last]) * em
-            if math.log10(x / last) / (right - left) < widest or x < 1.5 * last:
+            if at(x) - at(last) < widest or x < 1.5 * last:
                 columns[last].append(r)
                 continue
         columns[x] = [r]
